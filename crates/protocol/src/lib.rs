@@ -1,0 +1,3 @@
+//! Cairn's wire codecs. Sans-IO: bytes in, frames out, and replies into a
+//! byte buffer. Nothing here knows about sockets, keys or values.
+pub mod resp;
