@@ -1,1 +1,26 @@
-//! engine
+//! Cairn's engine: the sharded keyspace, value encodings, expiry, and the
+//! operations of each command family. It knows no sockets, no wire bytes and
+//! no files: commands arrive as typed calls and leave as typed results.
+//!
+//! - `keyspace`: shards, keys, and the `Guard` every operation works through.
+//! - `table`: one database's slice of one shard (open addressing, SCAN-safe).
+//! - `entry`, `value`: what is stored and how it is encoded.
+//! - `expire`, `iterate`: the active expiry sweep and whole-keyspace walks.
+//! - `ops`: one module per command family, e.g. `ops::string::set`.
+pub mod clock;
+pub mod entry;
+pub mod error;
+pub mod expire;
+pub mod iterate;
+pub mod keyspace;
+pub mod ops;
+pub mod table;
+pub mod util;
+pub mod value;
+
+pub use entry::Entry;
+pub use error::Error;
+pub use keyspace::{Engine, Expiry, Guard, Key, Options};
+pub use value::{Kind, Value};
+
+pub type Result<T> = std::result::Result<T, Error>;

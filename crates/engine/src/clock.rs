@@ -1,0 +1,38 @@
+//! Wall-clock milliseconds for expiry, with an offset that tests can move.
+//!
+//! Expiry compares against Unix milliseconds, as Redis does (`mstime()`), so
+//! absolute deadlines (EXPIREAT, PXAT) and relative ones share one scale. The
+//! offset exists so integration tests can jump the clock forward through
+//! `DEBUG JUMP-CLOCK` instead of sleeping; it is zero in production.
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+static OFFSET_MS: AtomicI64 = AtomicI64::new(0);
+
+/// Current Unix time in milliseconds, including the test offset.
+pub fn now_ms() -> u64 {
+    let real = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0);
+    (real + OFFSET_MS.load(Ordering::Relaxed)).max(0) as u64
+}
+
+/// Current Unix time in microseconds, including the test offset.
+pub fn now_us() -> u64 {
+    let real = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_micros() as i64)
+        .unwrap_or(0);
+    (real + OFFSET_MS.load(Ordering::Relaxed) * 1000).max(0) as u64
+}
+
+/// Moves the clock forward (or back) by `delta_ms` for every later reading.
+pub fn jump(delta_ms: i64) {
+    OFFSET_MS.fetch_add(delta_ms, Ordering::Relaxed);
+}
+
+/// The offset currently applied, in milliseconds.
+pub fn offset_ms() -> i64 {
+    OFFSET_MS.load(Ordering::Relaxed)
+}

@@ -1,0 +1,102 @@
+//! A stored key: its bytes, its value, its expire time and access metadata.
+//!
+//! The expire time lives in the entry (no second table, unlike Redis's
+//! `expires` dict), so a key with a TTL costs no extra index slot. The layout
+//! is deliberately plain for now; the compact layout (one allocation per
+//! small entry) is the memory issue's work and stays behind this API.
+use crate::value::Value;
+
+/// One key and everything stored with it.
+pub struct Entry {
+    key: Box<[u8]>,
+    pub value: Value,
+    /// Unix milliseconds after which the key is gone; 0 means no expiry.
+    expire_at: u64,
+    /// Seconds on the engine's LRU clock at the last access (OBJECT IDLETIME).
+    pub access: u32,
+    /// Logarithmic access counter for LFU (OBJECT FREQ).
+    pub freq: u8,
+}
+
+impl Entry {
+    pub fn new(key: &[u8], value: Value, expire_at: u64) -> Box<Entry> {
+        Box::new(Entry {
+            key: key.into(),
+            value,
+            expire_at,
+            access: lru_clock(),
+            freq: LFU_INIT_VAL,
+        })
+    }
+
+    pub fn key(&self) -> &[u8] {
+        &self.key
+    }
+
+    pub fn expire_at(&self) -> u64 {
+        self.expire_at
+    }
+
+    /// True once `now_ms` is past the expire time (Redis: `now > when`).
+    pub fn is_expired(&self, now_ms: u64) -> bool {
+        self.expire_at != 0 && now_ms > self.expire_at
+    }
+
+    /// Only the table may change this, because it counts volatile keys.
+    pub(crate) fn set_expire_at_raw(&mut self, at: u64) {
+        self.expire_at = at;
+    }
+
+    /// The same entry under another name (RENAME, MOVE).
+    pub fn rekey(mut self: Box<Self>, key: &[u8]) -> Box<Entry> {
+        if *self.key != *key {
+            self.key = key.into();
+        }
+        self
+    }
+
+    /// A copy of the value and TTL under another name (COPY). Access
+    /// metadata starts fresh, as for any new key.
+    pub fn duplicate(&self, key: &[u8], value: Value) -> Box<Entry> {
+        Entry::new(key, value, self.expire_at)
+    }
+
+    /// Records an access for LRU/LFU bookkeeping.
+    pub fn touch(&mut self) {
+        self.access = lru_clock();
+        self.freq = lfu_log_incr(self.freq);
+    }
+
+    /// Seconds since the last access.
+    pub fn idle_secs(&self) -> u64 {
+        lru_clock().wrapping_sub(self.access) as u64
+    }
+
+    /// Approximate heap bytes held by this entry (MEMORY USAGE, later
+    /// replaced by allocator-exact accounting).
+    pub fn mem_bytes(&self) -> usize {
+        std::mem::size_of::<Entry>() + self.key.len() + self.value.mem_bytes()
+    }
+}
+
+/// Redis's initial LFU counter, so new keys are not evicted at once.
+pub const LFU_INIT_VAL: u8 = 5;
+
+fn lru_clock() -> u32 {
+    (crate::clock::now_ms() / 1000) as u32
+}
+
+/// Redis's logarithmic counter increment (evict.c `LFULogIncr`, factor 10).
+fn lfu_log_incr(counter: u8) -> u8 {
+    if counter == 255 {
+        return 255;
+    }
+    let r: f64 = rand::random();
+    let base = (counter.saturating_sub(LFU_INIT_VAL)) as f64;
+    let p = 1.0 / (base * 10.0 + 1.0);
+    if r < p {
+        counter + 1
+    } else {
+        counter
+    }
+}

@@ -1,0 +1,157 @@
+//! Whole-keyspace operations: SCAN, KEYS, RANDOMKEY, DBSIZE, FLUSHDB,
+//! FLUSHALL and SWAPDB. They work shard by shard; the ones that must be
+//! atomic (flushes, SWAPDB) lock every shard first.
+use crate::entry::Entry;
+use crate::keyspace::Engine;
+use crate::table::Table;
+
+impl Engine {
+    fn shard_bits(&self) -> u32 {
+        self.shard_count().trailing_zeros()
+    }
+
+    /// One SCAN step over database `db`. The cursor holds the shard index in
+    /// its low bits and that shard's reverse-binary bucket cursor above them,
+    /// so a key present for the whole scan is returned at least once (see
+    /// `table`). Like Redis, it stops once `count` keys were visited or after
+    /// `count * 10` buckets, and returns the next cursor (0 = done). `visit`
+    /// sees live entries only; expired ones are skipped.
+    pub fn scan(&self, db: usize, cursor: u64, count: usize, mut visit: impl FnMut(&Entry)) -> u64 {
+        let bits = self.shard_bits();
+        let n = self.shard_count() as u64;
+        let mut shard = cursor & (n - 1);
+        let mut bucket = cursor >> bits;
+        let mut seen = 0usize;
+        let mut buckets = 0usize;
+        let max_buckets = count.saturating_mul(10).max(1);
+        let now = crate::clock::now_ms();
+        while shard < n {
+            let finished_shard = self.with_shard(shard as usize, |s| {
+                let t = s.db(db);
+                loop {
+                    if t.is_empty() {
+                        return true;
+                    }
+                    bucket = t.scan_bucket(bucket, |e| {
+                        seen += 1;
+                        if !e.is_expired(now) {
+                            visit(e);
+                        }
+                    });
+                    buckets += 1;
+                    if bucket == 0 {
+                        return true;
+                    }
+                    if seen >= count || buckets >= max_buckets {
+                        return false;
+                    }
+                }
+            });
+            if finished_shard {
+                shard += 1;
+                bucket = 0;
+            }
+            if seen >= count || buckets >= max_buckets {
+                break;
+            }
+        }
+        if shard >= n {
+            0
+        } else {
+            (bucket << bits) | shard
+        }
+    }
+
+    /// Calls `visit` with every live key of `db` (KEYS). Not a snapshot:
+    /// keys written while it runs may or may not be seen.
+    pub fn for_each_key(&self, db: usize, mut visit: impl FnMut(&Entry)) {
+        let now = crate::clock::now_ms();
+        self.for_each_shard(|_, s| {
+            for e in s.db(db).iter() {
+                if !e.is_expired(now) {
+                    visit(e);
+                }
+            }
+        });
+    }
+
+    /// A random live key of `db`, or None if it has none.
+    pub fn random_key(&self, db: usize) -> Option<Vec<u8>> {
+        let n = self.shard_count();
+        let start = rand::random::<u32>() as usize;
+        let now = crate::clock::now_ms();
+        // Walk shards from a random start so a sparse keyspace does not cost
+        // many random probes of empty shards.
+        for step in 0..n {
+            let i = (start + step) % n;
+            let found = self.with_shard(i, |s| {
+                let t = s.db_mut(db);
+                for _ in 0..16 {
+                    let slot = t.random_slot(rand::random::<u64>)?;
+                    if t.at(slot).is_expired(now) {
+                        drop(t.remove_at(slot));
+                        s.stats.expired_keys += 1;
+                        return Some(None);
+                    }
+                    return Some(Some(t.at(slot).key().to_vec()));
+                }
+                None
+            });
+            match found {
+                Some(Some(k)) => return Some(k),
+                Some(None) => return self.random_key(db),
+                None => continue,
+            }
+        }
+        None
+    }
+
+    /// Keys in `db`, expired-but-unremoved ones included, as Redis counts.
+    pub fn dbsize(&self, db: usize) -> usize {
+        let mut n = 0;
+        self.for_each_shard(|_, s| n += s.db(db).len());
+        n
+    }
+
+    /// (keys, keys with a TTL) for one database, for INFO keyspace.
+    pub fn db_counts(&self, db: usize) -> (usize, usize) {
+        let (mut keys, mut volatile) = (0, 0);
+        self.for_each_shard(|_, s| {
+            keys += s.db(db).len();
+            volatile += s.db(db).volatile();
+        });
+        (keys, volatile)
+    }
+
+    /// Empties one database (or all with None) atomically and returns the
+    /// old tables, so the caller decides where the memory is freed
+    /// (FLUSHALL ASYNC frees it on another thread).
+    pub fn flush(&self, db: Option<usize>) -> Vec<Table> {
+        let mut g = self.lock_all();
+        let mut old = Vec::new();
+        for s in g.shards_mut() {
+            match db {
+                Some(d) => {
+                    old.push(s.dbs[d].take_all());
+                    s.expire_cursor[d] = 0;
+                }
+                None => {
+                    for d in 0..s.dbs.len() {
+                        old.push(s.dbs[d].take_all());
+                        s.expire_cursor[d] = 0;
+                    }
+                }
+            }
+        }
+        old
+    }
+
+    /// Swaps two databases atomically (SWAPDB).
+    pub fn swap_dbs(&self, a: usize, b: usize) {
+        let mut g = self.lock_all();
+        for s in g.shards_mut() {
+            s.dbs.swap(a, b);
+            s.expire_cursor.swap(a, b);
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! Hash commands: being written.

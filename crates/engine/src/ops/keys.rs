@@ -1,0 +1,1 @@
+//! Key-space commands (DEL, EXPIRE, RENAME, COPY, ...): being written.

@@ -1,0 +1,39 @@
+//! The operations of each command family, one module per family, written
+//! against `Guard` (Dragonfly's `Op*` functions, Redis's `t_*.c`). Handlers in
+//! the server parse wire arguments into these typed calls.
+pub mod hash;
+pub mod keys;
+pub mod string;
+
+use crate::value::{HashValue, StrValue, Value};
+use crate::{Error, Result};
+
+/// The string a key holds, or WRONGTYPE.
+pub fn as_str(v: &Value) -> Result<&StrValue> {
+    match v {
+        Value::Str(s) => Ok(s),
+        _ => Err(Error::WrongType),
+    }
+}
+
+pub fn as_str_mut(v: &mut Value) -> Result<&mut StrValue> {
+    match v {
+        Value::Str(s) => Ok(s),
+        _ => Err(Error::WrongType),
+    }
+}
+
+/// The hash a key holds, or WRONGTYPE.
+pub fn as_hash(v: &Value) -> Result<&HashValue> {
+    match v {
+        Value::Hash(h) => Ok(h),
+        _ => Err(Error::WrongType),
+    }
+}
+
+pub fn as_hash_mut(v: &mut Value) -> Result<&mut HashValue> {
+    match v {
+        Value::Hash(h) => Ok(h),
+        _ => Err(Error::WrongType),
+    }
+}

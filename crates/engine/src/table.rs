@@ -1,0 +1,402 @@
+//! One database's slice of one shard: an open-addressing hash table with
+//! linear probing and backward-shift deletion.
+//!
+//! Why not `hashbrown`: SCAN must return every key that is present for the
+//! whole scan even while the table grows or shrinks between calls. Redis gets
+//! that from power-of-two tables and a reverse-binary cursor over buckets
+//! (dict.c, `dictScan`). The same argument holds for linear probing when the
+//! cursor walks *home* buckets: every entry whose home is `b` sits in the run
+//! of occupied slots that starts at `b`, because insertion takes the first free
+//! slot at or after the home and backward-shift deletion never moves an entry
+//! before its home. So a home bucket can be visited in full, and the
+//! reverse-binary order gives Redis's guarantee across resizes.
+//!
+//! A slot is 16 bytes: the low 32 bits of the key's hash (its home bucket and
+//! a tag that saves most key comparisons) and a pointer to the entry. The
+//! table never holds more than 3/4 of its slots, and shrinks below 1/10 as
+//! Redis's dict does, which also keeps random sampling cheap.
+use crate::entry::Entry;
+
+const MIN_SLOTS: usize = 8;
+
+#[derive(Default)]
+struct Slot {
+    hash: u32,
+    entry: Option<Box<Entry>>,
+}
+
+/// The keys of one database that hash to one shard.
+#[derive(Default)]
+pub struct Table {
+    slots: Vec<Slot>,
+    len: usize,
+    volatile: usize,
+}
+
+impl Table {
+    /// Number of keys, expired-but-not-yet-removed ones included.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Number of keys that carry an expire time.
+    pub fn volatile(&self) -> usize {
+        self.volatile
+    }
+
+    /// Heap bytes held by the index itself (not the entries).
+    pub fn index_bytes(&self) -> usize {
+        self.slots.capacity() * std::mem::size_of::<Slot>()
+    }
+
+    fn mask(&self) -> usize {
+        self.slots.len() - 1
+    }
+
+    fn home(&self, i: usize) -> usize {
+        self.slots[i].hash as usize & self.mask()
+    }
+
+    /// Slot index of `key`, if present.
+    pub fn find(&self, hash: u64, key: &[u8]) -> Option<usize> {
+        if self.slots.is_empty() {
+            return None;
+        }
+        let tag = hash as u32;
+        let mask = self.mask();
+        let mut i = tag as usize & mask;
+        loop {
+            let slot = &self.slots[i];
+            match &slot.entry {
+                None => return None,
+                Some(e) if slot.hash == tag && e.key() == key => return Some(i),
+                Some(_) => i = (i + 1) & mask,
+            }
+        }
+    }
+
+    pub fn at(&self, i: usize) -> &Entry {
+        self.slots[i].entry.as_deref().expect("slot index came from find")
+    }
+
+    pub fn at_mut(&mut self, i: usize) -> &mut Entry {
+        self.slots[i]
+            .entry
+            .as_deref_mut()
+            .expect("slot index came from find")
+    }
+
+    /// Inserts an entry whose key is known to be absent; returns its slot.
+    pub fn insert_new(&mut self, hash: u64, entry: Box<Entry>) -> usize {
+        if (self.len + 1) * 4 > self.slots.len() * 3 {
+            let cap = (self.slots.len() * 2).max(MIN_SLOTS);
+            self.resize(cap);
+        }
+        if entry.expire_at() != 0 {
+            self.volatile += 1;
+        }
+        self.len += 1;
+        self.place(hash as u32, entry)
+    }
+
+    fn place(&mut self, tag: u32, entry: Box<Entry>) -> usize {
+        let mask = self.mask();
+        let mut i = tag as usize & mask;
+        while self.slots[i].entry.is_some() {
+            i = (i + 1) & mask;
+        }
+        self.slots[i] = Slot {
+            hash: tag,
+            entry: Some(entry),
+        };
+        i
+    }
+
+    /// Removes the entry at slot `i` and returns it. Shrinks if sparse.
+    pub fn remove_at(&mut self, i: usize) -> Box<Entry> {
+        let e = self.take_at(i);
+        self.maybe_shrink();
+        e
+    }
+
+    /// Removes without shrinking, so slot positions of other entries in the
+    /// same run stay meaningful to a caller that is walking the run.
+    fn take_at(&mut self, i: usize) -> Box<Entry> {
+        let mask = self.mask();
+        let entry = self.slots[i]
+            .entry
+            .take()
+            .expect("remove_at on an occupied slot");
+        let mut hole = i;
+        let mut j = (i + 1) & mask;
+        while self.slots[j].entry.is_some() {
+            let home = self.home(j);
+            // The entry at j may fill the hole unless its home lies
+            // cyclically in (hole, j]: moving it before its home would hide it.
+            if (j.wrapping_sub(home) & mask) >= (j.wrapping_sub(hole) & mask) {
+                self.slots.swap(hole, j);
+                hole = j;
+            }
+            j = (j + 1) & mask;
+        }
+        self.len -= 1;
+        if entry.expire_at() != 0 {
+            self.volatile -= 1;
+        }
+        entry
+    }
+
+    fn maybe_shrink(&mut self) {
+        if self.slots.len() > MIN_SLOTS && self.len * 10 < self.slots.len() {
+            let cap = (self.len * 2).next_power_of_two().max(MIN_SLOTS);
+            self.resize(cap);
+        } else if self.len == 0 && !self.slots.is_empty() {
+            self.slots = Vec::new();
+        }
+    }
+
+    fn resize(&mut self, cap: usize) {
+        debug_assert!(cap.is_power_of_two() && cap * 3 >= self.len * 4);
+        let old = std::mem::replace(&mut self.slots, Vec::with_capacity(cap));
+        self.slots.resize_with(cap, Slot::default);
+        for slot in old {
+            if let Some(e) = slot.entry {
+                self.place(slot.hash, e);
+            }
+        }
+    }
+
+    /// Sets the expire time of the entry at slot `i` (0 clears it), keeping
+    /// the count of volatile keys right.
+    pub fn set_expire_at(&mut self, i: usize, at_ms: u64) {
+        let e = self.at_mut(i);
+        let was = e.expire_at() != 0;
+        e.set_expire_at_raw(at_ms);
+        match (was, at_ms != 0) {
+            (false, true) => self.volatile += 1,
+            (true, false) => self.volatile -= 1,
+            _ => {}
+        }
+    }
+
+    /// Replaces the entry at slot `i` (same key), returning the old one.
+    pub fn replace_at(&mut self, i: usize, entry: Box<Entry>) -> Box<Entry> {
+        let new_volatile = entry.expire_at() != 0;
+        let old = std::mem::replace(
+            self.slots[i].entry.as_mut().expect("replace_at on occupied"),
+            entry,
+        );
+        match (old.expire_at() != 0, new_volatile) {
+            (false, true) => self.volatile += 1,
+            (true, false) => self.volatile -= 1,
+            _ => {}
+        }
+        old
+    }
+
+    /// Visits every entry whose home bucket is `cursor & mask` and returns
+    /// the next cursor in reverse-binary order, 0 when the walk is complete.
+    /// `visit` may not remove entries; see `retain_bucket` for that.
+    pub fn scan_bucket(&self, cursor: u64, mut visit: impl FnMut(&Entry)) -> u64 {
+        if self.slots.is_empty() {
+            return 0;
+        }
+        let mask = self.mask();
+        let b = cursor as usize & mask;
+        let mut i = b;
+        while let Some(e) = &self.slots[i].entry {
+            if self.home(i) == b {
+                visit(e);
+            }
+            i = (i + 1) & mask;
+            if i == b {
+                break;
+            }
+        }
+        next_cursor(cursor, mask as u64)
+    }
+
+    /// Like `scan_bucket`, but removes the entries for which `drop_it`
+    /// answers true, returning them through `removed`.
+    pub fn retain_bucket(
+        &mut self,
+        cursor: u64,
+        mut drop_it: impl FnMut(&Entry) -> bool,
+        mut removed: impl FnMut(Box<Entry>),
+    ) -> u64 {
+        if self.slots.is_empty() {
+            return 0;
+        }
+        let mask = self.mask();
+        let b = cursor as usize & mask;
+        let mut i = b;
+        let mut steps = 0;
+        while self.slots[i].entry.is_some() && steps <= mask {
+            if self.home(i) == b && drop_it(self.at(i)) {
+                // Backward shift may pull a later member of this run into
+                // slot i, so look at i again rather than moving on.
+                removed(self.take_at(i));
+                continue;
+            }
+            i = (i + 1) & mask;
+            steps += 1;
+        }
+        let next = next_cursor(cursor, mask as u64);
+        self.maybe_shrink();
+        next
+    }
+
+    /// A uniformly chosen occupied slot, or None if empty.
+    pub fn random_slot(&self, mut rand: impl FnMut() -> u64) -> Option<usize> {
+        if self.len == 0 {
+            return None;
+        }
+        let mask = self.mask();
+        loop {
+            let i = rand() as usize & mask;
+            if self.slots[i].entry.is_some() {
+                return Some(i);
+            }
+        }
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Entry> {
+        self.slots.iter().filter_map(|s| s.entry.as_deref())
+    }
+
+    /// Removes everything, returning the old contents so the caller can drop
+    /// them outside its lock.
+    pub fn take_all(&mut self) -> Table {
+        std::mem::take(self)
+    }
+}
+
+/// Redis's reverse-binary cursor increment (dict.c): set the bits above the
+/// mask, reverse, add one, reverse back. Buckets of a larger or smaller table
+/// are then visited in an order that never skips a bucket already due.
+fn next_cursor(cursor: u64, mask: u64) -> u64 {
+    let v = cursor | !mask;
+    v.reverse_bits().wrapping_add(1).reverse_bits()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::value::{StrValue, Value};
+    use std::collections::{BTreeSet, HashMap};
+
+    fn entry(key: &[u8], at: u64) -> Box<Entry> {
+        Entry::new(key, Value::Str(StrValue::from_bytes(b"v")), at)
+    }
+
+    fn hash(k: &[u8]) -> u64 {
+        // A deliberately weak hash puts many keys in one run, which is where
+        // backward-shift deletion and bucket scans can go wrong.
+        let h = k
+            .iter()
+            .fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ *b as u64).wrapping_mul(0x100_0000_01b3));
+        h & 0xffff_0000_0000_00ff
+    }
+
+    #[test]
+    fn insert_find_remove_against_model() {
+        let mut t = Table::default();
+        let mut model: HashMap<Vec<u8>, u64> = HashMap::new();
+        let mut seed = 7u64;
+        for step in 0..20_000u64 {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let k = format!("k{}", (seed >> 33) % 600).into_bytes();
+            let h = hash(&k);
+            match (seed >> 20) % 3 {
+                0 | 1 => {
+                    if t.find(h, &k).is_none() {
+                        t.insert_new(h, entry(&k, step % 2));
+                        model.insert(k, step % 2);
+                    }
+                }
+                _ => {
+                    if let Some(i) = t.find(h, &k) {
+                        t.remove_at(i);
+                        model.remove(&k);
+                    }
+                }
+            }
+            assert_eq!(t.len(), model.len());
+        }
+        for (k, at) in &model {
+            let i = t.find(hash(k), k).expect("present");
+            assert_eq!(t.at(i).expire_at(), *at);
+        }
+        assert_eq!(t.volatile(), model.values().filter(|a| **a != 0).count());
+        assert_eq!(t.iter().count(), model.len());
+    }
+
+    #[test]
+    fn scan_sees_every_stable_key_across_resizes() {
+        let mut t = Table::default();
+        let stable: Vec<Vec<u8>> = (0..300).map(|i| format!("s{i}").into_bytes()).collect();
+        for k in &stable {
+            t.insert_new(hash(k), entry(k, 0));
+        }
+        let mut seen = BTreeSet::new();
+        let mut cursor = 0;
+        let mut round = 0u32;
+        loop {
+            cursor = t.scan_bucket(cursor, |e| {
+                seen.insert(e.key().to_vec());
+            });
+            // Churn between calls: grow the table a lot, then shrink it back.
+            round += 1;
+            if round % 7 == 0 {
+                for j in 0..500 {
+                    let k = format!("t{round}-{j}").into_bytes();
+                    t.insert_new(hash(&k), entry(&k, 0));
+                }
+            } else if round % 7 == 3 {
+                let victims: Vec<Vec<u8>> = t
+                    .iter()
+                    .filter(|e| e.key().starts_with(b"t"))
+                    .map(|e| e.key().to_vec())
+                    .collect();
+                for k in victims {
+                    let i = t.find(hash(&k), &k).unwrap();
+                    t.remove_at(i);
+                }
+            }
+            if cursor == 0 {
+                break;
+            }
+        }
+        for k in &stable {
+            assert!(seen.contains(k), "scan missed {:?}", String::from_utf8_lossy(k));
+        }
+    }
+
+    #[test]
+    fn retain_bucket_removes_only_matching() {
+        let mut t = Table::default();
+        for i in 0..1000u64 {
+            let k = format!("k{i}").into_bytes();
+            t.insert_new(hash(&k), entry(&k, if i % 2 == 0 { 5 } else { 0 }));
+        }
+        let mut cursor = 0;
+        let mut removed = 0;
+        loop {
+            cursor = t.retain_bucket(cursor, |e| e.expire_at() == 5, |_| removed += 1);
+            if cursor == 0 {
+                break;
+            }
+        }
+        assert_eq!(removed, 500);
+        assert_eq!(t.len(), 500);
+        assert_eq!(t.volatile(), 0);
+        for i in (1..1000u64).step_by(2) {
+            let k = format!("k{i}").into_bytes();
+            assert!(t.find(hash(&k), &k).is_some());
+        }
+    }
+}

@@ -1,0 +1,888 @@
+//! The hash value type and its two encodings.
+//!
+//! Mirrors Redis 7.0 `src/t_hash.c`: a small hash is kept "packed" (Redis's
+//! listpack: one contiguous buffer, fields in insertion order, linear
+//! lookups), and converted for good to a hash table ("hashtable") once it
+//! has more than `hash-max-listpack-entries` fields or a field or value
+//! longer than `hash-max-listpack-value` bytes. Redis never converts back
+//! while the key lives (only a reload re-packs), and neither do we unless
+//! asked via [`HashValue::try_pack`].
+//!
+//! Observable consequences that this module reproduces:
+//! * OBJECT ENCODING says "listpack" or "hashtable" at the same moments;
+//! * HGETALL/HKEYS/HVALS/HSCAN on a packed hash list fields in insertion
+//!   order, with an updated field keeping its place (listpack `lpReplace`)
+//!   and a new field appended at the tail;
+//! * HSCAN of a packed hash returns everything in one call with cursor 0.
+//!
+//! The packed buffer is `(varint field_len, field, varint value_len,
+//! value)*`, with LEB128 varints. Unlike a listpack it does not store
+//! integer-looking strings as integers; the bytes clients see are the same.
+
+use std::hash::Hasher;
+
+use hashbrown::HashMap;
+
+/// The two config knobs that decide the encoding (redis.conf
+/// `hash-max-listpack-entries` and `hash-max-listpack-value`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HashLimits {
+    pub max_listpack_entries: usize,
+    pub max_listpack_value: usize,
+}
+
+impl Default for HashLimits {
+    /// Redis 7.0's defaults.
+    fn default() -> Self {
+        HashLimits {
+            max_listpack_entries: 128,
+            max_listpack_value: 64,
+        }
+    }
+}
+
+/// Redis `LISTPACK_MAX_SAFETY_SIZE`: a listpack is converted rather than
+/// allowed to grow past 1 GiB (`lpSafeToAdd`), whatever the limits say.
+const PACKED_MAX_SAFE_BYTES: usize = 1 << 30;
+
+/// Longest LEB128 encoding of a `usize` on 64-bit targets.
+const MAX_VARINT_LEN: usize = 10;
+
+/// A hash value. See the module docs for when each encoding is used.
+#[derive(Clone, Debug)]
+pub enum HashValue {
+    Packed(PackedHash),
+    Table(TableHash),
+}
+
+/// The listpack-like encoding: one buffer, insertion order.
+#[derive(Clone, Debug, Default)]
+pub struct PackedHash {
+    buf: Vec<u8>,
+    len: usize,
+}
+
+/// The hashtable encoding. Keeps a running total of field and value bytes
+/// so that `mem_bytes` stays O(1), as the engine asks for it after writes.
+#[derive(Clone, Debug, Default)]
+pub struct TableHash {
+    map: HashMap<Box<[u8]>, Box<[u8]>>,
+    payload: usize,
+}
+
+impl Default for HashValue {
+    fn default() -> Self {
+        HashValue::new()
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Varints
+
+/// Appends `v` as LEB128 (7 bits per byte, high bit = more follows).
+fn put_varint(out: &mut Vec<u8>, v: usize) {
+    let mut tmp = [0u8; MAX_VARINT_LEN];
+    let n = encode_varint(v, &mut tmp);
+    out.extend_from_slice(&tmp[..n]);
+}
+
+/// Writes `v` as LEB128 into `buf`, returning the number of bytes used.
+fn encode_varint(mut v: usize, buf: &mut [u8; MAX_VARINT_LEN]) -> usize {
+    let mut n = 0;
+    loop {
+        let byte = (v & 0x7f) as u8;
+        v >>= 7;
+        if v == 0 {
+            buf[n] = byte;
+            return n + 1;
+        }
+        buf[n] = byte | 0x80;
+        n += 1;
+    }
+}
+
+fn varint_len(v: usize) -> usize {
+    let mut tmp = [0u8; MAX_VARINT_LEN];
+    encode_varint(v, &mut tmp)
+}
+
+/// Reads a LEB128 value at `pos`: `(value, bytes used)`. `None` on a
+/// truncated or over-long encoding, which a buffer built by this module
+/// never contains; callers treat it as the end of the data rather than
+/// panicking.
+fn get_varint(buf: &[u8], pos: usize) -> Option<(usize, usize)> {
+    let mut v: usize = 0;
+    let mut shift = 0u32;
+    for (i, &byte) in buf.get(pos..)?.iter().enumerate().take(MAX_VARINT_LEN) {
+        let bits = usize::from(byte & 0x7f);
+        if shift >= usize::BITS || (shift > 0 && bits >> (usize::BITS - shift) != 0) {
+            return None;
+        }
+        v |= bits << shift;
+        if byte & 0x80 == 0 {
+            return Some((v, i + 1));
+        }
+        shift += 7;
+    }
+    None
+}
+
+// ---------------------------------------------------------------------------
+// Packed encoding
+
+/// Where one entry sits in the packed buffer.
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    /// First byte of the entry (the field's length varint).
+    start: usize,
+    field: (usize, usize),
+    /// First byte of the value's length varint.
+    value_hdr: usize,
+    value: (usize, usize),
+}
+
+impl Slot {
+    fn end(&self) -> usize {
+        self.value.1
+    }
+}
+
+/// Decodes the entry starting at `pos`.
+fn slot_at(buf: &[u8], pos: usize) -> Option<Slot> {
+    let (flen, n) = get_varint(buf, pos)?;
+    let fstart = pos + n;
+    let fend = fstart.checked_add(flen)?;
+    let (vlen, m) = get_varint(buf, fend)?;
+    let vstart = fend + m;
+    let vend = vstart.checked_add(vlen)?;
+    if vend > buf.len() {
+        return None;
+    }
+    Some(Slot {
+        start: pos,
+        field: (fstart, fend),
+        value_hdr: fend,
+        value: (vstart, vend),
+    })
+}
+
+/// Iterator over the slots of a packed buffer, in insertion order.
+struct Slots<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl Iterator for Slots<'_> {
+    type Item = Slot;
+    fn next(&mut self) -> Option<Slot> {
+        if self.pos >= self.buf.len() {
+            return None;
+        }
+        match slot_at(self.buf, self.pos) {
+            Some(s) => {
+                self.pos = s.end();
+                Some(s)
+            }
+            None => {
+                // Corrupt tail: stop rather than loop or panic.
+                self.pos = self.buf.len();
+                None
+            }
+        }
+    }
+}
+
+impl PackedHash {
+    fn slots(&self) -> Slots<'_> {
+        Slots {
+            buf: &self.buf,
+            pos: 0,
+        }
+    }
+
+    fn find(&self, field: &[u8]) -> Option<Slot> {
+        // Compare lengths first: cheap and skips most entries.
+        self.slots().find(|s| {
+            s.field.1 - s.field.0 == field.len() && &self.buf[s.field.0..s.field.1] == field
+        })
+    }
+
+    fn get(&self, field: &[u8]) -> Option<&[u8]> {
+        self.find(field).map(|s| &self.buf[s.value.0..s.value.1])
+    }
+
+    /// Inserts or updates; true if the field is new. An update keeps the
+    /// entry's position (listpack `lpReplace`), a new field goes to the tail
+    /// (`lpAppend`).
+    fn upsert(&mut self, field: &[u8], value: &[u8]) -> bool {
+        match self.find(field) {
+            Some(s) => {
+                if s.value.1 - s.value.0 == value.len() {
+                    // Same length: overwrite in place, no reallocation.
+                    self.buf[s.value.0..s.value.1].copy_from_slice(value);
+                } else {
+                    let mut hdr = [0u8; MAX_VARINT_LEN];
+                    let n = encode_varint(value.len(), &mut hdr);
+                    self.buf.splice(
+                        s.value_hdr..s.value.1,
+                        hdr[..n].iter().chain(value.iter()).copied(),
+                    );
+                }
+                false
+            }
+            None => {
+                self.buf.reserve(
+                    varint_len(field.len()) + field.len() + varint_len(value.len()) + value.len(),
+                );
+                put_varint(&mut self.buf, field.len());
+                self.buf.extend_from_slice(field);
+                put_varint(&mut self.buf, value.len());
+                self.buf.extend_from_slice(value);
+                self.len += 1;
+                true
+            }
+        }
+    }
+
+    fn remove(&mut self, field: &[u8]) -> bool {
+        match self.find(field) {
+            Some(s) => {
+                self.buf.drain(s.start..s.end());
+                self.len -= 1;
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Table encoding
+
+impl TableHash {
+    fn insert(&mut self, field: &[u8], value: &[u8]) -> bool {
+        if let Some(v) = self.map.get_mut(field) {
+            // Existing field: replace the value only, no key allocation.
+            self.payload = self.payload - v.len() + value.len();
+            *v = value.into();
+            false
+        } else {
+            self.payload += field.len() + value.len();
+            self.map.insert(field.into(), value.into());
+            true
+        }
+    }
+
+    fn remove(&mut self, field: &[u8]) -> bool {
+        match self.map.remove(field) {
+            Some(v) => {
+                self.payload -= field.len() + v.len();
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// The order a table-encoded hash is scanned in: a fixed hash of the field,
+/// reduced to 63 bits so every cursor also fits a signed 64-bit integer for
+/// clients that parse it that way. `DefaultHasher::new()` is SipHash with
+/// fixed keys: stable for the life of the process, which is all a cursor
+/// needs.
+fn scan_hash(field: &[u8]) -> u64 {
+    let mut h = std::hash::DefaultHasher::new();
+    h.write(field);
+    h.finish() >> 1
+}
+
+// ---------------------------------------------------------------------------
+// Public API
+
+impl HashValue {
+    /// An empty hash, packed (Redis `createHashObject` makes a listpack).
+    pub fn new() -> Self {
+        HashValue::Packed(PackedHash::default())
+    }
+
+    pub fn len(&self) -> usize {
+        match self {
+            HashValue::Packed(p) => p.len,
+            HashValue::Table(t) => t.map.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn get(&self, field: &[u8]) -> Option<&[u8]> {
+        match self {
+            HashValue::Packed(p) => p.get(field),
+            HashValue::Table(t) => t.map.get(field).map(|v| &**v),
+        }
+    }
+
+    pub fn contains(&self, field: &[u8]) -> bool {
+        self.get(field).is_some()
+    }
+
+    /// HSET/HMSET/HINCRBY/HINCRBYFLOAT semantics; true if `field` is new.
+    ///
+    /// Redis 7.0 converts to a hashtable before inserting when the field or
+    /// the value is longer than `max_listpack_value` (checked for an update
+    /// of an existing field too, and for the results of HINCRBY and
+    /// HINCRBYFLOAT), and after inserting when the hash has more than
+    /// `max_listpack_entries` fields. Updating a packed value with one of the
+    /// same length rewrites it in place without reallocating.
+    pub fn set(&mut self, field: &[u8], value: &[u8], limits: &HashLimits) -> bool {
+        if let HashValue::Packed(p) = self {
+            let too_long =
+                field.len() > limits.max_listpack_value || value.len() > limits.max_listpack_value;
+            let too_big =
+                p.buf.len().saturating_add(field.len() + value.len()) > PACKED_MAX_SAFE_BYTES;
+            if !too_long && !too_big {
+                let new = p.upsert(field, value);
+                if p.len > limits.max_listpack_entries {
+                    self.convert_to_table();
+                }
+                return new;
+            }
+            self.convert_to_table();
+        }
+        match self {
+            HashValue::Table(t) => t.insert(field, value),
+            // Unreachable: converted just above.
+            HashValue::Packed(p) => p.upsert(field, value),
+        }
+    }
+
+    /// HSETNX: sets only if `field` is absent; true if it was set. An
+    /// existing field leaves the hash untouched, encoding included (Redis
+    /// checks existence before its length-based conversion).
+    pub fn set_nx(&mut self, field: &[u8], value: &[u8], limits: &HashLimits) -> bool {
+        if self.contains(field) {
+            return false;
+        }
+        self.set(field, value, limits)
+    }
+
+    /// HDEL of one field; true if it existed. Never changes the encoding.
+    /// The caller deletes the key when the hash becomes empty, as Redis does.
+    pub fn remove(&mut self, field: &[u8]) -> bool {
+        match self {
+            HashValue::Packed(p) => p.remove(field),
+            HashValue::Table(t) => t.remove(field),
+        }
+    }
+
+    /// All (field, value) pairs: insertion order when packed (what Redis's
+    /// listpack returns), unspecified order for a table.
+    pub fn iter(&self) -> Iter<'_> {
+        match self {
+            HashValue::Packed(p) => Iter(IterInner::Packed(p.slots())),
+            HashValue::Table(t) => Iter(IterInner::Table(t.map.iter())),
+        }
+    }
+
+    /// The `i`th pair in [`iter`](Self::iter) order, for HRANDFIELD. O(i)
+    /// for both encodings (hashbrown exposes no bucket indexing); callers
+    /// needing many samples from a large hash should collect `iter()` once.
+    pub fn nth(&self, i: usize) -> Option<(&[u8], &[u8])> {
+        self.iter().nth(i)
+    }
+
+    /// OBJECT ENCODING's answer, with Redis 7.0's names.
+    pub fn encoding(&self) -> &'static str {
+        match self {
+            HashValue::Packed(_) => "listpack",
+            HashValue::Table(_) => "hashtable",
+        }
+    }
+
+    pub fn is_packed(&self) -> bool {
+        matches!(self, HashValue::Packed(_))
+    }
+
+    /// Approximate heap bytes held (not counting `size_of::<HashValue>()`),
+    /// for MEMORY USAGE and memory accounting. O(1).
+    pub fn mem_bytes(&self) -> usize {
+        match self {
+            HashValue::Packed(p) => p.buf.capacity(),
+            HashValue::Table(t) => {
+                // Per bucket: the two boxed-slice headers plus hashbrown's
+                // control byte; plus the bytes the boxes point to.
+                let bucket = std::mem::size_of::<(Box<[u8]>, Box<[u8]>)>() + 1;
+                t.map.capacity() * bucket + t.payload
+            }
+        }
+    }
+
+    /// One HSCAN step. Appends pairs to `out` and returns the next cursor
+    /// (0 when done).
+    ///
+    /// Packed: everything at once and cursor 0, whatever `cursor` is, as
+    /// Redis does for a listpack.
+    ///
+    /// Table: pairs are visited in ascending [`scan_hash`] of the field and
+    /// the cursor is the hash to resume at, so any field present for the
+    /// whole scan is returned (fields whose hash lies beyond the cursor are
+    /// still ahead, whatever was inserted or deleted meanwhile), and none is
+    /// returned twice unless it was deleted and re-added. Fields sharing a
+    /// hash are returned together so a cursor never splits them. `count` is a
+    /// hint as in Redis (0 is treated as 1). Cost: O(n) per call (one hash
+    /// per field plus a selection), so a full scan is O(n^2 / count); this
+    /// trades Redis's O(count) steps for not needing access to hashbrown's
+    /// bucket layout.
+    pub fn scan(&self, cursor: u64, count: usize, out: &mut Vec<(Vec<u8>, Vec<u8>)>) -> u64 {
+        let t = match self {
+            HashValue::Packed(_) => {
+                out.extend(self.iter().map(|(f, v)| (f.to_vec(), v.to_vec())));
+                return 0;
+            }
+            HashValue::Table(t) => t,
+        };
+        let count = count.max(1);
+        let mut cand: Vec<(u64, &[u8], &[u8])> = t
+            .map
+            .iter()
+            .map(|(f, v)| (scan_hash(f), &**f, &**v))
+            .filter(|(h, _, _)| *h >= cursor)
+            .collect();
+        if cand.len() > count {
+            // Bring the `count` smallest hashes to the front (unordered).
+            cand.select_nth_unstable_by_key(count - 1, |c| c.0);
+            let last = cand[..count].iter().map(|c| c.0).max().unwrap_or(cursor);
+            // Take everything up to and including `last` (ties included);
+            // resume at the smallest hash beyond it.
+            let next = cand.iter().map(|c| c.0).filter(|&h| h > last).min();
+            out.extend(
+                cand.iter()
+                    .filter(|c| c.0 <= last)
+                    .map(|c| (c.1.to_vec(), c.2.to_vec())),
+            );
+            // `next > last >= 0`, so a real cursor is never 0.
+            next.unwrap_or(0)
+        } else {
+            out.extend(cand.iter().map(|c| (c.1.to_vec(), c.2.to_vec())));
+            0
+        }
+    }
+
+    /// Switches to the hashtable encoding (no-op if already there).
+    pub fn convert_to_table(&mut self) {
+        if let HashValue::Packed(p) = self {
+            let mut t = TableHash {
+                map: HashMap::with_capacity(p.len),
+                payload: 0,
+            };
+            for s in p.slots() {
+                t.insert(&p.buf[s.field.0..s.field.1], &p.buf[s.value.0..s.value.1]);
+            }
+            *self = HashValue::Table(t);
+        }
+    }
+
+    /// Re-packs a table that fits the limits again (what an RDB reload does
+    /// in Redis). Returns true if the hash is packed afterwards. Order of
+    /// the packed entries is the table's iteration order.
+    pub fn try_pack(&mut self, limits: &HashLimits) -> bool {
+        let t = match self {
+            HashValue::Packed(_) => return true,
+            HashValue::Table(t) => t,
+        };
+        let fits = t.map.len() <= limits.max_listpack_entries
+            && t.payload <= PACKED_MAX_SAFE_BYTES
+            && t.map.iter().all(|(f, v)| {
+                f.len() <= limits.max_listpack_value && v.len() <= limits.max_listpack_value
+            });
+        if !fits {
+            return false;
+        }
+        let mut p = PackedHash::default();
+        for (f, v) in t.map.iter() {
+            p.upsert(f, v);
+        }
+        *self = HashValue::Packed(p);
+        true
+    }
+}
+
+/// Iterator returned by [`HashValue::iter`].
+pub struct Iter<'a>(IterInner<'a>);
+
+enum IterInner<'a> {
+    Packed(Slots<'a>),
+    Table(hashbrown::hash_map::Iter<'a, Box<[u8]>, Box<[u8]>>),
+}
+
+impl<'a> Iterator for Iter<'a> {
+    type Item = (&'a [u8], &'a [u8]);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match &mut self.0 {
+            IterInner::Packed(slots) => {
+                let buf: &'a [u8] = slots.buf;
+                slots
+                    .next()
+                    .map(|s| (&buf[s.field.0..s.field.1], &buf[s.value.0..s.value.1]))
+            }
+            IterInner::Table(it) => it.next().map(|(f, v)| (&**f, &**v)),
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        match &self.0 {
+            IterInner::Packed(_) => (0, None),
+            IterInner::Table(it) => it.size_hint(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use std::collections::{HashMap as StdMap, HashSet};
+
+    fn lim(entries: usize, value: usize) -> HashLimits {
+        HashLimits {
+            max_listpack_entries: entries,
+            max_listpack_value: value,
+        }
+    }
+
+    #[test]
+    fn varint_edges() {
+        let cases = [
+            0usize,
+            1,
+            127,
+            128,
+            255,
+            16_383,
+            16_384,
+            (1 << 21) - 1,
+            1 << 21,
+            u32::MAX as usize,
+            usize::MAX,
+        ];
+        for &v in &cases {
+            let mut buf = vec![0xAA];
+            put_varint(&mut buf, v);
+            assert_eq!(buf.len() - 1, varint_len(v), "{v}");
+            assert_eq!(get_varint(&buf, 1), Some((v, buf.len() - 1)), "{v}");
+            // Truncated encodings are rejected, not misread.
+            if buf.len() > 2 {
+                assert_eq!(get_varint(&buf[..buf.len() - 1], 1), None, "{v}");
+            }
+        }
+        assert_eq!(varint_len(127), 1);
+        assert_eq!(varint_len(128), 2);
+        assert_eq!(varint_len(usize::MAX), MAX_VARINT_LEN);
+        // Over-long / overflowing encodings.
+        assert_eq!(get_varint(&[0xff; 11], 0), None);
+        assert_eq!(
+            get_varint(
+                &[0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f],
+                0
+            ),
+            None
+        );
+        assert_eq!(get_varint(&[], 0), None);
+        assert_eq!(get_varint(&[1], 5), None);
+    }
+
+    #[test]
+    fn packed_with_multibyte_lengths() {
+        let l = lim(128, 100_000);
+        let mut h = HashValue::new();
+        let f = vec![b'f'; 200];
+        assert!(h.set(&f, &[b'x'; 127], &l));
+        assert!(h.set(b"", b"", &l));
+        assert!(h.set(b"k", &[b'y'; 70_000], &l));
+        assert_eq!(h.get(&f), Some(&[b'x'; 127][..]));
+        // Value grows from a 1-byte to a 2-byte length varint, then shrinks.
+        assert!(!h.set(&f, &[b'z'; 128], &l));
+        assert_eq!(h.get(&f), Some(&[b'z'; 128][..]));
+        assert_eq!(h.get(b""), Some(&b""[..]));
+        assert!(!h.set(&f, b"", &l));
+        assert_eq!(h.get(&f), Some(&b""[..]));
+        assert_eq!(h.get(b"k").map(<[u8]>::len), Some(70_000));
+        assert!(h.is_packed());
+        let order: Vec<&[u8]> = h.iter().map(|(f, _)| f).collect();
+        assert_eq!(order, vec![&f[..], b"", b"k"]);
+        assert!(h.remove(b""));
+        assert!(!h.remove(b""));
+        assert_eq!(h.len(), 2);
+        assert_eq!(h.get(b"k").map(<[u8]>::len), Some(70_000));
+    }
+
+    #[test]
+    fn same_length_update_does_not_reallocate() {
+        let l = HashLimits::default();
+        let mut h = HashValue::new();
+        h.set(b"a", b"1111", &l);
+        h.set(b"b", b"2222", &l);
+        let before = match &h {
+            HashValue::Packed(p) => (p.buf.as_ptr(), p.buf.capacity()),
+            HashValue::Table(_) => panic!("packed expected"),
+        };
+        assert!(!h.set(b"a", b"9999", &l));
+        let after = match &h {
+            HashValue::Packed(p) => (p.buf.as_ptr(), p.buf.capacity()),
+            HashValue::Table(_) => panic!("packed expected"),
+        };
+        assert_eq!(before, after);
+        assert_eq!(h.get(b"a"), Some(&b"9999"[..]));
+    }
+
+    #[test]
+    fn conversions_like_redis() {
+        // Each scenario checked against Redis 7.0.15 OBJECT ENCODING.
+        let l = HashLimits::default();
+        let long = [b'x'; 65];
+        // HSET of an existing field with a long value converts.
+        let mut h = HashValue::new();
+        h.set(b"f", b"1", &l);
+        h.set(b"f", &long, &l);
+        assert_eq!(h.encoding(), "hashtable");
+        // HSETNX of an existing field with a long value does not.
+        let mut h = HashValue::new();
+        h.set(b"f", b"1", &l);
+        assert!(!h.set_nx(b"f", &long, &l));
+        assert_eq!(h.encoding(), "listpack");
+        // HSETNX of a new long field does.
+        assert!(h.set_nx(&long, b"1", &l));
+        assert_eq!(h.encoding(), "hashtable");
+        // 128 fields stay packed, the 129th converts.
+        let mut h = HashValue::new();
+        for i in 0..128 {
+            h.set(format!("f{i}").as_bytes(), b"v", &l);
+        }
+        assert_eq!(h.encoding(), "listpack");
+        h.set(b"one-more", b"v", &l);
+        assert_eq!(h.encoding(), "hashtable");
+        // Shrinking does not convert back.
+        for i in 0..128 {
+            h.remove(format!("f{i}").as_bytes());
+        }
+        assert_eq!((h.len(), h.encoding()), (1, "hashtable"));
+        assert!(h.try_pack(&l));
+        assert_eq!(h.encoding(), "listpack");
+        assert_eq!(h.get(b"one-more"), Some(&b"v"[..]));
+        // hash-max-listpack-entries 0: the first field converts.
+        let mut h = HashValue::new();
+        h.set(b"f", b"1", &lim(0, 64));
+        assert_eq!(h.encoding(), "hashtable");
+    }
+
+    #[test]
+    fn table_scan_returns_everything_once() {
+        let l = lim(0, 0);
+        let mut h = HashValue::new();
+        for i in 0..1000 {
+            h.set(
+                format!("field:{i}").as_bytes(),
+                format!("{i}").as_bytes(),
+                &l,
+            );
+        }
+        for count in [1, 7, 10, 999, 1000, 5000] {
+            let mut seen = HashSet::new();
+            let mut cursor = 0;
+            let mut steps = 0;
+            loop {
+                let mut out = Vec::new();
+                cursor = h.scan(cursor, count, &mut out);
+                for (f, v) in out {
+                    assert_eq!(h.get(&f), Some(&v[..]));
+                    assert!(seen.insert(f), "duplicate");
+                }
+                steps += 1;
+                if cursor == 0 {
+                    break;
+                }
+                assert!(cursor <= i64::MAX as u64);
+            }
+            assert_eq!(seen.len(), 1000);
+            assert!(steps >= 1000 / count.max(1));
+        }
+    }
+
+    #[test]
+    fn table_scan_survives_mutation() {
+        let l = lim(0, 0);
+        let mut h = HashValue::new();
+        for i in 0..500 {
+            h.set(format!("stable:{i}").as_bytes(), b"v", &l);
+        }
+        let mut seen = HashSet::new();
+        let mut cursor = 0;
+        let mut round = 0;
+        loop {
+            let mut out = Vec::new();
+            cursor = h.scan(cursor, 10, &mut out);
+            seen.extend(out.into_iter().map(|(f, _)| f));
+            // Churn between steps: add and remove other fields.
+            for j in 0..20 {
+                h.set(format!("churn:{round}:{j}").as_bytes(), b"v", &l);
+                h.remove(format!("churn:{}:{j}", round.max(1) - 1).as_bytes());
+            }
+            round += 1;
+            if cursor == 0 {
+                break;
+            }
+        }
+        for i in 0..500 {
+            assert!(seen.contains(format!("stable:{i}").as_bytes()));
+        }
+    }
+
+    #[test]
+    fn packed_scan_is_one_shot() {
+        let l = HashLimits::default();
+        let mut h = HashValue::new();
+        h.set(b"a", b"1", &l);
+        h.set(b"b", b"2", &l);
+        let mut out = Vec::new();
+        assert_eq!(h.scan(12345, 1, &mut out), 0);
+        assert_eq!(
+            out,
+            vec![
+                (b"a".to_vec(), b"1".to_vec()),
+                (b"b".to_vec(), b"2".to_vec())
+            ]
+        );
+    }
+
+    #[test]
+    fn mem_bytes_tracks_payload() {
+        let l = lim(0, 0);
+        let mut h = HashValue::new();
+        h.set(b"field", &[0u8; 1000], &l);
+        assert!(h.mem_bytes() >= 1005);
+        h.set(b"field", b"", &l);
+        let small = h.mem_bytes();
+        assert!(small < 1000);
+        h.remove(b"field");
+        assert!(h.mem_bytes() <= small);
+    }
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        Set(Vec<u8>, Vec<u8>),
+        SetNx(Vec<u8>, Vec<u8>),
+        Remove(Vec<u8>),
+        Get(Vec<u8>),
+    }
+
+    fn field() -> impl Strategy<Value = Vec<u8>> {
+        // Few distinct short fields so updates and deletes hit; some long
+        // enough (up to 10 > 8) to force conversions.
+        prop_oneof![
+            4 => proptest::collection::vec(prop::sample::select(vec![b'a', b'b', b'c']), 0..4),
+            1 => proptest::collection::vec(any::<u8>(), 0..11),
+        ]
+    }
+
+    fn value() -> impl Strategy<Value = Vec<u8>> {
+        proptest::collection::vec(any::<u8>(), 0..11)
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            4 => (field(), value()).prop_map(|(f, v)| Op::Set(f, v)),
+            1 => (field(), value()).prop_map(|(f, v)| Op::SetNx(f, v)),
+            3 => field().prop_map(Op::Remove),
+            1 => field().prop_map(Op::Get),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        #[test]
+        fn behaves_like_a_map(ops in proptest::collection::vec(op(), 0..120)) {
+            let l = lim(4, 8);
+            let mut h = HashValue::new();
+            // Reference: contents, insertion order (valid while packed), and
+            // whether Redis's rules would have converted by now.
+            let mut model: StdMap<Vec<u8>, Vec<u8>> = StdMap::new();
+            let mut order: Vec<Vec<u8>> = Vec::new();
+            let mut converted = false;
+            for op in ops {
+                match op {
+                    Op::Set(f, v) => {
+                        let fresh = !model.contains_key(&f);
+                        if f.len() > 8 || v.len() > 8 {
+                            converted = true;
+                        }
+                        prop_assert_eq!(h.set(&f, &v, &l), fresh);
+                        if fresh {
+                            order.push(f.clone());
+                        }
+                        model.insert(f, v);
+                        if model.len() > 4 {
+                            converted = true;
+                        }
+                    }
+                    Op::SetNx(f, v) => {
+                        let fresh = !model.contains_key(&f);
+                        prop_assert_eq!(h.set_nx(&f, &v, &l), fresh);
+                        if fresh {
+                            if f.len() > 8 || v.len() > 8 {
+                                converted = true;
+                            }
+                            order.push(f.clone());
+                            model.insert(f, v);
+                            if model.len() > 4 {
+                                converted = true;
+                            }
+                        }
+                    }
+                    Op::Remove(f) => {
+                        let had = model.remove(&f).is_some();
+                        order.retain(|x| x != &f);
+                        prop_assert_eq!(h.remove(&f), had);
+                    }
+                    Op::Get(f) => {
+                        prop_assert_eq!(h.get(&f), model.get(&f).map(Vec::as_slice));
+                    }
+                }
+                prop_assert_eq!(h.len(), model.len());
+                prop_assert_eq!(h.is_empty(), model.is_empty());
+                prop_assert_eq!(h.encoding(), if converted { "hashtable" } else { "listpack" });
+                let got: Vec<(Vec<u8>, Vec<u8>)> =
+                    h.iter().map(|(f, v)| (f.to_vec(), v.to_vec())).collect();
+                if h.is_packed() {
+                    let want: Vec<(Vec<u8>, Vec<u8>)> = order
+                        .iter()
+                        .map(|f| (f.clone(), model[f].clone()))
+                        .collect();
+                    prop_assert_eq!(got, want);
+                } else {
+                    let got: StdMap<_, _> = got.into_iter().collect();
+                    prop_assert_eq!(&got, &model);
+                }
+                for i in 0..model.len() {
+                    prop_assert!(h.nth(i).is_some());
+                }
+                prop_assert!(h.nth(model.len()).is_none());
+                // A full scan sees exactly the contents.
+                let mut all = StdMap::new();
+                let mut cursor = 0;
+                loop {
+                    let mut out = Vec::new();
+                    cursor = h.scan(cursor, 2, &mut out);
+                    for (f, v) in out {
+                        prop_assert!(all.insert(f, v).is_none());
+                    }
+                    if cursor == 0 {
+                        break;
+                    }
+                }
+                prop_assert_eq!(&all, &model);
+            }
+        }
+    }
+}

@@ -1,0 +1,66 @@
+//! The value types a key can hold, and their encodings.
+pub mod hash;
+pub mod string;
+
+pub use hash::{HashLimits, HashValue};
+pub use string::StrValue;
+
+/// What a key holds. The type names and encoding names are Redis's, because
+/// TYPE, OBJECT ENCODING and SCAN TYPE expose them.
+pub enum Value {
+    Str(StrValue),
+    Hash(Box<HashValue>),
+}
+
+/// The kind of a value, independent of its encoding (TYPE, SCAN TYPE).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    String,
+    Hash,
+    List,
+    Set,
+    ZSet,
+}
+
+impl Kind {
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::String => "string",
+            Kind::Hash => "hash",
+            Kind::List => "list",
+            Kind::Set => "set",
+            Kind::ZSet => "zset",
+        }
+    }
+
+    /// Parses a TYPE name as SCAN's TYPE option accepts it (case-insensitive).
+    pub fn from_name(name: &[u8]) -> Option<Kind> {
+        [Kind::String, Kind::Hash, Kind::List, Kind::Set, Kind::ZSet]
+            .into_iter()
+            .find(|k| k.name().as_bytes().eq_ignore_ascii_case(name))
+    }
+}
+
+impl Value {
+    pub fn kind(&self) -> Kind {
+        match self {
+            Value::Str(_) => Kind::String,
+            Value::Hash(_) => Kind::Hash,
+        }
+    }
+
+    /// OBJECT ENCODING's answer.
+    pub fn encoding(&self) -> &'static str {
+        match self {
+            Value::Str(s) => s.encoding(),
+            Value::Hash(h) => h.encoding(),
+        }
+    }
+
+    pub fn mem_bytes(&self) -> usize {
+        match self {
+            Value::Str(s) => s.mem_bytes(),
+            Value::Hash(h) => std::mem::size_of::<HashValue>() + h.mem_bytes(),
+        }
+    }
+}

@@ -1,0 +1,117 @@
+//! Per-connection state: what a command handler may read and change
+//! (`Client`), and the part other threads may see (`ClientInfo`, for CLIENT
+//! LIST, CLIENT KILL and INFO clients).
+use cairn_protocol::resp::Protocol;
+use parking_lot::Mutex;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// CLIENT REPLY's modes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReplyMode {
+    On,
+    Off,
+    /// Drop the reply of the next command only.
+    Skip,
+}
+
+/// What other threads can see of a connection. Fields are atomics or short
+/// locks because the owning worker updates them while others read.
+pub struct ClientInfo {
+    pub id: u64,
+    pub addr: SocketAddr,
+    pub laddr: SocketAddr,
+    pub fd: i32,
+    pub worker: usize,
+    pub created: Instant,
+    pub name: Mutex<Option<Vec<u8>>>,
+    pub db: AtomicU32,
+    /// Index in the command table of the last command run (usize::MAX: none).
+    pub last_cmd: AtomicUsize,
+    /// Milliseconds since `created` at the last interaction.
+    pub last_active_ms: AtomicU64,
+    pub resp: AtomicU32,
+    /// Set by CLIENT KILL from any thread; the owner closes the connection.
+    pub killed: AtomicBool,
+    pub monitor: AtomicBool,
+    pub no_evict: AtomicBool,
+    pub qbuf: AtomicUsize,
+    pub qbuf_free: AtomicUsize,
+    pub obl: AtomicUsize,
+    pub omem: AtomicUsize,
+    pub tot_net_in: AtomicU64,
+    pub tot_net_out: AtomicU64,
+    pub tot_cmds: AtomicU64,
+}
+
+impl ClientInfo {
+    pub fn new(id: u64, addr: SocketAddr, laddr: SocketAddr, fd: i32, worker: usize) -> Self {
+        ClientInfo {
+            id,
+            addr,
+            laddr,
+            fd,
+            worker,
+            created: Instant::now(),
+            name: Mutex::new(None),
+            db: AtomicU32::new(0),
+            last_cmd: AtomicUsize::new(usize::MAX),
+            last_active_ms: AtomicU64::new(0),
+            resp: AtomicU32::new(2),
+            killed: AtomicBool::new(false),
+            monitor: AtomicBool::new(false),
+            no_evict: AtomicBool::new(false),
+            qbuf: AtomicUsize::new(0),
+            qbuf_free: AtomicUsize::new(0),
+            obl: AtomicUsize::new(0),
+            omem: AtomicUsize::new(0),
+            tot_net_in: AtomicU64::new(0),
+            tot_net_out: AtomicU64::new(0),
+            tot_cmds: AtomicU64::new(0),
+        }
+    }
+
+    pub fn idle_secs(&self) -> u64 {
+        let now = self.created.elapsed().as_millis() as u64;
+        now.saturating_sub(self.last_active_ms.load(Ordering::Relaxed)) / 1000
+    }
+
+    pub fn mark_active(&self) {
+        self.last_active_ms
+            .store(self.created.elapsed().as_millis() as u64, Ordering::Relaxed);
+    }
+}
+
+/// A connection's own state, touched only by the worker that owns it.
+pub struct Client {
+    pub id: u64,
+    pub db: usize,
+    pub proto: Protocol,
+    pub authenticated: bool,
+    pub reply_mode: ReplyMode,
+    /// Close once the replies so far are written (QUIT, CLIENT KILL self,
+    /// protocol error).
+    pub close_after_reply: bool,
+    pub info: Arc<ClientInfo>,
+}
+
+impl Client {
+    pub fn new(info: Arc<ClientInfo>, authenticated: bool) -> Client {
+        Client {
+            id: info.id,
+            db: 0,
+            proto: Protocol::Resp2,
+            authenticated,
+            reply_mode: ReplyMode::On,
+            close_after_reply: false,
+            info,
+        }
+    }
+
+    pub fn set_db(&mut self, db: usize) {
+        self.db = db;
+        self.info.db.store(db as u32, Ordering::Relaxed);
+    }
+}

@@ -1,0 +1,4 @@
+//! connection commands: being written.
+use crate::resp::table::Def;
+
+pub const COMMANDS: &[Def] = &[];

@@ -1,0 +1,4 @@
+//! hash commands: being written.
+use crate::resp::table::Def;
+
+pub const COMMANDS: &[Def] = &[];

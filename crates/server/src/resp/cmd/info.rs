@@ -1,0 +1,4 @@
+//! info commands: being written.
+use crate::resp::table::Def;
+
+pub const COMMANDS: &[Def] = &[];

@@ -1,0 +1,4 @@
+//! keys commands: being written.
+use crate::resp::table::Def;
+
+pub const COMMANDS: &[Def] = &[];

@@ -1,0 +1,101 @@
+//! What a command handler gets: its arguments, the connection's state, the
+//! shared server, and a reply buffer.
+use crate::client::Client;
+use crate::resp::errors::CmdError;
+use crate::shared::Shared;
+use cairn_engine::Engine;
+use cairn_protocol::resp::{ArgList, ReplyWriter};
+
+/// A handler's outcome: the reply is already written on Ok.
+pub type CmdResult = Result<(), CmdError>;
+
+/// The arguments of one request, borrowed from the connection's read buffer.
+#[derive(Clone, Copy)]
+pub struct Args<'a> {
+    buf: &'a [u8],
+    list: &'a ArgList,
+}
+
+impl<'a> Args<'a> {
+    pub fn new(buf: &'a [u8], list: &'a ArgList) -> Self {
+        Args { buf, list }
+    }
+
+    pub fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
+    pub fn get(&self, i: usize) -> &'a [u8] {
+        self.list.get(self.buf, i)
+    }
+
+    /// Arguments from index `from` on.
+    pub fn iter_from(&self, from: usize) -> impl Iterator<Item = &'a [u8]> + 'a {
+        let this = *self;
+        (from..this.len()).map(move |i| this.get(i))
+    }
+}
+
+/// Everything a handler may touch.
+pub struct Ctx<'a> {
+    pub shared: &'a Shared,
+    pub client: &'a mut Client,
+    pub args: Args<'a>,
+    pub out: &'a mut Vec<u8>,
+}
+
+impl<'a> Ctx<'a> {
+    pub fn engine(&self) -> &'a Engine {
+        &self.shared.engine
+    }
+
+    pub fn arg(&self, i: usize) -> &'a [u8] {
+        self.args.get(i)
+    }
+
+    pub fn argc(&self) -> usize {
+        self.args.len()
+    }
+
+    pub fn db(&self) -> usize {
+        self.client.db
+    }
+
+    /// A writer in this connection's protocol (RESP2 or RESP3).
+    pub fn reply(&mut self) -> ReplyWriter<'_> {
+        ReplyWriter::new(self.out, self.client.proto)
+    }
+
+    pub fn ok(&mut self) -> CmdResult {
+        self.reply().simple("OK");
+        Ok(())
+    }
+
+    pub fn int(&mut self, n: i64) -> CmdResult {
+        self.reply().int(n);
+        Ok(())
+    }
+
+    pub fn bulk(&mut self, b: &[u8]) -> CmdResult {
+        self.reply().bulk(b);
+        Ok(())
+    }
+
+    pub fn null(&mut self) -> CmdResult {
+        self.reply().null();
+        Ok(())
+    }
+
+    /// A bulk string, or a null when absent.
+    pub fn bulk_or_null(&mut self, b: Option<&[u8]>) -> CmdResult {
+        match b {
+            Some(b) => self.reply().bulk(b),
+            None => self.reply().null(),
+        }
+        Ok(())
+    }
+}

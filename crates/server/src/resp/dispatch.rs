@@ -1,0 +1,172 @@
+//! Runs one parsed request: finds the command, checks arity, auth and
+//! pause, times the handler, and keeps the statistics, the slow log and
+//! MONITOR fed. Steps 3 and 7 of the request path in shared/STYLE.md.
+use crate::client::{Client, ReplyMode};
+use crate::resp::ctx::{Args, Ctx};
+use crate::resp::errors::{unknown_command, CmdError};
+use crate::resp::table::{flags, Command};
+use crate::shared::{bump, Msg, Shared, WorkerStats};
+use cairn_protocol::resp::ReplyWriter;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// What became of a request.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// It ran (or was refused with an error reply).
+    Done,
+    /// CLIENT PAUSE holds it back; run it again later, unchanged.
+    Paused,
+}
+
+/// Finds the command (or subcommand) a request names, or the error to send.
+pub fn resolve<'t>(shared: &'t Shared, args: &Args) -> Result<&'t Command, CmdError> {
+    let name = args.get(0);
+    let Some(cmd) = shared.table.lookup(name) else {
+        return Err(CmdError::text(unknown_command(name, args.iter_from(1))));
+    };
+    if cmd.handler.is_some() {
+        return Ok(cmd);
+    }
+    if args.len() < 2 {
+        return Err(CmdError::WrongArity(cmd.name));
+    }
+    let sub = args.get(1);
+    shared
+        .table
+        .lookup_sub(cmd, sub)
+        .ok_or_else(|| CmdError::UnknownSubcommand {
+            sub: sub.to_vec(),
+            parent: cmd.name,
+        })
+}
+
+/// True while CLIENT PAUSE holds `cmd` back.
+fn paused(shared: &Shared, cmd: &Command) -> bool {
+    let until = shared.pause.until_ms.load(Ordering::Relaxed);
+    if until == 0 || cairn_engine::clock::now_ms() >= until {
+        return false;
+    }
+    // Redis lets these through even under PAUSE ALL so a paused client can
+    // still end the pause or leave (networking.c `blockPostponeClient`).
+    if matches!(cmd.name, "client|unpause" | "quit" | "reset" | "ping" | "auth" | "hello") {
+        return false;
+    }
+    shared.pause.all.load(Ordering::Relaxed) || cmd.has(flags::WRITE)
+}
+
+/// Executes one request and appends its reply (if any) to `out`.
+pub fn execute(
+    shared: &Shared,
+    client: &mut Client,
+    args: Args,
+    out: &mut Vec<u8>,
+    stats: &WorkerStats,
+) -> Outcome {
+    let cmd = match resolve(shared, &args) {
+        Ok(c) => c,
+        Err(e) => {
+            write_error(out, client, &e, stats);
+            return Outcome::Done;
+        }
+    };
+    let refused = if !cmd.arity_ok(args.len()) {
+        Some(CmdError::WrongArity(cmd.name))
+    } else if !client.authenticated && !cmd.has(flags::NO_AUTH) {
+        Some(CmdError::text("NOAUTH Authentication required."))
+    } else {
+        None
+    };
+    if let Some(e) = refused {
+        bump(&stats.cmd[cmd.id][2], 1);
+        write_error(out, client, &e, stats);
+        return Outcome::Done;
+    }
+    if paused(shared, cmd) {
+        return Outcome::Paused;
+    }
+
+    let start_len = out.len();
+    let skip_this = client.reply_mode == ReplyMode::Skip;
+    if skip_this {
+        client.reply_mode = ReplyMode::On;
+    }
+    let started = Instant::now();
+    let handler = cmd.handler.expect("resolve returns runnable commands");
+    let result = {
+        let mut ctx = Ctx {
+            shared,
+            client,
+            args,
+            out,
+        };
+        handler(&mut ctx)
+    };
+    let micros = started.elapsed().as_micros() as u64;
+    if let Err(e) = &result {
+        bump(&stats.cmd[cmd.id][3], 1);
+        write_error(out, client, e, stats);
+    }
+    if skip_this || client.reply_mode == ReplyMode::Off {
+        out.truncate(start_len);
+    }
+    bump(&stats.cmd[cmd.id][0], 1);
+    bump(&stats.cmd[cmd.id][1], micros);
+    bump(&stats.commands, 1);
+    client.info.last_cmd.store(cmd.id, Ordering::Relaxed);
+
+    if shared.hot.slowlog_enabled.load(Ordering::Relaxed)
+        && micros >= shared.hot.slowlog_slower_than_us.load(Ordering::Relaxed)
+        && !cmd.has(flags::SKIP_SLOWLOG)
+    {
+        let name = client.info.name.lock().clone().unwrap_or_default();
+        shared.slowlog.lock().push(
+            (0..args.len()).map(|i| args.get(i)),
+            micros,
+            client.info.addr.to_string(),
+            name,
+        );
+    }
+    if shared.monitor_count.load(Ordering::Relaxed) > 0
+        && !cmd.has(flags::SKIP_MONITOR)
+        && !cmd.has(flags::ADMIN)
+    {
+        feed_monitors(shared, client, &args);
+    }
+    Outcome::Done
+}
+
+fn write_error(out: &mut Vec<u8>, client: &Client, e: &CmdError, stats: &WorkerStats) {
+    bump(&stats.error_replies, 1);
+    if client.reply_mode == ReplyMode::Off {
+        return;
+    }
+    ReplyWriter::new(out, client.proto).error(&e.message());
+}
+
+/// Sends the MONITOR line for this command to every monitor
+/// (`replicationFeedMonitors`: `+<secs>.<usecs> [<db> <addr>] "arg" ...`).
+fn feed_monitors(shared: &Shared, client: &Client, args: &Args) {
+    let us = cairn_engine::clock::now_us();
+    let mut line = format!(
+        "+{}.{:06} [{} {}]",
+        us / 1_000_000,
+        us % 1_000_000,
+        client.db,
+        client.info.addr
+    )
+    .into_bytes();
+    for a in args.iter_from(0) {
+        line.push(b' ');
+        crate::util::repr(a, &mut line);
+    }
+    line.extend_from_slice(b"\r\n");
+    let line: Arc<[u8]> = line.into();
+    let monitors = shared.monitors.lock().clone();
+    for (id, worker) in monitors {
+        if id != client.id {
+            shared.worker(worker).send(Msg::Monitor(id, line.clone()));
+        }
+    }
+}

@@ -1,0 +1,113 @@
+//! Every error a command can answer, and its exact Redis text. This is the
+//! one place error wording lives; handlers return values, never strings
+//! scattered through the code.
+use cairn_engine::Error as EngineError;
+use std::borrow::Cow;
+
+/// A command's failure, turned into a `-` reply by the dispatcher.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CmdError {
+    Engine(EngineError),
+    /// `ERR syntax error`
+    Syntax,
+    /// `ERR value is not an integer or out of range`
+    NotInteger,
+    /// `ERR value is not a valid float`
+    NotFloat,
+    /// `ERR value is out of range, must be positive`
+    NotPositive,
+    /// `ERR invalid expire time in '<cmd>' command`
+    InvalidExpire(&'static str),
+    /// `ERR unknown subcommand '<sub>'. Try <CMD> HELP.`
+    UnknownSubcommand { sub: Vec<u8>, parent: &'static str },
+    /// `ERR wrong number of arguments for '<cmd>' command`
+    WrongArity(&'static str),
+    /// A complete reply text (without the leading `-`) that has no variant
+    /// of its own, such as `ERR Client names cannot contain spaces, ...`.
+    Text(Cow<'static, str>),
+}
+
+impl From<EngineError> for CmdError {
+    fn from(e: EngineError) -> Self {
+        CmdError::Engine(e)
+    }
+}
+
+impl CmdError {
+    pub fn text(msg: impl Into<Cow<'static, str>>) -> CmdError {
+        CmdError::Text(msg.into())
+    }
+
+    /// The error line without the leading `-` and trailing CRLF.
+    pub fn message(&self) -> Cow<'static, str> {
+        match self {
+            CmdError::Engine(e) => Cow::Borrowed(engine_text(*e)),
+            CmdError::Syntax => Cow::Borrowed("ERR syntax error"),
+            CmdError::NotInteger => Cow::Borrowed("ERR value is not an integer or out of range"),
+            CmdError::NotFloat => Cow::Borrowed("ERR value is not a valid float"),
+            CmdError::NotPositive => Cow::Borrowed("ERR value is out of range, must be positive"),
+            CmdError::InvalidExpire(cmd) => {
+                Cow::Owned(format!("ERR invalid expire time in '{cmd}' command"))
+            }
+            CmdError::UnknownSubcommand { sub, parent } => Cow::Owned(format!(
+                "ERR unknown subcommand '{}'. Try {} HELP.",
+                truncate_lossy(sub, 128),
+                parent.to_ascii_uppercase()
+            )),
+            CmdError::WrongArity(cmd) => {
+                Cow::Owned(format!("ERR wrong number of arguments for '{cmd}' command"))
+            }
+            CmdError::Text(t) => t.clone(),
+        }
+    }
+}
+
+/// Redis's text for each engine error.
+pub fn engine_text(e: EngineError) -> &'static str {
+    match e {
+        EngineError::WrongType => {
+            "WRONGTYPE Operation against a key holding the wrong kind of value"
+        }
+        EngineError::NotInteger => "ERR value is not an integer or out of range",
+        EngineError::NotFloat => "ERR value is not a valid float",
+        EngineError::HashNotInteger => "ERR hash value is not an integer",
+        EngineError::HashNotFloat => "ERR hash value is not a float",
+        EngineError::Overflow => "ERR increment or decrement would overflow",
+        EngineError::NanOrInfinity => "ERR increment would produce NaN or Infinity",
+        EngineError::NoSuchKey => "ERR no such key",
+        EngineError::SameObject => "ERR source and destination objects are the same",
+        EngineError::StringTooLong => "ERR string exceeds maximum allowed size (proto-max-bulk-len)",
+        EngineError::DbIndexOutOfRange => "ERR DB index is out of range",
+        EngineError::InvalidExpireTime => "ERR invalid expire time",
+        EngineError::LcsTooLarge => {
+            "ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len"
+        }
+    }
+}
+
+/// `%.Ns` of possibly non-UTF-8 bytes, as Redis prints arguments in errors.
+pub fn truncate_lossy(b: &[u8], n: usize) -> String {
+    String::from_utf8_lossy(&b[..b.len().min(n)]).into_owned()
+}
+
+/// Redis 7.0's unknown-command text: the name and the first arguments,
+/// each quoted, the argument list capped near 128 bytes (server.c
+/// `processCommand`).
+pub fn unknown_command(name: &[u8], args: impl Iterator<Item = impl AsRef<[u8]>>) -> String {
+    let mut list: Vec<u8> = Vec::new();
+    for a in args {
+        if list.len() >= 128 {
+            break;
+        }
+        let room = 128 - list.len();
+        let a = a.as_ref();
+        list.push(b'\'');
+        list.extend_from_slice(&a[..a.len().min(room)]);
+        list.extend_from_slice(b"' ");
+    }
+    format!(
+        "ERR unknown command '{}', with args beginning with: {}",
+        truncate_lossy(name, 128),
+        String::from_utf8_lossy(&list)
+    )
+}

@@ -1,0 +1,184 @@
+//! Start-up and the server's own threads: binds the listeners, starts one
+//! worker per core (or `server-threads`), the acceptors, and the cron thread
+//! that runs active expiry; then waits for SHUTDOWN or a signal.
+use crate::config::Config;
+use crate::log;
+use crate::resp::cmd;
+use crate::resp::table::CommandTable;
+use crate::shared::{Hot, Pause, Shared, WorkerHandle, WorkerStats};
+use crate::slowlog::SlowLog;
+use crate::worker::{Worker, WAKER};
+use cairn_engine::expire::ExpireCycle;
+use cairn_engine::{Engine, Options};
+use parking_lot::{Mutex, RwLock};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+static SIGNALLED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    SIGNALLED.store(true, Ordering::SeqCst);
+}
+
+/// Builds the shared state from a config (also used by unit tests).
+pub fn build_shared(cfg: Config) -> Result<Arc<Shared>, String> {
+    let table = CommandTable::build(&cmd::families())?;
+    let threads = worker_threads(&cfg);
+    let engine = Engine::new(Options {
+        databases: cfg.databases as usize,
+        shards: 1024,
+    });
+    let ncmds = table.all().len();
+    let shared = Arc::new(Shared {
+        engine,
+        config: RwLock::new(cfg),
+        hot: Hot::default(),
+        table,
+        clients: Mutex::new(HashMap::new()),
+        next_client_id: AtomicU64::new(1),
+        connected: AtomicUsize::new(0),
+        total_connections: AtomicU64::new(0),
+        rejected_connections: AtomicU64::new(0),
+        workers: OnceLock::new(),
+        worker_stats: (0..threads).map(|_| WorkerStats::new(ncmds)).collect(),
+        started: Instant::now(),
+        run_id: run_id(),
+        tcp_port: AtomicU16::new(0),
+        shutdown: AtomicBool::new(false),
+        pause: Pause::default(),
+        slowlog: Mutex::new(SlowLog::default()),
+        monitors: Mutex::new(Vec::new()),
+        monitor_count: AtomicUsize::new(0),
+        stat_reset_at: Mutex::new(Instant::now()),
+    });
+    shared.refresh_hot();
+    Ok(shared)
+}
+
+fn worker_threads(cfg: &Config) -> usize {
+    if cfg.server_threads > 0 {
+        cfg.server_threads as usize
+    } else {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+    }
+}
+
+/// A 40-hex-digit run id, new at every start (INFO server `run_id`).
+fn run_id() -> String {
+    (0..40)
+        .map(|_| char::from_digit(rand::random_range(0..16u32), 16).unwrap_or('0'))
+        .collect()
+}
+
+pub fn run(cfg: Config) -> Result<(), String> {
+    log::set_level(log::Level::parse(&cfg.loglevel).unwrap_or(log::Level::Notice));
+    log::set_file(&cfg.logfile).map_err(|e| format!("Can't open the log file: {e}"))?;
+    log::notice("oO0OoO0OoO0Oo Cairn is starting oO0OoO0OoO0Oo");
+    log::notice(&format!(
+        "Cairn version={} redis_compat={} bits={} pid={} just started",
+        crate::VERSION,
+        crate::resp::meta::REDIS_VERSION,
+        usize::BITS,
+        std::process::id()
+    ));
+    if let Some(f) = cfg.config_file() {
+        log::notice(&format!("Configuration loaded file={}", f.display()));
+    } else {
+        log::notice("No config file specified, using the default config");
+    }
+    let listeners = crate::listener::bind_all(&cfg.bind, cfg.port as u16, cfg.tcp_backlog as i32)?;
+    if !cfg.dir.is_empty() {
+        std::env::set_current_dir(&cfg.dir)
+            .map_err(|e| format!("Can't chdir to '{}': {e}", cfg.dir))?;
+    }
+    let pidfile = cfg.pidfile.clone();
+    let shared = build_shared(cfg)?;
+    let port = listeners[0].local_addr().map(|a| a.port()).unwrap_or(0);
+    shared.tcp_port.store(port, Ordering::Relaxed);
+
+    let n = shared.worker_stats.len();
+    let mut polls = Vec::with_capacity(n);
+    let mut handles = Vec::with_capacity(n);
+    for _ in 0..n {
+        let poll = mio::Poll::new().map_err(|e| format!("epoll: {e}"))?;
+        let waker = mio::Waker::new(poll.registry(), WAKER).map_err(|e| format!("waker: {e}"))?;
+        handles.push(WorkerHandle {
+            mailbox: Mutex::new(Vec::new()),
+            waker,
+        });
+        polls.push(poll);
+    }
+    if shared.workers.set(handles).is_err() {
+        return Err("workers registered twice".into());
+    }
+    for (i, poll) in polls.into_iter().enumerate() {
+        let w = Worker::new(i, shared.clone(), poll);
+        std::thread::Builder::new()
+            .name(format!("cairn-worker-{i}"))
+            .spawn(move || w.run())
+            .map_err(|e| format!("spawn worker: {e}"))?;
+    }
+    {
+        let s = shared.clone();
+        std::thread::Builder::new()
+            .name("cairn-cron".into())
+            .spawn(move || cron(s))
+            .map_err(|e| format!("spawn cron: {e}"))?;
+    }
+    for l in listeners {
+        let addr = l.local_addr().map_err(|e| e.to_string())?;
+        let s = shared.clone();
+        std::thread::Builder::new()
+            .name("cairn-accept".into())
+            .spawn(move || crate::listener::accept_loop(l, s))
+            .map_err(|e| format!("spawn acceptor: {e}"))?;
+        log::notice(&format!("Ready to accept connections tcp addr={addr}"));
+    }
+    if !pidfile.is_empty() {
+        if let Err(e) = std::fs::write(&pidfile, format!("{}\n", std::process::id())) {
+            log::warning(&format!("Failed to write PID file {pidfile}: {e}"));
+        }
+    }
+    log::notice(&format!("Server initialized threads={n} shards={}", shared.engine.shard_count()));
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+    unsafe {
+        libc::signal(libc::SIGTERM, on_signal as libc::sighandler_t);
+        libc::signal(libc::SIGINT, on_signal as libc::sighandler_t);
+    }
+    while !SIGNALLED.load(Ordering::SeqCst) && !shared.shutdown.load(Ordering::SeqCst) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    if SIGNALLED.load(Ordering::SeqCst) {
+        log::warning("Received SIGTERM scheduling shutdown...");
+    }
+    shutdown(&shared, &pidfile);
+    Ok(())
+}
+
+/// Final steps before the process exits (SHUTDOWN, SIGTERM).
+pub fn shutdown(shared: &Shared, pidfile: &str) -> ! {
+    log::warning("User requested shutdown...");
+    if !pidfile.is_empty() {
+        let _ = std::fs::remove_file(pidfile);
+    }
+    let _ = shared;
+    log::warning("Cairn is now ready to exit, bye bye...");
+    std::process::exit(0)
+}
+
+/// Background work at `hz` times a second: active expiry within a quarter
+/// of each period (Redis's default effort).
+fn cron(shared: Arc<Shared>) {
+    let mut state = ExpireCycle::default();
+    loop {
+        let hz = shared.config.read().hz.clamp(1, 500) as u64;
+        let period = Duration::from_millis(1000 / hz);
+        let started = Instant::now();
+        shared.engine.active_expire(&mut state, started + period / 4);
+        std::thread::sleep(period.saturating_sub(started.elapsed()));
+    }
+}

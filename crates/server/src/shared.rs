@@ -1,0 +1,158 @@
+//! State shared by every thread: the engine, the config, the command table,
+//! the client registry, statistics, and the handles to wake each worker.
+use crate::client::ClientInfo;
+use crate::config::Config;
+use crate::resp::table::CommandTable;
+use crate::slowlog::SlowLog;
+use cairn_engine::Engine;
+use parking_lot::{Mutex, RwLock};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+
+/// A message to a worker thread, delivered through its mailbox + waker.
+pub enum Msg {
+    /// A freshly accepted connection to adopt.
+    NewConn(std::net::TcpStream, std::net::SocketAddr),
+    /// A line for the MONITOR client with this id.
+    Monitor(u64, Arc<[u8]>),
+    /// Look at kill flags and paused clients now.
+    Poke,
+}
+
+/// How other threads reach a worker.
+pub struct WorkerHandle {
+    pub mailbox: Mutex<Vec<Msg>>,
+    pub waker: mio::Waker,
+}
+
+impl WorkerHandle {
+    pub fn send(&self, msg: Msg) {
+        self.mailbox.lock().push(msg);
+        // A failed wake means the poll is gone: the worker is shutting down.
+        let _ = self.waker.wake();
+    }
+}
+
+/// Counters owned by one worker. Only that worker writes them (a load and a
+/// store, no atomic read-modify-write on the request path); INFO sums them.
+pub struct WorkerStats {
+    pub commands: AtomicU64,
+    pub net_in: AtomicU64,
+    pub net_out: AtomicU64,
+    pub error_replies: AtomicU64,
+    /// Per command id: calls, microseconds, rejected calls, failed calls.
+    pub cmd: Box<[[AtomicU64; 4]]>,
+}
+
+impl WorkerStats {
+    pub fn new(commands: usize) -> Self {
+        WorkerStats {
+            commands: AtomicU64::new(0),
+            net_in: AtomicU64::new(0),
+            net_out: AtomicU64::new(0),
+            error_replies: AtomicU64::new(0),
+            cmd: (0..commands).map(|_| Default::default()).collect(),
+        }
+    }
+}
+
+/// Adds `n` to a counter that only the calling thread writes.
+#[inline]
+pub fn bump(c: &AtomicU64, n: u64) {
+    c.store(c.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
+}
+
+/// Values read on the request path, copied out of the config so a command
+/// never takes the config lock. CONFIG SET refreshes them.
+#[derive(Default)]
+pub struct Hot {
+    pub requirepass: AtomicBool,
+    pub maxclients: AtomicUsize,
+    pub timeout_secs: AtomicU64,
+    pub query_buffer_limit: AtomicUsize,
+    pub proto_max_bulk_len: AtomicUsize,
+    pub slowlog_slower_than_us: AtomicU64,
+    /// slowlog-log-slower-than < 0 disables the slow log.
+    pub slowlog_enabled: AtomicBool,
+    pub debug_command: AtomicU64,
+}
+
+/// CLIENT PAUSE state.
+#[derive(Default)]
+pub struct Pause {
+    /// Unix ms until which clients are paused; 0 when not paused.
+    pub until_ms: AtomicU64,
+    /// True: every command waits (ALL); false: only writes (WRITE).
+    pub all: AtomicBool,
+}
+
+/// Everything shared across threads.
+pub struct Shared {
+    pub engine: Engine,
+    pub config: RwLock<Config>,
+    pub hot: Hot,
+    pub table: CommandTable,
+    pub clients: Mutex<HashMap<u64, Arc<ClientInfo>>>,
+    pub next_client_id: AtomicU64,
+    pub connected: AtomicUsize,
+    pub total_connections: AtomicU64,
+    pub rejected_connections: AtomicU64,
+    pub workers: OnceLock<Vec<WorkerHandle>>,
+    pub worker_stats: Box<[WorkerStats]>,
+    pub started: Instant,
+    pub run_id: String,
+    pub tcp_port: AtomicU16,
+    pub shutdown: AtomicBool,
+    pub pause: Pause,
+    pub slowlog: Mutex<SlowLog>,
+    /// (client id, worker) of every MONITOR client.
+    pub monitors: Mutex<Vec<(u64, usize)>>,
+    pub monitor_count: AtomicUsize,
+    /// Stat counters reset by CONFIG RESETSTAT are offset from these.
+    pub stat_reset_at: Mutex<Instant>,
+}
+
+impl Shared {
+    pub fn worker(&self, i: usize) -> &WorkerHandle {
+        &self.workers.get().expect("workers are registered before serving")[i]
+    }
+
+    pub fn workers(&self) -> &[WorkerHandle] {
+        self.workers.get().map(|v| v.as_slice()).unwrap_or(&[])
+    }
+
+    /// Copies the request-path values out of the config.
+    pub fn refresh_hot(&self) {
+        let c = self.config.read();
+        let h = &self.hot;
+        h.requirepass.store(!c.requirepass.is_empty(), Ordering::Relaxed);
+        h.maxclients.store(c.maxclients as usize, Ordering::Relaxed);
+        h.timeout_secs.store(c.timeout as u64, Ordering::Relaxed);
+        h.query_buffer_limit
+            .store(c.client_query_buffer_limit as usize, Ordering::Relaxed);
+        h.proto_max_bulk_len
+            .store(c.proto_max_bulk_len as usize, Ordering::Relaxed);
+        h.slowlog_enabled
+            .store(c.slowlog_log_slower_than >= 0, Ordering::Relaxed);
+        h.slowlog_slower_than_us
+            .store(c.slowlog_log_slower_than.max(0) as u64, Ordering::Relaxed);
+        let limits = &self.engine.limits;
+        limits
+            .proto_max_bulk_len
+            .store(c.proto_max_bulk_len as usize, Ordering::Relaxed);
+        limits
+            .hash_max_listpack_entries
+            .store(c.hash_max_listpack_entries as usize, Ordering::Relaxed);
+        limits
+            .hash_max_listpack_value
+            .store(c.hash_max_listpack_value as usize, Ordering::Relaxed);
+        self.slowlog.lock().set_max_len(c.slowlog_max_len as usize);
+    }
+
+    /// Microseconds since the server started.
+    pub fn uptime_secs(&self) -> u64 {
+        self.started.elapsed().as_secs()
+    }
+}

@@ -1,0 +1,489 @@
+//! A worker thread: one mio poll, the connections assigned to it, and the
+//! read → parse → execute → write loop (shared/STYLE.md, "a request, end to
+//! end"). Commands run here, on the thread that read them, against the
+//! sharded engine; there is no hand-off to another thread on the request
+//! path.
+//!
+//! Per readiness event a connection reads once (a read shorter than the free
+//! buffer means the socket is drained: on Linux a later arrival raises a new
+//! edge, which is what tokio also relies on), executes every complete request
+//! in the buffer, and writes all replies with one `write`. Fairness: a
+//! connection that keeps filling the buffer is put back on a ready list after
+//! a read budget, so one huge client cannot starve the others. Backpressure:
+//! while a connection has more than `OUT_HIGH_WATER` bytes of replies unsent
+//! it executes nothing more, so a client that pipelines without reading
+//! cannot grow the server's memory without bound.
+use crate::client::{Client, ClientInfo};
+use crate::log;
+use crate::resp::ctx::Args;
+use crate::resp::dispatch::{self, Outcome};
+use crate::shared::{bump, Msg, Shared};
+use cairn_protocol::resp::{parse_request, ArgList, Limits, Parsed};
+use mio::net::TcpStream;
+use mio::{Events, Interest, Poll, Token};
+use std::io::{ErrorKind, Read, Write};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+pub const WAKER: Token = Token(usize::MAX);
+/// First read buffer; grows for large requests, shrinks back when idle.
+const READ_CHUNK: usize = 16 * 1024;
+/// Bytes read from one connection before others get a turn.
+const READ_BUDGET: usize = 1024 * 1024;
+/// Unsent reply bytes above which a connection stops executing requests.
+const OUT_HIGH_WATER: usize = 8 * 1024 * 1024;
+const CRON_EVERY: Duration = Duration::from_millis(100);
+
+struct Conn {
+    stream: TcpStream,
+    client: Client,
+    rbuf: Vec<u8>,
+    /// Bytes of `rbuf` holding data; `rbuf.len()` is the allocated room.
+    filled: usize,
+    /// Start of the first unparsed request.
+    rpos: usize,
+    /// Parser's hint: buffer bytes (from `rpos`) needed before parsing again.
+    need: usize,
+    args: ArgList,
+    wbuf: Vec<u8>,
+    wpos: usize,
+    /// A paused request sits at `rpos`; retry on the next cron tick.
+    paused: bool,
+    /// Reading stopped by the budget or backpressure; resume without an event.
+    ready_again: bool,
+    closing: bool,
+    last_active: Instant,
+}
+
+impl Conn {
+    fn pending_out(&self) -> usize {
+        self.wbuf.len() - self.wpos
+    }
+}
+
+pub struct Worker {
+    id: usize,
+    shared: Arc<Shared>,
+    poll: Poll,
+    conns: Vec<Option<Conn>>,
+    free: Vec<usize>,
+    ready: Vec<usize>,
+    limits: Limits,
+}
+
+impl Worker {
+    pub fn new(id: usize, shared: Arc<Shared>, poll: Poll) -> Worker {
+        Worker {
+            id,
+            shared,
+            poll,
+            conns: Vec::new(),
+            free: Vec::new(),
+            ready: Vec::new(),
+            limits: Limits::default(),
+        }
+    }
+
+    pub fn run(mut self) {
+        let mut events = Events::with_capacity(1024);
+        let mut next_cron = Instant::now() + CRON_EVERY;
+        loop {
+            let timeout = if self.ready.is_empty() {
+                next_cron.saturating_duration_since(Instant::now())
+            } else {
+                Duration::ZERO
+            };
+            if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
+                if e.kind() != ErrorKind::Interrupted {
+                    log::warning(&format!("worker {} poll failed: {e}", self.id));
+                }
+                continue;
+            }
+            self.refresh_limits();
+            for ev in events.iter() {
+                match ev.token() {
+                    WAKER => self.drain_mailbox(),
+                    Token(i) => self.on_event(i, ev.is_readable() || ev.is_read_closed(), ev.is_writable()),
+                }
+            }
+            for i in std::mem::take(&mut self.ready) {
+                self.on_event(i, true, false);
+            }
+            if Instant::now() >= next_cron {
+                self.cron();
+                next_cron = Instant::now() + CRON_EVERY;
+            }
+        }
+    }
+
+    fn refresh_limits(&mut self) {
+        let h = &self.shared.hot;
+        self.limits.max_bulk_len = h.proto_max_bulk_len.load(Ordering::Relaxed);
+    }
+
+    fn drain_mailbox(&mut self) {
+        let msgs = std::mem::take(&mut *self.shared.worker(self.id).mailbox.lock());
+        for m in msgs {
+            match m {
+                Msg::NewConn(stream, addr) => self.adopt(stream, addr),
+                Msg::Monitor(id, line) => self.deliver_monitor(id, &line),
+                Msg::Poke => self.cron(),
+            }
+        }
+    }
+
+    fn adopt(&mut self, std_stream: std::net::TcpStream, addr: std::net::SocketAddr) {
+        let laddr = std_stream.local_addr().unwrap_or(addr);
+        if std_stream.set_nonblocking(true).is_err() {
+            self.shared.connected.fetch_sub(1, Ordering::Relaxed);
+            return;
+        }
+        let _ = std_stream.set_nodelay(true);
+        use std::os::fd::AsRawFd;
+        let fd = std_stream.as_raw_fd();
+        let mut stream = TcpStream::from_std(std_stream);
+        let slot = self.free.pop().unwrap_or_else(|| {
+            self.conns.push(None);
+            self.conns.len() - 1
+        });
+        if let Err(e) = self.poll.registry().register(
+            &mut stream,
+            Token(slot),
+            Interest::READABLE | Interest::WRITABLE,
+        ) {
+            log::warning(&format!("cannot register connection from {addr}: {e}"));
+            self.free.push(slot);
+            self.shared.connected.fetch_sub(1, Ordering::Relaxed);
+            return;
+        }
+        let id = self.shared.next_client_id.fetch_add(1, Ordering::Relaxed);
+        let info = Arc::new(ClientInfo::new(id, addr, laddr, fd, self.id));
+        info.mark_active();
+        self.shared.clients.lock().insert(id, info.clone());
+        let authenticated = !self.shared.hot.requirepass.load(Ordering::Relaxed);
+        self.conns[slot] = Some(Conn {
+            stream,
+            client: Client::new(info, authenticated),
+            rbuf: Vec::new(),
+            filled: 0,
+            rpos: 0,
+            need: 0,
+            args: ArgList::new(),
+            wbuf: Vec::new(),
+            wpos: 0,
+            paused: false,
+            ready_again: false,
+            closing: false,
+            last_active: Instant::now(),
+        });
+    }
+
+    fn on_event(&mut self, i: usize, readable: bool, writable: bool) {
+        let Some(Some(conn)) = self.conns.get_mut(i) else {
+            return;
+        };
+        if writable && conn.pending_out() > 0 {
+            flush(conn, &self.shared, self.id);
+            // Draining output may let a throttled connection run again.
+            if conn.ready_again && conn.pending_out() < OUT_HIGH_WATER {
+                conn.ready_again = false;
+                self.ready.push(i);
+            }
+        }
+        if readable && !conn.closing {
+            let again = serve(conn, &self.shared, &self.limits, self.id);
+            if again {
+                self.ready.push(i);
+            }
+        }
+        let conn = self.conns[i].as_mut().expect("checked above");
+        let killed = conn.client.info.killed.load(Ordering::Relaxed);
+        if killed || (conn.closing && conn.pending_out() == 0) {
+            self.close(i);
+        }
+    }
+
+    fn close(&mut self, i: usize) {
+        if let Some(mut conn) = self.conns[i].take() {
+            let _ = self.poll.registry().deregister(&mut conn.stream);
+            let id = conn.client.id;
+            self.shared.clients.lock().remove(&id);
+            if conn.client.info.monitor.load(Ordering::Relaxed) {
+                let mut m = self.shared.monitors.lock();
+                m.retain(|(mid, _)| *mid != id);
+                self.shared.monitor_count.store(m.len(), Ordering::Relaxed);
+            }
+            self.shared.connected.fetch_sub(1, Ordering::Relaxed);
+            self.free.push(i);
+        }
+    }
+
+    fn deliver_monitor(&mut self, id: u64, line: &[u8]) {
+        for i in 0..self.conns.len() {
+            if let Some(conn) = self.conns[i].as_mut() {
+                if conn.client.id == id && !conn.closing {
+                    conn.wbuf.extend_from_slice(line);
+                    flush(conn, &self.shared, self.id);
+                }
+            }
+        }
+    }
+
+    /// Periodic work: kills, idle timeouts, paused clients, buffer shrinking.
+    fn cron(&mut self) {
+        let timeout = self.shared.hot.timeout_secs.load(Ordering::Relaxed);
+        let now = Instant::now();
+        let pause_over = self.shared.pause.until_ms.load(Ordering::Relaxed)
+            <= cairn_engine::clock::now_ms();
+        for i in 0..self.conns.len() {
+            let Some(conn) = self.conns[i].as_mut() else {
+                continue;
+            };
+            let info = &conn.client.info;
+            if info.killed.load(Ordering::Relaxed) {
+                self.close(i);
+                continue;
+            }
+            let is_monitor = info.monitor.load(Ordering::Relaxed);
+            if timeout > 0
+                && !is_monitor
+                && !conn.paused
+                && now.duration_since(conn.last_active).as_secs() >= timeout
+            {
+                log::verbose("Closing idle client");
+                self.close(i);
+                continue;
+            }
+            if conn.paused && pause_over {
+                conn.paused = false;
+                self.ready.push(i);
+            } else if conn.paused {
+                continue;
+            }
+            // Give idle connections' big buffers back (Redis's
+            // clientsCronResizeQueryBuffer / OutputBuffer).
+            if conn.filled == 0 && conn.rbuf.len() > READ_CHUNK {
+                conn.rbuf = Vec::new();
+            } else if conn.filled == 0
+                && !conn.rbuf.is_empty()
+                && now.duration_since(conn.last_active) > Duration::from_secs(2)
+            {
+                conn.rbuf = Vec::new();
+            }
+            if conn.pending_out() == 0 && conn.wbuf.capacity() > 64 * 1024 {
+                conn.wbuf = Vec::new();
+                conn.wpos = 0;
+            }
+            conn.client.info.qbuf.store(conn.filled - conn.rpos, Ordering::Relaxed);
+            conn.client
+                .info
+                .qbuf_free
+                .store(conn.rbuf.len() - conn.filled, Ordering::Relaxed);
+            conn.client
+                .info
+                .omem
+                .store(conn.wbuf.capacity(), Ordering::Relaxed);
+        }
+    }
+}
+
+/// Why `process` stopped.
+#[derive(PartialEq, Eq)]
+enum Stop {
+    /// Every complete request ran; more bytes are needed.
+    NeedInput,
+    /// Enough replies are pending that the rest must wait for the socket.
+    OutputFull,
+    /// CLIENT PAUSE holds the next request.
+    Paused,
+    /// The connection is closing.
+    Closing,
+}
+
+/// Runs what is buffered, reads what the socket has, runs that, and writes
+/// the replies once. Returns true if the connection should be served again
+/// without waiting for a new readiness event (read budget used up).
+fn serve(conn: &mut Conn, shared: &Shared, limits: &Limits, worker: usize) -> bool {
+    let stats = &shared.worker_stats[worker];
+    let mut budget = READ_BUDGET;
+    let mut drained = false;
+    loop {
+        match process(conn, shared, limits, worker) {
+            Stop::Paused | Stop::Closing => break,
+            Stop::OutputFull => {
+                flush(conn, shared, worker);
+                if conn.pending_out() >= OUT_HIGH_WATER {
+                    conn.ready_again = true;
+                    return false;
+                }
+                continue;
+            }
+            Stop::NeedInput => {}
+        }
+        if drained {
+            break;
+        }
+        if budget == 0 {
+            flush(conn, shared, worker);
+            return true;
+        }
+        let limit = shared.hot.query_buffer_limit.load(Ordering::Relaxed);
+        if conn.filled - conn.rpos > limit {
+            log::warning(&format!(
+                "Closing client {} that reached max query buffer length",
+                conn.client.info.addr
+            ));
+            abort(conn);
+            return false;
+        }
+        make_room(conn);
+        let room = conn.rbuf.len() - conn.filled;
+        match conn.stream.read(&mut conn.rbuf[conn.filled..]) {
+            Ok(0) => {
+                abort(conn);
+                return false;
+            }
+            Ok(n) => {
+                conn.filled += n;
+                bump(&stats.net_in, n as u64);
+                budget = budget.saturating_sub(n);
+                drained = n < room;
+            }
+            Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(_) => {
+                abort(conn);
+                return false;
+            }
+        }
+        conn.last_active = Instant::now();
+        conn.client.info.mark_active();
+    }
+    flush(conn, shared, worker);
+    false
+}
+
+/// The peer is gone or misbehaved: drop pending output and close.
+fn abort(conn: &mut Conn) {
+    conn.closing = true;
+    conn.wbuf.clear();
+    conn.wpos = 0;
+}
+
+/// Ensures free room after `filled`: at least a quarter chunk, or what the
+/// parser said the request in progress needs, moving unparsed bytes to the
+/// front first so the buffer does not creep.
+fn make_room(conn: &mut Conn) {
+    let need_total = conn.rpos + conn.need;
+    if conn.rbuf.len() - conn.filled >= READ_CHUNK / 4 && conn.rbuf.len() >= need_total {
+        return;
+    }
+    if conn.rpos > 0 {
+        conn.rbuf.copy_within(conn.rpos..conn.filled, 0);
+        conn.filled -= conn.rpos;
+        conn.rpos = 0;
+    }
+    let target = conn.need.max(conn.filled + READ_CHUNK);
+    if conn.rbuf.len() < target {
+        conn.rbuf.resize(target, 0);
+    }
+}
+
+/// Parses and runs every complete request in the read buffer.
+fn process(conn: &mut Conn, shared: &Shared, limits: &Limits, worker: usize) -> Stop {
+    let stats = &shared.worker_stats[worker];
+    let Conn {
+        rbuf,
+        filled,
+        rpos,
+        need,
+        args,
+        wbuf,
+        wpos,
+        client,
+        paused,
+        closing,
+        ..
+    } = conn;
+    let mut stop = Stop::NeedInput;
+    while *rpos < *filled {
+        if *closing {
+            stop = Stop::Closing;
+            break;
+        }
+        if wbuf.len() - *wpos >= OUT_HIGH_WATER {
+            stop = Stop::OutputFull;
+            break;
+        }
+        let buf = &rbuf[*rpos..*filled];
+        if buf.len() < *need {
+            break;
+        }
+        match parse_request(buf, limits, args) {
+            Ok(Parsed::Complete { consumed }) => {
+                *need = 0;
+                if !args.is_empty() {
+                    let a = Args::new(buf, args);
+                    if dispatch::execute(shared, client, a, wbuf, stats) == Outcome::Paused {
+                        *paused = true;
+                        stop = Stop::Paused;
+                        break;
+                    }
+                    if client.close_after_reply {
+                        *closing = true;
+                    }
+                }
+                *rpos += consumed;
+            }
+            Ok(Parsed::Incomplete { min_total }) => {
+                *need = min_total;
+                break;
+            }
+            Err(e) => {
+                // Reply, then close this connection only (Redis:
+                // setProtocolError → CLIENT_CLOSE_AFTER_REPLY).
+                let msg = format!("ERR {e}");
+                cairn_protocol::resp::ReplyWriter::new(wbuf, client.proto).error(&msg);
+                log::verbose(&format!("Protocol error ({e}) from client {}", client.info.addr));
+                *closing = true;
+                *rpos = *filled;
+                stop = Stop::Closing;
+                break;
+            }
+        }
+    }
+    if *closing {
+        stop = Stop::Closing;
+    }
+    if *rpos == *filled {
+        *rpos = 0;
+        *filled = 0;
+    }
+    stop
+}
+
+/// Writes pending replies; leaves the rest for the next writable event.
+fn flush(conn: &mut Conn, shared: &Shared, worker: usize) {
+    while conn.wpos < conn.wbuf.len() {
+        match conn.stream.write(&conn.wbuf[conn.wpos..]) {
+            Ok(0) => break,
+            Ok(n) => {
+                conn.wpos += n;
+                bump(&shared.worker_stats[worker].net_out, n as u64);
+            }
+            Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(_) => {
+                conn.closing = true;
+                conn.wbuf.clear();
+                conn.wpos = 0;
+                return;
+            }
+        }
+    }
+    if conn.wpos == conn.wbuf.len() {
+        conn.wbuf.clear();
+        conn.wpos = 0;
+    }
+}

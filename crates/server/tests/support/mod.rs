@@ -1,0 +1,433 @@
+//! Shared support for Cairn's integration tests (`mod support;` in each test
+//! file): starting Cairn and a reference redis-server, a raw RESP connection
+//! that sees the exact reply bytes, and `redis` crate clients.
+//!
+//! Every server is owned by a [`Server`], whose `Drop` kills the process and
+//! waits for it, so a failing test never leaks a server.
+#![allow(dead_code)]
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use cairn_protocol::resp::{self, Frame};
+
+/// How long a server may take to become ready.
+pub const START_TIMEOUT: Duration = Duration::from_secs(10);
+/// Read and write timeout of a [`RawConn`].
+pub const IO_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A running server process (Cairn or redis-server).
+pub struct Server {
+    pub port: u16,
+    child: Child,
+    log_path: PathBuf,
+    name: &'static str,
+}
+
+impl Server {
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The file that receives the process's stdout and stderr.
+    pub fn log_path(&self) -> &Path {
+        &self.log_path
+    }
+
+    /// Everything the process has logged so far.
+    pub fn log(&self) -> String {
+        std::fs::read(&self.log_path).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default()
+    }
+
+    /// The last `n` lines of the log.
+    pub fn log_tail(&self, n: usize) -> String {
+        let log = self.log();
+        let lines: Vec<&str> = log.lines().collect();
+        lines[lines.len().saturating_sub(n)..].join("\n")
+    }
+
+    /// `Some(status)` once the process has exited.
+    pub fn exit_status(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.try_wait().ok().flatten()
+    }
+
+    pub fn is_running(&mut self) -> bool {
+        self.exit_status().is_none()
+    }
+
+    /// Waits up to `timeout` for the process to exit on its own.
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(st) = self.exit_status() {
+                return Some(st);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// A new raw connection to this server.
+    pub fn conn(&self) -> RawConn {
+        RawConn::connect(self.port)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if std::thread::panicking() {
+            eprintln!("{} (pid {}) log kept at {}", self.name, self.child.id(), self.log_path.display());
+        } else {
+            let _ = std::fs::remove_file(&self.log_path);
+        }
+    }
+}
+
+fn temp_log(prefix: &str) -> (PathBuf, File) {
+    static COUNTER: AtomicUsize = AtomicUsize::new(0);
+    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
+    let path = std::env::temp_dir().join(format!(
+        "{prefix}-{}-{}-{nanos}.log",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    let file = OpenOptions::new()
+        .create(true)
+        .write(true)
+        .truncate(true)
+        .open(&path)
+        .and_then(|_| OpenOptions::new().append(true).open(&path))
+        .unwrap_or_else(|e| panic!("cannot create log file {}: {e}", path.display()));
+    (path, file)
+}
+
+fn spawn_logged(mut cmd: Command, prefix: &str) -> io::Result<(Child, PathBuf)> {
+    let (path, file) = temp_log(prefix);
+    let out = file.try_clone()?;
+    cmd.stdin(Stdio::null()).stdout(out).stderr(file);
+    match cmd.spawn() {
+        Ok(child) => Ok((child, path)),
+        Err(e) => {
+            let _ = std::fs::remove_file(&path);
+            Err(e)
+        }
+    }
+}
+
+/// The port in a Cairn log line `... Ready to accept connections tcp addr=127.0.0.1:PORT`.
+fn parse_ready_port(log: &str) -> Option<u16> {
+    log.lines().filter(|l| l.contains("Ready to accept connections")).find_map(|l| {
+        let addr = l[l.find("addr=")? + 5..].split_whitespace().next()?;
+        addr.rsplit(':').next()?.trim_end_matches(']').parse().ok()
+    })
+}
+
+/// Starts the `cairn` binary on an ephemeral port (`--port 0 --bind 127.0.0.1`
+/// plus `args`) and waits for its ready line. Panics if it does not start.
+pub fn start_cairn(args: &[&str]) -> Server {
+    let bin = env!("CARGO_BIN_EXE_cairn");
+    let mut cmd = Command::new(bin);
+    cmd.args(["--port", "0", "--bind", "127.0.0.1"]).args(args);
+    let (child, log_path) = spawn_logged(cmd, "cairn").unwrap_or_else(|e| panic!("cannot run {bin}: {e}"));
+    // The port is unknown until the ready line; 0 keeps Drop usable meanwhile.
+    let mut server = Server { port: 0, child, log_path, name: "cairn" };
+    let deadline = Instant::now() + START_TIMEOUT;
+    loop {
+        let log = server.log();
+        if let Some(port) = parse_ready_port(&log) {
+            server.port = port;
+            return server;
+        }
+        if let Some(st) = server.exit_status() {
+            panic!("cairn {args:?} exited during startup ({st}); its output:\n{log}");
+        }
+        if Instant::now() >= deadline {
+            panic!(
+                "cairn {args:?} printed no 'Ready to accept connections ... addr=' line within {START_TIMEOUT:?}; its output:\n{log}"
+            );
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The `redis-server` executable, if one is installed (`$REDIS_SERVER` or `PATH`).
+pub fn redis_server_path() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("REDIS_SERVER") {
+        let p = PathBuf::from(p);
+        return p.is_file().then_some(p);
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).map(|d| d.join("redis-server")).find(|p| p.is_file())
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("cannot bind an ephemeral port on 127.0.0.1")
+}
+
+/// Sends PING on a fresh connection; true on `+PONG` (or `-NOAUTH`/`-LOADING`,
+/// which also mean the server is up and answering).
+fn ping(port: u16) -> bool {
+    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else { return false };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(1)));
+    if s.write_all(b"*1\r\n$4\r\nPING\r\n").is_err() {
+        return false;
+    }
+    let mut buf = [0u8; 64];
+    match s.read(&mut buf) {
+        Ok(n) if n > 0 => buf[..n].starts_with(b"+PONG") || buf[..n].starts_with(b"-NOAUTH"),
+        _ => false,
+    }
+}
+
+/// Starts a reference redis-server on a free port (`--save '' --appendonly no
+/// --enable-debug-command yes` plus `args`) and waits until it answers PING.
+///
+/// Returns `None` when redis-server is not installed, except when `CI` is
+/// set: then a missing redis-server is a failure.
+pub fn start_redis(args: &[&str]) -> Option<Server> {
+    let Some(bin) = redis_server_path() else {
+        if std::env::var_os("CI").is_some() {
+            panic!("redis-server is required in CI (apt-get install -y redis-server)");
+        }
+        return None;
+    };
+    let dir = std::env::temp_dir();
+    let mut last_log = String::new();
+    for _attempt in 0..5 {
+        let port = free_port();
+        let mut cmd = Command::new(&bin);
+        cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .args(["--enable-debug-command", "yes", "--daemonize", "no"])
+            .arg("--dir")
+            .arg(&dir)
+            .args(args);
+        let (child, log_path) =
+            spawn_logged(cmd, "redis").unwrap_or_else(|e| panic!("cannot run {}: {e}", bin.display()));
+        let mut server = Server { port, child, log_path, name: "redis-server" };
+        let deadline = Instant::now() + START_TIMEOUT;
+        loop {
+            if ping(port) {
+                return Some(server);
+            }
+            if server.exit_status().is_some() || Instant::now() >= deadline {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        // Most likely the port was taken between free_port() and the bind:
+        // drop (kill) this one and try another port.
+        last_log = server.log();
+    }
+    panic!("redis-server {args:?} did not start after 5 attempts; last output:\n{last_log}");
+}
+
+/// A sync `redis` crate client (RESP2).
+pub fn redis_client(port: u16) -> redis::Connection {
+    let client = redis::Client::open(format!("redis://127.0.0.1:{port}/")).expect("redis client url");
+    client.get_connection_with_timeout(IO_TIMEOUT).expect("redis client connect")
+}
+
+/// A sync `redis` crate client speaking RESP3 (it sends `HELLO 3`).
+pub fn redis_client_resp3(port: u16) -> redis::Connection {
+    let client = redis::Client::open(format!("redis://127.0.0.1:{port}/?protocol=resp3")).expect("redis client url");
+    client.get_connection_with_timeout(IO_TIMEOUT).expect("redis client connect (resp3)")
+}
+
+/// A plain TCP connection speaking RESP, exposing the exact bytes of replies.
+pub struct RawConn {
+    stream: TcpStream,
+    buf: Vec<u8>,
+    eof: bool,
+}
+
+impl RawConn {
+    pub fn connect(port: u16) -> RawConn {
+        Self::try_connect(port).unwrap_or_else(|e| panic!("connect 127.0.0.1:{port}: {e}"))
+    }
+
+    pub fn try_connect(port: u16) -> io::Result<RawConn> {
+        let stream = TcpStream::connect(("127.0.0.1", port))?;
+        stream.set_read_timeout(Some(IO_TIMEOUT))?;
+        stream.set_write_timeout(Some(IO_TIMEOUT))?;
+        let _ = stream.set_nodelay(true);
+        Ok(RawConn { stream, buf: Vec::new(), eof: false })
+    }
+
+    pub fn stream(&self) -> &TcpStream {
+        &self.stream
+    }
+
+    /// Sends one command as a RESP multibulk.
+    pub fn send(&mut self, args: &[&[u8]]) {
+        let mut out = Vec::new();
+        resp::encode_command(args, &mut out);
+        self.send_raw(&out);
+    }
+
+    /// Sends bytes as they are.
+    pub fn send_raw(&mut self, bytes: &[u8]) {
+        self.try_send_raw(bytes).unwrap_or_else(|e| panic!("write failed: {e}"));
+    }
+
+    pub fn try_send_raw(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.stream.write_all(bytes)?;
+        self.stream.flush()
+    }
+
+    /// The exact bytes of one complete reply frame. Bytes after it stay
+    /// buffered for the next read. Panics on EOF, timeout or a bad frame.
+    pub fn read_raw_reply(&mut self) -> Vec<u8> {
+        match self.try_read_raw_reply() {
+            Ok(Some(bytes)) => bytes,
+            Ok(None) => panic!("connection closed by the server while waiting for a reply"),
+            Err(e) => panic!("reading a reply: {e}"),
+        }
+    }
+
+    /// Like [`read_raw_reply`](Self::read_raw_reply), but `Ok(None)` when the
+    /// server closed the connection before a complete frame (partial bytes
+    /// are discarded) and `Err` on timeout, I/O error or an undecodable frame.
+    pub fn try_read_raw_reply(&mut self) -> io::Result<Option<Vec<u8>>> {
+        loop {
+            if !self.buf.is_empty() {
+                match resp::frame_len(&self.buf) {
+                    Ok(Some(n)) => return Ok(Some(self.buf.drain(..n).collect())),
+                    Ok(None) => {}
+                    Err(_) => {
+                        return Err(io::Error::new(
+                            io::ErrorKind::InvalidData,
+                            format!("undecodable reply bytes: {}", escape(&self.buf)),
+                        ))
+                    }
+                }
+            }
+            if self.eof {
+                self.buf.clear();
+                return Ok(None);
+            }
+            self.fill()?;
+        }
+    }
+
+    fn fill(&mut self) -> io::Result<()> {
+        let mut chunk = [0u8; 16 * 1024];
+        match self.stream.read(&mut chunk) {
+            Ok(0) => self.eof = true,
+            Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == io::ErrorKind::ConnectionReset => self.eof = true,
+            Err(e) => return Err(e),
+        }
+        Ok(())
+    }
+
+    /// One decoded reply frame.
+    pub fn read_frame(&mut self) -> Frame {
+        let raw = self.read_raw_reply();
+        match resp::decode_frame(&raw) {
+            Ok(Some((frame, _))) => frame,
+            _ => panic!("cannot decode reply {}", escape(&raw)),
+        }
+    }
+
+    /// Sends a command and returns the exact bytes of its reply.
+    pub fn cmd(&mut self, args: &[&str]) -> Vec<u8> {
+        let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+        self.send(&args);
+        self.read_raw_reply()
+    }
+
+    /// True when the server has closed the connection. Buffered or pending
+    /// reply bytes mean open; otherwise waits up to 200 ms for an EOF.
+    pub fn is_closed(&mut self) -> bool {
+        self.is_closed_within(Duration::from_millis(200))
+    }
+
+    pub fn is_closed_within(&mut self, wait: Duration) -> bool {
+        if self.eof {
+            return true;
+        }
+        if !self.buf.is_empty() {
+            return false;
+        }
+        let _ = self.stream.set_read_timeout(Some(wait.max(Duration::from_millis(1))));
+        let mut b = [0u8; 1];
+        let closed = match self.stream.peek(&mut b) {
+            Ok(0) => true,
+            Ok(_) => false,
+            Err(e) => !matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted),
+        };
+        let _ = self.stream.set_read_timeout(Some(IO_TIMEOUT));
+        if closed {
+            self.eof = true;
+        }
+        closed
+    }
+
+    /// Closes our side.
+    pub fn close(self) {
+        let _ = self.stream.shutdown(Shutdown::Both);
+    }
+}
+
+/// Printable form of protocol bytes: `\r`, `\n`, `\t`, `\\`, `\"` escaped,
+/// other bytes outside printable ASCII as `\xHH`.
+pub fn escape(bytes: &[u8]) -> String {
+    let mut s = String::with_capacity(bytes.len());
+    for &b in bytes {
+        match b {
+            b'\r' => s.push_str("\\r"),
+            b'\n' => s.push_str("\\n"),
+            b'\t' => s.push_str("\\t"),
+            b'\\' => s.push_str("\\\\"),
+            b'"' => s.push_str("\\\""),
+            0x20..=0x7e => s.push(b as char),
+            _ => s.push_str(&format!("\\x{b:02x}")),
+        }
+    }
+    s
+}
+
+/// Inverse of a C-like escaped string: `\r \n \t \0 \\ \" \xHH`; any other
+/// byte is literal. Used for raw protocol bytes in test data.
+pub fn unescape(s: &str) -> Result<Vec<u8>, String> {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] != b'\\' {
+            out.push(b[i]);
+            i += 1;
+            continue;
+        }
+        let c = *b.get(i + 1).ok_or("trailing backslash")?;
+        i += 2;
+        out.push(match c {
+            b'r' => b'\r',
+            b'n' => b'\n',
+            b't' => b'\t',
+            b'0' => 0,
+            b'\\' => b'\\',
+            b'"' => b'"',
+            b'x' => {
+                let hex = s.get(i..i + 2).ok_or("short \\x escape")?;
+                i += 2;
+                u8::from_str_radix(hex, 16).map_err(|_| format!("bad \\x escape {hex:?}"))?
+            }
+            o => return Err(format!("unknown escape \\{}", o as char)),
+        });
+    }
+    Ok(out)
+}
