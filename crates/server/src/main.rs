@@ -7,6 +7,8 @@ mod client;
 mod config;
 mod listener;
 mod log;
+#[cfg(test)]
+mod readme;
 mod resp;
 mod server;
 mod shared;

@@ -27,7 +27,7 @@ pub fn build_shared(cfg: Config) -> Result<Arc<Shared>, String> {
     let table = CommandTable::build(&cmd::families())?;
     let threads = worker_threads(&cfg);
     let engine = Engine::new(Options {
-        databases: cfg.databases as usize,
+        databases: cfg.databases,
         shards: 1024,
     });
     let ncmds = table.all().len();
@@ -59,7 +59,7 @@ pub fn build_shared(cfg: Config) -> Result<Arc<Shared>, String> {
 
 fn worker_threads(cfg: &Config) -> usize {
     if cfg.server_threads > 0 {
-        cfg.server_threads as usize
+        cfg.server_threads
     } else {
         std::thread::available_parallelism()
             .map(|n| n.get())
@@ -75,7 +75,7 @@ fn run_id() -> String {
 }
 
 pub fn run(cfg: Config) -> Result<(), String> {
-    log::set_level(log::Level::parse(&cfg.loglevel).unwrap_or(log::Level::Notice));
+    log::set_level(log::Level::parse(cfg.loglevel.as_str()).unwrap_or(log::Level::Notice));
     log::set_file(&cfg.logfile).map_err(|e| format!("Can't open the log file: {e}"))?;
     log::notice("oO0OoO0OoO0Oo Cairn is starting oO0OoO0OoO0Oo");
     log::notice(&format!(
@@ -90,7 +90,7 @@ pub fn run(cfg: Config) -> Result<(), String> {
     } else {
         log::notice("No config file specified, using the default config");
     }
-    let listeners = crate::listener::bind_all(&cfg.bind, cfg.port as u16, cfg.tcp_backlog as i32)?;
+    let listeners = crate::listener::bind_all(&cfg.bind, cfg.port, cfg.tcp_backlog as i32)?;
     if !cfg.dir.is_empty() {
         std::env::set_current_dir(&cfg.dir)
             .map_err(|e| format!("Can't chdir to '{}': {e}", cfg.dir))?;
@@ -155,8 +155,7 @@ pub fn run(cfg: Config) -> Result<(), String> {
     if SIGNALLED.load(Ordering::SeqCst) {
         log::warning("Received SIGTERM scheduling shutdown...");
     }
-    shutdown(&shared, &pidfile);
-    Ok(())
+    shutdown(&shared, &pidfile)
 }
 
 /// Final steps before the process exits (SHUTDOWN, SIGTERM).

@@ -144,10 +144,10 @@ impl Shared {
             .store(c.proto_max_bulk_len as usize, Ordering::Relaxed);
         limits
             .hash_max_listpack_entries
-            .store(c.hash_max_listpack_entries as usize, Ordering::Relaxed);
+            .store(c.hash_max_listpack_entries, Ordering::Relaxed);
         limits
             .hash_max_listpack_value
-            .store(c.hash_max_listpack_value as usize, Ordering::Relaxed);
+            .store(c.hash_max_listpack_value, Ordering::Relaxed);
         self.slowlog.lock().set_max_len(c.slowlog_max_len as usize);
     }
 

@@ -1,4 +1,248 @@
-//! connection commands: being written.
+//! Connection commands: PING, ECHO, HELLO, AUTH, QUIT, RESET, SELECT.
+//! Mirrors Redis 7.0 `server.c` (pingCommand, echoCommand), `networking.c`
+//! (helloCommand, resetCommand, clearClientConnectionState), `acl.c`
+//! (authCommand) and `db.c` (selectCommand), with their error texts.
+//!
+//! Authentication: Cairn has one user, `default`, whose password is
+//! `requirepass`. With no requirepass the user is `nopass`, as in Redis:
+//! `AUTH default <anything>` succeeds, the one-argument form is refused.
+//! CLIENT and its subcommands live in `client.rs`.
+use crate::client::{Client, ReplyMode};
+use crate::resp::cmd::client::{set_name, validate_name};
+use crate::resp::ctx::{CmdResult, Ctx};
+use crate::resp::errors::CmdError;
+use crate::resp::meta::REDIS_VERSION;
 use crate::resp::table::Def;
+use crate::shared::Shared;
+use cairn_engine::util::num;
+use cairn_protocol::resp::Protocol;
+use std::sync::atomic::Ordering;
 
-pub const COMMANDS: &[Def] = &[];
+pub const COMMANDS: &[Def] = &[
+    Def::new("ping", ping),
+    Def::new("echo", echo),
+    Def::new("hello", hello),
+    Def::new("auth", auth),
+    Def::new("quit", quit),
+    Def::new("reset", reset),
+    Def::new("select", select),
+];
+
+const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
+
+/// PING [message] → +PONG, or the message as a bulk string.
+fn ping(ctx: &mut Ctx) -> CmdResult {
+    // Arity -1 lets any count through the table; Redis checks here.
+    match ctx.argc() {
+        1 => {
+            ctx.reply().simple("PONG");
+            Ok(())
+        }
+        2 => ctx.bulk(ctx.arg(1)),
+        _ => Err(CmdError::WrongArity("ping")),
+    }
+}
+
+/// ECHO message → the message as a bulk string.
+fn echo(ctx: &mut Ctx) -> CmdResult {
+    ctx.bulk(ctx.arg(1))
+}
+
+/// HELLO [protover [AUTH username password] [SETNAME clientname]]
+/// → map {server, version, proto, id, mode, role, modules}.
+///
+/// `server` is "redis" and `version` the Redis version Cairn follows, not
+/// Cairn's own: client libraries gate features on these fields (RESP3,
+/// CLIENT SETINFO, ...), and Cairn answers as that Redis version does.
+fn hello(ctx: &mut Ctx) -> CmdResult {
+    let mut proto = None;
+    let mut next = 1;
+    if ctx.argc() >= 2 {
+        let ver = num::parse_i64(ctx.arg(1)).ok_or(CmdError::text(
+            "ERR Protocol version is not an integer or out of range",
+        ))?;
+        proto = Some(match ver {
+            2 => Protocol::Resp2,
+            3 => Protocol::Resp3,
+            _ => return Err(CmdError::text("NOPROTO unsupported protocol version")),
+        });
+        next = 2;
+    }
+    let mut credentials = None;
+    let mut name = None;
+    let mut j = next;
+    while j < ctx.argc() {
+        let opt = ctx.arg(j);
+        let more = ctx.argc() - 1 - j;
+        if opt.eq_ignore_ascii_case(b"auth") && more >= 2 {
+            credentials = Some((ctx.arg(j + 1), ctx.arg(j + 2)));
+            j += 3;
+        } else if opt.eq_ignore_ascii_case(b"setname") && more >= 1 {
+            let n = ctx.arg(j + 1);
+            validate_name(n)?;
+            name = Some(n);
+            j += 2;
+        } else {
+            return Err(CmdError::text(format!(
+                "ERR Syntax error in HELLO option '{}'",
+                String::from_utf8_lossy(opt)
+            )));
+        }
+    }
+    if let Some((user, pass)) = credentials {
+        if !credentials_ok(ctx.shared, user, pass) {
+            return Err(CmdError::text(WRONGPASS));
+        }
+        ctx.client.authenticated = true;
+    }
+    if !ctx.client.authenticated {
+        return Err(CmdError::text(
+            "NOAUTH HELLO must be called with the client already authenticated, otherwise the \
+             HELLO AUTH <user> <pass> option can be used to authenticate the client and select \
+             the RESP protocol version at the same time",
+        ));
+    }
+    if let Some(n) = name {
+        set_name(ctx.client, n);
+    }
+    if let Some(p) = proto {
+        set_proto(ctx.client, p);
+    }
+    let id = ctx.client.id as i64;
+    let resp = match ctx.client.proto {
+        Protocol::Resp2 => 2,
+        Protocol::Resp3 => 3,
+    };
+    let mut w = ctx.reply();
+    w.map(7);
+    w.bulk(b"server");
+    w.bulk(b"redis");
+    w.bulk(b"version");
+    w.bulk(REDIS_VERSION.as_bytes());
+    w.bulk(b"proto");
+    w.int(resp);
+    w.bulk(b"id");
+    w.int(id);
+    w.bulk(b"mode");
+    w.bulk(b"standalone");
+    w.bulk(b"role");
+    w.bulk(b"master");
+    w.bulk(b"modules");
+    w.array(0);
+    Ok(())
+}
+
+/// AUTH [username] password → +OK, or WRONGPASS.
+fn auth(ctx: &mut Ctx) -> CmdResult {
+    let (user, pass) = match ctx.argc() {
+        2 => {
+            // Redis keeps the pre-ACL error for the one-argument form when
+            // the default user has no password.
+            if ctx.shared.config.read().requirepass.is_empty() {
+                return Err(CmdError::text(
+                    "ERR AUTH <password> called without any password configured for the \
+                     default user. Are you sure your configuration is correct?",
+                ));
+            }
+            (&b"default"[..], ctx.arg(1))
+        }
+        3 => (ctx.arg(1), ctx.arg(2)),
+        _ => return Err(CmdError::Syntax),
+    };
+    if !credentials_ok(ctx.shared, user, pass) {
+        return Err(CmdError::text(WRONGPASS));
+    }
+    ctx.client.authenticated = true;
+    ctx.ok()
+}
+
+/// True if `user`/`pass` name the default user with its password (any
+/// password while requirepass is empty: the user is then `nopass`).
+fn credentials_ok(shared: &Shared, user: &[u8], pass: &[u8]) -> bool {
+    if user != b"default" {
+        return false;
+    }
+    let cfg = shared.config.read();
+    let want = cfg.requirepass.as_bytes();
+    want.is_empty() || constant_time_eq(want, pass)
+}
+
+/// Compares without an early exit on the first differing byte, so the
+/// time taken does not reveal how much of a guess was right (Redis
+/// compares SHA-256 digests with `time_independent_strcmp` for the same
+/// reason). The length still shows; Redis hides it by hashing first.
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len().max(b.len());
+    let mut diff = (a.len() != b.len()) as u8;
+    for i in 0..n {
+        diff |= a.get(i).copied().unwrap_or(0) ^ b.get(i).copied().unwrap_or(0);
+    }
+    diff == 0
+}
+
+/// QUIT → +OK, then the connection closes once the reply is written.
+fn quit(ctx: &mut Ctx) -> CmdResult {
+    ctx.client.close_after_reply = true;
+    ctx.ok()
+}
+
+/// RESET → +RESET, in RESP2. Back to db 0, RESP2, no name, replies on, not
+/// a monitor, and unauthenticated if the default user has a password
+/// (`clearClientConnectionState`). CLIENT NO-EVICT is kept, as in Redis.
+fn reset(ctx: &mut Ctx) -> CmdResult {
+    let shared = ctx.shared;
+    let c = &mut *ctx.client;
+    if c.info.monitor.swap(false, Ordering::Relaxed) {
+        let mut m = shared.monitors.lock();
+        m.retain(|(id, _)| *id != c.id);
+        shared.monitor_count.store(m.len(), Ordering::Relaxed);
+    }
+    c.set_db(0);
+    set_proto(c, Protocol::Resp2);
+    *c.info.name.lock() = None;
+    c.reply_mode = ReplyMode::On;
+    c.authenticated = shared.config.read().requirepass.is_empty();
+    ctx.reply().simple("RESET");
+    Ok(())
+}
+
+/// SELECT index → +OK.
+fn select(ctx: &mut Ctx) -> CmdResult {
+    // getIntFromObjectOrReply: a long long first, then the int range.
+    let n = num::parse_i64(ctx.arg(1)).ok_or(CmdError::NotInteger)?;
+    if n < i64::from(i32::MIN) || n > i64::from(i32::MAX) {
+        return Err(CmdError::text(
+            "ERR value is out of range, value must between -2147483648 and 2147483647",
+        ));
+    }
+    if n < 0 || n as usize >= ctx.engine().databases() {
+        return Err(CmdError::text("ERR DB index is out of range"));
+    }
+    ctx.client.set_db(n as usize);
+    ctx.ok()
+}
+
+/// Switches the connection's protocol, keeping CLIENT LIST's `resp=` in step.
+fn set_proto(c: &mut Client, p: Protocol) {
+    c.proto = p;
+    let n = match p {
+        Protocol::Resp2 => 2,
+        Protocol::Resp3 => 3,
+    };
+    c.info.resp.store(n, Ordering::Relaxed);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::constant_time_eq;
+
+    #[test]
+    fn constant_time_eq_is_equality() {
+        assert!(constant_time_eq(b"", b""));
+        assert!(constant_time_eq(b"secret", b"secret"));
+        assert!(!constant_time_eq(b"secret", b"secreT"));
+        assert!(!constant_time_eq(b"secret", b"secret1"));
+        assert!(!constant_time_eq(b"secret", b""));
+        assert!(!constant_time_eq(b"a\0", b"a"));
+    }
+}

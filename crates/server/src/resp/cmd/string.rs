@@ -1,25 +1,57 @@
-//! String commands (Redis t_string.c): GET, SET and the rest of the family.
+//! String commands (Redis 7.0 `t_string.c`): GET, SET and its variants
+//! (SETNX, SETEX, PSETEX, GETSET, GETDEL, GETEX), MGET/MSET/MSETNX,
+//! APPEND, STRLEN, GETRANGE/SUBSTR, SETRANGE, the INCR family, INCRBYFLOAT
+//! and LCS. Handlers parse arguments in Redis's order (so the first error
+//! Redis reports is the one we report), call `cairn_engine::ops::string`,
+//! and write the reply. Multi-key commands lock all their keys at once, so
+//! each runs atomically.
 use crate::resp::args;
 use crate::resp::ctx::{CmdResult, Ctx};
 use crate::resp::errors::CmdError;
 use crate::resp::table::Def;
-use cairn_engine::ops::string::{self as op, Cond};
-use cairn_engine::Expiry;
+use cairn_engine::ops::string::{self as op, Cond, GetExAction, TtlKind};
+use cairn_engine::util::lcs::{self, LcsError};
+use cairn_engine::{Error, Expiry, Key};
+use cairn_protocol::resp::ReplyWriter;
+use smallvec::SmallVec;
 
-pub const COMMANDS: &[Def] = &[Def::new("get", get), Def::new("set", set)];
+pub const COMMANDS: &[Def] = &[
+    Def::new("get", get),
+    Def::new("set", set),
+    Def::new("setnx", setnx),
+    Def::new("setex", setex),
+    Def::new("psetex", psetex),
+    Def::new("getset", getset),
+    Def::new("getdel", getdel),
+    Def::new("getex", getex),
+    Def::new("mget", mget),
+    Def::new("mset", mset),
+    Def::new("msetnx", msetnx),
+    Def::new("append", append),
+    Def::new("strlen", strlen),
+    Def::new("getrange", getrange),
+    Def::new("substr", getrange),
+    Def::new("setrange", setrange),
+    Def::new("incr", incr),
+    Def::new("decr", decr),
+    Def::new("incrby", incrby),
+    Def::new("decrby", decrby),
+    Def::new("incrbyfloat", incrbyfloat),
+    Def::new("lcs", lcs),
+];
+
+/// Keys of a multi-key command; most name only a few.
+type Keys<'a> = SmallVec<[Key<'a>; 8]>;
 
 /// GET key → bulk string, or null if absent.
 fn get(ctx: &mut Ctx) -> CmdResult {
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
     let mut g = e.lock(&k);
-    let (out, proto) = (&mut *ctx.out, ctx.client.proto);
-    op::get(&mut g, ctx.client.db, &k, |v| {
-        let mut w = cairn_protocol::resp::ReplyWriter::new(out, proto);
-        match v {
-            Some(b) => w.bulk(b),
-            None => w.null(),
-        }
+    let mut w = ReplyWriter::new(ctx.out, ctx.client.proto);
+    op::get(&mut g, ctx.client.db, &k, |v| match v {
+        Some(b) => w.bulk(b),
+        None => w.null(),
     })?;
     Ok(())
 }
@@ -27,12 +59,21 @@ fn get(ctx: &mut Ctx) -> CmdResult {
 /// SET key value [NX|XX] [GET] [EX s|PX ms|EXAT ts|PXAT ts-ms|KEEPTTL]
 /// → +OK, null when NX/XX stopped it, or with GET the old value (or null).
 fn set(ctx: &mut Ctx) -> CmdResult {
-    let opts = parse_set_options(ctx, 3, "set")?;
+    let opts = parse_extended(ctx, Family::Set)?;
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
-    let value = ctx.arg(2);
     let mut g = e.lock(&k);
-    let res = op::set(&mut g, ctx.client.db, &k, value, opts.cond, opts.expiry, opts.get)?;
+    // Redis checks the time argument before GET's type check.
+    let expiry = opts.expiry(g.now, "set")?;
+    let res = op::set(
+        &mut g,
+        ctx.client.db,
+        &k,
+        ctx.arg(2),
+        opts.cond,
+        expiry,
+        opts.get,
+    )?;
     drop(g);
     if opts.get {
         return ctx.bulk_or_null(res.old.as_deref());
@@ -44,78 +85,423 @@ fn set(ctx: &mut Ctx) -> CmdResult {
     }
 }
 
-/// SET's parsed options.
-pub struct SetOptions {
-    pub cond: Cond,
-    pub expiry: Expiry,
-    pub get: bool,
+/// SETNX key value → :1 if set, :0 if the key existed.
+fn setnx(ctx: &mut Ctx) -> CmdResult {
+    let e = ctx.engine();
+    let k = e.key(ctx.arg(1));
+    let mut g = e.lock(&k);
+    let res = op::set(
+        &mut g,
+        ctx.client.db,
+        &k,
+        ctx.arg(2),
+        Cond::IfAbsent,
+        Expiry::Clear,
+        false,
+    )?;
+    drop(g);
+    ctx.int(res.written as i64)
 }
 
-/// Parses SET-style options from argument `from` on (t_string.c
-/// `parseExtendedStringArgumentsOrReply`): each option at most once, NX and
-/// XX exclusive, one expiry form, positive times that do not overflow.
-pub fn parse_set_options(ctx: &Ctx, from: usize, cmd: &'static str) -> Result<SetOptions, CmdError> {
-    let mut cond = Cond::Always;
-    let mut get = false;
-    let mut keepttl = false;
-    let mut expire: Option<(u8, &[u8])> = None;
-    let mut i = from;
+/// SETEX key seconds value → +OK.
+fn setex(ctx: &mut Ctx) -> CmdResult {
+    set_with_ttl(ctx, TtlKind::Secs, "setex")
+}
+
+/// PSETEX key milliseconds value → +OK.
+fn psetex(ctx: &mut Ctx) -> CmdResult {
+    set_with_ttl(ctx, TtlKind::Millis, "psetex")
+}
+
+fn set_with_ttl(ctx: &mut Ctx, kind: TtlKind, cmd: &'static str) -> CmdResult {
+    let e = ctx.engine();
+    let k = e.key(ctx.arg(1));
+    let mut g = e.lock(&k);
+    let at = kind
+        .parse_deadline(ctx.arg(2), g.now)
+        .map_err(|err| expire_error(err, cmd))?;
+    op::set(
+        &mut g,
+        ctx.client.db,
+        &k,
+        ctx.arg(3),
+        Cond::Always,
+        Expiry::At(at),
+        false,
+    )?;
+    drop(g);
+    ctx.ok()
+}
+
+/// GETSET key value → the old value or null; the new value has no TTL.
+fn getset(ctx: &mut Ctx) -> CmdResult {
+    let e = ctx.engine();
+    let k = e.key(ctx.arg(1));
+    let mut g = e.lock(&k);
+    let old = op::getset(&mut g, ctx.client.db, &k, ctx.arg(2))?;
+    drop(g);
+    ctx.bulk_or_null(old.as_deref())
+}
+
+/// GETDEL key → the value (now deleted) or null.
+fn getdel(ctx: &mut Ctx) -> CmdResult {
+    let e = ctx.engine();
+    let k = e.key(ctx.arg(1));
+    let mut g = e.lock(&k);
+    let old = op::getdel(&mut g, ctx.client.db, &k)?;
+    drop(g);
+    ctx.bulk_or_null(old.as_deref())
+}
+
+/// GETEX key [EX s|PX ms|EXAT ts|PXAT ts-ms|PERSIST] → the value or null;
+/// then sets or clears the TTL (a deadline already past deletes the key).
+fn getex(ctx: &mut Ctx) -> CmdResult {
+    let opts = parse_extended(ctx, Family::GetEx)?;
+    let action = match opts.expire {
+        Some((kind, raw)) => GetExAction::Expire(kind, raw),
+        None if opts.persist => GetExAction::Persist,
+        None => GetExAction::Keep,
+    };
+    let e = ctx.engine();
+    let k = e.key(ctx.arg(1));
+    let mut g = e.lock(&k);
+    let mut w = ReplyWriter::new(ctx.out, ctx.client.proto);
+    op::getex(&mut g, ctx.client.db, &k, action, |v| match v {
+        Some(b) => w.bulk(b),
+        None => w.null(),
+    })
+    .map_err(|err| expire_error(err, "getex"))?;
+    Ok(())
+}
+
+/// MGET key [key ...] → an array of values, null for a missing key or one
+/// of another type.
+fn mget(ctx: &mut Ctx) -> CmdResult {
+    let e = ctx.engine();
+    let keys: Keys = ctx.args.iter_from(1).map(|a| e.key(a)).collect();
+    let mut g = e.lock_keys(&keys);
+    let mut w = ReplyWriter::new(ctx.out, ctx.client.proto);
+    w.array(keys.len());
+    op::mget(&mut g, ctx.client.db, &keys, |v| match v {
+        Some(b) => w.bulk(b),
+        None => w.null(),
+    });
+    Ok(())
+}
+
+/// The key/value pairs of MSET and MSETNX, and their keys for locking.
+/// An even argument count is Redis's arity error.
+fn pairs<'a>(
+    ctx: &Ctx<'a>,
+    cmd: &'static str,
+) -> Result<(Keys<'a>, Vec<(Key<'a>, &'a [u8])>), CmdError> {
+    if ctx.argc() % 2 == 0 {
+        return Err(CmdError::WrongArity(cmd));
+    }
+    let e = ctx.engine();
+    let pairs: Vec<(Key, &[u8])> = (1..ctx.argc())
+        .step_by(2)
+        .map(|i| (e.key(ctx.arg(i)), ctx.arg(i + 1)))
+        .collect();
+    let keys = pairs.iter().map(|p| p.0).collect();
+    Ok((keys, pairs))
+}
+
+/// MSET key value [key value ...] → +OK.
+fn mset(ctx: &mut Ctx) -> CmdResult {
+    let (keys, pairs) = pairs(ctx, "mset")?;
+    let mut g = ctx.engine().lock_keys(&keys);
+    op::mset(&mut g, ctx.client.db, pairs);
+    drop(g);
+    ctx.ok()
+}
+
+/// MSETNX key value [key value ...] → :1 if all were set, :0 if any key
+/// existed (then none is).
+fn msetnx(ctx: &mut Ctx) -> CmdResult {
+    let (keys, pairs) = pairs(ctx, "msetnx")?;
+    let mut g = ctx.engine().lock_keys(&keys);
+    let done = op::msetnx(&mut g, ctx.client.db, &pairs);
+    drop(g);
+    ctx.int(done as i64)
+}
+
+/// APPEND key value → the new length.
+fn append(ctx: &mut Ctx) -> CmdResult {
+    let e = ctx.engine();
+    let k = e.key(ctx.arg(1));
+    let mut g = e.lock(&k);
+    let len = op::append(&mut g, ctx.client.db, &k, ctx.arg(2))?;
+    drop(g);
+    ctx.int(len as i64)
+}
+
+/// STRLEN key → the length, 0 if absent.
+fn strlen(ctx: &mut Ctx) -> CmdResult {
+    let e = ctx.engine();
+    let k = e.key(ctx.arg(1));
+    let mut g = e.lock(&k);
+    let len = op::strlen(&mut g, ctx.client.db, &k)?;
+    drop(g);
+    ctx.int(len as i64)
+}
+
+/// GETRANGE key start end (and its alias SUBSTR) → the bytes in the
+/// inclusive range, negative indexes from the end; "" if none.
+fn getrange(ctx: &mut Ctx) -> CmdResult {
+    let start = args::int(ctx.arg(2))?;
+    let end = args::int(ctx.arg(3))?;
+    let e = ctx.engine();
+    let k = e.key(ctx.arg(1));
+    let mut g = e.lock(&k);
+    let mut w = ReplyWriter::new(ctx.out, ctx.client.proto);
+    op::getrange(&mut g, ctx.client.db, &k, start, end, |b| w.bulk(b))?;
+    Ok(())
+}
+
+/// SETRANGE key offset value → the new length (zero-padded as needed).
+fn setrange(ctx: &mut Ctx) -> CmdResult {
+    let offset = args::int(ctx.arg(2))?;
+    let Ok(offset) = usize::try_from(offset) else {
+        return Err(CmdError::text("ERR offset is out of range"));
+    };
+    let e = ctx.engine();
+    let k = e.key(ctx.arg(1));
+    let mut g = e.lock(&k);
+    let len = op::setrange(&mut g, ctx.client.db, &k, offset, ctx.arg(3))?;
+    drop(g);
+    ctx.int(len as i64)
+}
+
+fn incr_by(ctx: &mut Ctx, delta: i64) -> CmdResult {
+    let e = ctx.engine();
+    let k = e.key(ctx.arg(1));
+    let mut g = e.lock(&k);
+    let v = op::incr_by(&mut g, ctx.client.db, &k, delta)?;
+    drop(g);
+    ctx.int(v)
+}
+
+/// INCR key → the new value.
+fn incr(ctx: &mut Ctx) -> CmdResult {
+    incr_by(ctx, 1)
+}
+
+/// DECR key → the new value.
+fn decr(ctx: &mut Ctx) -> CmdResult {
+    incr_by(ctx, -1)
+}
+
+/// INCRBY key increment → the new value.
+fn incrby(ctx: &mut Ctx) -> CmdResult {
+    let delta = args::int(ctx.arg(2))?;
+    incr_by(ctx, delta)
+}
+
+/// DECRBY key decrement → the new value.
+fn decrby(ctx: &mut Ctx) -> CmdResult {
+    let delta = args::int(ctx.arg(2))?;
+    // Negating i64::MIN overflows; Redis 7.0 refuses it up front.
+    if delta == i64::MIN {
+        return Err(CmdError::text("ERR decrement would overflow"));
+    }
+    incr_by(ctx, -delta)
+}
+
+/// INCRBYFLOAT key increment → the new value as a bulk string.
+fn incrbyfloat(ctx: &mut Ctx) -> CmdResult {
+    let e = ctx.engine();
+    let k = e.key(ctx.arg(1));
+    let mut g = e.lock(&k);
+    let incr = ctx.arg(2);
+    let mut w = ReplyWriter::new(ctx.out, ctx.client.proto);
+    op::incr_by_float(&mut g, ctx.client.db, &k, incr, |b| w.bulk(b))?;
+    Ok(())
+}
+
+/// LCS key1 key2 [LEN] [IDX] [MINMATCHLEN len] [WITHMATCHLEN]
+/// → the LCS as a bulk string; with LEN its length; with IDX
+/// `matches` (ranges in key1 and key2, [length]) and `len`: a RESP2 array
+/// of 4, a RESP3 map of 2.
+fn lcs(ctx: &mut Ctx) -> CmdResult {
+    let e = ctx.engine();
+    let ka = e.key(ctx.arg(1));
+    let kb = e.key(ctx.arg(2));
+    let mut g = e.lock_keys(&[ka, kb]);
+    // The type check comes before option parsing in `lcsCommand`.
+    let (a, b) = op::lcs_operands(&mut g, ctx.client.db, &ka, &kb).map_err(|err| match err {
+        Error::WrongType => CmdError::text("ERR The specified keys must contain string values"),
+        other => other.into(),
+    })?;
+    drop(g);
+
+    let (mut idx, mut len, mut withmatchlen) = (false, false, false);
+    let mut minmatchlen: i64 = 0;
+    let mut i = 3;
     while i < ctx.argc() {
         let a = ctx.arg(i);
-        let next = (i + 1 < ctx.argc()).then(|| ctx.arg(i + 1));
-        if args::is(a, "nx") && cond != Cond::IfPresent {
-            cond = Cond::IfAbsent;
-        } else if args::is(a, "xx") && cond != Cond::IfAbsent {
-            cond = Cond::IfPresent;
-        } else if args::is(a, "get") {
-            get = true;
-        } else if args::is(a, "keepttl") && expire.is_none() {
-            keepttl = true;
-        } else if let (Some(kind), Some(v)) = (expiry_kind(a), next) {
-            if keepttl || expire.is_some() {
-                return Err(CmdError::Syntax);
-            }
-            expire = Some((kind, v));
+        if opt_is(a, "idx") {
+            idx = true;
+        } else if opt_is(a, "len") {
+            len = true;
+        } else if opt_is(a, "withmatchlen") {
+            withmatchlen = true;
+        } else if opt_is(a, "minmatchlen") && i + 1 < ctx.argc() {
+            minmatchlen = args::int(ctx.arg(i + 1))?.max(0);
             i += 1;
         } else {
             return Err(CmdError::Syntax);
         }
         i += 1;
     }
-    let now = cairn_engine::clock::now_ms();
-    let expiry = match expire {
-        None if keepttl => Expiry::Keep,
-        None => Expiry::Clear,
-        Some((kind, v)) => {
-            let n = args::int(v)?;
-            if n <= 0 {
-                return Err(CmdError::InvalidExpire(cmd));
+    if idx && len {
+        return Err(CmdError::text(
+            "ERR If you want both the length and indexes, please just use IDX.",
+        ));
+    }
+    let r = lcs::lcs(&a, &b, e.limits.max_string() as u64).map_err(|err| {
+        CmdError::text(match err {
+            LcsError::StringTooLong => "ERR String too long for LCS",
+            LcsError::ExceedsProtoMaxBulkLen => {
+                "ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len"
             }
-            let at = match kind {
-                b's' => n.checked_mul(1000).and_then(|ms| ms.checked_add(now as i64)),
-                b'p' => n.checked_add(now as i64),
-                b'S' => n.checked_mul(1000),
-                _ => Some(n),
-            };
-            match at {
-                Some(at) if at > 0 => Expiry::At(at as u64),
-                _ => return Err(CmdError::InvalidExpire(cmd)),
+            LcsError::AllocFailed => {
+                "ERR Insufficient memory, failed allocating transient memory for LCS"
+            }
+        })
+    })?;
+
+    let mut w = ctx.reply();
+    if idx {
+        let keep = |m: &&lcs::LcsMatch| m.len as i64 >= minmatchlen;
+        w.map(2);
+        w.bulk(b"matches");
+        w.array(r.matches.iter().filter(keep).count());
+        for m in r.matches.iter().filter(keep) {
+            w.array(2 + withmatchlen as usize);
+            w.array(2);
+            w.int(m.a.0 as i64);
+            w.int(m.a.1 as i64);
+            w.array(2);
+            w.int(m.b.0 as i64);
+            w.int(m.b.1 as i64);
+            if withmatchlen {
+                w.int(m.len as i64);
             }
         }
-    };
-    Ok(SetOptions { cond, expiry, get })
+        w.bulk(b"len");
+        w.int(r.len as i64);
+    } else if len {
+        w.int(r.len as i64);
+    } else {
+        w.bulk(&r.string);
+    }
+    Ok(())
 }
 
-/// EX → 's', PX → 'p', EXAT → 'S', PXAT → 'P'.
-fn expiry_kind(a: &[u8]) -> Option<u8> {
-    if args::is(a, "ex") {
-        Some(b's')
-    } else if args::is(a, "px") {
-        Some(b'p')
-    } else if args::is(a, "exat") {
-        Some(b'S')
-    } else if args::is(a, "pxat") {
-        Some(b'P')
+/// The engine's expire-time error is worded with the command's name.
+fn expire_error(err: Error, cmd: &'static str) -> CmdError {
+    match err {
+        Error::InvalidExpireTime => CmdError::InvalidExpire(cmd),
+        other => other.into(),
+    }
+}
+
+/// `strcasecmp(opt, word) == 0` on an argument as C sees it: the argument
+/// ends at its first NUL byte, as Redis's option parsers read `argv[j]->ptr`.
+fn opt_is(arg: &[u8], word: &str) -> bool {
+    let end = memchr::memchr(0, arg).unwrap_or(arg.len());
+    arg[..end].eq_ignore_ascii_case(word.as_bytes())
+}
+
+/// Which command's options `parse_extended` reads (Redis COMMAND_SET /
+/// COMMAND_GET).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Family {
+    Set,
+    GetEx,
+}
+
+/// The options of SET or GETEX, the time argument not yet parsed (its
+/// errors come later in Redis).
+struct Extended<'a> {
+    cond: Cond,
+    get: bool,
+    keepttl: bool,
+    persist: bool,
+    expire: Option<(TtlKind, &'a [u8])>,
+}
+
+impl Extended<'_> {
+    /// SET's expiry at `now_ms`: KEEPTTL, none (cleared), or a deadline.
+    fn expiry(&self, now_ms: u64, cmd: &'static str) -> Result<Expiry, CmdError> {
+        match self.expire {
+            None if self.keepttl => Ok(Expiry::Keep),
+            None => Ok(Expiry::Clear),
+            Some((kind, raw)) => kind
+                .parse_deadline(raw, now_ms)
+                .map(Expiry::At)
+                .map_err(|err| expire_error(err, cmd)),
+        }
+    }
+}
+
+/// Parses SET options (from argument 3) or GETEX options (from argument
+/// 2) as t_string.c `parseExtendedStringArgumentsOrReply` does: NX and XX
+/// exclude each other, KEEPTTL and PERSIST exclude every expire form, and
+/// the expire forms exclude each other, though one form may repeat (the
+/// last wins). NX, XX, GET and KEEPTTL are SET's only; PERSIST is GETEX's.
+/// Anything else, or an expire form with no value after it, is a syntax
+/// error.
+fn parse_extended<'a>(ctx: &Ctx<'a>, family: Family) -> Result<Extended<'a>, CmdError> {
+    let is_set = family == Family::Set;
+    let mut o = Extended {
+        cond: Cond::Always,
+        get: false,
+        keepttl: false,
+        persist: false,
+        expire: None,
+    };
+    let mut i = if is_set { 3 } else { 2 };
+    while i < ctx.argc() {
+        let a = ctx.arg(i);
+        let next = (i + 1 < ctx.argc()).then(|| ctx.arg(i + 1));
+        let kind = expiry_kind(a);
+        if is_set && opt_is(a, "nx") && o.cond != Cond::IfPresent {
+            o.cond = Cond::IfAbsent;
+        } else if is_set && opt_is(a, "xx") && o.cond != Cond::IfAbsent {
+            o.cond = Cond::IfPresent;
+        } else if is_set && opt_is(a, "get") {
+            o.get = true;
+        } else if is_set && opt_is(a, "keepttl") && !o.persist && o.expire.is_none() {
+            o.keepttl = true;
+        } else if !is_set && opt_is(a, "persist") && !o.keepttl && o.expire.is_none() {
+            o.persist = true;
+        } else if let (Some(kind), Some(v)) = (kind, next) {
+            let clash = o.expire.is_some_and(|(k, _)| k != kind);
+            if o.keepttl || o.persist || clash {
+                return Err(CmdError::Syntax);
+            }
+            o.expire = Some((kind, v));
+            i += 1;
+        } else {
+            return Err(CmdError::Syntax);
+        }
+        i += 1;
+    }
+    Ok(o)
+}
+
+/// EX, PX, EXAT, PXAT.
+fn expiry_kind(a: &[u8]) -> Option<TtlKind> {
+    if opt_is(a, "ex") {
+        Some(TtlKind::Secs)
+    } else if opt_is(a, "px") {
+        Some(TtlKind::Millis)
+    } else if opt_is(a, "exat") {
+        Some(TtlKind::AtSecs)
+    } else if opt_is(a, "pxat") {
+        Some(TtlKind::AtMillis)
     } else {
         None
     }
