@@ -7,6 +7,7 @@
 use crate::value::Value;
 
 /// One key and everything stored with it.
+#[derive(Debug)]
 pub struct Entry {
     key: Box<[u8]>,
     pub value: Value,

@@ -7,6 +7,7 @@ mod client;
 mod config;
 mod listener;
 mod log;
+mod memory;
 #[cfg(test)]
 mod readme;
 mod resp;

@@ -49,6 +49,7 @@ pub fn build_shared(cfg: Config) -> Result<Arc<Shared>, String> {
         shutdown: AtomicBool::new(false),
         pause: Pause::default(),
         slowlog: Mutex::new(SlowLog::default()),
+        memory: crate::memory::Guard::default(),
         monitors: Mutex::new(Vec::new()),
         monitor_count: AtomicUsize::new(0),
         stat_reset_at: Mutex::new(Instant::now()),
@@ -90,6 +91,16 @@ pub fn run(cfg: Config) -> Result<(), String> {
     } else {
         log::notice("No config file specified, using the default config");
     }
+    if cfg.memcached_port != 0 {
+        return Err("memcached-port: the memcached protocol is not built yet; leave it at 0".into());
+    }
+    if cfg.maxmemory > 0 && cfg.maxmemory_policy != crate::config::MaxmemoryPolicy::Noeviction {
+        log::warning(&format!(
+            "maxmemory-policy {} is accepted but eviction is not built yet: over maxmemory, \
+             writes are refused with -OOM as under noeviction, and nothing stored is lost",
+            cfg.maxmemory_policy
+        ));
+    }
     let listeners = crate::listener::bind_all(&cfg.bind, cfg.port, cfg.tcp_backlog as i32)?;
     if !cfg.dir.is_empty() {
         std::env::set_current_dir(&cfg.dir)
@@ -121,6 +132,13 @@ pub fn run(cfg: Config) -> Result<(), String> {
             .name(format!("cairn-worker-{i}"))
             .spawn(move || w.run())
             .map_err(|e| format!("spawn worker: {e}"))?;
+    }
+    {
+        let s = shared.clone();
+        std::thread::Builder::new()
+            .name("cairn-memory".into())
+            .spawn(move || crate::memory::watch(&s))
+            .map_err(|e| format!("spawn memory watcher: {e}"))?;
     }
     {
         let s = shared.clone();

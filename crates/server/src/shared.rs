@@ -76,7 +76,7 @@ pub struct Hot {
     pub slowlog_slower_than_us: AtomicU64,
     /// slowlog-log-slower-than < 0 disables the slow log.
     pub slowlog_enabled: AtomicBool,
-    pub debug_command: AtomicU64,
+    pub maxmemory: AtomicU64,
 }
 
 /// CLIENT PAUSE state.
@@ -107,6 +107,7 @@ pub struct Shared {
     pub shutdown: AtomicBool,
     pub pause: Pause,
     pub slowlog: Mutex<SlowLog>,
+    pub memory: crate::memory::Guard,
     /// (client id, worker) of every MONITOR client.
     pub monitors: Mutex<Vec<(u64, usize)>>,
     pub monitor_count: AtomicUsize,
@@ -128,6 +129,7 @@ impl Shared {
         let c = self.config.read();
         let h = &self.hot;
         h.requirepass.store(!c.requirepass.is_empty(), Ordering::Relaxed);
+        h.maxmemory.store(c.maxmemory, Ordering::Relaxed);
         h.maxclients.store(c.maxclients as usize, Ordering::Relaxed);
         h.timeout_secs.store(c.timeout as u64, Ordering::Relaxed);
         h.query_buffer_limit

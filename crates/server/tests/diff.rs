@@ -319,9 +319,15 @@ impl Side {
         self.current = "main".to_string();
     }
 
-    fn conn(&mut self, name: &str) -> Option<&mut RawConn> {
-        let port = self.server.port;
-        self.conns.entry(name.to_string()).or_insert_with(|| Some(RawConn::connect(port))).as_mut()
+    /// The named connection, opened on first use. `Err(NotConnected)` if the
+    /// server closed it earlier, `Err(Failed)` if it cannot be opened.
+    fn conn(&mut self, name: &str) -> Result<&mut RawConn, Outcome> {
+        if !self.conns.contains_key(name) {
+            let c = RawConn::try_connect(self.server.port)
+                .map_err(|e| Outcome::Failed(format!("cannot connect to port {}: {e}", self.server.port)))?;
+            self.conns.insert(name.to_string(), Some(c));
+        }
+        self.conns.get_mut(name).and_then(|c| c.as_mut()).ok_or(Outcome::NotConnected)
     }
 
     /// Runs a setup command on the long-lived admin connection; returns the
@@ -355,7 +361,7 @@ impl Side {
         if let Some(id) = self.ids.get(name) {
             return Ok(id.clone());
         }
-        let c = self.conn(name).ok_or_else(|| format!("$id:{name}: connection {name} is closed"))?;
+        let c = self.conn(name).map_err(|_| format!("$id:{name}: no connection {name}"))?;
         c.try_send_raw(b"*2\r\n$6\r\nCLIENT\r\n$2\r\nID\r\n").map_err(|e| e.to_string())?;
         let reply = c.try_read_raw_reply().map_err(|e| e.to_string())?.ok_or("closed")?;
         let id = reply
@@ -403,8 +409,9 @@ impl Side {
             Op::Read => None,
         };
         let current = self.current.clone();
-        let Some(conn) = self.conn(&current) else {
-            return Result1 { outcome: Outcome::NotConnected, closed_after: None };
+        let conn = match self.conn(&current) {
+            Ok(c) => c,
+            Err(outcome) => return Result1 { outcome, closed_after: None },
         };
         if let Some(b) = &bytes {
             if conn.try_send_raw(b).is_err() {
@@ -686,7 +693,7 @@ fn redis_differential() {
     errors.extend(diff_errors);
     assert!(errors.is_empty(), "corpus errors:\n{}", errors.join("\n"));
 
-    let self_check = std::env::var_os("CAIRN_DIFF_SELF_CHECK").is_some_and(|v| v != "0" && !v.is_empty());
+    let self_check = env_flag("CAIRN_DIFF_SELF_CHECK");
     let Some(redis) = start_redis(&[]) else {
         eprintln!("diff: redis-server not found (PATH or $REDIS_SERVER); skipping the differential test");
         return;
@@ -696,190 +703,76 @@ fn redis_differential() {
     } else {
         (start_cairn(&["--enable-debug-command", "yes"]), "cairn")
     };
-    let mut a = Side::new("redis", redis);
-    let mut b = Side::new(other_label, other);
+    let mut run = Run {
+        a: Side::new("redis", redis),
+        b: Side::new(other_label, other),
+        verbose: env_flag("CAIRN_DIFF_VERBOSE"),
+        expected,
+        report: Vec::new(),
+        mismatches: 0,
+        setup_failures: BTreeSet::new(),
+        listed_ran: BTreeSet::new(),
+        listed_differed: BTreeSet::new(),
+        steps_run: 0,
+        files_run: 0,
+    };
     eprintln!(
         "diff: redis on port {}, {} on port {}{}",
-        a.server.port,
-        b.label,
-        b.server.port,
+        run.a.server.port,
+        run.b.label,
+        run.b.server.port,
         if self_check { " (self-check: corpus determinism)" } else { "" }
     );
 
     let filter = file_filter();
-    let verbose = std::env::var_os("CAIRN_DIFF_VERBOSE").is_some_and(|v| v != "0" && !v.is_empty());
-    let mut report: Vec<String> = Vec::new();
-    let mut mismatches = 0usize;
-    let mut setup_failures: BTreeSet<String> = BTreeSet::new();
-    let mut listed_differed: BTreeSet<(String, String)> = BTreeSet::new();
-    let mut listed_ran: BTreeSet<(String, String)> = BTreeSet::new();
-    let mut steps_run = 0usize;
     let mut crashed = false;
-
+    let mut previous = "startup".to_string();
     for file in &files {
         if let Some(f) = &filter {
             if !f.iter().any(|p| file.name.contains(p.as_str())) {
                 continue;
             }
         }
-        eprint!("diff: {:<28} {:>4} lines ... ", file.name, file.steps.len());
-        for side in [&mut a, &mut b] {
-            for cmd in RESET {
-                let r = side.admin_cmd(cmd);
-                if !matches!(&r, Ok(bytes) if bytes.as_slice() == b"+OK\r\n") {
-                    let got = match r {
-                        Ok(bytes) => escape(&bytes),
-                        Err(e) => format!("<{e}>"),
-                    };
-                    setup_failures.insert(format!("{}: setup `{}` replied {got}", side.label, cmd.join(" ")));
-                }
-            }
-            side.begin_file();
-        }
-        let mut file_mismatches = 0usize;
-        for step in &file.steps {
-            steps_run += 1;
-            // Redis closes a connection in the same event-loop turn as it
-            // writes the last reply, so a short wait is enough there; give
-            // the other server longer when Redis did close.
-            let ra = a.run(step, Duration::from_millis(50));
-            let wait_b = if ra.closed_after == Some(true) { 2000 } else { 50 };
-            let rb = b.run(step, Duration::from_millis(wait_b));
-            if let Op::Sleep(ms) = step.op {
-                std::thread::sleep(Duration::from_millis(ms));
-            }
-            let key = (file.name.clone(), step.text.clone());
-            let listed = expected.contains_key(&key);
-            let equal = same(step.mode, &ra, &rb);
-            if verbose {
-                eprintln!("{}:{}: {}\n    => {}{}", file.name, step.line, step.text, describe(&ra, 0),
-                    if equal { String::new() } else { format!("\n    {} => {}", b.label, describe(&rb, 0)) });
-            }
-            if listed {
-                listed_ran.insert(key.clone());
-                if !equal {
-                    listed_differed.insert(key);
-                }
-            } else if !equal {
-                mismatches += 1;
-                file_mismatches += 1;
-                if file_mismatches <= MAX_SHOWN_PER_FILE {
-                    let at = first_difference(&ra, &rb);
-                    let how = match step.mode {
-                        Mode::Exact => "",
-                        Mode::Sorted => " (compared as !sorted)",
-                        Mode::SortedPairs => " (compared as !sortedpairs)",
-                        Mode::Shape => " (compared as !shape)",
-                        Mode::MaskNum => " (compared as !masknum)",
-                        Mode::ScanAll => " (iterated to cursor 0: sorted union of all elements)",
-                        Mode::NoReply => "",
-                    };
-                    report.push(format!(
-                        "{}:{}: {}{how}\n    {:>7}: {}\n    {:>7}: {}",
-                        file.name,
-                        step.line,
-                        step.text,
-                        a.label,
-                        describe(&ra, at),
-                        b.label,
-                        describe(&rb, at)
-                    ));
-                }
-            }
-            let lost_a = ra.outcome == Outcome::NotConnected;
-            let lost_b = rb.outcome == Outcome::NotConnected;
-            if lost_a && lost_b {
-                report.push(format!(
-                    "{}:{}: corpus error: command on a connection both servers closed (use @reconnect): {}",
-                    file.name, step.line, step.text
-                ));
-                mismatches += 1;
-                break;
-            }
-            if lost_a != lost_b || matches!(ra.outcome, Outcome::Failed(_)) || matches!(rb.outcome, Outcome::Failed(_)) {
-                if !b.server.is_running() || !a.server.is_running() {
-                    break;
-                }
-                if lost_a != lost_b {
-                    report.push(format!("{}:{}: connection state diverged; rest of the file skipped", file.name, step.line));
-                    break;
-                }
-            }
-        }
-        if file_mismatches > MAX_SHOWN_PER_FILE {
-            report.push(format!("{}: {} more mismatches not shown", file.name, file_mismatches - MAX_SHOWN_PER_FILE));
-        }
-        eprintln!("{}", if file_mismatches == 0 { "ok".to_string() } else { format!("{file_mismatches} MISMATCHES") });
-        for side in [&mut a, &mut b] {
-            if !side.server.is_running() {
-                report.push(format!(
-                    "{} DIED while running {} ({:?}); last log lines:\n{}",
-                    side.label,
-                    file.name,
-                    side.server.exit_status(),
-                    side.server.log_tail(30)
-                ));
-                crashed = true;
-            }
-        }
-        if crashed {
-            mismatches += 1;
+        if run.check_alive(&previous) {
+            crashed = true;
             break;
         }
+        run.file(file);
+        previous = file.name.clone();
     }
-
-    // SHUTDOWN: the reply is the connection closing, then the process exits.
+    if !crashed && run.check_alive(&previous) {
+        crashed = true;
+    }
     if !crashed && filter.is_none() {
-        let mut outcomes = Vec::new();
-        for side in [&mut a, &mut b] {
-            let r = side.admin_cmd(&["SHUTDOWN", "NOSAVE"]);
-            let exited = side.server.wait_exit(Duration::from_secs(10));
-            outcomes.push((
-                side.label,
-                match (&r, exited) {
-                    (Err(_), Some(_)) => "connection closed, process exited".to_string(),
-                    (Ok(bytes), e) => format!("replied {}, exited: {}", escape(bytes), e.is_some()),
-                    (Err(err), None) => format!("<{err}>, process still running after 10 s"),
-                },
-            ));
-        }
-        eprintln!("diff: SHUTDOWN NOSAVE: {}: {}", outcomes[1].0, outcomes[1].1);
-        if outcomes[0].1 != outcomes[1].1 {
-            mismatches += 1;
-            report.push(format!(
-                "<runner>: SHUTDOWN NOSAVE\n    {:>7}: {}\n    {:>7}: {}",
-                outcomes[0].0, outcomes[0].1, outcomes[1].0, outcomes[1].1
-            ));
-        }
+        run.shutdown();
     }
 
     let mut stale = Vec::new();
     if !self_check && !crashed {
-        for (key, reason) in &expected {
-            if listed_ran.contains(key) && !listed_differed.contains(key) {
+        for (key, reason) in &run.expected {
+            if run.listed_ran.contains(key) && !run.listed_differed.contains(key) {
                 stale.push(format!("{}: `{}` ({reason})", key.0, key.1));
             }
         }
     }
-
     eprintln!(
         "diff: {} steps in {} files, {} mismatches, {} listed differences ({} differed), {} stale",
-        steps_run,
-        files.len(),
-        mismatches,
-        expected.len(),
-        listed_differed.len(),
+        run.steps_run,
+        run.files_run,
+        run.mismatches,
+        run.expected.len(),
+        run.listed_differed.len(),
         stale.len()
     );
     let mut problems = Vec::new();
-    if !setup_failures.is_empty() {
+    if !run.setup_failures.is_empty() {
         problems.push(format!(
             "per-file setup commands failed (later mismatches may follow from this):\n  {}",
-            setup_failures.iter().cloned().collect::<Vec<_>>().join("\n  ")
+            run.setup_failures.iter().cloned().collect::<Vec<_>>().join("\n  ")
         ));
     }
-    if !report.is_empty() {
-        problems.push(format!("{mismatches} mismatches (redis vs {}):\n\n{}", b.label, report.join("\n\n")));
+    if !run.report.is_empty() {
+        problems.push(format!("{} mismatches (redis vs {}):\n\n{}", run.mismatches, run.b.label, run.report.join("\n\n")));
     }
     if !stale.is_empty() {
         problems.push(format!(
@@ -889,5 +782,182 @@ fn redis_differential() {
     }
     if !problems.is_empty() {
         panic!("differential test failed\n\n{}\n", problems.join("\n\n"));
+    }
+}
+
+fn env_flag(name: &str) -> bool {
+    std::env::var_os(name).is_some_and(|v| !v.is_empty() && v != "0")
+}
+
+/// State of one differential run: the reference side `a` (Redis) and the
+/// side under test `b` (Cairn, or a second Redis in self-check mode).
+struct Run {
+    a: Side,
+    b: Side,
+    verbose: bool,
+    expected: BTreeMap<(String, String), String>,
+    report: Vec<String>,
+    mismatches: usize,
+    setup_failures: BTreeSet<String>,
+    listed_ran: BTreeSet<(String, String)>,
+    listed_differed: BTreeSet<(String, String)>,
+    steps_run: usize,
+    files_run: usize,
+}
+
+impl Run {
+    /// Reports and returns true if a server has died or stopped answering.
+    fn check_alive(&mut self, during: &str) -> bool {
+        let mut dead = false;
+        for side in [&mut self.a, &mut self.b] {
+            let problem = match side.server.exit_status() {
+                Some(st) => Some(format!("exited ({st})")),
+                None => match side.admin_cmd(&["PING"]) {
+                    Ok(r) if r.as_slice() == b"+PONG\r\n" => None,
+                    Ok(r) => Some(format!("answered PING with {}", escape(&r))),
+                    Err(e) => match side.server.wait_exit(Duration::from_secs(3)) {
+                        Some(st) => Some(format!("exited ({st})")),
+                        None => Some(format!("does not answer PING ({e})")),
+                    },
+                },
+            };
+            if let Some(p) = problem {
+                dead = true;
+                self.mismatches += 1;
+                self.report.push(format!(
+                    "{} {p} during {during}; the rest of the run was skipped. Last log lines:\n{}",
+                    side.label,
+                    side.server.log_tail(40)
+                ));
+            }
+        }
+        dead
+    }
+
+    fn file(&mut self, file: &CorpusFile) {
+        self.files_run += 1;
+        eprint!("diff: {:<28} {:>4} lines ... ", file.name, file.steps.len());
+        for side in [&mut self.a, &mut self.b] {
+            for cmd in RESET {
+                let r = side.admin_cmd(cmd);
+                if !matches!(&r, Ok(bytes) if bytes.as_slice() == b"+OK\r\n") {
+                    let got = match r {
+                        Ok(bytes) => escape(&bytes),
+                        Err(e) => format!("<{e}>"),
+                    };
+                    self.setup_failures.insert(format!("{}: setup `{}` replied {got}", side.label, cmd.join(" ")));
+                }
+            }
+            side.begin_file();
+        }
+        let mut shown = 0usize;
+        let mut count = 0usize;
+        let mut stopped = false;
+        for step in &file.steps {
+            self.steps_run += 1;
+            // Redis closes a connection in the same event-loop turn as it
+            // writes the last reply, so a short wait is enough there; give
+            // the other server longer when Redis did close.
+            let ra = self.a.run(step, Duration::from_millis(50));
+            let wait_b = if ra.closed_after == Some(true) { 2000 } else { 50 };
+            let rb = self.b.run(step, Duration::from_millis(wait_b));
+            if let Op::Sleep(ms) = step.op {
+                std::thread::sleep(Duration::from_millis(ms));
+            }
+            let key = (file.name.clone(), step.text.clone());
+            let equal = same(step.mode, &ra, &rb);
+            if self.verbose {
+                let other = if equal { String::new() } else { format!("\n    {} => {}", self.b.label, describe(&rb, 0)) };
+                eprintln!("{}:{}: {}\n    => {}{other}", file.name, step.line, step.text, describe(&ra, 0));
+            }
+            let mut problem = None;
+            if self.expected.contains_key(&key) {
+                self.listed_ran.insert(key.clone());
+                if !equal {
+                    self.listed_differed.insert(key);
+                }
+            } else if !equal {
+                let at = first_difference(&ra, &rb);
+                let how = match step.mode {
+                    Mode::Exact | Mode::NoReply => "",
+                    Mode::Sorted => " (compared as !sorted)",
+                    Mode::SortedPairs => " (compared as !sortedpairs)",
+                    Mode::Shape => " (compared as !shape)",
+                    Mode::MaskNum => " (compared as !masknum)",
+                    Mode::ScanAll => " (iterated to cursor 0: sorted union of all elements)",
+                };
+                problem = Some(format!(
+                    "{}:{}: {}{how}\n    {:>7}: {}\n    {:>7}: {}",
+                    file.name,
+                    step.line,
+                    step.text,
+                    self.a.label,
+                    describe(&ra, at),
+                    self.b.label,
+                    describe(&rb, at)
+                ));
+            }
+            // After a lost connection the two sides are no longer in step.
+            let lost_a = matches!(ra.outcome, Outcome::NotConnected | Outcome::Failed(_));
+            let lost_b = matches!(rb.outcome, Outcome::NotConnected | Outcome::Failed(_));
+            let mut stop = None;
+            if lost_a || lost_b {
+                if !self.a.server.is_running() || !self.b.server.is_running() {
+                    stop = Some("a server exited".to_string());
+                } else if ra.outcome == Outcome::NotConnected && rb.outcome == Outcome::NotConnected {
+                    stop = Some(format!(
+                        "corpus error: a command on a connection both servers had closed (use @reconnect): {}",
+                        step.text
+                    ));
+                } else if lost_a != lost_b || matches!(ra.outcome, Outcome::Failed(_)) {
+                    stop = Some("connection state diverged".to_string());
+                }
+            }
+            if let Some(p) = problem {
+                count += 1;
+                self.mismatches += 1;
+                if shown < MAX_SHOWN_PER_FILE {
+                    shown += 1;
+                    self.report.push(p);
+                }
+            }
+            if let Some(why) = stop {
+                self.mismatches += 1;
+                stopped = true;
+                self.report.push(format!("{}:{}: {why}; rest of the file skipped", file.name, step.line));
+                break;
+            }
+        }
+        if count > shown {
+            self.report.push(format!("{}: {} more mismatches not shown", file.name, count - shown));
+        }
+        let status = match (count, stopped) {
+            (0, false) => "ok".to_string(),
+            (n, false) => format!("{n} MISMATCHES"),
+            (n, true) => format!("{n} MISMATCHES, STOPPED"),
+        };
+        eprintln!("{status}");
+    }
+
+    /// SHUTDOWN NOSAVE: no reply, the connection closes, the process exits.
+    fn shutdown(&mut self) {
+        let mut outcomes = Vec::new();
+        for side in [&mut self.a, &mut self.b] {
+            let r = side.admin_cmd(&["SHUTDOWN", "NOSAVE"]);
+            let exited = side.server.wait_exit(Duration::from_secs(10));
+            outcomes.push(match (&r, exited) {
+                (Err(_), Some(_)) => "connection closed, process exited".to_string(),
+                (Ok(bytes), e) => format!("replied {}, exited: {}", escape(bytes), e.is_some()),
+                (Err(err), None) => format!("<{err}>, process still running after 10 s"),
+            });
+        }
+        eprintln!("diff: SHUTDOWN NOSAVE: {}: {}", self.b.label, outcomes[1]);
+        if outcomes[0] != outcomes[1] {
+            self.mismatches += 1;
+            self.report.push(format!(
+                "<runner>: SHUTDOWN NOSAVE\n    {:>7}: {}\n    {:>7}: {}",
+                self.a.label, outcomes[0], self.b.label, outcomes[1]
+            ));
+        }
     }
 }

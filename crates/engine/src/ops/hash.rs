@@ -1,1 +1,785 @@
-//! Hash commands: being written.
+//! Hash operations (Redis 7.0 `src/t_hash.c`): HSET, HSETNX, HDEL,
+//! HINCRBY, HINCRBYFLOAT and the read side (HGET, HLEN, HEXISTS, HSTRLEN,
+//! plus `view` for the commands that walk the whole hash), HRANDFIELD's
+//! sampling and one HSCAN step.
+//!
+//! Owns the keyspace side of those commands: which lookup each one does
+//! (read lookups count hits and misses, as `lookupKeyRead` does), when a
+//! key is created (`hashTypeLookupWriteOrCreate`) and that a hash left
+//! empty is deleted (HDEL). The encodings and their conversion rules live
+//! in `value::hash`; the wire replies live in the server.
+use crate::keyspace::{Expiry, Guard, Key};
+use crate::ops::{as_hash, as_hash_mut};
+use crate::util::glob;
+use crate::util::num::{self, FloatIncrError, LdClass};
+use crate::value::{hash, HashValue, Value};
+use crate::{Error, Result};
+
+/// Calls `f` with the hash under `k` (None when the key is absent), or
+/// fails with WRONGTYPE. A read lookup: counts a hit or miss and touches
+/// the key, like Redis's `lookupKeyRead`. The shard stays locked while `f`
+/// runs, so `f` can write a reply straight from the stored bytes.
+pub fn view<R>(
+    g: &mut Guard,
+    db: usize,
+    k: &Key,
+    f: impl FnOnce(Option<&HashValue>) -> R,
+) -> Result<R> {
+    match g.read(db, k) {
+        None => Ok(f(None)),
+        Some(e) => Ok(f(Some(as_hash(&e.value)?))),
+    }
+}
+
+/// HGET key field: calls `f` with the value (None if key or field is absent).
+pub fn hget<R>(
+    g: &mut Guard,
+    db: usize,
+    k: &Key,
+    field: &[u8],
+    f: impl FnOnce(Option<&[u8]>) -> R,
+) -> Result<R> {
+    view(g, db, k, |h| f(h.and_then(|h| h.get(field))))
+}
+
+/// HLEN key: number of fields, 0 for a missing key.
+pub fn hlen(g: &mut Guard, db: usize, k: &Key) -> Result<usize> {
+    view(g, db, k, |h| h.map_or(0, HashValue::len))
+}
+
+/// HEXISTS key field.
+pub fn hexists(g: &mut Guard, db: usize, k: &Key, field: &[u8]) -> Result<bool> {
+    view(g, db, k, |h| h.is_some_and(|h| h.contains(field)))
+}
+
+/// HSTRLEN key field: the value's length, 0 if key or field is absent.
+pub fn hstrlen(g: &mut Guard, db: usize, k: &Key, field: &[u8]) -> Result<usize> {
+    view(g, db, k, |h| h.and_then(|h| h.get(field)).map_or(0, <[u8]>::len))
+}
+
+/// Runs `f` on the hash under `k`, creating an empty one first if the key
+/// is absent (Redis `hashTypeLookupWriteOrCreate`). A new hash is stored
+/// only if `f` succeeded and left it non-empty, so a failed write never
+/// leaves an empty key behind (Redis would, but none of its callers can
+/// fail once the key was created: every argument is checked before).
+fn write_or_create<R>(
+    g: &mut Guard,
+    db: usize,
+    k: &Key,
+    f: impl FnOnce(&mut HashValue, &hash::HashLimits) -> Result<R>,
+) -> Result<R> {
+    let limits = g.engine().limits.hash();
+    match g.write(db, k) {
+        Some(e) => f(as_hash_mut(&mut e.value)?, &limits),
+        None => {
+            let mut h = HashValue::new();
+            let r = f(&mut h, &limits)?;
+            if !h.is_empty() {
+                g.set(db, k, Value::Hash(Box::new(h)), Expiry::Clear);
+            }
+            Ok(r)
+        }
+    }
+}
+
+/// HSET/HMSET key field value [field value ...]: sets every pair in order
+/// (a field named twice keeps the last value) and returns how many fields
+/// were new. Encoding conversions follow `HashValue::set`; Redis checks all
+/// argument lengths up front (`hashTypeTryConversion`), which converts at
+/// the same point of the command as checking pair by pair does, since a
+/// converted hash never goes back.
+pub fn hset<'a>(
+    g: &mut Guard,
+    db: usize,
+    k: &Key,
+    pairs: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
+) -> Result<usize> {
+    write_or_create(g, db, k, |h, limits| {
+        Ok(pairs
+            .into_iter()
+            .filter(|(f, v)| h.set(f, v, limits))
+            .count())
+    })
+}
+
+/// HSETNX key field value: true if the field was absent and is now set.
+/// An existing field leaves the hash, encoding included, untouched.
+pub fn hsetnx(g: &mut Guard, db: usize, k: &Key, field: &[u8], value: &[u8]) -> Result<bool> {
+    write_or_create(g, db, k, |h, limits| Ok(h.set_nx(field, value, limits)))
+}
+
+/// HDEL key field [field ...]: the number of fields removed. Removing the
+/// last field deletes the key, as Redis does.
+pub fn hdel<'a>(
+    g: &mut Guard,
+    db: usize,
+    k: &Key,
+    fields: impl IntoIterator<Item = &'a [u8]>,
+) -> Result<usize> {
+    let (removed, now_empty) = match g.write(db, k) {
+        None => return Ok(0),
+        Some(e) => {
+            let h = as_hash_mut(&mut e.value)?;
+            let mut removed = 0;
+            for f in fields {
+                if h.remove(f) {
+                    removed += 1;
+                    // Redis stops here too: nothing is left to delete.
+                    if h.is_empty() {
+                        break;
+                    }
+                }
+            }
+            (removed, h.is_empty())
+        }
+    };
+    if now_empty {
+        drop(g.remove(db, k));
+    }
+    Ok(removed)
+}
+
+/// HINCRBY key field incr: the new value. A missing field counts as 0; a
+/// stored value must be what `string2ll` accepts (`HashNotInteger`), and
+/// the sum must fit an i64 (`Overflow`); either error leaves it unchanged.
+pub fn hincrby(g: &mut Guard, db: usize, k: &Key, field: &[u8], incr: i64) -> Result<i64> {
+    write_or_create(g, db, k, |h, limits| {
+        let old = match h.get(field) {
+            None => 0,
+            Some(v) => num::parse_i64(v).ok_or(Error::HashNotInteger)?,
+        };
+        let new = old.checked_add(incr).ok_or(Error::Overflow)?;
+        let mut text = itoa::Buffer::new();
+        h.set(field, text.format(new).as_bytes(), limits);
+        Ok(new)
+    })
+}
+
+/// An HINCRBYFLOAT increment that Redis's `string2ld` accepts and that is
+/// finite. HINCRBYFLOAT rejects a bad increment before it looks at the key
+/// (so before WRONGTYPE), with two texts of its own; making the check a
+/// type keeps `hincrbyfloat` from ever blaming the stored value for it.
+#[derive(Clone, Copy, Debug)]
+pub struct FloatIncr<'a>(&'a [u8]);
+
+impl<'a> FloatIncr<'a> {
+    /// `Err(LdClass::Invalid)`: "ERR value is not a valid float";
+    /// `Err(LdClass::Infinite)`: "ERR value is NaN or Infinity".
+    pub fn parse(incr: &'a [u8]) -> std::result::Result<FloatIncr<'a>, LdClass> {
+        match num::classify_ld(incr) {
+            LdClass::Finite => Ok(FloatIncr(incr)),
+            other => Err(other),
+        }
+    }
+}
+
+/// HINCRBYFLOAT key field incr: the new value's text, which is also what
+/// is stored (Redis `ld2string(.., LD_STR_HUMAN)` of the long double sum).
+/// A stored value `string2ld` rejects is `HashNotFloat`; a NaN or infinite
+/// sum is `NanOrInfinity`. A long result converts a packed hash, as any
+/// long value does.
+pub fn hincrbyfloat(
+    g: &mut Guard,
+    db: usize,
+    k: &Key,
+    field: &[u8],
+    incr: FloatIncr,
+) -> Result<Vec<u8>> {
+    write_or_create(g, db, k, |h, limits| {
+        let new = num::incr_by_float(h.get(field), incr.0).map_err(|e| match e {
+            // The increment was checked by `FloatIncr::parse`, so only the
+            // stored value can be the bad one.
+            FloatIncrError::NotFloat => Error::HashNotFloat,
+            FloatIncrError::NanOrInfinity => Error::NanOrInfinity,
+        })?;
+        h.set(field, &new, limits);
+        Ok(new)
+    })
+}
+
+/// HRANDFIELD key (no count): one field chosen uniformly; None for an
+/// empty hash. O(n) for either encoding (see `HashValue::nth`).
+pub fn random_field(h: &HashValue) -> Option<&[u8]> {
+    if h.is_empty() {
+        return None;
+    }
+    h.nth(rand::random_range(0..h.len())).map(|(f, _)| f)
+}
+
+/// The (field, value) pairs HRANDFIELD key count returns, as an exact-size
+/// iterator so the reply header can be written first. Mirrors the cases of
+/// Redis 7.0 `hrandfieldWithCountCommand`:
+/// * count 0: nothing;
+/// * negative count (or count 1): `|count|` independent uniform picks,
+///   repeats allowed;
+/// * count >= size: the whole hash, in iteration order;
+/// * otherwise `count` distinct fields in random order.
+pub struct Sample<'a> {
+    kind: SampleKind<'a>,
+    remaining: usize,
+}
+
+enum SampleKind<'a> {
+    Empty,
+    Whole(hash::Iter<'a>),
+    /// Independent picks from every pair.
+    Repeat(Vec<(&'a [u8], &'a [u8])>),
+    /// The first `remaining` entries, already shuffled.
+    Distinct(std::vec::IntoIter<(&'a [u8], &'a [u8])>),
+}
+
+/// Chooses HRANDFIELD's pairs for `count` (see [`Sample`]). The caller has
+/// range-checked `count` as Redis does (`-i64::MAX..=i64::MAX`).
+pub fn sample(h: &HashValue, count: i64) -> Sample<'_> {
+    let size = h.len();
+    let wanted = usize::try_from(count.unsigned_abs()).unwrap_or(usize::MAX);
+    if wanted == 0 || size == 0 {
+        return Sample {
+            kind: SampleKind::Empty,
+            remaining: 0,
+        };
+    }
+    if count < 0 || wanted == 1 {
+        return Sample {
+            kind: SampleKind::Repeat(h.iter().collect()),
+            remaining: wanted,
+        };
+    }
+    if wanted >= size {
+        return Sample {
+            kind: SampleKind::Whole(h.iter()),
+            remaining: size,
+        };
+    }
+    // Partial Fisher-Yates: the first `wanted` slots end up a uniform
+    // random choice, in random order.
+    let mut all: Vec<(&[u8], &[u8])> = h.iter().collect();
+    for i in 0..wanted {
+        let j = rand::random_range(i..all.len());
+        all.swap(i, j);
+    }
+    all.truncate(wanted);
+    Sample {
+        kind: SampleKind::Distinct(all.into_iter()),
+        remaining: wanted,
+    }
+}
+
+impl<'a> Iterator for Sample<'a> {
+    type Item = (&'a [u8], &'a [u8]);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.remaining == 0 {
+            return None;
+        }
+        let item = match &mut self.kind {
+            SampleKind::Empty => None,
+            SampleKind::Whole(it) => it.next(),
+            SampleKind::Repeat(all) => all.get(rand::random_range(0..all.len())).copied(),
+            SampleKind::Distinct(it) => it.next(),
+        };
+        // Every kind holds at least `remaining` items, so `item` is Some
+        // whenever `remaining` > 0; stop cleanly if that ever fails.
+        self.remaining = if item.is_some() {
+            self.remaining - 1
+        } else {
+            0
+        };
+        item
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.remaining, Some(self.remaining))
+    }
+}
+
+impl ExactSizeIterator for Sample<'_> {}
+
+/// One HSCAN step (Redis `scanGenericCommand` over a hash): appends the
+/// pairs visited from `cursor` to `out`, keeping only those whose field
+/// matches `pattern` (values are never matched), and returns the next
+/// cursor, 0 when done. A packed hash is returned whole with cursor 0.
+/// `pattern` `*` is no filter at all, as in Redis (which skips the matcher
+/// for it; the matcher itself would refuse an empty field).
+pub fn scan_step(
+    h: &HashValue,
+    cursor: u64,
+    count: usize,
+    pattern: Option<&[u8]>,
+    out: &mut Vec<(Vec<u8>, Vec<u8>)>,
+) -> u64 {
+    let start = out.len();
+    let next = h.scan(cursor, count, out);
+    if let Some(p) = pattern.filter(|p| *p != b"*") {
+        // Only the pairs this step appended are filtered.
+        let mut seen = 0;
+        out.retain(|(f, _)| {
+            seen += 1;
+            seen <= start || glob::glob_match(p, f, false)
+        });
+    }
+    next
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Engine, Options};
+    use proptest::prelude::*;
+    use std::collections::{HashMap, HashSet};
+    use std::sync::atomic::Ordering;
+
+    fn engine() -> Engine {
+        Engine::new(Options {
+            databases: 2,
+            shards: 4,
+        })
+    }
+
+    /// Runs `f` with the whole keyspace locked.
+    fn with<R>(e: &Engine, f: impl FnOnce(&mut Guard) -> R) -> R {
+        let mut g = e.lock_all();
+        f(&mut g)
+    }
+
+    fn set_limits(e: &Engine, entries: usize, value: usize) {
+        e.limits
+            .hash_max_listpack_entries
+            .store(entries, Ordering::Relaxed);
+        e.limits
+            .hash_max_listpack_value
+            .store(value, Ordering::Relaxed);
+    }
+
+    fn get(g: &mut Guard, key: &[u8], field: &[u8]) -> Option<Vec<u8>> {
+        let k = g.key(key);
+        hget(g, 0, &k, field, |v| v.map(<[u8]>::to_vec)).unwrap()
+    }
+
+    fn hs(g: &mut Guard, key: &[u8], pairs: &[(&[u8], &[u8])]) -> usize {
+        let k = g.key(key);
+        hset(g, 0, &k, pairs.iter().copied()).unwrap()
+    }
+
+    fn encoding(g: &mut Guard, key: &[u8]) -> Option<&'static str> {
+        let k = g.key(key);
+        g.peek(0, &k).map(|e| e.value.encoding())
+    }
+
+    fn all(g: &mut Guard, key: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let k = g.key(key);
+        view(g, 0, &k, |h| {
+            h.map(|h| h.iter().map(|(f, v)| (f.to_vec(), v.to_vec())).collect())
+                .unwrap_or_default()
+        })
+        .unwrap()
+    }
+
+    fn put_str(g: &mut Guard, key: &[u8]) {
+        let k = g.key(key);
+        g.set(
+            0,
+            &k,
+            Value::Str(crate::value::StrValue::from_bytes(b"x")),
+            Expiry::Clear,
+        );
+    }
+
+    #[test]
+    fn hset_counts_new_fields_and_keeps_order() {
+        let e = engine();
+        with(&e, |g| {
+            assert_eq!(hs(g, b"h", &[(b"a", b"1"), (b"b", b"2")]), 2);
+            assert_eq!(hs(g, b"h", &[(b"a", b"9"), (b"c", b"3"), (b"c", b"4")]), 1);
+            assert_eq!(get(g, b"h", b"a").as_deref(), Some(&b"9"[..]));
+            assert_eq!(get(g, b"h", b"c").as_deref(), Some(&b"4"[..]));
+            let order: Vec<Vec<u8>> = all(g, b"h").into_iter().map(|(f, _)| f).collect();
+            assert_eq!(order, vec![b"a".to_vec(), b"b".to_vec(), b"c".to_vec()]);
+            let k = g.key(b"h");
+            assert_eq!(hlen(g, 0, &k).unwrap(), 3);
+            assert!(hexists(g, 0, &k, b"b").unwrap());
+            assert!(!hexists(g, 0, &k, b"z").unwrap());
+            assert_eq!(hstrlen(g, 0, &k, b"a").unwrap(), 1);
+            assert_eq!(hstrlen(g, 0, &k, b"z").unwrap(), 0);
+            // Another database is another keyspace.
+            assert_eq!(hlen(g, 1, &k).unwrap(), 0);
+        });
+    }
+
+    #[test]
+    fn missing_key_reads() {
+        let e = engine();
+        with(&e, |g| {
+            let k = g.key(b"nosuch");
+            assert_eq!(hlen(g, 0, &k).unwrap(), 0);
+            assert!(!hexists(g, 0, &k, b"f").unwrap());
+            assert_eq!(hstrlen(g, 0, &k, b"f").unwrap(), 0);
+            assert_eq!(get(g, b"nosuch", b"f"), None);
+            assert_eq!(hdel(g, 0, &k, [&b"f"[..]]).unwrap(), 0);
+            assert!(view(g, 0, &k, |h| h.is_none()).unwrap());
+            assert!(!g.exists(0, &k));
+        });
+    }
+
+    #[test]
+    fn wrong_type_everywhere() {
+        let e = engine();
+        with(&e, |g| {
+            put_str(g, b"s");
+            let k = g.key(b"s");
+            let wt = Err(Error::WrongType);
+            assert_eq!(hset(g, 0, &k, [(&b"f"[..], &b"v"[..])]), wt);
+            assert_eq!(hsetnx(g, 0, &k, b"f", b"v").map(|_| 0), wt);
+            assert_eq!(hdel(g, 0, &k, [&b"f"[..]]), wt);
+            assert_eq!(hlen(g, 0, &k), wt);
+            assert_eq!(hexists(g, 0, &k, b"f").map(|_| 0), wt);
+            assert_eq!(hstrlen(g, 0, &k, b"f"), wt);
+            assert_eq!(hincrby(g, 0, &k, b"f", 1).map(|_| 0), wt);
+            let one = FloatIncr::parse(b"1").unwrap();
+            assert_eq!(hincrbyfloat(g, 0, &k, b"f", one).map(|_| 0), wt);
+            assert_eq!(hget(g, 0, &k, b"f", |_| 0), wt);
+            assert_eq!(encoding(g, b"s"), Some("embstr"));
+        });
+    }
+
+    #[test]
+    fn hsetnx_only_sets_absent_fields() {
+        let e = engine();
+        with(&e, |g| {
+            let k = g.key(b"h");
+            assert!(hsetnx(g, 0, &k, b"f", b"v").unwrap());
+            assert!(!hsetnx(g, 0, &k, b"f", b"w").unwrap());
+            assert_eq!(get(g, b"h", b"f").as_deref(), Some(&b"v"[..]));
+            // A long value for an existing field converts nothing.
+            assert!(!hsetnx(g, 0, &k, b"f", &[b'x'; 65]).unwrap());
+            assert_eq!(encoding(g, b"h"), Some("listpack"));
+        });
+    }
+
+    #[test]
+    fn hdel_of_last_field_deletes_the_key() {
+        let e = engine();
+        with(&e, |g| {
+            hs(g, b"h", &[(b"a", b"1"), (b"b", b"2"), (b"c", b"3")]);
+            let k = g.key(b"h");
+            assert_eq!(hdel(g, 0, &k, [&b"a"[..], b"a", b"zz"]).unwrap(), 1);
+            assert!(g.exists(0, &k));
+            assert_eq!(hdel(g, 0, &k, [&b"b"[..], b"c", b"b"]).unwrap(), 2);
+            assert!(!g.exists(0, &k));
+        });
+    }
+
+    #[test]
+    fn hincrby_rules() {
+        let e = engine();
+        with(&e, |g| {
+            let k = g.key(b"h");
+            assert_eq!(hincrby(g, 0, &k, b"n", 5).unwrap(), 5);
+            assert_eq!(hincrby(g, 0, &k, b"n", -7).unwrap(), -2);
+            assert_eq!(get(g, b"h", b"n").as_deref(), Some(&b"-2"[..]));
+            hs(g, b"h", &[(b"max", b"9223372036854775807")]);
+            assert_eq!(hincrby(g, 0, &k, b"max", 1), Err(Error::Overflow));
+            assert_eq!(hincrby(g, 0, &k, b"max", 0).unwrap(), i64::MAX);
+            assert_eq!(
+                hincrby(g, 0, &k, b"max", i64::MIN).unwrap(),
+                -1,
+                "MAX + MIN fits"
+            );
+            hs(g, b"h", &[(b"min", b"-9223372036854775808")]);
+            assert_eq!(hincrby(g, 0, &k, b"min", -1), Err(Error::Overflow));
+            assert_eq!(get(g, b"h", b"min").as_deref(), Some(&b"-9223372036854775808"[..]));
+            for bad in [&b"abc"[..], b"1.5", b" 1", b"", b"01", b"+1", b"-0"] {
+                hs(g, b"h", &[(b"bad", bad)]);
+                assert_eq!(hincrby(g, 0, &k, b"bad", 1), Err(Error::HashNotInteger));
+                assert_eq!(get(g, b"h", b"bad").as_deref(), Some(bad));
+            }
+        });
+    }
+
+    #[test]
+    fn hincrbyfloat_rules() {
+        let e = engine();
+        with(&e, |g| {
+            let k = g.key(b"h");
+            let f = |s: &'static [u8]| FloatIncr::parse(s).unwrap();
+            assert_eq!(hincrbyfloat(g, 0, &k, b"x", f(b"1.5")).unwrap(), b"1.5");
+            assert_eq!(hincrbyfloat(g, 0, &k, b"x", f(b"0.1")).unwrap(), b"1.6");
+            assert_eq!(hincrbyfloat(g, 0, &k, b"x", f(b"-1.6")).unwrap(), b"0");
+            assert_eq!(get(g, b"h", b"x").as_deref(), Some(&b"0"[..]));
+            hs(g, b"h", &[(b"s", b"abc"), (b"big", b"1e4932")]);
+            assert_eq!(
+                hincrbyfloat(g, 0, &k, b"s", f(b"1")),
+                Err(Error::HashNotFloat)
+            );
+            assert_eq!(
+                hincrbyfloat(g, 0, &k, b"big", f(b"1e4932")),
+                Err(Error::NanOrInfinity)
+            );
+            assert_eq!(get(g, b"h", b"big").as_deref(), Some(&b"1e4932"[..]));
+            assert!(matches!(FloatIncr::parse(b"inf"), Err(LdClass::Infinite)));
+            assert!(matches!(FloatIncr::parse(b"nan"), Err(LdClass::Invalid)));
+            assert!(matches!(FloatIncr::parse(b""), Err(LdClass::Invalid)));
+            // A result longer than hash-max-listpack-value converts.
+            assert_eq!(encoding(g, b"h"), Some("listpack"));
+            let long = hincrbyfloat(g, 0, &k, b"y", f(b"1e100")).unwrap();
+            assert!(long.len() > 64);
+            assert_eq!(encoding(g, b"h"), Some("hashtable"));
+        });
+    }
+
+    #[test]
+    fn conversions_follow_the_limits() {
+        let e = engine();
+        set_limits(&e, 4, 8);
+        with(&e, |g| {
+            let k = g.key(b"h");
+            hs(g, b"h", &[(b"a", b"1"), (b"b", b"2"), (b"c", b"3"), (b"d", b"4")]);
+            assert_eq!(encoding(g, b"h"), Some("listpack"));
+            hs(g, b"h", &[(b"e", b"5")]);
+            assert_eq!(encoding(g, b"h"), Some("hashtable"));
+            hdel(g, 0, &k, [&b"a"[..], b"b", b"c", b"d"]).unwrap();
+            assert_eq!(encoding(g, b"h"), Some("hashtable"));
+
+            hs(g, b"v", &[(b"f", b"12345678")]);
+            assert_eq!(encoding(g, b"v"), Some("listpack"));
+            hs(g, b"v", &[(b"f", b"123456789")]);
+            assert_eq!(encoding(g, b"v"), Some("hashtable"));
+
+            // HINCRBY growing a value past the limit converts too.
+            let kv = g.key(b"n");
+            hs(g, b"n", &[(b"c", b"9999999")]);
+            hincrby(g, 0, &kv, b"c", 1).unwrap();
+            assert_eq!(encoding(g, b"n"), Some("listpack"));
+            hincrby(g, 0, &kv, b"c", 90_000_000).unwrap();
+            assert_eq!(encoding(g, b"n"), Some("hashtable"));
+        });
+    }
+
+    #[test]
+    fn random_field_and_samples() {
+        let mut h = HashValue::new();
+        assert_eq!(random_field(&h), None);
+        assert_eq!(sample(&h, 5).len(), 0);
+        assert_eq!(sample(&h, -5).len(), 0);
+        let l = hash::HashLimits::default();
+        for i in 0..10 {
+            h.set(format!("f{i}").as_bytes(), format!("v{i}").as_bytes(), &l);
+        }
+        for _ in 0..50 {
+            assert!(h.contains(random_field(&h).unwrap()));
+        }
+        assert_eq!(sample(&h, 0).count(), 0);
+        // Negative: exactly |count| picks, repeats allowed.
+        let picks: Vec<_> = sample(&h, -100).collect();
+        assert_eq!(picks.len(), 100);
+        assert!(picks.iter().all(|(f, v)| h.get(f) == Some(*v)));
+        let distinct: HashSet<_> = picks.iter().map(|(f, _)| *f).collect();
+        assert!(distinct.len() > 1);
+        // count >= size: everything, in iteration order.
+        let whole: Vec<_> = sample(&h, 10).collect();
+        assert_eq!(whole, h.iter().collect::<Vec<_>>());
+        assert_eq!(sample(&h, i64::MAX).len(), 10);
+        assert_eq!(sample(&h, -i64::MAX).len(), i64::MAX as usize);
+        // Otherwise distinct picks: both Redis cases (count*3 > size and not).
+        for count in [1usize, 2, 3, 4, 9] {
+            let s = sample(&h, count as i64);
+            assert_eq!(s.len(), count);
+            let got: Vec<_> = s.collect();
+            let set: HashSet<_> = got.iter().map(|(f, _)| *f).collect();
+            assert_eq!(set.len(), count);
+            assert!(got.iter().all(|(f, v)| h.get(f) == Some(*v)));
+        }
+        // Every field can be chosen.
+        let mut seen = HashSet::new();
+        for _ in 0..500 {
+            seen.extend(sample(&h, 2).map(|(f, _)| f));
+        }
+        assert_eq!(seen.len(), 10);
+    }
+
+    #[test]
+    fn scan_step_filters_fields_only() {
+        let l = hash::HashLimits::default();
+        let mut h = HashValue::new();
+        h.set(b"a1", b"b1", &l);
+        h.set(b"b1", b"a1", &l);
+        h.set(b"", b"empty", &l);
+        let mut out = vec![(b"keep".to_vec(), b"me".to_vec())];
+        assert_eq!(scan_step(&h, 0, 10, Some(b"a*"), &mut out), 0);
+        assert_eq!(
+            out,
+            vec![
+                (b"keep".to_vec(), b"me".to_vec()),
+                (b"a1".to_vec(), b"b1".to_vec())
+            ]
+        );
+        let mut out = Vec::new();
+        scan_step(&h, 0, 10, Some(b"*"), &mut out);
+        assert_eq!(out.len(), 3, "`*` matches the empty field too");
+        let mut out = Vec::new();
+        scan_step(&h, 0, 10, Some(b""), &mut out);
+        assert_eq!(out, vec![(Vec::new(), b"empty".to_vec())]);
+
+        // Table encoding, stepping with a small count.
+        let t = hash::HashLimits {
+            max_listpack_entries: 0,
+            max_listpack_value: 0,
+        };
+        let mut h = HashValue::new();
+        for i in 0..300 {
+            h.set(format!("f{i}").as_bytes(), b"v", &t);
+        }
+        let (mut cursor, mut got) = (0, HashSet::new());
+        loop {
+            let mut out = Vec::new();
+            cursor = scan_step(&h, cursor, 7, Some(b"f1*"), &mut out);
+            got.extend(out.into_iter().map(|(f, _)| f));
+            if cursor == 0 {
+                break;
+            }
+        }
+        let want: HashSet<Vec<u8>> = (0..300)
+            .map(|i| format!("f{i}").into_bytes())
+            .filter(|f| f.starts_with(b"f1"))
+            .collect();
+        assert_eq!(got, want);
+    }
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        Set(Vec<(u8, Vec<u8>)>),
+        SetNx(u8, Vec<u8>),
+        Del(Vec<u8>),
+        IncrBy(u8, i64),
+        IncrByFloat(u8, i32),
+    }
+
+    fn field_name(f: u8) -> Vec<u8> {
+        // A few long names (> 8 bytes) force conversions under lim(4, 8).
+        if f % 7 == 6 {
+            format!("long-field-{f}").into_bytes()
+        } else {
+            vec![b'a' + f % 26]
+        }
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        let value = prop_oneof![
+            3 => proptest::collection::vec(b'0'..=b'9', 0..4),
+            1 => proptest::collection::vec(any::<u8>(), 0..12),
+        ];
+        prop_oneof![
+            4 => proptest::collection::vec((0u8..12, value.clone()), 1..4).prop_map(Op::Set),
+            1 => (0u8..12, value).prop_map(|(f, v)| Op::SetNx(f, v)),
+            3 => proptest::collection::vec(0u8..12, 1..4).prop_map(Op::Del),
+            2 => (0u8..12, prop_oneof![
+                4 => -1000i64..1000,
+                1 => Just(i64::MAX),
+                1 => Just(i64::MIN),
+            ]).prop_map(|(f, n)| Op::IncrBy(f, n)),
+            1 => (0u8..12, -50i32..50).prop_map(|(f, n)| Op::IncrByFloat(f, n)),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        /// Random HSET/HSETNX/HDEL/HINCRBY/HINCRBYFLOAT sequences against
+        /// a HashMap model: replies, contents, key existence and encoding.
+        #[test]
+        fn matches_a_map_model(ops in proptest::collection::vec(op(), 0..80)) {
+            let e = engine();
+            set_limits(&e, 4, 8);
+            let mut g = e.lock_all();
+            let k = g.key(b"h");
+            let mut model: HashMap<Vec<u8>, Vec<u8>> = HashMap::new();
+            let mut converted = false;
+            for op in ops {
+                match op {
+                    Op::Set(pairs) => {
+                        let pairs: Vec<(Vec<u8>, Vec<u8>)> =
+                            pairs.into_iter().map(|(f, v)| (field_name(f), v)).collect();
+                        let mut new = 0;
+                        for (f, v) in &pairs {
+                            converted |= f.len() > 8 || v.len() > 8;
+                            if model.insert(f.clone(), v.clone()).is_none() {
+                                new += 1;
+                            }
+                        }
+                        converted |= model.len() > 4;
+                        let got = hset(&mut g, 0, &k, pairs.iter().map(|(f, v)| (&f[..], &v[..])));
+                        prop_assert_eq!(got, Ok(new));
+                    }
+                    Op::SetNx(f, v) => {
+                        let f = field_name(f);
+                        let fresh = !model.contains_key(&f);
+                        if fresh {
+                            converted |= f.len() > 8 || v.len() > 8;
+                            model.insert(f.clone(), v.clone());
+                            converted |= model.len() > 4;
+                        }
+                        prop_assert_eq!(hsetnx(&mut g, 0, &k, &f, &v), Ok(fresh));
+                    }
+                    Op::Del(fields) => {
+                        let fields: Vec<Vec<u8>> = fields.into_iter().map(field_name).collect();
+                        let mut removed = 0;
+                        for f in &fields {
+                            if model.remove(f).is_some() {
+                                removed += 1;
+                            }
+                        }
+                        let got = hdel(&mut g, 0, &k, fields.iter().map(Vec::as_slice));
+                        prop_assert_eq!(got, Ok(removed));
+                        if model.is_empty() {
+                            // The key is gone, and a new one starts packed.
+                            converted = false;
+                        }
+                    }
+                    Op::IncrBy(f, n) => {
+                        let f = field_name(f);
+                        let want = match model.get(&f) {
+                            None => Ok(0),
+                            Some(v) => num::parse_i64(v).ok_or(Error::HashNotInteger),
+                        }
+                        .and_then(|old| old.checked_add(n).ok_or(Error::Overflow));
+                        if let Ok(new) = want {
+                            let text = new.to_string().into_bytes();
+                            converted |= f.len() > 8 || text.len() > 8;
+                            model.insert(f.clone(), text);
+                            converted |= model.len() > 4;
+                        }
+                        prop_assert_eq!(hincrby(&mut g, 0, &k, &f, n), want);
+                    }
+                    Op::IncrByFloat(f, n) => {
+                        let f = field_name(f);
+                        let incr = n.to_string();
+                        let want = num::incr_by_float(model.get(&f).map(Vec::as_slice), incr.as_bytes())
+                            .map_err(|e| match e {
+                                FloatIncrError::NotFloat => Error::HashNotFloat,
+                                FloatIncrError::NanOrInfinity => Error::NanOrInfinity,
+                            });
+                        if let Ok(text) = &want {
+                            converted |= f.len() > 8 || text.len() > 8;
+                            model.insert(f.clone(), text.clone());
+                            converted |= model.len() > 4;
+                        }
+                        let incr = FloatIncr::parse(incr.as_bytes()).unwrap();
+                        prop_assert_eq!(hincrbyfloat(&mut g, 0, &k, &f, incr), want);
+                    }
+                }
+                prop_assert_eq!(hlen(&mut g, 0, &k), Ok(model.len()));
+                prop_assert_eq!(g.exists(0, &k), !model.is_empty());
+                let got: HashMap<Vec<u8>, Vec<u8>> = view(&mut g, 0, &k, |h| {
+                    h.map(|h| h.iter().map(|(f, v)| (f.to_vec(), v.to_vec())).collect())
+                        .unwrap_or_default()
+                })
+                .unwrap();
+                prop_assert_eq!(&got, &model);
+                if !model.is_empty() {
+                    let want = if converted { "hashtable" } else { "listpack" };
+                    prop_assert_eq!(g.peek(0, &k).map(|e| e.value.encoding()), Some(want));
+                }
+            }
+        }
+    }
+}

@@ -497,12 +497,7 @@ mod tests {
 
     fn put_hash(g: &mut Guard, key: &[u8]) {
         let k = g.key(key);
-        g.set(
-            0,
-            &k,
-            Value::Hash(Box::default()),
-            Expiry::Clear,
-        );
+        g.set(0, &k, Value::Hash(Box::default()), Expiry::Clear);
     }
 
     fn put(g: &mut Guard, key: &[u8], v: &[u8], expiry: Expiry) {

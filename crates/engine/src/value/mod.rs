@@ -7,6 +7,7 @@ pub use string::StrValue;
 
 /// What a key holds. The type names and encoding names are Redis's, because
 /// TYPE, OBJECT ENCODING and SCAN TYPE expose them.
+#[derive(Clone, Debug)]
 pub enum Value {
     Str(StrValue),
     Hash(Box<HashValue>),

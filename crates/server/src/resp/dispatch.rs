@@ -75,6 +75,12 @@ pub fn execute(
         Some(CmdError::WrongArity(cmd.name))
     } else if !client.authenticated && !cmd.has(flags::NO_AUTH) {
         Some(CmdError::text("NOAUTH Authentication required."))
+    } else if cmd.has(flags::DENYOOM)
+        && shared.memory.over_limit.load(Ordering::Relaxed)
+    {
+        Some(CmdError::text(
+            "OOM command not allowed when used memory > 'maxmemory'.",
+        ))
     } else {
         None
     };

@@ -1,4 +1,1059 @@
-//! server commands: being written.
-use crate::resp::table::Def;
+//! Server and introspection commands: COMMAND, CONFIG, TIME, SHUTDOWN,
+//! DEBUG, SLOWLOG and MONITOR (Redis 7.0 server.c `commandCommand` and
+//! friends, config.c `configGetCommand`..., debug.c, slowlog.c,
+//! replication.c `monitorCommand`). INFO lives in `info.rs`.
+//!
+//! COMMAND's replies are rendered from the metadata Redis itself publishes
+//! (`resp::meta`), so they are byte-identical to Redis 7.0 for every command
+//! in Cairn's table; commands Cairn does not implement do not exist here.
+use crate::client::Client;
+use crate::config::{Config, MaxmemoryPolicy};
+use crate::log;
+use crate::resp::args;
+use crate::resp::cmd::info;
+use crate::resp::ctx::{CmdResult, Ctx};
+use crate::resp::errors::{truncate_lossy, CmdError};
+use crate::resp::meta::{self, M};
+use crate::resp::table::{Command, CommandTable, Def};
+use cairn_engine::value::{HashValue, StrValue};
+use cairn_engine::Value;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::sync::atomic::Ordering;
 
-pub const COMMANDS: &[Def] = &[];
+pub const COMMANDS: &[Def] = &[
+    // COMMAND runs on its own (all commands' info) and has subcommands, so
+    // it is registered with both a handler and subcommands.
+    Def {
+        name: "command",
+        handler: Some(command),
+        subs: &[
+            Def::new("count", command_count),
+            Def::new("docs", command_docs),
+            Def::new("getkeys", command_getkeys),
+            Def::new("help", command_help),
+            Def::new("info", command_info),
+            Def::new("list", command_list),
+        ],
+    },
+    Def::container(
+        "config",
+        &[
+            Def::new("get", config_get),
+            Def::new("set", config_set),
+            Def::new("resetstat", config_resetstat),
+            Def::new("rewrite", config_rewrite),
+            Def::new("help", config_help),
+        ],
+    ),
+    Def::new("time", time),
+    Def::new("shutdown", shutdown),
+    Def::new("debug", debug),
+    Def::container(
+        "slowlog",
+        &[
+            Def::new("get", slowlog_get),
+            Def::new("len", slowlog_len),
+            Def::new("reset", slowlog_reset),
+            Def::new("help", slowlog_help),
+        ],
+    ),
+    Def::new("monitor", monitor),
+];
+
+// ---------------------------------------------------------------- shared ---
+
+/// Redis's `addReplyHelp`: a header naming the command as typed (upper
+/// case), the lines, and the HELP entry, all as status strings.
+fn reply_help(ctx: &mut Ctx, lines: &[&str]) -> CmdResult {
+    let name = String::from_utf8_lossy(ctx.arg(0)).to_ascii_uppercase();
+    let mut w = ctx.reply();
+    w.array(lines.len() + 3);
+    w.simple(&format!(
+        "{name} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"
+    ));
+    for l in lines {
+        w.simple(l);
+    }
+    w.simple("HELP");
+    w.simple("    Prints this help.");
+    Ok(())
+}
+
+/// Redis's `addReplySubcommandSyntaxError`.
+fn subcommand_syntax_error(ctx: &Ctx) -> CmdError {
+    CmdError::text(format!(
+        "ERR unknown subcommand or wrong number of arguments for '{}'. Try {} HELP.",
+        truncate_lossy(ctx.arg(1), 128),
+        String::from_utf8_lossy(ctx.arg(0)).to_ascii_uppercase()
+    ))
+}
+
+/// Redis's `islocalClient`: connected from 127.0.0.1 or ::1.
+fn is_local(client: &Client) -> bool {
+    match client.info.addr.ip() {
+        IpAddr::V4(a) => a == Ipv4Addr::LOCALHOST,
+        IpAddr::V6(a) => a == Ipv6Addr::LOCALHOST,
+    }
+}
+
+// --------------------------------------------------------------- COMMAND ---
+
+/// COMMAND → array of every command's COMMAND INFO entry.
+///
+/// Also routes `COMMAND <sub> ...`: the dispatcher runs a command that has
+/// a handler without looking at its subcommands, while Redis
+/// (`lookupCommandLogic`) picks the subcommand whenever there is a second
+/// argument. Resolving it here keeps Redis's behaviour, including the
+/// subcommand's arity check and error texts.
+fn command(ctx: &mut Ctx) -> CmdResult {
+    if ctx.argc() == 1 {
+        return all_info(ctx);
+    }
+    let table = &ctx.shared.table;
+    let parent = table
+        .lookup(ctx.arg(0))
+        .expect("the dispatcher found this command by its name");
+    let Some(sub) = table.lookup_sub(parent, ctx.arg(1)) else {
+        return Err(CmdError::UnknownSubcommand {
+            sub: ctx.arg(1).to_vec(),
+            parent: parent.name,
+        });
+    };
+    if !sub.arity_ok(ctx.argc()) {
+        return Err(CmdError::WrongArity(sub.name));
+    }
+    let handler = sub.handler.expect("subcommands always have handlers");
+    handler(ctx)
+}
+
+fn all_info(ctx: &mut Ctx) -> CmdResult {
+    let table = &ctx.shared.table;
+    let mut w = ctx.reply();
+    w.array(table.top_level().count());
+    for c in table.top_level() {
+        meta::render(&c.meta.info, &mut w);
+    }
+    Ok(())
+}
+
+/// COMMAND COUNT → integer: the number of top-level commands.
+fn command_count(ctx: &mut Ctx) -> CmdResult {
+    let n = ctx.shared.table.top_level().count();
+    ctx.int(n as i64)
+}
+
+/// Finds a command by its full name, `name` or `parent|sub`, any case
+/// (server.c `lookupCommandBySds`, strict): a container's name alone is the
+/// container; a `|` after a command without subcommands finds nothing.
+fn lookup_full<'t>(table: &'t CommandTable, name: &[u8]) -> Option<&'t Command> {
+    let mut parts = name.split(|&b| b == b'|');
+    let top = table.lookup(parts.next()?)?;
+    match (parts.next(), parts.next()) {
+        (None, _) => Some(top),
+        (Some(sub), None) if !top.subs.is_empty() => table.lookup_sub(top, sub),
+        _ => None,
+    }
+}
+
+/// COMMAND INFO [name ...] → array of COMMAND INFO entries, null for an
+/// unknown name; no names: every command.
+fn command_info(ctx: &mut Ctx) -> CmdResult {
+    if ctx.argc() == 2 {
+        return all_info(ctx);
+    }
+    let (table, args) = (&ctx.shared.table, ctx.args);
+    let mut w = ctx.reply();
+    w.array(args.len() - 2);
+    for name in args.iter_from(2) {
+        match lookup_full(table, name) {
+            Some(c) => meta::render(&c.meta.info, &mut w),
+            None => w.null(),
+        }
+    }
+    Ok(())
+}
+
+/// COMMAND DOCS [name ...] → map of name → docs, unknown names left out;
+/// no names: every command.
+fn command_docs(ctx: &mut Ctx) -> CmdResult {
+    let table = &ctx.shared.table;
+    let found: Vec<&Command> = if ctx.argc() == 2 {
+        table.top_level().collect()
+    } else {
+        ctx.args
+            .iter_from(2)
+            .filter_map(|name| lookup_full(table, name))
+            .collect()
+    };
+    let mut w = ctx.reply();
+    w.map(found.len());
+    for c in found {
+        w.bulk(c.name.as_bytes());
+        meta::render(&c.meta.docs, &mut w);
+    }
+    Ok(())
+}
+
+/// COMMAND LIST [FILTERBY MODULE name | ACLCAT category | PATTERN glob]
+/// → array of command names, each container followed by its subcommands.
+fn command_list(ctx: &mut Ctx) -> CmdResult {
+    enum Filter<'a> {
+        None,
+        /// Cairn has no modules: nothing matches.
+        Module,
+        AclCat(String),
+        Pattern(&'a [u8]),
+    }
+    let mut filter = Filter::None;
+    let mut i = 2;
+    while i < ctx.argc() {
+        // Redis accepts FILTERBY only with exactly two arguments after it.
+        if !(args::is(ctx.arg(i), "filterby") && ctx.argc() - 1 - i == 2) {
+            return Err(CmdError::Syntax);
+        }
+        let (kind, arg) = (ctx.arg(i + 1), ctx.arg(i + 2));
+        filter = if args::is(kind, "module") {
+            Filter::Module
+        } else if args::is(kind, "aclcat") {
+            Filter::AclCat(format!("@{}", String::from_utf8_lossy(arg)))
+        } else if args::is(kind, "pattern") {
+            Filter::Pattern(arg)
+        } else {
+            return Err(CmdError::Syntax);
+        };
+        i += 3;
+    }
+    let keep = |c: &Command| match &filter {
+        Filter::None => true,
+        Filter::Module => false,
+        Filter::AclCat(cat) => c
+            .meta
+            .acl_categories
+            .iter()
+            .any(|a| a.eq_ignore_ascii_case(cat)),
+        Filter::Pattern(p) => {
+            cairn_engine::util::glob::glob_match(p, c.name.as_bytes(), true)
+        }
+    };
+    let table = &ctx.shared.table;
+    let mut names: Vec<&str> = Vec::new();
+    for top in table.top_level() {
+        for c in std::iter::once(top).chain(top.subs.values().map(|&id| table.get(id))) {
+            if keep(c) {
+                names.push(c.name);
+            }
+        }
+    }
+    let mut w = ctx.reply();
+    w.array(names.len());
+    for n in names {
+        w.bulk(n.as_bytes());
+    }
+    Ok(())
+}
+
+/// COMMAND GETKEYS command [arg ...] → array of the key arguments, found
+/// with the command's key specs (db.c `getKeysFromCommandWithSpecs`).
+fn command_getkeys(ctx: &mut Ctx) -> CmdResult {
+    let table = &ctx.shared.table;
+    // lookupCommand (not strict): a container with a second argument
+    // means its subcommand.
+    let top = table.lookup(ctx.arg(2));
+    let cmd = match top {
+        Some(t) if !t.subs.is_empty() && ctx.argc() > 3 => table.lookup_sub(t, ctx.arg(3)),
+        other => other,
+    };
+    let Some(cmd) = cmd else {
+        return Err(CmdError::text("ERR Invalid command specified"));
+    };
+    let specs = key_specs(cmd);
+    if !specs.iter().any(|s| !s.not_key) {
+        return Err(CmdError::text("ERR The command has no key arguments"));
+    }
+    let argc = ctx.argc() - 2;
+    if !cmd.arity_ok(argc) {
+        return Err(CmdError::text(
+            "ERR Invalid number of arguments specified for command",
+        ));
+    }
+    let argv: Vec<&[u8]> = ctx.args.iter_from(2).collect();
+    // Redis uses SET's getkeys callback rather than its spec (the spec's
+    // flags vary with GET); both give position 1. No other command in the
+    // table has a callback, so the specs give Redis's answer everywhere.
+    let keys = keys_from_specs(&specs, &argv).unwrap_or_default();
+    if keys.is_empty() {
+        if cmd.meta.flags.contains(&"no_mandatory_keys") {
+            ctx.reply().array(0);
+            return Ok(());
+        }
+        return Err(CmdError::text(
+            "ERR Invalid arguments specified for command",
+        ));
+    }
+    let mut w = ctx.reply();
+    w.array(keys.len());
+    for k in keys {
+        w.bulk(argv[k]);
+    }
+    Ok(())
+}
+
+/// One key spec, read from the command's COMMAND INFO entry.
+#[derive(Debug, Default)]
+struct KeySpec {
+    not_key: bool,
+    begin: Begin,
+    find: Find,
+}
+
+#[derive(Debug, Default)]
+enum Begin {
+    Index(i64),
+    Keyword {
+        keyword: &'static str,
+        startfrom: i64,
+    },
+    #[default]
+    Unknown,
+}
+
+#[derive(Debug, Default)]
+enum Find {
+    Range {
+        lastkey: i64,
+        keystep: i64,
+        limit: i64,
+    },
+    Keynum {
+        keynumidx: i64,
+        firstkey: i64,
+        keystep: i64,
+    },
+    #[default]
+    Unknown,
+}
+
+/// The value under bulk-string key `key` in a metadata map.
+fn map_get(m: &'static M, key: &str) -> Option<&'static M> {
+    match m {
+        M::Map(pairs) => pairs
+            .iter()
+            .find(|(k, _)| matches!(k, M::Bulk(s) if *s == key))
+            .map(|(_, v)| v),
+        _ => None,
+    }
+}
+
+fn map_int(m: &'static M, key: &str) -> i64 {
+    match map_get(m, key) {
+        Some(M::Int(i)) => *i,
+        _ => 0,
+    }
+}
+
+fn map_str(m: &'static M, key: &str) -> &'static str {
+    match map_get(m, key) {
+        Some(M::Bulk(s) | M::Simple(s)) => s,
+        _ => "",
+    }
+}
+
+/// The key specs of `cmd` (element 8 of its COMMAND INFO entry).
+fn key_specs(cmd: &Command) -> Vec<KeySpec> {
+    let M::Arr(fields) = &cmd.meta.info else {
+        return Vec::new();
+    };
+    let Some(M::Set(specs) | M::Arr(specs)) = fields.get(8) else {
+        return Vec::new();
+    };
+    specs
+        .iter()
+        .map(|spec| {
+            let not_key = matches!(map_get(spec, "flags"),
+                Some(M::Set(f)) if f.iter().any(|x| matches!(x, M::Simple("not_key"))));
+            let begin = match map_get(spec, "begin_search") {
+                Some(bs) => {
+                    let s = map_get(bs, "spec").unwrap_or(&M::Null);
+                    match map_str(bs, "type") {
+                        "index" => Begin::Index(map_int(s, "index")),
+                        "keyword" => Begin::Keyword {
+                            keyword: map_str(s, "keyword"),
+                            startfrom: map_int(s, "startfrom"),
+                        },
+                        _ => Begin::Unknown,
+                    }
+                }
+                None => Begin::Unknown,
+            };
+            let find = match map_get(spec, "find_keys") {
+                Some(fk) => {
+                    let s = map_get(fk, "spec").unwrap_or(&M::Null);
+                    match map_str(fk, "type") {
+                        "range" => Find::Range {
+                            lastkey: map_int(s, "lastkey"),
+                            keystep: map_int(s, "keystep"),
+                            limit: map_int(s, "limit"),
+                        },
+                        "keynum" => Find::Keynum {
+                            keynumidx: map_int(s, "keynumidx"),
+                            firstkey: map_int(s, "firstkey"),
+                            keystep: map_int(s, "keystep"),
+                        },
+                        _ => Find::Unknown,
+                    }
+                }
+                None => Find::Unknown,
+            };
+            KeySpec {
+                not_key,
+                begin,
+                find,
+            }
+        })
+        .collect()
+}
+
+/// Positions of the keys in `argv` (argv[0] is the command name), or None
+/// when a spec does not fit the arguments (db.c `getKeysUsingKeySpecs`).
+fn keys_from_specs(specs: &[KeySpec], argv: &[&[u8]]) -> Option<Vec<usize>> {
+    let argc = argv.len() as i64;
+    let mut keys = Vec::new();
+    for spec in specs.iter().filter(|s| !s.not_key) {
+        let first = match spec.begin {
+            Begin::Index(pos) => pos,
+            Begin::Keyword { keyword, startfrom } => {
+                // Search forwards from `startfrom`, or backwards from the
+                // end when it is negative, for the keyword; keys follow it.
+                let (start, end) = if startfrom > 0 {
+                    (startfrom, argc - 1)
+                } else {
+                    (argc + startfrom, 0)
+                };
+                let mut found = 0;
+                let mut i = start;
+                while i != end {
+                    if i >= argc || i < 1 {
+                        break;
+                    }
+                    if argv[i as usize].eq_ignore_ascii_case(keyword.as_bytes()) {
+                        found = i + 1;
+                        break;
+                    }
+                    i += if start <= end { 1 } else { -1 };
+                }
+                if found == 0 {
+                    continue;
+                }
+                found
+            }
+            Begin::Unknown => return None,
+        };
+        let (first, last, step) = match spec.find {
+            Find::Range {
+                lastkey,
+                keystep,
+                limit,
+            } => {
+                let last = if lastkey >= 0 {
+                    first + lastkey
+                } else if limit == 0 {
+                    argc + lastkey
+                } else {
+                    first + ((argc - first) / limit + lastkey)
+                };
+                (first, last, keystep)
+            }
+            Find::Keynum {
+                keynumidx,
+                firstkey,
+                keystep,
+            } => {
+                let idx = first + keynumidx;
+                if keynumidx >= argc || idx >= argc || idx < 0 {
+                    return None;
+                }
+                let n = cairn_engine::util::num::parse_i64(argv[idx as usize])
+                    .filter(|&n| n >= 0)?;
+                let first = first + firstkey;
+                (first, first + n - 1, keystep)
+            }
+            Find::Unknown => return None,
+        };
+        if last >= argc || last < first || first >= argc {
+            return None;
+        }
+        // `last < argc` was checked, so every position is an argument.
+        keys.extend((first..=last).step_by(step.max(1) as usize).map(|i| i as usize));
+    }
+    Some(keys)
+}
+
+/// COMMAND HELP → Redis 7.0's help lines for the subcommands Cairn has
+/// (GETKEYSANDFLAGS is not implemented, so it is not listed).
+fn command_help(ctx: &mut Ctx) -> CmdResult {
+    reply_help(
+        ctx,
+        &[
+            "(no subcommand)",
+            "    Return details about all Redis commands.",
+            "COUNT",
+            "    Return the total number of commands in this Redis server.",
+            "LIST",
+            "    Return a list of all commands in this Redis server.",
+            "INFO [<command-name> ...]",
+            "    Return details about multiple Redis commands.",
+            "    If no command names are given, documentation details for all",
+            "    commands are returned.",
+            "DOCS [<command-name> ...]",
+            "    Return documentation details about multiple Redis commands.",
+            "    If no command names are given, documentation details for all",
+            "    commands are returned.",
+            "GETKEYS <full-command>",
+            "    Return the keys from a full Redis command.",
+        ],
+    )
+}
+
+// ---------------------------------------------------------------- CONFIG ---
+
+/// CONFIG GET pattern [pattern ...] → map of directive → value, each
+/// directive once (RESP2: flat array).
+fn config_get(ctx: &mut Ctx) -> CmdResult {
+    let patterns: Vec<String> = ctx
+        .args
+        .iter_from(2)
+        .map(|p| String::from_utf8_lossy(p).into_owned())
+        .collect();
+    let refs: Vec<&str> = patterns.iter().map(String::as_str).collect();
+    let pairs = ctx.shared.config.read().get_many(&refs);
+    let mut w = ctx.reply();
+    w.map(pairs.len());
+    for (name, value) in &pairs {
+        w.bulk(name.as_bytes());
+        w.bulk(value.as_bytes());
+    }
+    Ok(())
+}
+
+/// CONFIG SET directive value [directive value ...] → +OK; all or nothing.
+fn config_set(ctx: &mut Ctx) -> CmdResult {
+    if ctx.argc() % 2 != 0 {
+        return Err(CmdError::WrongArity("config|set"));
+    }
+    let pairs: Vec<(String, String)> = (2..ctx.argc())
+        .step_by(2)
+        .map(|i| {
+            (
+                String::from_utf8_lossy(ctx.arg(i)).into_owned(),
+                String::from_utf8_lossy(ctx.arg(i + 1)).into_owned(),
+            )
+        })
+        .collect();
+    let local = is_local(ctx.client);
+    {
+        let mut cfg = ctx.shared.config.write();
+        let before = cfg.clone();
+        let changed = cfg.set_from(&pairs, local).map_err(CmdError::text)?;
+        if let Err(e) = apply_config_changes(&cfg, &changed) {
+            *cfg = before;
+            return Err(e);
+        }
+    }
+    ctx.shared.refresh_hot();
+    ctx.ok()
+}
+
+/// The side effects of changed directives that the request path does not
+/// pick up by itself (`Shared::refresh_hot` covers the rest). On error the
+/// caller restores the previous config; the checks that can fail come
+/// before any effect is applied.
+fn apply_config_changes(cfg: &Config, changed: &[&str]) -> Result<(), CmdError> {
+    let failed = |name: &str, why: &str| {
+        CmdError::text(format!(
+            "ERR CONFIG SET failed (possibly related to argument '{name}') - {why}"
+        ))
+    };
+    if changed.contains(&"bind") {
+        // The listeners are bound once at start; rebinding them needs the
+        // acceptor threads to be replaceable, which they are not yet.
+        return Err(failed(
+            "bind",
+            "Cairn can't change bind at runtime; set it in the config file and restart",
+        ));
+    }
+    if changed.contains(&"dir") {
+        std::env::set_current_dir(&cfg.dir).map_err(|e| failed("dir", &strerror(&e)))?;
+    }
+    if changed.contains(&"loglevel") {
+        if let Some(level) = log::Level::parse(cfg.loglevel.as_str()) {
+            log::set_level(level);
+        }
+    }
+    Ok(())
+}
+
+/// An io::Error's text without Rust's " (os error N)" suffix: strerror().
+fn strerror(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    match text.rfind(" (os error ") {
+        Some(i) if text.ends_with(')') => text[..i].to_string(),
+        _ => text,
+    }
+}
+
+/// CONFIG RESETSTAT → +OK; INFO's statistics restart from zero.
+fn config_resetstat(ctx: &mut Ctx) -> CmdResult {
+    info::reset_stats(ctx.shared);
+    ctx.ok()
+}
+
+/// CONFIG REWRITE → +OK once the config file reflects the running config.
+fn config_rewrite(ctx: &mut Ctx) -> CmdResult {
+    // Write from a copy, so CONFIG SET and readers never wait on the disk.
+    let cfg = ctx.shared.config.read().clone();
+    let Some(path) = cfg.config_file() else {
+        return Err(CmdError::text(
+            "ERR The server is running without a config file",
+        ));
+    };
+    match cfg.rewrite(path) {
+        Ok(()) => {
+            log::notice("CONFIG REWRITE executed with success.");
+            ctx.ok()
+        }
+        Err(e) => {
+            let why = strerror(&e);
+            log::warning(&format!("CONFIG REWRITE failed: {why}"));
+            Err(CmdError::text(format!("ERR Rewriting config file: {why}")))
+        }
+    }
+}
+
+/// CONFIG HELP → help lines.
+fn config_help(ctx: &mut Ctx) -> CmdResult {
+    reply_help(
+        ctx,
+        &[
+            "GET <pattern>",
+            "    Return parameters matching the glob-like <pattern> and their values.",
+            "SET <directive> <value>",
+            "    Set the configuration <directive> to <value>.",
+            "RESETSTAT",
+            "    Reset statistics reported by the INFO command.",
+            "REWRITE",
+            "    Rewrite the configuration file.",
+        ],
+    )
+}
+
+// ------------------------------------------------------ TIME / SHUTDOWN ---
+
+/// TIME → [unix seconds, microseconds] as bulk strings. Read from the same
+/// clock as expiry, so DEBUG JUMP-CLOCK moves it too and TIME stays
+/// consistent with TTLs.
+fn time(ctx: &mut Ctx) -> CmdResult {
+    let us = cairn_engine::clock::now_us();
+    let mut w = ctx.reply();
+    w.array(2);
+    w.bulk_int((us / 1_000_000) as i64);
+    w.bulk_int((us % 1_000_000) as i64);
+    Ok(())
+}
+
+/// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT] → no reply: the process
+/// exits. Cairn has no persistence yet, so SAVE cannot be honoured: it
+/// fails unless FORCE says to exit despite errors; there is never a
+/// shutdown in progress to ABORT.
+fn shutdown(ctx: &mut Ctx) -> CmdResult {
+    let (mut save, mut nosave, mut force, mut abort, mut now) = (false, false, false, false, false);
+    for a in ctx.args.iter_from(1) {
+        if args::is(a, "nosave") {
+            nosave = true;
+        } else if args::is(a, "save") {
+            save = true;
+        } else if args::is(a, "now") {
+            now = true;
+        } else if args::is(a, "force") {
+            force = true;
+        } else if args::is(a, "abort") {
+            abort = true;
+        } else {
+            return Err(CmdError::Syntax);
+        }
+    }
+    if (abort && (save || nosave || now || force)) || (save && nosave) {
+        return Err(CmdError::Syntax);
+    }
+    if abort {
+        return Err(CmdError::text("ERR No shutdown in progress."));
+    }
+    if save {
+        let why = "Cairn has no persistence yet, so the dataset cannot be saved";
+        if !force {
+            log::warning(&format!("SHUTDOWN SAVE refused: {why}."));
+            return Err(CmdError::text(format!(
+                "ERR Errors trying to SHUTDOWN: {why}. Use SHUTDOWN NOSAVE to exit without saving."
+            )));
+        }
+        log::warning(&format!("SHUTDOWN SAVE FORCE: {why}; exiting anyway."));
+    }
+    // NOW (don't wait for replicas) changes nothing: there are none.
+    let pidfile = ctx.shared.config.read().pidfile.clone();
+    crate::server::shutdown(ctx.shared, &pidfile)
+}
+
+// ----------------------------------------------------------------- DEBUG ---
+
+/// DEBUG subcommand [arg ...]: SLEEP, OBJECT, JUMP-CLOCK (Cairn), HELP.
+/// Refused unless `enable-debug-command` allows this client.
+fn debug(ctx: &mut Ctx) -> CmdResult {
+    let allowed = ctx
+        .shared
+        .config
+        .read()
+        .enable_debug_command
+        .allows(is_local(ctx.client));
+    if !allowed {
+        return Err(CmdError::text(
+            "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", \
+             you can run it from a local connection, otherwise you need to set this option in the \
+             configuration file, and then restart the server.",
+        ));
+    }
+    let sub = ctx.arg(1);
+    match ctx.argc() {
+        2 if args::is(sub, "help") => debug_help(ctx),
+        3 if args::is(sub, "sleep") => debug_sleep(ctx),
+        3 if args::is(sub, "object") => debug_object(ctx),
+        3 if args::is(sub, "jump-clock") => debug_jump_clock(ctx),
+        _ => Err(subcommand_syntax_error(ctx)),
+    }
+}
+
+fn debug_help(ctx: &mut Ctx) -> CmdResult {
+    reply_help(
+        ctx,
+        &[
+            "JUMP-CLOCK <milliseconds>",
+            "    Cairn test extension: move the clock used for expiry, TIME and the slow",
+            "    log by <milliseconds> (negative: back), so tests need not sleep.",
+            "OBJECT <key>",
+            "    Show low level info about `key` and associated value.",
+            "SLEEP <seconds>",
+            "    Stop the worker thread serving this connection for <seconds>.",
+            "    Decimals allowed. Connections on other workers are still served.",
+        ],
+    )
+}
+
+/// DEBUG SLEEP seconds → +OK after blocking this worker thread; the number
+/// is read like C's strtod (a bad or negative one sleeps 0 s, as in Redis).
+fn debug_sleep(ctx: &mut Ctx) -> CmdResult {
+    let secs = strtod_prefix(ctx.arg(2));
+    let micros = secs * 1_000_000.0;
+    if micros >= 1.0 {
+        std::thread::sleep(std::time::Duration::from_micros(micros as u64));
+    }
+    ctx.ok()
+}
+
+/// The number C's `strtod` reads at the start of `s` (0 if none).
+fn strtod_prefix(s: &[u8]) -> f64 {
+    let start = s.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(s.len());
+    // No number needs more bytes than this.
+    let s = &s[start..s.len().min(start + 400)];
+    (1..=s.len())
+        .rev()
+        .find_map(|end| std::str::from_utf8(&s[..end]).ok()?.parse::<f64>().ok())
+        .unwrap_or(0.0)
+}
+
+/// DEBUG JUMP-CLOCK ms → +OK. Cairn's test extension: moves the engine's
+/// clock (expiry, TIME) by `ms`, so tests of TTLs need not sleep.
+fn debug_jump_clock(ctx: &mut Ctx) -> CmdResult {
+    let ms = args::int(ctx.arg(2))?;
+    cairn_engine::clock::jump(ms);
+    ctx.ok()
+}
+
+/// DEBUG OBJECT key → status `Value at:0x.. refcount:N encoding:E
+/// serializedlength:N lru:N lru_seconds_idle:N`, or "ERR no such key".
+fn debug_object(ctx: &mut Ctx) -> CmdResult {
+    let shared_ints = {
+        let c = ctx.shared.config.read();
+        c.maxmemory == 0 || !policy_is_lru_or_lfu(c.maxmemory_policy)
+    };
+    let e = ctx.engine();
+    let k = e.key(ctx.arg(2));
+    let mut g = e.lock(&k);
+    let Some(entry) = g.peek(ctx.client.db, &k) else {
+        return Err(CmdError::Engine(cairn_engine::Error::NoSuchKey));
+    };
+    let text = format!(
+        "Value at:{:p} refcount:{} encoding:{} serializedlength:{} lru:{} lru_seconds_idle:{}",
+        &entry.value as *const Value,
+        refcount(&entry.value, shared_ints),
+        entry.value.encoding(),
+        serialized_len(&entry.value),
+        entry.access & ((1 << 24) - 1),
+        entry.idle_secs()
+    );
+    drop(g);
+    ctx.reply().simple(&text);
+    Ok(())
+}
+
+fn policy_is_lru_or_lfu(p: MaxmemoryPolicy) -> bool {
+    matches!(
+        p,
+        MaxmemoryPolicy::VolatileLru
+            | MaxmemoryPolicy::VolatileLfu
+            | MaxmemoryPolicy::AllkeysLru
+            | MaxmemoryPolicy::AllkeysLfu
+    )
+}
+
+/// Redis keeps 0..9999 as shared integer objects with refcount INT_MAX,
+/// unless an LRU/LFU maxmemory policy needs per-key access data
+/// (object.c `tryObjectEncoding`); every other value has one owner.
+fn refcount(v: &Value, shared_ints: bool) -> i64 {
+    match v {
+        Value::Str(StrValue::Int(n)) if shared_ints && (0..10_000).contains(n) => i32::MAX as i64,
+        _ => 1,
+    }
+}
+
+/// Bytes of `rdbSaveLen(len)`.
+fn rdb_len_size(len: usize) -> usize {
+    match len {
+        0..=63 => 1,
+        64..=16_383 => 2,
+        _ if len as u64 <= u32::MAX as u64 => 5,
+        _ => 9,
+    }
+}
+
+/// Bytes of `rdbEncodeInteger`, if `v` fits 32 bits.
+fn rdb_int_size(v: i64) -> Option<usize> {
+    if (-128..=127).contains(&v) {
+        Some(2)
+    } else if (-32_768..=32_767).contains(&v) {
+        Some(3)
+    } else if i32::try_from(v).is_ok() {
+        Some(5)
+    } else {
+        None
+    }
+}
+
+/// Bytes of `rdbSaveRawString` without LZF compression.
+fn rdb_string_size(s: &[u8]) -> usize {
+    if s.len() <= 11 {
+        if let Some(n) = cairn_engine::util::num::parse_i64(s).and_then(rdb_int_size) {
+            return n;
+        }
+    }
+    rdb_len_size(s.len()) + s.len()
+}
+
+/// DEBUG OBJECT's serializedlength: the size of the value in an RDB file
+/// (rdb.c `rdbSavedObjectLen`). Cairn writes no RDB yet, so this is the
+/// uncompressed size: Redis would LZF-compress strings over 20 bytes
+/// (`rdbcompression yes`) and report less for compressible ones.
+fn serialized_len(v: &Value) -> usize {
+    match v {
+        Value::Str(StrValue::Int(n)) => rdb_int_size(*n).unwrap_or_else(|| {
+            let digits = itoa::Buffer::new().format(*n).len();
+            rdb_len_size(digits) + digits
+        }),
+        Value::Str(s) => s.with_bytes(rdb_string_size),
+        Value::Hash(h) => hash_serialized_len(h),
+    }
+}
+
+/// A small hash is saved as its listpack blob, a large one as a count and
+/// then each field and value as strings.
+fn hash_serialized_len(h: &HashValue) -> usize {
+    if h.is_packed() {
+        let lp = listpack_size(h.iter().flat_map(|(f, v)| [f, v]));
+        rdb_len_size(lp) + lp
+    } else {
+        rdb_len_size(h.len())
+            + h.iter()
+                .map(|(f, v)| rdb_string_size(f) + rdb_string_size(v))
+                .sum::<usize>()
+    }
+}
+
+/// Bytes of a Redis 7.0 listpack holding `elements` (listpack.c): a 6-byte
+/// header, each entry as encoding + data + back-length, and an end byte.
+fn listpack_size<'a>(elements: impl Iterator<Item = &'a [u8]>) -> usize {
+    let mut total = 6 + 1;
+    for e in elements {
+        let body = match cairn_engine::util::num::parse_i64(e) {
+            Some(0..=127) => 1,
+            Some(-4096..=4095) => 2,
+            Some(v) if i16::try_from(v).is_ok() => 3,
+            Some(-8_388_608..=8_388_607) => 4,
+            Some(v) if i32::try_from(v).is_ok() => 5,
+            Some(_) => 9,
+            None if e.len() < 64 => 1 + e.len(),
+            None if e.len() < 4096 => 2 + e.len(),
+            None => 5 + e.len(),
+        };
+        let backlen = match body {
+            0..=127 => 1,
+            128..=16_382 => 2,
+            16_383..=2_097_150 => 3,
+            2_097_151..=268_435_454 => 4,
+            _ => 5,
+        };
+        total += body + backlen;
+    }
+    total
+}
+
+// --------------------------------------------------------------- SLOWLOG ---
+
+/// SLOWLOG GET [count] → newest first, each entry [id, unix time,
+/// microseconds, [args], "ip:port", client name]; count -1 means all,
+/// default 10.
+fn slowlog_get(ctx: &mut Ctx) -> CmdResult {
+    if ctx.argc() > 3 {
+        return Err(subcommand_syntax_error(ctx));
+    }
+    let count = if ctx.argc() == 3 {
+        match cairn_engine::util::num::parse_i64(ctx.arg(2)) {
+            Some(-1) => usize::MAX,
+            Some(n) if n >= 0 => n as usize,
+            _ => {
+                return Err(CmdError::text(
+                    "ERR count should be greater than or equal to -1",
+                ))
+            }
+        }
+    } else {
+        10
+    };
+    let shared = ctx.shared;
+    let log = shared.slowlog.lock();
+    let n = count.min(log.len());
+    let mut w = ctx.reply();
+    w.array(n);
+    for e in log.newest(n) {
+        w.array(6);
+        w.int(e.id as i64);
+        w.int(e.unix_secs as i64);
+        w.int(e.micros as i64);
+        w.array(e.args.len());
+        for a in &e.args {
+            w.bulk(a);
+        }
+        w.bulk(e.peer.as_bytes());
+        w.bulk(&e.name);
+    }
+    Ok(())
+}
+
+/// SLOWLOG LEN → integer.
+fn slowlog_len(ctx: &mut Ctx) -> CmdResult {
+    let n = ctx.shared.slowlog.lock().len();
+    ctx.int(n as i64)
+}
+
+/// SLOWLOG RESET → +OK; entry ids keep counting up.
+fn slowlog_reset(ctx: &mut Ctx) -> CmdResult {
+    ctx.shared.slowlog.lock().reset();
+    ctx.ok()
+}
+
+/// SLOWLOG HELP → help lines.
+fn slowlog_help(ctx: &mut Ctx) -> CmdResult {
+    reply_help(
+        ctx,
+        &[
+            "GET [<count>]",
+            "    Return top <count> entries from the slowlog (default: 10, -1 mean all).",
+            "    Entries are made of:",
+            "    id, timestamp, time in microseconds, arguments array, client IP and port,",
+            "    client name",
+            "LEN",
+            "    Return the length of the slowlog.",
+            "RESET",
+            "    Reset the slowlog.",
+        ],
+    )
+}
+
+// --------------------------------------------------------------- MONITOR ---
+
+/// MONITOR → +OK, then one line per command other clients run; a second
+/// MONITOR on the same connection is ignored without a reply, as in Redis.
+fn monitor(ctx: &mut Ctx) -> CmdResult {
+    let info = &ctx.client.info;
+    if info.monitor.swap(true, Ordering::Relaxed) {
+        return Ok(());
+    }
+    {
+        let mut m = ctx.shared.monitors.lock();
+        m.push((info.id, info.worker));
+        ctx.shared.monitor_count.store(m.len(), Ordering::Relaxed);
+    }
+    ctx.ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strtod_reads_a_prefix() {
+        assert_eq!(strtod_prefix(b"0.5"), 0.5);
+        assert_eq!(strtod_prefix(b"  2abc"), 2.0);
+        assert_eq!(strtod_prefix(b"abc"), 0.0);
+        assert_eq!(strtod_prefix(b"1e3x"), 1000.0);
+        assert_eq!(strtod_prefix(b"-1"), -1.0);
+        assert_eq!(strtod_prefix(b""), 0.0);
+    }
+
+    #[test]
+    fn serialized_lengths_match_redis() {
+        // Values checked against DEBUG OBJECT on Redis 7.0.15.
+        assert_eq!(serialized_len(&Value::Str(StrValue::from_bytes(b"bar"))), 4);
+        assert_eq!(serialized_len(&Value::Str(StrValue::from_bytes(b"12345"))), 3);
+        let mut h = HashValue::new();
+        let lim = cairn_engine::value::HashLimits {
+            max_listpack_entries: 128,
+            max_listpack_value: 64,
+        };
+        h.set(b"a", b"b", &lim);
+        assert_eq!(serialized_len(&Value::Hash(Box::new(h))), 14);
+    }
+
+    #[test]
+    fn listpack_entry_sizes() {
+        // header + end byte only
+        assert_eq!(listpack_size(std::iter::empty()), 7);
+        // 7-bit uint: 1 + backlen 1
+        assert_eq!(listpack_size([&b"5"[..]].into_iter()), 9);
+        // 13-bit int: 2 + 1
+        assert_eq!(listpack_size([&b"-5"[..]].into_iter()), 10);
+        // 16-bit int: 3 + 1
+        assert_eq!(listpack_size([&b"10000"[..]].into_iter()), 11);
+        // short string: 1 + 3 + 1
+        assert_eq!(listpack_size([&b"abc"[..]].into_iter()), 12);
+        // leading zero is a string
+        assert_eq!(listpack_size([&b"01"[..]].into_iter()), 11);
+    }
+
+    #[test]
+    fn rdb_sizes() {
+        assert_eq!(rdb_len_size(63), 1);
+        assert_eq!(rdb_len_size(64), 2);
+        assert_eq!(rdb_len_size(16_384), 5);
+        assert_eq!(rdb_string_size(b"127"), 2);
+        assert_eq!(rdb_string_size(b"-129"), 3);
+        assert_eq!(rdb_string_size(b"100000"), 5);
+        assert_eq!(rdb_string_size(b"99999999999"), 12);
+    }
+}
