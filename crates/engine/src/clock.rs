@@ -8,23 +8,40 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 static OFFSET_MS: AtomicI64 = AtomicI64::new(0);
+/// Non-zero: the clock stands still at this Unix millisecond (tests only).
+static FROZEN_MS: AtomicI64 = AtomicI64::new(0);
 
 /// Current Unix time in milliseconds, including the test offset.
 pub fn now_ms() -> u64 {
-    let real = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0);
-    (real + OFFSET_MS.load(Ordering::Relaxed)).max(0) as u64
+    (now_us() / 1000) as u64
 }
 
 /// Current Unix time in microseconds, including the test offset.
 pub fn now_us() -> u64 {
-    let real = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_micros() as i64)
-        .unwrap_or(0);
-    (real + OFFSET_MS.load(Ordering::Relaxed) * 1000).max(0) as u64
+    let frozen = FROZEN_MS.load(Ordering::Relaxed);
+    let base = if frozen != 0 {
+        frozen * 1000
+    } else {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_micros() as i64)
+            .unwrap_or(0)
+    };
+    (base + OFFSET_MS.load(Ordering::Relaxed) * 1000).max(0) as u64
+}
+
+/// Stops the clock at the current time (true) or lets it run again
+/// (false), so model tests can compare expiry without racing real time.
+pub fn freeze(on: bool) {
+    let now = if on {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_millis() as i64)
+            .unwrap_or(1)
+    } else {
+        0
+    };
+    FROZEN_MS.store(now, Ordering::Relaxed);
 }
 
 /// Moves the clock forward (or back) by `delta_ms` for every later reading.

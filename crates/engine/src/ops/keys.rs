@@ -371,8 +371,13 @@ mod tests {
 
     fn put(e: &Engine, db: usize, key: &[u8], val: &[u8], at: u64) {
         let k = e.key(key);
-        let exp = if at == 0 { Expiry::Clear } else { Expiry::At(at) };
-        e.lock(&k).set(db, &k, Value::Str(StrValue::from_bytes(val)), exp);
+        let exp = if at == 0 {
+            Expiry::Clear
+        } else {
+            Expiry::At(at)
+        };
+        e.lock(&k)
+            .set(db, &k, Value::Str(StrValue::from_bytes(val)), exp);
     }
 
     fn put_hash(e: &Engine, db: usize, key: &[u8], fields: usize) {
@@ -382,7 +387,8 @@ mod tests {
             h.set(format!("f{i}").as_bytes(), b"v", &limits);
         }
         let k = e.key(key);
-        e.lock(&k).set(db, &k, Value::Hash(Box::new(h)), Expiry::Clear);
+        e.lock(&k)
+            .set(db, &k, Value::Hash(Box::new(h)), Expiry::Clear);
     }
 
     fn get(e: &Engine, db: usize, key: &[u8]) -> Option<Vec<u8>> {
@@ -563,7 +569,10 @@ mod tests {
         let nosuch = e.key(b"nosuch");
         let mut g = e.lock_keys(&[h, h2, t, x, nosuch]);
         let mut freed = 0;
-        assert_eq!(copy(&mut g, 0, &h, 0, &h, true, |_| ()), Err(Error::SameObject));
+        assert_eq!(
+            copy(&mut g, 0, &h, 0, &h, true, |_| ()),
+            Err(Error::SameObject)
+        );
         assert_eq!(copy(&mut g, 0, &h, 1, &h, false, |_| ()), Ok(true));
         assert_eq!(copy(&mut g, 0, &h, 0, &h2, false, |_| ()), Ok(true));
         assert_eq!(copy(&mut g, 0, &t, 0, &h2, false, |_| ()), Ok(false));
