@@ -94,6 +94,10 @@ pub struct Client {
     /// Close once the replies so far are written (QUIT, CLIENT KILL self,
     /// protocol error).
     pub close_after_reply: bool,
+    /// Argument positions of the running command that MONITOR and SLOWLOG
+    /// must show as `(redacted)` (passwords in AUTH, HELLO, CONFIG SET);
+    /// handlers set bits, the dispatcher clears them per command.
+    pub redact: u64,
     pub info: Arc<ClientInfo>,
 }
 
@@ -106,7 +110,16 @@ impl Client {
             authenticated,
             reply_mode: ReplyMode::On,
             close_after_reply: false,
+            redact: 0,
             info,
+        }
+    }
+
+    /// Hides argument `i` of the running command from MONITOR and SLOWLOG
+    /// (Redis's `redactClientCommandArgument`).
+    pub fn redact_arg(&mut self, i: usize) {
+        if i < 64 {
+            self.redact |= 1 << i;
         }
     }
 

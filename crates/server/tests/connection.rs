@@ -48,7 +48,10 @@ fn field<'a>(line: &'a str, name: &str) -> &'a str {
 
 fn client_id(c: &mut RawConn) -> u64 {
     let r = text(&c.cmd(&["CLIENT", "ID"]));
-    r.trim_start_matches(':').trim_end().parse().expect("an integer id")
+    r.trim_start_matches(':')
+        .trim_end()
+        .parse()
+        .expect("an integer id")
 }
 
 /// True if no reply arrives on `c` within `wait`.
@@ -60,7 +63,9 @@ fn silent_for(c: &mut RawConn, wait: Duration) -> bool {
         Ok(_) => false,
         Err(e) => matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut),
     };
-    c.stream().set_read_timeout(Some(support::IO_TIMEOUT)).unwrap();
+    c.stream()
+        .set_read_timeout(Some(support::IO_TIMEOUT))
+        .unwrap();
     silent
 }
 
@@ -93,7 +98,10 @@ fn ping_and_echo() {
     let mut r = redis_client(s.port);
     let pong: String = redis::cmd("PING").query(&mut r).unwrap();
     assert_eq!(pong, "PONG");
-    let echoed: Vec<u8> = redis::cmd("ECHO").arg(&b"bin\x00ary"[..]).query(&mut r).unwrap();
+    let echoed: Vec<u8> = redis::cmd("ECHO")
+        .arg(&b"bin\x00ary"[..])
+        .query(&mut r)
+        .unwrap();
     assert_eq!(echoed, b"bin\x00ary");
 }
 
@@ -116,7 +124,11 @@ fn select_switches_database() {
     assert_eq!(c.cmd(&["SELECT", "15"]), b"+OK\r\n");
     assert!(text(&c.cmd(&["CLIENT", "INFO"])).contains(" db=15 "));
     for bad in ["16", "-1", "100"] {
-        assert_eq!(c.cmd(&["SELECT", bad]), err("ERR DB index is out of range"), "{bad}");
+        assert_eq!(
+            c.cmd(&["SELECT", bad]),
+            err("ERR DB index is out of range"),
+            "{bad}"
+        );
     }
     for bad in ["abc", "1.5", "01", "+1", " 1", "", "9223372036854775808"] {
         assert_eq!(
@@ -143,7 +155,11 @@ fn select_switches_database() {
 // ------------------------------------------------------------ HELLO
 
 fn hello_reply(proto: u8, id: u64) -> Vec<u8> {
-    let head = if proto == 3 { "%7".to_string() } else { "*14".to_string() };
+    let head = if proto == 3 {
+        "%7".to_string()
+    } else {
+        "*14".to_string()
+    };
     let id = id.to_string();
     let mut out = format!("{head}\r\n").into_bytes();
     for part in [
@@ -195,7 +211,10 @@ fn hello_options_and_errors() {
     let id = client_id(&mut c);
     assert_eq!(c.cmd(&["HELLO", "2", "SETNAME", "n1"]), hello_reply(2, id));
     assert_eq!(c.cmd(&["CLIENT", "GETNAME"]), bulk("n1"));
-    assert_eq!(c.cmd(&["HELLO", "2", "SETNAME", "x", "setname", "y"]), hello_reply(2, id));
+    assert_eq!(
+        c.cmd(&["HELLO", "2", "SETNAME", "x", "setname", "y"]),
+        hello_reply(2, id)
+    );
     assert_eq!(c.cmd(&["CLIENT", "GETNAME"]), bulk("y"));
     // No requirepass: the default user takes any password.
     assert_eq!(
@@ -205,7 +224,11 @@ fn hello_options_and_errors() {
     assert_eq!(c.cmd(&["CLIENT", "GETNAME"]), bulk("z"));
 
     for v in ["4", "1", "0", "-1"] {
-        assert_eq!(c.cmd(&["HELLO", v]), err("NOPROTO unsupported protocol version"), "{v}");
+        assert_eq!(
+            c.cmd(&["HELLO", v]),
+            err("NOPROTO unsupported protocol version"),
+            "{v}"
+        );
     }
     for v in ["abc", "2.5", "", "9223372036854775808"] {
         assert_eq!(
@@ -215,11 +238,26 @@ fn hello_options_and_errors() {
         );
     }
     let cases: &[(&[&str], &str)] = &[
-        (&["HELLO", "3", "FOO"], "ERR Syntax error in HELLO option 'FOO'"),
-        (&["HELLO", "3", "AUTH"], "ERR Syntax error in HELLO option 'AUTH'"),
-        (&["HELLO", "3", "AUTH", "default"], "ERR Syntax error in HELLO option 'AUTH'"),
-        (&["HELLO", "2", "AUTH", "default", "a", "b"], "ERR Syntax error in HELLO option 'b'"),
-        (&["HELLO", "3", "SETNAME"], "ERR Syntax error in HELLO option 'SETNAME'"),
+        (
+            &["HELLO", "3", "FOO"],
+            "ERR Syntax error in HELLO option 'FOO'",
+        ),
+        (
+            &["HELLO", "3", "AUTH"],
+            "ERR Syntax error in HELLO option 'AUTH'",
+        ),
+        (
+            &["HELLO", "3", "AUTH", "default"],
+            "ERR Syntax error in HELLO option 'AUTH'",
+        ),
+        (
+            &["HELLO", "2", "AUTH", "default", "a", "b"],
+            "ERR Syntax error in HELLO option 'b'",
+        ),
+        (
+            &["HELLO", "3", "SETNAME"],
+            "ERR Syntax error in HELLO option 'SETNAME'",
+        ),
         (
             &["HELLO", "3", "SETNAME", "a b"],
             "ERR Client names cannot contain spaces, newlines or special characters.",
@@ -232,8 +270,14 @@ fn hello_options_and_errors() {
             &["HELLO", "3", "AUTH", "nouser", "pass"],
             "WRONGPASS invalid username-password pair or user is disabled.",
         ),
-        (&["HELLO", "4", "AUTH", "default", "x"], "NOPROTO unsupported protocol version"),
-        (&["HELLO", "abc", "FOO"], "ERR Protocol version is not an integer or out of range"),
+        (
+            &["HELLO", "4", "AUTH", "default", "x"],
+            "NOPROTO unsupported protocol version",
+        ),
+        (
+            &["HELLO", "abc", "FOO"],
+            "ERR Protocol version is not an integer or out of range",
+        ),
     ];
     for (args, want) in cases {
         assert_eq!(c.cmd(args), err(want), "{args:?}");
@@ -248,7 +292,9 @@ fn resp3_client_sees_resp3_types() {
     let s = cairn();
     let mut r = redis_client_resp3(s.port);
     let hello: Value = redis::cmd("HELLO").query(&mut r).unwrap();
-    let Value::Map(pairs) = hello else { panic!("HELLO in RESP3 is a map: {hello:?}") };
+    let Value::Map(pairs) = hello else {
+        panic!("HELLO in RESP3 is a map: {hello:?}")
+    };
     let get = |k: &str| {
         pairs
             .iter()
@@ -261,8 +307,14 @@ fn resp3_client_sees_resp3_types() {
     assert_eq!(get("modules"), Value::Array(vec![]));
     let info: Value = redis::cmd("CLIENT").arg("INFO").query(&mut r).unwrap();
     match info {
-        Value::VerbatimString { format: VerbatimFormat::Text, text } => {
-            assert!(text.starts_with("id=") && text.ends_with(" resp=3\n"), "{text}")
+        Value::VerbatimString {
+            format: VerbatimFormat::Text,
+            text,
+        } => {
+            assert!(
+                text.starts_with("id=") && text.ends_with(" resp=3\n"),
+                "{text}"
+            )
         }
         other => panic!("CLIENT INFO in RESP3 is verbatim text: {other:?}"),
     }
@@ -279,7 +331,10 @@ fn resp3_client_sees_resp3_types() {
     assert!(info.starts_with(b"="), "{}", text(&info));
     assert!(text(&info).contains("\r\ntxt:id="));
     assert_eq!(c.cmd(&["CLIENT", "GETNAME"]), b"_\r\n");
-    assert_eq!(c.cmd(&["CLIENT", "LIST", "ID", "999999"]), b"=4\r\ntxt:\r\n");
+    assert_eq!(
+        c.cmd(&["CLIENT", "LIST", "ID", "999999"]),
+        b"=4\r\ntxt:\r\n"
+    );
 }
 
 // ------------------------------------------------------------ AUTH
@@ -317,7 +372,10 @@ fn auth_with_requirepass() {
     assert_eq!(c.cmd(&["CLIENT", "ID"]), noauth);
     assert_eq!(c.cmd(&["HELLO"]), err(HELLO_NOAUTH));
     assert_eq!(c.cmd(&["HELLO", "3"]), err(HELLO_NOAUTH));
-    assert_eq!(c.cmd(&["HELLO", "3", "AUTH", "default", "wrong"]), err(WRONGPASS));
+    assert_eq!(
+        c.cmd(&["HELLO", "3", "AUTH", "default", "wrong"]),
+        err(WRONGPASS)
+    );
     assert_eq!(c.cmd(&["AUTH", "wrong"]), err(WRONGPASS));
     assert_eq!(c.cmd(&["AUTH", "default", "wrong"]), err(WRONGPASS));
     assert_eq!(c.cmd(&["AUTH", "nouser", "secret"]), err(WRONGPASS));
@@ -338,29 +396,43 @@ fn auth_with_requirepass() {
 
     // HELLO AUTH authenticates and switches protocol in one step.
     let mut h = s.conn();
-    let reply = h.cmd(&["HELLO", "3", "AUTH", "default", "secret", "SETNAME", "named"]);
+    let reply = h.cmd(&[
+        "HELLO", "3", "AUTH", "default", "secret", "SETNAME", "named",
+    ]);
     assert!(reply.starts_with(b"%7\r\n"), "{}", text(&reply));
     assert_eq!(h.cmd(&["CLIENT", "GETNAME"]), bulk("named"));
     assert_eq!(h.cmd(&["GET", "nosuch"]), b"_\r\n");
 
     // The redis crate authenticates with the password from the URL...
     let client = redis::Client::open(format!("redis://:secret@127.0.0.1:{}/", s.port)).unwrap();
-    let mut r = client.get_connection_with_timeout(support::IO_TIMEOUT).unwrap();
+    let mut r = client
+        .get_connection_with_timeout(support::IO_TIMEOUT)
+        .unwrap();
     redis::cmd("SET").arg("k").arg("v").exec(&mut r).unwrap();
     let v: String = redis::cmd("GET").arg("k").query(&mut r).unwrap();
     assert_eq!(v, "v");
     // ...over RESP3 too (HELLO 3 AUTH).
-    let client =
-        redis::Client::open(format!("redis://:secret@127.0.0.1:{}/?protocol=resp3", s.port)).unwrap();
-    let mut r3 = client.get_connection_with_timeout(support::IO_TIMEOUT).unwrap();
+    let client = redis::Client::open(format!(
+        "redis://:secret@127.0.0.1:{}/?protocol=resp3",
+        s.port
+    ))
+    .unwrap();
+    let mut r3 = client
+        .get_connection_with_timeout(support::IO_TIMEOUT)
+        .unwrap();
     let v: Value = redis::cmd("GET").arg("nosuch").query(&mut r3).unwrap();
     assert_eq!(v, Value::Nil);
     // A wrong password is refused at connect time.
     let client = redis::Client::open(format!("redis://:nope@127.0.0.1:{}/", s.port)).unwrap();
-    assert!(client.get_connection_with_timeout(support::IO_TIMEOUT).is_err());
+    assert!(client
+        .get_connection_with_timeout(support::IO_TIMEOUT)
+        .is_err());
     // Without a password the crate connects, and commands are refused.
     let mut anon = redis_client(s.port);
-    let e = redis::cmd("GET").arg("k").query::<Value>(&mut anon).unwrap_err();
+    let e = redis::cmd("GET")
+        .arg("k")
+        .query::<Value>(&mut anon)
+        .unwrap_err();
     assert_eq!(e.code(), Some("NOAUTH"), "{e}");
 }
 
@@ -369,7 +441,11 @@ fn auth_with_requirepass() {
 #[test]
 fn quit_replies_then_closes() {
     let s = cairn();
-    for req in [&b"*1\r\n$4\r\nQUIT\r\n"[..], b"*2\r\n$4\r\nquit\r\n$5\r\nextra\r\n", b"QUIT\r\n"] {
+    for req in [
+        &b"*1\r\n$4\r\nQUIT\r\n"[..],
+        b"*2\r\n$4\r\nquit\r\n$5\r\nextra\r\n",
+        b"QUIT\r\n",
+    ] {
         let mut c = s.conn();
         c.send_raw(req);
         assert_eq!(c.read_raw_reply(), b"+OK\r\n");
@@ -425,8 +501,9 @@ fn reset_restores_connection_defaults() {
 fn client_id_and_names() {
     let s = cairn();
     let mut c = s.conn();
+    let a = client_id(&mut c);
     let mut d = s.conn();
-    let (a, b) = (client_id(&mut c), client_id(&mut d));
+    let b = client_id(&mut d);
     assert!(b > a, "ids grow: {a} {b}");
     assert_eq!(
         c.cmd(&["CLIENT", "ID", "x"]),
@@ -438,7 +515,15 @@ fn client_id_and_names() {
     assert_eq!(c.cmd(&["CLIENT", "SETNAME", "!~{}[]:._-"]), b"+OK\r\n");
     assert_eq!(c.cmd(&["CLIENT", "GETNAME"]), bulk("!~{}[]:._-"));
     let bad = err("ERR Client names cannot contain spaces, newlines or special characters.");
-    for name in [&b"a b"[..], b"a\nb", b"a\rb", b"a\tb", b"a\x00b", b"caf\xc3\xa9", b"\x7f"] {
+    for name in [
+        &b"a b"[..],
+        b"a\nb",
+        b"a\rb",
+        b"a\tb",
+        b"a\x00b",
+        b"caf\xc3\xa9",
+        b"\x7f",
+    ] {
         c.send(&[b"CLIENT", b"SETNAME", name]);
         assert_eq!(c.read_raw_reply(), bad, "{name:?}");
     }
@@ -463,34 +548,74 @@ fn client_id_and_names() {
     );
 
     let mut r = redis_client(s.port);
-    redis::cmd("CLIENT").arg("SETNAME").arg("via-crate").exec(&mut r).unwrap();
+    redis::cmd("CLIENT")
+        .arg("SETNAME")
+        .arg("via-crate")
+        .exec(&mut r)
+        .unwrap();
     let name: Option<String> = redis::cmd("CLIENT").arg("GETNAME").query(&mut r).unwrap();
     assert_eq!(name.as_deref(), Some("via-crate"));
     let list = payload(&c.cmd(&["CLIENT", "LIST"]));
-    assert!(list.lines().any(|l| field(l, "name") == "via-crate"), "{list}");
+    assert!(
+        list.lines().any(|l| field(l, "name") == "via-crate"),
+        "{list}"
+    );
 }
 
 /// Redis 7.0's CLIENT LIST fields, in order.
 const FIELDS: &[&str] = &[
-    "id", "addr", "laddr", "fd", "name", "age", "idle", "flags", "db", "sub", "psub", "ssub",
-    "multi", "qbuf", "qbuf-free", "argv-mem", "multi-mem", "rbs", "rbp", "obl", "oll", "omem",
-    "tot-mem", "events", "cmd", "user", "redir", "resp",
+    "id",
+    "addr",
+    "laddr",
+    "fd",
+    "name",
+    "age",
+    "idle",
+    "flags",
+    "db",
+    "sub",
+    "psub",
+    "ssub",
+    "multi",
+    "qbuf",
+    "qbuf-free",
+    "argv-mem",
+    "multi-mem",
+    "rbs",
+    "rbp",
+    "obl",
+    "oll",
+    "omem",
+    "tot-mem",
+    "events",
+    "cmd",
+    "user",
+    "redir",
+    "resp",
 ];
 
 #[test]
 fn client_list_and_info_format() {
     let s = cairn();
+    // One round trip before the next connect: ids follow registration.
     let mut c = s.conn();
+    let me = client_id(&mut c);
     let mut other = s.conn();
-    let (me, oid) = (client_id(&mut c), client_id(&mut other));
+    let oid = client_id(&mut other);
     other.cmd(&["SELECT", "4"]);
     other.cmd(&["CLIENT", "SETNAME", "other"]);
     other.cmd(&["GET", "x"]);
 
     let info = payload(&c.cmd(&["CLIENT", "INFO"]));
-    assert!(info.ends_with('\n') && info.lines().count() == 1, "{info:?}");
+    assert!(
+        info.ends_with('\n') && info.lines().count() == 1,
+        "{info:?}"
+    );
     let line = info.trim_end();
-    let keys: Vec<&str> = line.split(' ').map(|kv| kv.split('=').next().unwrap()).collect();
+    let keys: Vec<&str> = line
+        .split(' ')
+        .map(|kv| kv.split('=').next().unwrap())
+        .collect();
     assert_eq!(keys, FIELDS, "{line}");
     assert_eq!(field(line, "id"), me.to_string());
     let addr = c.stream().local_addr().unwrap().to_string();
@@ -522,7 +647,9 @@ fn client_list_and_info_format() {
         assert_eq!(field(line, k), v, "{k} in {line}");
     }
     for k in ["qbuf-free", "rbs", "rbp", "obl", "omem", "tot-mem"] {
-        field(line, k).parse::<u64>().unwrap_or_else(|_| panic!("{k} in {line}"));
+        field(line, k)
+            .parse::<u64>()
+            .unwrap_or_else(|_| panic!("{k} in {line}"));
     }
 
     let list = payload(&c.cmd(&["CLIENT", "LIST"]));
@@ -542,21 +669,44 @@ fn client_list_and_info_format() {
     for t in ["master", "replica", "slave", "pubsub", "PUBSUB"] {
         assert_eq!(c.cmd(&["CLIENT", "LIST", "TYPE", t]), b"$0\r\n\r\n", "{t}");
     }
-    let by_id = payload(&c.cmd(&["CLIENT", "LIST", "ID", &oid.to_string(), "999999", &me.to_string()]));
+    let by_id = payload(&c.cmd(&[
+        "CLIENT",
+        "LIST",
+        "ID",
+        &oid.to_string(),
+        "999999",
+        &me.to_string(),
+    ]));
     let ids: Vec<&str> = by_id.lines().map(|l| field(l, "id")).collect();
-    assert_eq!(ids, [oid.to_string(), me.to_string()], "order of the arguments");
+    assert_eq!(
+        ids,
+        [oid.to_string(), me.to_string()],
+        "order of the arguments"
+    );
     assert_eq!(c.cmd(&["CLIENT", "LIST", "ID", "999999"]), b"$0\r\n\r\n");
     assert_eq!(c.cmd(&["CLIENT", "LIST", "ID", "-1"]), b"$0\r\n\r\n");
     let cases: &[(&[&str], &str)] = &[
-        (&["CLIENT", "LIST", "TYPE", "foo"], "ERR Unknown client type 'foo'"),
+        (
+            &["CLIENT", "LIST", "TYPE", "foo"],
+            "ERR Unknown client type 'foo'",
+        ),
         (&["CLIENT", "LIST", "TYPE"], "ERR syntax error"),
         (&["CLIENT", "LIST", "ID"], "ERR syntax error"),
         (&["CLIENT", "LIST", "ID", "abc"], "ERR Invalid client ID"),
-        (&["CLIENT", "LIST", "ID", "1", "abc"], "ERR Invalid client ID"),
+        (
+            &["CLIENT", "LIST", "ID", "1", "abc"],
+            "ERR Invalid client ID",
+        ),
         (&["CLIENT", "LIST", "FOO"], "ERR syntax error"),
         (&["CLIENT", "LIST", "FOO", "bar"], "ERR syntax error"),
-        (&["CLIENT", "LIST", "TYPE", "normal", "x"], "ERR syntax error"),
-        (&["CLIENT", "INFO", "x"], "ERR wrong number of arguments for 'client|info' command"),
+        (
+            &["CLIENT", "LIST", "TYPE", "normal", "x"],
+            "ERR syntax error",
+        ),
+        (
+            &["CLIENT", "INFO", "x"],
+            "ERR wrong number of arguments for 'client|info' command",
+        ),
     ];
     for (args, want) in cases {
         assert_eq!(c.cmd(args), err(want), "{args:?}");
@@ -568,7 +718,10 @@ fn client_help_lists_registered_subcommands() {
     let s = cairn();
     let mut r = redis_client(s.port);
     let lines: Vec<String> = redis::cmd("CLIENT").arg("HELP").query(&mut r).unwrap();
-    assert_eq!(lines[0], "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:");
+    assert_eq!(
+        lines[0],
+        "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"
+    );
     assert_eq!(lines[lines.len() - 2..], ["HELP", "    Prints this help."]);
     for head in [
         "GETNAME",
@@ -582,9 +735,15 @@ fn client_help_lists_registered_subcommands() {
         "SETNAME <name>",
         "NO-EVICT (ON|OFF)",
     ] {
-        assert!(lines.iter().any(|l| l == head), "{head} missing from {lines:?}");
+        assert!(
+            lines.iter().any(|l| l == head),
+            "{head} missing from {lines:?}"
+        );
     }
-    assert!(!lines.iter().any(|l| l.starts_with("TRACKING")), "{lines:?}");
+    assert!(
+        !lines.iter().any(|l| l.starts_with("TRACKING")),
+        "{lines:?}"
+    );
     assert_eq!(lines.len(), 37, "{lines:#?}");
     let mut c = s.conn();
     assert_eq!(
@@ -601,7 +760,10 @@ fn client_no_evict() {
     assert_eq!(field(&payload(&c.cmd(&["CLIENT", "INFO"])), "flags"), "e");
     assert_eq!(c.cmd(&["CLIENT", "NO-EVICT", "OFF"]), b"+OK\r\n");
     assert_eq!(field(&payload(&c.cmd(&["CLIENT", "INFO"])), "flags"), "N");
-    assert_eq!(c.cmd(&["CLIENT", "NO-EVICT", "maybe"]), err("ERR syntax error"));
+    assert_eq!(
+        c.cmd(&["CLIENT", "NO-EVICT", "maybe"]),
+        err("ERR syntax error")
+    );
     assert_eq!(
         c.cmd(&["CLIENT", "NO-EVICT"]),
         err("ERR wrong number of arguments for 'client|no-evict' command")
@@ -626,9 +788,15 @@ fn client_kill_by_id_closes_the_other_connection() {
     // A redis crate connection sees the kill as a dropped connection.
     let mut r = redis_client(s.port);
     let rid: i64 = redis::cmd("CLIENT").arg("ID").query(&mut r).unwrap();
-    assert_eq!(killer.cmd(&["CLIENT", "KILL", "ID", &rid.to_string()]), b":1\r\n");
+    assert_eq!(
+        killer.cmd(&["CLIENT", "KILL", "ID", &rid.to_string()]),
+        b":1\r\n"
+    );
     let e = redis::cmd("PING").query::<String>(&mut r).unwrap_err();
-    assert!(e.is_io_error() || e.is_connection_dropped() || e.is_unrecoverable_error(), "{e}");
+    assert!(
+        e.is_io_error() || e.is_connection_dropped() || e.is_unrecoverable_error(),
+        "{e}"
+    );
 }
 
 #[test]
@@ -641,9 +809,18 @@ fn client_kill_filters_and_forms() {
         (&["CLIENT", "KILL", "nosuchaddr"], "-ERR No such client"),
         (&["CLIENT", "KILL", "ID"], "-ERR No such client"),
         (&["CLIENT", "KILL", "ID", "99999"], ":0"),
-        (&["CLIENT", "KILL", "ID", "abc"], "-ERR client-id should be greater than 0"),
-        (&["CLIENT", "KILL", "ID", "0"], "-ERR client-id should be greater than 0"),
-        (&["CLIENT", "KILL", "ID", "-5"], "-ERR client-id should be greater than 0"),
+        (
+            &["CLIENT", "KILL", "ID", "abc"],
+            "-ERR client-id should be greater than 0",
+        ),
+        (
+            &["CLIENT", "KILL", "ID", "0"],
+            "-ERR client-id should be greater than 0",
+        ),
+        (
+            &["CLIENT", "KILL", "ID", "-5"],
+            "-ERR client-id should be greater than 0",
+        ),
         (&["CLIENT", "KILL", "SKIPME", "yes", "ID", "99999"], ":0"),
         (&["CLIENT", "KILL", "ADDR", "1.2.3.4:5"], ":0"),
         (&["CLIENT", "KILL", "LADDR", "1.2.3.4:5"], ":0"),
@@ -651,23 +828,44 @@ fn client_kill_filters_and_forms() {
         (&["CLIENT", "KILL", "TYPE", "pubsub"], ":0"),
         (&["CLIENT", "KILL", "TYPE", "replica"], ":0"),
         (&["CLIENT", "KILL", "TYPE", "slave"], ":0"),
-        (&["CLIENT", "KILL", "USER", "nosuch"], "-ERR No such user 'nosuch'"),
-        (&["CLIENT", "KILL", "TYPE", "foo"], "-ERR Unknown client type 'foo'"),
-        (&["CLIENT", "KILL", "TYPE", "normal", "SKIPME", "maybe"], "-ERR syntax error"),
+        (
+            &["CLIENT", "KILL", "USER", "nosuch"],
+            "-ERR No such user 'nosuch'",
+        ),
+        (
+            &["CLIENT", "KILL", "TYPE", "foo"],
+            "-ERR Unknown client type 'foo'",
+        ),
+        (
+            &["CLIENT", "KILL", "TYPE", "normal", "SKIPME", "maybe"],
+            "-ERR syntax error",
+        ),
         (&["CLIENT", "KILL", "FOO", "bar"], "-ERR syntax error"),
         (&["CLIENT", "KILL", "ID", "1", "TYPE"], "-ERR syntax error"),
-        (&["CLIENT", "KILL", "TYPE", "normal", "ID", "abc"], "-ERR client-id should be greater than 0"),
+        (
+            &["CLIENT", "KILL", "TYPE", "normal", "ID", "abc"],
+            "-ERR client-id should be greater than 0",
+        ),
         // MAXAGE arrived in Redis 7.4; 7.0 refuses it.
         (&["CLIENT", "KILL", "MAXAGE", "10"], "-ERR syntax error"),
-        (&["CLIENT", "KILL"], "-ERR wrong number of arguments for 'client|kill' command"),
+        (
+            &["CLIENT", "KILL"],
+            "-ERR wrong number of arguments for 'client|kill' command",
+        ),
     ];
     for (args, want) in cases {
         assert_eq!(text(&c.cmd(args)), format!("{want}\r\n"), "{args:?}");
     }
     // SKIPME defaults to yes: the caller survives filters that match it.
     assert_eq!(c.cmd(&["CLIENT", "KILL", "ID", &me]), b":0\r\n");
-    assert_eq!(c.cmd(&["CLIENT", "KILL", "ID", &me, "USER", "default"]), b":0\r\n");
-    assert_eq!(c.cmd(&["CLIENT", "KILL", "ID", &me, "TYPE", "pubsub", "SKIPME", "no"]), b":0\r\n");
+    assert_eq!(
+        c.cmd(&["CLIENT", "KILL", "ID", &me, "USER", "default"]),
+        b":0\r\n"
+    );
+    assert_eq!(
+        c.cmd(&["CLIENT", "KILL", "ID", &me, "TYPE", "pubsub", "SKIPME", "no"]),
+        b":0\r\n"
+    );
     assert_eq!(c.cmd(&["PING"]), b"+PONG\r\n");
 
     // By address and local address (new form), from another connection.
@@ -680,7 +878,10 @@ fn client_kill_filters_and_forms() {
         b":0\r\n"
     );
     assert_eq!(
-        c.cmd(&["CLIENT", "KILL", "addr", &vaddr, "laddr", &vladdr, "id", &vid, "user", "default", "type", "normal"]),
+        c.cmd(&[
+            "CLIENT", "KILL", "addr", &vaddr, "laddr", &vladdr, "id", &vid, "user", "default",
+            "type", "normal"
+        ]),
         b":1\r\n"
     );
     assert!(v.is_closed_within(Duration::from_secs(2)));
@@ -692,7 +893,10 @@ fn client_kill_filters_and_forms() {
     let vaddr = v.stream().local_addr().unwrap().to_string();
     assert_eq!(c.cmd(&["CLIENT", "KILL", &vaddr]), b"+OK\r\n");
     assert!(v.is_closed_within(Duration::from_secs(2)));
-    assert_eq!(c.cmd(&["CLIENT", "KILL", &vaddr]), err("ERR No such client"));
+    assert_eq!(
+        c.cmd(&["CLIENT", "KILL", &vaddr]),
+        err("ERR No such client")
+    );
 
     // TYPE normal kills every other connection.
     let mut others: Vec<RawConn> = (0..3).map(|_| s.conn()).collect();
@@ -730,9 +934,15 @@ fn client_pause_write_holds_writes_not_reads() {
     let s = cairn();
     let mut admin = s.conn();
     let mut w = s.conn();
-    assert_eq!(admin.cmd(&["CLIENT", "PAUSE", "100000", "WRITE"]), b"+OK\r\n");
+    assert_eq!(
+        admin.cmd(&["CLIENT", "PAUSE", "100000", "WRITE"]),
+        b"+OK\r\n"
+    );
     w.send(&[b"SET", b"paused", b"v"]);
-    assert!(silent_for(&mut w, Duration::from_millis(300)), "SET ran during the pause");
+    assert!(
+        silent_for(&mut w, Duration::from_millis(300)),
+        "SET ran during the pause"
+    );
     // Reads go on, on this connection and others.
     assert_eq!(admin.cmd(&["GET", "paused"]), b"$-1\r\n");
     let mut r = redis_client(s.port);
@@ -741,7 +951,10 @@ fn client_pause_write_holds_writes_not_reads() {
     assert_eq!(admin.cmd(&["CLIENT", "UNPAUSE"]), b"+OK\r\n");
     let started = Instant::now();
     assert_eq!(w.read_raw_reply(), b"+OK\r\n");
-    assert!(started.elapsed() < Duration::from_secs(1), "UNPAUSE released the SET late");
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "UNPAUSE released the SET late"
+    );
     assert_eq!(admin.cmd(&["GET", "paused"]), bulk("v"));
 }
 
@@ -754,32 +967,44 @@ fn client_pause_expires_and_all_holds_reads() {
     let started = Instant::now();
     assert_eq!(admin.cmd(&["CLIENT", "PAUSE", "300", "WRITE"]), b"+OK\r\n");
     assert_eq!(w.cmd(&["SET", "k", "v"]), b"+OK\r\n");
-    assert!(started.elapsed() >= Duration::from_millis(250), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() >= Duration::from_millis(250),
+        "{:?}",
+        started.elapsed()
+    );
 
-    // ALL (the default) holds reads too, including the pausing client's.
-    assert_eq!(admin.cmd(&["CLIENT", "PAUSE", "100000"]), b"+OK\r\n");
+    // ALL (the default) holds reads too, and, as in Redis 7.0, even CLIENT
+    // UNPAUSE from another client: only the timeout ends it.
+    assert_eq!(admin.cmd(&["CLIENT", "PAUSE", "500"]), b"+OK\r\n");
     w.send(&[b"GET", b"k"]);
-    assert!(silent_for(&mut w, Duration::from_millis(300)), "GET ran during PAUSE ALL");
-    // Cairn's dispatcher lets CLIENT UNPAUSE through even a PAUSE ALL
-    // (Redis 7.0 holds it too, so only the timeout could end the pause).
     let mut third = s.conn();
-    assert_eq!(third.cmd(&["CLIENT", "UNPAUSE"]), b"+OK\r\n");
+    third.send(&[b"CLIENT", b"UNPAUSE"]);
+    assert!(
+        silent_for(&mut w, Duration::from_millis(250)),
+        "GET ran during PAUSE ALL"
+    );
     assert_eq!(w.read_raw_reply(), bulk("v"));
+    assert_eq!(third.read_raw_reply(), b"+OK\r\n");
 
     // A later ALL pause widens a WRITE pause in force and keeps the later
     // deadline.
-    assert_eq!(admin.cmd(&["CLIENT", "PAUSE", "100000", "WRITE"]), b"+OK\r\n");
+    assert_eq!(admin.cmd(&["CLIENT", "PAUSE", "600", "WRITE"]), b"+OK\r\n");
     assert_eq!(third.cmd(&["CLIENT", "PAUSE", "10", "ALL"]), b"+OK\r\n");
     thread::sleep(Duration::from_millis(50));
     w.send(&[b"GET", b"k"]);
-    assert!(silent_for(&mut w, Duration::from_millis(300)), "GET ran: not widened to ALL");
-    assert_eq!(third.cmd(&["CLIENT", "UNPAUSE"]), b"+OK\r\n");
+    assert!(
+        silent_for(&mut w, Duration::from_millis(250)),
+        "GET ran: not widened to ALL"
+    );
     assert_eq!(w.read_raw_reply(), bulk("v"));
 
     // 0 and an overflowing timeout pause nothing (Redis 7.0 wraps).
     assert_eq!(admin.cmd(&["CLIENT", "PAUSE", "0"]), b"+OK\r\n");
     assert_eq!(w.cmd(&["SET", "k", "v2"]), b"+OK\r\n");
-    assert_eq!(admin.cmd(&["CLIENT", "PAUSE", "9223372036854775807", "WRITE"]), b"+OK\r\n");
+    assert_eq!(
+        admin.cmd(&["CLIENT", "PAUSE", "9223372036854775807", "WRITE"]),
+        b"+OK\r\n"
+    );
     assert_eq!(w.cmd(&["SET", "k", "v3"]), b"+OK\r\n");
 }
 
@@ -788,18 +1013,39 @@ fn client_pause_errors() {
     let s = cairn();
     let mut c = s.conn();
     let cases: &[(&[&str], &str)] = &[
-        (&["CLIENT", "PAUSE"], "ERR wrong number of arguments for 'client|pause' command"),
-        (&["CLIENT", "PAUSE", "abc"], "ERR timeout is not an integer or out of range"),
-        (&["CLIENT", "PAUSE", "1.5"], "ERR timeout is not an integer or out of range"),
-        (&["CLIENT", "PAUSE", "9223372036854775808"], "ERR timeout is not an integer or out of range"),
+        (
+            &["CLIENT", "PAUSE"],
+            "ERR wrong number of arguments for 'client|pause' command",
+        ),
+        (
+            &["CLIENT", "PAUSE", "abc"],
+            "ERR timeout is not an integer or out of range",
+        ),
+        (
+            &["CLIENT", "PAUSE", "1.5"],
+            "ERR timeout is not an integer or out of range",
+        ),
+        (
+            &["CLIENT", "PAUSE", "9223372036854775808"],
+            "ERR timeout is not an integer or out of range",
+        ),
         (&["CLIENT", "PAUSE", "-1"], "ERR timeout is negative"),
-        (&["CLIENT", "PAUSE", "10", "FOO"], "ERR CLIENT PAUSE mode must be WRITE or ALL"),
-        (&["CLIENT", "PAUSE", "abc", "FOO"], "ERR CLIENT PAUSE mode must be WRITE or ALL"),
+        (
+            &["CLIENT", "PAUSE", "10", "FOO"],
+            "ERR CLIENT PAUSE mode must be WRITE or ALL",
+        ),
+        (
+            &["CLIENT", "PAUSE", "abc", "FOO"],
+            "ERR CLIENT PAUSE mode must be WRITE or ALL",
+        ),
         (
             &["CLIENT", "pause", "10", "ALL", "x"],
             "ERR unknown subcommand or wrong number of arguments for 'pause'. Try CLIENT HELP.",
         ),
-        (&["CLIENT", "UNPAUSE", "x"], "ERR wrong number of arguments for 'client|unpause' command"),
+        (
+            &["CLIENT", "UNPAUSE", "x"],
+            "ERR wrong number of arguments for 'client|unpause' command",
+        ),
     ];
     for (args, want) in cases {
         assert_eq!(c.cmd(args), err(want), "{args:?}");
@@ -832,7 +1078,9 @@ fn client_reply_off_skip_on() {
     c.send_raw(b"CLIENT REPLY SKIP\r\nCLIENT REPLY SKIP\r\nINCR r\r\nGET r\r\n");
     assert_eq!(c.read_raw_reply(), bulk("4"));
     // SKIP while OFF changes nothing: still OFF.
-    c.send_raw(b"CLIENT REPLY OFF\r\nCLIENT REPLY SKIP\r\nINCR r\r\nPING\r\nCLIENT REPLY ON\r\nGET r\r\n");
+    c.send_raw(
+        b"CLIENT REPLY OFF\r\nCLIENT REPLY SKIP\r\nINCR r\r\nPING\r\nCLIENT REPLY ON\r\nGET r\r\n",
+    );
     assert_eq!(c.read_raw_reply(), b"+OK\r\n");
     assert_eq!(c.read_raw_reply(), bulk("5"));
     // OFF then nothing more: silence.
@@ -860,7 +1108,10 @@ fn fifty_clients_incr_and_set_get() {
             thread::spawn(move || {
                 let mut r = redis_client(port);
                 for i in 0..ROUNDS {
-                    let _: i64 = redis::cmd("INCR").arg("shared-counter").query(&mut r).unwrap();
+                    let _: i64 = redis::cmd("INCR")
+                        .arg("shared-counter")
+                        .query(&mut r)
+                        .unwrap();
                     let key = format!("own:{t}");
                     let val = format!("{t}:{i}");
                     redis::cmd("SET").arg(&key).arg(&val).exec(&mut r).unwrap();
@@ -874,10 +1125,16 @@ fn fifty_clients_incr_and_set_get() {
         t.join().unwrap();
     }
     let mut r = redis_client(port);
-    let total: i64 = redis::cmd("GET").arg("shared-counter").query(&mut r).unwrap();
+    let total: i64 = redis::cmd("GET")
+        .arg("shared-counter")
+        .query(&mut r)
+        .unwrap();
     assert_eq!(total, (CLIENTS * ROUNDS) as i64);
     for t in 0..CLIENTS {
-        let v: String = redis::cmd("GET").arg(format!("own:{t}")).query(&mut r).unwrap();
+        let v: String = redis::cmd("GET")
+            .arg(format!("own:{t}"))
+            .query(&mut r)
+            .unwrap();
         assert_eq!(v, format!("{t}:{}", ROUNDS - 1));
     }
 }

@@ -54,7 +54,9 @@ pub fn hexists(g: &mut Guard, db: usize, k: &Key, field: &[u8]) -> Result<bool> 
 
 /// HSTRLEN key field: the value's length, 0 if key or field is absent.
 pub fn hstrlen(g: &mut Guard, db: usize, k: &Key, field: &[u8]) -> Result<usize> {
-    view(g, db, k, |h| h.and_then(|h| h.get(field)).map_or(0, <[u8]>::len))
+    view(g, db, k, |h| {
+        h.and_then(|h| h.get(field)).map_or(0, <[u8]>::len)
+    })
 }
 
 /// Runs `f` on the hash under `k`, creating an empty one first if the key
@@ -487,7 +489,10 @@ mod tests {
             );
             hs(g, b"h", &[(b"min", b"-9223372036854775808")]);
             assert_eq!(hincrby(g, 0, &k, b"min", -1), Err(Error::Overflow));
-            assert_eq!(get(g, b"h", b"min").as_deref(), Some(&b"-9223372036854775808"[..]));
+            assert_eq!(
+                get(g, b"h", b"min").as_deref(),
+                Some(&b"-9223372036854775808"[..])
+            );
             for bad in [&b"abc"[..], b"1.5", b" 1", b"", b"01", b"+1", b"-0"] {
                 hs(g, b"h", &[(b"bad", bad)]);
                 assert_eq!(hincrby(g, 0, &k, b"bad", 1), Err(Error::HashNotInteger));
@@ -533,7 +538,11 @@ mod tests {
         set_limits(&e, 4, 8);
         with(&e, |g| {
             let k = g.key(b"h");
-            hs(g, b"h", &[(b"a", b"1"), (b"b", b"2"), (b"c", b"3"), (b"d", b"4")]);
+            hs(
+                g,
+                b"h",
+                &[(b"a", b"1"), (b"b", b"2"), (b"c", b"3"), (b"d", b"4")],
+            );
             assert_eq!(encoding(g, b"h"), Some("listpack"));
             hs(g, b"h", &[(b"e", b"5")]);
             assert_eq!(encoding(g, b"h"), Some("hashtable"));

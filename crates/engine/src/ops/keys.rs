@@ -273,6 +273,50 @@ fn lfu_decayed(freq: u8, idle_secs: u64) -> u8 {
     freq.saturating_sub(periods.min(u64::from(u8::MAX)) as u8)
 }
 
+/// RANDOMKEY: a live key of `db` chosen uniformly, None if it has none.
+///
+/// Used instead of `Engine::random_key`, which recurses once per expired key
+/// it meets (a stack overflow after a mass expiry: 400k expired keys crash
+/// the worker) and favours keys whose shard follows empty ones. Here a shard
+/// is picked with probability proportional to its key count, then a slot
+/// uniformly within it; expired keys met on the way are removed, as Redis's
+/// `dbRandomKey` does, in a loop. Costs one pass over the shard locks.
+pub fn random_key(engine: &Engine, db: usize) -> Option<Vec<u8>> {
+    let mut lens: Vec<usize> = Vec::with_capacity(engine.shard_count());
+    loop {
+        lens.clear();
+        engine.for_each_shard(|_, s| lens.push(s.db(db).len()));
+        let total: usize = lens.iter().sum();
+        if total == 0 {
+            return None;
+        }
+        let mut r = (rand::random::<u64>() % total as u64) as usize;
+        let shard = lens.iter().position(|&n| {
+            if r < n {
+                return true;
+            }
+            r -= n;
+            false
+        })?;
+        let found = engine.with_shard(shard, |s| {
+            let now = crate::clock::now_ms();
+            loop {
+                let t = s.db_mut(db);
+                let slot = t.random_slot(rand::random::<u64>)?;
+                if !t.at(slot).is_expired(now) {
+                    return Some(t.at(slot).key().to_vec());
+                }
+                drop(t.remove_at(slot));
+                s.stats.expired_keys += 1;
+            }
+        });
+        // None: the shard emptied between the two looks; count again.
+        if found.is_some() {
+            return found;
+        }
+    }
+}
+
 /// The filters of one SCAN call, applied to the keys a step collected, in
 /// Redis's order: pattern, then type.
 #[derive(Clone, Copy, Debug)]
@@ -650,6 +694,34 @@ mod tests {
             ..any
         });
         assert_eq!(a, BTreeSet::from([b"ab".to_vec()]));
+    }
+
+    #[test]
+    fn random_key_is_fair_and_skips_expired() {
+        let e = Engine::new(Options {
+            databases: 2,
+            shards: 64,
+        });
+        assert_eq!(random_key(&e, 0), None);
+        // Many expired keys: removed iteratively (no recursion), then None.
+        for i in 0..200_000 {
+            put(&e, 0, format!("x{i}").as_bytes(), b"v", 1);
+        }
+        assert_eq!(random_key(&e, 0), None);
+        assert_eq!(e.dbsize(0), 0);
+        // Ten live keys: each is picked about equally often.
+        for i in 0..10 {
+            put(&e, 1, format!("k{i}").as_bytes(), b"v", 0);
+        }
+        let mut counts = BTreeMap::new();
+        for _ in 0..10_000 {
+            *counts.entry(random_key(&e, 1).unwrap()).or_insert(0) += 1;
+        }
+        assert_eq!(counts.len(), 10);
+        assert!(
+            counts.values().all(|&n| (700..1300).contains(&n)),
+            "{counts:?}"
+        );
     }
 
     /// DEL, COPY, RENAME, MOVE, EXPIRE and PERSIST against a BTreeMap model,

@@ -117,6 +117,14 @@ pub fn set(
     expiry: Expiry,
     want_old: bool,
 ) -> Result<SetOutcome> {
+    if cond == Cond::Always && !want_old {
+        // The plain SET of redis-benchmark: one lookup, not two.
+        g.set(db, k, Value::Str(StrValue::from_bytes(value)), expiry);
+        return Ok(SetOutcome {
+            written: true,
+            old: None,
+        });
+    }
     let mut old = None;
     let exists = if want_old {
         match g.read(db, k) {

@@ -42,18 +42,16 @@ pub fn resolve<'t>(shared: &'t Shared, args: &Args) -> Result<&'t Command, CmdEr
         })
 }
 
-/// True while CLIENT PAUSE holds `cmd` back.
+/// True while CLIENT PAUSE holds `cmd` back. As in Redis 7.0
+/// (`processCommand`), PAUSE ALL holds every command of a normal client and
+/// PAUSE WRITE holds the ones that write or may replicate; the pause ends
+/// when its time runs out or another client sends CLIENT UNPAUSE.
 fn paused(shared: &Shared, cmd: &Command) -> bool {
     let until = shared.pause.until_ms.load(Ordering::Relaxed);
     if until == 0 || cairn_engine::clock::now_ms() >= until {
         return false;
     }
-    // Redis lets these through even under PAUSE ALL so a paused client can
-    // still end the pause or leave (networking.c `blockPostponeClient`).
-    if matches!(cmd.name, "client|unpause" | "quit" | "reset" | "ping" | "auth" | "hello") {
-        return false;
-    }
-    shared.pause.all.load(Ordering::Relaxed) || cmd.has(flags::WRITE)
+    shared.pause.all.load(Ordering::Relaxed) || cmd.has(flags::WRITE | flags::MAY_REPLICATE)
 }
 
 /// Executes one request and appends its reply (if any) to `out`.
@@ -64,6 +62,28 @@ pub fn execute(
     out: &mut Vec<u8>,
     stats: &WorkerStats,
 ) -> Outcome {
+    // CLIENT REPLY SKIP drops whatever the next command answers, errors
+    // raised before it runs included.
+    let skip_this = client.reply_mode == ReplyMode::Skip;
+    if skip_this {
+        client.reply_mode = ReplyMode::On;
+    }
+    let start_len = out.len();
+    client.redact = 0;
+    let outcome = run(shared, client, args, out, stats);
+    if outcome == Outcome::Paused {
+        if skip_this {
+            client.reply_mode = ReplyMode::Skip;
+        }
+        return outcome;
+    }
+    if skip_this || client.reply_mode == ReplyMode::Off {
+        out.truncate(start_len);
+    }
+    outcome
+}
+
+fn run(shared: &Shared, client: &mut Client, args: Args, out: &mut Vec<u8>, stats: &WorkerStats) -> Outcome {
     let cmd = match resolve(shared, &args) {
         Ok(c) => c,
         Err(e) => {
@@ -75,9 +95,7 @@ pub fn execute(
         Some(CmdError::WrongArity(cmd.name))
     } else if !client.authenticated && !cmd.has(flags::NO_AUTH) {
         Some(CmdError::text("NOAUTH Authentication required."))
-    } else if cmd.has(flags::DENYOOM)
-        && shared.memory.over_limit.load(Ordering::Relaxed)
-    {
+    } else if cmd.has(flags::DENYOOM) && shared.memory.over_limit.load(Ordering::Relaxed) {
         Some(CmdError::text(
             "OOM command not allowed when used memory > 'maxmemory'.",
         ))
@@ -93,11 +111,6 @@ pub fn execute(
         return Outcome::Paused;
     }
 
-    let start_len = out.len();
-    let skip_this = client.reply_mode == ReplyMode::Skip;
-    if skip_this {
-        client.reply_mode = ReplyMode::On;
-    }
     let started = Instant::now();
     let handler = cmd.handler.expect("resolve returns runnable commands");
     let result = {
@@ -114,9 +127,6 @@ pub fn execute(
         bump(&stats.cmd[cmd.id][3], 1);
         write_error(out, client, e, stats);
     }
-    if skip_this || client.reply_mode == ReplyMode::Off {
-        out.truncate(start_len);
-    }
     bump(&stats.cmd[cmd.id][0], 1);
     bump(&stats.cmd[cmd.id][1], micros);
     bump(&stats.commands, 1);
@@ -127,8 +137,9 @@ pub fn execute(
         && !cmd.has(flags::SKIP_SLOWLOG)
     {
         let name = client.info.name.lock().clone().unwrap_or_default();
+        let redact = client.redact;
         shared.slowlog.lock().push(
-            (0..args.len()).map(|i| args.get(i)),
+            (0..args.len()).map(|i| shown_arg(&args, i, redact)),
             micros,
             client.info.addr.to_string(),
             name,
@@ -143,11 +154,17 @@ pub fn execute(
     Outcome::Done
 }
 
+/// An argument as MONITOR and SLOWLOG show it.
+fn shown_arg<'a>(args: &Args<'a>, i: usize, redact: u64) -> &'a [u8] {
+    if i < 64 && redact & (1 << i) != 0 {
+        b"(redacted)"
+    } else {
+        args.get(i)
+    }
+}
+
 fn write_error(out: &mut Vec<u8>, client: &Client, e: &CmdError, stats: &WorkerStats) {
     bump(&stats.error_replies, 1);
-    if client.reply_mode == ReplyMode::Off {
-        return;
-    }
     ReplyWriter::new(out, client.proto).error(&e.message());
 }
 
@@ -163,9 +180,9 @@ fn feed_monitors(shared: &Shared, client: &Client, args: &Args) {
         client.info.addr
     )
     .into_bytes();
-    for a in args.iter_from(0) {
+    for i in 0..args.len() {
         line.push(b' ');
-        crate::util::repr(a, &mut line);
+        crate::util::repr(shown_arg(args, i, client.redact), &mut line);
     }
     line.extend_from_slice(b"\r\n");
     let line: Arc<[u8]> = line.into();

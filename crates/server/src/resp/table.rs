@@ -56,6 +56,7 @@ pub mod flags {
     pub const BLOCKING: u32 = 1 << 12;
     pub const NO_MULTI: u32 = 1 << 13;
     pub const ALLOW_BUSY: u32 = 1 << 14;
+    pub const MAY_REPLICATE: u32 = 1 << 15;
 
     pub fn parse(names: &[&str]) -> u32 {
         names.iter().fold(0, |acc, n| {
@@ -75,6 +76,7 @@ pub mod flags {
                 "blocking" => BLOCKING,
                 "no_multi" => NO_MULTI,
                 "allow_busy" => ALLOW_BUSY,
+                "may_replicate" => MAY_REPLICATE,
                 _ => 0,
             }
         })

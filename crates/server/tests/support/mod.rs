@@ -41,7 +41,9 @@ impl Server {
 
     /// Everything the process has logged so far.
     pub fn log(&self) -> String {
-        std::fs::read(&self.log_path).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default()
+        std::fs::read(&self.log_path)
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default()
     }
 
     /// The last `n` lines of the log.
@@ -85,7 +87,12 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
         if std::thread::panicking() {
-            eprintln!("{} (pid {}) log kept at {}", self.name, self.child.id(), self.log_path.display());
+            eprintln!(
+                "{} (pid {}) log kept at {}",
+                self.name,
+                self.child.id(),
+                self.log_path.display()
+            );
         } else {
             let _ = std::fs::remove_file(&self.log_path);
         }
@@ -94,7 +101,10 @@ impl Drop for Server {
 
 fn temp_log(prefix: &str) -> (PathBuf, File) {
     static COUNTER: AtomicUsize = AtomicUsize::new(0);
-    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
     let path = std::env::temp_dir().join(format!(
         "{prefix}-{}-{}-{nanos}.log",
         std::process::id(),
@@ -125,10 +135,12 @@ fn spawn_logged(mut cmd: Command, prefix: &str) -> io::Result<(Child, PathBuf)> 
 
 /// The port in a Cairn log line `... Ready to accept connections tcp addr=127.0.0.1:PORT`.
 fn parse_ready_port(log: &str) -> Option<u16> {
-    log.lines().filter(|l| l.contains("Ready to accept connections")).find_map(|l| {
-        let addr = l[l.find("addr=")? + 5..].split_whitespace().next()?;
-        addr.rsplit(':').next()?.trim_end_matches(']').parse().ok()
-    })
+    log.lines()
+        .filter(|l| l.contains("Ready to accept connections"))
+        .find_map(|l| {
+            let addr = l[l.find("addr=")? + 5..].split_whitespace().next()?;
+            addr.rsplit(':').next()?.trim_end_matches(']').parse().ok()
+        })
 }
 
 /// Starts the `cairn` binary on an ephemeral port (`--port 0 --bind 127.0.0.1`
@@ -137,9 +149,15 @@ pub fn start_cairn(args: &[&str]) -> Server {
     let bin = env!("CARGO_BIN_EXE_cairn");
     let mut cmd = Command::new(bin);
     cmd.args(["--port", "0", "--bind", "127.0.0.1"]).args(args);
-    let (child, log_path) = spawn_logged(cmd, "cairn").unwrap_or_else(|e| panic!("cannot run {bin}: {e}"));
+    let (child, log_path) =
+        spawn_logged(cmd, "cairn").unwrap_or_else(|e| panic!("cannot run {bin}: {e}"));
     // The port is unknown until the ready line; 0 keeps Drop usable meanwhile.
-    let mut server = Server { port: 0, child, log_path, name: "cairn" };
+    let mut server = Server {
+        port: 0,
+        child,
+        log_path,
+        name: "cairn",
+    };
     let deadline = Instant::now() + START_TIMEOUT;
     loop {
         let log = server.log();
@@ -166,7 +184,9 @@ pub fn redis_server_path() -> Option<PathBuf> {
         return p.is_file().then_some(p);
     }
     let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).map(|d| d.join("redis-server")).find(|p| p.is_file())
+    std::env::split_paths(&path)
+        .map(|d| d.join("redis-server"))
+        .find(|p| p.is_file())
 }
 
 fn free_port() -> u16 {
@@ -179,7 +199,9 @@ fn free_port() -> u16 {
 /// Sends PING on a fresh connection; true on `+PONG` (or `-NOAUTH`/`-LOADING`,
 /// which also mean the server is up and answering).
 fn ping(port: u16) -> bool {
-    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else { return false };
+    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
     let _ = s.set_read_timeout(Some(Duration::from_secs(1)));
     if s.write_all(b"*1\r\n$4\r\nPING\r\n").is_err() {
         return false;
@@ -208,14 +230,28 @@ pub fn start_redis(args: &[&str]) -> Option<Server> {
     for _attempt in 0..5 {
         let port = free_port();
         let mut cmd = Command::new(&bin);
-        cmd.args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
-            .args(["--enable-debug-command", "yes", "--daemonize", "no"])
-            .arg("--dir")
-            .arg(&dir)
-            .args(args);
-        let (child, log_path) =
-            spawn_logged(cmd, "redis").unwrap_or_else(|e| panic!("cannot run {}: {e}", bin.display()));
-        let mut server = Server { port, child, log_path, name: "redis-server" };
+        cmd.args([
+            "--port",
+            &port.to_string(),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ])
+        .args(["--enable-debug-command", "yes", "--daemonize", "no"])
+        .arg("--dir")
+        .arg(&dir)
+        .args(args);
+        let (child, log_path) = spawn_logged(cmd, "redis")
+            .unwrap_or_else(|e| panic!("cannot run {}: {e}", bin.display()));
+        let mut server = Server {
+            port,
+            child,
+            log_path,
+            name: "redis-server",
+        };
         let deadline = Instant::now() + START_TIMEOUT;
         loop {
             if ping(port) {
@@ -235,14 +271,20 @@ pub fn start_redis(args: &[&str]) -> Option<Server> {
 
 /// A sync `redis` crate client (RESP2).
 pub fn redis_client(port: u16) -> redis::Connection {
-    let client = redis::Client::open(format!("redis://127.0.0.1:{port}/")).expect("redis client url");
-    client.get_connection_with_timeout(IO_TIMEOUT).expect("redis client connect")
+    let client =
+        redis::Client::open(format!("redis://127.0.0.1:{port}/")).expect("redis client url");
+    client
+        .get_connection_with_timeout(IO_TIMEOUT)
+        .expect("redis client connect")
 }
 
 /// A sync `redis` crate client speaking RESP3 (it sends `HELLO 3`).
 pub fn redis_client_resp3(port: u16) -> redis::Connection {
-    let client = redis::Client::open(format!("redis://127.0.0.1:{port}/?protocol=resp3")).expect("redis client url");
-    client.get_connection_with_timeout(IO_TIMEOUT).expect("redis client connect (resp3)")
+    let client = redis::Client::open(format!("redis://127.0.0.1:{port}/?protocol=resp3"))
+        .expect("redis client url");
+    client
+        .get_connection_with_timeout(IO_TIMEOUT)
+        .expect("redis client connect (resp3)")
 }
 
 /// A plain TCP connection speaking RESP, exposing the exact bytes of replies.
@@ -262,7 +304,11 @@ impl RawConn {
         stream.set_read_timeout(Some(IO_TIMEOUT))?;
         stream.set_write_timeout(Some(IO_TIMEOUT))?;
         let _ = stream.set_nodelay(true);
-        Ok(RawConn { stream, buf: Vec::new(), eof: false })
+        Ok(RawConn {
+            stream,
+            buf: Vec::new(),
+            eof: false,
+        })
     }
 
     pub fn stream(&self) -> &TcpStream {
@@ -278,7 +324,8 @@ impl RawConn {
 
     /// Sends bytes as they are.
     pub fn send_raw(&mut self, bytes: &[u8]) {
-        self.try_send_raw(bytes).unwrap_or_else(|e| panic!("write failed: {e}"));
+        self.try_send_raw(bytes)
+            .unwrap_or_else(|e| panic!("write failed: {e}"));
     }
 
     pub fn try_send_raw(&mut self, bytes: &[u8]) -> io::Result<()> {
@@ -362,12 +409,17 @@ impl RawConn {
         if !self.buf.is_empty() {
             return false;
         }
-        let _ = self.stream.set_read_timeout(Some(wait.max(Duration::from_millis(1))));
+        let _ = self
+            .stream
+            .set_read_timeout(Some(wait.max(Duration::from_millis(1))));
         let mut b = [0u8; 1];
         let closed = match self.stream.peek(&mut b) {
             Ok(0) => true,
             Ok(_) => false,
-            Err(e) => !matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted),
+            Err(e) => !matches!(
+                e.kind(),
+                io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
+            ),
         };
         let _ = self.stream.set_read_timeout(Some(IO_TIMEOUT));
         if closed {

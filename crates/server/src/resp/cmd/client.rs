@@ -167,7 +167,8 @@ fn kind(_c: &ClientInfo) -> Kind {
 /// Where Cairn's connection differs from Redis's, the fields approximate:
 /// - `qbuf`/`qbuf-free` of other clients are what their worker last
 ///   recorded (every 100 ms); for the calling client `qbuf` is the size of
-///   the request being run, as Redis shows for a lone request.
+///   the request being run as a multibulk, which is what Redis shows for
+///   a lone request (pipelined requests behind it are not counted).
 /// - `argv-mem` is the calling request's argument bytes, 0 for others (a
 ///   client between commands holds no argv, as in Redis).
 /// - Cairn has one growable reply buffer per connection, no 16 KiB static
@@ -414,7 +415,11 @@ fn pause(ctx: &mut Ctx) -> CmdResult {
     let now = cairn_engine::clock::now_ms() as i64;
     // Redis 7.0 adds without an overflow check: a huge timeout wraps to a
     // deadline in the past, which pauses nothing. 0 is also "no pause".
-    let end = if timeout == 0 { 0 } else { timeout.wrapping_add(now) };
+    let end = if timeout == 0 {
+        0
+    } else {
+        timeout.wrapping_add(now)
+    };
     if end > now {
         let p = &ctx.shared.pause;
         let until = p.until_ms.load(Ordering::Relaxed);
@@ -491,11 +496,20 @@ const HELP: &[(&str, &[&str])] = &[
             "    Return the client ID we are redirecting to when tracking is enabled.",
         ],
     ),
-    ("getname", &["GETNAME", "    Return the name of the current connection."]),
-    ("id", &["ID", "    Return the ID of the current connection."]),
+    (
+        "getname",
+        &["GETNAME", "    Return the name of the current connection."],
+    ),
+    (
+        "id",
+        &["ID", "    Return the ID of the current connection."],
+    ),
     (
         "info",
-        &["INFO", "    Return information about the current client connection."],
+        &[
+            "INFO",
+            "    Return information about the current client connection.",
+        ],
     ),
     (
         "kill",
@@ -527,7 +541,10 @@ const HELP: &[(&str, &[&str])] = &[
     ),
     (
         "unpause",
-        &["UNPAUSE", "    Stop the current client pause, resuming traffic."],
+        &[
+            "UNPAUSE",
+            "    Stop the current client pause, resuming traffic.",
+        ],
     ),
     (
         "pause",
@@ -538,15 +555,24 @@ const HELP: &[(&str, &[&str])] = &[
     ),
     (
         "reply",
-        &["REPLY (ON|OFF|SKIP)", "    Control the replies sent to the current connection."],
+        &[
+            "REPLY (ON|OFF|SKIP)",
+            "    Control the replies sent to the current connection.",
+        ],
     ),
     (
         "setname",
-        &["SETNAME <name>", "    Assign the name <name> to the current connection."],
+        &[
+            "SETNAME <name>",
+            "    Assign the name <name> to the current connection.",
+        ],
     ),
     (
         "unblock",
-        &["UNBLOCK <clientid> [TIMEOUT|ERROR]", "    Unblock the specified blocked client."],
+        &[
+            "UNBLOCK <clientid> [TIMEOUT|ERROR]",
+            "    Unblock the specified blocked client.",
+        ],
     ),
     (
         "tracking",
@@ -558,11 +584,17 @@ const HELP: &[(&str, &[&str])] = &[
     ),
     (
         "trackinginfo",
-        &["TRACKINGINFO", "    Report tracking status for the current connection."],
+        &[
+            "TRACKINGINFO",
+            "    Report tracking status for the current connection.",
+        ],
     ),
     (
         "no-evict",
-        &["NO-EVICT (ON|OFF)", "    Protect current client connection from eviction."],
+        &[
+            "NO-EVICT (ON|OFF)",
+            "    Protect current client connection from eviction.",
+        ],
     ),
 ];
 
@@ -614,7 +646,15 @@ mod tests {
     fn names_allow_printable_ascii_only() {
         assert!(validate_name(b"").is_ok());
         assert!(validate_name(b"a-b_c.1:2!~{}[]").is_ok());
-        for bad in [&b"a b"[..], b"a\nb", b"a\rb", b"a\tb", b"a\0b", b"\x7f", b"caf\xc3\xa9"] {
+        for bad in [
+            &b"a b"[..],
+            b"a\nb",
+            b"a\rb",
+            b"a\tb",
+            b"a\0b",
+            b"\x7f",
+            b"caf\xc3\xa9",
+        ] {
             assert!(validate_name(bad).is_err(), "{bad:?}");
         }
     }
@@ -623,7 +663,11 @@ mod tests {
     fn help_covers_every_client_subcommand() {
         for d in COMMANDS[0].subs {
             if d.name != "help" {
-                assert!(HELP.iter().any(|(n, _)| *n == d.name), "{} has no help", d.name);
+                assert!(
+                    HELP.iter().any(|(n, _)| *n == d.name),
+                    "{} has no help",
+                    d.name
+                );
             }
         }
     }

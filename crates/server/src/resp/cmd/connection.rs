@@ -75,6 +75,8 @@ fn hello(ctx: &mut Ctx) -> CmdResult {
         let opt = ctx.arg(j);
         let more = ctx.argc() - 1 - j;
         if opt.eq_ignore_ascii_case(b"auth") && more >= 2 {
+            ctx.client.redact_arg(j + 1);
+            ctx.client.redact_arg(j + 2);
             credentials = Some((ctx.arg(j + 1), ctx.arg(j + 2)));
             j += 3;
         } else if opt.eq_ignore_ascii_case(b"setname") && more >= 1 {
@@ -134,6 +136,10 @@ fn hello(ctx: &mut Ctx) -> CmdResult {
 
 /// AUTH [username] password → +OK, or WRONGPASS.
 fn auth(ctx: &mut Ctx) -> CmdResult {
+    // Credentials never reach MONITOR or SLOWLOG (Redis: `authCommand`).
+    for i in 1..ctx.argc() {
+        ctx.client.redact_arg(i);
+    }
     let (user, pass) = match ctx.argc() {
         2 => {
             // Redis keeps the pre-ACL error for the one-argument form when

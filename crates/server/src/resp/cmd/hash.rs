@@ -399,7 +399,18 @@ mod tests {
         assert_eq!(parse_cursor(b"-18446744073709551616"), None);
         assert_eq!(parse_cursor(b"5\0junk"), Some(5));
         assert_eq!(parse_cursor(b"\0junk"), Some(0));
-        for bad in [&b" 0"[..], b"\t1", b"\x0b1", b"1 ", b"-", b"+", b"abc", b"-abc", b"1.5", b"0x10"] {
+        for bad in [
+            &b" 0"[..],
+            b"\t1",
+            b"\x0b1",
+            b"1 ",
+            b"-",
+            b"+",
+            b"abc",
+            b"-abc",
+            b"1.5",
+            b"0x10",
+        ] {
             assert_eq!(parse_cursor(bad), None, "{bad:?}");
         }
     }
@@ -408,8 +419,14 @@ mod tests {
     fn scan_options() {
         let p = |v: &[&'static [u8]]| parse_scan_options(v.iter().copied());
         assert_eq!(p(&[]), Ok((None, 10)));
-        assert_eq!(p(&[b"MATCH", b"a*", b"count", b"5"]), Ok((Some(&b"a*"[..]), 5)));
-        assert_eq!(p(&[b"count", b"5", b"COUNT", b"7", b"match", b"x", b"match", b"y"]), Ok((Some(&b"y"[..]), 7)));
+        assert_eq!(
+            p(&[b"MATCH", b"a*", b"count", b"5"]),
+            Ok((Some(&b"a*"[..]), 5))
+        );
+        assert_eq!(
+            p(&[b"count", b"5", b"COUNT", b"7", b"match", b"x", b"match", b"y"]),
+            Ok((Some(&b"y"[..]), 7))
+        );
         assert_eq!(p(&[b"count", b"0"]), Err(CmdError::Syntax));
         assert_eq!(p(&[b"count", b"-1"]), Err(CmdError::Syntax));
         assert_eq!(p(&[b"count", b"x"]), Err(CmdError::NotInteger));

@@ -62,6 +62,7 @@ pub const COMMANDS: &[Def] = &[
 /// Keys of a multi-key command; eight fit without allocating.
 type Keys<'a> = SmallVec<[Key<'a>; 8]>;
 
+/// Keys from argument `from` on, each hashed once.
 fn keys_from<'a>(ctx: &Ctx<'a>, from: usize) -> Keys<'a> {
     let e = ctx.engine();
     ctx.args.iter_from(from).map(|a| e.key(a)).collect()
@@ -84,7 +85,9 @@ fn unlink(ctx: &mut Ctx) -> CmdResult {
 fn remove_keys(ctx: &mut Ctx, lazy: bool) -> CmdResult {
     let keys = keys_from(ctx, 1);
     let mut removed: SmallVec<[Box<Entry>; 4]> = SmallVec::new();
-    let n = op::del(&mut ctx.engine().lock_keys(&keys), ctx.db(), &keys, |e| removed.push(e));
+    let n = op::del(&mut ctx.engine().lock_keys(&keys), ctx.db(), &keys, |e| {
+        removed.push(e)
+    });
     for e in removed {
         free_entry(ctx, e, lazy);
     }
@@ -227,7 +230,10 @@ fn parse_expire_cond(ctx: &Ctx) -> Result<ExpireCond, CmdError> {
         } else if args::is(opt, "lt") {
             c.lt = true;
         } else {
-            return Err(CmdError::text(format!("ERR Unsupported option {}", c_str(opt))));
+            return Err(CmdError::text(format!(
+                "ERR Unsupported option {}",
+                c_str(opt)
+            )));
         }
     }
     if c.nx && (c.xx || c.gt || c.lt) {
@@ -236,7 +242,9 @@ fn parse_expire_cond(ctx: &Ctx) -> Result<ExpireCond, CmdError> {
         ));
     }
     if c.gt && c.lt {
-        return Err(CmdError::text("ERR GT and LT options at the same time are not compatible"));
+        return Err(CmdError::text(
+            "ERR GT and LT options at the same time are not compatible",
+        ));
     }
     Ok(c)
 }
@@ -311,6 +319,7 @@ fn renamenx(ctx: &mut Ctx) -> CmdResult {
     ctx.int(i64::from(done))
 }
 
+/// Redis `renameGenericCommand`, under one lock of both keys.
 fn rename_generic(ctx: &mut Ctx, nx: bool) -> Result<bool, CmdError> {
     let e = ctx.engine();
     let (from, to) = (e.key(ctx.arg(1)), e.key(ctx.arg(2)));
@@ -348,7 +357,9 @@ fn copy(ctx: &mut Ctx) -> CmdResult {
     let (from, to) = (e.key(ctx.arg(1)), e.key(ctx.arg(2)));
     let mut replaced = None;
     let mut g = e.lock_keys(&[from, to]);
-    let copied = op::copy(&mut g, ctx.db(), &from, dst_db, &to, replace, |old| replaced = Some(old))?;
+    let copied = op::copy(&mut g, ctx.db(), &from, dst_db, &to, replace, |old| {
+        replaced = Some(old)
+    })?;
     drop(g);
     if let Some(old) = replaced {
         // Redis's dbDelete of the replaced key: lazy only with
@@ -418,7 +429,8 @@ fn scan(ctx: &mut Ctx) -> CmdResult {
             let p = ctx.arg(i + 1);
             filter.pattern = (p != b"*").then_some(p);
         } else if args::is(opt, "type") && has_value {
-            filter.kind = Kind::from_name(ctx.arg(i + 1)).map_or(TypeFilter::Nothing, TypeFilter::Only);
+            filter.kind =
+                Kind::from_name(ctx.arg(i + 1)).map_or(TypeFilter::Nothing, TypeFilter::Only);
         } else {
             return Err(CmdError::Syntax);
         }
@@ -466,7 +478,7 @@ fn parse_cursor(arg: &[u8]) -> Option<u64> {
 
 /// RANDOMKEY → a random key, or null when the database is empty.
 fn randomkey(ctx: &mut Ctx) -> CmdResult {
-    let k = ctx.engine().random_key(ctx.db());
+    let k = op::random_key(ctx.engine(), ctx.db());
     ctx.bulk_or_null(k.as_deref())
 }
 
@@ -503,6 +515,8 @@ fn flush_mode(ctx: &Ctx) -> Result<bool, CmdError> {
     }
 }
 
+/// Frees flushed tables: on the lazyfree thread for ASYNC, else here (after
+/// the flush released its locks).
 fn free_tables(old: Vec<cairn_engine::table::Table>, lazy: bool) {
     if lazy && old.iter().any(|t| !t.is_empty()) {
         free_in_background(Box::new(old));
@@ -589,11 +603,17 @@ fn object_freq(ctx: &mut Ctx) -> CmdResult {
 }
 
 fn is_lfu(p: MaxmemoryPolicy) -> bool {
-    matches!(p, MaxmemoryPolicy::VolatileLfu | MaxmemoryPolicy::AllkeysLfu)
+    matches!(
+        p,
+        MaxmemoryPolicy::VolatileLfu | MaxmemoryPolicy::AllkeysLfu
+    )
 }
 
 fn is_lru(p: MaxmemoryPolicy) -> bool {
-    matches!(p, MaxmemoryPolicy::VolatileLru | MaxmemoryPolicy::AllkeysLru)
+    matches!(
+        p,
+        MaxmemoryPolicy::VolatileLru | MaxmemoryPolicy::AllkeysLru
+    )
 }
 
 /// OBJECT HELP → array of status lines (`addReplyHelp`, object.c).
@@ -654,7 +674,10 @@ mod tests {
         assert_eq!(deadline(-5, Unit::Millis, 1000), Some(995));
         assert_eq!(deadline(i64::MAX / 1000 + 1, Unit::Seconds, 0), None);
         assert_eq!(deadline(i64::MIN / 1000 - 1, Unit::Seconds, 0), None);
-        assert_eq!(deadline(i64::MIN / 1000, Unit::Seconds, 0), Some(i64::MIN / 1000 * 1000));
+        assert_eq!(
+            deadline(i64::MIN / 1000, Unit::Seconds, 0),
+            Some(i64::MIN / 1000 * 1000)
+        );
         assert_eq!(deadline(i64::MAX, Unit::Millis, 0), Some(i64::MAX));
         assert_eq!(deadline(i64::MAX, Unit::Millis, 1), None);
         assert_eq!(deadline(i64::MIN, Unit::Millis, 1), Some(i64::MIN + 1));
