@@ -13,7 +13,7 @@ static FROZEN_MS: AtomicI64 = AtomicI64::new(0);
 
 /// Current Unix time in milliseconds, including the test offset.
 pub fn now_ms() -> u64 {
-    (now_us() / 1000) as u64
+    now_us() / 1000
 }
 
 /// Current Unix time in microseconds, including the test offset.

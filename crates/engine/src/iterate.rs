@@ -1,4 +1,4 @@
-//! Whole-keyspace operations: SCAN, KEYS, RANDOMKEY, DBSIZE, FLUSHDB,
+//! Whole-keyspace operations: SCAN, KEYS, DBSIZE, FLUSHDB,
 //! FLUSHALL and SWAPDB. They work shard by shard; the ones that must be
 //! atomic (flushes, SWAPDB) lock every shard first.
 use crate::entry::Entry;
@@ -73,37 +73,6 @@ impl Engine {
                 }
             }
         });
-    }
-
-    /// A random live key of `db`, or None if it has none.
-    pub fn random_key(&self, db: usize) -> Option<Vec<u8>> {
-        let n = self.shard_count();
-        let start = rand::random::<u32>() as usize;
-        let now = crate::clock::now_ms();
-        // Walk shards from a random start so a sparse keyspace does not cost
-        // many random probes of empty shards.
-        for step in 0..n {
-            let i = (start + step) % n;
-            let found = self.with_shard(i, |s| {
-                let t = s.db_mut(db);
-                for _ in 0..16 {
-                    let slot = t.random_slot(rand::random::<u64>)?;
-                    if t.at(slot).is_expired(now) {
-                        drop(t.remove_at(slot));
-                        s.stats.expired_keys += 1;
-                        return Some(None);
-                    }
-                    return Some(Some(t.at(slot).key().to_vec()));
-                }
-                None
-            });
-            match found {
-                Some(Some(k)) => return Some(k),
-                Some(None) => return self.random_key(db),
-                None => continue,
-            }
-        }
-        None
     }
 
     /// Keys in `db`, expired-but-unremoved ones included, as Redis counts.

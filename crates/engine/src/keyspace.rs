@@ -112,7 +112,7 @@ impl Engine {
             hasher: hashbrown::DefaultHashBuilder::default(),
             databases,
             limits: Limits {
-                hash_max_listpack_entries: AtomicUsize::new(128),
+                hash_max_listpack_entries: AtomicUsize::new(512),
                 hash_max_listpack_value: AtomicUsize::new(64),
                 proto_max_bulk_len: AtomicUsize::new(512 * 1024 * 1024),
             },

@@ -351,7 +351,7 @@ mod tests {
             });
             // Churn between calls: grow the table a lot, then shrink it back.
             round += 1;
-            if round % 7 == 0 {
+            if round.is_multiple_of(7) {
                 for j in 0..500 {
                     let k = format!("t{round}-{j}").into_bytes();
                     t.insert_new(hash(&k), entry(&k, 0));

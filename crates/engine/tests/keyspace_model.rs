@@ -158,7 +158,7 @@ proptest! {
             // Every live key in the model reads back with its value and TTL;
             // SCAN returns exactly the live keys.
             let now = clock::now_ms();
-            for db in 0..DBS {
+            for (db, live_model) in model.iter().enumerate() {
                 let mut scanned = Vec::new();
                 let mut cursor = 0;
                 loop {
@@ -173,7 +173,7 @@ proptest! {
                 }
                 scanned.sort();
                 scanned.dedup();
-                let want: Vec<Vec<u8>> = model[db]
+                let want: Vec<Vec<u8>> = live_model
                     .iter()
                     .filter(|(_, (_, at))| *at == 0 || now <= *at)
                     .map(|(k, _)| k.clone())
@@ -183,7 +183,7 @@ proptest! {
                     let key = e.key(k);
                     let mut g = e.lock(&key);
                     let en = g.peek(db, &key).expect("live key present");
-                    let (v, at) = model[db][k];
+                    let (v, at) = live_model[k];
                     prop_assert_eq!(en.expire_at(), at);
                     match &en.value {
                         Value::Str(s) => prop_assert_eq!(s.to_vec(), vec![v]),

@@ -112,8 +112,6 @@ config_enum! {
         Verbose = "verbose",
         Notice = "notice",
         Warning = "warning",
-        /// Redis 7.2's "log nothing".
-        Nothing = "nothing",
     }
 }
 
@@ -587,7 +585,7 @@ fn parse_obuf(args: &[String], current: &Value) -> Result<Value, String> {
     let Value::Obuf(mut limits) = current.clone() else {
         return Err("internal error: client-output-buffer-limit has no current value".into());
     };
-    if args.len() % 4 != 0 {
+    if !args.len().is_multiple_of(4) {
         return Err("Wrong number of arguments in buffer limit configuration.".into());
     }
     // Validate everything before changing anything, as Redis does.
@@ -1316,11 +1314,11 @@ fn format_memory(bytes: u64) -> String {
     const GB: u64 = 1024 * 1024 * 1024;
     const MB: u64 = 1024 * 1024;
     const KB: u64 = 1024;
-    if bytes != 0 && bytes % GB == 0 {
+    if bytes != 0 && bytes.is_multiple_of(GB) {
         format!("{}gb", bytes / GB)
-    } else if bytes != 0 && bytes % MB == 0 {
+    } else if bytes != 0 && bytes.is_multiple_of(MB) {
         format!("{}mb", bytes / MB)
-    } else if bytes != 0 && bytes % KB == 0 {
+    } else if bytes != 0 && bytes.is_multiple_of(KB) {
         format!("{}kb", bytes / KB)
     } else {
         bytes.to_string()

@@ -164,8 +164,9 @@ pub fn run(cfg: Config) -> Result<(), String> {
     log::notice(&format!("Server initialized threads={n} shards={}", shared.engine.shard_count()));
     // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
     unsafe {
-        libc::signal(libc::SIGTERM, on_signal as libc::sighandler_t);
-        libc::signal(libc::SIGINT, on_signal as libc::sighandler_t);
+        let handler = on_signal as extern "C" fn(libc::c_int);
+        libc::signal(libc::SIGTERM, handler as libc::sighandler_t);
+        libc::signal(libc::SIGINT, handler as libc::sighandler_t);
     }
     while !SIGNALLED.load(Ordering::SeqCst) && !shared.shutdown.load(Ordering::SeqCst) {
         std::thread::sleep(Duration::from_millis(50));

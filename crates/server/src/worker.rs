@@ -263,12 +263,8 @@ impl Worker {
             }
             // Give idle connections' big buffers back (Redis's
             // clientsCronResizeQueryBuffer / OutputBuffer).
-            if conn.filled == 0 && conn.rbuf.len() > READ_CHUNK {
-                conn.rbuf = Vec::new();
-            } else if conn.filled == 0
-                && !conn.rbuf.is_empty()
-                && now.duration_since(conn.last_active) > Duration::from_secs(2)
-            {
+            let idle = now.duration_since(conn.last_active) > Duration::from_secs(2);
+            if conn.filled == 0 && (conn.rbuf.len() > READ_CHUNK || (idle && !conn.rbuf.is_empty())) {
                 conn.rbuf = Vec::new();
             }
             if conn.pending_out() == 0 && conn.wbuf.capacity() > 64 * 1024 {

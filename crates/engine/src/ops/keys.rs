@@ -1,7 +1,7 @@
 //! Keyspace operations (Redis 7.0 `db.c`, `expire.c`, `object.c`): DEL,
 //! EXISTS, TYPE, TOUCH, the EXPIRE family, TTL, PERSIST, RENAME, MOVE, COPY,
 //! OBJECT, and the filtering half of KEYS and SCAN. The whole-keyspace walks
-//! themselves (`Engine::scan`, `for_each_key`, `random_key`, `flush`,
+//! themselves (`Engine::scan`, `for_each_key`, `flush`,
 //! `swap_dbs`) live in `iterate`.
 //!
 //! Statistics follow Redis's lookup flavours, because INFO exposes them:
@@ -275,10 +275,7 @@ fn lfu_decayed(freq: u8, idle_secs: u64) -> u8 {
 
 /// RANDOMKEY: a live key of `db` chosen uniformly, None if it has none.
 ///
-/// Used instead of `Engine::random_key`, which recurses once per expired key
-/// it meets (a stack overflow after a mass expiry: 400k expired keys crash
-/// the worker) and favours keys whose shard follows empty ones. Here a shard
-/// is picked with probability proportional to its key count, then a slot
+/// A shard is picked with probability proportional to its key count, then a slot
 /// uniformly within it; expired keys met on the way are removed, as Redis's
 /// `dbRandomKey` does, in a loop. Costs one pass over the shard locks.
 pub fn random_key(engine: &Engine, db: usize) -> Option<Vec<u8>> {

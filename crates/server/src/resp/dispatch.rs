@@ -6,7 +6,6 @@ use crate::resp::ctx::{Args, Ctx};
 use crate::resp::errors::{unknown_command, CmdError};
 use crate::resp::table::{flags, Command};
 use crate::shared::{bump, Msg, Shared, WorkerStats};
-use cairn_protocol::resp::ReplyWriter;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
@@ -24,7 +23,7 @@ pub enum Outcome {
 pub fn resolve<'t>(shared: &'t Shared, args: &Args) -> Result<&'t Command, CmdError> {
     let name = args.get(0);
     let Some(cmd) = shared.table.lookup(name) else {
-        return Err(CmdError::text(unknown_command(name, args.iter_from(1))));
+        return Err(unknown_command(name, args.iter_from(1)));
     };
     if cmd.handler.is_some() {
         return Ok(cmd);
@@ -165,7 +164,16 @@ fn shown_arg<'a>(args: &Args<'a>, i: usize, redact: u64) -> &'a [u8] {
 
 fn write_error(out: &mut Vec<u8>, client: &Client, e: &CmdError, stats: &WorkerStats) {
     bump(&stats.error_replies, 1);
-    ReplyWriter::new(out, client.proto).error(&e.message());
+    let _ = client;
+    // Client bytes may sit in the text; CR and LF become spaces so the
+    // reply stays one line (Redis: `addReplyErrorLength`).
+    out.push(b'-');
+    out.extend(
+        e.message_bytes()
+            .iter()
+            .map(|&c| if c == b'\r' || c == b'\n' { b' ' } else { c }),
+    );
+    out.extend_from_slice(b"\r\n");
 }
 
 /// Sends the MONITOR line for this command to every monitor

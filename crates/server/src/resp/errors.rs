@@ -25,6 +25,9 @@ pub enum CmdError {
     /// A complete reply text (without the leading `-`) that has no variant
     /// of its own, such as `ERR Client names cannot contain spaces, ...`.
     Text(Cow<'static, str>),
+    /// Like `Text`, for texts that quote client bytes verbatim (which need
+    /// not be UTF-8), such as the unknown-command error.
+    Bytes(Vec<u8>),
 }
 
 impl From<EngineError> for CmdError {
@@ -58,6 +61,19 @@ impl CmdError {
                 Cow::Owned(format!("ERR wrong number of arguments for '{cmd}' command"))
             }
             CmdError::Text(t) => t.clone(),
+            CmdError::Bytes(b) => Cow::Owned(String::from_utf8_lossy(b).into_owned()),
+        }
+    }
+
+    /// The error line as bytes, exactly as it goes on the wire (between
+    /// `-` and CRLF, before CR/LF are replaced).
+    pub fn message_bytes(&self) -> Cow<'_, [u8]> {
+        match self {
+            CmdError::Bytes(b) => Cow::Borrowed(b),
+            other => match other.message() {
+                Cow::Borrowed(s) => Cow::Borrowed(s.as_bytes()),
+                Cow::Owned(s) => Cow::Owned(s.into_bytes()),
+            },
         }
     }
 }
@@ -90,24 +106,47 @@ pub fn truncate_lossy(b: &[u8], n: usize) -> String {
     String::from_utf8_lossy(&b[..b.len().min(n)]).into_owned()
 }
 
-/// Redis 7.0's unknown-command text: the name and the first arguments,
-/// each quoted, the argument list capped near 128 bytes (server.c
-/// `processCommand`).
-pub fn unknown_command(name: &[u8], args: impl Iterator<Item = impl AsRef<[u8]>>) -> String {
+/// `%.Ns` of client bytes: C-string semantics, so a NUL ends it.
+fn c_str(b: &[u8], n: usize) -> &[u8] {
+    let b = &b[..b.len().min(n)];
+    match b.iter().position(|&c| c == 0) {
+        Some(i) => &b[..i],
+        None => b,
+    }
+}
+
+/// Redis 7.0's unknown-command text (server.c `processCommand`): the name
+/// and the first arguments, each quoted, the argument list capped near 128
+/// bytes, every piece printed with `%.*s`, so bytes go out as sent and a
+/// NUL cuts the piece short.
+pub fn unknown_command<'a>(name: &[u8], args: impl Iterator<Item = &'a [u8]>) -> CmdError {
     let mut list: Vec<u8> = Vec::new();
     for a in args {
         if list.len() >= 128 {
             break;
         }
         let room = 128 - list.len();
-        let a = a.as_ref();
         list.push(b'\'');
-        list.extend_from_slice(&a[..a.len().min(room)]);
+        list.extend_from_slice(c_str(a, room));
         list.extend_from_slice(b"' ");
     }
-    format!(
-        "ERR unknown command '{}', with args beginning with: {}",
-        truncate_lossy(name, 128),
-        String::from_utf8_lossy(&list)
-    )
+    let mut msg = b"ERR unknown command '".to_vec();
+    msg.extend_from_slice(c_str(name, 128));
+    msg.extend_from_slice(b"', with args beginning with: ");
+    msg.extend_from_slice(&list);
+    CmdError::Bytes(msg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_command_quotes_bytes_like_printf() {
+        let e = unknown_command(b"fo\0o", [&b"a\xffb"[..], b"c\0d"].into_iter());
+        assert_eq!(
+            &*e.message_bytes(),
+            &b"ERR unknown command 'fo', with args beginning with: 'a\xffb' 'c' "[..]
+        );
+    }
 }

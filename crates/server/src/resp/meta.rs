@@ -146,7 +146,7 @@ mod tests {
                 let M::Set(set) = info[idx] else {
                     panic!("{}: not a set", c.name)
                 };
-                let names: Vec<M> = strs.iter().map(|s| M::Simple(*s)).collect();
+                let names: Vec<M> = strs.iter().map(|s| M::Simple(s)).collect();
                 assert_eq!(set, &names[..]);
             }
         }

@@ -201,19 +201,16 @@ fn expire_generic(ctx: &mut Ctx, unit: Unit, relative: bool, name: &'static str)
     })
 }
 
-/// `n` units after `base` ms, or None where Redis reports overflow: a
-/// seconds value that cannot be multiplied by 1000, or a sum above
-/// `i64::MAX` (a negative result is allowed; it deletes the key).
+/// `n` units after `base` ms (`base` >= 0), or None where Redis reports
+/// overflow: a seconds value that cannot be multiplied by 1000 (`when >
+/// LLONG_MAX / 1000 || when < LLONG_MIN / 1000`), or a sum above
+/// `i64::MAX`. A negative result is allowed; it deletes the key.
 fn deadline(n: i64, unit: Unit, base: i64) -> Option<i64> {
-    let ms = match unit {
-        Unit::Seconds if n > i64::MAX / 1000 || n < i64::MIN / 1000 => return None,
-        Unit::Seconds => n * 1000,
-        Unit::Millis => n,
+    let per_unit = match unit {
+        Unit::Seconds => 1000,
+        Unit::Millis => 1,
     };
-    if ms > i64::MAX - base {
-        return None;
-    }
-    Some(ms + base)
+    n.checked_mul(per_unit)?.checked_add(base)
 }
 
 /// Redis `parseExtendedExpireArgumentsOrReply`: any of NX XX GT LT, repeats
@@ -461,7 +458,7 @@ fn parse_cursor(arg: &[u8]) -> Option<u64> {
     let (negative, digits) = match s.split_first() {
         None => return Some(0),
         // C isspace: space, \t \n \v \f \r.
-        Some((c, _)) if matches!(c, b' ' | b'\t'..=b'\r') => return None,
+        Some((b' ' | b'\t'..=b'\r', _)) => return None,
         Some((b'-', rest)) => (true, rest),
         Some((b'+', rest)) => (false, rest),
         Some(_) => (false, s),

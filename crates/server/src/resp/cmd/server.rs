@@ -538,7 +538,14 @@ fn config_get(ctx: &mut Ctx) -> CmdResult {
 /// CONFIG SET directive value [directive value ...] → +OK; all or nothing.
 fn config_set(ctx: &mut Ctx) -> CmdResult {
     if ctx.argc() % 2 != 0 {
-        return Err(CmdError::WrongArity("config|set"));
+        return Err(CmdError::Syntax);
+    }
+    // Secrets never reach the slow log or MONITOR, even when the command
+    // fails (config.c `configSetCommand` redacts before validating).
+    for i in (2..ctx.argc()).step_by(2) {
+        if crate::config::is_sensitive(&String::from_utf8_lossy(ctx.arg(i))) {
+            ctx.client.redact_arg(i + 1);
+        }
     }
     let pairs: Vec<(String, String)> = (2..ctx.argc())
         .step_by(2)
