@@ -4,10 +4,14 @@
 //! absolute deadlines (EXPIREAT, PXAT) and relative ones share one scale. The
 //! offset exists so integration tests can jump the clock forward through
 //! `DEBUG JUMP-CLOCK` instead of sleeping; it is zero in production.
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU32, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 static OFFSET_MS: AtomicI64 = AtomicI64::new(0);
+/// Seconds for LRU bookkeeping, refreshed by `tick` (Redis's cached
+/// `server.lruclock`): reading the time on every key access would cost a
+/// clock call per command for a value only precise to the second.
+static LRU_SECS: AtomicU32 = AtomicU32::new(0);
 /// Non-zero: the clock stands still at this Unix millisecond (tests only).
 static FROZEN_MS: AtomicI64 = AtomicI64::new(0);
 
@@ -47,9 +51,26 @@ pub fn freeze(on: bool) {
 /// Moves the clock forward (or back) by `delta_ms` for every later reading.
 pub fn jump(delta_ms: i64) {
     OFFSET_MS.fetch_add(delta_ms, Ordering::Relaxed);
+    tick();
 }
 
 /// The offset currently applied, in milliseconds.
 pub fn offset_ms() -> i64 {
     OFFSET_MS.load(Ordering::Relaxed)
+}
+
+/// Refreshes the cached LRU clock; the server's cron calls it every tick.
+pub fn tick() {
+    LRU_SECS.store((now_ms() / 1000) as u32, Ordering::Relaxed);
+}
+
+/// The LRU clock in seconds, as of the last `tick` (never 0 once read).
+pub fn lru_secs() -> u32 {
+    match LRU_SECS.load(Ordering::Relaxed) {
+        0 => {
+            tick();
+            LRU_SECS.load(Ordering::Relaxed)
+        }
+        s => s,
+    }
 }

@@ -62,10 +62,14 @@ impl Entry {
         Entry::new(key, value, self.expire_at)
     }
 
-    /// Records an access for LRU/LFU bookkeeping.
-    pub fn touch(&mut self) {
-        self.access = lru_clock();
-        self.freq = lfu_log_incr(self.freq);
+    /// Records an access: the LFU counter under an LFU policy, else the
+    /// LRU time (Redis updates one or the other, never both: `lookupKey`).
+    pub fn touch(&mut self, lfu: bool) {
+        if lfu {
+            self.freq = lfu_log_incr(self.freq);
+        } else {
+            self.access = lru_clock();
+        }
     }
 
     /// Seconds since the last access.
@@ -84,7 +88,7 @@ impl Entry {
 pub const LFU_INIT_VAL: u8 = 5;
 
 fn lru_clock() -> u32 {
-    (crate::clock::now_ms() / 1000) as u32
+    crate::clock::lru_secs()
 }
 
 /// Redis's logarithmic counter increment (evict.c `LFULogIncr`, factor 10).

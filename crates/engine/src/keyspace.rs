@@ -46,6 +46,9 @@ pub struct Limits {
     pub hash_max_listpack_entries: AtomicUsize,
     pub hash_max_listpack_value: AtomicUsize,
     pub proto_max_bulk_len: AtomicUsize,
+    /// An LFU maxmemory policy is in force: accesses feed the LFU counter
+    /// instead of the LRU time.
+    pub lfu: std::sync::atomic::AtomicBool,
 }
 
 impl Limits {
@@ -115,6 +118,7 @@ impl Engine {
                 hash_max_listpack_entries: AtomicUsize::new(512),
                 hash_max_listpack_value: AtomicUsize::new(64),
                 proto_max_bulk_len: AtomicUsize::new(512 * 1024 * 1024),
+                lfu: std::sync::atomic::AtomicBool::new(false),
             },
         }
     }
@@ -156,7 +160,7 @@ impl Engine {
 
     /// Locks the shards of all `keys` in ascending order (deadlock-free).
     pub fn lock_keys(&self, keys: &[Key]) -> Guard<'_> {
-        let mut idx: SmallVec<[usize; 8]> = keys.iter().map(|k| self.shard_of(k)).collect();
+        let mut idx: SmallVec<[usize; 16]> = keys.iter().map(|k| self.shard_of(k)).collect();
         idx.sort_unstable();
         idx.dedup();
         let shards = idx
@@ -220,7 +224,7 @@ pub enum Expiry {
 /// Exclusive access to the shards of the keys a command named.
 pub struct Guard<'e> {
     engine: &'e Engine,
-    shards: SmallVec<[(usize, MutexGuard<'e, Shard>); 2]>,
+    shards: SmallVec<[(usize, MutexGuard<'e, Shard>); 16]>,
     /// The command's notion of "now", fixed for its whole run as Redis does.
     pub now: u64,
 }
@@ -266,12 +270,13 @@ impl<'e> Guard<'e> {
     /// A read lookup: counts a keyspace hit or miss and records the access.
     pub fn read(&mut self, db: usize, k: &Key) -> Option<&mut Entry> {
         let found = self.live_slot(db, k);
+        let lfu = self.engine.limits.lfu.load(Ordering::Relaxed);
         let shard = self.shard(k);
         match found {
             Some(i) => {
                 shard.stats.keyspace_hits += 1;
                 let e = shard.dbs[db].at_mut(i);
-                e.touch();
+                e.touch(lfu);
                 Some(e)
             }
             None => {
@@ -291,8 +296,9 @@ impl<'e> Guard<'e> {
     /// A lookup for a write: records the access (writes count as use).
     pub fn write(&mut self, db: usize, k: &Key) -> Option<&mut Entry> {
         let i = self.live_slot(db, k)?;
+        let lfu = self.engine.limits.lfu.load(Ordering::Relaxed);
         let e = self.shard(k).dbs[db].at_mut(i);
-        e.touch();
+        e.touch(lfu);
         Some(e)
     }
 

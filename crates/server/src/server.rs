@@ -196,6 +196,7 @@ fn cron(shared: Arc<Shared>) {
         let hz = shared.config.read().hz.clamp(1, 500) as u64;
         let period = Duration::from_millis(1000 / hz);
         let started = Instant::now();
+        cairn_engine::clock::tick();
         shared.engine.active_expire(&mut state, started + period / 4);
         std::thread::sleep(period.saturating_sub(started.elapsed()));
     }

@@ -141,6 +141,13 @@ impl Shared {
         h.slowlog_slower_than_us
             .store(c.slowlog_log_slower_than.max(0) as u64, Ordering::Relaxed);
         let limits = &self.engine.limits;
+        limits.lfu.store(
+            matches!(
+                c.maxmemory_policy,
+                crate::config::MaxmemoryPolicy::AllkeysLfu | crate::config::MaxmemoryPolicy::VolatileLfu
+            ),
+            Ordering::Relaxed,
+        );
         limits
             .proto_max_bulk_len
             .store(c.proto_max_bulk_len as usize, Ordering::Relaxed);

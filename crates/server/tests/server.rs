@@ -83,7 +83,10 @@ fn parse_info(body: &str) -> HashMap<String, String> {
         let (k, v) = line
             .split_once(':')
             .unwrap_or_else(|| panic!("INFO line without ':': {line:?}"));
-        assert!(out.insert(k.to_string(), v.to_string()).is_none(), "{k} twice");
+        assert!(
+            out.insert(k.to_string(), v.to_string()).is_none(),
+            "{k} twice"
+        );
     }
     out
 }
@@ -105,7 +108,10 @@ fn sub_field(value: &str, name: &str) -> String {
 }
 
 fn unix_secs() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs()
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
 }
 
 fn temp_path(name: &str) -> PathBuf {
@@ -134,7 +140,9 @@ fn command_lists_every_command() {
             other => panic!("not an entry: {other:?}"),
         })
         .collect();
-    for n in ["get", "set", "command", "config", "info", "slowlog", "monitor", "debug"] {
+    for n in [
+        "get", "set", "command", "config", "info", "slowlog", "monitor", "debug",
+    ] {
         assert!(names.iter().any(|x| x == n), "COMMAND lacks {n}");
     }
     // Top-level only; subcommands appear inside their container's entry.
@@ -156,23 +164,47 @@ fn command_lists_every_command() {
 fn command_info_bytes_and_lookups() {
     let s = cairn();
     let mut r = s.conn();
-    assert_eq!(r.cmd(&["COMMAND", "INFO", "get"]), [b"*1\r\n", GET_INFO].concat());
+    assert_eq!(
+        r.cmd(&["COMMAND", "INFO", "get"]),
+        [b"*1\r\n", GET_INFO].concat()
+    );
     // Any case; unknown names and bad subcommand paths are null entries.
     assert_eq!(
-        r.cmd(&["COMMAND", "INFO", "GET", "nosuch", "get|foo", "config|nosuch", "a|b|c"]),
+        r.cmd(&[
+            "COMMAND",
+            "INFO",
+            "GET",
+            "nosuch",
+            "get|foo",
+            "config|nosuch",
+            "a|b|c"
+        ]),
         [b"*5\r\n", GET_INFO, b"$-1\r\n$-1\r\n$-1\r\n$-1\r\n"].concat()
     );
     let sub = r.cmd(&["command", "info", "CONFIG|GET"]);
-    assert!(sub.starts_with(b"*1\r\n*10\r\n$10\r\nconfig|get\r\n:-3\r\n"), "{}", text(&sub));
+    assert!(
+        sub.starts_with(b"*1\r\n*10\r\n$10\r\nconfig|get\r\n:-3\r\n"),
+        "{}",
+        text(&sub)
+    );
     // A container lists the subcommands Cairn has.
     let config = text(&r.cmd(&["COMMAND", "INFO", "config"]));
-    for s in ["config|get", "config|set", "config|resetstat", "config|rewrite", "config|help"] {
+    for s in [
+        "config|get",
+        "config|set",
+        "config|resetstat",
+        "config|rewrite",
+        "config|help",
+    ] {
         assert!(config.contains(s), "{s} missing from {config}");
     }
     // RESP3: sets and null.
     r.cmd(&["HELLO", "3"]);
     let v3 = text(&r.cmd(&["COMMAND", "INFO", "get", "nosuch"]));
-    assert!(v3.starts_with("*2\r\n*10\r\n$3\r\nget\r\n:2\r\n~2\r\n+readonly\r\n"), "{v3}");
+    assert!(
+        v3.starts_with("*2\r\n*10\r\n$3\r\nget\r\n:2\r\n~2\r\n+readonly\r\n"),
+        "{v3}"
+    );
     assert!(v3.ends_with("_\r\n"), "{v3}");
 }
 
@@ -181,7 +213,12 @@ fn command_docs() {
     let s = cairn();
     let mut r = s.conn();
     let docs = text(&r.cmd(&["COMMAND", "DOCS", "get", "nosuch"]));
-    assert!(docs.starts_with("*2\r\n$3\r\nget\r\n*10\r\n$7\r\nsummary\r\n$22\r\nGet the value of a key\r\n"), "{docs}");
+    assert!(
+        docs.starts_with(
+            "*2\r\n$3\r\nget\r\n*10\r\n$7\r\nsummary\r\n$22\r\nGet the value of a key\r\n"
+        ),
+        "{docs}"
+    );
     assert_eq!(r.cmd(&["COMMAND", "DOCS", "nosuch"]), b"*0\r\n");
     let sub = text(&r.cmd(&["COMMAND", "DOCS", "config|get"]));
     assert!(sub.starts_with("*2\r\n$10\r\nconfig|get\r\n"), "{sub}");
@@ -209,7 +246,16 @@ fn command_list_and_filters() {
 
     let mut slow: Vec<String> = q(&mut c, &["COMMAND", "LIST", "FILTERBY", "PATTERN", "SLOW*"]);
     slow.sort();
-    assert_eq!(slow, ["slowlog", "slowlog|get", "slowlog|help", "slowlog|len", "slowlog|reset"]);
+    assert_eq!(
+        slow,
+        [
+            "slowlog",
+            "slowlog|get",
+            "slowlog|help",
+            "slowlog|len",
+            "slowlog|reset"
+        ]
+    );
     let hash: Vec<String> = q(&mut c, &["COMMAND", "LIST", "FILTERBY", "ACLCAT", "Hash"]);
     assert!(hash.contains(&"hset".to_string()) && !hash.contains(&"get".to_string()));
     assert!(hash.iter().all(|n| n.starts_with('h')), "{hash:?}");
@@ -278,9 +324,18 @@ fn command_getkeys() {
 fn command_help() {
     let (_s, mut c) = server();
     let lines: Vec<String> = q(&mut c, &["command", "help"]);
-    assert_eq!(lines[0], "COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:");
+    assert_eq!(
+        lines[0],
+        "COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"
+    );
     assert_eq!(lines[lines.len() - 2..], ["HELP", "    Prints this help."]);
-    for sub in ["COUNT", "LIST", "INFO [<command-name> ...]", "DOCS [<command-name> ...]", "GETKEYS <full-command>"] {
+    for sub in [
+        "COUNT",
+        "LIST",
+        "INFO [<command-name> ...]",
+        "DOCS [<command-name> ...]",
+        "GETKEYS <full-command>",
+    ] {
         assert!(lines.iter().any(|l| l == sub), "{sub} not in help");
     }
     assert_eq!(
@@ -303,14 +358,25 @@ fn config_get_patterns_and_resp3_map() {
     let v: Vec<String> = q(&mut c, &["CONFIG", "GET", "nosuch"]);
     assert!(v.is_empty());
     // Several patterns, each directive once.
-    let m: HashMap<String, String> =
-        q(&mut c, &["CONFIG", "GET", "maxmemory", "slowlog-*", "maxmemory", "nosuch"]);
+    let m: HashMap<String, String> = q(
+        &mut c,
+        &[
+            "CONFIG",
+            "GET",
+            "maxmemory",
+            "slowlog-*",
+            "maxmemory",
+            "nosuch",
+        ],
+    );
     assert_eq!(m.len(), 3, "{m:?}");
     assert_eq!(m["slowlog-log-slower-than"], "10000");
     assert_eq!(m["slowlog-max-len"], "128");
     // Aliases match patterns too.
     let m: HashMap<String, String> = q(&mut c, &["CONFIG", "GET", "hash-max-*-entries"]);
-    assert!(m.contains_key("hash-max-listpack-entries") && m.contains_key("hash-max-ziplist-entries"));
+    assert!(
+        m.contains_key("hash-max-listpack-entries") && m.contains_key("hash-max-ziplist-entries")
+    );
     assert_eq!(
         err(&mut c, &["CONFIG", "GET"]),
         "ERR wrong number of arguments for 'config|get' command"
@@ -336,17 +402,31 @@ fn config_set_round_trip_and_atomicity() {
     assert_eq!(v, ["maxmemory", "1048576"]);
     let _: () = q(
         &mut c,
-        &["CONFIG", "SET", "maxmemory", "0", "maxmemory-policy", "ALLKEYS-LRU", "timeout", "7"],
+        &[
+            "CONFIG",
+            "SET",
+            "maxmemory",
+            "0",
+            "maxmemory-policy",
+            "ALLKEYS-LRU",
+            "timeout",
+            "7",
+        ],
     );
-    let m: HashMap<String, String> =
-        q(&mut c, &["CONFIG", "GET", "maxmemory", "maxmemory-policy", "timeout"]);
+    let m: HashMap<String, String> = q(
+        &mut c,
+        &["CONFIG", "GET", "maxmemory", "maxmemory-policy", "timeout"],
+    );
     assert_eq!(m["maxmemory"], "0");
     assert_eq!(m["maxmemory-policy"], "allkeys-lru");
     assert_eq!(m["timeout"], "7");
 
     // One bad pair: nothing changes.
     assert_eq!(
-        err(&mut c, &["CONFIG", "SET", "timeout", "9", "maxmemory", "abc"]),
+        err(
+            &mut c,
+            &["CONFIG", "SET", "timeout", "9", "maxmemory", "abc"]
+        ),
         "ERR CONFIG SET failed (possibly related to argument 'maxmemory') - argument must be a memory value"
     );
     let v: Vec<String> = q(&mut c, &["CONFIG", "GET", "timeout"]);
@@ -356,7 +436,10 @@ fn config_set_round_trip_and_atomicity() {
         "ERR Unknown option or number of arguments for CONFIG SET - 'nosuch'"
     );
     assert_eq!(
-        err(&mut c, &["CONFIG", "SET", "maxmemory", "1", "maxmemory", "2"]),
+        err(
+            &mut c,
+            &["CONFIG", "SET", "maxmemory", "1", "maxmemory", "2"]
+        ),
         "ERR CONFIG SET failed (possibly related to argument 'maxmemory') - duplicate parameter"
     );
     assert_eq!(
@@ -373,7 +456,10 @@ fn config_set_round_trip_and_atomicity() {
     );
     // bind cannot move at runtime: refused, not silently ignored.
     let e = err(&mut c, &["CONFIG", "SET", "bind", "127.0.0.1 ::1"]);
-    assert!(e.starts_with("ERR CONFIG SET failed (possibly related to argument 'bind')"), "{e}");
+    assert!(
+        e.starts_with("ERR CONFIG SET failed (possibly related to argument 'bind')"),
+        "{e}"
+    );
     let v: Vec<String> = q(&mut c, &["CONFIG", "GET", "bind"]);
     assert_eq!(v, ["bind", "127.0.0.1"]);
 }
@@ -407,7 +493,10 @@ fn config_set_dir_changes_the_working_directory() {
     let v: Vec<String> = q(&mut c, &["CONFIG", "GET", "dir"]);
     assert_eq!(v[1], canonical.to_str().unwrap());
     let e = err(&mut c, &["CONFIG", "SET", "dir", "/nonexistent/cairn/dir"]);
-    assert!(e.starts_with("ERR CONFIG SET failed (possibly related to argument 'dir') - "), "{e}");
+    assert!(
+        e.starts_with("ERR CONFIG SET failed (possibly related to argument 'dir') - "),
+        "{e}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -431,7 +520,11 @@ impl FileServer {
             .stderr(out)
             .spawn()
             .expect("start cairn");
-        let mut s = FileServer { child, port: 0, log };
+        let mut s = FileServer {
+            child,
+            port: 0,
+            log,
+        };
         let deadline = Instant::now() + support::START_TIMEOUT;
         loop {
             let text = s.log();
@@ -443,7 +536,10 @@ impl FileServer {
                 s.port = port;
                 return s;
             }
-            assert!(s.child.try_wait().unwrap().is_none(), "cairn exited: {text}");
+            assert!(
+                s.child.try_wait().unwrap().is_none(),
+                "cairn exited: {text}"
+            );
             assert!(Instant::now() < deadline, "cairn did not start: {text}");
             std::thread::sleep(Duration::from_millis(10));
         }
@@ -483,25 +579,48 @@ fn config_rewrite() {
     let v: Vec<String> = q(&mut c, &["CONFIG", "GET", "maxmemory"]);
     assert_eq!(v, ["maxmemory", "10485760"]);
     let m = info(&mut c, &["server"]);
-    assert_eq!(PathBuf::from(&m["config_file"]), std::path::absolute(&path).unwrap());
+    assert_eq!(
+        PathBuf::from(&m["config_file"]),
+        std::path::absolute(&path).unwrap()
+    );
 
-    let _: () = q(&mut c, &["CONFIG", "SET", "maxmemory", "20mb", "timeout", "30"]);
+    let _: () = q(
+        &mut c,
+        &["CONFIG", "SET", "maxmemory", "20mb", "timeout", "30"],
+    );
     let _: () = q(&mut c, &["CONFIG", "REWRITE"]);
     let written = std::fs::read_to_string(&path).unwrap();
     assert!(written.starts_with("# my settings\n"), "{written}");
     assert!(written.contains("maxmemory 20mb"), "{written}");
     assert!(written.contains("timeout 30"), "{written}");
-    assert_eq!(s.log().matches("CONFIG REWRITE executed with success.").count(), 1);
+    assert_eq!(
+        s.log()
+            .matches("CONFIG REWRITE executed with success.")
+            .count(),
+        1
+    );
 
     // CONFIG SET loglevel takes effect at once: the success notice is not
     // logged at "warning", and the level is written to the file.
     let _: () = q(&mut c, &["CONFIG", "SET", "loglevel", "warning"]);
     let _: () = q(&mut c, &["CONFIG", "REWRITE"]);
-    assert_eq!(s.log().matches("CONFIG REWRITE executed with success.").count(), 1);
-    assert!(std::fs::read_to_string(&path).unwrap().contains("loglevel warning"));
+    assert_eq!(
+        s.log()
+            .matches("CONFIG REWRITE executed with success.")
+            .count(),
+        1
+    );
+    assert!(std::fs::read_to_string(&path)
+        .unwrap()
+        .contains("loglevel warning"));
     let _: () = q(&mut c, &["CONFIG", "SET", "loglevel", "notice"]);
     let _: () = q(&mut c, &["CONFIG", "REWRITE"]);
-    assert_eq!(s.log().matches("CONFIG REWRITE executed with success.").count(), 2);
+    assert_eq!(
+        s.log()
+            .matches("CONFIG REWRITE executed with success.")
+            .count(),
+        2
+    );
 
     // The file's directory is gone: the error names the cause.
     std::fs::remove_dir_all(&dir).unwrap();
@@ -509,7 +628,9 @@ fn config_rewrite() {
         err(&mut c, &["CONFIG", "REWRITE"]),
         "ERR Rewriting config file: No such file or directory"
     );
-    assert!(s.log().contains("CONFIG REWRITE failed: No such file or directory"));
+    assert!(s
+        .log()
+        .contains("CONFIG REWRITE failed: No such file or directory"));
 }
 
 #[test]
@@ -532,8 +653,14 @@ fn config_help_and_errors() {
             "    Prints this help.",
         ]
     );
-    assert_eq!(err(&mut c, &["CONFIG"]), "ERR wrong number of arguments for 'config' command");
-    assert_eq!(err(&mut c, &["CONFIG", "FOO"]), "ERR unknown subcommand 'FOO'. Try CONFIG HELP.");
+    assert_eq!(
+        err(&mut c, &["CONFIG"]),
+        "ERR wrong number of arguments for 'config' command"
+    );
+    assert_eq!(
+        err(&mut c, &["CONFIG", "FOO"]),
+        "ERR unknown subcommand 'FOO'. Try CONFIG HELP."
+    );
     assert_eq!(
         err(&mut c, &["CONFIG", "RESETSTAT", "x"]),
         "ERR wrong number of arguments for 'config|resetstat' command"
@@ -554,8 +681,10 @@ fn config_resetstat_resets_info_counters() {
     let before = info(&mut c, &["stats", "commandstats"]);
     assert_eq!(
         before["cmdstat_get"],
-        "calls=4,usec=".to_string() + &sub_field(&before["cmdstat_get"], "usec")
-            + ",usec_per_call=" + &sub_field(&before["cmdstat_get"], "usec_per_call")
+        "calls=4,usec=".to_string()
+            + &sub_field(&before["cmdstat_get"], "usec")
+            + ",usec_per_call="
+            + &sub_field(&before["cmdstat_get"], "usec_per_call")
             + ",rejected_calls=1,failed_calls=0"
     );
     assert_eq!(sub_field(&before["cmdstat_hget"], "failed_calls"), "1");
@@ -599,8 +728,17 @@ fn info_sections_and_fields() {
     assert_eq!(
         headers,
         [
-            "# Server", "# Clients", "# Memory", "# Persistence", "# Stats", "# Replication",
-            "# CPU", "# Modules", "# Errorstats", "# Cluster", "# Keyspace"
+            "# Server",
+            "# Clients",
+            "# Memory",
+            "# Persistence",
+            "# Stats",
+            "# Replication",
+            "# CPU",
+            "# Modules",
+            "# Errorstats",
+            "# Cluster",
+            "# Keyspace"
         ]
     );
     // Sections are separated by one empty line; the text ends with CRLF.
@@ -633,7 +771,10 @@ fn info_sections_and_fields() {
     assert_eq!(m["role"], "master");
     assert!(m["used_cpu_user"].parse::<f64>().unwrap() >= 0.0);
     assert_eq!(num(&m, "cluster_enabled"), 0);
-    assert!(!m.contains_key("cmdstat_info"), "commandstats is not a default section");
+    assert!(
+        !m.contains_key("cmdstat_info"),
+        "commandstats is not a default section"
+    );
 
     // all / everything add commandstats; sections by name, any case.
     let all = info(&mut c, &["all"]);
@@ -642,7 +783,10 @@ fn info_sections_and_fields() {
     assert!(everything.contains_key("cmdstat_info"));
     let only: String = q(&mut c, &["INFO", "CPU", "nosuch", "cluster"]);
     assert!(only.starts_with("# CPU\r\nused_cpu_sys:"), "{only}");
-    assert!(only.ends_with("\r\n\r\n# Cluster\r\ncluster_enabled:0\r\n"), "{only}");
+    assert!(
+        only.ends_with("\r\n\r\n# Cluster\r\ncluster_enabled:0\r\n"),
+        "{only}"
+    );
     let none: String = q(&mut c, &["INFO", "nosuch"]);
     assert_eq!(none, "");
 }
@@ -693,8 +837,14 @@ fn info_counts_traffic_and_clients() {
     }
     let b = info(&mut c, &["stats", "clients"]);
     assert_eq!(num(&b, "connected_clients"), 4);
-    assert_eq!(num(&b, "total_connections_received") - num(&a, "total_connections_received"), 3);
-    assert_eq!(num(&b, "total_commands_processed") - num(&a, "total_commands_processed"), 4);
+    assert_eq!(
+        num(&b, "total_connections_received") - num(&a, "total_connections_received"),
+        3
+    );
+    assert_eq!(
+        num(&b, "total_commands_processed") - num(&a, "total_commands_processed"),
+        4
+    );
     assert!(num(&b, "total_net_input_bytes") > num(&a, "total_net_input_bytes"));
     assert!(num(&b, "total_net_output_bytes") > num(&a, "total_net_output_bytes"));
     assert!(num(&b, "instantaneous_ops_per_sec") >= 0);
@@ -721,7 +871,10 @@ fn time_of(r: &mut RawConn) -> (u64, u64) {
     let raw = text(&r.cmd(&["TIME"]));
     let parts: Vec<&str> = raw.split("\r\n").collect();
     assert_eq!(parts[0], "*2", "{raw}");
-    assert!(parts[1].starts_with('$') && parts[3].starts_with('$'), "{raw}");
+    assert!(
+        parts[1].starts_with('$') && parts[3].starts_with('$'),
+        "{raw}"
+    );
     (parts[2].parse().unwrap(), parts[4].parse().unwrap())
 }
 
@@ -763,7 +916,10 @@ fn shutdown_errors_keep_the_server_running() {
     ] {
         assert_eq!(err(&mut c, bad), "ERR syntax error", "{bad:?}");
     }
-    assert_eq!(err(&mut c, &["SHUTDOWN", "ABORT"]), "ERR No shutdown in progress.");
+    assert_eq!(
+        err(&mut c, &["SHUTDOWN", "ABORT"]),
+        "ERR No shutdown in progress."
+    );
     // There is no persistence yet: SAVE cannot be honoured and says so.
     let e = err(&mut c, &["SHUTDOWN", "SAVE"]);
     assert!(e.starts_with("ERR Errors trying to SHUTDOWN"), "{e}");
@@ -785,7 +941,10 @@ fn shutdown_nosave_exits_and_removes_the_pidfile() {
     }
     let mut r = s.conn();
     r.send(&[b"SHUTDOWN", b"NOSAVE", b"NOW"]);
-    assert!(r.try_read_raw_reply().unwrap().is_none(), "SHUTDOWN replies nothing");
+    assert!(
+        r.try_read_raw_reply().unwrap().is_none(),
+        "SHUTDOWN replies nothing"
+    );
     let status = s.wait_exit(Duration::from_secs(5)).expect("server exited");
     assert!(status.success(), "{status}");
     assert!(!pidfile.exists());
@@ -846,7 +1005,10 @@ fn debug_sleep_blocks_this_connection() {
         err(&mut c, &["DEBUG", "FOO"]),
         "ERR unknown subcommand or wrong number of arguments for 'FOO'. Try DEBUG HELP."
     );
-    assert_eq!(err(&mut c, &["DEBUG"]), "ERR wrong number of arguments for 'debug' command");
+    assert_eq!(
+        err(&mut c, &["DEBUG"]),
+        "ERR wrong number of arguments for 'debug' command"
+    );
 }
 
 #[test]
@@ -863,21 +1025,44 @@ fn debug_object_and_help() {
     assert_eq!(parts[0], "Value");
     assert!(parts[1].starts_with("at:0x"), "{s}");
     // Values checked against Redis 7.0.15.
-    assert_eq!(parts[2..6], ["refcount:1", "encoding:embstr", "serializedlength:4", parts[5]]);
+    assert_eq!(
+        parts[2..6],
+        [
+            "refcount:1",
+            "encoding:embstr",
+            "serializedlength:4",
+            parts[5]
+        ]
+    );
     assert!(parts[5].starts_with("lru:"), "{s}");
     assert_eq!(parts[6], "lru_seconds_idle:0");
     assert!(obj(&mut c, "n").contains("refcount:1 encoding:int serializedlength:3 "));
     assert!(obj(&mut c, "small").contains("refcount:2147483647 encoding:int serializedlength:2 "));
     assert!(obj(&mut c, "h").contains("encoding:listpack serializedlength:14 "));
     assert!(obj(&mut c, "raw").contains("encoding:raw serializedlength:51 "));
-    assert_eq!(err(&mut c, &["DEBUG", "OBJECT", "nosuch"]), "ERR no such key");
+    assert_eq!(
+        err(&mut c, &["DEBUG", "OBJECT", "nosuch"]),
+        "ERR no such key"
+    );
     // Idle time follows the clock.
     let _: () = q(&mut c, &["DEBUG", "JUMP-CLOCK", "5000"]);
-    assert!(obj(&mut c, "s").ends_with("lru_seconds_idle:5"), "{}", obj(&mut c, "s"));
+    assert!(
+        obj(&mut c, "s").ends_with("lru_seconds_idle:5"),
+        "{}",
+        obj(&mut c, "s")
+    );
 
     let help: Vec<String> = q(&mut c, &["DEBUG", "HELP"]);
-    assert_eq!(help[0], "DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:");
-    for sub in ["JUMP-CLOCK <milliseconds>", "OBJECT <key>", "SLEEP <seconds>", "HELP"] {
+    assert_eq!(
+        help[0],
+        "DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"
+    );
+    for sub in [
+        "JUMP-CLOCK <milliseconds>",
+        "OBJECT <key>",
+        "SLEEP <seconds>",
+        "HELP",
+    ] {
         assert!(help.iter().any(|l| l == sub), "{sub} missing from {help:?}");
     }
 }
@@ -915,7 +1100,11 @@ fn slowlog_records_entries_in_redis_format() {
     assert!(lines[2].starts_with(':') && lines[3].starts_with(':') && lines[4].starts_with(':'));
     let ts: u64 = lines[3][1..].parse().unwrap();
     assert!(ts + 2 >= started && ts <= unix_secs() + 2, "{ts}");
-    assert_eq!(lines[5..12], ["*3", "$3", "SET", "$1", "k", "$1", "v"], "{raw}");
+    assert_eq!(
+        lines[5..12],
+        ["*3", "$3", "SET", "$1", "k", "$1", "v"],
+        "{raw}"
+    );
     assert_eq!(lines[13], local, "{raw}");
     assert_eq!(lines[14..16], ["$0", ""], "{raw}");
 
@@ -963,7 +1152,17 @@ fn slowlog_records_entries_in_redis_format() {
     let _: () = q(&mut c, &["CONFIG", "SET", "slowlog-max-len", "3"]);
     let len: i64 = q(&mut c, &["SLOWLOG", "LEN"]);
     assert!(len <= 3);
-    let _: () = q(&mut c, &["CONFIG", "SET", "slowlog-log-slower-than", "-1", "slowlog-max-len", "128"]);
+    let _: () = q(
+        &mut c,
+        &[
+            "CONFIG",
+            "SET",
+            "slowlog-log-slower-than",
+            "-1",
+            "slowlog-max-len",
+            "128",
+        ],
+    );
     let _: () = q(&mut c, &["SLOWLOG", "RESET"]);
     let _: () = q(&mut c, &["SET", "k", "v"]);
     let len: i64 = q(&mut c, &["SLOWLOG", "LEN"]);
@@ -987,9 +1186,15 @@ fn slowlog_errors_and_help() {
         err(&mut c, &["SLOWLOG", "LEN", "x"]),
         "ERR wrong number of arguments for 'slowlog|len' command"
     );
-    assert_eq!(err(&mut c, &["SLOWLOG", "FOO"]), "ERR unknown subcommand 'FOO'. Try SLOWLOG HELP.");
+    assert_eq!(
+        err(&mut c, &["SLOWLOG", "FOO"]),
+        "ERR unknown subcommand 'FOO'. Try SLOWLOG HELP."
+    );
     let help: Vec<String> = q(&mut c, &["slowlog", "help"]);
-    assert_eq!(help[0], "SLOWLOG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:");
+    assert_eq!(
+        help[0],
+        "SLOWLOG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"
+    );
     assert_eq!(help[1], "GET [<count>]");
     assert_eq!(help.len(), 12);
 }
@@ -1023,7 +1228,10 @@ fn monitor_sees_other_clients() {
     assert_eq!(usecs.len(), 6);
     assert!(rest.starts_with("[2 127.0.0.1:"), "{set}");
     assert!(rest.ends_with("] \"SET\" \"foo\" \"bar baz\"\r\n"), "{set}");
-    assert!(lines.iter().any(|l| l.contains("\"SELECT\" \"2\"")), "{lines:?}");
+    assert!(
+        lines.iter().any(|l| l.contains("\"SELECT\" \"2\"")),
+        "{lines:?}"
+    );
 
     // A second MONITOR is ignored without a reply; admin commands are not
     // shown; the monitor is not counted as a connected client.
@@ -1080,9 +1288,15 @@ fn redis_cli_works_against_cairn() {
     let s = cairn();
     assert_eq!(run_cli(&cli, s.port, &["ping"]), "PONG\n");
     let info = run_cli(&cli, s.port, &["info", "server"]);
-    assert!(info.starts_with("# Server\r\nredis_version:7.0.15\r\n"), "{info}");
+    assert!(
+        info.starts_with("# Server\r\nredis_version:7.0.15\r\n"),
+        "{info}"
+    );
     let docs = run_cli(&cli, s.port, &["--no-raw", "command", "docs", "get"]);
-    assert!(docs.contains("\"summary\"") && docs.contains("\"Get the value of a key\""), "{docs}");
+    assert!(
+        docs.contains("\"summary\"") && docs.contains("\"Get the value of a key\""),
+        "{docs}"
+    );
     // The same output as a real Redis, when one is installed.
     if let Some(redis) = support::start_redis(&[]) {
         for args in [
@@ -1092,7 +1306,11 @@ fn redis_cli_works_against_cairn() {
             &["--no-raw", "slowlog", "help"],
             &["--no-raw", "config", "help"],
         ] {
-            assert_eq!(run_cli(&cli, s.port, args), run_cli(&cli, redis.port, args), "{args:?}");
+            assert_eq!(
+                run_cli(&cli, s.port, args),
+                run_cli(&cli, redis.port, args),
+                "{args:?}"
+            );
         }
     }
 }

@@ -762,7 +762,10 @@ fn incrbyfloat() {
     assert_eq!(q::<String>(&mut c, &["INCRBYFLOAT", "f", "1.5"]), "1.5");
     assert_eq!(q::<String>(&mut c, &["INCRBYFLOAT", "f", "0.1"]), "1.6");
     // Long double arithmetic, printed with %.17Lf as Redis does.
-    assert_eq!(q::<String>(&mut c, &["INCRBYFLOAT", "f", "1e3"]), "1001.59999999999999998");
+    assert_eq!(
+        q::<String>(&mut c, &["INCRBYFLOAT", "f", "1e3"]),
+        "1001.59999999999999998"
+    );
     assert_eq!(q::<String>(&mut c, &["INCRBYFLOAT", "f", "-1001.6"]), "0");
     assert_eq!(q::<String>(&mut c, &["INCRBYFLOAT", "x", "0x10"]), "16");
     assert_eq!(q::<String>(&mut c, &["INCRBYFLOAT", "y", "-0"]), "0");

@@ -251,20 +251,12 @@ pub fn msetnx<'a>(g: &mut Guard, db: usize, pairs: &[(Key<'a>, &'a [u8])]) -> bo
     true
 }
 
-/// The string of an entry opened for editing, as bytes: an `int` is turned
-/// into its text first (Redis `dbUnshareStringValue`), and the result is
-/// marked `raw`, the encoding of an edited string.
-fn edit_bytes(s: &mut StrValue) -> &mut Vec<u8> {
-    if let StrValue::Int(n) = *s {
-        *s = StrValue::edited(itoa::Buffer::new().format(n).as_bytes().to_vec());
-    }
-    match s {
-        StrValue::Bytes { data, raw } => {
-            *raw = true;
-            data
-        }
-        StrValue::Int(_) => unreachable!("converted to bytes above"),
-    }
+/// The bytes of a string opened for editing, moved out (an `int` becomes
+/// its text, as Redis `dbUnshareStringValue` does). The caller puts the
+/// result back with `StrValue::edited`, the `raw` encoding of an edited
+/// string; the buffer itself is moved, not copied.
+fn take_bytes(s: &mut StrValue) -> Vec<u8> {
+    std::mem::replace(s, StrValue::Int(0)).into_vec()
 }
 
 /// Redis `checkStringLength(c, size, append)`: `size + append` may not
@@ -291,9 +283,11 @@ pub fn append(g: &mut Guard, db: usize, k: &Key, value: &[u8]) -> Result<usize> 
     if !fits(max, s.len(), value.len()) {
         return Err(Error::StringTooLong);
     }
-    let data = edit_bytes(s);
+    let mut data = take_bytes(s);
     data.extend_from_slice(value);
-    Ok(data.len())
+    let len = data.len();
+    *s = StrValue::edited(data);
+    Ok(len)
 }
 
 /// STRLEN key → the length, 0 if absent.
@@ -377,13 +371,15 @@ pub fn setrange(g: &mut Guard, db: usize, k: &Key, offset: usize, value: &[u8]) 
     if !fits {
         return Err(Error::StringTooLong);
     }
-    let data = edit_bytes(s);
+    let mut data = take_bytes(s);
     let end = offset + value.len();
     if data.len() < end {
         data.resize(end, 0);
     }
     data[offset..end].copy_from_slice(value);
-    Ok(data.len())
+    let len = data.len();
+    *s = StrValue::edited(data);
+    Ok(len)
 }
 
 /// INCR/DECR/INCRBY/DECRBY key: adds `delta` and returns the new value.

@@ -356,7 +356,7 @@ impl RawConn {
                         return Err(io::Error::new(
                             io::ErrorKind::InvalidData,
                             format!("undecodable reply bytes: {}", escape(&self.buf)),
-                        ))
+                        ));
                     }
                 }
             }

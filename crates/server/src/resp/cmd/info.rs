@@ -166,10 +166,7 @@ fn report(shared: &Shared, sel: &Selection) -> String {
                 if keys > 0 {
                     // avg_ttl: Redis estimates it from the keys its expiry
                     // cycle samples; Cairn's cycle keeps no such estimate.
-                    let _ = write!(
-                        out,
-                        "db{db}:keys={keys},expires={expires},avg_ttl=0\r\n"
-                    );
+                    let _ = write!(out, "db{db}:keys={keys},expires={expires},avg_ttl=0\r\n");
                 }
             }
         }
@@ -307,10 +304,8 @@ pub fn reset_stats(shared: &Shared) {
     let now = Counters::read(shared, Some(&engine));
     *SAMPLE.lock() = Some(Sample::start(Instant::now(), &now));
     *BASELINE.lock() = Some(now);
-    if let Some(tables) = ERRORS.get() {
-        for t in tables.iter() {
-            t.lock().clear();
-        }
+    for t in ERRORS.iter() {
+        t.lock().clear();
     }
     *shared.stat_reset_at.lock() = Instant::now();
 }
@@ -375,35 +370,36 @@ fn rates(shared: &Shared, c: &Counters) -> (u64, f64, f64) {
 
 // ----------------------------------------------------------- errorstats ---
 
-/// Distinct error codes tracked, as Redis's rax of errors is bounded in
-/// practice by the codes it can emit; this bounds a client that invents
-/// codes (for example through a future DEBUG ERROR).
+/// Distinct error codes tracked per worker. Redis's codes are a handful
+/// (ERR, WRONGTYPE, NOAUTH, ...); the bound keeps a client that makes up
+/// codes from growing the table.
 const MAX_ERROR_CODES: usize = 128;
 
-/// Per worker: (error code, count). Each table is locked only by its
-/// worker when counting and by INFO / RESETSTAT, so it is uncontended.
-static ERRORS: OnceLock<Box<[Mutex<Vec<(Box<str>, u64)>>]>> = OnceLock::new();
+/// Workers with a table of their own: `server-threads` is at most 1024.
+const MAX_WORKERS: usize = 1024;
 
-/// Counts one error reply under its code, the text before the first space
+/// One worker's (error code, count) pairs.
+type ErrorTable = Mutex<Vec<(Box<str>, u64)>>;
+
+/// Locked by its worker when counting and by INFO / RESETSTAT, so
+/// uncontended; 32 KiB in all.
+static ERRORS: [ErrorTable; MAX_WORKERS] = [const { const_mutex(Vec::new()) }; MAX_WORKERS];
+
+/// Counts one error reply under its code: the text before the first space
 /// within the first 31 bytes, or `ERR` when there is none (networking.c
-/// `afterErrorReply`). `msg` is the reply without the leading `-`. To be
-/// called by the dispatcher for every error reply it writes.
-pub fn record_error(shared: &Shared, worker: usize, msg: &str) {
-    let tables = ERRORS.get_or_init(|| {
-        (0..shared.worker_stats.len().max(1))
-            .map(|_| Mutex::new(Vec::new()))
-            .collect()
-    });
-    let Some(table) = tables.get(worker) else {
-        return;
-    };
-    let head = &msg.as_bytes()[..msg.len().min(31)];
+/// `afterErrorReply`). `msg` is the reply without the leading `-`.
+///
+/// The dispatcher's error path (`dispatch::write_error`) is where every
+/// error reply is written; until it calls this, `# Errorstats` stays empty.
+#[cfg_attr(not(test), allow(dead_code))]
+pub fn record_error(worker: usize, msg: &[u8]) {
+    let head = &msg[..msg.len().min(31)];
     let code = match memchr::memchr(b' ', head) {
-        Some(i) if i > 0 => &msg[..i],
-        _ => "ERR",
+        Some(i) if i > 0 => String::from_utf8_lossy(&msg[..i]),
+        _ => "ERR".into(),
     };
-    let mut t = table.lock();
-    if let Some(entry) = t.iter_mut().find(|(c, _)| &**c == code) {
+    let mut t = ERRORS[worker % MAX_WORKERS].lock();
+    if let Some(entry) = t.iter_mut().find(|(c, _)| **c == *code) {
         entry.1 += 1;
     } else if t.len() < MAX_ERROR_CODES {
         t.push((code.into(), 1));
@@ -412,11 +408,8 @@ pub fn record_error(shared: &Shared, worker: usize, msg: &str) {
 
 /// `errorstat_<CODE>:count=<n>`, codes sorted as Redis's rax returns them.
 fn errorstats_section(out: &mut String) {
-    let Some(tables) = ERRORS.get() else {
-        return;
-    };
     let mut all: Vec<(Box<str>, u64)> = Vec::new();
-    for t in tables.iter() {
+    for t in ERRORS.iter() {
         for (code, n) in t.lock().iter() {
             match all.iter_mut().find(|(c, _)| c == code) {
                 Some(e) => e.1 += n,
@@ -520,7 +513,10 @@ fn clients_section(out: &mut String, shared: &Shared) {
     field(
         out,
         "connected_clients",
-        shared.connected.load(Ordering::Relaxed).saturating_sub(monitors),
+        shared
+            .connected
+            .load(Ordering::Relaxed)
+            .saturating_sub(monitors),
     );
     field(out, "cluster_connections", 0);
     field(out, "maxclients", maxclients);
@@ -658,10 +654,26 @@ fn memory_section(out: &mut String, shared: &Shared, engine: Option<&EngineTotal
     field(out, "maxmemory", maxmemory);
     field(out, "maxmemory_human", bytes_to_human(maxmemory));
     field(out, "maxmemory_policy", policy);
-    field(out, "allocator_frag_ratio", ratio(alloc.active, alloc.allocated));
-    field(out, "allocator_frag_bytes", signed_diff(alloc.active, alloc.allocated));
-    field(out, "allocator_rss_ratio", ratio(alloc.resident, alloc.active));
-    field(out, "allocator_rss_bytes", signed_diff(alloc.resident, alloc.active));
+    field(
+        out,
+        "allocator_frag_ratio",
+        ratio(alloc.active, alloc.allocated),
+    );
+    field(
+        out,
+        "allocator_frag_bytes",
+        signed_diff(alloc.active, alloc.allocated),
+    );
+    field(
+        out,
+        "allocator_rss_ratio",
+        ratio(alloc.resident, alloc.active),
+    );
+    field(
+        out,
+        "allocator_rss_bytes",
+        signed_diff(alloc.resident, alloc.active),
+    );
     field(out, "rss_overhead_ratio", ratio(rss, alloc.resident));
     field(out, "rss_overhead_bytes", signed_diff(rss, alloc.resident));
     field(out, "mem_fragmentation_ratio", ratio(rss, used));
@@ -855,6 +867,27 @@ mod tests {
         assert!(s.wants("commandstats") && s.wants("server"));
         let s = Selection::parse([&b"default"[..], &b"commandstats"[..]].into_iter());
         assert!(s.wants("commandstats") && s.wants("server"));
+    }
+
+    #[test]
+    fn error_codes_are_the_first_word() {
+        record_error(
+            5,
+            b"WRONGTYPE Operation against a key holding the wrong kind of value",
+        );
+        record_error(6, b"WRONGTYPE x");
+        record_error(5, b"nospace");
+        record_error(5, b"ERR syntax error");
+        record_error(5, b"ABCDEFGHIJKLMNOPQRSTUVWXYZABCDEFGHIJ later space");
+        let mut out = String::new();
+        errorstats_section(&mut out);
+        assert!(out.contains("errorstat_WRONGTYPE:count=2\r\n"), "{out}");
+        assert!(out.contains("errorstat_ERR:count="), "{out}");
+        assert!(!out.contains("ABCDEF"), "{out}");
+        let codes: Vec<&str> = out.lines().map(|l| l.split(':').next().unwrap()).collect();
+        let mut sorted = codes.clone();
+        sorted.sort();
+        assert_eq!(codes, sorted);
     }
 
     #[test]

@@ -231,9 +231,7 @@ fn command_list(ctx: &mut Ctx) -> CmdResult {
             .acl_categories
             .iter()
             .any(|a| a.eq_ignore_ascii_case(cat)),
-        Filter::Pattern(p) => {
-            cairn_engine::util::glob::glob_match(p, c.name.as_bytes(), true)
-        }
+        Filter::Pattern(p) => cairn_engine::util::glob::glob_match(p, c.name.as_bytes(), true),
     };
     let table = &ctx.shared.table;
     let mut names: Vec<&str> = Vec::new();
@@ -472,8 +470,8 @@ fn keys_from_specs(specs: &[KeySpec], argv: &[&[u8]]) -> Option<Vec<usize>> {
                 if keynumidx >= argc || idx >= argc || idx < 0 {
                     return None;
                 }
-                let n = cairn_engine::util::num::parse_i64(argv[idx as usize])
-                    .filter(|&n| n >= 0)?;
+                let n =
+                    cairn_engine::util::num::parse_i64(argv[idx as usize]).filter(|&n| n >= 0)?;
                 let first = first + firstkey;
                 (first, first + n - 1, keystep)
             }
@@ -483,7 +481,11 @@ fn keys_from_specs(specs: &[KeySpec], argv: &[&[u8]]) -> Option<Vec<usize>> {
             return None;
         }
         // `last < argc` was checked, so every position is an argument.
-        keys.extend((first..=last).step_by(step.max(1) as usize).map(|i| i as usize));
+        keys.extend(
+            (first..=last)
+                .step_by(step.max(1) as usize)
+                .map(|i| i as usize),
+        );
     }
     Some(keys)
 }
@@ -537,7 +539,7 @@ fn config_get(ctx: &mut Ctx) -> CmdResult {
 
 /// CONFIG SET directive value [directive value ...] → +OK; all or nothing.
 fn config_set(ctx: &mut Ctx) -> CmdResult {
-    if ctx.argc() % 2 != 0 {
+    if !ctx.argc().is_multiple_of(2) {
         return Err(CmdError::Syntax);
     }
     // Secrets never reach the slow log or MONITOR, even when the command
@@ -766,7 +768,10 @@ fn debug_sleep(ctx: &mut Ctx) -> CmdResult {
 
 /// The number C's `strtod` reads at the start of `s` (0 if none).
 fn strtod_prefix(s: &[u8]) -> f64 {
-    let start = s.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(s.len());
+    let start = s
+        .iter()
+        .position(|b| !b.is_ascii_whitespace())
+        .unwrap_or(s.len());
     // No number needs more bytes than this.
     let s = &s[start..s.len().min(start + 400)];
     (1..=s.len())
@@ -936,7 +941,7 @@ fn slowlog_get(ctx: &mut Ctx) -> CmdResult {
             _ => {
                 return Err(CmdError::text(
                     "ERR count should be greater than or equal to -1",
-                ))
+                ));
             }
         }
     } else {
@@ -1027,7 +1032,10 @@ mod tests {
     fn serialized_lengths_match_redis() {
         // Values checked against DEBUG OBJECT on Redis 7.0.15.
         assert_eq!(serialized_len(&Value::Str(StrValue::from_bytes(b"bar"))), 4);
-        assert_eq!(serialized_len(&Value::Str(StrValue::from_bytes(b"12345"))), 3);
+        assert_eq!(
+            serialized_len(&Value::Str(StrValue::from_bytes(b"12345"))),
+            3
+        );
         let mut h = HashValue::new();
         let lim = cairn_engine::value::HashLimits {
             max_listpack_entries: 128,

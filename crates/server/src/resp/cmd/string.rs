@@ -43,6 +43,9 @@ pub const COMMANDS: &[Def] = &[
 /// Keys of a multi-key command; most name only a few.
 type Keys<'a> = SmallVec<[Key<'a>; 8]>;
 
+/// MSET's key/value pairs.
+type Pairs<'a> = Vec<(Key<'a>, &'a [u8])>;
+
 /// GET key → bulk string, or null if absent.
 fn get(ctx: &mut Ctx) -> CmdResult {
     let e = ctx.engine();
@@ -191,15 +194,13 @@ fn mget(ctx: &mut Ctx) -> CmdResult {
 
 /// The key/value pairs of MSET and MSETNX, and their keys for locking.
 /// An even argument count is Redis's arity error.
-fn pairs<'a>(
-    ctx: &Ctx<'a>,
-    cmd: &'static str,
-) -> Result<(Keys<'a>, Vec<(Key<'a>, &'a [u8])>), CmdError> {
-    if ctx.argc() % 2 == 0 {
+fn pairs<'a>(ctx: &Ctx<'a>, cmd: &'static str) -> Result<(Keys<'a>, Pairs<'a>), CmdError> {
+    // An even count (command name included) leaves a key without a value.
+    if ctx.argc() & 1 == 0 {
         return Err(CmdError::WrongArity(cmd));
     }
     let e = ctx.engine();
-    let pairs: Vec<(Key, &[u8])> = (1..ctx.argc())
+    let pairs: Pairs = (1..ctx.argc())
         .step_by(2)
         .map(|i| (e.key(ctx.arg(i)), ctx.arg(i + 1)))
         .collect();
