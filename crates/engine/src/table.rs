@@ -80,7 +80,10 @@ impl Table {
     }
 
     pub fn at(&self, i: usize) -> &Entry {
-        self.slots[i].entry.as_deref().expect("slot index came from find")
+        self.slots[i]
+            .entry
+            .as_deref()
+            .expect("slot index came from find")
     }
 
     pub fn at_mut(&mut self, i: usize) -> &mut Entry {
@@ -187,7 +190,10 @@ impl Table {
     pub fn replace_at(&mut self, i: usize, entry: Box<Entry>) -> Box<Entry> {
         let new_volatile = entry.expire_at() != 0;
         let old = std::mem::replace(
-            self.slots[i].entry.as_mut().expect("replace_at on occupied"),
+            self.slots[i]
+                .entry
+                .as_mut()
+                .expect("replace_at on occupied"),
             entry,
         );
         match (old.expire_at() != 0, new_volatile) {
@@ -296,9 +302,9 @@ mod tests {
     fn hash(k: &[u8]) -> u64 {
         // A deliberately weak hash puts many keys in one run, which is where
         // backward-shift deletion and bucket scans can go wrong.
-        let h = k
-            .iter()
-            .fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ *b as u64).wrapping_mul(0x100_0000_01b3));
+        let h = k.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+            (h ^ *b as u64).wrapping_mul(0x100_0000_01b3)
+        });
         h & 0xffff_0000_0000_00ff
     }
 
@@ -308,7 +314,9 @@ mod tests {
         let mut model: HashMap<Vec<u8>, u64> = HashMap::new();
         let mut seed = 7u64;
         for step in 0..20_000u64 {
-            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             let k = format!("k{}", (seed >> 33) % 600).into_bytes();
             let h = hash(&k);
             match (seed >> 20) % 3 {
@@ -372,7 +380,11 @@ mod tests {
             }
         }
         for k in &stable {
-            assert!(seen.contains(k), "scan missed {:?}", String::from_utf8_lossy(k));
+            assert!(
+                seen.contains(k),
+                "scan missed {:?}",
+                String::from_utf8_lossy(k)
+            );
         }
     }
 

@@ -11,15 +11,45 @@ use std::time::{Duration, Instant};
 
 #[derive(Debug, Clone)]
 enum Op {
-    Set { db: usize, key: u8, val: u8, ttl: Option<u16> },
-    Remove { db: usize, key: u8 },
-    Expire { db: usize, key: u8, ttl: u16 },
-    Persist { db: usize, key: u8 },
-    Rename { db: usize, from: u8, to: u8 },
-    Move { from_db: usize, to_db: usize, key: u8 },
-    Flush { db: usize },
-    Swap { a: usize, b: usize },
-    Tick { ms: u16 },
+    Set {
+        db: usize,
+        key: u8,
+        val: u8,
+        ttl: Option<u16>,
+    },
+    Remove {
+        db: usize,
+        key: u8,
+    },
+    Expire {
+        db: usize,
+        key: u8,
+        ttl: u16,
+    },
+    Persist {
+        db: usize,
+        key: u8,
+    },
+    Rename {
+        db: usize,
+        from: u8,
+        to: u8,
+    },
+    Move {
+        from_db: usize,
+        to_db: usize,
+        key: u8,
+    },
+    Flush {
+        db: usize,
+    },
+    Swap {
+        a: usize,
+        b: usize,
+    },
+    Tick {
+        ms: u16,
+    },
     ActiveExpire,
 }
 

@@ -41,9 +41,6 @@ pub struct ClientInfo {
     pub qbuf_free: AtomicUsize,
     pub obl: AtomicUsize,
     pub omem: AtomicUsize,
-    pub tot_net_in: AtomicU64,
-    pub tot_net_out: AtomicU64,
-    pub tot_cmds: AtomicU64,
 }
 
 impl ClientInfo {
@@ -67,9 +64,6 @@ impl ClientInfo {
             qbuf_free: AtomicUsize::new(0),
             obl: AtomicUsize::new(0),
             omem: AtomicUsize::new(0),
-            tot_net_in: AtomicU64::new(0),
-            tot_net_out: AtomicU64::new(0),
-            tot_cmds: AtomicU64::new(0),
         }
     }
 

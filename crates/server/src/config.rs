@@ -1092,87 +1092,7 @@ fn is_space(c: u8) -> bool {
 /// quote must be followed by whitespace or the end. `None` on unbalanced
 /// quotes.
 fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
-    // C stops at a NUL byte.
-    let line = &line[..line.iter().position(|&b| b == 0).unwrap_or(line.len())];
-    let at = |i: usize| line.get(i).copied().unwrap_or(0);
-    let mut out = Vec::new();
-    let mut i = 0;
-    loop {
-        while i < line.len() && is_space(line[i]) {
-            i += 1;
-        }
-        if i >= line.len() {
-            return Some(out);
-        }
-        let mut cur = Vec::new();
-        let (mut in_double, mut in_single, mut done) = (false, false, false);
-        while !done {
-            let c = at(i);
-            if in_double {
-                if c == b'\\'
-                    && at(i + 1) == b'x'
-                    && at(i + 2).is_ascii_hexdigit()
-                    && at(i + 3).is_ascii_hexdigit()
-                {
-                    cur.push(hex_value(at(i + 2)) * 16 + hex_value(at(i + 3)));
-                    i += 3;
-                } else if c == b'\\' && at(i + 1) != 0 {
-                    i += 1;
-                    cur.push(match at(i) {
-                        b'n' => b'\n',
-                        b'r' => b'\r',
-                        b't' => b'\t',
-                        b'b' => 0x08,
-                        b'a' => 0x07,
-                        other => other,
-                    });
-                } else if c == b'"' {
-                    if at(i + 1) != 0 && !is_space(at(i + 1)) {
-                        return None;
-                    }
-                    done = true;
-                } else if c == 0 {
-                    return None;
-                } else {
-                    cur.push(c);
-                }
-            } else if in_single {
-                if c == b'\\' && at(i + 1) == b'\'' {
-                    i += 1;
-                    cur.push(b'\'');
-                } else if c == b'\'' {
-                    if at(i + 1) != 0 && !is_space(at(i + 1)) {
-                        return None;
-                    }
-                    done = true;
-                } else if c == 0 {
-                    return None;
-                } else {
-                    cur.push(c);
-                }
-            } else {
-                match c {
-                    b' ' | b'\n' | b'\r' | b'\t' | 0 => done = true,
-                    b'"' => in_double = true,
-                    b'\'' => in_single = true,
-                    _ => cur.push(c),
-                }
-            }
-            if at(i) != 0 {
-                i += 1;
-            }
-        }
-        out.push(cur);
-    }
-}
-
-fn hex_value(c: u8) -> u8 {
-    match c {
-        b'0'..=b'9' => c - b'0',
-        b'a'..=b'f' => c - b'a' + 10,
-        b'A'..=b'F' => c - b'A' + 10,
-        _ => 0,
-    }
+    cairn_protocol::resp::split_inline_args(line)
 }
 
 fn bytes_to_strings(words: Vec<Vec<u8>>) -> Option<Vec<String>> {
@@ -1221,31 +1141,7 @@ fn trim_line(line: &[u8]) -> &[u8] {
 
 /// Redis's string2ll: optional '-', no '+', no spaces, no leading zeros.
 fn string_to_i64(s: &str) -> Option<i64> {
-    let b = s.as_bytes();
-    // LONG_STR_SIZE
-    if b.is_empty() || b.len() >= 21 {
-        return None;
-    }
-    if b == b"0" {
-        return Some(0);
-    }
-    let (negative, digits) = match b.split_first() {
-        Some((b'-', rest)) => (true, rest),
-        _ => (false, b),
-    };
-    match digits.first() {
-        Some(b'1'..=b'9') => {}
-        _ => return None,
-    }
-    let mut v: u64 = 0;
-    for &c in digits {
-        if !c.is_ascii_digit() {
-            return None;
-        }
-        v = v.checked_mul(10)?.checked_add(u64::from(c - b'0'))?;
-    }
-    let v = i128::from(v);
-    i64::try_from(if negative { -v } else { v }).ok()
+    cairn_engine::util::num::parse_i64(s.as_bytes())
 }
 
 /// C's strtoll(s, &end, 10) followed by Redis's `*end == '\0'` check:
@@ -1332,108 +1228,7 @@ fn format_memory(bytes: u64) -> String {
 /// Redis's stringmatchlen: `*`, `?`, `[abc]`, `[^abc]`, `[a-z]`, and `\`
 /// to escape. `nocase` folds ASCII case (CONFIG GET uses it; KEYS doesn't).
 pub fn string_match(pattern: &[u8], string: &[u8], nocase: bool) -> bool {
-    let mut skip_longer = false;
-    match_impl(pattern, string, nocase, &mut skip_longer, 0)
-}
-
-fn match_impl(p: &[u8], s: &[u8], nocase: bool, skip_longer: &mut bool, nesting: usize) -> bool {
-    // Deep recursion only comes from pathological patterns.
-    if nesting > 1000 {
-        return false;
-    }
-    let fold = |c: u8| if nocase { c.to_ascii_lowercase() } else { c };
-    let at = |i: usize| p.get(i).copied().unwrap_or(0);
-    let (mut pi, mut si) = (0usize, 0usize);
-    while pi < p.len() && si < s.len() {
-        match p[pi] {
-            b'*' => {
-                while pi + 1 < p.len() && p[pi + 1] == b'*' {
-                    pi += 1;
-                }
-                if pi + 1 == p.len() {
-                    return true;
-                }
-                while si < s.len() {
-                    if match_impl(&p[pi + 1..], &s[si..], nocase, skip_longer, nesting + 1) {
-                        return true;
-                    }
-                    if *skip_longer {
-                        return false;
-                    }
-                    si += 1;
-                }
-                // Nothing after this '*' matched anywhere in the rest of the
-                // string, so no earlier '*' can help either.
-                *skip_longer = true;
-                return false;
-            }
-            b'?' => si += 1,
-            b'[' => {
-                pi += 1;
-                let negate = at(pi) == b'^';
-                if negate {
-                    pi += 1;
-                }
-                let mut matched = false;
-                loop {
-                    let left = p.len().saturating_sub(pi);
-                    if at(pi) == b'\\' && left >= 2 {
-                        pi += 1;
-                        if p[pi] == s[si] {
-                            matched = true;
-                        }
-                    } else if at(pi) == b']' {
-                        break;
-                    } else if left == 0 {
-                        // Unterminated class: step back so the shared
-                        // advance below lands at the end of the pattern.
-                        pi -= 1;
-                        break;
-                    } else if left >= 3 && p[pi + 1] == b'-' {
-                        let (mut lo, mut hi) = (p[pi], p[pi + 2]);
-                        if lo > hi {
-                            std::mem::swap(&mut lo, &mut hi);
-                        }
-                        let c = fold(s[si]);
-                        if c >= fold(lo) && c <= fold(hi) {
-                            matched = true;
-                        }
-                        pi += 2;
-                    } else if fold(p[pi]) == fold(s[si]) {
-                        matched = true;
-                    }
-                    pi += 1;
-                }
-                if negate {
-                    matched = !matched;
-                }
-                if !matched {
-                    return false;
-                }
-                si += 1;
-            }
-            c => {
-                let c = if c == b'\\' && p.len() - pi >= 2 {
-                    pi += 1;
-                    p[pi]
-                } else {
-                    c
-                };
-                if fold(c) != fold(s[si]) {
-                    return false;
-                }
-                si += 1;
-            }
-        }
-        pi += 1;
-        if si == s.len() {
-            while at(pi) == b'*' {
-                pi += 1;
-            }
-            break;
-        }
-    }
-    pi >= p.len() && si == s.len()
+    cairn_engine::util::glob::glob_match(pattern, string, nocase)
 }
 
 fn has_glob_chars(s: &str) -> bool {
@@ -1760,6 +1555,7 @@ impl Config {
     /// `*`, `?` or `[` is an exact, case-insensitive lookup of a name or
     /// alias and is echoed back as given; otherwise it's a case-insensitive
     /// glob over every name and alias.
+    #[cfg(test)]
     pub fn get(&self, pattern: &str) -> Vec<(String, String)> {
         self.get_many(&[pattern])
     }
@@ -1792,6 +1588,7 @@ impl Config {
 
     /// CONFIG SET name value [name value ...] from a client that isn't
     /// local (see `set_from`).
+    #[cfg(test)]
     pub fn set(&mut self, pairs: &[(String, String)]) -> Result<Vec<&'static str>, String> {
         self.set_from(pairs, false)
     }
@@ -2416,7 +2213,7 @@ mod tests {
             ("maxmemory -1", 1, "maxmemory -1", "argument must be a memory value"),
             ("proto-max-bulk-len 1000", 1, "proto-max-bulk-len 1000", "argument must be between 1048576 and 9223372036854775807 inclusive"),
             ("protected-mode maybe", 1, "protected-mode maybe", "argument must be 'yes' or 'no'"),
-            ("loglevel loud", 1, "loglevel loud", "argument(s) must be one of the following: debug, verbose, notice, warning, nothing"),
+            ("loglevel loud", 1, "loglevel loud", "argument(s) must be one of the following: debug, verbose, notice, warning"),
             (
                 "maxmemory-policy lru",
                 1,
@@ -2945,7 +2742,7 @@ mod tests {
             (vec![("hash-max-listpack-entries", "1"), ("HASH-MAX-ZIPLIST-ENTRIES", "2")], "ERR CONFIG SET failed (possibly related to argument 'HASH-MAX-ZIPLIST-ENTRIES') - duplicate parameter"),
             (vec![("hash-max-ziplist-entries", "abc")], "ERR CONFIG SET failed (possibly related to argument 'hash-max-ziplist-entries') - argument couldn't be parsed into an integer"),
             (vec![("HASH-MAX-ZIPLIST-ENTRIES", "-1")], "ERR CONFIG SET failed (possibly related to argument 'hash-max-ziplist-entries') - argument must be between 0 and 9223372036854775807 inclusive"),
-            (vec![("loglevel", "bad")], "ERR CONFIG SET failed (possibly related to argument 'loglevel') - argument(s) must be one of the following: debug, verbose, notice, warning, nothing"),
+            (vec![("loglevel", "bad")], "ERR CONFIG SET failed (possibly related to argument 'loglevel') - argument(s) must be one of the following: debug, verbose, notice, warning"),
             (vec![("save", "1 2 3")], "ERR CONFIG SET failed (possibly related to argument 'save') - Invalid save parameters"),
             (vec![("save", "3600  1")], "ERR CONFIG SET failed (possibly related to argument 'save') - Invalid save parameters"),
             (vec![("save", "\"3600\" \"1\"")], "ERR CONFIG SET failed (possibly related to argument 'save') - Invalid save parameters"),

@@ -34,7 +34,11 @@ pub fn bind_all(bind: &[String], port: u16, backlog: i32) -> Result<Vec<TcpListe
                 out.push(l);
             }
             Err(e) if optional => log::notice(&format!("Skipping optional bind {spec}: {e}")),
-            Err(e) => return Err(format!("Failed listening on port {port} (tcp) addr={host}: {e}")),
+            Err(e) => {
+                return Err(format!(
+                    "Failed listening on port {port} (tcp) addr={host}: {e}"
+                ))
+            }
         }
     }
     if out.is_empty() {

@@ -87,9 +87,6 @@ pub fn log(l: Level, msg: &str) {
     }
 }
 
-pub fn debug(msg: &str) {
-    log(Level::Debug, msg)
-}
 pub fn verbose(msg: &str) {
     log(Level::Verbose, msg)
 }
@@ -140,6 +137,9 @@ mod tests {
     #[test]
     fn dates() {
         assert_eq!(super::civil_from_days(0), (1970, 1, 1));
-        assert_eq!(super::format_time(1_795_268_100_123), "21 Nov 2026 13:35:00.123");
+        assert_eq!(
+            super::format_time(1_795_268_100_123),
+            "21 Nov 2026 13:35:00.123"
+        );
     }
 }

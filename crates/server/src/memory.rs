@@ -14,12 +14,6 @@ pub fn allocated() -> usize {
     tikv_jemalloc_ctl::stats::allocated::read().unwrap_or(0)
 }
 
-/// Bytes of physical memory jemalloc holds (its view of RSS).
-pub fn resident() -> usize {
-    let _ = tikv_jemalloc_ctl::epoch::advance();
-    tikv_jemalloc_ctl::stats::resident::read().unwrap_or(0)
-}
-
 /// The last reading, and whether it is over `maxmemory`.
 #[derive(Default)]
 pub struct Guard {

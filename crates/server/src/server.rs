@@ -92,7 +92,9 @@ pub fn run(cfg: Config) -> Result<(), String> {
         log::notice("No config file specified, using the default config");
     }
     if cfg.memcached_port != 0 {
-        return Err("memcached-port: the memcached protocol is not built yet; leave it at 0".into());
+        return Err(
+            "memcached-port: the memcached protocol is not built yet; leave it at 0".into(),
+        );
     }
     if cfg.maxmemory > 0 && cfg.maxmemory_policy != crate::config::MaxmemoryPolicy::Noeviction {
         log::warning(&format!(
@@ -161,7 +163,10 @@ pub fn run(cfg: Config) -> Result<(), String> {
             log::warning(&format!("Failed to write PID file {pidfile}: {e}"));
         }
     }
-    log::notice(&format!("Server initialized threads={n} shards={}", shared.engine.shard_count()));
+    log::notice(&format!(
+        "Server initialized threads={n} shards={}",
+        shared.engine.shard_count()
+    ));
     // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
     unsafe {
         let handler = on_signal as extern "C" fn(libc::c_int);
@@ -197,7 +202,9 @@ fn cron(shared: Arc<Shared>) {
         let period = Duration::from_millis(1000 / hz);
         let started = Instant::now();
         cairn_engine::clock::tick();
-        shared.engine.active_expire(&mut state, started + period / 4);
+        shared
+            .engine
+            .active_expire(&mut state, started + period / 4);
         std::thread::sleep(period.saturating_sub(started.elapsed()));
     }
 }

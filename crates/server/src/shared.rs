@@ -117,7 +117,10 @@ pub struct Shared {
 
 impl Shared {
     pub fn worker(&self, i: usize) -> &WorkerHandle {
-        &self.workers.get().expect("workers are registered before serving")[i]
+        &self
+            .workers
+            .get()
+            .expect("workers are registered before serving")[i]
     }
 
     pub fn workers(&self) -> &[WorkerHandle] {
@@ -128,7 +131,8 @@ impl Shared {
     pub fn refresh_hot(&self) {
         let c = self.config.read();
         let h = &self.hot;
-        h.requirepass.store(!c.requirepass.is_empty(), Ordering::Relaxed);
+        h.requirepass
+            .store(!c.requirepass.is_empty(), Ordering::Relaxed);
         h.maxmemory.store(c.maxmemory, Ordering::Relaxed);
         h.maxclients.store(c.maxclients as usize, Ordering::Relaxed);
         h.timeout_secs.store(c.timeout as u64, Ordering::Relaxed);
@@ -144,7 +148,8 @@ impl Shared {
         limits.lfu.store(
             matches!(
                 c.maxmemory_policy,
-                crate::config::MaxmemoryPolicy::AllkeysLfu | crate::config::MaxmemoryPolicy::VolatileLfu
+                crate::config::MaxmemoryPolicy::AllkeysLfu
+                    | crate::config::MaxmemoryPolicy::VolatileLfu
             ),
             Ordering::Relaxed,
         );

@@ -49,7 +49,9 @@ impl SlowLog {
             }
             if a.len() > MAX_ARG_LEN {
                 let mut t = a[..MAX_ARG_LEN].to_vec();
-                t.extend_from_slice(format!("... ({} more bytes)", a.len() - MAX_ARG_LEN).as_bytes());
+                t.extend_from_slice(
+                    format!("... ({} more bytes)", a.len() - MAX_ARG_LEN).as_bytes(),
+                );
                 out.push(t);
             } else {
                 out.push(a.to_vec());
@@ -71,6 +73,7 @@ impl SlowLog {
         self.entries.len()
     }
 
+    #[allow(dead_code)] // clippy's len_without_is_empty asks for it beside len()
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }

@@ -104,7 +104,9 @@ impl Worker {
             for ev in events.iter() {
                 match ev.token() {
                     WAKER => self.drain_mailbox(),
-                    Token(i) => self.on_event(i, ev.is_readable() || ev.is_read_closed(), ev.is_writable()),
+                    Token(i) => {
+                        self.on_event(i, ev.is_readable() || ev.is_read_closed(), ev.is_writable())
+                    }
                 }
             }
             for i in std::mem::take(&mut self.ready) {
@@ -234,8 +236,8 @@ impl Worker {
     fn cron(&mut self) {
         let timeout = self.shared.hot.timeout_secs.load(Ordering::Relaxed);
         let now = Instant::now();
-        let pause_over = self.shared.pause.until_ms.load(Ordering::Relaxed)
-            <= cairn_engine::clock::now_ms();
+        let pause_over =
+            self.shared.pause.until_ms.load(Ordering::Relaxed) <= cairn_engine::clock::now_ms();
         for i in 0..self.conns.len() {
             let Some(conn) = self.conns[i].as_mut() else {
                 continue;
@@ -264,14 +266,18 @@ impl Worker {
             // Give idle connections' big buffers back (Redis's
             // clientsCronResizeQueryBuffer / OutputBuffer).
             let idle = now.duration_since(conn.last_active) > Duration::from_secs(2);
-            if conn.filled == 0 && (conn.rbuf.len() > READ_CHUNK || (idle && !conn.rbuf.is_empty())) {
+            if conn.filled == 0 && (conn.rbuf.len() > READ_CHUNK || (idle && !conn.rbuf.is_empty()))
+            {
                 conn.rbuf = Vec::new();
             }
             if conn.pending_out() == 0 && conn.wbuf.capacity() > 64 * 1024 {
                 conn.wbuf = Vec::new();
                 conn.wpos = 0;
             }
-            conn.client.info.qbuf.store(conn.filled - conn.rpos, Ordering::Relaxed);
+            conn.client
+                .info
+                .qbuf
+                .store(conn.filled - conn.rpos, Ordering::Relaxed);
             conn.client
                 .info
                 .qbuf_free
@@ -441,7 +447,10 @@ fn process(conn: &mut Conn, shared: &Shared, limits: &Limits, worker: usize) -> 
                 // setProtocolError → CLIENT_CLOSE_AFTER_REPLY).
                 let msg = format!("ERR {e}");
                 cairn_protocol::resp::ReplyWriter::new(wbuf, client.proto).error(&msg);
-                log::verbose(&format!("Protocol error ({e}) from client {}", client.info.addr));
+                log::verbose(&format!(
+                    "Protocol error ({e}) from client {}",
+                    client.info.addr
+                ));
                 *closing = true;
                 *rpos = *filled;
                 stop = Stop::Closing;

@@ -29,7 +29,10 @@ fn malformed_frame_closes_only_that_connection() {
             String::from_utf8_lossy(bad),
             String::from_utf8_lossy(&reply)
         );
-        assert!(c.is_closed_within(Duration::from_secs(2)), "connection stays open after {bad:?}");
+        assert!(
+            c.is_closed_within(Duration::from_secs(2)),
+            "connection stays open after {bad:?}"
+        );
     }
     assert_eq!(bystander.cmd(&["GET", "k"]), b"$1\r\nv\r\n");
 }
@@ -39,7 +42,10 @@ fn bulk_longer_than_proto_max_bulk_len_is_refused() {
     let s = start_cairn(&["--proto-max-bulk-len", "1mb"]);
     let mut c = RawConn::connect(s.port);
     c.send_raw(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$2000000\r\n");
-    assert_eq!(c.read_raw_reply(), b"-ERR Protocol error: invalid bulk length\r\n");
+    assert_eq!(
+        c.read_raw_reply(),
+        b"-ERR Protocol error: invalid bulk length\r\n"
+    );
     assert!(c.is_closed_within(Duration::from_secs(2)));
 }
 
@@ -60,7 +66,10 @@ fn query_buffer_limit_closes_the_client() {
     }
     let mut buf = [0u8; 64];
     let closed = matches!(c.read(&mut buf), Ok(0) | Err(_));
-    assert!(closed, "client past client-query-buffer-limit must be closed");
+    assert!(
+        closed,
+        "client past client-query-buffer-limit must be closed"
+    );
     let mut ok = RawConn::connect(s.port);
     assert_eq!(ok.cmd(&["PING"]), b"+PONG\r\n");
 }
@@ -70,7 +79,9 @@ fn maxclients_refuses_with_redis_error() {
     let s = start_cairn(&["--maxclients", "3"]);
     let held: Vec<RawConn> = (0..3).map(|_| RawConn::connect(s.port)).collect();
     let mut extra = TcpStream::connect(("127.0.0.1", s.port)).unwrap();
-    extra.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    extra
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
     let mut got = Vec::new();
     let _ = extra.read_to_end(&mut got);
     assert_eq!(got, b"-ERR max number of clients reached\r\n");
@@ -93,7 +104,10 @@ fn idle_clients_are_closed_after_timeout() {
     let s = start_cairn(&["--timeout", "1"]);
     let mut idle = RawConn::connect(s.port);
     assert_eq!(idle.cmd(&["PING"]), b"+PONG\r\n");
-    assert!(idle.is_closed_within(Duration::from_secs(4)), "idle client survived timeout 1");
+    assert!(
+        idle.is_closed_within(Duration::from_secs(4)),
+        "idle client survived timeout 1"
+    );
 }
 
 #[test]
@@ -101,7 +115,8 @@ fn a_slow_sender_does_not_stall_others() {
     let s = start_cairn(&["--server-threads", "1"]);
     // Half a request, then silence: the only worker must keep serving.
     let mut slow = TcpStream::connect(("127.0.0.1", s.port)).unwrap();
-    slow.write_all(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$100\r\nxxxx").unwrap();
+    slow.write_all(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$100\r\nxxxx")
+        .unwrap();
     let mut fast = RawConn::connect(s.port);
     for i in 0..100 {
         let v = i.to_string();
@@ -120,7 +135,8 @@ fn a_client_that_never_reads_does_not_stall_others() {
     // server must stop at its output high-water mark, not buffer it all,
     // and not block its thread.
     let mut hog = TcpStream::connect(("127.0.0.1", s.port)).unwrap();
-    hog.set_write_timeout(Some(Duration::from_millis(200))).unwrap();
+    hog.set_write_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
     let req = b"*2\r\n$3\r\nGET\r\n$3\r\nbig\r\n".repeat(2000);
     let _ = hog.write_all(&req);
     let mut other = RawConn::connect(s.port);
@@ -191,7 +207,10 @@ fn unknown_directive_stops_startup_with_file_and_line() {
 #[test]
 fn help_and_version() {
     for flag in ["--help", "-h"] {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_cairn")).arg(flag).output().unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_cairn"))
+            .arg(flag)
+            .output()
+            .unwrap();
         assert!(out.status.success());
         assert!(String::from_utf8_lossy(&out.stdout).contains("Usage"));
     }
@@ -215,7 +234,10 @@ fn maxmemory_refuses_writes_with_oom_and_keeps_data() {
         if r == b"+OK\r\n" {
             stored = i + 1;
         } else {
-            assert_eq!(r, b"-OOM command not allowed when used memory > 'maxmemory'.\r\n");
+            assert_eq!(
+                r,
+                b"-OOM command not allowed when used memory > 'maxmemory'.\r\n"
+            );
             refused = true;
             break;
         }
@@ -224,7 +246,10 @@ fn maxmemory_refuses_writes_with_oom_and_keeps_data() {
             std::thread::sleep(Duration::from_millis(15));
         }
     }
-    assert!(refused, "30 MB limit never reached after {stored} writes of 100 KB");
+    assert!(
+        refused,
+        "30 MB limit never reached after {stored} writes of 100 KB"
+    );
     // Nothing already stored was lost, and reads and deletes still work.
     for i in 0..stored {
         let r = c.cmd(&["STRLEN", &format!("k{i}")]);

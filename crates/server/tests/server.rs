@@ -466,7 +466,7 @@ fn config_set_round_trip_and_atomicity() {
 
 #[test]
 fn config_set_applies_side_effects() {
-    let (_s, mut c) = server();
+    let (s, mut c) = server();
     // Request-path copies (Shared::refresh_hot): the slow log threshold.
     let _: () = q(&mut c, &["CONFIG", "SET", "slowlog-log-slower-than", "0"]);
     let _: () = q(&mut c, &["SLOWLOG", "RESET"]);
@@ -478,6 +478,34 @@ fn config_set_applies_side_effects() {
     let _: () = q(&mut c, &["HSET", "h", "a", "1", "b", "2"]);
     let obj: String = q(&mut c, &["DEBUG", "OBJECT", "h"]);
     assert!(obj.contains("encoding:hashtable"), "{obj}");
+
+    // requirepass: new connections must authenticate; the password never
+    // reaches the slow log.
+    let _: () = q(&mut c, &["CONFIG", "SET", "requirepass", "s3cret"]);
+    let mut r = s.conn();
+    assert_eq!(
+        r.cmd(&["GET", "k"]),
+        error("NOAUTH Authentication required.")
+    );
+    assert_eq!(r.cmd(&["AUTH", "s3cret"]), b"+OK\r\n");
+    let entries: Vec<Vec<Value>> = q(&mut c, &["SLOWLOG", "GET", "-1"]);
+    let config_set = entries
+        .iter()
+        .map(|e| Vec::<String>::from_redis_value_ref(&e[3]).unwrap())
+        .find(|args| args[0] == "CONFIG" && args[2] == "requirepass")
+        .expect("CONFIG SET requirepass logged");
+    assert_eq!(config_set, ["CONFIG", "SET", "requirepass", "(redacted)"]);
+    let _: () = q(&mut c, &["CONFIG", "SET", "requirepass", ""]);
+
+    // maxclients: the acceptor refuses connections over the limit.
+    let _: () = q(&mut c, &["CONFIG", "SET", "maxclients", "2"]);
+    let mut third = s.conn();
+    assert_eq!(
+        third.read_raw_reply(),
+        error("ERR max number of clients reached")
+    );
+    drop(third);
+    let _: () = q(&mut c, &["CONFIG", "SET", "maxclients", "10000"]);
 }
 
 #[test]
@@ -859,6 +887,15 @@ fn info_counts_traffic_and_clients() {
         assert!(Instant::now() < deadline, "closed clients still counted");
         std::thread::sleep(Duration::from_millis(20));
     }
+    // Memory figures come from the allocator.
+    let before = num(&info(&mut c, &["memory"]), "used_memory");
+    let big = "x".repeat(8 << 20);
+    let _: () = q(&mut c, &["SET", "big", &big]);
+    let m = info(&mut c, &["memory"]);
+    assert!(num(&m, "used_memory") >= before + (8 << 20), "{m:?}");
+    assert!(num(&m, "used_memory_peak") >= num(&m, "used_memory"));
+    let _: i64 = q(&mut c, &["DEL", "big"]);
+
     let p = info(&mut c, &["persistence"]);
     assert_eq!(num(&p, "rdb_bgsave_in_progress"), 0);
     assert!(num(&p, "rdb_last_save_time") <= unix_secs() as i64);

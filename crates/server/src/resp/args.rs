@@ -7,30 +7,34 @@ pub fn int(arg: &[u8]) -> Result<i64, CmdError> {
     num::parse_i64(arg).ok_or(CmdError::NotInteger)
 }
 
-/// A non-negative integer argument that must fit usize.
-pub fn uint(arg: &[u8]) -> Result<u64, CmdError> {
-    match num::parse_i64(arg) {
-        Some(n) if n >= 0 => Ok(n as u64),
-        Some(_) => Err(CmdError::NotPositive),
-        None => Err(CmdError::NotInteger),
-    }
-}
-
-/// A float argument (`getDoubleFromObjectOrReply`).
-pub fn float(arg: &[u8]) -> Result<f64, CmdError> {
-    num::parse_f64_strict(arg).ok_or(CmdError::NotFloat)
-}
-
 /// Case-insensitive comparison with an ASCII keyword.
 pub fn is(arg: &[u8], word: &str) -> bool {
     arg.eq_ignore_ascii_case(word.as_bytes())
 }
 
-/// A database index argument, checked against the configured count.
-pub fn db_index(arg: &[u8], databases: usize) -> Result<usize, CmdError> {
-    let n = num::parse_i64(arg).ok_or(CmdError::NotInteger)?;
-    if n < 0 || n as usize >= databases {
-        return Err(CmdError::text("ERR DB index is out of range"));
+/// A SCAN-family cursor, read the way Redis reads it (`parseScanCursorOrReply`
+/// uses `strtoul`): leading `+`/`-` allowed (`-1` wraps to 2^64-1), no
+/// leading whitespace, nothing after the digits, a NUL ends the argument.
+pub fn cursor(arg: &[u8]) -> Result<u64, CmdError> {
+    parse_cursor(arg).ok_or(CmdError::text("ERR invalid cursor"))
+}
+
+pub fn parse_cursor(arg: &[u8]) -> Option<u64> {
+    let s = arg.split(|&b| b == 0).next().unwrap_or_default();
+    let (negative, digits) = match s.split_first() {
+        None => return Some(0),
+        // C isspace: space, \t \n \v \f \r.
+        Some((b' ' | b'\t'..=b'\r', _)) => return None,
+        Some((b'-', rest)) => (true, rest),
+        Some((b'+', rest)) => (false, rest),
+        Some(_) => (false, s),
+    };
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
     }
-    Ok(n as usize)
+    let mut v: u64 = 0;
+    for &d in digits {
+        v = v.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
+    }
+    Some(if negative { v.wrapping_neg() } else { v })
 }

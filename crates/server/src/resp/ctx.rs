@@ -25,6 +25,7 @@ impl<'a> Args<'a> {
         self.list.len()
     }
 
+    #[allow(dead_code)] // clippy's len_without_is_empty asks for it beside len()
     pub fn is_empty(&self) -> bool {
         self.list.is_empty()
     }

@@ -20,12 +20,15 @@ pub enum Outcome {
 }
 
 /// Finds the command (or subcommand) a request names, or the error to send.
+/// As in Redis (`lookupCommandLogic`), a command with subcommands picks one
+/// whenever a second argument is present; run on its own it runs its own
+/// handler if it has one (COMMAND), else fails the arity check (CONFIG).
 pub fn resolve<'t>(shared: &'t Shared, args: &Args) -> Result<&'t Command, CmdError> {
     let name = args.get(0);
     let Some(cmd) = shared.table.lookup(name) else {
         return Err(unknown_command(name, args.iter_from(1)));
     };
-    if cmd.handler.is_some() {
+    if cmd.subs.is_empty() || (args.len() < 2 && cmd.handler.is_some()) {
         return Ok(cmd);
     }
     if args.len() < 2 {
@@ -82,7 +85,13 @@ pub fn execute(
     outcome
 }
 
-fn run(shared: &Shared, client: &mut Client, args: Args, out: &mut Vec<u8>, stats: &WorkerStats) -> Outcome {
+fn run(
+    shared: &Shared,
+    client: &mut Client,
+    args: Args,
+    out: &mut Vec<u8>,
+    stats: &WorkerStats,
+) -> Outcome {
     let cmd = match resolve(shared, &args) {
         Ok(c) => c,
         Err(e) => {
@@ -164,13 +173,13 @@ fn shown_arg<'a>(args: &Args<'a>, i: usize, redact: u64) -> &'a [u8] {
 
 fn write_error(out: &mut Vec<u8>, client: &Client, e: &CmdError, stats: &WorkerStats) {
     bump(&stats.error_replies, 1);
-    let _ = client;
+    let msg = e.message_bytes();
+    crate::resp::cmd::info::record_error(client.info.worker, &msg);
     // Client bytes may sit in the text; CR and LF become spaces so the
     // reply stays one line (Redis: `addReplyErrorLength`).
     out.push(b'-');
     out.extend(
-        e.message_bytes()
-            .iter()
+        msg.iter()
             .map(|&c| if c == b'\r' || c == b'\n' { b' ' } else { c }),
     );
     out.extend_from_slice(b"\r\n");

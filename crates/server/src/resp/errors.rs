@@ -14,12 +14,13 @@ pub enum CmdError {
     NotInteger,
     /// `ERR value is not a valid float`
     NotFloat,
-    /// `ERR value is out of range, must be positive`
-    NotPositive,
     /// `ERR invalid expire time in '<cmd>' command`
     InvalidExpire(&'static str),
     /// `ERR unknown subcommand '<sub>'. Try <CMD> HELP.`
-    UnknownSubcommand { sub: Vec<u8>, parent: &'static str },
+    UnknownSubcommand {
+        sub: Vec<u8>,
+        parent: &'static str,
+    },
     /// `ERR wrong number of arguments for '<cmd>' command`
     WrongArity(&'static str),
     /// A complete reply text (without the leading `-`) that has no variant
@@ -48,7 +49,6 @@ impl CmdError {
             CmdError::Syntax => Cow::Borrowed("ERR syntax error"),
             CmdError::NotInteger => Cow::Borrowed("ERR value is not an integer or out of range"),
             CmdError::NotFloat => Cow::Borrowed("ERR value is not a valid float"),
-            CmdError::NotPositive => Cow::Borrowed("ERR value is out of range, must be positive"),
             CmdError::InvalidExpire(cmd) => {
                 Cow::Owned(format!("ERR invalid expire time in '{cmd}' command"))
             }
@@ -92,7 +92,9 @@ pub fn engine_text(e: EngineError) -> &'static str {
         EngineError::NanOrInfinity => "ERR increment would produce NaN or Infinity",
         EngineError::NoSuchKey => "ERR no such key",
         EngineError::SameObject => "ERR source and destination objects are the same",
-        EngineError::StringTooLong => "ERR string exceeds maximum allowed size (proto-max-bulk-len)",
+        EngineError::StringTooLong => {
+            "ERR string exceeds maximum allowed size (proto-max-bulk-len)"
+        }
         EngineError::DbIndexOutOfRange => "ERR DB index is out of range",
         EngineError::InvalidExpireTime => "ERR invalid expire time",
         EngineError::LcsTooLarge => {

@@ -92,9 +92,6 @@ pub struct Command {
     pub handler: Option<Handler>,
     pub arity: i32,
     pub flags: u32,
-    pub first_key: i32,
-    pub last_key: i32,
-    pub step: i32,
     pub meta: &'static CommandMeta,
     /// Subcommand name (lower case) to index in `all`.
     pub subs: HashMap<&'static str, usize>,
@@ -136,7 +133,8 @@ impl CommandTable {
                     return Err(format!("command '{}' registered twice", d.name));
                 }
                 for s in d.subs {
-                    let full: &'static str = Box::leak(format!("{}|{}", d.name, s.name).into_boxed_str());
+                    let full: &'static str =
+                        Box::leak(format!("{}|{}", d.name, s.name).into_boxed_str());
                     let sid = t.add(s, full, Some(id))?;
                     if t.all[id].subs.insert(s.name, sid).is_some() {
                         return Err(format!("subcommand '{full}' registered twice"));
@@ -150,7 +148,9 @@ impl CommandTable {
     fn add(&mut self, d: &Def, full: &'static str, parent: Option<usize>) -> Result<usize, String> {
         let m = meta::lookup(full).ok_or_else(|| format!("no metadata for command '{full}'"))?;
         if d.handler.is_none() && d.subs.is_empty() {
-            return Err(format!("command '{full}' has neither handler nor subcommands"));
+            return Err(format!(
+                "command '{full}' has neither handler nor subcommands"
+            ));
         }
         let id = self.all.len();
         self.all.push(Command {
@@ -159,9 +159,6 @@ impl CommandTable {
             handler: d.handler,
             arity: m.arity,
             flags: flags::parse(m.flags),
-            first_key: m.first_key,
-            last_key: m.last_key,
-            step: m.step,
             meta: m,
             subs: HashMap::new(),
             parent,
@@ -194,11 +191,6 @@ impl CommandTable {
     /// Top-level commands, for COMMAND and COMMAND COUNT.
     pub fn top_level(&self) -> impl Iterator<Item = &Command> {
         self.all.iter().filter(|c| c.parent.is_none())
-    }
-
-    /// Names of every command and subcommand in the table.
-    pub fn names(&self) -> impl Iterator<Item = &'static str> + '_ {
-        self.all.iter().map(|c| c.name)
     }
 }
 

@@ -305,7 +305,7 @@ fn hrandfield(ctx: &mut Ctx) -> CmdResult {
 /// for an existing hash, so a missing key answers an empty scan whatever
 /// follows the cursor.
 fn hscan(ctx: &mut Ctx) -> CmdResult {
-    let cursor = parse_cursor(ctx.arg(2)).ok_or(CmdError::text("ERR invalid cursor"))?;
+    let cursor = args::cursor(ctx.arg(2))?;
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
     let (db, a) = (ctx.db(), ctx.args);
@@ -357,48 +357,24 @@ fn parse_scan_options<'a>(
     Ok((pattern, count))
 }
 
-/// A SCAN-family cursor as Redis 7.0 `parseScanCursorOrReply` reads it:
-/// C `strtoul(s, &end, 10)` must reach the end of the string, the string
-/// must not start with white space, and the value must not overflow. As in
-/// C the string ends at its first NUL, and `strtoul` also takes a sign, so
-/// "" and "+0" are 0, "007" is 7 and "-1" is 2^64 - 1.
-fn parse_cursor(arg: &[u8]) -> Option<u64> {
-    let s = arg.split(|&b| b == 0).next().unwrap_or_default();
-    let (negative, digits) = match s.split_first() {
-        None => return Some(0),
-        Some((c, _)) if c.is_ascii_whitespace() || *c == 0x0b => return None,
-        Some((b'-', rest)) => (true, rest),
-        Some((b'+', rest)) => (false, rest),
-        Some(_) => (false, s),
-    };
-    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    let mut v: u64 = 0;
-    for &d in digits {
-        v = v.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
-    }
-    Some(if negative { v.wrapping_neg() } else { v })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn cursor_like_strtoul() {
-        assert_eq!(parse_cursor(b"0"), Some(0));
-        assert_eq!(parse_cursor(b""), Some(0));
-        assert_eq!(parse_cursor(b"00"), Some(0));
-        assert_eq!(parse_cursor(b"+1"), Some(1));
-        assert_eq!(parse_cursor(b"-1"), Some(u64::MAX));
-        assert_eq!(parse_cursor(b"-0"), Some(0));
-        assert_eq!(parse_cursor(b"18446744073709551615"), Some(u64::MAX));
-        assert_eq!(parse_cursor(b"-18446744073709551615"), Some(1));
-        assert_eq!(parse_cursor(b"18446744073709551616"), None);
-        assert_eq!(parse_cursor(b"-18446744073709551616"), None);
-        assert_eq!(parse_cursor(b"5\0junk"), Some(5));
-        assert_eq!(parse_cursor(b"\0junk"), Some(0));
+        assert_eq!(args::parse_cursor(b"0"), Some(0));
+        assert_eq!(args::parse_cursor(b""), Some(0));
+        assert_eq!(args::parse_cursor(b"00"), Some(0));
+        assert_eq!(args::parse_cursor(b"+1"), Some(1));
+        assert_eq!(args::parse_cursor(b"-1"), Some(u64::MAX));
+        assert_eq!(args::parse_cursor(b"-0"), Some(0));
+        assert_eq!(args::parse_cursor(b"18446744073709551615"), Some(u64::MAX));
+        assert_eq!(args::parse_cursor(b"-18446744073709551615"), Some(1));
+        assert_eq!(args::parse_cursor(b"18446744073709551616"), None);
+        assert_eq!(args::parse_cursor(b"-18446744073709551616"), None);
+        assert_eq!(args::parse_cursor(b"5\0junk"), Some(5));
+        assert_eq!(args::parse_cursor(b"\0junk"), Some(0));
         for bad in [
             &b" 0"[..],
             b"\t1",
@@ -411,7 +387,7 @@ mod tests {
             b"1.5",
             b"0x10",
         ] {
-            assert_eq!(parse_cursor(bad), None, "{bad:?}");
+            assert_eq!(args::parse_cursor(bad), None, "{bad:?}");
         }
     }
 

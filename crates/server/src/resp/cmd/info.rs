@@ -389,9 +389,8 @@ static ERRORS: [ErrorTable; MAX_WORKERS] = [const { const_mutex(Vec::new()) }; M
 /// within the first 31 bytes, or `ERR` when there is none (networking.c
 /// `afterErrorReply`). `msg` is the reply without the leading `-`.
 ///
-/// The dispatcher's error path (`dispatch::write_error`) is where every
-/// error reply is written; until it calls this, `# Errorstats` stays empty.
-#[cfg_attr(not(test), allow(dead_code))]
+/// The dispatcher's error path (`dispatch::write_error`), where every
+/// error reply is written, calls it.
 pub fn record_error(worker: usize, msg: &[u8]) {
     let head = &msg[..msg.len().min(31)];
     let code = match memchr::memchr(b' ', head) {

@@ -406,7 +406,7 @@ const SCAN_DEFAULT_COUNT: usize = 10;
 /// one winning; COUNT must be an integer of at least 1; a TYPE no value
 /// has still walks the keyspace and returns no keys.
 fn scan(ctx: &mut Ctx) -> CmdResult {
-    let cursor = parse_cursor(ctx.arg(1)).ok_or(CmdError::text("ERR invalid cursor"))?;
+    let cursor = args::cursor(ctx.arg(1))?;
     let mut filter = ScanFilter {
         pattern: None,
         kind: TypeFilter::Any,
@@ -446,31 +446,6 @@ fn scan(ctx: &mut Ctx) -> CmdResult {
     w.array(n);
     w.raw(&body);
     Ok(())
-}
-
-/// A SCAN cursor as Redis 7.0 `parseScanCursorOrReply` reads it: C
-/// `strtoul(s, &end, 10)` must reach the end of the string (which, in C,
-/// ends at its first NUL), the string must not start with white space, and
-/// the value must not overflow. `strtoul` takes a sign, so "" and "+0" are
-/// 0 and "-1" is 2^64 - 1.
-fn parse_cursor(arg: &[u8]) -> Option<u64> {
-    let s = arg.split(|&b| b == 0).next().unwrap_or_default();
-    let (negative, digits) = match s.split_first() {
-        None => return Some(0),
-        // C isspace: space, \t \n \v \f \r.
-        Some((b' ' | b'\t'..=b'\r', _)) => return None,
-        Some((b'-', rest)) => (true, rest),
-        Some((b'+', rest)) => (false, rest),
-        Some(_) => (false, s),
-    };
-    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
-        return None;
-    }
-    let mut v: u64 = 0;
-    for &d in digits {
-        v = v.checked_mul(10)?.checked_add(u64::from(d - b'0'))?;
-    }
-    Some(if negative { v.wrapping_neg() } else { v })
 }
 
 /// RANDOMKEY → a random key, or null when the database is empty.
@@ -651,18 +626,18 @@ mod tests {
 
     #[test]
     fn cursor_like_strtoul() {
-        assert_eq!(parse_cursor(b"0"), Some(0));
-        assert_eq!(parse_cursor(b""), Some(0));
-        assert_eq!(parse_cursor(b"+7"), Some(7));
-        assert_eq!(parse_cursor(b"-1"), Some(u64::MAX));
-        assert_eq!(parse_cursor(b"18446744073709551615"), Some(u64::MAX));
-        assert_eq!(parse_cursor(b"18446744073709551616"), None);
-        assert_eq!(parse_cursor(b" 0"), None);
-        assert_eq!(parse_cursor(b"\x0b0"), None);
-        assert_eq!(parse_cursor(b"0 "), None);
-        assert_eq!(parse_cursor(b"+"), None);
-        assert_eq!(parse_cursor(b"1.5"), None);
-        assert_eq!(parse_cursor(b"3\0x"), Some(3));
+        assert_eq!(args::parse_cursor(b"0"), Some(0));
+        assert_eq!(args::parse_cursor(b""), Some(0));
+        assert_eq!(args::parse_cursor(b"+7"), Some(7));
+        assert_eq!(args::parse_cursor(b"-1"), Some(u64::MAX));
+        assert_eq!(args::parse_cursor(b"18446744073709551615"), Some(u64::MAX));
+        assert_eq!(args::parse_cursor(b"18446744073709551616"), None);
+        assert_eq!(args::parse_cursor(b" 0"), None);
+        assert_eq!(args::parse_cursor(b"\x0b0"), None);
+        assert_eq!(args::parse_cursor(b"0 "), None);
+        assert_eq!(args::parse_cursor(b"+"), None);
+        assert_eq!(args::parse_cursor(b"1.5"), None);
+        assert_eq!(args::parse_cursor(b"3\0x"), Some(3));
     }
 
     #[test]

@@ -105,25 +105,10 @@ fn is_local(client: &Client) -> bool {
 /// (`lookupCommandLogic`) picks the subcommand whenever there is a second
 /// argument. Resolving it here keeps Redis's behaviour, including the
 /// subcommand's arity check and error texts.
+/// COMMAND → array of every top-level command's info. Its subcommands
+/// (COMMAND INFO, ...) are dispatched to their own handlers.
 fn command(ctx: &mut Ctx) -> CmdResult {
-    if ctx.argc() == 1 {
-        return all_info(ctx);
-    }
-    let table = &ctx.shared.table;
-    let parent = table
-        .lookup(ctx.arg(0))
-        .expect("the dispatcher found this command by its name");
-    let Some(sub) = table.lookup_sub(parent, ctx.arg(1)) else {
-        return Err(CmdError::UnknownSubcommand {
-            sub: ctx.arg(1).to_vec(),
-            parent: parent.name,
-        });
-    };
-    if !sub.arity_ok(ctx.argc()) {
-        return Err(CmdError::WrongArity(sub.name));
-    }
-    let handler = sub.handler.expect("subcommands always have handlers");
-    handler(ctx)
+    all_info(ctx)
 }
 
 fn all_info(ctx: &mut Ctx) -> CmdResult {
