@@ -2,13 +2,15 @@
 """redis-benchmark against Cairn and redis-server in one run, side by side.
 
 Runs `redis-benchmark -t <test> -c 50 -n N -r 100000 -q --csv` for each test,
-unpipelined and with -P 16, alternating Cairn and Redis for R rounds so the
-machine's drift hits both alike, and reads each server's utime+stime from
-/proc/PID/stat around every run to report server CPU microseconds per
-request. Prints a Markdown table of medians (and progress to stderr).
+unpipelined and with -P 16, against redis-server and one or more Cairn
+configurations, rotating the order every round so the machine's drift hits
+all alike, and reads each server's utime+stime from /proc/PID/stat around
+every run to report server CPU microseconds per request. Prints a Markdown
+table of medians (progress goes to stderr) and optionally an SVG chart.
 
 Usage: scripts/bench_redis_benchmark.py [--requests N] [--rounds R]
-           [--tests set,get,incr,hset,mset] [--cairn PATH] [--out FILE]
+           [--tests set,get,incr,hset,mset] [--cairn PATH]
+           [--cairn-threads 1,2] [--out FILE] [--svg FILE]
 """
 import argparse, os, socket, statistics, subprocess, sys, tempfile, time
 
@@ -62,11 +64,14 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--tests", default="set,get,incr,hset,mset")
     ap.add_argument("--cairn", default="target/release/cairn")
+    ap.add_argument("--cairn-threads", default="0",
+                    help="comma list of server-threads values, one Cairn per value (0 = default)")
     ap.add_argument("--out", default="")
+    ap.add_argument("--svg", default="", help="also draw the medians as an SVG bar chart")
     a = ap.parse_args()
 
     tmp = tempfile.mkdtemp(prefix="cairn-bench-")
-    servers = {}
+    servers = {}  # label -> (port, pid)
     procs = []
     try:
         p = free_port()
@@ -74,53 +79,67 @@ def main():
             ["redis-server", "--port", str(p), "--bind", "127.0.0.1", "--save", "",
              "--appendonly", "no", "--dir", tmp], stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL))
-        servers["redis"] = (p, procs[-1].pid)
-        p = free_port()
-        procs.append(subprocess.Popen(
-            [a.cairn, "--port", str(p), "--bind", "127.0.0.1"], stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL))
-        servers["cairn"] = (p, procs[-1].pid)
-        for name, (port, _) in servers.items():
+        servers["Redis"] = (p, procs[-1].pid)
+        for t in a.cairn_threads.split(","):
+            p = free_port()
+            label = "Cairn" if t == "0" else f"Cairn {t}t"
+            procs.append(subprocess.Popen(
+                [a.cairn, "--port", str(p), "--bind", "127.0.0.1", "--server-threads", t],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            servers[label] = (p, procs[-1].pid)
+        for port, _ in servers.values():
             wait_ping(port)
 
-        results = {}  # (mode, test, server) -> [(rps, cpu_us_per_req)]
+        labels = list(servers)
+        results = {}  # (mode, test, label) -> [(rps, cpu_us_per_req)]
         tests = a.tests.split(",")
         modes = [("plain", 1), ("P16", 16)]
-        total = len(modes) * a.rounds * len(tests) * len(servers)
+        total = len(modes) * a.rounds * len(tests) * len(labels)
         done = 0
         for mode, pipe in modes:
             for r in range(a.rounds):
                 for test in tests:
-                    order = ["cairn", "redis"] if r % 2 == 0 else ["redis", "cairn"]
-                    for name in order:
-                        port, pid = servers[name]
+                    # Rotate the order each round: nobody always goes first.
+                    order = labels[r % len(labels):] + labels[:r % len(labels)]
+                    for label in order:
+                        port, pid = servers[label]
                         c0 = cpu_secs(pid)
                         rps = run_one(port, test, a.requests, pipe)
                         c1 = cpu_secs(pid)
                         cpu_us = (c1 - c0) * 1e6 / a.requests
-                        results.setdefault((mode, test, name), []).append((rps, cpu_us))
+                        results.setdefault((mode, test, label), []).append((rps, cpu_us))
                         done += 1
-                        print(f"[{done}/{total}] {mode} round {r+1} {test:5} {name:6} "
+                        print(f"[{done}/{total}] {mode} round {r+1} {test:5} {label:9} "
                               f"{rps:>12,.0f} req/s  {cpu_us:6.2f} CPU us/req",
                               file=sys.stderr, flush=True)
 
-        lines = ["| test | mode | Redis req/s | Cairn req/s | Cairn/Redis | Redis CPU µs/req | Cairn CPU µs/req |",
-                 "|---|---|---:|---:|---:|---:|---:|"]
+        med = {k: (statistics.median(x[0] for x in v), statistics.median(x[1] for x in v))
+               for k, v in results.items()}
+        others = labels[1:]
+        head = "| test | mode | Redis req/s | " + " | ".join(
+            f"{o} req/s | {o}/Redis" for o in others) + " | Redis CPU µs/req | " + " | ".join(
+            f"{o} CPU µs/req" for o in others) + " |"
+        sep = "|---|---|" + "---:|" * (1 + 2 * len(others) + 1 + len(others))
+        lines = [head, sep]
         for mode, _ in modes:
             for test in tests:
-                rr = results[(mode, test, "redis")]
-                cr = results[(mode, test, "cairn")]
-                r_rps = statistics.median(x[0] for x in rr)
-                c_rps = statistics.median(x[0] for x in cr)
-                r_cpu = statistics.median(x[1] for x in rr)
-                c_cpu = statistics.median(x[1] for x in cr)
-                lines.append(f"| {test.upper()} | {mode} | {r_rps:,.0f} | {c_rps:,.0f} | "
-                             f"{c_rps / r_rps:.2f} | {r_cpu:.2f} | {c_cpu:.2f} |")
+                r_rps, r_cpu = med[(mode, test, "Redis")]
+                cells = [test.upper(), mode, f"{r_rps:,.0f}"]
+                for o in others:
+                    c_rps = med[(mode, test, o)][0]
+                    cells += [f"{c_rps:,.0f}", f"{c_rps / r_rps:.2f}"]
+                cells.append(f"{r_cpu:.2f}")
+                cells += [f"{med[(mode, test, o)][1]:.2f}" for o in others]
+                lines.append("| " + " | ".join(cells) + " |")
         table = "\n".join(lines)
         print(table)
         if a.out:
             with open(a.out, "w") as f:
                 f.write(table + "\n")
+        if a.svg:
+            with open(a.svg, "w") as f:
+                f.write(svg_chart({k: v[0] for k, v in med.items()},
+                                  [m for m, _ in modes], tests, labels))
     finally:
         for pr in procs:
             pr.terminate()
@@ -129,6 +148,47 @@ def main():
                 pr.wait(5)
             except subprocess.TimeoutExpired:
                 pr.kill()
+
+
+def svg_chart(medians, modes, tests, labels):
+    """Grouped bars: one panel per mode, one bar per server in each group."""
+    palette = ["#c0392b", "#2c7fb8", "#41ab5d", "#807dba"]
+    colors = {l: palette[i % len(palette)] for i, l in enumerate(labels)}
+    panel_w, panel_h, top, left, bar = 520, 260, 40, 40, 22
+    width = left + len(modes) * (panel_w + 30)
+    height = top + panel_h + 70
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+           'font-family="sans-serif" font-size="12">',
+           f'<rect width="{width}" height="{height}" fill="white"/>']
+    for pi, mode in enumerate(modes):
+        x0 = left + pi * (panel_w + 30)
+        peak = max(medians[(mode, t, n)] for t in tests for n in labels)
+        scale = (panel_h - 20) / peak
+        out.append(f'<text x="{x0 + panel_w / 2}" y="20" text-anchor="middle" font-size="14">'
+                   f'redis-benchmark -c 50 {"-P 16" if mode == "P16" else "(no pipelining)"}: '
+                   'requests/s, median</text>')
+        out.append(f'<line x1="{x0}" y1="{top + panel_h}" x2="{x0 + panel_w}" '
+                   f'y2="{top + panel_h}" stroke="#333"/>')
+        group = (panel_w - 20) / len(tests)
+        for ti, test in enumerate(tests):
+            gx = x0 + 10 + ti * group
+            for ni, name in enumerate(labels):
+                v = medians[(mode, test, name)]
+                h = v * scale
+                bx = gx + ni * (bar + 2)
+                out.append(f'<rect x="{bx:.1f}" y="{top + panel_h - h:.1f}" width="{bar}" '
+                           f'height="{h:.1f}" fill="{colors[name]}"/>')
+                out.append(f'<text x="{bx + bar / 2:.1f}" y="{top + panel_h - h - 3:.1f}" '
+                           f'text-anchor="middle" font-size="9">{v / 1000:.0f}k</text>')
+            out.append(f'<text x="{gx + len(labels) * (bar + 2) / 2:.1f}" '
+                       f'y="{top + panel_h + 15}" text-anchor="middle">{test.upper()}</text>')
+    ly = top + panel_h + 40
+    for i, name in enumerate(labels):
+        out.append(f'<rect x="{left + i * 130}" y="{ly}" width="12" height="12" '
+                   f'fill="{colors[name]}"/>')
+        out.append(f'<text x="{left + i * 130 + 18}" y="{ly + 11}">{name}</text>')
+    out.append("</svg>")
+    return "\n".join(out) + "\n"
 
 
 if __name__ == "__main__":

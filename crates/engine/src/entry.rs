@@ -62,6 +62,11 @@ impl Entry {
         Entry::new(key, value, self.expire_at)
     }
 
+    /// A new value in an old entry: LRU time starts now, LFU counter kept.
+    pub fn restart_access(&mut self) {
+        self.access = lru_clock();
+    }
+
     /// Records an access: the LFU counter under an LFU policy, else the
     /// LRU time (Redis updates one or the other, never both: `lookupKey`).
     pub fn touch(&mut self, lfu: bool) {

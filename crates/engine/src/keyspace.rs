@@ -306,19 +306,25 @@ impl<'e> Guard<'e> {
         self.live_slot(db, k).is_some()
     }
 
-    /// Stores `value` under the key, replacing any old value. Returns the
-    /// old entry so the caller can drop it after unlocking if it is large.
-    pub fn set(&mut self, db: usize, k: &Key, value: Value, expiry: Expiry) -> Option<Box<Entry>> {
+    /// Stores `value` under the key, replacing any old value, and returns
+    /// the old value so the caller can drop a large one after unlocking.
+    /// Overwriting reuses the entry and its key (as Redis's `dbOverwrite`
+    /// reuses the dict entry): only the value changes hands, the LRU time
+    /// restarts and the LFU counter is kept.
+    pub fn set(&mut self, db: usize, k: &Key, value: Value, expiry: Expiry) -> Option<Value> {
         let found = self.live_slot(db, k);
         let table = &mut self.shard(k).dbs[db];
         match found {
             Some(i) => {
-                let at = match expiry {
-                    Expiry::Keep => table.at(i).expire_at(),
-                    Expiry::Clear => 0,
-                    Expiry::At(t) => t,
-                };
-                Some(table.replace_at(i, Entry::new(k.bytes, value, at)))
+                let e = table.at_mut(i);
+                let old = std::mem::replace(&mut e.value, value);
+                e.restart_access();
+                match expiry {
+                    Expiry::Keep => {}
+                    Expiry::Clear => table.set_expire_at(i, 0),
+                    Expiry::At(t) => table.set_expire_at(i, t),
+                }
+                Some(old)
             }
             None => {
                 let at = match expiry {

@@ -72,9 +72,12 @@ impl ClientInfo {
         now.saturating_sub(self.last_active_ms.load(Ordering::Relaxed)) / 1000
     }
 
-    pub fn mark_active(&self) {
-        self.last_active_ms
-            .store(self.created.elapsed().as_millis() as u64, Ordering::Relaxed);
+    /// Records activity at `now` (the worker's time for this loop turn).
+    pub fn mark_active(&self, now: Instant) {
+        self.last_active_ms.store(
+            now.saturating_duration_since(self.created).as_millis() as u64,
+            Ordering::Relaxed,
+        );
     }
 }
 

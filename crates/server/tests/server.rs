@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use redis::{Connection, FromRedisValue, RedisError, Value};
-use support::{start_cairn, RawConn, Server};
+use redis::{Connection, FromRedisValue, Value};
+use support::{err_line, start_cairn, RawConn, Server};
 
 fn cairn() -> Server {
     start_cairn(&["--enable-debug-command", "yes"])
@@ -44,13 +44,6 @@ fn err(con: &mut Connection, args: &[&str]) -> String {
     match cmd(args).query::<Value>(con) {
         Ok(v) => panic!("{args:?} should fail, got {v:?}"),
         Err(e) => err_line(&e),
-    }
-}
-
-fn err_line(e: &RedisError) -> String {
-    match e.detail() {
-        Some(d) => format!("{} {}", e.code().unwrap_or("?"), d),
-        None => e.code().unwrap_or("?").to_string(),
     }
 }
 

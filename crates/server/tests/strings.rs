@@ -8,46 +8,8 @@
 
 mod support;
 
-use redis::{Connection, FromRedisValue, RedisError, Value};
-use support::{start_cairn, Server};
-
-fn server() -> (Server, Connection) {
-    let s = start_cairn(&["--enable-debug-command", "yes"]);
-    let c = support::redis_client(s.port);
-    (s, c)
-}
-
-fn cmd(args: &[&[u8]]) -> redis::Cmd {
-    let mut c = redis::cmd(std::str::from_utf8(args[0]).unwrap());
-    for a in &args[1..] {
-        c.arg(*a);
-    }
-    c
-}
-
-/// Runs a command (string arguments) and converts its reply.
-fn q<T: FromRedisValue>(con: &mut Connection, args: &[&str]) -> T {
-    let bytes: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
-    cmd(&bytes)
-        .query(con)
-        .unwrap_or_else(|e| panic!("{args:?}: {e}"))
-}
-
-/// Runs a command that must fail; returns the error line as Redis sent it.
-fn err(con: &mut Connection, args: &[&str]) -> String {
-    let bytes: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
-    match cmd(&bytes).query::<Value>(con) {
-        Ok(v) => panic!("{args:?} should fail, got {v:?}"),
-        Err(e) => err_line(&e),
-    }
-}
-
-fn err_line(e: &RedisError) -> String {
-    match e.detail() {
-        Some(d) => format!("{} {}", e.code().unwrap_or("?"), d),
-        None => e.code().unwrap_or("?").to_string(),
-    }
-}
+use redis::{Connection, Value};
+use support::{cmd, err, q, server};
 
 fn get(con: &mut Connection, key: &str) -> Option<Vec<u8>> {
     q(con, &["GET", key])

@@ -175,7 +175,11 @@ pub fn getset(g: &mut Guard, db: usize, k: &Key, value: &[u8]) -> Result<Option<
         Value::Str(StrValue::from_bytes(value)),
         Expiry::Clear,
     );
-    Ok(old.map(|e| entry_bytes(*e)))
+    Ok(old.map(|v| match v {
+        Value::Str(s) => s.into_vec(),
+        // Checked above: the old value is a string.
+        _ => Vec::new(),
+    }))
 }
 
 /// GETDEL key: the string, removed; None if absent.

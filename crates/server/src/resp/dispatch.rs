@@ -8,7 +8,6 @@ use crate::resp::table::{flags, Command};
 use crate::shared::{bump, Msg, Shared, WorkerStats};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Instant;
 
 /// What became of a request.
 #[derive(Debug, PartialEq, Eq)]
@@ -119,7 +118,7 @@ fn run(
         return Outcome::Paused;
     }
 
-    let started = Instant::now();
+    let started_us = cairn_engine::clock::start_command();
     let handler = cmd.handler.expect("resolve returns runnable commands");
     let result = {
         let mut ctx = Ctx {
@@ -130,7 +129,7 @@ fn run(
         };
         handler(&mut ctx)
     };
-    let micros = started.elapsed().as_micros() as u64;
+    let micros = cairn_engine::clock::end_command().saturating_sub(started_us);
     if let Err(e) = &result {
         bump(&stats.cmd[cmd.id][3], 1);
         write_error(out, client, e, stats);

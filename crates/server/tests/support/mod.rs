@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use cairn_protocol::resp::{self, Frame};
+use redis::{Connection, FromRedisValue, RedisError, Value};
 
 /// How long a server may take to become ready.
 pub const START_TIMEOUT: Duration = Duration::from_secs(10);
@@ -482,4 +483,53 @@ pub fn unescape(s: &str) -> Result<Vec<u8>, String> {
         });
     }
     Ok(out)
+}
+
+// ------------------------------------------------- redis crate helpers ---
+
+pub fn server() -> (Server, Connection) {
+    let s = start_cairn(&["--enable-debug-command", "yes"]);
+    let c = redis_client(s.port);
+    (s, c)
+}
+
+pub fn cmd(args: &[&[u8]]) -> redis::Cmd {
+    let mut c = redis::cmd(std::str::from_utf8(args[0]).unwrap());
+    for a in &args[1..] {
+        c.arg(*a);
+    }
+    c
+}
+
+/// Runs a command (string arguments) and converts its reply.
+pub fn q<T: FromRedisValue>(con: &mut Connection, args: &[&str]) -> T {
+    let bytes: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+    cmd(&bytes)
+        .query(con)
+        .unwrap_or_else(|e| panic!("{args:?}: {e}"))
+}
+
+pub fn int(con: &mut Connection, args: &[&str]) -> i64 {
+    q(con, args)
+}
+
+pub fn ok(con: &mut Connection, args: &[&str]) {
+    let r: String = q(con, args);
+    assert_eq!(r, "OK", "{args:?}");
+}
+
+/// Runs a command that must fail; returns the error line as Redis sent it.
+pub fn err(con: &mut Connection, args: &[&str]) -> String {
+    let bytes: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+    match cmd(&bytes).query::<Value>(con) {
+        Ok(v) => panic!("{args:?} should fail, got {v:?}"),
+        Err(e) => err_line(&e),
+    }
+}
+
+pub fn err_line(e: &RedisError) -> String {
+    match e.detail() {
+        Some(d) => format!("{} {}", e.code().unwrap_or("?"), d),
+        None => e.code().unwrap_or("?").to_string(),
+    }
 }
