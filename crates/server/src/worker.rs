@@ -6,8 +6,9 @@
 //!
 //! Per readiness event a connection reads once (a read shorter than the free
 //! buffer means the socket is drained: on Linux a later arrival raises a new
-//! edge, which is what tokio also relies on), executes every complete request
-//! in the buffer, and writes all replies with one `write`. Fairness: a
+//! edge, which is what tokio also relies on) and executes every complete
+//! request in the buffer; at the end of the loop turn each connection's
+//! replies go out with one `write` (Redis's `handleClientsWithPendingWrites`). Fairness: a
 //! connection that keeps filling the buffer is put back on a ready list after
 //! a read budget, so one huge client cannot starve the others. Backpressure:
 //! while a connection has more than `OUT_HIGH_WATER` bytes of replies unsent
@@ -34,6 +35,9 @@ const READ_BUDGET: usize = 1024 * 1024;
 /// Unsent reply bytes above which a connection stops executing requests.
 const OUT_HIGH_WATER: usize = 8 * 1024 * 1024;
 const CRON_EVERY: Duration = Duration::from_millis(100);
+/// Replies at least this large are written at once instead of at the end of
+/// the loop turn.
+const LARGE_REPLY: usize = 64 * 1024;
 
 struct Conn {
     stream: TcpStream,
@@ -52,6 +56,8 @@ struct Conn {
     paused: bool,
     /// Reading stopped by the budget or backpressure; resume without an event.
     ready_again: bool,
+    /// Listed in the worker's `pending_writes` for the end of this turn.
+    write_queued: bool,
     closing: bool,
     last_active: Instant,
 }
@@ -73,6 +79,8 @@ pub struct Worker {
     /// The time at the top of this loop turn; precise enough for idle
     /// tracking and cron, and one clock read instead of one per read.
     now: Instant,
+    /// Connections with replies to write at the end of this loop turn.
+    pending_writes: Vec<usize>,
 }
 
 impl Worker {
@@ -86,6 +94,7 @@ impl Worker {
             ready: Vec::new(),
             limits: Limits::default(),
             now: Instant::now(),
+            pending_writes: Vec::new(),
         }
     }
 
@@ -117,6 +126,7 @@ impl Worker {
             for i in std::mem::take(&mut self.ready) {
                 self.on_event(i, true, false);
             }
+            self.write_pending();
             if self.now >= next_cron {
                 self.cron();
                 next_cron = self.now + CRON_EVERY;
@@ -181,6 +191,7 @@ impl Worker {
             wpos: 0,
             paused: false,
             ready_again: false,
+            write_queued: false,
             closing: false,
             last_active: self.now,
         });
@@ -205,9 +216,35 @@ impl Worker {
             }
         }
         let conn = self.conns[i].as_mut().expect("checked above");
+        if conn.pending_out() > 0 && !conn.write_queued {
+            conn.write_queued = true;
+            self.pending_writes.push(i);
+        }
         let killed = conn.client.info.killed.load(Ordering::Relaxed);
         if killed || (conn.closing && conn.pending_out() == 0) {
             self.close(i);
+        }
+    }
+
+    /// Writes every reply produced in this loop turn, one `write` per
+    /// connection (Redis: `handleClientsWithPendingWrites` before sleeping).
+    /// Writing at the end of the turn rather than right after each read
+    /// hands a client that waits on many connections its replies together,
+    /// so it wakes once for many instead of once each.
+    fn write_pending(&mut self) {
+        for i in std::mem::take(&mut self.pending_writes) {
+            let Some(Some(conn)) = self.conns.get_mut(i) else {
+                continue;
+            };
+            conn.write_queued = false;
+            flush(conn, &self.shared, self.id);
+            if conn.ready_again && conn.pending_out() < OUT_HIGH_WATER {
+                conn.ready_again = false;
+                self.ready.push(i);
+            }
+            if conn.closing && conn.pending_out() == 0 {
+                self.close(i);
+            }
         }
     }
 
@@ -332,7 +369,6 @@ fn serve(conn: &mut Conn, shared: &Shared, limits: &Limits, worker: usize, now: 
             break;
         }
         if budget == 0 {
-            flush(conn, shared, worker);
             return true;
         }
         let limit = shared.hot.query_buffer_limit.load(Ordering::Relaxed);
@@ -367,7 +403,11 @@ fn serve(conn: &mut Conn, shared: &Shared, limits: &Limits, worker: usize, now: 
         conn.last_active = now;
         conn.client.info.mark_active(now);
     }
-    flush(conn, shared, worker);
+    // Large replies go out now rather than waiting for the end of the
+    // turn, so they do not sit in memory while other clients are served.
+    if conn.pending_out() >= LARGE_REPLY {
+        flush(conn, shared, worker);
+    }
     false
 }
 
