@@ -10,11 +10,17 @@ table of medians (progress goes to stderr) and optionally an SVG chart.
 
 Usage: scripts/bench_redis_benchmark.py [--requests N] [--rounds R]
            [--tests set,get,incr,hset,mset] [--cairn PATH]
-           [--cairn-threads 1,2] [--out FILE] [--svg FILE]
+           [--cairn-threads 1,2] [--out FILE] [--svg FILE] [--pin]
+
+--pin runs every server on CPU 1 and redis-benchmark on CPU 0 (taskset), so
+the scheduler cannot put a server on the client's core for a whole run; on
+a 2-core machine unpinned runs vary by up to 40% from that alone. Use it
+with one-thread servers only.
 """
 import argparse, os, socket, statistics, subprocess, sys, tempfile, time
 
 TICK = os.sysconf("SC_CLK_TCK")
+PIN = False
 
 
 def free_port():
@@ -45,7 +51,7 @@ def cpu_secs(pid):
 
 
 def run_one(port, test, n, pipeline):
-    cmd = ["redis-benchmark", "-p", str(port), "-t", test, "-c", "50", "-n", str(n),
+    cmd = (["taskset", "-c", "0"] if PIN else []) + ["redis-benchmark", "-p", str(port), "-t", test, "-c", "50", "-n", str(n),
            "-r", "100000", "-q", "--csv"]
     if pipeline > 1:
         cmd += ["-P", str(pipeline)]
@@ -68,7 +74,12 @@ def main():
                     help="comma list of server-threads values, one Cairn per value (0 = default)")
     ap.add_argument("--out", default="")
     ap.add_argument("--svg", default="", help="also draw the medians as an SVG bar chart")
+    ap.add_argument("--pin", action="store_true",
+                    help="servers on CPU 1, the client on CPU 0 (taskset)")
     a = ap.parse_args()
+    global PIN
+    PIN = a.pin
+    server_prefix = ["taskset", "-c", "1"] if a.pin else []
 
     tmp = tempfile.mkdtemp(prefix="cairn-bench-")
     servers = {}  # label -> (port, pid)
@@ -76,7 +87,7 @@ def main():
     try:
         p = free_port()
         procs.append(subprocess.Popen(
-            ["redis-server", "--port", str(p), "--bind", "127.0.0.1", "--save", "",
+            server_prefix + ["redis-server", "--port", str(p), "--bind", "127.0.0.1", "--save", "",
              "--appendonly", "no", "--dir", tmp], stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL))
         servers["Redis"] = (p, procs[-1].pid)
@@ -84,7 +95,7 @@ def main():
             p = free_port()
             label = "Cairn" if t == "0" else f"Cairn {t}t"
             procs.append(subprocess.Popen(
-                [a.cairn, "--port", str(p), "--bind", "127.0.0.1", "--server-threads", t],
+                server_prefix + [a.cairn, "--port", str(p), "--bind", "127.0.0.1", "--server-threads", t],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
             servers[label] = (p, procs[-1].pid)
         for port, _ in servers.values():
