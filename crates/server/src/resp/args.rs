@@ -38,3 +38,38 @@ pub fn parse_cursor(arg: &[u8]) -> Option<u64> {
     }
     Some(if negative { v.wrapping_neg() } else { v })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursor_like_strtoul() {
+        assert_eq!(parse_cursor(b"0"), Some(0));
+        assert_eq!(parse_cursor(b""), Some(0));
+        assert_eq!(parse_cursor(b"00"), Some(0));
+        assert_eq!(parse_cursor(b"+1"), Some(1));
+        assert_eq!(parse_cursor(b"-1"), Some(u64::MAX));
+        assert_eq!(parse_cursor(b"-0"), Some(0));
+        assert_eq!(parse_cursor(b"18446744073709551615"), Some(u64::MAX));
+        assert_eq!(parse_cursor(b"-18446744073709551615"), Some(1));
+        assert_eq!(parse_cursor(b"18446744073709551616"), None);
+        assert_eq!(parse_cursor(b"-18446744073709551616"), None);
+        assert_eq!(parse_cursor(b"5\0junk"), Some(5));
+        assert_eq!(parse_cursor(b"\0junk"), Some(0));
+        for bad in [
+            &b" 0"[..],
+            b"\t1",
+            b"\x0b1",
+            b"1 ",
+            b"-",
+            b"+",
+            b"abc",
+            b"-abc",
+            b"1.5",
+            b"0x10",
+        ] {
+            assert_eq!(parse_cursor(bad), None, "{bad:?}");
+        }
+    }
+}

@@ -14,8 +14,9 @@
 //! subcommand"): CACHING, GETREDIR, TRACKING, TRACKINGINFO and UNBLOCK,
 //! which need client-side caching and blocking commands.
 use crate::client::{Client, ClientInfo, ReplyMode};
+use crate::resp::cmd::{reply_help, subcommand_syntax_error};
 use crate::resp::ctx::{Args, CmdResult, Ctx};
-use crate::resp::errors::{truncate_lossy, CmdError};
+use crate::resp::errors::CmdError;
 use crate::resp::table::Def;
 use crate::shared::{Msg, Shared};
 use cairn_engine::util::num;
@@ -613,23 +614,7 @@ fn help(ctx: &mut Ctx) -> CmdResult {
         .filter(|(sub, _)| parent.is_some_and(|p| table.lookup_sub(p, sub.as_bytes()).is_some()))
         .flat_map(|(_, lines)| lines.iter().copied())
         .collect();
-    let mut w = ctx.reply();
-    w.array(lines.len() + 3);
-    w.simple("CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:");
-    for l in lines {
-        w.simple(l);
-    }
-    w.simple("HELP");
-    w.simple("    Prints this help.");
-    Ok(())
-}
-
-/// `addReplySubcommandSyntaxError`.
-fn subcommand_syntax_error(ctx: &Ctx) -> CmdError {
-    CmdError::text(format!(
-        "ERR unknown subcommand or wrong number of arguments for '{}'. Try CLIENT HELP.",
-        truncate_lossy(ctx.arg(1), 128)
-    ))
+    reply_help(ctx, &lines)
 }
 
 /// An argument as C's `%s` prints it: up to the first NUL.

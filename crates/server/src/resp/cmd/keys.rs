@@ -11,6 +11,7 @@
 //! thread, after the shard locks are released.
 use crate::config::MaxmemoryPolicy;
 use crate::resp::args;
+use crate::resp::cmd::reply_help;
 use crate::resp::ctx::{CmdResult, Ctx};
 use crate::resp::errors::CmdError;
 use crate::resp::table::Def;
@@ -603,42 +604,13 @@ fn object_help(ctx: &mut Ctx) -> CmdResult {
         "REFCOUNT <key>",
         "    Return the number of references of the value associated with the specified",
         "    <key>.",
-        "HELP",
-        "    Prints this help.",
     ];
-    // The header names the command as the client typed it, upper-cased.
-    let header = format!(
-        "{} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-        String::from_utf8_lossy(ctx.arg(0)).to_ascii_uppercase()
-    );
-    let mut w = ctx.reply();
-    w.array(LINES.len() + 1);
-    w.simple(&header);
-    for l in LINES {
-        w.simple(l);
-    }
-    Ok(())
+    reply_help(ctx, LINES)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn cursor_like_strtoul() {
-        assert_eq!(args::parse_cursor(b"0"), Some(0));
-        assert_eq!(args::parse_cursor(b""), Some(0));
-        assert_eq!(args::parse_cursor(b"+7"), Some(7));
-        assert_eq!(args::parse_cursor(b"-1"), Some(u64::MAX));
-        assert_eq!(args::parse_cursor(b"18446744073709551615"), Some(u64::MAX));
-        assert_eq!(args::parse_cursor(b"18446744073709551616"), None);
-        assert_eq!(args::parse_cursor(b" 0"), None);
-        assert_eq!(args::parse_cursor(b"\x0b0"), None);
-        assert_eq!(args::parse_cursor(b"0 "), None);
-        assert_eq!(args::parse_cursor(b"+"), None);
-        assert_eq!(args::parse_cursor(b"1.5"), None);
-        assert_eq!(args::parse_cursor(b"3\0x"), Some(3));
-    }
 
     #[test]
     fn deadlines_overflow_like_redis() {

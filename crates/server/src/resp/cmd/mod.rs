@@ -1,5 +1,7 @@
 //! One file per command family; each exports `COMMANDS`, which
 //! `table::CommandTable::build` assembles into the one command table.
+use crate::resp::ctx::{CmdResult, Ctx};
+use crate::resp::errors::{truncate_lossy, CmdError};
 use crate::resp::table::Def;
 
 pub mod client;
@@ -21,4 +23,30 @@ pub fn families() -> Vec<&'static [Def]> {
         server::COMMANDS,
         info::COMMANDS,
     ]
+}
+
+/// Redis's `addReplyHelp`: a header naming the command as typed (upper
+/// case), the lines, and the HELP entry, all as status strings.
+pub fn reply_help(ctx: &mut Ctx, lines: &[&str]) -> CmdResult {
+    let name = String::from_utf8_lossy(ctx.arg(0)).to_ascii_uppercase();
+    let mut w = ctx.reply();
+    w.array(lines.len() + 3);
+    w.simple(&format!(
+        "{name} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"
+    ));
+    for l in lines {
+        w.simple(l);
+    }
+    w.simple("HELP");
+    w.simple("    Prints this help.");
+    Ok(())
+}
+
+/// Redis's `addReplySubcommandSyntaxError`.
+pub fn subcommand_syntax_error(ctx: &Ctx) -> CmdError {
+    CmdError::text(format!(
+        "ERR unknown subcommand or wrong number of arguments for '{}'. Try {} HELP.",
+        truncate_lossy(ctx.arg(1), 128),
+        String::from_utf8_lossy(ctx.arg(0)).to_ascii_uppercase()
+    ))
 }

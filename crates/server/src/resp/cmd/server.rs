@@ -11,8 +11,9 @@ use crate::config::{Config, MaxmemoryPolicy};
 use crate::log;
 use crate::resp::args;
 use crate::resp::cmd::info;
+use crate::resp::cmd::{reply_help, subcommand_syntax_error};
 use crate::resp::ctx::{CmdResult, Ctx};
-use crate::resp::errors::{truncate_lossy, CmdError};
+use crate::resp::errors::CmdError;
 use crate::resp::meta::{self, M};
 use crate::resp::table::{Command, CommandTable, Def};
 use cairn_engine::value::{HashValue, StrValue};
@@ -61,32 +62,6 @@ pub const COMMANDS: &[Def] = &[
 ];
 
 // ---------------------------------------------------------------- shared ---
-
-/// Redis's `addReplyHelp`: a header naming the command as typed (upper
-/// case), the lines, and the HELP entry, all as status strings.
-fn reply_help(ctx: &mut Ctx, lines: &[&str]) -> CmdResult {
-    let name = String::from_utf8_lossy(ctx.arg(0)).to_ascii_uppercase();
-    let mut w = ctx.reply();
-    w.array(lines.len() + 3);
-    w.simple(&format!(
-        "{name} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"
-    ));
-    for l in lines {
-        w.simple(l);
-    }
-    w.simple("HELP");
-    w.simple("    Prints this help.");
-    Ok(())
-}
-
-/// Redis's `addReplySubcommandSyntaxError`.
-fn subcommand_syntax_error(ctx: &Ctx) -> CmdError {
-    CmdError::text(format!(
-        "ERR unknown subcommand or wrong number of arguments for '{}'. Try {} HELP.",
-        truncate_lossy(ctx.arg(1), 128),
-        String::from_utf8_lossy(ctx.arg(0)).to_ascii_uppercase()
-    ))
-}
 
 /// Redis's `islocalClient`: connected from 127.0.0.1 or ::1.
 fn is_local(client: &Client) -> bool {
