@@ -467,7 +467,13 @@ fn process(conn: &mut Conn, shared: &Shared, limits: &Limits, worker: usize) -> 
         if buf.len() < *need {
             break;
         }
-        match parse_request(buf, limits, args) {
+        // A client that still owes the password gets Redis's tighter
+        // request limits; AUTH earlier in the same batch lifts them.
+        let limits = Limits {
+            unauthenticated: !client.authenticated,
+            ..*limits
+        };
+        match parse_request(buf, &limits, args) {
             Ok(Parsed::Complete { consumed }) => {
                 *need = 0;
                 if !args.is_empty() {

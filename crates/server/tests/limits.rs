@@ -267,3 +267,38 @@ fn memcached_port_is_refused_until_built() {
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("memcached"));
 }
+
+#[test]
+fn unauthenticated_clients_get_small_request_limits() {
+    let s = start_cairn(&["--requirepass", "pw"]);
+    // More than 10 arguments before AUTH: refused, connection closed.
+    let mut c = RawConn::connect(s.port);
+    let many: Vec<&[u8]> = std::iter::repeat_n(&b"x"[..], 11).collect();
+    c.send(&many);
+    assert_eq!(
+        c.read_raw_reply(),
+        b"-ERR Protocol error: unauthenticated multibulk length\r\n"
+    );
+    assert!(c.is_closed_within(Duration::from_secs(2)));
+    // A bulk over 16 KiB before AUTH: refused as soon as its header arrives.
+    let mut c = RawConn::connect(s.port);
+    c.send_raw(b"*2\r\n$4\r\nAUTH\r\n$16385\r\n");
+    assert_eq!(
+        c.read_raw_reply(),
+        b"-ERR Protocol error: unauthenticated bulk length\r\n"
+    );
+    assert!(c.is_closed_within(Duration::from_secs(2)));
+    // After AUTH, in the same pipeline, both are fine.
+    let mut c = RawConn::connect(s.port);
+    let big = "v".repeat(20_000);
+    let mut req = Vec::new();
+    cairn_protocol::resp::encode_command(&[b"AUTH", b"pw"], &mut req);
+    cairn_protocol::resp::encode_command(&[b"SET", b"k", big.as_bytes()], &mut req);
+    let mut mset: Vec<&[u8]> = vec![b"MSET"];
+    mset.extend(std::iter::repeat_n(&b"a"[..], 12));
+    cairn_protocol::resp::encode_command(&mset, &mut req);
+    c.send_raw(&req);
+    assert_eq!(c.read_raw_reply(), b"+OK\r\n");
+    assert_eq!(c.read_raw_reply(), b"+OK\r\n");
+    assert_eq!(c.read_raw_reply(), b"+OK\r\n");
+}

@@ -27,7 +27,16 @@ pub struct Limits {
     /// `PROTO_INLINE_MAX_SIZE`: the longest inline request, and the longest
     /// a `*`/`$` count line may grow without its `\r`.
     pub max_inline_len: usize,
+    /// The client still owes a password: Redis then refuses more than 10
+    /// arguments or a bulk over 16 KiB (`authRequired` in networking.c), so
+    /// a stranger cannot make the server buffer large requests.
+    pub unauthenticated: bool,
 }
+
+/// Most arguments an unauthenticated client may send in one request.
+pub const UNAUTHENTICATED_MAX_ARGS: u64 = 10;
+/// Longest bulk an unauthenticated client may send.
+pub const UNAUTHENTICATED_MAX_BULK: usize = 16 * 1024;
 
 impl Default for Limits {
     fn default() -> Self {
@@ -35,6 +44,7 @@ impl Default for Limits {
             max_bulk_len: 512 * 1024 * 1024,
             max_multibulk_len: i32::MAX as usize,
             max_inline_len: 64 * 1024,
+            unauthenticated: false,
         }
     }
 }
@@ -51,6 +61,8 @@ pub enum ProtocolError {
     TooBigMbulkCountString,
     TooBigBulkCountString,
     UnbalancedQuotes,
+    UnauthenticatedMultibulkLength,
+    UnauthenticatedBulkLength,
 }
 
 impl ProtocolError {
@@ -77,6 +89,12 @@ impl ProtocolError {
             ProtocolError::TooBigMbulkCountString => "Protocol error: too big mbulk count string",
             ProtocolError::TooBigBulkCountString => "Protocol error: too big bulk count string",
             ProtocolError::UnbalancedQuotes => "Protocol error: unbalanced quotes in request",
+            ProtocolError::UnauthenticatedMultibulkLength => {
+                "Protocol error: unauthenticated multibulk length"
+            }
+            ProtocolError::UnauthenticatedBulkLength => {
+                "Protocol error: unauthenticated bulk length"
+            }
         }
     }
 }
@@ -260,6 +278,9 @@ fn parse_multibulk(
         Some(n) if (n as u64) <= limits.max_multibulk_len as u64 => n as u64,
         _ => return Err(ProtocolError::InvalidMultibulkLength),
     };
+    if limits.unauthenticated && count > UNAUTHENTICATED_MAX_ARGS {
+        return Err(ProtocolError::UnauthenticatedMultibulkLength);
+    }
 
     let mut pos = cr + 2;
     for _ in 0..count {
@@ -278,6 +299,9 @@ fn parse_multibulk(
             Some(n) if n >= 0 && (n as u64) <= limits.max_bulk_len as u64 => n as usize,
             _ => return Err(ProtocolError::InvalidBulkLength),
         };
+        if limits.unauthenticated && len > UNAUTHENTICATED_MAX_BULK {
+            return Err(ProtocolError::UnauthenticatedBulkLength);
+        }
         let body = cr + 2;
         // Redis skips the two bytes after the payload without looking at
         // them, so neither do we.
@@ -671,6 +695,31 @@ mod tests {
             parse_with(b"*1\r\n$4\r\nabcd\r\n", &tight),
             Err(ProtocolError::InvalidBulkLength)
         );
+    }
+
+    #[test]
+    fn unauthenticated_limits() {
+        let strict = Limits {
+            unauthenticated: true,
+            ..Limits::default()
+        };
+        let mut eleven = b"*11\r\n".to_vec();
+        for _ in 0..11 {
+            eleven.extend_from_slice(b"$1\r\na\r\n");
+        }
+        assert_eq!(
+            parse_with(&eleven, &strict),
+            Err(ProtocolError::UnauthenticatedMultibulkLength)
+        );
+        assert!(parse_with(&eleven, &Limits::default()).is_ok());
+        assert_eq!(
+            parse_with(b"*2\r\n$4\r\nAUTH\r\n$16385\r\n", &strict),
+            Err(ProtocolError::UnauthenticatedBulkLength)
+        );
+        let mut ok = b"*2\r\n$4\r\nAUTH\r\n$16384\r\n".to_vec();
+        ok.extend(std::iter::repeat_n(b'p', 16384));
+        ok.extend_from_slice(b"\r\n");
+        assert!(parse_with(&ok, &strict).is_ok());
     }
 
     #[test]
