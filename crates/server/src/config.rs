@@ -944,6 +944,9 @@ directives! {
         "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60", MUTABLE, keep;
     /// `server-threads` (Cairn): worker threads, 0 = one per core.
     server_threads: usize = "server-threads", int(0, 1024), "0", IMMUTABLE, keep;
+    /// `worker-spin-us` (Cairn only): how long a busy worker keeps polling
+    /// without sleeping after its last request, 0 = never spin.
+    worker_spin_us: u64 = "worker-spin-us", int(0, 1_000_000), "50", MUTABLE, keep;
     /// `memcached-port` (Cairn): memcached protocol port, 0 = off.
     memcached_port: u16 = "memcached-port", int(0, 65535), "0", IMMUTABLE, keep;
     /// `io-threads`: accepted and shown as Redis does, otherwise ignored;

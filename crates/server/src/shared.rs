@@ -77,6 +77,7 @@ pub struct Hot {
     /// slowlog-log-slower-than < 0 disables the slow log.
     pub slowlog_enabled: AtomicBool,
     pub maxmemory: AtomicU64,
+    pub worker_spin_us: AtomicU64,
 }
 
 /// CLIENT PAUSE state.
@@ -134,6 +135,7 @@ impl Shared {
         h.requirepass
             .store(!c.requirepass.is_empty(), Ordering::Relaxed);
         h.maxmemory.store(c.maxmemory, Ordering::Relaxed);
+        h.worker_spin_us.store(c.worker_spin_us, Ordering::Relaxed);
         h.maxclients.store(c.maxclients as usize, Ordering::Relaxed);
         h.timeout_secs.store(c.timeout as u64, Ordering::Relaxed);
         h.query_buffer_limit

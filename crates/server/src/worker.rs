@@ -101,11 +101,22 @@ impl Worker {
     pub fn run(mut self) {
         let mut events = Events::with_capacity(1024);
         let mut next_cron = Instant::now() + CRON_EVERY;
+        let mut busy_since: Option<Instant> = None;
         loop {
-            let timeout = if self.ready.is_empty() {
-                next_cron.saturating_duration_since(self.now)
-            } else {
+            // While busy, poll without sleeping for up to `worker-spin-us`
+            // after the last work: on a VM, waking an idle vCPU (an IPI and
+            // a halt exit) costs more than the few empty polls that usually
+            // find the next request. Measured on this 2-vCPU machine: 50 us
+            // raised unpipelined throughput 15-60% at equal or lower CPU per
+            // request; an idle server stops spinning 50 us after its last
+            // request, so it costs nothing when there is no load.
+            let spin =
+                Duration::from_micros(self.shared.hot.worker_spin_us.load(Ordering::Relaxed));
+            let spinning = busy_since.is_some_and(|t| t.elapsed() < spin);
+            let timeout = if !self.ready.is_empty() || spinning {
                 Duration::ZERO
+            } else {
+                next_cron.saturating_duration_since(self.now)
             };
             if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
                 if e.kind() != ErrorKind::Interrupted {
@@ -114,6 +125,11 @@ impl Worker {
                 continue;
             }
             self.now = Instant::now();
+            if !events.is_empty() {
+                busy_since = Some(self.now);
+            } else if !spinning {
+                busy_since = None;
+            }
             self.refresh_limits();
             for ev in events.iter() {
                 match ev.token() {

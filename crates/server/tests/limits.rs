@@ -302,3 +302,25 @@ fn unauthenticated_clients_get_small_request_limits() {
     assert_eq!(c.read_raw_reply(), b"+OK\r\n");
     assert_eq!(c.read_raw_reply(), b"+OK\r\n");
 }
+
+#[test]
+fn worker_spin_is_a_runtime_directive() {
+    let s = start_cairn(&["--worker-spin-us", "0"]);
+    let mut c = RawConn::connect(s.port);
+    assert_eq!(
+        c.cmd(&["CONFIG", "GET", "worker-spin-us"]),
+        b"*2\r\n$14\r\nworker-spin-us\r\n$1\r\n0\r\n"
+    );
+    assert_eq!(
+        c.cmd(&["CONFIG", "SET", "worker-spin-us", "50"]),
+        b"+OK\r\n"
+    );
+    // Serving goes on with the new value, spinning or not.
+    for _ in 0..100 {
+        assert_eq!(c.cmd(&["PING"]), b"+PONG\r\n");
+    }
+    assert_eq!(
+        c.cmd(&["CONFIG", "GET", "worker-spin-us"]),
+        b"*2\r\n$14\r\nworker-spin-us\r\n$2\r\n50\r\n"
+    );
+}
