@@ -151,11 +151,7 @@ impl Engine {
         let i = self.shard_of(k);
         let mut shards = SmallVec::new();
         shards.push((i, self.shards[i].0.lock()));
-        Guard {
-            engine: self,
-            shards,
-            now: crate::clock::now_ms(),
-        }
+        self.guard(shards)
     }
 
     /// Locks the shards of all `keys` in ascending order (deadlock-free).
@@ -163,22 +159,25 @@ impl Engine {
         let mut idx: SmallVec<[usize; 16]> = keys.iter().map(|k| self.shard_of(k)).collect();
         idx.sort_unstable();
         idx.dedup();
-        let shards = idx
-            .into_iter()
-            .map(|i| (i, self.shards[i].0.lock()))
-            .collect();
-        Guard {
-            engine: self,
-            shards,
-            now: crate::clock::now_ms(),
-        }
+        self.guard(
+            idx.into_iter()
+                .map(|i| (i, self.shards[i].0.lock()))
+                .collect(),
+        )
     }
 
     /// Locks every shard, in order. For whole-database commands only.
     pub fn lock_all(&self) -> Guard<'_> {
-        let shards = (0..self.shards.len())
-            .map(|i| (i, self.shards[i].0.lock()))
-            .collect();
+        self.guard(
+            (0..self.shards.len())
+                .map(|i| (i, self.shards[i].0.lock()))
+                .collect(),
+        )
+    }
+
+    /// A guard over shards already locked in ascending order, with the
+    /// command's clock.
+    fn guard<'e>(&'e self, shards: SmallVec<[(usize, MutexGuard<'e, Shard>); 16]>) -> Guard<'e> {
         Guard {
             engine: self,
             shards,

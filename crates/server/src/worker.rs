@@ -112,7 +112,9 @@ impl Worker {
             // request, so it costs nothing when there is no load.
             let spin =
                 Duration::from_micros(self.shared.hot.worker_spin_us.load(Ordering::Relaxed));
-            let spinning = busy_since.is_some_and(|t| t.elapsed() < spin);
+            // `self.now` was read right after the previous poll, which is
+            // when the last work was seen; no extra clock read per turn.
+            let spinning = busy_since.is_some_and(|t| self.now.duration_since(t) < spin);
             let timeout = if !self.ready.is_empty() || spinning {
                 Duration::ZERO
             } else {

@@ -326,23 +326,11 @@ pub fn scan_step(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Engine, Options};
+    use crate::ops::test_support::{engine, with};
+    use crate::Engine;
     use proptest::prelude::*;
     use std::collections::{HashMap, HashSet};
     use std::sync::atomic::Ordering;
-
-    fn engine() -> Engine {
-        Engine::new(Options {
-            databases: 2,
-            shards: 4,
-        })
-    }
-
-    /// Runs `f` with the whole keyspace locked.
-    fn with<R>(e: &Engine, f: impl FnOnce(&mut Guard) -> R) -> R {
-        let mut g = e.lock_all();
-        f(&mut g)
-    }
 
     fn set_limits(e: &Engine, entries: usize, value: usize) {
         e.limits

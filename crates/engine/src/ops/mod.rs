@@ -37,3 +37,23 @@ pub fn as_hash_mut(v: &mut Value) -> Result<&mut HashValue> {
         _ => Err(Error::WrongType),
     }
 }
+
+/// Scaffolding shared by the family ops' unit tests.
+#[cfg(test)]
+pub(crate) mod test_support {
+    use crate::{Engine, Guard, Options};
+
+    /// A small engine: two databases, four shards.
+    pub fn engine() -> Engine {
+        Engine::new(Options {
+            databases: 2,
+            shards: 4,
+        })
+    }
+
+    /// Runs `f` with the whole keyspace locked.
+    pub fn with<R>(e: &Engine, f: impl FnOnce(&mut Guard) -> R) -> R {
+        let mut g = e.lock_all();
+        f(&mut g)
+    }
+}

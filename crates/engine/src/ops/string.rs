@@ -472,21 +472,8 @@ pub fn check_len(g: &Guard, len: usize) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Engine, Options};
+    use crate::ops::test_support::{engine, with};
     use proptest::prelude::*;
-
-    fn engine() -> Engine {
-        Engine::new(Options {
-            databases: 2,
-            shards: 4,
-        })
-    }
-
-    /// Runs `f` with the whole keyspace locked.
-    fn with<R>(e: &Engine, f: impl FnOnce(&mut Guard) -> R) -> R {
-        let mut g = e.lock_all();
-        f(&mut g)
-    }
 
     fn value(g: &mut Guard, key: &[u8]) -> Option<Vec<u8>> {
         let k = g.key(key);
