@@ -31,4 +31,8 @@ pub enum Error {
     InvalidExpireTime,
     /// LCS would need more transient memory than allowed.
     LcsTooLarge,
+    /// Any other failure, as Redis's complete reply text (without the
+    /// leading `-`), e.g. `ERR index out of range`. For errors one family
+    /// raises in one place; shared ones deserve a variant of their own.
+    Msg(&'static str),
 }

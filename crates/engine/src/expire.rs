@@ -9,7 +9,9 @@
 //! tick (Redis spends up to 25% of a core: `ACTIVE_EXPIRE_CYCLE_SLOW_TIME_PERC`);
 //! within it the sweep keeps going round the keyspace, so the share of
 //! expired-but-unread keys stays bounded by how fast one pass completes.
+use crate::entry::Entry;
 use crate::keyspace::Engine;
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 /// Buckets visited per lock acquisition.
@@ -42,6 +44,7 @@ impl Engine {
                 let done = self.with_shard(i, |shard| {
                     let now = crate::clock::now_ms();
                     let mut all_done = true;
+                    let shard_watched_empty = shard.watched.is_empty();
                     for db in 0..shard.dbs.len() {
                         if shard.dbs[db].volatile() == 0 {
                             shard.expire_cursor[db] = 0;
@@ -49,15 +52,37 @@ impl Engine {
                         }
                         let mut cursor = shard.expire_cursor[db];
                         let mut removed = 0u64;
+                        let notify = self.limits.notify.load(Ordering::Relaxed)
+                            & crate::events::class::EXPIRED
+                            != 0;
+                        let mut gone: Vec<Box<Entry>> = Vec::new();
                         for _ in 0..CHUNK_BUCKETS {
                             cursor = shard.dbs[db].retain_bucket(
                                 cursor,
                                 |e| e.is_expired(now),
-                                |_| removed += 1,
+                                |e| {
+                                    removed += 1;
+                                    if notify || !shard_watched_empty {
+                                        gone.push(e);
+                                    }
+                                },
                             );
                             report.buckets += 1;
                             if cursor == 0 {
                                 break;
+                            }
+                        }
+                        // As a lookup that finds the key expired: WATCH
+                        // sees a change, `expired` is notified.
+                        for e in gone {
+                            shard.touch_watched(db, e.key());
+                            if notify {
+                                crate::events::push(crate::events::Event::Notify {
+                                    class: crate::events::class::EXPIRED,
+                                    event: "expired",
+                                    db,
+                                    key: e.key().into(),
+                                });
                             }
                         }
                         shard.expire_cursor[db] = cursor;

@@ -97,6 +97,10 @@ impl Engine {
     /// (FLUSHALL ASYNC frees it on another thread).
     pub fn flush(&self, db: Option<usize>) -> Vec<Table> {
         let mut g = self.lock_all();
+        match db {
+            Some(d) => g.modified_db(d, None),
+            None => (0..self.databases()).for_each(|d| g.modified_db(d, None)),
+        }
         let mut old = Vec::new();
         for s in g.shards_mut() {
             match db {
@@ -118,6 +122,9 @@ impl Engine {
     /// Swaps two databases atomically (SWAPDB).
     pub fn swap_dbs(&self, a: usize, b: usize) {
         let mut g = self.lock_all();
+        // A watched key changes if it exists on either side of the swap.
+        g.modified_db(a, Some(b));
+        g.modified_db(b, Some(a));
         for s in g.shards_mut() {
             s.dbs.swap(a, b);
             s.expire_cursor.swap(a, b);

@@ -16,8 +16,10 @@ use crate::table::Table;
 use crate::value::Value;
 use parking_lot::{Mutex, MutexGuard};
 use smallvec::SmallVec;
+use std::cell::Cell;
 use std::hash::BuildHasher;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
+use std::sync::Arc;
 
 /// Per-shard counters; kept under the shard's lock so they cost no atomics.
 #[derive(Default, Clone, Copy, Debug)]
@@ -29,11 +31,22 @@ pub struct ShardStats {
     pub expired_active: u64,
 }
 
+/// A WATCHing client's flag: set when a key it watches changes, read by
+/// its EXEC (Redis's `CLIENT_DIRTY_CAS`).
+pub type WatchFlag = Arc<AtomicBool>;
+
+/// The watchers of one shard's keys: key -> (db, flag) per watcher.
+type Watchers = hashbrown::HashMap<Box<[u8]>, SmallVec<[(usize, WatchFlag); 1]>>;
+
 /// One lock's worth of the keyspace: a table per database.
 pub struct Shard {
     pub(crate) dbs: Box<[Table]>,
     pub(crate) expire_cursor: Box<[u64]>,
     pub stats: ShardStats,
+    /// Keys of this shard some client WATCHes: key -> (db, flag) per
+    /// watcher. Kept per shard, under the shard's lock, so a write checks
+    /// it without any global lock (one `is_empty` when nobody watches).
+    pub(crate) watched: Watchers,
 }
 
 /// Cache-line alignment so two threads locking neighbouring shards do not
@@ -49,6 +62,8 @@ pub struct Limits {
     /// An LFU maxmemory policy is in force: accesses feed the LFU counter
     /// instead of the LRU time.
     pub lfu: std::sync::atomic::AtomicBool,
+    /// `notify-keyspace-events` as `events::class` bits.
+    pub notify: AtomicU32,
 }
 
 impl Limits {
@@ -71,6 +86,9 @@ pub struct Engine {
     hasher: hashbrown::DefaultHashBuilder,
     databases: usize,
     pub limits: Limits,
+    /// Clients blocked on keys (maintained by the server). While zero, no
+    /// write records ready keys.
+    pub blocked: AtomicUsize,
 }
 
 /// A key and its hash, computed once per command.
@@ -106,6 +124,7 @@ impl Engine {
                     dbs: (0..databases).map(|_| Table::default()).collect(),
                     expire_cursor: vec![0; databases].into_boxed_slice(),
                     stats: ShardStats::default(),
+                    watched: hashbrown::HashMap::new(),
                 }))
             })
             .collect();
@@ -119,7 +138,9 @@ impl Engine {
                 hash_max_listpack_value: AtomicUsize::new(64),
                 proto_max_bulk_len: AtomicUsize::new(512 * 1024 * 1024),
                 lfu: std::sync::atomic::AtomicBool::new(false),
+                notify: AtomicU32::new(0),
             },
+            blocked: AtomicUsize::new(0),
         }
     }
 
@@ -150,7 +171,7 @@ impl Engine {
     pub fn lock(&self, k: &Key) -> Guard<'_> {
         let i = self.shard_of(k);
         let mut shards = SmallVec::new();
-        shards.push((i, self.shards[i].0.lock()));
+        shards.push((i, self.take_shard(i)));
         self.guard(shards)
     }
 
@@ -159,25 +180,40 @@ impl Engine {
         let mut idx: SmallVec<[usize; 16]> = keys.iter().map(|k| self.shard_of(k)).collect();
         idx.sort_unstable();
         idx.dedup();
-        self.guard(
-            idx.into_iter()
-                .map(|i| (i, self.shards[i].0.lock()))
-                .collect(),
-        )
+        self.guard(idx.into_iter().map(|i| (i, self.take_shard(i))).collect())
     }
 
     /// Locks every shard, in order. For whole-database commands only.
     pub fn lock_all(&self) -> Guard<'_> {
         self.guard(
             (0..self.shards.len())
-                .map(|i| (i, self.shards[i].0.lock()))
+                .map(|i| (i, self.take_shard(i)))
                 .collect(),
         )
     }
 
+    /// Shard `i`: locked now, or, inside `hold_all` on this thread, the
+    /// shard the hold already owns.
+    fn take_shard(&self, i: usize) -> ShardRef<'_> {
+        match self.held_base() {
+            Some(base) => ShardRef::Held(base[i]),
+            None => ShardRef::Locked(self.shards[i].0.lock()),
+        }
+    }
+
+    /// The shards this thread holds through `hold_all`, if any.
+    fn held_base(&self) -> Option<&'static [*mut Shard]> {
+        HELD.with(|h| {
+            let (engine, shards) = h.get()?;
+            // SAFETY: `HELD` is set only while a `HoldAll` of this thread
+            // lives, and the slice it points to lives inside that hold.
+            std::ptr::eq(engine, self).then(|| unsafe { &*shards })
+        })
+    }
+
     /// A guard over shards already locked in ascending order, with the
     /// command's clock.
-    fn guard<'e>(&'e self, shards: SmallVec<[(usize, MutexGuard<'e, Shard>); 16]>) -> Guard<'e> {
+    fn guard<'e>(&'e self, shards: SmallVec<[(usize, ShardRef<'e>); 16]>) -> Guard<'e> {
         Guard {
             engine: self,
             shards,
@@ -188,14 +224,83 @@ impl Engine {
     /// Runs `f` on each shard in turn, holding only that shard's lock.
     /// For reads that need no cross-shard atomicity (KEYS, DBSIZE, INFO).
     pub fn for_each_shard(&self, mut f: impl FnMut(usize, &mut Shard)) {
-        for (i, s) in self.shards.iter().enumerate() {
-            f(i, &mut s.0.lock());
+        for i in 0..self.shards.len() {
+            f(i, &mut self.take_shard(i));
         }
     }
 
     /// Runs `f` on one shard under its lock.
     pub fn with_shard<R>(&self, i: usize, f: impl FnOnce(&mut Shard) -> R) -> R {
-        f(&mut self.shards[i].0.lock())
+        f(&mut self.take_shard(i))
+    }
+
+    /// Locks every shard and keeps them locked until the returned hold is
+    /// dropped. Meanwhile every lock this thread asks of this engine is
+    /// served from the hold instead of the mutexes, so a sequence of
+    /// ordinary commands runs as one atomic step (EXEC): no other thread
+    /// sees anything between them. Holds do not nest.
+    pub fn hold_all(&self) -> HoldAll<'_> {
+        assert!(self.held_base().is_none(), "hold_all does not nest");
+        let mut locks: Vec<MutexGuard<'_, Shard>> =
+            self.shards.iter().map(|s| s.0.lock()).collect();
+        let ptrs: Box<[*mut Shard]> = locks.iter_mut().map(|g| &mut **g as *mut Shard).collect();
+        let hold = HoldAll {
+            _locks: locks,
+            ptrs,
+        };
+        HELD.with(|h| {
+            h.set(Some((
+                self as *const Engine,
+                &*hold.ptrs as *const [*mut Shard],
+            )))
+        });
+        hold
+    }
+}
+
+thread_local! {
+    /// The engine and shard pointers of this thread's live `HoldAll`.
+    static HELD: Cell<Option<(*const Engine, *const [*mut Shard])>> = const { Cell::new(None) };
+}
+
+/// Every shard of an engine, locked by this thread (see `Engine::hold_all`).
+pub struct HoldAll<'e> {
+    _locks: Vec<MutexGuard<'e, Shard>>,
+    ptrs: Box<[*mut Shard]>,
+}
+
+impl Drop for HoldAll<'_> {
+    fn drop(&mut self) {
+        HELD.with(|h| h.set(None));
+    }
+}
+
+/// A shard as a guard has it: locked by the guard, or borrowed from the
+/// thread's `HoldAll`. Two guards of one thread never share a shard (with
+/// real locks that would deadlock), so a held shard is never aliased.
+enum ShardRef<'e> {
+    Locked(MutexGuard<'e, Shard>),
+    Held(*mut Shard),
+}
+
+impl std::ops::Deref for ShardRef<'_> {
+    type Target = Shard;
+    fn deref(&self) -> &Shard {
+        match self {
+            ShardRef::Locked(g) => g,
+            // SAFETY: see the type's comment; the hold outlives the guard.
+            ShardRef::Held(p) => unsafe { &**p },
+        }
+    }
+}
+
+impl std::ops::DerefMut for ShardRef<'_> {
+    fn deref_mut(&mut self) -> &mut Shard {
+        match self {
+            ShardRef::Locked(g) => g,
+            // SAFETY: as for `deref`.
+            ShardRef::Held(p) => unsafe { &mut **p },
+        }
     }
 }
 
@@ -206,6 +311,44 @@ impl Shard {
 
     pub fn db_mut(&mut self, db: usize) -> &mut Table {
         &mut self.dbs[db]
+    }
+
+    /// Flags every client watching `key` in `db` (Redis `touchWatchedKey`).
+    pub fn touch_watched(&self, db: usize, key: &[u8]) {
+        if self.watched.is_empty() {
+            return;
+        }
+        if let Some(ws) = self.watched.get(key) {
+            for (d, flag) in ws {
+                if *d == db {
+                    flag.store(true, Ordering::Relaxed);
+                }
+            }
+        }
+    }
+
+    /// Flags the watchers of every watched key of `db` that exists now in
+    /// `db` or, for SWAPDB, in `other` (Redis `touchAllWatchedKeysInDb`):
+    /// a FLUSHDB of keys nobody had does not fail their EXEC.
+    pub fn touch_watched_db(
+        &self,
+        db: usize,
+        other: Option<usize>,
+        hash: impl Fn(&[u8]) -> u64,
+        now: u64,
+    ) {
+        for (key, ws) in &self.watched {
+            let h = hash(key);
+            let live = |d: usize| {
+                let t = &self.dbs[d];
+                t.find(h, key).is_some_and(|i| !t.at(i).is_expired(now))
+            };
+            for (d, flag) in ws {
+                if *d == db && (live(db) || other.is_some_and(live)) {
+                    flag.store(true, Ordering::Relaxed);
+                }
+            }
+        }
     }
 }
 
@@ -223,7 +366,7 @@ pub enum Expiry {
 /// Exclusive access to the shards of the keys a command named.
 pub struct Guard<'e> {
     engine: &'e Engine,
-    shards: SmallVec<[(usize, MutexGuard<'e, Shard>); 16]>,
+    shards: SmallVec<[(usize, ShardRef<'e>); 16]>,
     /// The command's notion of "now", fixed for its whole run as Redis does.
     pub now: u64,
 }
@@ -261,9 +404,76 @@ impl<'e> Guard<'e> {
         if table.at(i).is_expired(now) {
             drop(table.remove_at(i));
             shard.stats.expired_keys += 1;
+            shard.touch_watched(db, k.bytes);
+            self.notify(crate::events::class::EXPIRED, "expired", db, k);
             return None;
         }
         Some(i)
+    }
+
+    /// Records a keyspace notification (Redis `notifyKeyspaceEvent`) if
+    /// `notify-keyspace-events` enables its class.
+    pub fn notify(&self, class: u32, event: &'static str, db: usize, k: &Key) {
+        let on = self.engine.limits.notify.load(Ordering::Relaxed);
+        if on & class != 0 {
+            crate::events::push(crate::events::Event::Notify {
+                class,
+                event,
+                db,
+                key: k.bytes.into(),
+            });
+        }
+    }
+
+    /// Tells WATCH that the key changed (Redis `signalModifiedKey`). Every
+    /// write that changes a key through an entry borrowed from `write` or
+    /// `peek` must call it; `set`, `set_entry`, `remove` and `set_expire`
+    /// call it themselves.
+    pub fn modified(&mut self, db: usize, k: &Key) {
+        self.shard(k).touch_watched(db, k.bytes);
+    }
+
+    /// Starts watching `k` in `db` for the client owning `flag`.
+    pub fn watch(&mut self, db: usize, k: &Key, flag: &WatchFlag) {
+        let list = self.shard(k).watched.entry(k.bytes.into()).or_default();
+        if !list.iter().any(|(d, f)| *d == db && Arc::ptr_eq(f, flag)) {
+            list.push((db, flag.clone()));
+        }
+    }
+
+    /// Stops the watch `watch` started.
+    pub fn unwatch(&mut self, db: usize, k: &Key, flag: &WatchFlag) {
+        let shard = self.shard(k);
+        if let Some(list) = shard.watched.get_mut(k.bytes) {
+            list.retain(|(d, f)| !(*d == db && Arc::ptr_eq(f, flag)));
+            if list.is_empty() {
+                shard.watched.remove(k.bytes);
+            }
+        }
+    }
+
+    /// Flags the watchers of keys of `db` that exist now (in `db`, or in
+    /// `other` for SWAPDB). Needs every shard locked (`lock_all`).
+    pub fn modified_db(&mut self, db: usize, other: Option<usize>) {
+        let engine = self.engine;
+        let now = self.now;
+        for s in self.shards_mut() {
+            if !s.watched.is_empty() {
+                s.touch_watched_db(db, other, |key| engine.hasher.hash_one(key), now);
+            }
+        }
+    }
+
+    /// Wakes clients blocked on `k` if it now holds a list or sorted set.
+    fn signal_ready(&self, db: usize, k: &Key, v: &Value) {
+        if matches!(v, Value::List(_) | Value::ZSet(_))
+            && self.engine.blocked.load(Ordering::Relaxed) > 0
+        {
+            crate::events::push(crate::events::Event::Ready {
+                db,
+                key: k.bytes.into(),
+            });
+        }
     }
 
     /// A read lookup: counts a keyspace hit or miss and records the access.
@@ -312,6 +522,8 @@ impl<'e> Guard<'e> {
     /// restarts and the LFU counter is kept.
     pub fn set(&mut self, db: usize, k: &Key, value: Value, expiry: Expiry) -> Option<Value> {
         let found = self.live_slot(db, k);
+        self.signal_ready(db, k, &value);
+        self.modified(db, k);
         let table = &mut self.shard(k).dbs[db];
         match found {
             Some(i) => {
@@ -340,6 +552,8 @@ impl<'e> Guard<'e> {
     pub fn set_entry(&mut self, db: usize, k: &Key, entry: Box<Entry>) -> Option<Box<Entry>> {
         debug_assert_eq!(entry.key(), k.bytes);
         let found = self.live_slot(db, k);
+        self.signal_ready(db, k, &entry.value);
+        self.modified(db, k);
         let table = &mut self.shard(k).dbs[db];
         match found {
             Some(i) => Some(table.replace_at(i, entry)),
@@ -353,6 +567,7 @@ impl<'e> Guard<'e> {
     /// Removes the key; None if it did not exist (or had just expired).
     pub fn remove(&mut self, db: usize, k: &Key) -> Option<Box<Entry>> {
         let i = self.live_slot(db, k)?;
+        self.modified(db, k);
         Some(self.shard(k).dbs[db].remove_at(i))
     }
 
@@ -360,6 +575,7 @@ impl<'e> Guard<'e> {
     pub fn set_expire(&mut self, db: usize, k: &Key, at_ms: u64) -> bool {
         match self.live_slot(db, k) {
             Some(i) => {
+                self.modified(db, k);
                 self.shard(k).dbs[db].set_expire_at(i, at_ms);
                 true
             }

@@ -10,6 +10,7 @@
 pub mod clock;
 pub mod entry;
 pub mod error;
+pub mod events;
 pub mod expire;
 pub mod iterate;
 pub mod keyspace;
@@ -20,7 +21,7 @@ pub mod value;
 
 pub use entry::Entry;
 pub use error::Error;
-pub use keyspace::{Engine, Expiry, Guard, Key, Options};
+pub use keyspace::{Engine, Expiry, Guard, HoldAll, Key, Options, WatchFlag};
 pub use value::{Kind, Value};
 
 pub type Result<T> = std::result::Result<T, Error>;

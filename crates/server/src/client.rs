@@ -96,6 +96,34 @@ pub struct Client {
     /// handlers set bits, the dispatcher clears them per command.
     pub redact: u64,
     pub info: Arc<ClientInfo>,
+    /// Set by `Ctx::block` during a run: the command found nothing and
+    /// waits on these keys. The dispatcher turns it into `Outcome::Blocked`.
+    pub wants_block: Option<BlockOn>,
+    /// The wait the request at the head of the connection is in, if any.
+    pub blocked: Option<BlockOn>,
+    /// Why a blocked command runs again without a ready key.
+    pub unblock: Option<Unblock>,
+    /// True while EXEC runs this client's queued commands: blocking
+    /// commands answer at once as if timed out.
+    pub in_exec: bool,
+}
+
+/// The keys a blocked command waits on, and until when.
+#[derive(Clone, Debug)]
+pub struct BlockOn {
+    pub db: usize,
+    pub keys: Vec<Box<[u8]>>,
+    /// Unix ms at which the wait ends; 0 waits forever.
+    pub deadline_ms: u64,
+}
+
+/// How a blocked command ends without data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unblock {
+    /// Its time ran out, or CLIENT UNBLOCK ... TIMEOUT.
+    Timeout,
+    /// CLIENT UNBLOCK ... ERROR.
+    Error,
 }
 
 impl Client {
@@ -109,6 +137,10 @@ impl Client {
             close_after_reply: false,
             redact: 0,
             info,
+            wants_block: None,
+            blocked: None,
+            unblock: None,
+            in_exec: false,
         }
     }
 

@@ -81,6 +81,8 @@ pub struct Worker {
     now: Instant,
     /// Connections with replies to write at the end of this loop turn.
     pending_writes: Vec<usize>,
+    /// Client id -> slot in `conns`, for messages addressed to a client.
+    by_id: std::collections::HashMap<u64, usize>,
 }
 
 impl Worker {
@@ -95,6 +97,7 @@ impl Worker {
             limits: Limits::default(),
             now: Instant::now(),
             pending_writes: Vec::new(),
+            by_id: std::collections::HashMap::new(),
         }
     }
 
@@ -196,6 +199,7 @@ impl Worker {
         let info = Arc::new(ClientInfo::new(id, addr, laddr, fd, self.id));
         info.mark_active(self.now);
         self.shared.clients.lock().insert(id, info.clone());
+        self.by_id.insert(id, slot);
         let authenticated = !self.shared.hot.requirepass.load(Ordering::Relaxed);
         self.conns[slot] = Some(Conn {
             stream,
@@ -271,6 +275,7 @@ impl Worker {
             let _ = self.poll.registry().deregister(&mut conn.stream);
             let id = conn.client.id;
             self.shared.clients.lock().remove(&id);
+            self.by_id.remove(&id);
             if conn.client.info.monitor.load(Ordering::Relaxed) {
                 let mut m = self.shared.monitors.lock();
                 m.retain(|(mid, _)| *mid != id);
@@ -281,13 +286,18 @@ impl Worker {
         }
     }
 
+    /// The connection of client `id`, if this worker has it.
+    fn conn_by_id(&mut self, id: u64) -> Option<&mut Conn> {
+        let slot = *self.by_id.get(&id)?;
+        self.conns.get_mut(slot)?.as_mut()
+    }
+
     fn deliver_monitor(&mut self, id: u64, line: &[u8]) {
-        for i in 0..self.conns.len() {
-            if let Some(conn) = self.conns[i].as_mut() {
-                if conn.client.id == id && !conn.closing {
-                    conn.wbuf.extend_from_slice(line);
-                    flush(conn, &self.shared, self.id);
-                }
+        let (shared, worker) = (self.shared.clone(), self.id);
+        if let Some(conn) = self.conn_by_id(id) {
+            if !conn.closing {
+                conn.wbuf.extend_from_slice(line);
+                flush(conn, &shared, worker);
             }
         }
     }

@@ -54,6 +54,9 @@ pub fn free_effort(v: &Value) -> usize {
         Value::Str(_) => 1,
         Value::Hash(h) if h.is_packed() => 1,
         Value::Hash(h) => h.len(),
+        Value::List(l) => l.len(),
+        Value::Set(s) => s.len(),
+        Value::ZSet(z) => z.len(),
     }
 }
 
@@ -235,6 +238,9 @@ pub fn clone_value(v: &Value) -> Value {
     match v {
         Value::Str(s) => Value::Str(s.clone()),
         Value::Hash(h) => Value::Hash(h.clone()),
+        Value::List(l) => Value::List(l.clone()),
+        Value::Set(s) => Value::Set(s.clone()),
+        Value::ZSet(z) => Value::ZSet(z.clone()),
     }
 }
 
@@ -437,7 +443,7 @@ mod tests {
         let mut g = e.lock(&k);
         g.peek(db, &k).map(|en| match &en.value {
             Value::Str(s) => s.to_vec(),
-            Value::Hash(_) => b"<hash>".to_vec(),
+            _ => b"<aggregate>".to_vec(),
         })
     }
 
@@ -625,11 +631,11 @@ mod tests {
         let limits = HashLimits::default();
         match &mut g.write(0, &h2).unwrap().value {
             Value::Hash(hv) => assert!(hv.set(b"new", b"v", &limits)),
-            Value::Str(_) => unreachable!(),
+            _ => unreachable!(),
         }
         let len = |g: &mut Guard, k: &Key| match &g.peek(0, k).unwrap().value {
             Value::Hash(hv) => (hv.len(), hv.encoding()),
-            Value::Str(_) => unreachable!(),
+            _ => unreachable!(),
         };
         assert_eq!(len(&mut g, &h), (200, "hashtable"));
         assert_eq!(len(&mut g, &h2), (201, "hashtable"));

@@ -1,9 +1,15 @@
 //! The value types a key can hold, and their encodings.
 pub mod hash;
+pub mod list;
+pub mod set;
 pub mod string;
+pub mod zset;
 
 pub use hash::{HashLimits, HashValue};
+pub use list::ListValue;
+pub use set::SetValue;
 pub use string::StrValue;
+pub use zset::ZSetValue;
 
 /// What a key holds. The type names and encoding names are Redis's, because
 /// TYPE, OBJECT ENCODING and SCAN TYPE expose them.
@@ -11,6 +17,9 @@ pub use string::StrValue;
 pub enum Value {
     Str(StrValue),
     Hash(Box<HashValue>),
+    List(Box<ListValue>),
+    Set(Box<SetValue>),
+    ZSet(Box<ZSetValue>),
 }
 
 /// The kind of a value, independent of its encoding (TYPE, SCAN TYPE).
@@ -47,6 +56,9 @@ impl Value {
         match self {
             Value::Str(_) => Kind::String,
             Value::Hash(_) => Kind::Hash,
+            Value::List(_) => Kind::List,
+            Value::Set(_) => Kind::Set,
+            Value::ZSet(_) => Kind::ZSet,
         }
     }
 
@@ -55,6 +67,9 @@ impl Value {
         match self {
             Value::Str(s) => s.encoding(),
             Value::Hash(h) => h.encoding(),
+            Value::List(l) => l.encoding(),
+            Value::Set(s) => s.encoding(),
+            Value::ZSet(z) => z.encoding(),
         }
     }
 
@@ -62,6 +77,9 @@ impl Value {
         match self {
             Value::Str(s) => s.mem_bytes(),
             Value::Hash(h) => std::mem::size_of::<HashValue>() + h.mem_bytes(),
+            Value::List(l) => std::mem::size_of::<ListValue>() + l.mem_bytes(),
+            Value::Set(s) => std::mem::size_of::<SetValue>() + s.mem_bytes(),
+            Value::ZSet(z) => std::mem::size_of::<ZSetValue>() + z.mem_bytes(),
         }
     }
 }

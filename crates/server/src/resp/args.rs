@@ -12,6 +12,33 @@ pub fn is(arg: &[u8], word: &str) -> bool {
     arg.eq_ignore_ascii_case(word.as_bytes())
 }
 
+/// A blocking command's timeout in seconds, as milliseconds (0: wait
+/// forever). Redis 7.0 `getTimeoutFromObjectOrReply`: parsed as a long
+/// double, scaled to ms and cast to `long long` (on x86-64 an out-of-range
+/// cast gives LLONG_MIN, so huge and infinite values are "negative"), then
+/// checked against the clock.
+pub fn timeout_ms(arg: &[u8]) -> Result<u64, CmdError> {
+    let secs = num::parse_f64_strict(arg)
+        .ok_or(CmdError::text("ERR timeout is not a float or out of range"))?;
+    let scaled = secs * 1000.0;
+    let ms = if scaled.is_nan()
+        || scaled >= 9.223_372_036_854_775_807e18
+        || scaled < -9.223_372_036_854_775_808e18
+    {
+        i64::MIN
+    } else {
+        scaled as i64
+    };
+    if ms < 0 {
+        return Err(CmdError::text("ERR timeout is negative"));
+    }
+    let now = cairn_engine::clock::now_ms() as i64;
+    if ms > 0 && ms > i64::MAX - now {
+        return Err(CmdError::text("ERR timeout is out of range"));
+    }
+    Ok(ms as u64)
+}
+
 /// A SCAN-family cursor, read the way Redis reads it (`parseScanCursorOrReply`
 /// uses `strtoul`): leading `+`/`-` allowed (`-1` wraps to 2^64-1), no
 /// leading whitespace, nothing after the digits, a NUL ends the argument.

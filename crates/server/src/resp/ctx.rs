@@ -1,6 +1,6 @@
 //! What a command handler gets: its arguments, the connection's state, the
 //! shared server, and a reply buffer.
-use crate::client::Client;
+use crate::client::{BlockOn, Client, Unblock};
 use crate::resp::errors::CmdError;
 use crate::shared::Shared;
 use cairn_engine::Engine;
@@ -99,4 +99,66 @@ impl<'a> Ctx<'a> {
         }
         Ok(())
     }
+
+    /// True if this run retries a command that blocked earlier (a key it
+    /// waits on became ready, or its time ran out). A blocking command
+    /// that meets a key of the wrong type on a retry keeps waiting, as in
+    /// Redis 7.0, where only a push to the key serves the client.
+    pub fn is_retry(&self) -> bool {
+        self.client.blocked.is_some()
+    }
+
+    /// Called by a blocking command (BLPOP, BZPOPMIN, ...) that found
+    /// nothing to serve: waits on `keys` of the current database for up to
+    /// `timeout_ms` (0: forever), then runs the command again. Where Redis
+    /// would not block (inside MULTI/EXEC) or once the time has run out,
+    /// it answers `on_timeout` now instead. CLIENT UNBLOCK ... ERROR ends
+    /// the wait with Redis's UNBLOCKED error.
+    pub fn block<'k>(
+        &mut self,
+        keys: impl IntoIterator<Item = &'k [u8]>,
+        timeout_ms: u64,
+        on_timeout: OnTimeout,
+    ) -> CmdResult {
+        let unblock = if self.client.in_exec {
+            Some(Unblock::Timeout)
+        } else {
+            self.client.unblock
+        };
+        match unblock {
+            Some(Unblock::Timeout) => {
+                let mut w = self.reply();
+                match on_timeout {
+                    OnTimeout::NullArray => w.null_array(),
+                    OnTimeout::NullBulk => w.null(),
+                }
+                Ok(())
+            }
+            Some(Unblock::Error) => Err(CmdError::text(
+                "UNBLOCKED client unblocked via CLIENT UNBLOCK",
+            )),
+            None => {
+                let deadline_ms = match &self.client.blocked {
+                    Some(b) => b.deadline_ms,
+                    None if timeout_ms == 0 => 0,
+                    None => cairn_engine::clock::now_ms().saturating_add(timeout_ms),
+                };
+                self.client.wants_block = Some(BlockOn {
+                    db: self.client.db,
+                    keys: keys.into_iter().map(Box::from).collect(),
+                    deadline_ms,
+                });
+                Ok(())
+            }
+        }
+    }
+}
+
+/// What a blocking command answers when it gives up waiting: BLPOP, BRPOP,
+/// BLMPOP, BZPOPMIN, BZPOPMAX and BZMPOP a null array, BLMOVE and
+/// BRPOPLPUSH a null bulk string (both `_` in RESP3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OnTimeout {
+    NullArray,
+    NullBulk,
 }

@@ -100,6 +100,7 @@ pub fn engine_text(e: EngineError) -> &'static str {
         EngineError::LcsTooLarge => {
             "ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len"
         }
+        EngineError::Msg(m) => m,
     }
 }
 

@@ -4,13 +4,21 @@ use crate::resp::ctx::{CmdResult, Ctx};
 use crate::resp::errors::{truncate_lossy, CmdError};
 use crate::resp::table::Def;
 
+pub mod bitmap;
 pub mod client;
 pub mod connection;
 pub mod hash;
+pub mod hll;
 pub mod info;
 pub mod keys;
+pub mod list;
+pub mod multi;
+pub mod pubsub;
 pub mod server;
+pub mod set;
+pub mod sort;
 pub mod string;
+pub mod zset;
 
 /// Every family's registrations, in the order COMMAND lists them.
 pub fn families() -> Vec<&'static [Def]> {
@@ -18,6 +26,14 @@ pub fn families() -> Vec<&'static [Def]> {
         string::COMMANDS,
         keys::COMMANDS,
         hash::COMMANDS,
+        list::COMMANDS,
+        set::COMMANDS,
+        zset::COMMANDS,
+        bitmap::COMMANDS,
+        hll::COMMANDS,
+        sort::COMMANDS,
+        multi::COMMANDS,
+        pubsub::COMMANDS,
         connection::COMMANDS,
         client::COMMANDS,
         server::COMMANDS,

@@ -840,6 +840,9 @@ fn serialized_len(v: &Value) -> usize {
         }),
         Value::Str(s) => s.with_bytes(rdb_string_size),
         Value::Hash(h) => hash_serialized_len(h),
+        Value::List(l) => rdb_len_size(l.len()),
+        Value::Set(s) => rdb_len_size(s.len()),
+        Value::ZSet(z) => rdb_len_size(z.len()),
     }
 }
 

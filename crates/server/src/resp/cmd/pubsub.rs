@@ -1,0 +1,4 @@
+//! (Skeleton: filled in by the pubsub work.)
+use crate::resp::table::Def;
+
+pub const COMMANDS: &[Def] = &[];
