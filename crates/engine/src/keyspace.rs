@@ -64,6 +64,14 @@ pub struct Limits {
     pub lfu: std::sync::atomic::AtomicBool,
     /// `notify-keyspace-events` as `events::class` bits.
     pub notify: AtomicU32,
+    /// `list-max-listpack-size`: > 0 entries per list node, < 0 a node size
+    /// class (-1 4 KB ... -5 64 KB), as Redis reads it.
+    pub list_max_listpack_size: std::sync::atomic::AtomicI64,
+    pub set_max_intset_entries: AtomicUsize,
+    pub set_max_listpack_entries: AtomicUsize,
+    pub set_max_listpack_value: AtomicUsize,
+    pub zset_max_listpack_entries: AtomicUsize,
+    pub zset_max_listpack_value: AtomicUsize,
 }
 
 impl Limits {
@@ -139,6 +147,12 @@ impl Engine {
                 proto_max_bulk_len: AtomicUsize::new(512 * 1024 * 1024),
                 lfu: std::sync::atomic::AtomicBool::new(false),
                 notify: AtomicU32::new(0),
+                list_max_listpack_size: std::sync::atomic::AtomicI64::new(-2),
+                set_max_intset_entries: AtomicUsize::new(512),
+                set_max_listpack_entries: AtomicUsize::new(128),
+                set_max_listpack_value: AtomicUsize::new(64),
+                zset_max_listpack_entries: AtomicUsize::new(128),
+                zset_max_listpack_value: AtomicUsize::new(64),
             },
             blocked: AtomicUsize::new(0),
         }

@@ -3,11 +3,14 @@
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
+mod blocking;
 mod client;
 mod config;
+mod keyevents;
 mod listener;
 mod log;
 mod memory;
+mod pubsub;
 #[cfg(test)]
 mod readme;
 mod resp;

@@ -205,6 +205,8 @@ fn cron(shared: Arc<Shared>) {
         shared
             .engine
             .active_expire(&mut state, started + period / 4);
+        // Keys it expired: `expired` notifications.
+        crate::keyevents::after_command(&shared);
         std::thread::sleep(period.saturating_sub(started.elapsed()));
     }
 }

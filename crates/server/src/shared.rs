@@ -164,6 +164,27 @@ impl Shared {
         limits
             .hash_max_listpack_value
             .store(c.hash_max_listpack_value, Ordering::Relaxed);
+        limits
+            .notify
+            .store(c.notify_keyspace_events.0, Ordering::Relaxed);
+        limits
+            .list_max_listpack_size
+            .store(i64::from(c.list_max_listpack_size), Ordering::Relaxed);
+        limits
+            .set_max_intset_entries
+            .store(c.set_max_intset_entries, Ordering::Relaxed);
+        limits
+            .set_max_listpack_entries
+            .store(c.set_max_listpack_entries, Ordering::Relaxed);
+        limits
+            .set_max_listpack_value
+            .store(c.set_max_listpack_value, Ordering::Relaxed);
+        limits
+            .zset_max_listpack_entries
+            .store(c.zset_max_listpack_entries, Ordering::Relaxed);
+        limits
+            .zset_max_listpack_value
+            .store(c.zset_max_listpack_value, Ordering::Relaxed);
         self.slowlog.lock().set_max_len(c.slowlog_max_len as usize);
     }
 

@@ -72,6 +72,7 @@ pub fn execute(
     let start_len = out.len();
     client.redact = 0;
     let outcome = run(shared, client, args, out, stats);
+    crate::keyevents::after_command(shared);
     if outcome == Outcome::Paused {
         if skip_this {
             client.reply_mode = ReplyMode::Skip;
