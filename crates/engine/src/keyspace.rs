@@ -557,6 +557,7 @@ impl<'e> Guard<'e> {
                     Expiry::At(t) => t,
                 };
                 table.insert_new(k.hash, Entry::new(k.bytes, value, at));
+                self.notify(crate::events::class::NEW, "new", db, k);
                 None
             }
         }
@@ -573,6 +574,7 @@ impl<'e> Guard<'e> {
             Some(i) => Some(table.replace_at(i, entry)),
             None => {
                 table.insert_new(k.hash, entry);
+                self.notify(crate::events::class::NEW, "new", db, k);
                 None
             }
         }
