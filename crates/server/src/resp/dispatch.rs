@@ -111,9 +111,12 @@ fn run(
         flag_transaction(client);
         let e = if cmd.name == "exec" {
             crate::resp::cmd::multi::discard_transaction(shared, client);
+            // Redis formats the refusal without its "ERR " (shared errors
+            // such as OOM keep their own code).
+            let msg = e.message();
             CmdError::text(format!(
                 "EXECABORT Transaction discarded because of: {}",
-                e.message()
+                msg.strip_prefix("ERR ").unwrap_or(&msg)
             ))
         } else {
             e
