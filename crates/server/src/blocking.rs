@@ -34,10 +34,13 @@ struct Waiter {
     worker: usize,
 }
 
+/// A key of a database.
+type DbKey = (usize, Box<[u8]>);
+
 /// Who waits on which key, in arrival order.
 #[derive(Default)]
 pub struct Registry {
-    keys: Mutex<HashMap<(usize, Box<[u8]>), VecDeque<Waiter>>>,
+    keys: Mutex<HashMap<DbKey, VecDeque<Waiter>>>,
 }
 
 /// Registers `client` (on `worker`) as waiting on every key of `on`.
