@@ -56,6 +56,11 @@ COMMANDS = [
     "time", "shutdown", "debug",
     ("slowlog", ["get", "len", "reset", "help"]),
     "monitor",
+    # pub/sub
+    "subscribe", "unsubscribe", "psubscribe", "punsubscribe", "publish",
+    "ssubscribe", "sunsubscribe", "spublish",
+    ("pubsub", ["channels", "numsub", "numpat", "shardchannels",
+                "shardnumsub", "help"]),
 ]
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

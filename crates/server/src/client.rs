@@ -41,6 +41,11 @@ pub struct ClientInfo {
     pub qbuf_free: AtomicUsize,
     pub obl: AtomicUsize,
     pub omem: AtomicUsize,
+    /// Channels, patterns and shard channels subscribed to (CLIENT LIST
+    /// `sub=`/`psub=`/`ssub=`; any of them non-zero is flag `P`).
+    pub sub: AtomicUsize,
+    pub psub: AtomicUsize,
+    pub ssub: AtomicUsize,
 }
 
 impl ClientInfo {
@@ -64,6 +69,9 @@ impl ClientInfo {
             qbuf_free: AtomicUsize::new(0),
             obl: AtomicUsize::new(0),
             omem: AtomicUsize::new(0),
+            sub: AtomicUsize::new(0),
+            psub: AtomicUsize::new(0),
+            ssub: AtomicUsize::new(0),
         }
     }
 
@@ -106,6 +114,8 @@ pub struct Client {
     /// True while EXEC runs this client's queued commands: blocking
     /// commands answer at once as if timed out.
     pub in_exec: bool,
+    /// Pub/Sub subscriptions of this connection.
+    pub subs: crate::pubsub::ClientSubs,
 }
 
 /// The keys a blocked command waits on, and until when.
@@ -141,6 +151,7 @@ impl Client {
             blocked: None,
             unblock: None,
             in_exec: false,
+            subs: Default::default(),
         }
     }
 

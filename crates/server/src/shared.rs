@@ -19,6 +19,8 @@ pub enum Msg {
     Monitor(u64, Arc<[u8]>),
     /// Look at kill flags and paused clients now.
     Poke,
+    /// Pub/Sub messages for subscribers of this worker.
+    Pubsub(crate::pubsub::Batch),
 }
 
 /// How other threads reach a worker.
@@ -78,6 +80,11 @@ pub struct Hot {
     pub slowlog_enabled: AtomicBool,
     pub maxmemory: AtomicU64,
     pub worker_spin_us: AtomicU64,
+    /// `client-output-buffer-limit pubsub`: hard bytes, soft bytes, soft
+    /// seconds (0 = off), checked on every delivery to a subscriber.
+    pub pubsub_obuf_hard: AtomicU64,
+    pub pubsub_obuf_soft: AtomicU64,
+    pub pubsub_obuf_soft_secs: AtomicU64,
 }
 
 /// CLIENT PAUSE state.
@@ -114,6 +121,8 @@ pub struct Shared {
     pub monitor_count: AtomicUsize,
     /// Stat counters reset by CONFIG RESETSTAT are offset from these.
     pub stat_reset_at: Mutex<Instant>,
+    /// Pub/Sub subscriptions (channels, patterns, shard channels).
+    pub pubsub: crate::pubsub::PubSub,
 }
 
 impl Shared {
@@ -186,6 +195,11 @@ impl Shared {
             .zset_max_listpack_value
             .store(c.zset_max_listpack_value, Ordering::Relaxed);
         self.slowlog.lock().set_max_len(c.slowlog_max_len as usize);
+        let ps = &c.client_output_buffer_limit.pubsub;
+        h.pubsub_obuf_hard.store(ps.hard_bytes, Ordering::Relaxed);
+        h.pubsub_obuf_soft.store(ps.soft_bytes, Ordering::Relaxed);
+        h.pubsub_obuf_soft_secs
+            .store(ps.soft_seconds, Ordering::Relaxed);
     }
 
     /// Microseconds since the server started.

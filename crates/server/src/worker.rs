@@ -22,6 +22,7 @@ use crate::shared::{bump, Msg, Shared};
 use cairn_protocol::resp::{parse_request, ArgList, Limits, Parsed};
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
+use smallvec::SmallVec;
 use std::io::{ErrorKind, Read, Write};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -167,6 +168,7 @@ impl Worker {
                 Msg::NewConn(stream, addr) => self.adopt(stream, addr),
                 Msg::Monitor(id, line) => self.deliver_monitor(id, &line),
                 Msg::Poke => self.cron(),
+                Msg::Pubsub(batch) => self.deliver_pubsub(batch),
             }
         }
     }
@@ -274,6 +276,7 @@ impl Worker {
         if let Some(mut conn) = self.conns[i].take() {
             let _ = self.poll.registry().deregister(&mut conn.stream);
             let id = conn.client.id;
+            crate::pubsub::drop_client(&self.shared, &mut conn.client);
             self.shared.clients.lock().remove(&id);
             self.by_id.remove(&id);
             if conn.client.info.monitor.load(Ordering::Relaxed) {
@@ -299,6 +302,44 @@ impl Worker {
                 conn.wbuf.extend_from_slice(line);
                 flush(conn, &shared, worker);
             }
+        }
+    }
+
+    /// Appends a published message to each target connection of this
+    /// worker (see `pubsub`), to be written at the end of the loop turn.
+    /// A subscriber whose unsent output goes over `client-output-buffer-limit
+    /// pubsub` is closed, with Redis's log line, so one that never reads
+    /// cannot grow the server's memory without bound.
+    fn deliver_pubsub(&mut self, batch: crate::pubsub::Batch) {
+        let mut over: SmallVec<[usize; 4]> = SmallVec::new();
+        for &(id, frame) in batch.targets() {
+            let Some(&slot) = self.by_id.get(&id) else {
+                continue;
+            };
+            let Some(conn) = self.conns[slot].as_mut() else {
+                continue;
+            };
+            if conn.closing || !batch.write(frame, &conn.client, &mut conn.wbuf) {
+                continue;
+            }
+            let pending = conn.pending_out();
+            if crate::pubsub::over_output_limit(&self.shared, &mut conn.client, pending) {
+                let info = &conn.client.info;
+                info.obl.store(pending, Ordering::Relaxed);
+                info.omem.store(conn.wbuf.capacity(), Ordering::Relaxed);
+                let line = crate::resp::cmd::client::describe(&self.shared, info);
+                log::warning(&format!(
+                    "Client {line} scheduled to be closed ASAP for overcoming of output buffer limits."
+                ));
+                abort(conn);
+                over.push(slot);
+            } else if !conn.write_queued {
+                conn.write_queued = true;
+                self.pending_writes.push(slot);
+            }
+        }
+        for slot in over {
+            self.close(slot);
         }
     }
 

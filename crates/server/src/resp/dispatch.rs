@@ -71,6 +71,7 @@ pub fn execute(
     }
     let start_len = out.len();
     client.redact = 0;
+    crate::pubsub::begin_command(client);
     let outcome = run(shared, client, args, out, stats);
     crate::keyevents::after_command(shared);
     if outcome == Outcome::Paused {
@@ -82,6 +83,7 @@ pub fn execute(
     if skip_this || client.reply_mode == ReplyMode::Off {
         out.truncate(start_len);
     }
+    crate::pubsub::end_command(out, start_len);
     outcome
 }
 
@@ -111,6 +113,11 @@ fn run(
         None
     };
     if let Some(e) = refused {
+        bump(&stats.cmd[cmd.id][2], 1);
+        write_error(out, client, &e, stats);
+        return Outcome::Done;
+    }
+    if let Some(e) = crate::pubsub::refuse_in_context(client, cmd) {
         bump(&stats.cmd[cmd.id][2], 1);
         write_error(out, client, &e, stats);
         return Outcome::Done;
