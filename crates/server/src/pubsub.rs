@@ -35,6 +35,7 @@
 //! Redis's log line when it is over, so a subscriber that never reads
 //! cannot make the server's memory grow without bound.
 use crate::client::Client;
+use crate::resp::ctx::Args;
 use crate::resp::errors::CmdError;
 use crate::resp::table::Command;
 use crate::shared::{Msg, Shared};
@@ -277,11 +278,18 @@ struct SelfPush {
     id: u64,
     proto: Protocol,
     out: Vec<u8>,
+    /// The pushes go after the command's reply instead of before it.
+    after_reply: bool,
 }
 
 thread_local! {
     static SELF_PUSH: RefCell<SelfPush> = const {
-        RefCell::new(SelfPush { id: 0, proto: Protocol::Resp2, out: Vec::new() })
+        RefCell::new(SelfPush {
+            id: 0,
+            proto: Protocol::Resp2,
+            out: Vec::new(),
+            after_reply: false,
+        })
     };
 }
 
@@ -293,15 +301,15 @@ pub fn begin_command(client: &Client) {
         s.id = client.id;
         s.proto = client.proto;
         s.out.clear();
+        s.after_reply = false;
     });
 }
 
 /// Called by the dispatcher after the command (and its keyspace
 /// notifications): puts the pushes collected for the client in front of
-/// the command's reply, which starts at `reply_start` in `out` (or at the
-/// end if the reply was dropped by CLIENT REPLY). Redis writes them while
-/// the command runs, before its reply; they are pushes, so CLIENT REPLY
-/// OFF/SKIP keeps them.
+/// the command's reply, which starts at `reply_start` in `out`, or after
+/// it for the commands where Redis replies first (see `before_run`).
+/// They are pushes, so CLIENT REPLY OFF/SKIP keeps them.
 pub fn end_command(out: &mut Vec<u8>, reply_start: usize) {
     SELF_PUSH.with(|s| {
         let mut s = s.borrow_mut();
@@ -309,7 +317,11 @@ pub fn end_command(out: &mut Vec<u8>, reply_start: usize) {
         if s.out.is_empty() {
             return;
         }
-        let at = reply_start.min(out.len());
+        let at = if s.after_reply {
+            out.len()
+        } else {
+            reply_start.min(out.len())
+        };
         if at == out.len() {
             out.extend_from_slice(&s.out);
         } else {
@@ -417,10 +429,25 @@ pub fn drop_client(shared: &Shared, client: &mut Client) {
     sync_info(client);
 }
 
-/// Redis 7.0 `processCommand`: a RESP2 client with subscriptions may only
-/// run the (un)subscribe commands, PING, QUIT and RESET (in RESP3, replies
-/// and pushes are told apart, so everything is allowed).
-pub fn refuse_in_context(client: &Client, cmd: &Command) -> Option<CmdError> {
+/// Called by the dispatcher once `cmd` passed the arity, auth and memory
+/// checks. Returns Redis 7.0's refusal (`processCommand`) if the client is
+/// in RESP2 with subscriptions: it may then only run the (un)subscribe
+/// commands, PING, QUIT and RESET (in RESP3, replies and pushes are told
+/// apart, so everything is allowed).
+///
+/// Also notes where the command's own pushes go: Redis writes keyspace
+/// notifications where the command raises them, which for most writes is
+/// before the reply, but GETSET, GETDEL, GETEX, SET ... GET, HSET, HMSET,
+/// HSETNX, HINCRBY and HINCRBYFLOAT reply first.
+pub fn before_run(
+    shared: &Shared,
+    client: &Client,
+    cmd: &Command,
+    args: &Args,
+) -> Option<CmdError> {
+    if shared.pubsub.active.load(Ordering::Relaxed) > 0 && replies_first(cmd.name, args) {
+        SELF_PUSH.with(|s| s.borrow_mut().after_reply = true);
+    }
     if client.proto != Protocol::Resp2 || !client.subs.active() {
         return None;
     }
@@ -436,6 +463,17 @@ pub fn refuse_in_context(client: &Client, cmd: &Command) -> Option<CmdError> {
              are allowed in this context",
             cmd.name
         ))),
+    }
+}
+
+/// True for the commands whose reply Redis writes before the keyspace
+/// notifications they raise (see `before_run`).
+fn replies_first(name: &str, args: &Args) -> bool {
+    match name {
+        "getset" | "getdel" | "getex" | "hset" | "hmset" | "hsetnx" | "hincrby"
+        | "hincrbyfloat" => true,
+        "set" => args.iter_from(3).any(|a| a.eq_ignore_ascii_case(b"get")),
+        _ => false,
     }
 }
 

@@ -117,7 +117,7 @@ fn run(
         write_error(out, client, &e, stats);
         return Outcome::Done;
     }
-    if let Some(e) = crate::pubsub::refuse_in_context(client, cmd) {
+    if let Some(e) = crate::pubsub::before_run(shared, client, cmd, &args) {
         bump(&stats.cmd[cmd.id][2], 1);
         write_error(out, client, &e, stats);
         return Outcome::Done;
