@@ -17,12 +17,12 @@
 //! `append`, `setrange`, `incrby` for the whole INCR/DECR family,
 //! `incrbyfloat`, and `del`/`expire`/`persist` for GETDEL and GETEX); an
 //! in-place edit tells WATCH with `g.modified`.
+use crate::events::class;
 use crate::keyspace::{Expiry, Guard, Key};
 use crate::ops::{as_str, as_str_mut};
 use crate::util::num;
 use crate::value::string::EMBSTR_MAX;
 use crate::value::{StrValue, Value};
-use crate::events::class;
 use crate::{Entry, Error, Result};
 
 /// SET's existence condition.
