@@ -552,6 +552,10 @@ fn encode(word: &[u8], pattern: Option<&[u8]>, channel: &[u8], message: &[u8]) -
     out.into_boxed_slice()
 }
 
+/// Who gets one frame of a message: subscribers of the channel (pattern
+/// None) or of one matching pattern.
+type Group<'a> = (&'a Subscribers, Option<&'a [u8]>);
+
 /// PUBLISH (`shard` false) or SPUBLISH (`shard` true): delivers `message`
 /// to the subscribers of `channel` and, for PUBLISH, to those of every
 /// matching pattern (a client subscribed both ways gets both, the channel's
@@ -564,7 +568,7 @@ pub fn publish(shared: &Shared, shard: bool, channel: &[u8], message: &[u8]) -> 
     let reg = ps.registry.lock();
     let kind = if shard { Kind::Shard } else { Kind::Channel };
     // Who gets what: the message frame, then each matching pattern's.
-    let mut groups: SmallVec<[(&Subscribers, Option<&[u8]>); 4]> = SmallVec::new();
+    let mut groups: SmallVec<[Group; 4]> = SmallVec::new();
     if let Some(subs) = reg.maps[kind as usize].get(channel) {
         groups.push((subs, None));
     }

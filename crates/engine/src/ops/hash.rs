@@ -805,4 +805,63 @@ mod tests {
             }
         }
     }
+
+    /// Every keyspace event recorded since the last call, as `event:key`.
+    fn events() -> Vec<String> {
+        crate::events::take()
+            .into_iter()
+            .filter_map(|e| match e {
+                crate::events::Event::Notify { event, key, .. } => {
+                    Some(format!("{event}:{}", String::from_utf8_lossy(&key)))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn notifications_and_watch_follow_t_hash_c() {
+        let e = engine();
+        e.limits.notify.store(u32::MAX, Ordering::Relaxed);
+        events();
+        let flag: crate::keyspace::WatchFlag = Default::default();
+        let fired = || flag.swap(false, Ordering::Relaxed);
+        with(&e, |g| {
+            let k = g.key(b"h");
+            g.watch(0, &k, &flag);
+            hs(g, b"h", &[(b"a", b"1")]);
+            assert_eq!(events(), ["new:h", "hset:h"]);
+            assert!(fired());
+            hs(g, b"h", &[(b"a", b"1")]);
+            assert_eq!(events(), ["hset:h"], "even when nothing changed");
+            assert!(fired());
+            assert!(!hsetnx(g, 0, &k, b"a", b"2").unwrap());
+            assert_eq!(events(), Vec::<String>::new());
+            assert!(!fired());
+            assert!(hsetnx(g, 0, &k, b"b", b"2").unwrap());
+            assert_eq!(events(), ["hset:h"]);
+            assert!(fired());
+            hincrby(g, 0, &k, b"a", 1).unwrap();
+            assert_eq!(events(), ["hincrby:h"]);
+            assert!(fired());
+            let incr = FloatIncr::parse(b"1.5").unwrap();
+            hincrbyfloat(g, 0, &k, b"a", incr).unwrap();
+            assert_eq!(events(), ["hincrbyfloat:h"]);
+            assert!(fired());
+            assert!(hincrby(g, 0, &k, b"a", 1).is_err());
+            assert_eq!(events(), Vec::<String>::new());
+            assert!(!fired());
+            assert_eq!(hdel(g, 0, &k, [&b"zz"[..]]).unwrap(), 0);
+            assert_eq!(events(), Vec::<String>::new());
+            assert!(!fired());
+            assert_eq!(hdel(g, 0, &k, [&b"a"[..]]).unwrap(), 1);
+            assert_eq!(events(), ["hdel:h"]);
+            assert!(fired());
+            assert_eq!(hdel(g, 0, &k, [&b"b"[..], b"zz"]).unwrap(), 1);
+            assert_eq!(events(), ["hdel:h", "del:h"]);
+            assert!(fired());
+            assert_eq!(hlen(g, 0, &k).unwrap(), 0);
+            assert_eq!(events(), ["keymiss:h"]);
+        });
+    }
 }

@@ -892,4 +892,70 @@ mod tests {
             }
         }
     }
+
+    /// Every keyspace event recorded since the last call, as
+    /// `event:key` (`@db` when not 0).
+    fn events() -> Vec<String> {
+        crate::events::take()
+            .into_iter()
+            .filter_map(|e| match e {
+                crate::events::Event::Notify { event, key, db, .. } => {
+                    let key = String::from_utf8_lossy(&key).into_owned();
+                    Some(if db == 0 {
+                        format!("{event}:{key}")
+                    } else {
+                        format!("{event}:{key}@{db}")
+                    })
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn notifications_follow_db_c_and_expire_c() {
+        let e = engine();
+        e.limits
+            .notify
+            .store(u32::MAX, std::sync::atomic::Ordering::Relaxed);
+        put(&e, 0, b"a", b"1", 0);
+        put(&e, 0, b"b", b"1", 0);
+        events();
+        let names: [&[u8]; 5] = [b"a", b"b", b"c", b"d", b"nosuch"];
+        let k: Vec<Key> = names.iter().map(|n| e.key(n)).collect();
+        let mut g = e.lock_all();
+        let far = crate::clock::now_ms() as i64 + 1_000_000;
+        expire(&mut g, 0, &k[0], far, ExpireCond::default());
+        assert_eq!(events(), ["expire:a"]);
+        expire(&mut g, 0, &k[4], far, ExpireCond::default());
+        assert_eq!(events(), Vec::<String>::new());
+        assert!(persist(&mut g, 0, &k[0]));
+        assert!(!persist(&mut g, 0, &k[0]));
+        assert_eq!(events(), ["persist:a"]);
+        // Renaming onto an existing key: the destination is created anew.
+        assert_eq!(rename(&mut g, 0, &k[0], &k[1], false), Ok(true));
+        assert_eq!(events(), ["new:b", "rename_from:a", "rename_to:b"]);
+        assert_eq!(rename(&mut g, 0, &k[1], &k[1], false), Ok(true));
+        assert_eq!(events(), Vec::<String>::new());
+        assert_eq!(move_key(&mut g, 0, 1, &k[1]), Ok(true));
+        assert_eq!(events(), ["new:b@1", "move_from:b", "move_to:b@1"]);
+        assert_eq!(copy(&mut g, 1, &k[1], 0, &k[2], false, drop), Ok(true));
+        assert_eq!(events(), ["new:c", "copy_to:c"]);
+        assert_eq!(copy(&mut g, 1, &k[1], 0, &k[2], false, drop), Ok(false));
+        assert_eq!(events(), Vec::<String>::new());
+        assert_eq!(copy(&mut g, 1, &k[1], 0, &k[2], true, drop), Ok(true));
+        assert_eq!(events(), ["new:c", "copy_to:c"]);
+        assert_eq!(del(&mut g, 0, &k[2..], drop), 1);
+        assert_eq!(events(), ["del:c"]);
+        assert_eq!(exists(&mut g, 0, &k[3..4]), 0);
+        assert_eq!(key_type(&mut g, 0, &k[3]), None);
+        assert_eq!(ttl(&mut g, 0, &k[3]), Ttl::Missing);
+        assert_eq!(object(&mut g, 0, &k[3]), None);
+        assert_eq!(events(), ["keymiss:d", "keymiss:d", "keymiss:d"]);
+        assert!(matches!(
+            expire(&mut g, 1, &k[1], -1, ExpireCond::default()),
+            ExpireOutcome::Deleted(_)
+        ));
+        assert_eq!(events(), ["del:b@1"]);
+    }
 }

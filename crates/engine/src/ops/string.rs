@@ -983,4 +983,115 @@ mod tests {
             }
         }
     }
+
+    /// Every keyspace event recorded since the last call, as `event:key`.
+    fn events() -> Vec<String> {
+        crate::events::take()
+            .into_iter()
+            .filter_map(|e| match e {
+                crate::events::Event::Notify { event, key, .. } => {
+                    Some(format!("{event}:{}", String::from_utf8_lossy(&key)))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// An engine with every notification class on.
+    fn notifying() -> crate::Engine {
+        let e = engine();
+        e.limits
+            .notify
+            .store(u32::MAX, std::sync::atomic::Ordering::Relaxed);
+        events();
+        e
+    }
+
+    #[test]
+    fn notifications_follow_t_string_c() {
+        let e = notifying();
+        with(&e, |g| {
+            let k = g.key(b"k");
+            set(g, 0, &k, b"1", Cond::Always, Expiry::Clear, false).unwrap();
+            assert_eq!(events(), ["new:k", "set:k"]);
+            set(g, 0, &k, b"2", Cond::IfAbsent, Expiry::Clear, false).unwrap();
+            assert_eq!(events(), Vec::<String>::new());
+            set(
+                g,
+                0,
+                &k,
+                b"2",
+                Cond::IfPresent,
+                Expiry::At(u64::MAX / 2),
+                true,
+            )
+            .unwrap();
+            assert_eq!(events(), ["set:k", "expire:k"]);
+            getset(g, 0, &k, b"3").unwrap();
+            assert_eq!(events(), ["set:k"]);
+            append(g, 0, &k, b"").unwrap();
+            assert_eq!(events(), ["append:k"]);
+            assert_eq!(setrange(g, 0, &k, 0, b"").unwrap(), 1);
+            assert_eq!(events(), Vec::<String>::new());
+            setrange(g, 0, &k, 0, b"4").unwrap();
+            assert_eq!(events(), ["setrange:k"]);
+            incr_by(g, 0, &k, -1).unwrap();
+            assert_eq!(events(), ["incrby:k"]);
+            incr_by_float(g, 0, &k, b"0.5", |_| ()).unwrap();
+            assert_eq!(events(), ["incrbyfloat:k"]);
+            // A failed write records nothing.
+            assert!(incr_by(g, 0, &k, 1).is_err());
+            assert_eq!(events(), Vec::<String>::new());
+            getex(g, 0, &k, GetExAction::Persist, |_| ()).unwrap();
+            assert_eq!(events(), Vec::<String>::new(), "no TTL to remove");
+            getex(g, 0, &k, GetExAction::Expire(TtlKind::Secs, b"100"), |_| ()).unwrap();
+            assert_eq!(events(), ["expire:k"]);
+            getex(g, 0, &k, GetExAction::Persist, |_| ()).unwrap();
+            assert_eq!(events(), ["persist:k"]);
+            getex(
+                g,
+                0,
+                &k,
+                GetExAction::Expire(TtlKind::AtMillis, b"1"),
+                |_| (),
+            )
+            .unwrap();
+            assert_eq!(events(), ["del:k"]);
+            assert_eq!(getdel(g, 0, &k).unwrap(), None);
+            assert_eq!(events(), ["keymiss:k"]);
+            let (a, b) = (g.key(b"a"), g.key(b"b"));
+            mset(g, 0, [(a, &b"1"[..]), (b, &b"2"[..])]);
+            assert_eq!(events(), ["new:a", "set:a", "new:b", "set:b"]);
+            assert!(!msetnx(g, 0, &[(a, &b"1"[..])]));
+            assert_eq!(events(), Vec::<String>::new());
+            getdel(g, 0, &a).unwrap();
+            assert_eq!(events(), ["del:a"]);
+        });
+    }
+
+    #[test]
+    fn in_place_edits_tell_watch() {
+        let e = engine();
+        let flag: crate::keyspace::WatchFlag = Default::default();
+        let fired = || flag.swap(false, std::sync::atomic::Ordering::Relaxed);
+        with(&e, |g| {
+            let k = g.key(b"k");
+            set(g, 0, &k, b"1", Cond::Always, Expiry::Clear, false).unwrap();
+            g.watch(0, &k, &flag);
+            append(g, 0, &k, b"").unwrap();
+            assert!(fired(), "append");
+            setrange(g, 0, &k, 0, b"").unwrap();
+            assert!(!fired(), "an empty setrange changes nothing");
+            setrange(g, 0, &k, 0, b"2").unwrap();
+            assert!(fired(), "setrange");
+            incr_by(g, 0, &k, 1).unwrap();
+            assert!(fired(), "incrby");
+            incr_by_float(g, 0, &k, b"1", |_| ()).unwrap();
+            assert!(fired(), "incrbyfloat");
+            getex(g, 0, &k, GetExAction::Persist, |_| ()).unwrap();
+            assert!(!fired(), "persist of a key without TTL");
+            getex(g, 0, &k, GetExAction::Expire(TtlKind::Secs, b"10"), |_| ()).unwrap();
+            assert!(fired(), "getex ex");
+        });
+    }
 }
