@@ -429,6 +429,25 @@ pub fn drop_client(shared: &Shared, client: &mut Client) {
     sync_info(client);
 }
 
+/// Removes clients `ids` from the registry, from another thread than
+/// their own (CLIENT KILL): no PUBLISH reaches them any more, as after
+/// Redis's synchronous `freeClient`. Their own worker calls `drop_client`
+/// when it closes them, which then finds nothing left to remove.
+pub fn forget(shared: &Shared, ids: &[u64]) {
+    if ids.is_empty() {
+        return;
+    }
+    let mut reg = shared.pubsub.lock();
+    for map in reg.reg.maps.iter_mut() {
+        map.retain(|_, subs| {
+            for id in ids {
+                subs.remove(id);
+            }
+            !subs.is_empty()
+        });
+    }
+}
+
 /// Called by the dispatcher once `cmd` passed the arity, auth and memory
 /// checks. Returns Redis 7.0's refusal (`processCommand`) if the client is
 /// in RESP2 with subscriptions: it may then only run the (un)subscribe

@@ -606,14 +606,15 @@ fn pubsub_introspection() {
     let normal = text(&p.cmd(&["CLIENT", "LIST", "TYPE", "normal"]));
     assert_eq!(normal.matches("id=").count(), 1);
     assert_eq!(int(&mut p, &["CLIENT", "KILL", "TYPE", "pubsub"]), 2);
+    // Gone at once, as after Redis's synchronous freeClient.
+    assert_eq!(int(&mut p, &["PUBLISH", "c1", "x"]), 0);
+    assert_eq!(int(&mut p, &["SPUBLISH", "s1", "x"]), 0);
+    let info = text(&p.cmd(&["INFO", "stats"]));
+    assert_eq!(info_field(&info, "pubsub_channels"), "0");
+    assert_eq!(info_field(&info, "pubsub_patterns"), "0");
+    assert_eq!(info_field(&info, "pubsubshard_channels"), "0");
     assert!(a.is_closed_within(Duration::from_secs(2)));
     assert!(b.is_closed_within(Duration::from_secs(2)));
-    eventually("the killed clients' subscriptions to go", || {
-        let info = text(&p.cmd(&["INFO", "stats"]));
-        info_field(&info, "pubsub_channels") == "0"
-            && info_field(&info, "pubsub_patterns") == "0"
-            && info_field(&info, "pubsubshard_channels") == "0"
-    });
 }
 
 // ------------------------------------------------------------ slow subscribers

@@ -376,6 +376,7 @@ fn kill(ctx: &mut Ctx) -> CmdResult {
     {
         let mut clients = ctx.shared.clients.lock();
         let mut victims = Vec::new();
+        let mut subscribers = Vec::new();
         for c in clients.values() {
             if addr.is_some_and(|a| a != c.addr.to_string().as_bytes())
                 || laddr.is_some_and(|a| a != c.laddr.to_string().as_bytes())
@@ -392,6 +393,9 @@ fn kill(ctx: &mut Ctx) -> CmdResult {
             }
             c.killed.store(true, Ordering::Relaxed);
             shut_down(c);
+            if is_subscriber(c) {
+                subscribers.push(c.id);
+            }
             victims.push(c.id);
             if !wake.contains(&c.worker) {
                 wake.push(c.worker);
@@ -400,6 +404,9 @@ fn kill(ctx: &mut Ctx) -> CmdResult {
         for v in victims {
             clients.remove(&v);
         }
+        // Gone for PUBLISH at once too, as with Redis's synchronous
+        // `freeClient`.
+        crate::pubsub::forget(ctx.shared, &subscribers);
     }
     for w in wake {
         ctx.shared.worker(w).send(Msg::Poke);
