@@ -306,18 +306,27 @@ pub fn begin_command(client: &Client) {
 }
 
 /// Called by the dispatcher after the command (and its keyspace
-/// notifications): puts the pushes collected for the client in front of
-/// the command's reply, which starts at `reply_start` in `out`, or after
-/// it for the commands where Redis replies first (see `before_run`).
-/// They are pushes, so CLIENT REPLY OFF/SKIP keeps them.
+/// notifications): places the client's pushes (`place_pushes`) and ends
+/// the collection.
 pub fn end_command(out: &mut Vec<u8>, reply_start: usize) {
+    place_pushes(out, reply_start);
+    SELF_PUSH.with(|s| s.borrow_mut().id = 0);
+}
+
+/// Puts the pushes collected so far for the running client in front of
+/// the reply that starts at `reply_start` in `out`, or after it for the
+/// commands where Redis replies first (see `before_run`). They are pushes,
+/// so CLIENT REPLY OFF/SKIP keeps them. EXEC calls it after each queued
+/// command, so a queued SUBSCRIBE's confirmations land inside EXEC's
+/// reply where Redis writes them.
+pub fn place_pushes(out: &mut Vec<u8>, reply_start: usize) {
     SELF_PUSH.with(|s| {
         let mut s = s.borrow_mut();
-        s.id = 0;
+        let after = std::mem::take(&mut s.after_reply);
         if s.out.is_empty() {
             return;
         }
-        let at = if s.after_reply {
+        let at = if after {
             out.len()
         } else {
             reply_start.min(out.len())

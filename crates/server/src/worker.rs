@@ -359,8 +359,11 @@ impl Worker {
                 continue;
             }
             let is_monitor = info.monitor.load(Ordering::Relaxed);
+            // Subscribers only listen: `timeout` spares them, as in Redis.
+            let is_subscriber = conn.client.subs.active();
             if timeout > 0
                 && !is_monitor
+                && !is_subscriber
                 && !conn.paused
                 && now.duration_since(conn.last_active).as_secs() >= timeout
             {

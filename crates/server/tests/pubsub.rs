@@ -1052,3 +1052,26 @@ fn notifications_reach_subscribers_on_every_worker() {
         assert!(silent_for(c, Duration::from_millis(20)));
     }
 }
+
+#[test]
+fn idle_timeout_spares_subscribers() {
+    let s = cairn();
+    let mut ctl = s.conn();
+    assert_eq!(ctl.cmd(&["CONFIG", "SET", "timeout", "1"]), b"+OK\r\n");
+    let mut sub = s.conn();
+    sub.cmd(&["SUBSCRIBE", "x"]);
+    let mut idle = s.conn();
+    assert_eq!(idle.cmd(&["PING"]), b"+PONG\r\n");
+    thread::sleep(Duration::from_millis(2500));
+    assert!(idle.is_closed_within(Duration::from_secs(1)));
+    let mut p = s.conn();
+    assert_eq!(int(&mut p, &["PUBLISH", "x", "still"]), 1);
+    assert_eq!(
+        sub.read_raw_reply(),
+        frame(false, &["message", "x", "still"])
+    );
+    // Once it leaves, it is an idle client like any other.
+    sub.cmd(&["UNSUBSCRIBE"]);
+    thread::sleep(Duration::from_millis(2500));
+    assert!(sub.is_closed_within(Duration::from_secs(1)));
+}
