@@ -13,14 +13,14 @@ use std::time::Instant;
 
 /// A message to a worker thread, delivered through its mailbox + waker.
 pub enum Msg {
+    /// Pub/Sub messages for subscribers of this worker.
+    Pubsub(crate::pubsub::Batch),
     /// A freshly accepted connection to adopt.
     NewConn(std::net::TcpStream, std::net::SocketAddr),
     /// A line for the MONITOR client with this id.
     Monitor(u64, Arc<[u8]>),
     /// Look at kill flags and paused clients now.
     Poke,
-    /// Pub/Sub messages for subscribers of this worker.
-    Pubsub(crate::pubsub::Batch),
 }
 
 /// How other threads reach a worker.
@@ -116,13 +116,13 @@ pub struct Shared {
     pub pause: Pause,
     pub slowlog: Mutex<SlowLog>,
     pub memory: crate::memory::Guard,
+    /// Pub/Sub subscriptions (channels, patterns, shard channels).
+    pub pubsub: crate::pubsub::PubSub,
     /// (client id, worker) of every MONITOR client.
     pub monitors: Mutex<Vec<(u64, usize)>>,
     pub monitor_count: AtomicUsize,
     /// Stat counters reset by CONFIG RESETSTAT are offset from these.
     pub stat_reset_at: Mutex<Instant>,
-    /// Pub/Sub subscriptions (channels, patterns, shard channels).
-    pub pubsub: crate::pubsub::PubSub,
 }
 
 impl Shared {

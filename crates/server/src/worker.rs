@@ -22,7 +22,6 @@ use crate::shared::{bump, Msg, Shared};
 use cairn_protocol::resp::{parse_request, ArgList, Limits, Parsed};
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
-use smallvec::SmallVec;
 use std::io::{ErrorKind, Read, Write};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -165,10 +164,10 @@ impl Worker {
         let msgs = std::mem::take(&mut *self.shared.worker(self.id).mailbox.lock());
         for m in msgs {
             match m {
+                Msg::Pubsub(batch) => self.deliver_pubsub(batch),
                 Msg::NewConn(stream, addr) => self.adopt(stream, addr),
                 Msg::Monitor(id, line) => self.deliver_monitor(id, &line),
                 Msg::Poke => self.cron(),
-                Msg::Pubsub(batch) => self.deliver_pubsub(batch),
             }
         }
     }
@@ -311,7 +310,7 @@ impl Worker {
     /// pubsub` is closed, with Redis's log line, so one that never reads
     /// cannot grow the server's memory without bound.
     fn deliver_pubsub(&mut self, batch: crate::pubsub::Batch) {
-        let mut over: SmallVec<[usize; 4]> = SmallVec::new();
+        let mut over: smallvec::SmallVec<[usize; 4]> = smallvec::SmallVec::new();
         for &(id, frame) in batch.targets() {
             let Some(&slot) = self.by_id.get(&id) else {
                 continue;
