@@ -46,6 +46,11 @@ COMMANDS = [
     "hset", "hsetnx", "hget", "hmset", "hmget", "hgetall", "hdel", "hlen",
     "hexists", "hkeys", "hvals", "hincrby", "hincrbyfloat", "hstrlen",
     "hrandfield", "hscan",
+    # bitmaps
+    "setbit", "getbit", "bitcount", "bitpos", "bitop", "bitfield",
+    "bitfield_ro",
+    # hyperloglog
+    "pfadd", "pfcount", "pfmerge", "pfdebug", "pfselftest",
     # connection and server
     "ping", "echo", "hello", "auth", "quit", "reset",
     ("client", ["id", "setname", "getname", "list", "info", "kill", "pause",

@@ -131,6 +131,637 @@ pub(super) static COMMANDS: &[CommandMeta] = &[
         ]),
     },
     CommandMeta {
+        name: "bitcount",
+        arity: -2,
+        flags: &["readonly"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@read", "@bitmap", "@slow"],
+        info: Arr(&[
+            Bulk("bitcount"),
+            Int(-2),
+            Set(&[Simple("readonly")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@read"), Simple("@bitmap"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Count set bits in a string")),
+            (Bulk("since"), Bulk("2.6.0")),
+            (Bulk("group"), Bulk("bitmap")),
+            (Bulk("complexity"), Bulk("O(N)")),
+            (Bulk("history"), Set(&[Arr(&[Bulk("7.0.0"), Bulk("Added the `BYTE|BIT` option.")])])),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("index")),
+                        (Bulk("type"), Bulk("block")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("start")),
+                                    (Bulk("type"), Bulk("integer")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("end")),
+                                    (Bulk("type"), Bulk("integer")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("index_unit")),
+                                    (Bulk("type"), Bulk("oneof")),
+                                    (Bulk("since"), Bulk("7.0.0")),
+                                    (Bulk("flags"), Set(&[Simple("optional")])),
+                                    (
+                                        Bulk("arguments"),
+                                        Arr(&[
+                                            Map(&[
+                                                (Bulk("name"), Bulk("byte")),
+                                                (Bulk("type"), Bulk("pure-token")),
+                                                (Bulk("token"), Bulk("BYTE")),
+                                            ]),
+                                            Map(&[
+                                                (Bulk("name"), Bulk("bit")),
+                                                (Bulk("type"), Bulk("pure-token")),
+                                                (Bulk("token"), Bulk("BIT")),
+                                            ]),
+                                        ]),
+                                    ),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "bitfield",
+        arity: -2,
+        flags: &["write", "denyoom"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@write", "@bitmap", "@slow"],
+        info: Arr(&[
+            Bulk("bitfield"),
+            Int(-2),
+            Set(&[Simple("write"), Simple("denyoom")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@bitmap"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (
+                        Bulk("notes"),
+                        Bulk("This command allows both access and modification of the key"),
+                    ),
+                    (
+                        Bulk("flags"),
+                        Set(&[
+                            Simple("RW"),
+                            Simple("access"),
+                            Simple("update"),
+                            Simple("variable_flags"),
+                        ]),
+                    ),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Perform arbitrary bitfield integer operations on strings")),
+            (Bulk("since"), Bulk("3.2.0")),
+            (Bulk("group"), Bulk("bitmap")),
+            (Bulk("complexity"), Bulk("O(1) for each subcommand specified")),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("operation")),
+                        (Bulk("type"), Bulk("oneof")),
+                        (Bulk("flags"), Set(&[Simple("optional"), Simple("multiple")])),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("encoding_offset")),
+                                    (Bulk("type"), Bulk("block")),
+                                    (Bulk("token"), Bulk("GET")),
+                                    (
+                                        Bulk("arguments"),
+                                        Arr(&[
+                                            Map(&[
+                                                (Bulk("name"), Bulk("encoding")),
+                                                (Bulk("type"), Bulk("string")),
+                                            ]),
+                                            Map(&[
+                                                (Bulk("name"), Bulk("offset")),
+                                                (Bulk("type"), Bulk("integer")),
+                                            ]),
+                                        ]),
+                                    ),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("write")),
+                                    (Bulk("type"), Bulk("block")),
+                                    (
+                                        Bulk("arguments"),
+                                        Arr(&[
+                                            Map(&[
+                                                (Bulk("name"), Bulk("wrap_sat_fail")),
+                                                (Bulk("type"), Bulk("oneof")),
+                                                (Bulk("token"), Bulk("OVERFLOW")),
+                                                (Bulk("flags"), Set(&[Simple("optional")])),
+                                                (
+                                                    Bulk("arguments"),
+                                                    Arr(&[
+                                                        Map(&[
+                                                            (Bulk("name"), Bulk("wrap")),
+                                                            (Bulk("type"), Bulk("pure-token")),
+                                                            (Bulk("token"), Bulk("WRAP")),
+                                                        ]),
+                                                        Map(&[
+                                                            (Bulk("name"), Bulk("sat")),
+                                                            (Bulk("type"), Bulk("pure-token")),
+                                                            (Bulk("token"), Bulk("SAT")),
+                                                        ]),
+                                                        Map(&[
+                                                            (Bulk("name"), Bulk("fail")),
+                                                            (Bulk("type"), Bulk("pure-token")),
+                                                            (Bulk("token"), Bulk("FAIL")),
+                                                        ]),
+                                                    ]),
+                                                ),
+                                            ]),
+                                            Map(&[
+                                                (Bulk("name"), Bulk("write_operation")),
+                                                (Bulk("type"), Bulk("oneof")),
+                                                (
+                                                    Bulk("arguments"),
+                                                    Arr(&[
+                                                        Map(&[
+                                                            (
+                                                                Bulk("name"),
+                                                                Bulk("encoding_offset_value"),
+                                                            ),
+                                                            (Bulk("type"), Bulk("block")),
+                                                            (Bulk("token"), Bulk("SET")),
+                                                            (
+                                                                Bulk("arguments"),
+                                                                Arr(&[
+                                                                    Map(&[
+                                                                        (
+                                                                            Bulk("name"),
+                                                                            Bulk("encoding"),
+                                                                        ),
+                                                                        (
+                                                                            Bulk("type"),
+                                                                            Bulk("string"),
+                                                                        ),
+                                                                    ]),
+                                                                    Map(&[
+                                                                        (
+                                                                            Bulk("name"),
+                                                                            Bulk("offset"),
+                                                                        ),
+                                                                        (
+                                                                            Bulk("type"),
+                                                                            Bulk("integer"),
+                                                                        ),
+                                                                    ]),
+                                                                    Map(&[
+                                                                        (
+                                                                            Bulk("name"),
+                                                                            Bulk("value"),
+                                                                        ),
+                                                                        (
+                                                                            Bulk("type"),
+                                                                            Bulk("integer"),
+                                                                        ),
+                                                                    ]),
+                                                                ]),
+                                                            ),
+                                                        ]),
+                                                        Map(&[
+                                                            (
+                                                                Bulk("name"),
+                                                                Bulk("encoding_offset_increment"),
+                                                            ),
+                                                            (Bulk("type"), Bulk("block")),
+                                                            (Bulk("token"), Bulk("INCRBY")),
+                                                            (
+                                                                Bulk("arguments"),
+                                                                Arr(&[
+                                                                    Map(&[
+                                                                        (
+                                                                            Bulk("name"),
+                                                                            Bulk("encoding"),
+                                                                        ),
+                                                                        (
+                                                                            Bulk("type"),
+                                                                            Bulk("string"),
+                                                                        ),
+                                                                    ]),
+                                                                    Map(&[
+                                                                        (
+                                                                            Bulk("name"),
+                                                                            Bulk("offset"),
+                                                                        ),
+                                                                        (
+                                                                            Bulk("type"),
+                                                                            Bulk("integer"),
+                                                                        ),
+                                                                    ]),
+                                                                    Map(&[
+                                                                        (
+                                                                            Bulk("name"),
+                                                                            Bulk("increment"),
+                                                                        ),
+                                                                        (
+                                                                            Bulk("type"),
+                                                                            Bulk("integer"),
+                                                                        ),
+                                                                    ]),
+                                                                ]),
+                                                            ),
+                                                        ]),
+                                                    ]),
+                                                ),
+                                            ]),
+                                        ]),
+                                    ),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "bitfield_ro",
+        arity: -2,
+        flags: &["readonly", "fast"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@read", "@bitmap", "@fast"],
+        info: Arr(&[
+            Bulk("bitfield_ro"),
+            Int(-2),
+            Set(&[Simple("readonly"), Simple("fast")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@read"), Simple("@bitmap"), Simple("@fast")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Perform arbitrary bitfield integer operations on strings. Read-only variant of BITFIELD"),
+            ),
+            (Bulk("since"), Bulk("6.0.0")),
+            (Bulk("group"), Bulk("bitmap")),
+            (Bulk("complexity"), Bulk("O(1) for each subcommand specified")),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("encoding_offset")),
+                        (Bulk("type"), Bulk("block")),
+                        (Bulk("token"), Bulk("GET")),
+                        (
+                            Bulk("flags"),
+                            Set(&[
+                                Simple("optional"),
+                                Simple("multiple"),
+                                Simple("multiple_token"),
+                            ]),
+                        ),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("encoding")),
+                                    (Bulk("type"), Bulk("string")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("offset")),
+                                    (Bulk("type"), Bulk("integer")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "bitop",
+        arity: -4,
+        flags: &["write", "denyoom"],
+        first_key: 2,
+        last_key: -1,
+        step: 1,
+        acl_categories: &["@write", "@bitmap", "@slow"],
+        info: Arr(&[
+            Bulk("bitop"),
+            Int(-4),
+            Set(&[Simple("write"), Simple("denyoom")]),
+            Int(2),
+            Int(-1),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@bitmap"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("OW"), Simple("update")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(2))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(3))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(-1)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Perform bitwise operations between strings")),
+            (Bulk("since"), Bulk("2.6.0")),
+            (Bulk("group"), Bulk("bitmap")),
+            (Bulk("complexity"), Bulk("O(N)")),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[(Bulk("name"), Bulk("operation")), (Bulk("type"), Bulk("string"))]),
+                    Map(&[
+                        (Bulk("name"), Bulk("destkey")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(1)),
+                        (Bulk("flags"), Set(&[Simple("multiple")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "bitpos",
+        arity: -3,
+        flags: &["readonly"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@read", "@bitmap", "@slow"],
+        info: Arr(&[
+            Bulk("bitpos"),
+            Int(-3),
+            Set(&[Simple("readonly")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@read"), Simple("@bitmap"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Find first bit set or clear in a string")),
+            (Bulk("since"), Bulk("2.8.7")),
+            (Bulk("group"), Bulk("bitmap")),
+            (Bulk("complexity"), Bulk("O(N)")),
+            (Bulk("history"), Set(&[Arr(&[Bulk("7.0.0"), Bulk("Added the `BYTE|BIT` option.")])])),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("bit")), (Bulk("type"), Bulk("integer"))]),
+                    Map(&[
+                        (Bulk("name"), Bulk("index")),
+                        (Bulk("type"), Bulk("block")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("start")),
+                                    (Bulk("type"), Bulk("integer")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("end_index")),
+                                    (Bulk("type"), Bulk("block")),
+                                    (Bulk("flags"), Set(&[Simple("optional")])),
+                                    (
+                                        Bulk("arguments"),
+                                        Arr(&[
+                                            Map(&[
+                                                (Bulk("name"), Bulk("end")),
+                                                (Bulk("type"), Bulk("integer")),
+                                            ]),
+                                            Map(&[
+                                                (Bulk("name"), Bulk("index_unit")),
+                                                (Bulk("type"), Bulk("oneof")),
+                                                (Bulk("since"), Bulk("7.0.0")),
+                                                (Bulk("flags"), Set(&[Simple("optional")])),
+                                                (
+                                                    Bulk("arguments"),
+                                                    Arr(&[
+                                                        Map(&[
+                                                            (Bulk("name"), Bulk("byte")),
+                                                            (Bulk("type"), Bulk("pure-token")),
+                                                            (Bulk("token"), Bulk("BYTE")),
+                                                        ]),
+                                                        Map(&[
+                                                            (Bulk("name"), Bulk("bit")),
+                                                            (Bulk("type"), Bulk("pure-token")),
+                                                            (Bulk("token"), Bulk("BIT")),
+                                                        ]),
+                                                    ]),
+                                                ),
+                                            ]),
+                                        ]),
+                                    ),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
         name: "client",
         arity: -2,
         flags: &[],
@@ -3167,6 +3798,72 @@ pub(super) static COMMANDS: &[CommandMeta] = &[
                         (Bulk("type"), Bulk("key")),
                         (Bulk("key_spec_index"), Int(0)),
                     ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "getbit",
+        arity: 3,
+        flags: &["readonly", "fast"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@read", "@bitmap", "@fast"],
+        info: Arr(&[
+            Bulk("getbit"),
+            Int(3),
+            Set(&[Simple("readonly"), Simple("fast")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@read"), Simple("@bitmap"), Simple("@fast")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Returns the bit value at offset in the string value stored at key"),
+            ),
+            (Bulk("since"), Bulk("2.2.0")),
+            (Bulk("group"), Bulk("bitmap")),
+            (Bulk("complexity"), Bulk("O(1)")),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("offset")), (Bulk("type"), Bulk("integer"))]),
                 ]),
             ),
         ]),
@@ -6230,6 +6927,339 @@ pub(super) static COMMANDS: &[CommandMeta] = &[
         ]),
     },
     CommandMeta {
+        name: "pfadd",
+        arity: -2,
+        flags: &["write", "denyoom", "fast"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@write", "@hyperloglog", "@fast"],
+        info: Arr(&[
+            Bulk("pfadd"),
+            Int(-2),
+            Set(&[Simple("write"), Simple("denyoom"), Simple("fast")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@hyperloglog"), Simple("@fast")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("insert")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Adds the specified elements to the specified HyperLogLog.")),
+            (Bulk("since"), Bulk("2.8.9")),
+            (Bulk("group"), Bulk("hyperloglog")),
+            (Bulk("complexity"), Bulk("O(1) to add every element.")),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("element")),
+                        (Bulk("type"), Bulk("string")),
+                        (Bulk("flags"), Set(&[Simple("optional"), Simple("multiple")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "pfcount",
+        arity: -2,
+        flags: &["readonly"],
+        first_key: 1,
+        last_key: -1,
+        step: 1,
+        acl_categories: &["@read", "@hyperloglog", "@slow"],
+        info: Arr(&[
+            Bulk("pfcount"),
+            Int(-2),
+            Set(&[Simple("readonly")]),
+            Int(1),
+            Int(-1),
+            Int(1),
+            Set(&[Simple("@read"), Simple("@hyperloglog"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (
+                        Bulk("notes"),
+                        Bulk("RW because it may change the internal representation of the key, and propagate to replicas"),
+                    ),
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(-1)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Return the approximated cardinality of the set(s) observed by the HyperLogLog at key(s)."),
+            ),
+            (Bulk("since"), Bulk("2.8.9")),
+            (Bulk("group"), Bulk("hyperloglog")),
+            (
+                Bulk("complexity"),
+                Bulk("O(1) with a very small average constant time when called with a single key. O(N) with N being the number of keys, and much bigger constant times, when called with multiple keys."),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                        (Bulk("flags"), Set(&[Simple("multiple")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "pfdebug",
+        arity: 3,
+        flags: &["write", "denyoom", "admin"],
+        first_key: 2,
+        last_key: 2,
+        step: 1,
+        acl_categories: &["@write", "@hyperloglog", "@admin", "@slow", "@dangerous"],
+        info: Arr(&[
+            Bulk("pfdebug"),
+            Int(3),
+            Set(&[Simple("write"), Simple("denyoom"), Simple("admin")]),
+            Int(2),
+            Int(2),
+            Int(1),
+            Set(&[
+                Simple("@write"),
+                Simple("@hyperloglog"),
+                Simple("@admin"),
+                Simple("@slow"),
+                Simple("@dangerous"),
+            ]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(2))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Internal commands for debugging HyperLogLog values")),
+            (Bulk("since"), Bulk("2.8.9")),
+            (Bulk("group"), Bulk("hyperloglog")),
+            (Bulk("complexity"), Bulk("N/A")),
+            (Bulk("doc_flags"), Set(&[Simple("syscmd")])),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[(Bulk("name"), Bulk("subcommand")), (Bulk("type"), Bulk("string"))]),
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "pfmerge",
+        arity: -2,
+        flags: &["write", "denyoom"],
+        first_key: 1,
+        last_key: -1,
+        step: 1,
+        acl_categories: &["@write", "@hyperloglog", "@slow"],
+        info: Arr(&[
+            Bulk("pfmerge"),
+            Int(-2),
+            Set(&[Simple("write"), Simple("denyoom")]),
+            Int(1),
+            Int(-1),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@hyperloglog"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("access"), Simple("insert")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(2))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(-1)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Merge N different HyperLogLogs into a single one.")),
+            (Bulk("since"), Bulk("2.8.9")),
+            (Bulk("group"), Bulk("hyperloglog")),
+            (
+                Bulk("complexity"),
+                Bulk("O(N) to merge N HyperLogLogs, but with high constant times."),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("destkey")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("sourcekey")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(1)),
+                        (Bulk("flags"), Set(&[Simple("multiple")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "pfselftest",
+        arity: 1,
+        flags: &["admin"],
+        first_key: 0,
+        last_key: 0,
+        step: 0,
+        acl_categories: &["@hyperloglog", "@admin", "@slow", "@dangerous"],
+        info: Arr(&[
+            Bulk("pfselftest"),
+            Int(1),
+            Set(&[Simple("admin")]),
+            Int(0),
+            Int(0),
+            Int(0),
+            Set(&[Simple("@hyperloglog"), Simple("@admin"), Simple("@slow"), Simple("@dangerous")]),
+            Set(&[]),
+            Set(&[]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("An internal command for testing HyperLogLog values")),
+            (Bulk("since"), Bulk("2.8.9")),
+            (Bulk("group"), Bulk("hyperloglog")),
+            (Bulk("complexity"), Bulk("N/A")),
+            (Bulk("doc_flags"), Set(&[Simple("syscmd")])),
+        ]),
+    },
+    CommandMeta {
         name: "ping",
         arity: -1,
         flags: &["fast"],
@@ -6914,6 +7944,73 @@ pub(super) static COMMANDS: &[CommandMeta] = &[
                             ]),
                         ),
                     ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "setbit",
+        arity: 4,
+        flags: &["write", "denyoom"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@write", "@bitmap", "@slow"],
+        info: Arr(&[
+            Bulk("setbit"),
+            Int(4),
+            Set(&[Simple("write"), Simple("denyoom")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@bitmap"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("access"), Simple("update")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Sets or clears the bit at offset in the string value stored at key"),
+            ),
+            (Bulk("since"), Bulk("2.2.0")),
+            (Bulk("group"), Bulk("bitmap")),
+            (Bulk("complexity"), Bulk("O(1)")),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("offset")), (Bulk("type"), Bulk("integer"))]),
+                    Map(&[(Bulk("name"), Bulk("value")), (Bulk("type"), Bulk("integer"))]),
                 ]),
             ),
         ]),
