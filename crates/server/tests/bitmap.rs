@@ -9,7 +9,7 @@ mod support;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use redis::{Connection, Value};
-use support::{cmd, err, int, ok, q, server, start_redis, redis_client};
+use support::{cmd, err, int, ok, q, redis_client, server, start_redis};
 
 const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
 const NOT_INT: &str = "ERR value is not an integer or out of range";
@@ -83,7 +83,10 @@ fn offsets_bounded_by_proto_max_bulk_len() {
     assert_eq!(int(&mut c, &["SETBIT", "k", &max_bit.to_string(), "1"]), 0);
     assert_eq!(int(&mut c, &["STRLEN", "k"]), 1 << 20);
     assert_eq!(
-        err(&mut c, &["BITFIELD", "k", "GET", "u8", &(max_bit + 1).to_string()]),
+        err(
+            &mut c,
+            &["BITFIELD", "k", "GET", "u8", &(max_bit + 1).to_string()]
+        ),
         BAD_OFFSET
     );
     assert_eq!(
@@ -150,7 +153,10 @@ fn large_bitmaps() {
     let t = std::time::Instant::now();
     assert_eq!(int(&mut c, &["BITCOUNT", "big"]), 2);
     assert_eq!(int(&mut c, &["BITPOS", "big", "1"]), 12345678);
-    assert_eq!(int(&mut c, &["BITPOS", "big", "1", "2000000"]), (bits - 1) as i64);
+    assert_eq!(
+        int(&mut c, &["BITPOS", "big", "1", "2000000"]),
+        (bits - 1) as i64
+    );
     assert_eq!(int(&mut c, &["BITPOS", "big", "0"]), 0);
     assert_eq!(int(&mut c, &["BITOP", "NOT", "inv", "big"]), 32 << 20);
     assert_eq!(int(&mut c, &["BITCOUNT", "inv"]), bits as i64 - 2);
@@ -159,11 +165,17 @@ fn large_bitmaps() {
         int(&mut c, &["BITPOS", "inv", "0", "1600000", "-1"]),
         (bits - 1) as i64
     );
-    assert_eq!(int(&mut c, &["BITOP", "AND", "and", "big", "inv"]), 32 << 20);
+    assert_eq!(
+        int(&mut c, &["BITOP", "AND", "and", "big", "inv"]),
+        32 << 20
+    );
     assert_eq!(int(&mut c, &["BITCOUNT", "and"]), 0);
     assert_eq!(int(&mut c, &["BITPOS", "and", "1"]), -1);
     assert_eq!(int(&mut c, &["BITPOS", "and", "0", "0", "-1"]), 0);
-    assert_eq!(int(&mut c, &["BITOP", "XOR", "x", "big", "inv", "nokey"]), 32 << 20);
+    assert_eq!(
+        int(&mut c, &["BITOP", "XOR", "x", "big", "inv", "nokey"]),
+        32 << 20
+    );
     assert_eq!(int(&mut c, &["BITCOUNT", "x"]), bits as i64);
     assert_eq!(int(&mut c, &["BITPOS", "x", "0"]), bits as i64);
     assert_eq!(int(&mut c, &["BITPOS", "x", "0", "0", "-1"]), -1);
@@ -207,8 +219,8 @@ fn bitfield() {
         &mut c,
         &[
             "BITFIELD", "k", "SET", "i8", "0", "-100", "GET", "i8", "0", "INCRBY", "u4", "#1",
-            "20", "OVERFLOW", "FAIL", "INCRBY", "u2", "0", "5", "OVERFLOW", "SAT", "INCRBY",
-            "i8", "#1", "1000",
+            "20", "OVERFLOW", "FAIL", "INCRBY", "u2", "0", "5", "OVERFLOW", "SAT", "INCRBY", "i8",
+            "#1", "1000",
         ],
     );
     // -100 is 0x9c; its low nibble 12 + 20 wraps to 0.
@@ -224,8 +236,14 @@ fn bitfield() {
     );
     assert_eq!(err(&mut c, &["BITFIELD", "k", "GET", "u64", "0"]), BAD_TYPE);
     assert_eq!(err(&mut c, &["BITFIELD", "k", "GET", "i65", "0"]), BAD_TYPE);
-    assert_eq!(err(&mut c, &["BITFIELD", "k", "GET", "u8", "-1"]), BAD_OFFSET);
-    assert_eq!(err(&mut c, &["BITFIELD", "k", "SET", "u8", "0", "x"]), NOT_INT);
+    assert_eq!(
+        err(&mut c, &["BITFIELD", "k", "GET", "u8", "-1"]),
+        BAD_OFFSET
+    );
+    assert_eq!(
+        err(&mut c, &["BITFIELD", "k", "SET", "u8", "0", "x"]),
+        NOT_INT
+    );
     assert_eq!(err(&mut c, &["BITFIELD", "k", "GET", "u8"]), SYNTAX);
     assert_eq!(
         err(&mut c, &["BITFIELD", "k", "OVERFLOW", "NONE"]),
@@ -233,11 +251,16 @@ fn bitfield() {
     );
     int(&mut c, &["HSET", "h", "f", "v"]);
     assert_eq!(err(&mut c, &["BITFIELD", "h", "GET", "u8", "0"]), WRONGTYPE);
-    assert_eq!(err(&mut c, &["BITFIELD", "h", "SET", "u8", "0", "1"]), WRONGTYPE);
+    assert_eq!(
+        err(&mut c, &["BITFIELD", "h", "SET", "u8", "0", "1"]),
+        WRONGTYPE
+    );
     // A refused write on a missing key still creates it, zero-filled.
     let r: Vec<Option<i64>> = q(
         &mut c,
-        &["BITFIELD", "new", "OVERFLOW", "FAIL", "INCRBY", "u2", "8", "9"],
+        &[
+            "BITFIELD", "new", "OVERFLOW", "FAIL", "INCRBY", "u2", "8", "9",
+        ],
     );
     assert_eq!(r, vec![None]);
     assert_eq!(get(&mut c, "new"), Some(vec![0, 0]));
@@ -257,7 +280,10 @@ fn reply_shapes() {
     raw.cmd(&["HELLO", "3"]);
     assert_eq!(raw.cmd(&bf), b"*2\r\n:127\r\n_\r\n");
     assert_eq!(raw.cmd(&["BITCOUNT", "k"]), b":8\r\n");
-    assert_eq!(raw.cmd(&["BITFIELD_RO", "k", "GET", "i8", "0"]), b"*1\r\n:-1\r\n");
+    assert_eq!(
+        raw.cmd(&["BITFIELD_RO", "k", "GET", "i8", "0"]),
+        b"*1\r\n:-1\r\n"
+    );
     assert_eq!(raw.cmd(&["BITOP", "NOT", "d", "k"]), b":1\r\n");
 }
 
@@ -288,7 +314,11 @@ fn random_command(rng: &mut SmallRng) -> Vec<String> {
             rng.random_range(0..300).to_string(),
             rng.random_range(0..2).to_string(),
         ],
-        1 => vec!["GETBIT".into(), key(rng), rng.random_range(0..300).to_string()],
+        1 => vec![
+            "GETBIT".into(),
+            key(rng),
+            rng.random_range(0..300).to_string(),
+        ],
         2 => {
             let mut v = vec!["BITCOUNT".into(), key(rng)];
             if rng.random() {
@@ -301,7 +331,11 @@ fn random_command(rng: &mut SmallRng) -> Vec<String> {
             v
         }
         3 => {
-            let mut v = vec!["BITPOS".into(), key(rng), rng.random_range(0..2).to_string()];
+            let mut v = vec![
+                "BITPOS".into(),
+                key(rng),
+                rng.random_range(0..2).to_string(),
+            ];
             let n = rng.random_range(0..4);
             if n >= 1 {
                 v.push(idx(rng));

@@ -725,7 +725,9 @@ pub fn pfdebug(g: &mut Guard, db: usize, k: &Key, sub: Option<PfDebug>) -> Resul
             }
             PfDebugReply::Decoded(decode(hll))
         }
-        PfDebug::Encoding => PfDebugReply::Encoding(if hll[4] == DENSE { "dense" } else { "sparse" }),
+        PfDebug::Encoding => {
+            PfDebugReply::Encoding(if hll[4] == DENSE { "dense" } else { "sparse" })
+        }
         PfDebug::ToDense => {
             let sparse = hll[4] == SPARSE;
             if sparse {
@@ -747,7 +749,11 @@ fn decode(hll: &[u8]) -> String {
             out.push(' ');
         }
         let _ = match op {
-            Opcode { value: 0, size: 1, run } => write!(out, "z:{run}"),
+            Opcode {
+                value: 0,
+                size: 1,
+                run,
+            } => write!(out, "z:{run}"),
             Opcode { value: 0, run, .. } => write!(out, "Z:{run}"),
             Opcode { value, run, .. } => write!(out, "v:{value},{run}"),
         };
@@ -776,9 +782,7 @@ pub fn selftest() -> std::result::Result<(), String> {
         for (i, &b) in bytes.iter().enumerate() {
             let v = dense_get(&dense[HDR..], i);
             if v != b {
-                return Err(format!(
-                    "TESTFAILED Register {i} should be {b} but is {v}"
-                ));
+                return Err(format!("TESTFAILED Register {i} should be {b} but is {v}"));
             }
         }
     }
@@ -792,7 +796,8 @@ pub fn selftest() -> std::result::Result<(), String> {
         let ele = (j ^ seed).to_le_bytes();
         let (index, cnt) = pat_len(&ele);
         dense_raise(&mut dense[HDR..], index, cnt);
-        add(&mut sparse, &ele, SPARSE_MAX_BYTES).map_err(|_| "TESTFAILED corrupted sparse".to_string())?;
+        add(&mut sparse, &ele, SPARSE_MAX_BYTES)
+            .map_err(|_| "TESTFAILED corrupted sparse".to_string())?;
         if j != checkpoint {
             continue;
         }
@@ -996,7 +1001,9 @@ mod tests {
     #[test]
     fn pfadd_pfcount_cache_and_events() {
         let e = engine();
-        e.limits.notify.store(class::STRING | class::KEYSPACE, Ordering::Relaxed);
+        e.limits
+            .notify
+            .store(class::STRING | class::KEYSPACE, Ordering::Relaxed);
         with(&e, |g| {
             events::take();
             let k = g.key(b"h");
@@ -1051,16 +1058,28 @@ mod tests {
             pfadd(g, 0, &b, [&b"3"[..], b"4"]).unwrap();
             assert_eq!(pfmerge(g, 0, &d, &[a, b]), Ok(()));
             assert_eq!(pfcount(g, 0, &[d]), Ok(4));
-            assert_eq!(pfdebug(g, 0, &d, Some(PfDebug::Encoding)), Ok(PfDebugReply::Encoding("sparse")));
-            assert_eq!(pfdebug(g, 0, &b, Some(PfDebug::ToDense)), Ok(PfDebugReply::Converted(true)));
-            assert_eq!(pfdebug(g, 0, &b, Some(PfDebug::ToDense)), Ok(PfDebugReply::Converted(false)));
+            assert_eq!(
+                pfdebug(g, 0, &d, Some(PfDebug::Encoding)),
+                Ok(PfDebugReply::Encoding("sparse"))
+            );
+            assert_eq!(
+                pfdebug(g, 0, &b, Some(PfDebug::ToDense)),
+                Ok(PfDebugReply::Converted(true))
+            );
+            assert_eq!(
+                pfdebug(g, 0, &b, Some(PfDebug::ToDense)),
+                Ok(PfDebugReply::Converted(false))
+            );
             assert_eq!(
                 pfdebug(g, 0, &b, Some(PfDebug::Decode)),
                 Err(Error::Msg("ERR HLL encoding is not sparse"))
             );
             // A dense source makes the destination dense.
             assert_eq!(pfmerge(g, 0, &d, &[b]), Ok(()));
-            assert_eq!(pfdebug(g, 0, &d, Some(PfDebug::Encoding)), Ok(PfDebugReply::Encoding("dense")));
+            assert_eq!(
+                pfdebug(g, 0, &d, Some(PfDebug::Encoding)),
+                Ok(PfDebugReply::Encoding("dense"))
+            );
             assert_eq!(pfcount(g, 0, &[d]), Ok(4));
             let Ok(PfDebugReply::Registers(regs)) = pfdebug(g, 0, &a, Some(PfDebug::GetReg)) else {
                 panic!("registers expected");

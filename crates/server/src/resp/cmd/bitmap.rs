@@ -99,7 +99,11 @@ fn bitcount(ctx: &mut Ctx) -> CmdResult {
             if start < 0 && end < 0 && start > end {
                 return Ok(CountArgs::Zero);
             }
-            let unit = if argc == 5 { unit(a.get(4))? } else { Unit::Byte };
+            let unit = if argc == 5 {
+                unit(a.get(4))?
+            } else {
+                Unit::Byte
+            };
             Ok(CountArgs::Range { start, end, unit })
         }
         _ => Err(CmdError::Syntax),
@@ -126,7 +130,11 @@ fn bitpos(ctx: &mut Ctx) -> CmdResult {
         3 => Ok(None),
         4..=6 => {
             let start = args::int(a.get(3))?;
-            let unit = if argc == 6 { unit(a.get(5))? } else { Unit::Byte };
+            let unit = if argc == 6 {
+                unit(a.get(5))?
+            } else {
+                Unit::Byte
+            };
             let end = if argc >= 5 {
                 Some(args::int(a.get(4))?)
             } else {
