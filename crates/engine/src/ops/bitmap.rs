@@ -534,20 +534,32 @@ pub(crate) fn unshare(s: &mut StrValue) -> &mut Vec<u8> {
     }
 }
 
+/// What a bit write answers when the memory for its string cannot be had
+/// (Redis would abort; only reachable with a huge proto-max-bulk-len).
+const NO_MEMORY: Error = Error::Msg("ERR Out of memory allocating the string");
+
 /// Zero-extends `data` to `len` bytes. Growth follows `sdsMakeRoomFor`
 /// (double below 1 MB, then 1 MB more) instead of Vec's doubling, so a
 /// bitmap of hundreds of megabytes is not given as much again in spare
-/// capacity.
-fn grow_zero(data: &mut Vec<u8>, len: usize) {
+/// capacity. A failed allocation is an error, not an abort.
+fn grow_zero(data: &mut Vec<u8>, len: usize) -> Result<()> {
     if data.len() >= len {
-        return;
+        return Ok(());
     }
     if len > data.capacity() {
         const MB: usize = 1024 * 1024;
-        let want = if len < MB { len * 2 } else { len + MB };
-        data.reserve_exact(want - data.len());
+        let want = if len < MB {
+            len * 2
+        } else {
+            len.saturating_add(MB)
+        };
+        if data.try_reserve_exact(want - data.len()).is_err() {
+            data.try_reserve_exact(len - data.len())
+                .map_err(|_| NO_MEMORY)?;
+        }
     }
     data.resize(len, 0);
+    Ok(())
 }
 
 /// Redis `lookupStringForBitCommand`: the string at `k` with at least
@@ -567,12 +579,11 @@ fn open_for_bits<'g>(
             false
         }
         None => {
-            g.set(
-                db,
-                k,
-                Value::Str(StrValue::edited(vec![0; need])),
-                Expiry::Clear,
-            );
+            // Created at its exact size, as `sdsnewlen`.
+            let mut data = Vec::new();
+            data.try_reserve_exact(need).map_err(|_| NO_MEMORY)?;
+            data.resize(need, 0);
+            g.set(db, k, Value::Str(StrValue::edited(data)), Expiry::Clear);
             true
         }
     };
@@ -582,7 +593,7 @@ fn open_for_bits<'g>(
     };
     let data = unshare(as_str_mut(&mut e.value)?);
     let old = data.len();
-    grow_zero(data, need);
+    grow_zero(data, need)?;
     let grew = created || data.len() != old;
     Ok((data, grew))
 }
