@@ -1114,12 +1114,9 @@ mod tests {
         assert_eq!(hll.len(), DENSE_SIZE);
         assert_eq!(hll[HDR..], dense[HDR..]);
     }
-}
 
-#[cfg(test)]
-mod selftest_tests {
     #[test]
     fn selftest_passes() {
-        assert_eq!(super::selftest(), Ok(()));
+        assert_eq!(selftest(), Ok(()));
     }
 }
