@@ -1230,4 +1230,42 @@ mod tests {
             );
         });
     }
+
+    /// WATCH sees exactly the writes Redis signals: a changed, created or
+    /// grown bitmap, not a SETBIT or BITFIELD that leaves it as it was.
+    #[test]
+    fn writes_signal_watchers() {
+        let e = engine();
+        with(&e, |g| {
+            let k = g.key(b"k");
+            let flag = crate::WatchFlag::default();
+            g.watch(0, &k, &flag);
+            let seen = || flag.swap(false, Ordering::Relaxed);
+            setbit(g, 0, &k, 9, true).unwrap();
+            assert!(seen(), "created");
+            setbit(g, 0, &k, 9, true).unwrap();
+            assert!(!seen(), "same bit");
+            setbit(g, 0, &k, 9, false).unwrap();
+            assert!(seen(), "changed bit");
+            let set = |v| BitfieldOp {
+                op: FieldOp::Set(v),
+                signed: false,
+                bits: 8,
+                offset: 0,
+                overflow: Overflow::Fail,
+            };
+            bitfield(g, 0, &k, &[set(0)], false).unwrap();
+            assert!(!seen(), "same field");
+            bitfield(g, 0, &k, &[set(300)], false).unwrap();
+            assert!(!seen(), "refused write");
+            bitfield(g, 0, &k, &[set(7)], false).unwrap();
+            assert!(seen(), "changed field");
+            getbit(g, 0, &k, 0).unwrap();
+            bitcount(g, 0, &k, || Ok::<_, Error>(CountArgs::Whole)).unwrap();
+            assert!(!seen(), "reads");
+            let src = g.key(b"src");
+            bitop(g, 0, &k, BitOp::Or, &[src]).unwrap();
+            assert!(seen(), "BITOP deleting");
+        });
+    }
 }

@@ -1119,4 +1119,31 @@ mod tests {
     fn selftest_passes() {
         assert_eq!(selftest(), Ok(()));
     }
+
+    /// WATCH sees PFADD when it changes something, PFMERGE always, and a
+    /// PFCOUNT that refreshes the cached cardinality (Redis signals it);
+    /// not a PFADD that changes nothing or a PFCOUNT served from the cache.
+    #[test]
+    fn writes_signal_watchers() {
+        let e = engine();
+        with(&e, |g| {
+            let k = g.key(b"h");
+            let flag = crate::WatchFlag::default();
+            g.watch(0, &k, &flag);
+            let seen = || flag.swap(false, Ordering::Relaxed);
+            pfadd(g, 0, &k, [&b"a"[..]]).unwrap();
+            assert!(seen(), "created");
+            pfadd(g, 0, &k, [&b"a"[..]]).unwrap();
+            assert!(!seen(), "no change");
+            pfcount(g, 0, &[k]).unwrap();
+            assert!(seen(), "cache refreshed");
+            pfcount(g, 0, &[k]).unwrap();
+            assert!(!seen(), "cache used");
+            let other = g.key(b"other");
+            pfcount(g, 0, &[k, other]).unwrap();
+            assert!(!seen(), "union");
+            pfmerge(g, 0, &k, &[other]).unwrap();
+            assert!(seen(), "merge");
+        });
+    }
 }
