@@ -160,16 +160,21 @@ impl IntSet {
     }
 
     fn get(&self, i: usize) -> Option<i64> {
-        each_width!(self, v => v.get(i).map(|&x| i64::from(x)))
+        match self {
+            IntSet::W16(v) => v.get(i).map(|&x| i64::from(x)),
+            IntSet::W32(v) => v.get(i).map(|&x| i64::from(x)),
+            IntSet::W64(v) => v.get(i).copied(),
+        }
     }
 
     /// Position of `n`, if present.
     fn find(&self, n: i64) -> Option<usize> {
-        each_width!(self, v => {
-            // A value wider than the current encoding cannot be present.
-            let x = n.try_into().ok()?;
-            v.binary_search(&x).ok()
-        })
+        // A value wider than the current encoding cannot be present.
+        match self {
+            IntSet::W16(v) => v.binary_search(&i16::try_from(n).ok()?).ok(),
+            IntSet::W32(v) => v.binary_search(&i32::try_from(n).ok()?).ok(),
+            IntSet::W64(v) => v.binary_search(&n).ok(),
+        }
     }
 
     fn contains(&self, n: i64) -> bool {

@@ -198,7 +198,9 @@ fn spop(ctx: &mut Ctx) -> CmdResult {
 fn positive(arg: &[u8]) -> Result<u64, CmdError> {
     match args::int(arg) {
         Ok(n) if n >= 0 => Ok(n as u64),
-        _ => Err(CmdError::text("ERR value is out of range, must be positive")),
+        _ => Err(CmdError::text(
+            "ERR value is out of range, must be positive",
+        )),
     }
 }
 
@@ -469,7 +471,9 @@ mod tests {
     fn positive_counts() {
         assert_eq!(positive(b"0"), Ok(0));
         assert_eq!(positive(b"9223372036854775807"), Ok(i64::MAX as u64));
-        let err = Err(CmdError::text("ERR value is out of range, must be positive"));
+        let err = Err(CmdError::text(
+            "ERR value is out of range, must be positive",
+        ));
         assert_eq!(positive(b"-1"), err);
         assert_eq!(positive(b"x"), err);
         assert_eq!(positive(b"9223372036854775808"), err);
