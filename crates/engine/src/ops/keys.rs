@@ -73,6 +73,7 @@ pub fn free_effort(v: &Value) -> usize {
         Value::Hash(h) if h.is_packed() => 1,
         Value::Hash(h) => h.len(),
         Value::List(l) => l.len(),
+        Value::Set(s) if s.is_intset() => 1,
         Value::Set(s) => s.len(),
         Value::ZSet(z) => z.len(),
     }
