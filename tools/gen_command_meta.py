@@ -46,6 +46,10 @@ COMMANDS = [
     "hset", "hsetnx", "hget", "hmset", "hmget", "hgetall", "hdel", "hlen",
     "hexists", "hkeys", "hvals", "hincrby", "hincrbyfloat", "hstrlen",
     "hrandfield", "hscan",
+    # lists
+    "lpush", "rpush", "lpushx", "rpushx", "lpop", "rpop", "llen", "lrange",
+    "lindex", "lset", "linsert", "lrem", "ltrim", "lpos", "lmove",
+    "rpoplpush", "lmpop", "blpop", "brpop", "blmove", "brpoplpush", "blmpop",
     # connection and server
     "ping", "echo", "hello", "auth", "quit", "reset",
     ("client", ["id", "setname", "getname", "list", "info", "kill", "pause",

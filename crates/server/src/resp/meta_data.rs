@@ -131,6 +131,491 @@ pub(super) static COMMANDS: &[CommandMeta] = &[
         ]),
     },
     CommandMeta {
+        name: "blmove",
+        arity: 6,
+        flags: &["write", "denyoom", "noscript", "blocking"],
+        first_key: 1,
+        last_key: 2,
+        step: 1,
+        acl_categories: &["@write", "@list", "@slow", "@blocking"],
+        info: Arr(&[
+            Bulk("blmove"),
+            Int(6),
+            Set(&[Simple("write"), Simple("denyoom"), Simple("noscript"), Simple("blocking")]),
+            Int(1),
+            Int(2),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@list"), Simple("@slow"), Simple("@blocking")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("access"), Simple("delete")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("insert")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(2))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Pop an element from a list, push it to another list and return it; or block until one is available"),
+            ),
+            (Bulk("since"), Bulk("6.2.0")),
+            (Bulk("group"), Bulk("list")),
+            (Bulk("complexity"), Bulk("O(1)")),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("source")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("destination")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(1)),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("wherefrom")),
+                        (Bulk("type"), Bulk("oneof")),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("left")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("LEFT")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("right")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("RIGHT")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("whereto")),
+                        (Bulk("type"), Bulk("oneof")),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("left")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("LEFT")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("right")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("RIGHT")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("timeout")), (Bulk("type"), Bulk("double"))]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "blmpop",
+        arity: -5,
+        flags: &["write", "blocking", "movablekeys"],
+        first_key: 0,
+        last_key: 0,
+        step: 0,
+        acl_categories: &["@write", "@list", "@slow", "@blocking"],
+        info: Arr(&[
+            Bulk("blmpop"),
+            Int(-5),
+            Set(&[Simple("write"), Simple("blocking"), Simple("movablekeys")]),
+            Int(0),
+            Int(0),
+            Int(0),
+            Set(&[Simple("@write"), Simple("@list"), Simple("@slow"), Simple("@blocking")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("access"), Simple("delete")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(2))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("keynum")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("keynumidx"), Int(0)),
+                                    (Bulk("firstkey"), Int(1)),
+                                    (Bulk("keystep"), Int(1)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Pop elements from a list, or block until one is available")),
+            (Bulk("since"), Bulk("7.0.0")),
+            (Bulk("group"), Bulk("list")),
+            (
+                Bulk("complexity"),
+                Bulk("O(N+M) where N is the number of provided keys and M is the number of elements returned."),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[(Bulk("name"), Bulk("timeout")), (Bulk("type"), Bulk("double"))]),
+                    Map(&[(Bulk("name"), Bulk("numkeys")), (Bulk("type"), Bulk("integer"))]),
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                        (Bulk("flags"), Set(&[Simple("multiple")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("where")),
+                        (Bulk("type"), Bulk("oneof")),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("left")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("LEFT")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("right")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("RIGHT")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("count")),
+                        (Bulk("type"), Bulk("integer")),
+                        (Bulk("token"), Bulk("COUNT")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "blpop",
+        arity: -3,
+        flags: &["write", "noscript", "blocking"],
+        first_key: 1,
+        last_key: -2,
+        step: 1,
+        acl_categories: &["@write", "@list", "@slow", "@blocking"],
+        info: Arr(&[
+            Bulk("blpop"),
+            Int(-3),
+            Set(&[Simple("write"), Simple("noscript"), Simple("blocking")]),
+            Int(1),
+            Int(-2),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@list"), Simple("@slow"), Simple("@blocking")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("access"), Simple("delete")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(-2)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Remove and get the first element in a list, or block until one is available"),
+            ),
+            (Bulk("since"), Bulk("2.0.0")),
+            (Bulk("group"), Bulk("list")),
+            (Bulk("complexity"), Bulk("O(N) where N is the number of provided keys.")),
+            (
+                Bulk("history"),
+                Set(&[
+                    Arr(&[
+                        Bulk("6.0.0"),
+                        Bulk("`timeout` is interpreted as a double instead of an integer."),
+                    ]),
+                ]),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                        (Bulk("flags"), Set(&[Simple("multiple")])),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("timeout")), (Bulk("type"), Bulk("double"))]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "brpop",
+        arity: -3,
+        flags: &["write", "noscript", "blocking"],
+        first_key: 1,
+        last_key: -2,
+        step: 1,
+        acl_categories: &["@write", "@list", "@slow", "@blocking"],
+        info: Arr(&[
+            Bulk("brpop"),
+            Int(-3),
+            Set(&[Simple("write"), Simple("noscript"), Simple("blocking")]),
+            Int(1),
+            Int(-2),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@list"), Simple("@slow"), Simple("@blocking")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("access"), Simple("delete")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(-2)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Remove and get the last element in a list, or block until one is available"),
+            ),
+            (Bulk("since"), Bulk("2.0.0")),
+            (Bulk("group"), Bulk("list")),
+            (Bulk("complexity"), Bulk("O(N) where N is the number of provided keys.")),
+            (
+                Bulk("history"),
+                Set(&[
+                    Arr(&[
+                        Bulk("6.0.0"),
+                        Bulk("`timeout` is interpreted as a double instead of an integer."),
+                    ]),
+                ]),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                        (Bulk("flags"), Set(&[Simple("multiple")])),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("timeout")), (Bulk("type"), Bulk("double"))]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "brpoplpush",
+        arity: 4,
+        flags: &["write", "denyoom", "noscript", "blocking"],
+        first_key: 1,
+        last_key: 2,
+        step: 1,
+        acl_categories: &["@write", "@list", "@slow", "@blocking"],
+        info: Arr(&[
+            Bulk("brpoplpush"),
+            Int(4),
+            Set(&[Simple("write"), Simple("denyoom"), Simple("noscript"), Simple("blocking")]),
+            Int(1),
+            Int(2),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@list"), Simple("@slow"), Simple("@blocking")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("access"), Simple("delete")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("insert")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(2))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Pop an element from a list, push it to another list and return it; or block until one is available"),
+            ),
+            (Bulk("since"), Bulk("2.2.0")),
+            (Bulk("group"), Bulk("list")),
+            (Bulk("complexity"), Bulk("O(1)")),
+            (Bulk("doc_flags"), Set(&[Simple("deprecated")])),
+            (Bulk("deprecated_since"), Bulk("6.2.0")),
+            (Bulk("replaced_by"), Bulk("`BLMOVE` with the `RIGHT` and `LEFT` arguments")),
+            (
+                Bulk("history"),
+                Set(&[
+                    Arr(&[
+                        Bulk("6.0.0"),
+                        Bulk("`timeout` is interpreted as a double instead of an integer."),
+                    ]),
+                ]),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("source")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("destination")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(1)),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("timeout")), (Bulk("type"), Bulk("double"))]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
         name: "client",
         arity: -2,
         flags: &[],
@@ -5026,6 +5511,1013 @@ pub(super) static COMMANDS: &[CommandMeta] = &[
         ]),
     },
     CommandMeta {
+        name: "lindex",
+        arity: 3,
+        flags: &["readonly"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@read", "@list", "@slow"],
+        info: Arr(&[
+            Bulk("lindex"),
+            Int(3),
+            Set(&[Simple("readonly")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@read"), Simple("@list"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Get an element from a list by its index")),
+            (Bulk("since"), Bulk("1.0.0")),
+            (Bulk("group"), Bulk("list")),
+            (
+                Bulk("complexity"),
+                Bulk("O(N) where N is the number of elements to traverse to get to the element at index. This makes asking for the first or the last element of the list O(1)."),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("index")), (Bulk("type"), Bulk("integer"))]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "linsert",
+        arity: 5,
+        flags: &["write", "denyoom"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@write", "@list", "@slow"],
+        info: Arr(&[
+            Bulk("linsert"),
+            Int(5),
+            Set(&[Simple("write"), Simple("denyoom")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@list"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("insert")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Insert an element before or after another element in a list")),
+            (Bulk("since"), Bulk("2.2.0")),
+            (Bulk("group"), Bulk("list")),
+            (
+                Bulk("complexity"),
+                Bulk("O(N) where N is the number of elements to traverse before seeing the value pivot. This means that inserting somewhere on the left end on the list (head) can be considered O(1) and inserting somewhere on the right end (tail) is O(N)."),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("where")),
+                        (Bulk("type"), Bulk("oneof")),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("before")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("BEFORE")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("after")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("AFTER")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("pivot")), (Bulk("type"), Bulk("string"))]),
+                    Map(&[(Bulk("name"), Bulk("element")), (Bulk("type"), Bulk("string"))]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "llen",
+        arity: 2,
+        flags: &["readonly", "fast"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@read", "@list", "@fast"],
+        info: Arr(&[
+            Bulk("llen"),
+            Int(2),
+            Set(&[Simple("readonly"), Simple("fast")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@read"), Simple("@list"), Simple("@fast")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Get the length of a list")),
+            (Bulk("since"), Bulk("1.0.0")),
+            (Bulk("group"), Bulk("list")),
+            (Bulk("complexity"), Bulk("O(1)")),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "lmove",
+        arity: 5,
+        flags: &["write", "denyoom"],
+        first_key: 1,
+        last_key: 2,
+        step: 1,
+        acl_categories: &["@write", "@list", "@slow"],
+        info: Arr(&[
+            Bulk("lmove"),
+            Int(5),
+            Set(&[Simple("write"), Simple("denyoom")]),
+            Int(1),
+            Int(2),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@list"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("access"), Simple("delete")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("insert")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(2))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Pop an element from a list, push it to another list and return it"),
+            ),
+            (Bulk("since"), Bulk("6.2.0")),
+            (Bulk("group"), Bulk("list")),
+            (Bulk("complexity"), Bulk("O(1)")),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("source")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("destination")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(1)),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("wherefrom")),
+                        (Bulk("type"), Bulk("oneof")),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("left")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("LEFT")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("right")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("RIGHT")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("whereto")),
+                        (Bulk("type"), Bulk("oneof")),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("left")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("LEFT")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("right")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("RIGHT")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "lmpop",
+        arity: -4,
+        flags: &["write", "movablekeys"],
+        first_key: 0,
+        last_key: 0,
+        step: 0,
+        acl_categories: &["@write", "@list", "@slow"],
+        info: Arr(&[
+            Bulk("lmpop"),
+            Int(-4),
+            Set(&[Simple("write"), Simple("movablekeys")]),
+            Int(0),
+            Int(0),
+            Int(0),
+            Set(&[Simple("@write"), Simple("@list"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("access"), Simple("delete")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("keynum")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("keynumidx"), Int(0)),
+                                    (Bulk("firstkey"), Int(1)),
+                                    (Bulk("keystep"), Int(1)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Pop elements from a list")),
+            (Bulk("since"), Bulk("7.0.0")),
+            (Bulk("group"), Bulk("list")),
+            (
+                Bulk("complexity"),
+                Bulk("O(N+M) where N is the number of provided keys and M is the number of elements returned."),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[(Bulk("name"), Bulk("numkeys")), (Bulk("type"), Bulk("integer"))]),
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                        (Bulk("flags"), Set(&[Simple("multiple")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("where")),
+                        (Bulk("type"), Bulk("oneof")),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("left")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("LEFT")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("right")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("RIGHT")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("count")),
+                        (Bulk("type"), Bulk("integer")),
+                        (Bulk("token"), Bulk("COUNT")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "lpop",
+        arity: -2,
+        flags: &["write", "fast"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@write", "@list", "@fast"],
+        info: Arr(&[
+            Bulk("lpop"),
+            Int(-2),
+            Set(&[Simple("write"), Simple("fast")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@list"), Simple("@fast")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("access"), Simple("delete")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Remove and get the first elements in a list")),
+            (Bulk("since"), Bulk("1.0.0")),
+            (Bulk("group"), Bulk("list")),
+            (Bulk("complexity"), Bulk("O(N) where N is the number of elements returned")),
+            (Bulk("history"), Set(&[Arr(&[Bulk("6.2.0"), Bulk("Added the `count` argument.")])])),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("count")),
+                        (Bulk("type"), Bulk("integer")),
+                        (Bulk("since"), Bulk("6.2.0")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "lpos",
+        arity: -3,
+        flags: &["readonly"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@read", "@list", "@slow"],
+        info: Arr(&[
+            Bulk("lpos"),
+            Int(-3),
+            Set(&[Simple("readonly")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@read"), Simple("@list"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Return the index of matching elements on a list")),
+            (Bulk("since"), Bulk("6.0.6")),
+            (Bulk("group"), Bulk("list")),
+            (
+                Bulk("complexity"),
+                Bulk("O(N) where N is the number of elements in the list, for the average case. When searching for elements near the head or the tail of the list, or when the MAXLEN option is provided, the command may run in constant time."),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("element")), (Bulk("type"), Bulk("string"))]),
+                    Map(&[
+                        (Bulk("name"), Bulk("rank")),
+                        (Bulk("type"), Bulk("integer")),
+                        (Bulk("token"), Bulk("RANK")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("num-matches")),
+                        (Bulk("type"), Bulk("integer")),
+                        (Bulk("token"), Bulk("COUNT")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("len")),
+                        (Bulk("type"), Bulk("integer")),
+                        (Bulk("token"), Bulk("MAXLEN")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "lpush",
+        arity: -3,
+        flags: &["write", "denyoom", "fast"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@write", "@list", "@fast"],
+        info: Arr(&[
+            Bulk("lpush"),
+            Int(-3),
+            Set(&[Simple("write"), Simple("denyoom"), Simple("fast")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@list"), Simple("@fast")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("insert")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Prepend one or multiple elements to a list")),
+            (Bulk("since"), Bulk("1.0.0")),
+            (Bulk("group"), Bulk("list")),
+            (
+                Bulk("complexity"),
+                Bulk("O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments."),
+            ),
+            (
+                Bulk("history"),
+                Set(&[Arr(&[Bulk("2.4.0"), Bulk("Accepts multiple `element` arguments.")])]),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("element")),
+                        (Bulk("type"), Bulk("string")),
+                        (Bulk("flags"), Set(&[Simple("multiple")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "lpushx",
+        arity: -3,
+        flags: &["write", "denyoom", "fast"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@write", "@list", "@fast"],
+        info: Arr(&[
+            Bulk("lpushx"),
+            Int(-3),
+            Set(&[Simple("write"), Simple("denyoom"), Simple("fast")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@list"), Simple("@fast")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("insert")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Prepend an element to a list, only if the list exists")),
+            (Bulk("since"), Bulk("2.2.0")),
+            (Bulk("group"), Bulk("list")),
+            (
+                Bulk("complexity"),
+                Bulk("O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments."),
+            ),
+            (
+                Bulk("history"),
+                Set(&[Arr(&[Bulk("4.0.0"), Bulk("Accepts multiple `element` arguments.")])]),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("element")),
+                        (Bulk("type"), Bulk("string")),
+                        (Bulk("flags"), Set(&[Simple("multiple")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "lrange",
+        arity: 4,
+        flags: &["readonly"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@read", "@list", "@slow"],
+        info: Arr(&[
+            Bulk("lrange"),
+            Int(4),
+            Set(&[Simple("readonly")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@read"), Simple("@list"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Get a range of elements from a list")),
+            (Bulk("since"), Bulk("1.0.0")),
+            (Bulk("group"), Bulk("list")),
+            (
+                Bulk("complexity"),
+                Bulk("O(S+N) where S is the distance of start offset from HEAD for small lists, from nearest end (HEAD or TAIL) for large lists; and N is the number of elements in the specified range."),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("start")), (Bulk("type"), Bulk("integer"))]),
+                    Map(&[(Bulk("name"), Bulk("stop")), (Bulk("type"), Bulk("integer"))]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "lrem",
+        arity: 4,
+        flags: &["write"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@write", "@list", "@slow"],
+        info: Arr(&[
+            Bulk("lrem"),
+            Int(4),
+            Set(&[Simple("write")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@list"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("delete")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Remove elements from a list")),
+            (Bulk("since"), Bulk("1.0.0")),
+            (Bulk("group"), Bulk("list")),
+            (
+                Bulk("complexity"),
+                Bulk("O(N+M) where N is the length of the list and M is the number of elements removed."),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("count")), (Bulk("type"), Bulk("integer"))]),
+                    Map(&[(Bulk("name"), Bulk("element")), (Bulk("type"), Bulk("string"))]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "lset",
+        arity: 4,
+        flags: &["write", "denyoom"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@write", "@list", "@slow"],
+        info: Arr(&[
+            Bulk("lset"),
+            Int(4),
+            Set(&[Simple("write"), Simple("denyoom")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@list"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("update")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Set the value of an element in a list by its index")),
+            (Bulk("since"), Bulk("1.0.0")),
+            (Bulk("group"), Bulk("list")),
+            (
+                Bulk("complexity"),
+                Bulk("O(N) where N is the length of the list. Setting either the first or the last element of the list is O(1)."),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("index")), (Bulk("type"), Bulk("integer"))]),
+                    Map(&[(Bulk("name"), Bulk("element")), (Bulk("type"), Bulk("string"))]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "ltrim",
+        arity: 4,
+        flags: &["write"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@write", "@list", "@slow"],
+        info: Arr(&[
+            Bulk("ltrim"),
+            Int(4),
+            Set(&[Simple("write")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@list"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("delete")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Trim a list to the specified range")),
+            (Bulk("since"), Bulk("1.0.0")),
+            (Bulk("group"), Bulk("list")),
+            (
+                Bulk("complexity"),
+                Bulk("O(N) where N is the number of elements to be removed by the operation."),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("start")), (Bulk("type"), Bulk("integer"))]),
+                    Map(&[(Bulk("name"), Bulk("stop")), (Bulk("type"), Bulk("integer"))]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
         name: "mget",
         arity: -2,
         flags: &["readonly", "fast"],
@@ -6677,6 +8169,320 @@ pub(super) static COMMANDS: &[CommandMeta] = &[
             (Bulk("since"), Bulk("6.2.0")),
             (Bulk("group"), Bulk("connection")),
             (Bulk("complexity"), Bulk("O(1)")),
+        ]),
+    },
+    CommandMeta {
+        name: "rpop",
+        arity: -2,
+        flags: &["write", "fast"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@write", "@list", "@fast"],
+        info: Arr(&[
+            Bulk("rpop"),
+            Int(-2),
+            Set(&[Simple("write"), Simple("fast")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@list"), Simple("@fast")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("access"), Simple("delete")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Remove and get the last elements in a list")),
+            (Bulk("since"), Bulk("1.0.0")),
+            (Bulk("group"), Bulk("list")),
+            (Bulk("complexity"), Bulk("O(N) where N is the number of elements returned")),
+            (Bulk("history"), Set(&[Arr(&[Bulk("6.2.0"), Bulk("Added the `count` argument.")])])),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("count")),
+                        (Bulk("type"), Bulk("integer")),
+                        (Bulk("since"), Bulk("6.2.0")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "rpoplpush",
+        arity: 3,
+        flags: &["write", "denyoom"],
+        first_key: 1,
+        last_key: 2,
+        step: 1,
+        acl_categories: &["@write", "@list", "@slow"],
+        info: Arr(&[
+            Bulk("rpoplpush"),
+            Int(3),
+            Set(&[Simple("write"), Simple("denyoom")]),
+            Int(1),
+            Int(2),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@list"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("access"), Simple("delete")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("insert")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(2))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Remove the last element in a list, prepend it to another list and return it"),
+            ),
+            (Bulk("since"), Bulk("1.2.0")),
+            (Bulk("group"), Bulk("list")),
+            (Bulk("complexity"), Bulk("O(1)")),
+            (Bulk("doc_flags"), Set(&[Simple("deprecated")])),
+            (Bulk("deprecated_since"), Bulk("6.2.0")),
+            (Bulk("replaced_by"), Bulk("`LMOVE` with the `RIGHT` and `LEFT` arguments")),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("source")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("destination")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(1)),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "rpush",
+        arity: -3,
+        flags: &["write", "denyoom", "fast"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@write", "@list", "@fast"],
+        info: Arr(&[
+            Bulk("rpush"),
+            Int(-3),
+            Set(&[Simple("write"), Simple("denyoom"), Simple("fast")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@list"), Simple("@fast")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("insert")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Append one or multiple elements to a list")),
+            (Bulk("since"), Bulk("1.0.0")),
+            (Bulk("group"), Bulk("list")),
+            (
+                Bulk("complexity"),
+                Bulk("O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments."),
+            ),
+            (
+                Bulk("history"),
+                Set(&[Arr(&[Bulk("2.4.0"), Bulk("Accepts multiple `element` arguments.")])]),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("element")),
+                        (Bulk("type"), Bulk("string")),
+                        (Bulk("flags"), Set(&[Simple("multiple")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "rpushx",
+        arity: -3,
+        flags: &["write", "denyoom", "fast"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@write", "@list", "@fast"],
+        info: Arr(&[
+            Bulk("rpushx"),
+            Int(-3),
+            Set(&[Simple("write"), Simple("denyoom"), Simple("fast")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@list"), Simple("@fast")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("insert")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Append an element to a list, only if the list exists")),
+            (Bulk("since"), Bulk("2.2.0")),
+            (Bulk("group"), Bulk("list")),
+            (
+                Bulk("complexity"),
+                Bulk("O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments."),
+            ),
+            (
+                Bulk("history"),
+                Set(&[Arr(&[Bulk("4.0.0"), Bulk("Accepts multiple `element` arguments.")])]),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("element")),
+                        (Bulk("type"), Bulk("string")),
+                        (Bulk("flags"), Set(&[Simple("multiple")])),
+                    ]),
+                ]),
+            ),
         ]),
     },
     CommandMeta {
