@@ -47,7 +47,7 @@ const SIZE_ESTIMATE_OVERHEAD: usize = 8;
 const PACKED_THRESHOLD: usize = 1 << 30;
 /// Small in unit tests, so the plain-node paths run without 1 GiB buffers.
 #[cfg(test)]
-const PACKED_THRESHOLD: usize = 2000;
+const PACKED_THRESHOLD: usize = 8192;
 /// Listpack header (total bytes + element count) and end marker: counted
 /// in a node's size, not stored.
 const LP_OVERHEAD: usize = 7;
@@ -1305,6 +1305,15 @@ mod tests {
         assert_eq!(l.node_sizes().collect::<Vec<_>>(), vec![(false, 8179)]);
         l.push_back(b"aaaaaaaaaa");
         assert_eq!(l.node_count(), 2);
+        // The size test is `node + element + 8 <= 8192`, exactly (Redis
+        // 7.0.15: a 5000-byte element then one of 3170 bytes share a node,
+        // one of 3171 bytes does not).
+        for (y, want) in [(3170, 1), (3171, 2)] {
+            let mut l = ListValue::new();
+            l.push_back(&[b'a'; 5000]);
+            l.push_back(&vec![b'b'; y]);
+            assert_eq!(l.node_count(), want, "{y}");
+        }
         // Fill by count: 3 entries per node.
         let mut l = ListValue::with_fill(3);
         for i in 0..10 {
@@ -1408,10 +1417,10 @@ mod tests {
 
     #[test]
     fn large_elements_get_plain_nodes() {
-        // PACKED_THRESHOLD is 2000 in unit tests.
+        // PACKED_THRESHOLD is 8192 in unit tests.
         let plain_count = |l: &ListValue| l.nodes.iter().filter(|n| n.plain).count();
-        let big = vec![b'B'; 2500];
-        let big2 = vec![b'C'; 2000];
+        let big = vec![b'B'; 9000];
+        let big2 = vec![b'C'; 8192];
         let mut l = ListValue::with_fill(-2);
         for s in ["a", "b", "c"] {
             l.push_back(s.as_bytes());
@@ -1422,7 +1431,7 @@ mod tests {
         l.push_front(b"f");
         assert_eq!(l.node_count(), 4);
         assert_eq!(plain_count(&l), 2);
-        assert_eq!(l.node_sizes().nth(1), Some((true, 2500)));
+        assert_eq!(l.node_sizes().nth(1), Some((true, 9000)));
         assert_eq!(l.get(1), Some(Elem::Bytes(&big)));
         // LSET of a plain element with a small value moves it into the next
         // packed node and drops the plain one.
@@ -1475,6 +1484,7 @@ mod tests {
             4 => prop::sample::select(vec![&b"a"[..], b"b", b"1", b"-7", b"300", b"70000", b""]).prop_map(<[u8]>::to_vec),
             1 => proptest::collection::vec(any::<u8>(), 0..80),
             1 => (0usize..3000).prop_map(|n| vec![b'z'; n]),
+            1 => (7000usize..10000).prop_map(|n| vec![b'Z'; n]),
             1 => any::<i64>().prop_map(|n| n.to_string().into_bytes()),
         ]
     }
