@@ -732,3 +732,393 @@ fn node_layout_matches_redis() {
         }
     }
 }
+
+// ---------------------------------------------------------------- blocking
+
+use std::time::{Duration, Instant};
+
+/// Runs a scenario against Cairn and, when one is installed, against a
+/// reference redis-server, so every expectation below is also Redis 7.0's.
+fn on_both(scenario: fn(u16)) {
+    let cairn = start_cairn(&[]);
+    scenario(cairn.port);
+    if let Some(redis) = start_redis(&[]) {
+        scenario(redis.port);
+    }
+}
+
+/// Waits until the server counts `n` blocked clients (INFO clients).
+fn wait_blocked(admin: &mut RawConn, n: usize) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let want = format!("blocked_clients:{n}\r\n");
+    loop {
+        let info = admin.cmd(&["INFO", "clients"]);
+        if String::from_utf8_lossy(&info).contains(&want) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "never saw {want:?} in {}",
+            String::from_utf8_lossy(&info)
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Sends a command without reading its reply (the client blocks).
+fn send(c: &mut RawConn, args: &[&str]) {
+    let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+    c.send(&args);
+}
+
+/// True if no reply arrives within `ms`.
+fn silent_for(c: &mut RawConn, ms: u64) -> bool {
+    c.stream()
+        .set_read_timeout(Some(Duration::from_millis(ms)))
+        .unwrap();
+    let silent = c.try_read_raw_reply().is_err();
+    c.stream()
+        .set_read_timeout(Some(support::IO_TIMEOUT))
+        .unwrap();
+    silent
+}
+
+/// A bulk string's bytes as RESP.
+fn bulk(s: &str) -> String {
+    format!("${}\r\n{s}\r\n", s.len())
+}
+
+fn pair(k: &str, v: &str) -> Vec<u8> {
+    format!("*2\r\n{}{}", bulk(k), bulk(v)).into_bytes()
+}
+
+#[test]
+fn push_from_another_connection_wakes_a_blocked_pop() {
+    on_both(push_from_another_connection_wakes_a_blocked_pop_on);
+}
+
+fn push_from_another_connection_wakes_a_blocked_pop_on(port: u16) {
+    let mut admin = RawConn::connect(port);
+    // Several waiters on several connections, so that pushers and waiters
+    // sit on different worker threads whatever the assignment.
+    let mut waiters: Vec<RawConn> = (0..4).map(|_| RawConn::connect(port)).collect();
+    for (i, w) in waiters.iter_mut().enumerate() {
+        send(w, &["BLPOP", &format!("k{i}"), "0"]);
+    }
+    wait_blocked(&mut admin, 4);
+    for i in 0..4 {
+        let mut pusher = RawConn::connect(port);
+        pusher.cmd(&["RPUSH", &format!("k{i}"), &format!("v{i}")]);
+    }
+    for (i, w) in waiters.iter_mut().enumerate() {
+        assert_eq!(w.read_raw_reply(), pair(&format!("k{i}"), &format!("v{i}")));
+    }
+    wait_blocked(&mut admin, 0);
+    // The pushed elements went to the waiters.
+    for i in 0..4 {
+        assert_eq!(admin.cmd(&["EXISTS", &format!("k{i}")]), b":0\r\n");
+    }
+    // BRPOP, BLMPOP and BRPOPLPUSH wake the same way.
+    let mut a = RawConn::connect(port);
+    let mut b = RawConn::connect(port);
+    let mut c = RawConn::connect(port);
+    send(&mut a, &["BRPOP", "r", "0"]);
+    send(
+        &mut b,
+        &["BLMPOP", "0", "2", "m1", "m2", "RIGHT", "COUNT", "2"],
+    );
+    send(&mut c, &["BRPOPLPUSH", "s", "d", "0"]);
+    wait_blocked(&mut admin, 3);
+    admin.cmd(&["RPUSH", "r", "x", "y"]);
+    admin.cmd(&["RPUSH", "m2", "1", "2", "3"]);
+    admin.cmd(&["LPUSH", "s", "z"]);
+    assert_eq!(a.read_raw_reply(), pair("r", "y"));
+    assert_eq!(
+        b.read_raw_reply(),
+        format!("*2\r\n{}*2\r\n{}{}", bulk("m2"), bulk("3"), bulk("2")).into_bytes()
+    );
+    assert_eq!(c.read_raw_reply(), bulk("z").into_bytes());
+    assert_eq!(
+        admin.cmd(&["LRANGE", "d", "0", "-1"]),
+        format!("*1\r\n{}", bulk("z")).into_bytes()
+    );
+    assert_eq!(
+        admin.cmd(&["LRANGE", "r", "0", "-1"]),
+        format!("*1\r\n{}", bulk("x")).into_bytes()
+    );
+}
+
+#[test]
+fn waiters_are_served_first_come_first_served() {
+    on_both(waiters_are_served_first_come_first_served_on);
+}
+
+fn waiters_are_served_first_come_first_served_on(port: u16) {
+    let mut admin = RawConn::connect(port);
+    let mut w: Vec<RawConn> = (0..3).map(|_| RawConn::connect(port)).collect();
+    for (i, c) in w.iter_mut().enumerate() {
+        send(c, &["BLPOP", "q", "0"]);
+        wait_blocked(&mut admin, i + 1);
+    }
+    // One push of three elements serves all three, in blocking order.
+    admin.cmd(&["RPUSH", "q", "1", "2", "3"]);
+    for (i, c) in w.iter_mut().enumerate() {
+        assert_eq!(c.read_raw_reply(), pair("q", &(i + 1).to_string()));
+    }
+    assert_eq!(admin.cmd(&["EXISTS", "q"]), b":0\r\n");
+    // One element at a time: the longest waiter first each time.
+    for (i, c) in w.iter_mut().enumerate() {
+        send(c, &["BRPOP", "q", "0"]);
+        wait_blocked(&mut admin, i + 1);
+    }
+    for (n, i) in [0usize, 1, 2].into_iter().enumerate() {
+        admin.cmd(&["LPUSH", "q", &format!("e{n}")]);
+        assert_eq!(w[i].read_raw_reply(), pair("q", &format!("e{n}")));
+        for later in w.iter_mut().skip(i + 1) {
+            assert!(silent_for(later, 50));
+        }
+    }
+    // More elements than waiters: the rest stays.
+    send(&mut w[0], &["BLPOP", "q", "0"]);
+    wait_blocked(&mut admin, 1);
+    admin.cmd(&["RPUSH", "q", "a", "b"]);
+    assert_eq!(w[0].read_raw_reply(), pair("q", "a"));
+    assert_eq!(
+        admin.cmd(&["LRANGE", "q", "0", "-1"]),
+        format!("*1\r\n{}", bulk("b")).into_bytes()
+    );
+}
+
+#[test]
+fn timeouts_are_fractional_seconds() {
+    on_both(timeouts_are_fractional_seconds_on);
+}
+
+fn timeouts_are_fractional_seconds_on(port: u16) {
+    let mut c = RawConn::connect(port);
+    let cases: [(&[&str], &[u8]); 5] = [
+        (&["BLPOP", "nosuch", "0.2"], b"*-1\r\n"),
+        (&["BRPOP", "nosuch", "other", ".2"], b"*-1\r\n"),
+        (&["BLMPOP", "0.2", "1", "nosuch", "LEFT"], b"*-1\r\n"),
+        // Redis 7.0 answers every timed-out list wait with a null array,
+        // BLMOVE's included (inside MULTI it is a null bulk string).
+        (
+            &["BLMOVE", "nosuch", "d", "LEFT", "RIGHT", "0.2"],
+            b"*-1\r\n",
+        ),
+        (&["BRPOPLPUSH", "nosuch", "d", "2e-1"], b"*-1\r\n"),
+    ];
+    for (args, want) in cases {
+        let t = Instant::now();
+        assert_eq!(c.cmd(args), want, "{args:?}");
+        let took = t.elapsed();
+        assert!(
+            took >= Duration::from_millis(190) && took < Duration::from_secs(3),
+            "{args:?} took {took:?}"
+        );
+    }
+    assert_eq!(c.cmd(&["EXISTS", "d"]), b":0\r\n");
+    // RESP3: both nulls are `_`.
+    c.cmd(&["HELLO", "3"]);
+    assert_eq!(c.cmd(&["BLPOP", "nosuch", "0.05"]), b"_\r\n");
+    assert_eq!(
+        c.cmd(&["BLMOVE", "nosuch", "d", "LEFT", "LEFT", "0.05"]),
+        b"_\r\n"
+    );
+    // A key of another type does not shorten the wait.
+    c.cmd(&["HELLO", "2"]);
+    let mut other = RawConn::connect(port);
+    send(&mut c, &["BLPOP", "k", "0.3"]);
+    wait_blocked(&mut other, 1);
+    other.cmd(&["SET", "k", "string"]);
+    let t = Instant::now();
+    assert_eq!(c.read_raw_reply(), b"*-1\r\n");
+    assert!(t.elapsed() > Duration::from_millis(100));
+}
+
+#[test]
+fn blmove_chains_serve_each_other() {
+    on_both(blmove_chains_serve_each_other_on);
+}
+
+fn blmove_chains_serve_each_other_on(port: u16) {
+    let mut admin = RawConn::connect(port);
+    let mut a = RawConn::connect(port);
+    let mut b = RawConn::connect(port);
+    let mut c = RawConn::connect(port);
+    send(&mut a, &["BLMOVE", "l1", "l2", "LEFT", "RIGHT", "0"]);
+    send(&mut b, &["BLMOVE", "l2", "l3", "RIGHT", "LEFT", "0"]);
+    send(&mut c, &["BLPOP", "l3", "0"]);
+    wait_blocked(&mut admin, 3);
+    admin.cmd(&["RPUSH", "l1", "x"]);
+    assert_eq!(a.read_raw_reply(), bulk("x").into_bytes());
+    assert_eq!(b.read_raw_reply(), bulk("x").into_bytes());
+    assert_eq!(c.read_raw_reply(), pair("l3", "x"));
+    for k in ["l1", "l2", "l3"] {
+        assert_eq!(admin.cmd(&["EXISTS", k]), b":0\r\n", "{k}");
+    }
+    // A client moving a list into itself.
+    send(&mut a, &["BLMOVE", "r", "r", "LEFT", "RIGHT", "0"]);
+    wait_blocked(&mut admin, 1);
+    admin.cmd(&["RPUSH", "r", "1", "2"]);
+    assert_eq!(a.read_raw_reply(), bulk("1").into_bytes());
+    assert_eq!(
+        admin.cmd(&["LRANGE", "r", "0", "-1"]),
+        format!("*2\r\n{}{}", bulk("2"), bulk("1")).into_bytes()
+    );
+    // A destination of the wrong type when the source arrives: the waiter
+    // gets WRONGTYPE and the element stays (Redis 7.0).
+    send(&mut a, &["BLMOVE", "src", "dst", "LEFT", "RIGHT", "0"]);
+    wait_blocked(&mut admin, 1);
+    admin.cmd(&["SET", "dst", "string"]);
+    admin.cmd(&["RPUSH", "src", "v"]);
+    assert_eq!(
+        a.read_raw_reply(),
+        b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"
+    );
+    assert_eq!(admin.cmd(&["LLEN", "src"]), b":1\r\n");
+    wait_blocked(&mut admin, 0);
+}
+
+#[test]
+fn key_deleted_renamed_or_retyped_while_blocked() {
+    on_both(key_deleted_renamed_or_retyped_while_blocked_on);
+}
+
+fn key_deleted_renamed_or_retyped_while_blocked_on(port: u16) {
+    let mut admin = RawConn::connect(port);
+    let mut w = RawConn::connect(port);
+
+    // Changed type: Redis 7.0 keeps the client blocked; a list appearing
+    // there later serves it.
+    send(&mut w, &["BLPOP", "k", "0"]);
+    wait_blocked(&mut admin, 1);
+    admin.cmd(&["SET", "k", "string"]);
+    assert!(silent_for(&mut w, 150));
+    admin.cmd(&["HSET", "k2", "f", "v"]);
+    admin.cmd(&["RENAME", "k2", "k"]);
+    assert!(silent_for(&mut w, 150));
+    admin.cmd(&["DEL", "k"]);
+    assert!(silent_for(&mut w, 100));
+    admin.cmd(&["RPUSH", "k", "v"]);
+    assert_eq!(w.read_raw_reply(), pair("k", "v"));
+
+    // A list renamed onto the awaited key serves the waiter.
+    send(&mut w, &["BLPOP", "k", "0"]);
+    wait_blocked(&mut admin, 1);
+    admin.cmd(&["RPUSH", "other", "r1", "r2"]);
+    admin.cmd(&["RENAME", "other", "k"]);
+    assert_eq!(w.read_raw_reply(), pair("k", "r1"));
+    assert_eq!(
+        admin.cmd(&["LRANGE", "k", "0", "-1"]),
+        format!("*1\r\n{}", bulk("r2")).into_bytes()
+    );
+    admin.cmd(&["DEL", "k"]);
+
+    // Renamed away or deleted before anything arrives: still waiting.
+    send(&mut w, &["BLPOP", "k", "0"]);
+    wait_blocked(&mut admin, 1);
+    admin.cmd(&["SET", "k", "x"]);
+    admin.cmd(&["RENAME", "k", "gone"]);
+    assert!(silent_for(&mut w, 150));
+    admin.cmd(&["LPUSH", "k", "late"]);
+    assert_eq!(w.read_raw_reply(), pair("k", "late"));
+
+    // Several keys, one of another type at the start: an error at once.
+    admin.cmd(&["SET", "s1", "x"]);
+    assert_eq!(
+        w.cmd(&["BLPOP", "e1", "s1", "e2", "0"]),
+        b"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n"
+    );
+    // Once blocked, a key turned into another type is passed over: the
+    // waiter is served from the next key.
+    admin.cmd(&["DEL", "s1"]);
+    send(&mut w, &["BLPOP", "e1", "s1", "e2", "0"]);
+    wait_blocked(&mut admin, 1);
+    admin.cmd(&["SET", "s1", "y"]);
+    admin.cmd(&["RPUSH", "e2", "two"]);
+    assert_eq!(w.read_raw_reply(), pair("e2", "two"));
+
+    // The first non-empty key in argument order is served.
+    send(
+        &mut w,
+        &["BLMPOP", "0", "3", "a", "b", "c", "LEFT", "COUNT", "5"],
+    );
+    wait_blocked(&mut admin, 1);
+    admin.cmd(&["RPUSH", "c", "c1"]);
+    assert_eq!(
+        w.read_raw_reply(),
+        format!("*2\r\n{}*1\r\n{}", bulk("c"), bulk("c1")).into_bytes()
+    );
+    wait_blocked(&mut admin, 0);
+}
+
+#[test]
+fn blocking_commands_inside_multi_do_not_block() {
+    on_both(blocking_commands_inside_multi_do_not_block_on);
+}
+
+fn blocking_commands_inside_multi_do_not_block_on(port: u16) {
+    let mut c = RawConn::connect(port);
+    c.cmd(&["RPUSH", "full", "a"]);
+    assert_eq!(c.cmd(&["MULTI"]), b"+OK\r\n");
+    for args in [
+        &["BLPOP", "empty", "0"][..],
+        &["BRPOP", "empty", "10"],
+        &["BLMPOP", "0", "1", "empty", "LEFT"],
+        &["BLMOVE", "empty", "d", "LEFT", "LEFT", "0"],
+        &["BRPOPLPUSH", "empty", "d", "0"],
+        &["BLPOP", "empty", "full", "0"],
+        &["BLPOP", "full", "0"],
+    ] {
+        assert_eq!(c.cmd(args), b"+QUEUED\r\n");
+    }
+    let t = Instant::now();
+    assert_eq!(
+        c.cmd(&["EXEC"]),
+        format!(
+            "*7\r\n*-1\r\n*-1\r\n*-1\r\n$-1\r\n$-1\r\n{}*-1\r\n",
+            String::from_utf8(pair("full", "a")).unwrap()
+        )
+        .into_bytes()
+    );
+    assert!(t.elapsed() < Duration::from_secs(2));
+    // A push inside EXEC wakes a waiter once the transaction is over.
+    let mut w = RawConn::connect(port);
+    send(&mut w, &["BLPOP", "t", "0"]);
+    wait_blocked(&mut c, 1);
+    c.cmd(&["MULTI"]);
+    c.cmd(&["RPUSH", "t", "1", "2"]);
+    c.cmd(&["LPOP", "t"]);
+    assert_eq!(
+        c.cmd(&["EXEC"]),
+        format!("*2\r\n:2\r\n{}", bulk("1")).into_bytes()
+    );
+    assert_eq!(w.read_raw_reply(), pair("t", "2"));
+}
+
+#[test]
+fn client_unblock_ends_a_list_wait() {
+    on_both(client_unblock_ends_a_list_wait_on);
+}
+
+fn client_unblock_ends_a_list_wait_on(port: u16) {
+    let mut admin = RawConn::connect(port);
+    let mut w = RawConn::connect(port);
+    let id = String::from_utf8(w.cmd(&["CLIENT", "ID"])).unwrap();
+    let id = id.trim_start_matches(':').trim().to_string();
+    send(&mut w, &["BLMOVE", "src", "dst", "LEFT", "LEFT", "0"]);
+    wait_blocked(&mut admin, 1);
+    assert_eq!(admin.cmd(&["CLIENT", "UNBLOCK", &id]), b":1\r\n");
+    assert_eq!(w.read_raw_reply(), b"*-1\r\n");
+    send(&mut w, &["BLPOP", "src", "0"]);
+    wait_blocked(&mut admin, 1);
+    assert_eq!(admin.cmd(&["CLIENT", "UNBLOCK", &id, "ERROR"]), b":1\r\n");
+    assert_eq!(
+        w.read_raw_reply(),
+        b"-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n"
+    );
+    wait_blocked(&mut admin, 0);
+    // The connection is usable afterwards, and nothing was created.
+    assert_eq!(w.cmd(&["EXISTS", "src", "dst"]), b":0\r\n");
+}

@@ -464,7 +464,12 @@ fn move_one(ctx: &mut Ctx, from: End, to: End, timeout_ms: Option<u64>) -> CmdRe
     match (moved, timeout_ms) {
         (Some(v), _) => ctx.bulk(&v),
         (None, None) => ctx.null(),
-        (None, Some(ms)) => ctx.block([src.bytes], ms, OnTimeout::NullBulk),
+        // Where Redis may not block (inside MULTI) it answers a null bulk
+        // string; a wait that ends without data (timeout, CLIENT UNBLOCK)
+        // answers a null array, as for every list wait in Redis 7.0
+        // (`replyToBlockedClientTimedOut`).
+        (None, Some(_)) if ctx.client.in_exec => ctx.null(),
+        (None, Some(ms)) => ctx.block([src.bytes], ms, OnTimeout::NullArray),
     }
 }
 
@@ -524,7 +529,9 @@ fn blmpop(ctx: &mut Ctx) -> CmdResult {
 }
 
 /// BLMOVE source destination LEFT|RIGHT LEFT|RIGHT timeout → as LMOVE,
-/// blocking while the source is missing; a null bulk string on timeout.
+/// blocking while the source is missing; on timeout a null array (RESP2
+/// `*-1`, as Redis 7.0 answers every timed-out list wait), inside MULTI a
+/// null bulk string.
 fn blmove(ctx: &mut Ctx) -> CmdResult {
     let from = end_arg(ctx.arg(3))?;
     let to = end_arg(ctx.arg(4))?;
