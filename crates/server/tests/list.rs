@@ -1122,3 +1122,59 @@ fn client_unblock_ends_a_list_wait_on(port: u16) {
     // The connection is usable afterwards, and nothing was created.
     assert_eq!(w.cmd(&["EXISTS", "src", "dst"]), b":0\r\n");
 }
+
+#[test]
+fn watch_sees_every_list_write() {
+    on_both(watch_sees_every_list_write_on);
+}
+
+/// Each write from another connection fails a WATCHing client's EXEC
+/// (Redis `signalModifiedKey`), and the no-op forms do not.
+fn watch_sees_every_list_write_on(port: u16) {
+    let mut w = RawConn::connect(port);
+    let mut other = RawConn::connect(port);
+    let writes: [(&[&str], bool); 24] = [
+        (&["LPUSH", "l", "x"], true),
+        (&["RPUSH", "l", "y"], true),
+        (&["LPUSHX", "l", "x"], true),
+        (&["RPUSHX", "l", "x"], true),
+        (&["LPOP", "l"], true),
+        (&["RPOP", "l", "1"], true),
+        (&["LSET", "l", "0", "q"], true),
+        (&["LINSERT", "l", "AFTER", "b", "r"], true),
+        (&["LREM", "l", "1", "b"], true),
+        (&["LTRIM", "l", "0", "-1"], true),
+        (&["LMOVE", "l", "l", "LEFT", "RIGHT"], true),
+        (&["RPOPLPUSH", "l", "other"], true),
+        (&["LMOVE", "other", "l", "LEFT", "RIGHT"], true),
+        (&["LMPOP", "1", "l", "LEFT"], true),
+        (&["BLPOP", "l", "0"], true),
+        (&["BLMOVE", "l", "l", "LEFT", "LEFT", "0"], true),
+        // No-ops: nothing signalled.
+        (&["LPOP", "l", "0"], false),
+        (&["LREM", "l", "0", "nosuch"], false),
+        (&["LINSERT", "l", "AFTER", "nosuch", "r"], false),
+        (&["LRANGE", "l", "0", "-1"], false),
+        (&["LPOS", "l", "x"], false),
+        (&["LMOVE", "nosuch", "l", "LEFT", "LEFT"], false),
+        (&["LPUSHX", "nosuch", "x"], false),
+        (&["LINDEX", "l", "0"], false),
+    ];
+    for (cmd, signals) in writes {
+        other.cmd(&["DEL", "l", "other"]);
+        other.cmd(&["RPUSH", "l", "a", "b", "c"]);
+        other.cmd(&["RPUSH", "other", "o"]);
+        assert_eq!(w.cmd(&["WATCH", "l"]), b"+OK\r\n");
+        let r = other.cmd(cmd);
+        assert!(!r.starts_with(b"-"), "{cmd:?}: {}", support::escape(&r));
+        w.cmd(&["MULTI"]);
+        w.cmd(&["PING"]);
+        let exec = w.cmd(&["EXEC"]);
+        let want: &[u8] = if signals {
+            b"*-1\r\n"
+        } else {
+            b"*1\r\n+PONG\r\n"
+        };
+        assert_eq!(support::escape(&exec), support::escape(want), "{cmd:?}");
+    }
+}
