@@ -464,12 +464,18 @@ fn move_one(ctx: &mut Ctx, from: End, to: End, timeout_ms: Option<u64>) -> CmdRe
     match (moved, timeout_ms) {
         (Some(v), _) => ctx.bulk(&v),
         (None, None) => ctx.null(),
-        // Where Redis may not block (inside MULTI) it answers a null bulk
-        // string; a wait that ends without data (timeout, CLIENT UNBLOCK)
-        // answers a null array, as for every list wait in Redis 7.0
-        // (`replyToBlockedClientTimedOut`).
-        (None, Some(_)) if ctx.client.in_exec => ctx.null(),
-        (None, Some(ms)) => ctx.block([src.bytes], ms, OnTimeout::NullArray),
+        (None, Some(ms)) => {
+            // Where Redis may not block (inside MULTI) it answers a null
+            // bulk string at once; a wait that ends without data (timeout,
+            // CLIENT UNBLOCK) answers a null array, as every list wait does
+            // in Redis 7.0 (`replyToBlockedClientTimedOut`).
+            let on_timeout = if ctx.client.in_exec {
+                OnTimeout::NullBulk
+            } else {
+                OnTimeout::NullArray
+            };
+            ctx.block([src.bytes], ms, on_timeout)
+        }
     }
 }
 
