@@ -1,0 +1,2 @@
+//! stub
+pub fn command(_a: crate::cli::BatchCmd) -> Result<(), String> { Err("todo".into()) }

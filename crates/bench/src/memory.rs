@@ -1,0 +1,2 @@
+//! stub
+pub fn command(_a: crate::cli::MemoryCmd) -> Result<(), String> { Err("todo".into()) }
