@@ -17,6 +17,9 @@ use plotters::prelude::*;
 #[derive(Debug, Clone)]
 pub struct Series {
     pub name: String,
+    /// Series of one group (a target) share a colour: solid on the left
+    /// axis, dashed (in darker shades for further operations) on the right.
+    pub group: usize,
     pub values: Vec<Option<f64>>,
 }
 
@@ -89,6 +92,13 @@ fn color(i: usize) -> RGBColor {
         RGBColor(23, 190, 207),
     ];
     C[i % C.len()]
+}
+
+/// A darker shade of `c` for the k-th series of a group.
+fn shade(c: RGBColor, k: usize) -> RGBColor {
+    let f = [1.0, 0.6, 0.8, 0.45][k % 4];
+    let m = |v: u8| (v as f64 * f) as u8;
+    RGBColor(m(c.0), m(c.1), m(c.2))
 }
 
 fn max_of(series: &[Series]) -> f64 {
@@ -172,7 +182,7 @@ fn draw_category<DB: DrawingBackend>(
         .x_desc(x_desc)
         .y_desc(left_desc)
         .x_label_formatter(&fmt_x)
-        .y_label_formatter(&|v| crate::report::thousands(*v))
+        .y_label_formatter(&|v| si(*v))
         .label_style(("sans-serif", 15))
         .axis_desc_style(("sans-serif", 17))
         .draw()
@@ -182,11 +192,11 @@ fn draw_category<DB: DrawingBackend>(
         .y_desc(right_desc)
         .label_style(("sans-serif", 15))
         .axis_desc_style(("sans-serif", 17))
-        .y_label_formatter(&|v| format!("{v:.0}"))
+        .y_label_formatter(&|v| si(*v))
         .draw()
         .map_err(e)?;
-    for (i, s) in left.iter().enumerate() {
-        let c = color(i);
+    for s in left {
+        let c = color(s.group);
         let pts: Vec<(i32, f64)> = s
             .values
             .iter()
@@ -203,7 +213,8 @@ fn draw_category<DB: DrawingBackend>(
             .map_err(e)?;
     }
     for (i, s) in right.iter().enumerate() {
-        let c = color(i + left.len());
+        let k = right[..i].iter().filter(|x| x.group == s.group).count();
+        let c = shade(color(s.group), k);
         let pts: Vec<(i32, f64)> = s
             .values
             .iter()
@@ -236,11 +247,20 @@ fn draw_category<DB: DrawingBackend>(
 }
 
 /// E4's speed over time: one line per series, x in seconds.
+/// One line of a timeline chart: the speed in successive intervals (x in
+/// seconds at each interval's middle) and the run's average speed.
+#[derive(Debug, Clone)]
+pub struct Timeline {
+    pub name: String,
+    pub points: Vec<(f64, f64)>,
+    pub average: f64,
+}
+
 pub fn timeline_chart(
     prefix: &Path,
     title: &str,
     y_desc: &str,
-    series: &[(String, Vec<f64>)],
+    series: &[Timeline],
 ) -> Result<Vec<PathBuf>, String> {
     init_font(None)?;
     let svg = prefix.with_extension("svg");
@@ -262,15 +282,20 @@ fn draw_timeline<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     title: &str,
     y_desc: &str,
-    series: &[(String, Vec<f64>)],
+    series: &[Timeline],
 ) -> Result<(), String> {
     let e = |e: DrawingAreaErrorKind<DB::ErrorType>| format!("chart: {e:?}");
     root.fill(&WHITE).map_err(e)?;
-    let xmax = series.iter().map(|s| s.1.len()).max().unwrap_or(1).max(2) as f64;
+    let xmax = series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.0))
+        .fold(1.0f64, f64::max)
+        .ceil()
+        .max(1.0);
     let ymax = (series
         .iter()
-        .flat_map(|s| s.1.iter())
-        .fold(0.0f64, |a, b| a.max(*b))
+        .flat_map(|s| s.points.iter().map(|p| p.1).chain([s.average]))
+        .fold(0.0f64, f64::max)
         * 1.15)
         .max(1.0);
     let mut chart = ChartBuilder::on(root)
@@ -284,32 +309,24 @@ fn draw_timeline<DB: DrawingBackend>(
         .configure_mesh()
         .x_desc("seconds since start")
         .y_desc(y_desc)
-        .y_label_formatter(&|v| crate::report::thousands(*v))
+        .y_label_formatter(&|v| si(*v))
         .label_style(("sans-serif", 15))
         .axis_desc_style(("sans-serif", 17))
         .draw()
         .map_err(e)?;
-    for (i, (name, v)) in series.iter().enumerate() {
+    for (i, t) in series.iter().enumerate() {
         let c = color(i);
-        // Each point is the speed during second i, drawn at its middle.
-        let pts: Vec<(f64, f64)> = v
-            .iter()
-            .enumerate()
-            .map(|(x, y)| (x as f64 + 0.5, *y))
-            .collect();
-        let avg = if v.is_empty() {
-            0.0
-        } else {
-            v.iter().sum::<f64>() / v.len() as f64
-        };
         chart
-            .draw_series(LineSeries::new(pts, c.stroke_width(2)))
+            .draw_series(LineSeries::new(t.points.clone(), c.stroke_width(2)))
             .map_err(e)?
-            .label(format!("{name} (avg {})", crate::report::thousands(avg)))
+            .label(format!("{} (avg {})", t.name, crate::report::thousands(t.average)))
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], c.stroke_width(3)));
         chart
+            .draw_series(t.points.iter().map(|p| Circle::new(*p, 3, c.filled())))
+            .map_err(e)?;
+        chart
             .draw_series(DashedLineSeries::new(
-                vec![(0.0, avg), (v.len() as f64, avg)],
+                vec![(0.0, t.average), (xmax, t.average)],
                 6,
                 6,
                 c.mix(0.6).stroke_width(1),
@@ -325,6 +342,23 @@ fn draw_timeline<DB: DrawingBackend>(
         .draw()
         .map_err(e)?;
     Ok(())
+}
+
+/// Compact axis numbers: 950, 12.5k, 3M, 1.25G.
+pub fn si(v: f64) -> String {
+    let a = v.abs();
+    let (x, suffix) = if a >= 1e9 {
+        (v / 1e9, "G")
+    } else if a >= 1e6 {
+        (v / 1e6, "M")
+    } else if a >= 1e4 {
+        (v / 1e3, "k")
+    } else {
+        (v, "")
+    };
+    let s = format!("{x:.2}");
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    format!("{s}{suffix}")
 }
 
 /// Makes a file-name-safe fragment.
@@ -362,11 +396,13 @@ mod tests {
             "ops/s",
             &[Series {
                 name: "redis ops/s".into(),
+                group: 0,
                 values: vec![Some(1000.0), Some(1500.0), None],
             }],
             "p99 µs",
             &[Series {
                 name: "redis READ p99".into(),
+                group: 0,
                 values: vec![Some(100.0), Some(200.0), Some(400.0)],
             }],
         )
@@ -379,11 +415,25 @@ mod tests {
             &dir.join("e4"),
             "MSET",
             "keys/s",
-            &[("redis".into(), vec![10.0, 20.0, 15.0])],
+            &[Timeline {
+                name: "redis".into(),
+                points: vec![(0.5, 10.0), (1.5, 20.0), (2.5, 15.0)],
+                average: 15.0,
+            }],
         )
         .unwrap();
         assert!(files.iter().all(|f| f.is_file()));
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn si_numbers() {
+        assert_eq!(si(950.0), "950");
+        assert_eq!(si(12_500.0), "12.5k");
+        assert_eq!(si(3_000_000.0), "3M");
+        assert_eq!(si(1_250_000_000.0), "1.25G");
+        assert_eq!(si(0.5), "0.5");
+        assert_eq!(si(0.0), "0");
     }
 
     #[test]

@@ -415,8 +415,10 @@ pub fn threads_chart(
     };
     let left: Vec<Series> = targets
         .iter()
-        .map(|t| Series {
+        .enumerate()
+        .map(|(g, t)| Series {
             name: format!("{t} ops/s"),
+            group: g,
             values: threads
                 .iter()
                 .map(|th| first_row(t, *th).map(|r| r.ops_per_sec))
@@ -424,7 +426,7 @@ pub fn threads_chart(
         })
         .collect();
     let mut right = Vec::new();
-    for t in &targets {
+    for (g, t) in targets.iter().enumerate() {
         let mut ops: Vec<&str> = Vec::new();
         for r in rows.iter().filter(|r| r.target == *t && r.op != "ALL") {
             if !ops.contains(&r.op.as_str()) {
@@ -437,6 +439,7 @@ pub fn threads_chart(
         for op in ops {
             right.push(Series {
                 name: if op == "ALL" { format!("{t} p99") } else { format!("{t} {op} p99") },
+                group: g,
                 values: threads
                     .iter()
                     .map(|th| {
@@ -461,6 +464,104 @@ pub fn threads_chart(
     )
 }
 
+/// A chart over phases (x = each phase in `phases`, in order): left = ops/s
+/// (or units/s) per target, right = p99 per target and operation.
+pub fn phases_chart(
+    ctx: &Ctx,
+    prefix: &std::path::Path,
+    name: &str,
+    title: &str,
+    rows: &[SummaryRow],
+    phases: Option<&[String]>,
+    use_units: bool,
+) -> Result<Vec<PathBuf>, String> {
+    chart::init_font(ctx.font.as_deref())?;
+    let mut order: Vec<String> = Vec::new();
+    for r in rows {
+        if phases.is_none_or(|p| p.contains(&r.phase)) && !order.contains(&r.phase) {
+            order.push(r.phase.clone());
+        }
+    }
+    let mut targets: Vec<&str> = Vec::new();
+    let mut ops: Vec<&str> = Vec::new();
+    for r in rows.iter().filter(|r| order.contains(&r.phase)) {
+        if !targets.contains(&r.target.as_str()) {
+            targets.push(&r.target);
+        }
+        if r.op != "ALL" && !ops.contains(&r.op.as_str()) {
+            ops.push(&r.op);
+        }
+    }
+    let first_row = |t: &str, ph: &str| rows.iter().find(|r| r.target == t && r.phase == ph);
+    let unit = rows.iter().find(|r| r.unit != "ops").map(|r| r.unit.clone());
+    let left: Vec<Series> = targets
+        .iter()
+        .enumerate()
+        .map(|(g, t)| Series {
+            name: t.to_string(),
+            group: g,
+            values: order
+                .iter()
+                .map(|ph| {
+                    first_row(t, ph).map(|r| if use_units { r.units_per_sec } else { r.ops_per_sec })
+                })
+                .collect(),
+        })
+        .collect();
+    // One latency line per target when each phase is one operation (GET,
+    // SET, MSET...), else one per target and operation.
+    let multi_op = rows
+        .iter()
+        .filter(|r| order.contains(&r.phase))
+        .any(|r| r.op == "ALL");
+    let mut right = Vec::new();
+    for (g, t) in targets.iter().enumerate() {
+        if !multi_op {
+            right.push(Series {
+                name: format!("{t} p99"),
+                group: g,
+                values: order
+                    .iter()
+                    .map(|ph| first_row(t, ph).map(|r| r.latency.p99_us).filter(|v| *v > 0.0))
+                    .collect(),
+            });
+            continue;
+        }
+        for op in &ops {
+            let values: Vec<Option<f64>> = order
+                .iter()
+                .map(|ph| {
+                    rows.iter()
+                        .find(|r| r.target == *t && r.phase == *ph && r.op == *op)
+                        .map(|r| r.latency.p99_us)
+                        .filter(|v| *v > 0.0)
+                })
+                .collect();
+            if values.iter().any(|v| v.is_some()) {
+                right.push(Series {
+                    name: format!("{t} {op} p99"),
+                    group: g,
+                    values,
+                });
+            }
+        }
+    }
+    let left_desc = match (&unit, use_units) {
+        (Some(u), true) => format!("throughput ({u}/s)"),
+        _ => "throughput (ops/s)".to_string(),
+    };
+    chart::category_chart(
+        &chart::with_suffix(prefix, name),
+        title,
+        "",
+        &order,
+        &left_desc,
+        &left,
+        "p99 latency (µs)",
+        &right,
+    )
+}
+
 /// E4's chart: units per second over time for every run of `phase` in
 /// round 1 (one line per target and thread count).
 pub fn timeline_for_phase(
@@ -475,17 +576,16 @@ pub fn timeline_for_phase(
     chart::init_font(ctx.font.as_deref())?;
     let runs: Vec<_> = rep.runs.iter().filter(|r| r.phase == phase && r.round == 1).collect();
     let many_threads = runs.iter().any(|r| r.threads != runs[0].threads);
-    let series: Vec<(String, Vec<f64>)> = runs
+    let series: Vec<chart::Timeline> = runs
         .iter()
-        .map(|r| {
-            let label = if many_threads {
+        .map(|r| chart::Timeline {
+            name: if many_threads {
                 format!("{} t={}", r.target, r.threads)
             } else {
                 r.target.clone()
-            };
-            // A last, partial second would read as a drop in speed.
-            let full = (r.duration_s.floor() as usize).max(1).min(r.timeline.len());
-            (label, r.timeline[..full].iter().map(|v| *v as f64).collect())
+            },
+            points: timeline_rates(&r.timeline, r.duration_s),
+            average: r.units_per_sec,
         })
         .collect();
     if series.is_empty() {
@@ -494,9 +594,36 @@ pub fn timeline_for_phase(
     chart::timeline_chart(&chart::with_suffix(prefix, name), title, y_desc, &series)
 }
 
+/// Speeds from per-second counts: full seconds as they are, a last partial
+/// second scaled to its length (dropped when under a quarter second, too
+/// short to say much); each point at its interval's middle.
+pub fn timeline_rates(counts: &[u64], duration_s: f64) -> Vec<(f64, f64)> {
+    let mut out = Vec::with_capacity(counts.len());
+    for (i, c) in counts.iter().enumerate() {
+        let start = i as f64;
+        let len = (duration_s - start).min(1.0);
+        if len >= 1.0 - 1e-9 {
+            out.push((start + 0.5, *c as f64));
+        } else if len >= 0.25 || (i == 0 && len > 0.0) {
+            out.push((start + len / 2.0, *c as f64 / len));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rates_from_counts() {
+        assert_eq!(timeline_rates(&[100, 200], 2.0), vec![(0.5, 100.0), (1.5, 200.0)]);
+        assert_eq!(timeline_rates(&[100, 50], 1.5), vec![(0.5, 100.0), (1.25, 100.0)]);
+        assert_eq!(timeline_rates(&[100, 5], 1.1), vec![(0.5, 100.0)]);
+        assert_eq!(timeline_rates(&[40], 0.5), vec![(0.25, 80.0)]);
+        // A run shorter than a quarter second still gets its one point.
+        assert_eq!(timeline_rates(&[10], 0.1).len(), 1);
+    }
 
     #[test]
     fn lists_and_sizes() {

@@ -118,6 +118,8 @@ pub struct SummaryRow {
     /// From the histograms of all rounds merged.
     pub latency: Latency,
     pub errors: u64,
+    /// Errors by kind (timeout, refused, missing, wrong_value, ...).
+    pub error_kinds: BTreeMap<String, u64>,
     pub timeouts: u64,
     /// Median over rounds.
     pub cpu_us_per_op: Option<f64>,
@@ -288,15 +290,17 @@ fn summarize_group(phase: &str, threads: u32, target: &str, group: &[&Record]) -
                 r.run.per_op.iter().find(|o| &o.op == name).map(|o| &o.latency)
             }))
         };
-        let (errors, timeouts) = group
+        let mut error_kinds: BTreeMap<String, u64> = BTreeMap::new();
+        for o in group
             .iter()
             .filter_map(|r| r.run.per_op.iter().find(|o| &o.op == name))
-            .fold((0, 0), |(e, t), o| {
-                (
-                    e + o.errors.values().sum::<u64>(),
-                    t + o.errors.get("timeout").copied().unwrap_or(0),
-                )
-            });
+        {
+            for (k, v) in &o.errors {
+                *error_kinds.entry(k.clone()).or_default() += v;
+            }
+        }
+        let errors = error_kinds.values().sum();
+        let timeouts = error_kinds.get("timeout").copied().unwrap_or(0);
         per_op_rows.push(SummaryRow {
             phase: phase.to_string(),
             threads,
@@ -309,6 +313,7 @@ fn summarize_group(phase: &str, threads: u32, target: &str, group: &[&Record]) -
             units_per_sec: median(&ops_rates).unwrap_or(0.0),
             latency: lat,
             errors,
+            error_kinds,
             timeouts,
             cpu_us_per_op: None,
         });
@@ -320,6 +325,12 @@ fn summarize_group(phase: &str, threads: u32, target: &str, group: &[&Record]) -
         _ if per_op_rows.len() == 1 => per_op_rows[0].latency.clone(),
         _ => Latency::default(),
     };
+    let mut all_kinds: BTreeMap<String, u64> = BTreeMap::new();
+    for row in &per_op_rows {
+        for (k, v) in &row.error_kinds {
+            *all_kinds.entry(k.clone()).or_default() += v;
+        }
+    }
     let all = SummaryRow {
         phase: phase.to_string(),
         threads,
@@ -332,6 +343,7 @@ fn summarize_group(phase: &str, threads: u32, target: &str, group: &[&Record]) -
         units_per_sec: median(&unit_rates).unwrap_or(0.0),
         latency: all_lat,
         errors: group.iter().map(|r| r.run.errors).sum(),
+        error_kinds: all_kinds,
         timeouts: group.iter().map(|r| r.run.timeouts).sum(),
         cpu_us_per_op: median(&cpu),
     };
@@ -441,7 +453,7 @@ pub fn render_table(rows: &[SummaryRow]) -> String {
         ] {
             l.push(micros(v));
         }
-        l.push(r.errors.to_string());
+        l.push(errors_cell(r));
         l.push(r.timeouts.to_string());
         l.push(r.cpu_us_per_op.map(|c| format!("{c:.2}")).unwrap_or_default());
         lines.push(l);
@@ -476,6 +488,22 @@ pub fn render_table(rows: &[SummaryRow]) -> String {
         }
     }
     out
+}
+
+/// The errors count, with the kinds other than time-outs (which have their
+/// own column) spelled out: "3 (refused 2, missing 1)".
+fn errors_cell(r: &SummaryRow) -> String {
+    let kinds: Vec<String> = r
+        .error_kinds
+        .iter()
+        .filter(|(k, v)| k.as_str() != "timeout" && **v > 0)
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect();
+    if kinds.is_empty() {
+        r.errors.to_string()
+    } else {
+        format!("{} ({})", r.errors, kinds.join(", "))
+    }
 }
 
 /// Checks a parsed report for internal consistency (used by the tests and
@@ -522,6 +550,9 @@ pub fn validate(r: &Report) -> Result<(), String> {
         }
     }
     for row in &r.summary {
+        if row.error_kinds.values().sum::<u64>() != row.errors {
+            return Err(format!("summary {} {}: error kinds do not add up", row.target, row.op));
+        }
         check_latency(&row.latency).map_err(|e| format!("summary {} {}: {e}", row.target, row.op))?;
     }
     Ok(())
@@ -531,7 +562,11 @@ fn check_latency(l: &Latency) -> Result<(), String> {
     if l.count == 0 {
         return Ok(());
     }
-    let v = [l.min_us, l.p50_us, l.p95_us, l.p99_us, l.p999_us, l.max_us];
+    // 0 means "not measured" (redis-benchmark reports no p99.9).
+    let v: Vec<f64> = [l.min_us, l.p50_us, l.p95_us, l.p99_us, l.p999_us, l.max_us]
+        .into_iter()
+        .filter(|x| *x != 0.0)
+        .collect();
     if v.windows(2).any(|w| w[0] > w[1] * 1.001 + 1e-9) {
         return Err(format!("percentiles out of order: {v:?}"));
     }

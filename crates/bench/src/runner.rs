@@ -292,7 +292,8 @@ pub fn finish(
     notes: Vec<String>,
     started_unix: f64,
 ) -> Result<Report, String> {
-    let names: Vec<String> = ctx.targets.iter().map(|t| t.name.clone()).collect();
+    // Summary order (and the ratio base) follows the report's target list.
+    let names: Vec<String> = infos.iter().map(|t| t.name.clone()).collect();
     let summary = report::summarize(records, &names);
     let (git_commit, git_dirty) = sys::git_commit();
     let rep = Report {
