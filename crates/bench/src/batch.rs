@@ -69,13 +69,81 @@ pub struct Values {
 }
 
 const WORDS: &[&str] = &[
-    "the", "of", "and", "in", "to", "was", "is", "for", "on", "as", "by", "with", "he", "at",
-    "from", "his", "that", "it", "an", "were", "which", "are", "this", "also", "be", "first",
-    "had", "or", "has", "its", "new", "after", "who", "they", "two", "their", "her", "one",
-    "she", "but", "not", "been", "time", "all", "during", "other", "into", "when", "more",
-    "there", "city", "between", "school", "years", "world", "national", "history", "river",
-    "county", "university", "population", "album", "football", "season", "government", "war",
-    "district", "village", "church", "station", "film", "music", "series", "company", "state",
+    "the",
+    "of",
+    "and",
+    "in",
+    "to",
+    "was",
+    "is",
+    "for",
+    "on",
+    "as",
+    "by",
+    "with",
+    "he",
+    "at",
+    "from",
+    "his",
+    "that",
+    "it",
+    "an",
+    "were",
+    "which",
+    "are",
+    "this",
+    "also",
+    "be",
+    "first",
+    "had",
+    "or",
+    "has",
+    "its",
+    "new",
+    "after",
+    "who",
+    "they",
+    "two",
+    "their",
+    "her",
+    "one",
+    "she",
+    "but",
+    "not",
+    "been",
+    "time",
+    "all",
+    "during",
+    "other",
+    "into",
+    "when",
+    "more",
+    "there",
+    "city",
+    "between",
+    "school",
+    "years",
+    "world",
+    "national",
+    "history",
+    "river",
+    "county",
+    "university",
+    "population",
+    "album",
+    "football",
+    "season",
+    "government",
+    "war",
+    "district",
+    "village",
+    "church",
+    "station",
+    "film",
+    "music",
+    "series",
+    "company",
+    "state",
 ];
 
 impl Values {
@@ -87,7 +155,11 @@ impl Values {
         while pool.len() < size {
             let w = WORDS[rng.random_range(0..WORDS.len())];
             pool.extend_from_slice(w.as_bytes());
-            pool.push(if rng.random_range(0..12) == 0 { b'.' } else { b' ' });
+            pool.push(if rng.random_range(0..12) == 0 {
+                b'.'
+            } else {
+                b' '
+            });
         }
         Values {
             pool,
@@ -269,7 +341,9 @@ fn read_reply(c: &mut Conn, job: &Job, ks: &[u64], scratch: &mut Vec<u8>) -> Res
                         r.wire.skip(len)?;
                         let want = job.values.get(k).len();
                         if len != want && err.is_none() {
-                            err = Some(OpError::Wrong(format!("key {i}: {len} bytes, {want} written")));
+                            err = Some(OpError::Wrong(format!(
+                                "key {i}: {len} bytes, {want} written"
+                            )));
                         }
                     }
                     Head::Bulk(None) => {
@@ -279,7 +353,10 @@ fn read_reply(c: &mut Conn, job: &Job, ks: &[u64], scratch: &mut Vec<u8>) -> Res
                 }
             }
             if n != ks.len() {
-                return Err(OpError::Protocol(format!("MGET of {} keys returned {n}", ks.len())));
+                return Err(OpError::Protocol(format!(
+                    "MGET of {} keys returned {n}",
+                    ks.len()
+                )));
             }
             err.map_or(Ok(()), Err)
         }
@@ -324,7 +401,15 @@ fn read_reply(c: &mut Conn, job: &Job, ks: &[u64], scratch: &mut Vec<u8>) -> Res
     }
 }
 
-fn thread_body(ctx: &Ctx, t: &Target, job: &Job, i: usize, threads: usize, start: &mut runner::Start, rec: &mut Recorder) {
+fn thread_body(
+    ctx: &Ctx,
+    t: &Target,
+    job: &Job,
+    i: usize,
+    threads: usize,
+    start: &mut runner::Start,
+    rec: &mut Recorder,
+) {
     let timeout = ctx.timeout;
     // This thread's slice of positions 0..keys.
     let lo = job.keys * i as u64 / threads as u64;
@@ -347,7 +432,11 @@ fn thread_body(ctx: &Ctx, t: &Target, job: &Job, i: usize, threads: usize, start
         while calls < job.pipeline && pos < hi {
             let end = (pos + job.batch as u64).min(hi);
             for j in pos..end {
-                ks.push(if job.phase.random() { job.perm.at(j) } else { j });
+                ks.push(if job.phase.random() {
+                    job.perm.at(j)
+                } else {
+                    j
+                });
             }
             pos = end;
             calls += 1;
@@ -403,7 +492,10 @@ fn thread_body(ctx: &Ctx, t: &Target, job: &Job, i: usize, threads: usize, start
 pub fn command(a: BatchCmd) -> Result<(), String> {
     let (mut ctx, pids) = make_ctx(&a.common)?;
     let phases: Vec<String> = parse_list(&a.phases, "--phases")?;
-    let phases: Vec<Phase> = phases.iter().map(|p| Phase::parse(p)).collect::<Result<_, _>>()?;
+    let phases: Vec<Phase> = phases
+        .iter()
+        .map(|p| Phase::parse(p))
+        .collect::<Result<_, _>>()?;
     let threads: Vec<usize> = parse_list(&a.threads, "--threads")?;
     if threads.iter().any(|t| *t == 0 || *t > 4096) {
         return Err("--threads: each count must be 1..=4096".into());
@@ -420,8 +512,10 @@ pub fn command(a: BatchCmd) -> Result<(), String> {
     let infos = runner::prepare_targets(&mut ctx, &pids)?;
     if !a.no_flush {
         for t in &ctx.targets {
-            let mut c = connect(t, ctx.timeout.max(Duration::from_secs(5))).map_err(|e| format!("{}: {e}", t.name))?;
-            c.flush_all().map_err(|e| format!("{}: flush: {e}", t.name))?;
+            let mut c = connect(t, ctx.timeout.max(Duration::from_secs(5)))
+                .map_err(|e| format!("{}: {e}", t.name))?;
+            c.flush_all()
+                .map_err(|e| format!("{}: flush: {e}", t.name))?;
         }
     }
     let mut records = Vec::new();
@@ -442,13 +536,26 @@ pub fn command(a: BatchCmd) -> Result<(), String> {
                     let calls = a.keys.div_ceil(a.batch as u64);
                     let label = format!("{} {} r{round} t{th}", t.name, phase.name());
                     let names = if phase.write() { MSET } else { MGET };
-                    let out = run_threads(&ctx, t, &label, th, Some(calls), names, |i, start, rec| {
-                        thread_body(&ctx, t, &job, i, th, start, rec)
-                    });
-                    let mut run = make_run(&t.name, phase.name(), round, th as u32, out.started_unix, out.duration_s, &out.merged, "keys", out.server_cpu);
+                    let out =
+                        run_threads(&ctx, t, &label, th, Some(calls), names, |i, start, rec| {
+                            thread_body(&ctx, t, &job, i, th, start, rec)
+                        });
+                    let mut run = make_run(
+                        &t.name,
+                        phase.name(),
+                        round,
+                        th as u32,
+                        out.started_unix,
+                        out.duration_s,
+                        &out.merged,
+                        "keys",
+                        out.server_cpu,
+                    );
                     run.extra.insert("batch".into(), serde_json::json!(a.batch));
-                    run.extra.insert("value_avg_bytes".into(), serde_json::json!(values.avg()));
-                    run.extra.insert("pipeline".into(), serde_json::json!(a.pipeline));
+                    run.extra
+                        .insert("value_avg_bytes".into(), serde_json::json!(values.avg()));
+                    run.extra
+                        .insert("pipeline".into(), serde_json::json!(a.pipeline));
                     if run.errors > 0 {
                         let o = &run.per_op[0];
                         notes.push(format!(
@@ -514,7 +621,14 @@ pub fn command(a: BatchCmd) -> Result<(), String> {
         }
         if threads.len() > 1 {
             for p in &phases {
-                files.extend(crate::cli::threads_chart(&ctx, prefix, &format!("batch-{}", p.name()), p.name(), p.name(), &rep.summary)?);
+                files.extend(crate::cli::threads_chart(
+                    &ctx,
+                    prefix,
+                    &format!("batch-{}", p.name()),
+                    p.name(),
+                    p.name(),
+                    &rep.summary,
+                )?);
             }
         }
         report_files(&ctx, &files);
@@ -539,7 +653,9 @@ mod tests {
         }
         // Neighbours in order are far apart (random order).
         let p = Perm::new(100_000, 1);
-        let jumps = (0..1000).filter(|j| p.at(j + 1).abs_diff(p.at(*j)) > 1000).count();
+        let jumps = (0..1000)
+            .filter(|j| p.at(j + 1).abs_diff(p.at(*j)) > 1000)
+            .count();
         assert!(jumps > 900);
     }
 

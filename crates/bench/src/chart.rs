@@ -48,9 +48,14 @@ fn find_font(custom: Option<&Path>) -> Result<PathBuf, String> {
         return Ok(p.to_path_buf());
     }
     // Any TrueType font under the usual directories.
-    let mut stack = vec![PathBuf::from("/usr/share/fonts"), PathBuf::from("/usr/local/share/fonts")];
+    let mut stack = vec![
+        PathBuf::from("/usr/share/fonts"),
+        PathBuf::from("/usr/local/share/fonts"),
+    ];
     while let Some(dir) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&dir) else { continue };
+        let Ok(rd) = std::fs::read_dir(&dir) else {
+            continue;
+        };
         for e in rd.flatten() {
             let p = e.path();
             if p.is_dir() {
@@ -60,7 +65,10 @@ fn find_font(custom: Option<&Path>) -> Result<PathBuf, String> {
             }
         }
     }
-    Err("no TrueType font found for charts; pass --font FILE.ttf or install fonts-dejavu-core".into())
+    Err(
+        "no TrueType font found for charts; pass --font FILE.ttf or install fonts-dejavu-core"
+            .into(),
+    )
 }
 
 /// Registers the chart font once; returns its path.
@@ -128,13 +136,19 @@ pub fn category_chart(
     let png = prefix.with_extension("png");
     {
         let root = SVGBackend::new(&svg, (W, H)).into_drawing_area();
-        draw_category(&root, title, x_desc, x_labels, left_desc, left, right_desc, right)?;
-        root.present().map_err(|e| format!("{}: {e:?}", svg.display()))?;
+        draw_category(
+            &root, title, x_desc, x_labels, left_desc, left, right_desc, right,
+        )?;
+        root.present()
+            .map_err(|e| format!("{}: {e:?}", svg.display()))?;
     }
     {
         let root = BitMapBackend::new(&png, (W, H)).into_drawing_area();
-        draw_category(&root, title, x_desc, x_labels, left_desc, left, right_desc, right)?;
-        root.present().map_err(|e| format!("{}: {e:?}", png.display()))?;
+        draw_category(
+            &root, title, x_desc, x_labels, left_desc, left, right_desc, right,
+        )?;
+        root.present()
+            .map_err(|e| format!("{}: {e:?}", png.display()))?;
     }
     Ok(vec![svg, png])
 }
@@ -222,15 +236,15 @@ fn draw_category<DB: DrawingBackend>(
             .filter_map(|(x, v)| v.map(|v| (2 * x as i32 + 1, v)))
             .collect();
         chart
-            .draw_secondary_series(DashedLineSeries::new(
-                pts.clone(),
-                8,
-                5,
-                c.stroke_width(2),
-            ))
+            .draw_secondary_series(DashedLineSeries::new(pts.clone(), 8, 5, c.stroke_width(2)))
             .map_err(e)?
             .label(format!("{} (right)", s.name))
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 8, y), (x + 13, y), (x + 24, y)], c.stroke_width(2)));
+            .legend(move |(x, y)| {
+                PathElement::new(
+                    vec![(x, y), (x + 8, y), (x + 13, y), (x + 24, y)],
+                    c.stroke_width(2),
+                )
+            });
         chart
             .draw_secondary_series(pts.iter().map(|p| TriangleMarker::new(*p, 5, c.filled())))
             .map_err(e)?;
@@ -268,12 +282,14 @@ pub fn timeline_chart(
     {
         let root = SVGBackend::new(&svg, (W, H)).into_drawing_area();
         draw_timeline(&root, title, y_desc, series)?;
-        root.present().map_err(|e| format!("{}: {e:?}", svg.display()))?;
+        root.present()
+            .map_err(|e| format!("{}: {e:?}", svg.display()))?;
     }
     {
         let root = BitMapBackend::new(&png, (W, H)).into_drawing_area();
         draw_timeline(&root, title, y_desc, series)?;
-        root.present().map_err(|e| format!("{}: {e:?}", png.display()))?;
+        root.present()
+            .map_err(|e| format!("{}: {e:?}", png.display()))?;
     }
     Ok(vec![svg, png])
 }
@@ -319,7 +335,11 @@ fn draw_timeline<DB: DrawingBackend>(
         chart
             .draw_series(LineSeries::new(t.points.clone(), c.stroke_width(2)))
             .map_err(e)?
-            .label(format!("{} (avg {})", t.name, crate::report::thousands(t.average)))
+            .label(format!(
+                "{} (avg {})",
+                t.name,
+                crate::report::thousands(t.average)
+            ))
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], c.stroke_width(3)));
         chart
             .draw_series(t.points.iter().map(|p| Circle::new(*p, 3, c.filled())))
@@ -364,7 +384,13 @@ pub fn si(v: f64) -> String {
 /// Makes a file-name-safe fragment.
 pub fn slug(s: &str) -> String {
     s.chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '.' { c.to_ascii_lowercase() } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '.' {
+                c.to_ascii_lowercase()
+            } else {
+                '_'
+            }
+        })
         .collect()
 }
 

@@ -272,7 +272,10 @@ pub fn make_ctx(c: &Common) -> Result<(Ctx, Vec<(String, u32)>), String> {
     let mut targets = Vec::new();
     for t in &c.targets {
         let t = parse_target(t)?;
-        if targets.iter().any(|x: &crate::target::Target| x.name == t.name) {
+        if targets
+            .iter()
+            .any(|x: &crate::target::Target| x.name == t.name)
+        {
             return Err(format!("two targets named {}", t.name));
         }
         targets.push(t);
@@ -326,10 +329,17 @@ pub fn run(cli: Cli) -> Result<(), String> {
         Cmd::Batch(a) => crate::batch::command(a),
         Cmd::GetSet(a) => crate::getset::command(a),
         Cmd::CheckJson { file } => {
-            let text = std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
-            let r: Report = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", file.display()))?;
+            let text =
+                std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+            let r: Report =
+                serde_json::from_str(&text).map_err(|e| format!("{}: {e}", file.display()))?;
             crate::report::validate(&r)?;
-            println!("{}: valid {} report, {} runs", file.display(), r.schema, r.runs.len());
+            println!(
+                "{}: valid {} report, {} runs",
+                file.display(),
+                r.schema,
+                r.runs.len()
+            );
             Ok(())
         }
     }
@@ -337,8 +347,11 @@ pub fn run(cli: Cli) -> Result<(), String> {
 
 fn cmd_ycsb(a: YcsbCmd) -> Result<(), String> {
     let (mut ctx, pids) = make_ctx(&a.common)?;
-    let mut props: Vec<(String, String)> =
-        a.props.iter().map(|p| kv(p, "-p")).collect::<Result<_, _>>()?;
+    let mut props: Vec<(String, String)> = a
+        .props
+        .iter()
+        .map(|p| kv(p, "-p"))
+        .collect::<Result<_, _>>()?;
     if let Some(n) = a.records {
         props.push(("recordcount".into(), n.to_string()));
     }
@@ -372,8 +385,23 @@ fn cmd_ycsb(a: YcsbCmd) -> Result<(), String> {
     let rep = runner::finish(&ctx, "ycsb", infos, config, &records, notes, started)?;
     if let Some(prefix) = &ctx.chart {
         let name = format!("ycsb-{}", workload.name);
-        let mut files = threads_chart(&ctx, prefix, &name, &format!("YCSB {}", workload.name), "run", &rep.summary)?;
-        files.extend(timeline_for_phase(&ctx, prefix, &format!("{name}-timeline"), &format!("YCSB {} throughput over time", workload.name), "run", &rep, "ops/s")?);
+        let mut files = threads_chart(
+            &ctx,
+            prefix,
+            &name,
+            &format!("YCSB {}", workload.name),
+            "run",
+            &rep.summary,
+        )?;
+        files.extend(timeline_for_phase(
+            &ctx,
+            prefix,
+            &format!("{name}-timeline"),
+            &format!("YCSB {} throughput over time", workload.name),
+            "run",
+            &rep,
+            "ops/s",
+        )?);
         report_files(&ctx, &files);
     }
     Ok(())
@@ -408,7 +436,8 @@ pub fn threads_chart(
         }
     }
     // The first row of a target × threads block is its whole-run row.
-    let first_row = |target: &str, t: u32| rows.iter().find(|r| r.target == target && r.threads == t);
+    let first_row =
+        |target: &str, t: u32| rows.iter().find(|r| r.target == target && r.threads == t);
     let op_row = |target: &str, op: &str, t: u32| {
         rows.iter()
             .find(|r| r.target == target && r.threads == t && r.op == op)
@@ -438,7 +467,11 @@ pub fn threads_chart(
         }
         for op in ops {
             right.push(Series {
-                name: if op == "ALL" { format!("{t} p99") } else { format!("{t} {op} p99") },
+                name: if op == "ALL" {
+                    format!("{t} p99")
+                } else {
+                    format!("{t} {op} p99")
+                },
                 group: g,
                 values: threads
                     .iter()
@@ -493,7 +526,10 @@ pub fn phases_chart(
         }
     }
     let first_row = |t: &str, ph: &str| rows.iter().find(|r| r.target == t && r.phase == ph);
-    let unit = rows.iter().find(|r| r.unit != "ops").map(|r| r.unit.clone());
+    let unit = rows
+        .iter()
+        .find(|r| r.unit != "ops")
+        .map(|r| r.unit.clone());
     let left: Vec<Series> = targets
         .iter()
         .enumerate()
@@ -503,7 +539,13 @@ pub fn phases_chart(
             values: order
                 .iter()
                 .map(|ph| {
-                    first_row(t, ph).map(|r| if use_units { r.units_per_sec } else { r.ops_per_sec })
+                    first_row(t, ph).map(|r| {
+                        if use_units {
+                            r.units_per_sec
+                        } else {
+                            r.ops_per_sec
+                        }
+                    })
                 })
                 .collect(),
         })
@@ -522,7 +564,11 @@ pub fn phases_chart(
                 group: g,
                 values: order
                     .iter()
-                    .map(|ph| first_row(t, ph).map(|r| r.latency.p99_us).filter(|v| *v > 0.0))
+                    .map(|ph| {
+                        first_row(t, ph)
+                            .map(|r| r.latency.p99_us)
+                            .filter(|v| *v > 0.0)
+                    })
                     .collect(),
             });
             continue;
@@ -574,7 +620,11 @@ pub fn timeline_for_phase(
     y_desc: &str,
 ) -> Result<Vec<PathBuf>, String> {
     chart::init_font(ctx.font.as_deref())?;
-    let runs: Vec<_> = rep.runs.iter().filter(|r| r.phase == phase && r.round == 1).collect();
+    let runs: Vec<_> = rep
+        .runs
+        .iter()
+        .filter(|r| r.phase == phase && r.round == 1)
+        .collect();
     let many_threads = runs.iter().any(|r| r.threads != runs[0].threads);
     let series: Vec<chart::Timeline> = runs
         .iter()
@@ -617,8 +667,14 @@ mod tests {
 
     #[test]
     fn rates_from_counts() {
-        assert_eq!(timeline_rates(&[100, 200], 2.0), vec![(0.5, 100.0), (1.5, 200.0)]);
-        assert_eq!(timeline_rates(&[100, 50], 1.5), vec![(0.5, 100.0), (1.25, 100.0)]);
+        assert_eq!(
+            timeline_rates(&[100, 200], 2.0),
+            vec![(0.5, 100.0), (1.5, 200.0)]
+        );
+        assert_eq!(
+            timeline_rates(&[100, 50], 1.5),
+            vec![(0.5, 100.0), (1.25, 100.0)]
+        );
         assert_eq!(timeline_rates(&[100, 5], 1.1), vec![(0.5, 100.0)]);
         assert_eq!(timeline_rates(&[40], 0.5), vec![(0.25, 80.0)]);
         // A run shorter than a quarter second still gets its one point.
@@ -627,7 +683,10 @@ mod tests {
 
     #[test]
     fn lists_and_sizes() {
-        assert_eq!(parse_list::<usize>("8,16, 32", "x").unwrap(), vec![8, 16, 32]);
+        assert_eq!(
+            parse_list::<usize>("8,16, 32", "x").unwrap(),
+            vec![8, 16, 32]
+        );
         assert!(parse_list::<usize>("8,x", "x").is_err());
         assert!(parse_list::<usize>("", "x").is_err());
         assert_eq!(parse_size("4K").unwrap(), 4096);

@@ -312,14 +312,21 @@ impl std::str::FromStr for Distribution {
 /// that has been inserted (acknowledged) already.
 #[derive(Clone, Debug)]
 pub enum KeyChooser {
-    Uniform { lo: u64, hi: u64 },
+    Uniform {
+        lo: u64,
+        hi: u64,
+    },
     Zipfian(ScrambledZipfian),
     Latest(SkewedLatest),
     Hotspot(Hotspot),
     /// YCSB's `SequentialGenerator`: each thread walks the range from its
     /// own offset (YCSB shares one counter; per-thread walks keep the hot
     /// path free of shared writes and visit the same keys).
-    Sequential { lo: u64, hi: u64, next: u64 },
+    Sequential {
+        lo: u64,
+        hi: u64,
+        next: u64,
+    },
 }
 
 impl KeyChooser {
@@ -622,7 +629,10 @@ mod tests {
         for i in 0..2 {
             let got = counts[i as usize] as f64 / draws as f64;
             let want = zipf_p(i, n, 0.99);
-            assert!((got - want).abs() / want < 0.02, "P({i}) = {got}, want {want}");
+            assert!(
+                (got - want).abs() / want < 0.02,
+                "P({i}) = {got}, want {want}"
+            );
         }
         // Item 0 is about 12.9% of all draws at n = 1000 (1 / 7.729).
         assert!((counts[0] as f64 / draws as f64 - 0.1294).abs() < 0.003);
@@ -637,9 +647,9 @@ mod tests {
         // Skew: the log-log slope of frequency against rank over ranks
         // 10..300 is about -theta.
         let (mut sx, mut sy, mut sxx, mut sxy, mut m) = (0.0, 0.0, 0.0, 0.0, 0.0);
-        for i in 10..300usize {
+        for (i, c) in counts.iter().enumerate().take(300).skip(10) {
             let x = ((i + 1) as f64).ln();
-            let y = (counts[i] as f64).ln();
+            let y = (*c as f64).ln();
             sx += x;
             sy += y;
             sxx += x * x;
@@ -696,7 +706,10 @@ mod tests {
             head_mean += p * (fnvhash64(z as i64) as u64 % 10_000) as f64;
         }
         let want = head_mean + (1.0 - head_mass) * 4999.5;
-        assert!((mean - want).abs() / want < 0.01, "mean {mean}, expected {want}");
+        assert!(
+            (mean - want).abs() / want < 0.01,
+            "mean {mean}, expected {want}"
+        );
         // The most popular item is zipf item 0 hashed: fnv(0) % n, drawn
         // with probability at least 1/ZETAN (3.78%).
         let hot = (fnvhash64(0) as u64 % 10_000) as usize;
@@ -732,7 +745,10 @@ mod tests {
         // P(last) is the zipf head probability over `last` items.
         let want = zipf_p(0, last, 0.99);
         let got = at_last as f64 / draws as f64;
-        assert!((got - want).abs() / want < 0.03, "P(latest) {got} want {want}");
+        assert!(
+            (got - want).abs() / want < 0.03,
+            "P(latest) {got} want {want}"
+        );
         assert!(near as f64 / draws as f64 > 0.3);
         // After more inserts the newest key is the favourite.
         let mut hits = 0;

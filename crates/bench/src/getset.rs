@@ -67,7 +67,7 @@ pub fn template(proto: Protocol, test: Test, random_keys: bool, data_size: usize
     } else {
         b"key:__rand_int__".to_vec()
     };
-    let value = vec![b'x'; data_size];
+    let value = benchmark_data(data_size);
     let mut cmd = Vec::new();
     let key_at;
     match proto {
@@ -101,6 +101,18 @@ pub fn template(proto: Protocol, test: Test, random_keys: bool, data_size: usize
         cmd,
         key_at: random_keys.then_some(key_at),
     }
+}
+
+/// redis-benchmark 7's SET payload (`genBenchmarkRandomData`): an LCG from
+/// the fixed state 1234, six bits a byte above '0'. The same for every key.
+pub fn benchmark_data(n: usize) -> Vec<u8> {
+    let mut state: u32 = 1234;
+    (0..n)
+        .map(|_| {
+            state = state.wrapping_mul(1_103_515_245).wrapping_add(12345);
+            b'0' + ((state >> 16) & 63) as u8
+        })
+        .collect()
 }
 
 /// Writes `v` as `KEY_DIGITS` zero-padded decimal digits.
@@ -218,7 +230,9 @@ fn receive(c: &mut Conn, proto: Protocol) -> Result<(), OpError> {
     let mut pos = 0;
     while c.pending > 0 {
         let r = match proto {
-            Protocol::Redis => crate::resp::skim(&c.rbuf[pos..c.rlen]).map(|o| o.map(|s| (s.len, s.error))),
+            Protocol::Redis => {
+                crate::resp::skim(&c.rbuf[pos..c.rlen]).map(|o| o.map(|s| (s.len, s.error)))
+            }
             Protocol::Memcached => {
                 crate::memcache::skim(&c.rbuf[pos..c.rlen]).map(|o| o.map(|s| (s.len, s.error)))
             }
@@ -230,7 +244,9 @@ fn receive(c: &mut Conn, proto: Protocol) -> Result<(), OpError> {
                     if c.error_text.is_none() {
                         let end = (pos + len).min(pos + 120);
                         c.error_text = Some(
-                            String::from_utf8_lossy(&c.rbuf[pos..end]).trim_end().to_string(),
+                            String::from_utf8_lossy(&c.rbuf[pos..end])
+                                .trim_end()
+                                .to_string(),
                         );
                     }
                 }
@@ -250,7 +266,14 @@ fn receive(c: &mut Conn, proto: Protocol) -> Result<(), OpError> {
 }
 
 /// One event-loop thread: `conns` connections, `share` requests.
-fn event_loop(p: &Params, conns_n: usize, share: u64, seed: u64, start: &mut runner::Start, rec: &mut Recorder) {
+fn event_loop(
+    p: &Params,
+    conns_n: usize,
+    share: u64,
+    seed: u64,
+    start: &mut runner::Start,
+    rec: &mut Recorder,
+) {
     let Ok(mut poll) = Poll::new() else {
         start.ready(rec);
         rec.err(0, &OpError::Io("cannot create poll".into()), share);
@@ -349,15 +372,15 @@ fn event_loop(p: &Params, conns_n: usize, share: u64, seed: u64, start: &mut run
         let now = Instant::now();
         if now.duration_since(last_check) >= tick {
             last_check = now;
-            for i in 0..conns.len() {
-                let expired = conns[i]
+            for (i, slot) in conns.iter_mut().enumerate() {
+                let expired = slot
                     .as_ref()
                     .is_some_and(|c| c.inflight > 0 && now.duration_since(c.start) > p.timeout);
                 if expired {
-                    let n = conns[i].as_ref().map_or(0, |c| c.inflight) as u64;
+                    let n = slot.as_ref().map_or(0, |c| c.inflight) as u64;
                     rec.err(0, &OpError::Timeout, n);
                     finished += n;
-                    conns[i] = reopen(p, &poll, i, &mut issued, share, &mut rng);
+                    *slot = reopen(p, &poll, i, &mut issued, share, &mut rng);
                 }
             }
             // Work left but no connection: account for it and stop.
@@ -385,7 +408,14 @@ fn event_loop(p: &Params, conns_n: usize, share: u64, seed: u64, start: &mut run
 }
 
 /// Replaces a failed connection and gives it a new pipeline.
-fn reopen(p: &Params, poll: &Poll, i: usize, issued: &mut u64, share: u64, rng: &mut SmallRng) -> Option<Conn> {
+fn reopen(
+    p: &Params,
+    poll: &Poll,
+    i: usize,
+    issued: &mut u64,
+    share: u64,
+    rng: &mut SmallRng,
+) -> Option<Conn> {
     let mut c = open(p, poll, Token(i)).ok()?;
     if *issued < share {
         let k = (share - *issued).min(p.pipeline as u64) as usize;
@@ -415,21 +445,46 @@ fn run_test(ctx: &Ctx, t: &Target, test: Test, a: &GetSetCmd, seed: u64, round: 
         timeout: ctx.timeout,
     };
     let threads = a.client_threads.clamp(1, a.clients);
-    let names = if test == Test::Set { SET_NAMES } else { GET_NAMES };
+    let names = if test == Test::Set {
+        SET_NAMES
+    } else {
+        GET_NAMES
+    };
     let label = format!("{} {} r{round}", t.name, test.name());
-    run_threads(ctx, t, &label, threads, Some(a.requests), names, |i, start, rec| {
-        let conns = a.clients / threads + usize::from(i < a.clients % threads);
-        let share = a.requests / threads as u64 + u64::from((i as u64) < a.requests % threads as u64);
-        event_loop(&p, conns, share, thread_seed(seed, round, i), start, rec);
-    })
+    run_threads(
+        ctx,
+        t,
+        &label,
+        threads,
+        Some(a.requests),
+        names,
+        |i, start, rec| {
+            let conns = a.clients / threads + usize::from(i < a.clients % threads);
+            let share =
+                a.requests / threads as u64 + u64::from((i as u64) < a.requests % threads as u64);
+            event_loop(&p, conns, share, thread_seed(seed, round, i), start, rec);
+        },
+    )
 }
 
 /// Runs redis-benchmark with the same options; its CSV becomes a [`Run`].
-fn redis_benchmark(bin: &str, t: &Target, test: Test, a: &GetSetCmd, round: u32, name: &str) -> Result<Run, String> {
+fn redis_benchmark(
+    bin: &str,
+    t: &Target,
+    test: Test,
+    a: &GetSetCmd,
+    round: u32,
+    name: &str,
+) -> Result<Run, String> {
     let mut cmd = Command::new(bin);
     cmd.args(["-h", &t.addr.ip().to_string(), "-p", &t.port.to_string()])
         .args(["-c", &a.clients.to_string(), "-P", &a.pipeline.to_string()])
-        .args(["-n", &a.requests.to_string(), "-d", &a.data_size.to_string()])
+        .args([
+            "-n",
+            &a.requests.to_string(),
+            "-d",
+            &a.data_size.to_string(),
+        ])
         .args(["-t", &test.name().to_ascii_lowercase(), "--csv"]);
     if a.keyspace > 0 {
         cmd.args(["-r", &a.keyspace.to_string()]);
@@ -463,7 +518,11 @@ fn redis_benchmark(bin: &str, t: &Target, test: Test, a: &GetSetCmd, round: u32,
     let l = parse_rb_csv(&text, test.name())
         .ok_or_else(|| format!("cannot parse {bin} output: {text:?}"))?;
     let rps = l.0;
-    let duration = if rps > 0.0 { a.requests as f64 / rps } else { wall };
+    let duration = if rps > 0.0 {
+        a.requests as f64 / rps
+    } else {
+        wall
+    };
     let lat = l.1;
     let ops = a.requests;
     let server_cpu = match (t.pid, cpu0, cpu1) {
@@ -503,7 +562,9 @@ fn redis_benchmark(bin: &str, t: &Target, test: Test, a: &GetSetCmd, round: u32,
         }],
         timeline: vec![],
         server_cpu,
-        extra: [("tool".to_string(), serde_json::json!(bin))].into_iter().collect(),
+        extra: [("tool".to_string(), serde_json::json!(bin))]
+            .into_iter()
+            .collect(),
     })
 }
 
@@ -511,7 +572,10 @@ fn redis_benchmark(bin: &str, t: &Target, test: Test, a: &GetSetCmd, round: u32,
 /// `"SET","rps","avg","min","p50","p95","p99","max"` (milliseconds).
 pub fn parse_rb_csv(text: &str, test: &str) -> Option<(f64, Latency)> {
     for line in text.lines() {
-        let f: Vec<&str> = line.split(',').map(|x| x.trim().trim_matches('"')).collect();
+        let f: Vec<&str> = line
+            .split(',')
+            .map(|x| x.trim().trim_matches('"'))
+            .collect();
         if f.len() >= 8 && f[0].eq_ignore_ascii_case(test) {
             let n = |i: usize| f[i].parse::<f64>().ok();
             let ms = |i: usize| n(i).map(|v| v * 1000.0);
@@ -557,7 +621,17 @@ pub fn command(a: GetSetCmd) -> Result<(), String> {
         for &test in &tests {
             for t in &ctx.targets {
                 let out = run_test(&ctx, t, test, &a, seed, round);
-                let run = make_run(&t.name, test.name(), round, a.clients as u32, out.started_unix, out.duration_s, &out.merged, "ops", out.server_cpu);
+                let run = make_run(
+                    &t.name,
+                    test.name(),
+                    round,
+                    a.clients as u32,
+                    out.started_unix,
+                    out.duration_s,
+                    &out.merged,
+                    "ops",
+                    out.server_cpu,
+                );
                 ctx.say(&format!(
                     "{} {} round {round}: {} ops/s, p50 {} µs, p99 {} µs, {} errors",
                     t.name,
@@ -600,7 +674,10 @@ pub fn command(a: GetSetCmd) -> Result<(), String> {
     // Each redis-benchmark line right after its target's.
     for x in extra_targets {
         let base = x.name.trim_end_matches(":redis-benchmark");
-        let at = infos.iter().position(|i| i.name == base).map_or(infos.len(), |p| p + 1);
+        let at = infos
+            .iter()
+            .position(|i| i.name == base)
+            .map_or(infos.len(), |p| p + 1);
         infos.insert(at, x);
     }
     let config = serde_json::json!({
@@ -618,7 +695,18 @@ pub fn command(a: GetSetCmd) -> Result<(), String> {
     });
     let rep = runner::finish(&ctx, "get-set", infos, config, &records, vec![], started)?;
     if let Some(prefix) = &ctx.chart {
-        let files = crate::cli::phases_chart(&ctx, prefix, "get-set", &format!("GET/SET, {} connections, pipeline {}", a.clients, a.pipeline), &rep.summary, None, false)?;
+        let files = crate::cli::phases_chart(
+            &ctx,
+            prefix,
+            "get-set",
+            &format!(
+                "GET/SET, {} connections, pipeline {}",
+                a.clients, a.pipeline
+            ),
+            &rep.summary,
+            None,
+            false,
+        )?;
         report_files(&ctx, &files);
     }
     Ok(())
@@ -631,17 +719,28 @@ mod tests {
     #[test]
     fn templates_match_redis_benchmark() {
         let t = template(Protocol::Redis, Test::Set, true, 3);
-        assert_eq!(t.cmd, b"*3\r\n$3\r\nSET\r\n$16\r\nkey:000000000000\r\n$3\r\nxxx\r\n");
+        assert_eq!(
+            t.cmd,
+            b"*3\r\n$3\r\nSET\r\n$16\r\nkey:000000000000\r\n$3\r\nVXK\r\n"
+        );
         let mut cmd = t.cmd.clone();
         let at = t.key_at.unwrap();
         put_digits(&mut cmd[at..at + KEY_DIGITS], 42);
-        assert_eq!(cmd, b"*3\r\n$3\r\nSET\r\n$16\r\nkey:000000000042\r\n$3\r\nxxx\r\n");
+        assert_eq!(
+            cmd,
+            b"*3\r\n$3\r\nSET\r\n$16\r\nkey:000000000042\r\n$3\r\nVXK\r\n"
+        );
+        // What redis-benchmark 7.0 stores for -d 8.
+        assert_eq!(benchmark_data(8), b"VXKeHogK");
         let t = template(Protocol::Redis, Test::Get, false, 3);
         assert_eq!(t.cmd, b"*2\r\n$3\r\nGET\r\n$16\r\nkey:__rand_int__\r\n");
         assert_eq!(t.key_at, None);
         let t = template(Protocol::Memcached, Test::Set, true, 2);
-        assert_eq!(t.cmd, b"set key:000000000000 0 0 2\r\nxx\r\n");
-        assert_eq!(&t.cmd[t.key_at.unwrap()..t.key_at.unwrap() + 12], b"000000000000");
+        assert_eq!(t.cmd, b"set key:000000000000 0 0 2\r\nVX\r\n");
+        assert_eq!(
+            &t.cmd[t.key_at.unwrap()..t.key_at.unwrap() + 12],
+            b"000000000000"
+        );
         let t = template(Protocol::Memcached, Test::Get, true, 2);
         assert_eq!(t.cmd, b"get key:000000000000\r\n");
     }

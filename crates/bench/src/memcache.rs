@@ -283,10 +283,7 @@ mod tests {
             parse_value_line(b"VALUE usertable-user1 0 1093"),
             Some((&b"usertable-user1"[..], 1093))
         );
-        assert_eq!(
-            parse_value_line(b"VALUE k 5 10 99"),
-            Some((&b"k"[..], 10))
-        );
+        assert_eq!(parse_value_line(b"VALUE k 5 10 99"), Some((&b"k"[..], 10)));
         assert_eq!(parse_value_line(b"VALUE k 5"), None);
         assert!(matches!(
             classify(b"SERVER_ERROR object too large for cache", String::new()),

@@ -60,10 +60,20 @@ fn per_record(before: Option<u64>, after: Option<u64>, n: u64) -> Option<f64> {
     }
 }
 
-fn measure(ctx: &Ctx, t: &Target, w: &Workload, a: &MemoryCmd, round: u32, seed: u64, notes: &mut Vec<String>) -> Result<Record, String> {
-    let mut c = connect(t, ctx.timeout.max(Duration::from_secs(5))).map_err(|e| format!("{}: {e}", t.name))?;
+fn measure(
+    ctx: &Ctx,
+    t: &Target,
+    w: &Workload,
+    a: &MemoryCmd,
+    round: u32,
+    seed: u64,
+    notes: &mut Vec<String>,
+) -> Result<Record, String> {
+    let mut c = connect(t, ctx.timeout.max(Duration::from_secs(5)))
+        .map_err(|e| format!("{}: {e}", t.name))?;
     if !a.no_flush {
-        c.flush_all().map_err(|e| format!("{}: flush: {e}", t.name))?;
+        c.flush_all()
+            .map_err(|e| format!("{}: flush: {e}", t.name))?;
         // Give the allocator a moment to return freed pages.
         std::thread::sleep(Duration::from_millis(200));
     }
@@ -71,7 +81,17 @@ fn measure(ctx: &Ctx, t: &Target, w: &Workload, a: &MemoryCmd, round: u32, seed:
     let label = format!("{} memory load r{round}", t.name);
     let out = load(ctx, t, w, 0, a.records, a.threads, seed, &label);
     let after = snapshot(&mut c, t);
-    let mut run: Run = make_run(&t.name, "load", round, a.threads as u32, out.started_unix, out.duration_s, &out.merged, "ops", out.server_cpu);
+    let mut run: Run = make_run(
+        &t.name,
+        "load",
+        round,
+        a.threads as u32,
+        out.started_unix,
+        out.duration_s,
+        &out.merged,
+        "ops",
+        out.server_cpu,
+    );
     // RESP keeps the scan index (_indices) as one more key.
     let stored = after.items.map(|n| match t.protocol {
         Protocol::Redis => n.saturating_sub(u64::from(n > 0)),
@@ -84,14 +104,28 @@ fn measure(ctx: &Ctx, t: &Target, w: &Workload, a: &MemoryCmd, round: u32, seed:
         (None, Some(x)) => Some(x),
         _ => None,
     };
-    run.extra.insert("records".into(), serde_json::json!(a.records));
-    run.extra.insert("records_stored".into(), serde_json::json!(stored));
-    run.extra.insert("server_bytes_before".into(), serde_json::json!(before.server_bytes));
-    run.extra.insert("server_bytes_after".into(), serde_json::json!(after.server_bytes));
-    run.extra.insert("server_bytes_per_record".into(), serde_json::json!(server_pr));
-    run.extra.insert("rss_before".into(), serde_json::json!(before.rss));
-    run.extra.insert("rss_after".into(), serde_json::json!(after.rss));
-    run.extra.insert("rss_bytes_per_record".into(), serde_json::json!(rss_pr));
+    run.extra
+        .insert("records".into(), serde_json::json!(a.records));
+    run.extra
+        .insert("records_stored".into(), serde_json::json!(stored));
+    run.extra.insert(
+        "server_bytes_before".into(),
+        serde_json::json!(before.server_bytes),
+    );
+    run.extra.insert(
+        "server_bytes_after".into(),
+        serde_json::json!(after.server_bytes),
+    );
+    run.extra.insert(
+        "server_bytes_per_record".into(),
+        serde_json::json!(server_pr),
+    );
+    run.extra
+        .insert("rss_before".into(), serde_json::json!(before.rss));
+    run.extra
+        .insert("rss_after".into(), serde_json::json!(after.rss));
+    run.extra
+        .insert("rss_bytes_per_record".into(), serde_json::json!(rss_pr));
     run.extra.insert("evictions".into(), serde_json::json!(ev));
     if let Some(s) = stored {
         if s < a.records {
@@ -100,14 +134,18 @@ fn measure(ctx: &Ctx, t: &Target, w: &Workload, a: &MemoryCmd, round: u32, seed:
                 t.name,
                 a.records,
                 match ev {
-                    Some(e) if e > 0 => format!(" ({e} evicted: the server's memory limit is below the data)"),
+                    Some(e) if e > 0 =>
+                        format!(" ({e} evicted: the server's memory limit is below the data)"),
                     _ => String::new(),
                 }
             ));
         }
     }
     if run.errors > 0 {
-        notes.push(format!("{} round {round}: {} inserts failed", t.name, run.errors));
+        notes.push(format!(
+            "{} round {round}: {} inserts failed",
+            t.name, run.errors
+        ));
     }
     ctx.say(&format!(
         "{}: {} records, {} stored, server {} B/record, RSS {} B/record",

@@ -215,7 +215,9 @@ pub fn summarize(records: &[Record], targets: &[String]) -> Vec<SummaryRow> {
             for target in &target_order {
                 let group: Vec<&Record> = records
                     .iter()
-                    .filter(|r| r.run.phase == *phase && r.run.threads == t && r.run.target == *target)
+                    .filter(|r| {
+                        r.run.phase == *phase && r.run.threads == t && r.run.target == *target
+                    })
                     .collect();
                 if group.is_empty() {
                     continue;
@@ -287,7 +289,11 @@ fn summarize_group(phase: &str, threads: u32, target: &str, group: &[&Record]) -
             latency(Some(&h))
         } else {
             median_latency(group.iter().filter_map(|r| {
-                r.run.per_op.iter().find(|o| &o.op == name).map(|o| &o.latency)
+                r.run
+                    .per_op
+                    .iter()
+                    .find(|o| &o.op == name)
+                    .map(|o| &o.latency)
             }))
         };
         let mut error_kinds: BTreeMap<String, u64> = BTreeMap::new();
@@ -359,7 +365,8 @@ fn summarize_group(phase: &str, threads: u32, target: &str, group: &[&Record]) -
 
 fn median_latency<'a>(it: impl Iterator<Item = &'a Latency>) -> Latency {
     let v: Vec<&Latency> = it.collect();
-    let m = |f: fn(&Latency) -> f64| median(&v.iter().map(|l| f(l)).collect::<Vec<_>>()).unwrap_or(0.0);
+    let m =
+        |f: fn(&Latency) -> f64| median(&v.iter().map(|l| f(l)).collect::<Vec<_>>()).unwrap_or(0.0);
     Latency {
         count: v.iter().map(|l| l.count).sum(),
         mean_us: m(|l| l.mean_us),
@@ -378,7 +385,7 @@ pub fn thousands(v: f64) -> String {
     let s = n.unsigned_abs().to_string();
     let mut out = String::new();
     for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -422,7 +429,14 @@ pub fn render_table(rows: &[SummaryRow]) -> String {
     }
     header.extend(
         [
-            "ratio", "p50 µs", "p95 µs", "p99 µs", "p99.9 µs", "max µs", "errors", "timeouts",
+            "ratio",
+            "p50 µs",
+            "p95 µs",
+            "p99 µs",
+            "p99.9 µs",
+            "max µs",
+            "errors",
+            "timeouts",
             "CPU µs/op",
         ]
         .map(String::from),
@@ -455,12 +469,22 @@ pub fn render_table(rows: &[SummaryRow]) -> String {
         }
         l.push(errors_cell(r));
         l.push(r.timeouts.to_string());
-        l.push(r.cpu_us_per_op.map(|c| format!("{c:.2}")).unwrap_or_default());
+        l.push(
+            r.cpu_us_per_op
+                .map(|c| format!("{c:.2}"))
+                .unwrap_or_default(),
+        );
         lines.push(l);
     }
     let cols = lines[0].len();
     let widths: Vec<usize> = (0..cols)
-        .map(|c| lines.iter().map(|l| l[c].chars().count()).max().unwrap_or(0))
+        .map(|c| {
+            lines
+                .iter()
+                .map(|l| l[c].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
         .collect();
     let mut out = String::new();
     for (i, l) in lines.iter().enumerate() {
@@ -543,17 +567,25 @@ pub fn validate(r: &Report) -> Result<(), String> {
         }
         let per_op_err: u64 = run.per_op.iter().flat_map(|o| o.errors.values()).sum();
         if per_op_err != run.errors {
-            return Err(format!("{} {}: per-op errors disagree", run.target, run.phase));
+            return Err(format!(
+                "{} {}: per-op errors disagree",
+                run.target, run.phase
+            ));
         }
         for o in &run.per_op {
-            check_latency(&o.latency).map_err(|e| format!("{} {} {}: {e}", run.target, run.phase, o.op))?;
+            check_latency(&o.latency)
+                .map_err(|e| format!("{} {} {}: {e}", run.target, run.phase, o.op))?;
         }
     }
     for row in &r.summary {
         if row.error_kinds.values().sum::<u64>() != row.errors {
-            return Err(format!("summary {} {}: error kinds do not add up", row.target, row.op));
+            return Err(format!(
+                "summary {} {}: error kinds do not add up",
+                row.target, row.op
+            ));
         }
-        check_latency(&row.latency).map_err(|e| format!("summary {} {}: {e}", row.target, row.op))?;
+        check_latency(&row.latency)
+            .map_err(|e| format!("summary {} {}: {e}", row.target, row.op))?;
     }
     Ok(())
 }
@@ -620,14 +652,23 @@ mod tests {
         assert_eq!(all_a.ops_per_sec, 300.0);
         assert_eq!(all_a.ratio, Some(1.0));
         assert_eq!(all_a.rounds, 3);
-        let all_b = rows.iter().find(|r| r.target == "b" && r.op == "ALL").unwrap();
+        let all_b = rows
+            .iter()
+            .find(|r| r.target == "b" && r.op == "ALL")
+            .unwrap();
         // b: 600, 200, 400 → 400; ratio 400 / 300.
         assert_eq!(all_b.ops_per_sec, 400.0);
         assert!((all_b.ratio.unwrap() - 4.0 / 3.0).abs() < 1e-12);
-        let read_b = rows.iter().find(|r| r.target == "b" && r.op == "READ").unwrap();
+        let read_b = rows
+            .iter()
+            .find(|r| r.target == "b" && r.op == "READ")
+            .unwrap();
         assert_eq!(read_b.latency.count, 600);
         assert!((read_b.latency.p50_us - 20.0).abs() < 0.05);
-        let upd_a = rows.iter().find(|r| r.target == "a" && r.op == "UPDATE").unwrap();
+        let upd_a = rows
+            .iter()
+            .find(|r| r.target == "a" && r.op == "UPDATE")
+            .unwrap();
         assert!((upd_a.latency.p99_us - 20.0).abs() < 0.05);
         let table = render_table(&rows);
         assert!(table.contains("| run "));
@@ -681,14 +722,34 @@ mod tests {
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
         // The fields a reader relies on, with their JSON types.
         for key in [
-            "schema", "tool", "subcommand", "command_line", "git_commit", "machine", "targets",
-            "config", "runs", "summary", "notes",
+            "schema",
+            "tool",
+            "subcommand",
+            "command_line",
+            "git_commit",
+            "machine",
+            "targets",
+            "config",
+            "runs",
+            "summary",
+            "notes",
         ] {
             assert!(v.get(key).is_some(), "missing {key}");
         }
         assert!(v["machine"]["cores"].is_u64());
         let run = &v["runs"][0];
-        for key in ["target", "phase", "round", "threads", "ops", "ops_per_sec", "errors", "timeouts", "per_op", "timeline"] {
+        for key in [
+            "target",
+            "phase",
+            "round",
+            "threads",
+            "ops",
+            "ops_per_sec",
+            "errors",
+            "timeouts",
+            "per_op",
+            "timeline",
+        ] {
             assert!(run.get(key).is_some(), "run missing {key}");
         }
         let lat = &run["per_op"][0]["latency"];

@@ -201,7 +201,9 @@ fn progress_bar(ctx: &Ctx, label: &str, total: Option<u64>) -> Option<ProgressBa
     } else {
         "{prefix} [{elapsed_precise}] {spinner} {pos} {msg}"
     };
-    bar.set_style(ProgressStyle::with_template(style).unwrap_or_else(|_| ProgressStyle::default_bar()));
+    bar.set_style(
+        ProgressStyle::with_template(style).unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
     bar.set_prefix(label.to_string());
     Some(bar)
 }

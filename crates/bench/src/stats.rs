@@ -45,7 +45,10 @@ impl Progress {
     }
 
     pub fn done(&self) -> u64 {
-        self.slots.iter().map(|s| s.done.load(Ordering::Relaxed)).sum()
+        self.slots
+            .iter()
+            .map(|s| s.done.load(Ordering::Relaxed))
+            .sum()
     }
 
     pub fn errors(&self) -> u64 {
@@ -254,7 +257,7 @@ pub struct Latency {
 /// `value_at_quantile` (the highest value equivalent to the bucket, as
 /// redis-benchmark and YCSB report them).
 pub fn latency(h: Option<&Histogram<u64>>) -> Latency {
-    let Some(h) = h.filter(|h| h.len() > 0) else {
+    let Some(h) = h.filter(|h| !h.is_empty()) else {
         return Latency::default();
     };
     let us = |ns: u64| ns as f64 / 1000.0;
@@ -364,9 +367,27 @@ mod tests {
         let p = Progress::new(1);
         let mut r = Recorder::new(NAMES, p, 0);
         let s = r.start;
-        r.ok(0, Duration::from_micros(5), 1, 32, s + Duration::from_millis(100));
-        r.ok(0, Duration::from_micros(5), 1, 32, s + Duration::from_millis(2500));
-        r.ok(0, Duration::from_micros(5), 1, 32, s + Duration::from_millis(2900));
+        r.ok(
+            0,
+            Duration::from_micros(5),
+            1,
+            32,
+            s + Duration::from_millis(100),
+        );
+        r.ok(
+            0,
+            Duration::from_micros(5),
+            1,
+            32,
+            s + Duration::from_millis(2500),
+        );
+        r.ok(
+            0,
+            Duration::from_micros(5),
+            1,
+            32,
+            s + Duration::from_millis(2900),
+        );
         assert_eq!(r.timeline, vec![32, 0, 64]);
         let mut m = Merged::new(NAMES);
         m.add_recorder(&r, 1);

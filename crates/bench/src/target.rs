@@ -42,11 +42,13 @@ pub fn parse_target(spec: &str) -> Result<Target, String> {
         .ok_or_else(|| format!("--target {spec:?}: expected NAME=URL"))?;
     let name = name.trim();
     if name.is_empty() || name.contains(char::is_whitespace) {
-        return Err(format!("--target {spec:?}: NAME must be non-empty, without spaces"));
+        return Err(format!(
+            "--target {spec:?}: NAME must be non-empty, without spaces"
+        ));
     }
-    let (scheme, rest) = url
-        .split_once("://")
-        .ok_or_else(|| format!("--target {spec:?}: URL must start with redis:// or memcached://"))?;
+    let (scheme, rest) = url.split_once("://").ok_or_else(|| {
+        format!("--target {spec:?}: URL must start with redis:// or memcached://")
+    })?;
     let (protocol, default_port) = match scheme {
         "redis" => (Protocol::Redis, 6379),
         "memcached" | "memcache" => (Protocol::Memcached, 11211),
@@ -55,7 +57,11 @@ pub fn parse_target(spec: &str) -> Result<Target, String> {
                 "--target {spec:?}: rediss:// (TLS) is not supported yet"
             ))
         }
-        "mongodb" => return Err(format!("--target {spec:?}: mongodb:// is not supported yet")),
+        "mongodb" => {
+            return Err(format!(
+                "--target {spec:?}: mongodb:// is not supported yet"
+            ))
+        }
         _ => return Err(format!("--target {spec:?}: unknown scheme {scheme:?}")),
     };
     let (auth, hostpart) = match rest.rsplit_once('@') {
@@ -66,8 +72,8 @@ pub fn parse_target(spec: &str) -> Result<Target, String> {
         Some((h, p)) => (h, p),
         None => (hostpart, ""),
     };
-    let (host, port) = split_host_port(hostport, default_port)
-        .map_err(|e| format!("--target {spec:?}: {e}"))?;
+    let (host, port) =
+        split_host_port(hostport, default_port).map_err(|e| format!("--target {spec:?}: {e}"))?;
     let db = if path.is_empty() {
         None
     } else if protocol == Protocol::Redis {
@@ -86,10 +92,7 @@ pub fn parse_target(spec: &str) -> Result<Target, String> {
             ))
         }
         Some(a) => match a.split_once(':') {
-            Some((u, p)) => (
-                (!u.is_empty()).then(|| u.to_string()),
-                Some(p.to_string()),
-            ),
+            Some((u, p)) => ((!u.is_empty()).then(|| u.to_string()), Some(p.to_string())),
             None => (None, Some(a.to_string())),
         },
     };
@@ -127,7 +130,14 @@ fn split_host_port(s: &str, default_port: u16) -> Result<(String, u16), String> 
     match s.rsplit_once(':') {
         Some((h, p)) if !h.contains(':') => {
             let port = p.parse().map_err(|_| format!("bad port {p:?}"))?;
-            Ok((if h.is_empty() { "127.0.0.1".into() } else { h.to_string() }, port))
+            Ok((
+                if h.is_empty() {
+                    "127.0.0.1".into()
+                } else {
+                    h.to_string()
+                },
+                port,
+            ))
         }
         _ if s.is_empty() => Ok(("127.0.0.1".into(), default_port)),
         _ => Ok((s.to_string(), default_port)),
@@ -288,7 +298,10 @@ mod tests {
     #[test]
     fn parses_targets() {
         let t = parse_target("cairn=redis://127.0.0.1:6380").unwrap();
-        assert_eq!((t.name.as_str(), t.protocol, t.port), ("cairn", Protocol::Redis, 6380));
+        assert_eq!(
+            (t.name.as_str(), t.protocol, t.port),
+            ("cairn", Protocol::Redis, 6380)
+        );
         let t = parse_target("r=redis://:secret@localhost/2").unwrap();
         assert_eq!(t.password.as_deref(), Some("secret"));
         assert_eq!(t.user, None);

@@ -35,7 +35,11 @@ fn fill(seed: u64, len: usize, buf: &mut Vec<u8>) {
 }
 
 fn value_seed(base: u64, round: u32, thread: usize, size: usize, i: u64) -> u64 {
-    runner::thread_seed(base ^ (size as u64).rotate_left(40) ^ i.rotate_left(20), round, thread)
+    runner::thread_seed(
+        base ^ (size as u64).rotate_left(40) ^ i.rotate_left(20),
+        round,
+        thread,
+    )
 }
 
 /// Compares what came back with what was written.
@@ -48,7 +52,9 @@ pub fn verify(got: &[u8], want: &[u8]) -> Result<(), OpError> {
         )));
     }
     if let Some(at) = got.iter().zip(want).position(|(a, b)| a != b) {
-        return Err(OpError::Wrong(format!("byte {at} differs from what was written")));
+        return Err(OpError::Wrong(format!(
+            "byte {at} differs from what was written"
+        )));
     }
     Ok(())
 }
@@ -92,7 +98,14 @@ struct Step {
     seed: u64,
 }
 
-fn thread_body(ctx: &Ctx, t: &Target, st: &Step, i: usize, start: &mut runner::Start, rec: &mut Recorder) {
+fn thread_body(
+    ctx: &Ctx,
+    t: &Target,
+    st: &Step,
+    i: usize,
+    start: &mut runner::Start,
+    rec: &mut Recorder,
+) {
     let timeout = ctx.timeout;
     let mut conn = connect(t, timeout).ok();
     let mut k = Vec::new();
@@ -107,7 +120,11 @@ fn thread_body(ctx: &Ctx, t: &Target, st: &Step, i: usize, start: &mut runner::S
     };
     for n in 0..st.iterations {
         key(st.round, i, st.size, n, &mut k);
-        fill(value_seed(st.seed, st.round, i, st.size, n), st.size, &mut val);
+        fill(
+            value_seed(st.seed, st.round, i, st.size, n),
+            st.size,
+            &mut val,
+        );
         if let Err(e) = ensure(&mut conn) {
             rec.err(0, &e, 1);
             continue;
@@ -131,7 +148,11 @@ fn thread_body(ctx: &Ctx, t: &Target, st: &Step, i: usize, start: &mut runner::S
         let r = r.and_then(|found| match found {
             None => Err(OpError::Missing),
             Some(_) => {
-                fill(value_seed(st.seed, st.round, i, st.size, n), st.size, &mut val);
+                fill(
+                    value_seed(st.seed, st.round, i, st.size, n),
+                    st.size,
+                    &mut val,
+                );
                 verify(&got, &val)
             }
         });
@@ -139,7 +160,15 @@ fn thread_body(ctx: &Ctx, t: &Target, st: &Step, i: usize, start: &mut runner::S
     }
 }
 
-fn finish(rec: &mut Recorder, op: usize, r: Result<(), OpError>, t0: Instant, timeout: Duration, bytes: u64, conn: &mut Option<Conn>) {
+fn finish(
+    rec: &mut Recorder,
+    op: usize,
+    r: Result<(), OpError>,
+    t0: Instant,
+    timeout: Duration,
+    bytes: u64,
+    conn: &mut Option<Conn>,
+) {
     finish_at(rec, op, r, t0, Instant::now(), timeout, bytes, conn)
 }
 
@@ -187,7 +216,10 @@ fn cleanup(ctx: &Ctx, t: &Target, st: &Step, threads: usize) {
 pub fn command(a: ValuesCmd) -> Result<(), String> {
     let (mut ctx, pids) = make_ctx(&a.common)?;
     let size_labels: Vec<String> = parse_list(&a.sizes, "--sizes")?;
-    let sizes: Vec<usize> = size_labels.iter().map(|s| parse_size(s)).collect::<Result<_, _>>()?;
+    let sizes: Vec<usize> = size_labels
+        .iter()
+        .map(|s| parse_size(s))
+        .collect::<Result<_, _>>()?;
     let iterations: Vec<u64> = parse_list(&a.iterations, "--iterations")?;
     if iterations.contains(&0) {
         return Err("--iterations: counts must be at least 1".into());
@@ -214,26 +246,57 @@ pub fn command(a: ValuesCmd) -> Result<(), String> {
                             seed,
                         };
                         let label = format!("{} {phase} r{round}", t.name);
-                        let out = run_threads(&ctx, t, &label, th, Some(2 * iters * th as u64), NAMES, |i, start, rec| {
-                            thread_body(&ctx, t, &st, i, start, rec)
-                        });
+                        let out = run_threads(
+                            &ctx,
+                            t,
+                            &label,
+                            th,
+                            Some(2 * iters * th as u64),
+                            NAMES,
+                            |i, start, rec| thread_body(&ctx, t, &st, i, start, rec),
+                        );
                         if !a.keep {
                             cleanup(&ctx, t, &st, th);
                         }
-                        let mut run = make_run(&t.name, &phase, round, th as u32, out.started_unix, out.duration_s, &out.merged, "bytes", out.server_cpu);
-                        run.extra.insert("value_bytes".into(), serde_json::json!(size));
-                        run.extra.insert("iterations".into(), serde_json::json!(iters));
+                        let mut run = make_run(
+                            &t.name,
+                            &phase,
+                            round,
+                            th as u32,
+                            out.started_unix,
+                            out.duration_s,
+                            &out.merged,
+                            "bytes",
+                            out.server_cpu,
+                        );
+                        run.extra
+                            .insert("value_bytes".into(), serde_json::json!(size));
+                        run.extra
+                            .insert("iterations".into(), serde_json::json!(iters));
                         for (op, o) in NAMES.iter().zip(&out.merged.ops) {
-                            let total_ms = o.hist.as_ref().map_or(0.0, |h| h.mean() * h.len() as f64 / 1e6);
-                            run.extra.insert(format!("{}_total_ms", op.to_ascii_lowercase()), serde_json::json!(total_ms));
+                            let total_ms = o
+                                .hist
+                                .as_ref()
+                                .map_or(0.0, |h| h.mean() * h.len() as f64 / 1e6);
+                            run.extra.insert(
+                                format!("{}_total_ms", op.to_ascii_lowercase()),
+                                serde_json::json!(total_ms),
+                            );
                             for (kind, n) in &o.errors {
-                                run.extra.insert(format!("{}_{kind}", op.to_ascii_lowercase()), serde_json::json!(n));
+                                run.extra.insert(
+                                    format!("{}_{kind}", op.to_ascii_lowercase()),
+                                    serde_json::json!(n),
+                                );
                             }
                         }
                         let bad: Vec<String> = run
                             .per_op
                             .iter()
-                            .flat_map(|o| o.errors.iter().map(move |(k, n)| format!("{} {k} x{n}", o.op)))
+                            .flat_map(|o| {
+                                o.errors
+                                    .iter()
+                                    .map(move |(k, n)| format!("{} {k} x{n}", o.op))
+                            })
                             .collect();
                         if !bad.is_empty() {
                             let sample = run
@@ -243,7 +306,11 @@ pub fn command(a: ValuesCmd) -> Result<(), String> {
                                 .next()
                                 .cloned()
                                 .unwrap_or_default();
-                            notes.push(format!("{} {phase} round {round}: {} ({sample})", t.name, bad.join(", ")));
+                            notes.push(format!(
+                                "{} {phase} round {round}: {} ({sample})",
+                                t.name,
+                                bad.join(", ")
+                            ));
                         }
                         ctx.say(&format!(
                             "{} {phase}: {} SET ok, {} GET ok and verified, {} errors",
@@ -274,7 +341,10 @@ pub fn command(a: ValuesCmd) -> Result<(), String> {
     let rep = runner::finish(&ctx, "values", infos, config, &records, notes, started)?;
     if let Some(prefix) = &ctx.chart {
         let max_iter = *iterations.iter().max().expect("non-empty");
-        let phases: Vec<String> = size_labels.iter().map(|s| format!("{s} x{max_iter}")).collect();
+        let phases: Vec<String> = size_labels
+            .iter()
+            .map(|s| format!("{s} x{max_iter}"))
+            .collect();
         let files = crate::cli::phases_chart(
             &ctx,
             prefix,
@@ -303,7 +373,9 @@ mod tests {
         b[999] ^= 1;
         assert_eq!(
             verify(&a, &b),
-            Err(OpError::Wrong("byte 999 differs from what was written".into()))
+            Err(OpError::Wrong(
+                "byte 999 differs from what was written".into()
+            ))
         );
         assert!(matches!(verify(&a[..10], &b), Err(OpError::Wrong(_))));
         assert!(matches!(verify(&[], &b), Err(OpError::Wrong(_))));

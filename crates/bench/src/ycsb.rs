@@ -135,16 +135,23 @@ impl Workload {
     /// preset letter or a YCSB workload file), then `overrides`.
     pub fn build(workload: &str, overrides: &[(String, String)]) -> Result<Workload, String> {
         let (name, text) = match preset(workload) {
-            Some(t) => (format!("workload{}", workload.trim_start_matches("workload")), t.to_string()),
+            Some(t) => (
+                format!("workload{}", workload.trim_start_matches("workload")),
+                t.to_string(),
+            ),
             None => {
                 let p = Path::new(workload);
-                let t = std::fs::read_to_string(p)
-                    .map_err(|e| format!("--workload {workload}: not a-f and not a readable file: {e}"))?;
+                let t = std::fs::read_to_string(p).map_err(|e| {
+                    format!("--workload {workload}: not a-f and not a readable file: {e}")
+                })?;
                 (workload.to_string(), t)
             }
         };
         let mut props: BTreeMap<String, String> = BTreeMap::new();
-        for (k, v) in parse_properties(&text).into_iter().chain(overrides.iter().cloned()) {
+        for (k, v) in parse_properties(&text)
+            .into_iter()
+            .chain(overrides.iter().cloned())
+        {
             props.insert(k, v);
         }
         let mut w = Workload {
@@ -176,7 +183,10 @@ impl Workload {
         };
         for (k, v) in &props {
             let bad = |what: &str| format!("property {k}={v}: {what}");
-            let u = || v.parse::<u64>().map_err(|_| bad("not a non-negative integer"));
+            let u = || {
+                v.parse::<u64>()
+                    .map_err(|_| bad("not a non-negative integer"))
+            };
             let f = || v.parse::<f64>().map_err(|_| bad("not a number"));
             let b = || v.parse::<bool>().map_err(|_| bad("not true/false"));
             match k.as_str() {
@@ -205,8 +215,15 @@ impl Workload {
                 "hotspotdatafraction" => w.hotspotdatafraction = f()?,
                 "hotspotopnfraction" => w.hotspotopnfraction = f()?,
                 // Accepted for YCSB workload files; meaningless here.
-                "workload" | "db" | "exporter" | "measurementtype" | "threadcount"
-                | "dataintegrity" | "insertstart" | "insertcount" | "timeseries.granularity" => {}
+                "workload"
+                | "db"
+                | "exporter"
+                | "measurementtype"
+                | "threadcount"
+                | "dataintegrity"
+                | "insertstart"
+                | "insertcount"
+                | "timeseries.granularity" => {}
                 _ => return Err(format!("unknown workload property {k:?}")),
             }
         }
@@ -222,9 +239,15 @@ impl Workload {
             return Err("fieldcount must be at least 1".into());
         }
         if !matches!(self.insertorder.as_str(), "hashed" | "ordered") {
-            return Err(format!("insertorder {:?}: hashed or ordered", self.insertorder));
+            return Err(format!(
+                "insertorder {:?}: hashed or ordered",
+                self.insertorder
+            ));
         }
-        if !matches!(self.fieldlengthdistribution.as_str(), "constant" | "uniform" | "zipfian") {
+        if !matches!(
+            self.fieldlengthdistribution.as_str(),
+            "constant" | "uniform" | "zipfian"
+        ) {
             return Err(format!(
                 "fieldlengthdistribution {:?}: constant, uniform or zipfian",
                 self.fieldlengthdistribution
@@ -292,7 +315,11 @@ impl Workload {
             + self.scanproportion
             + self.readmodifywriteproportion;
         // YCSB uses the raw property (proportions are meant to sum to 1).
-        let p = if sum > 0.0 { self.insertproportion } else { 0.0 };
+        let p = if sum > 0.0 {
+            self.insertproportion
+        } else {
+            0.0
+        };
         (self.operationcount as f64 * p * 2.0) as u64
     }
 }
@@ -407,7 +434,13 @@ impl Plan<'_> {
         }
     }
 
-    fn insert(&self, conn: &mut Conn, keynum: u64, s: &mut Scratch, rng: &mut SmallRng) -> Result<(), OpError> {
+    fn insert(
+        &self,
+        conn: &mut Conn,
+        keynum: u64,
+        s: &mut Scratch,
+        rng: &mut SmallRng,
+    ) -> Result<(), OpError> {
         self.key(keynum, s);
         s.field_pick.clear();
         s.field_pick.extend(0..self.w.fieldcount);
@@ -466,9 +499,17 @@ impl Plan<'_> {
 
     /// ZRANGEBYSCORE then a read of every key returned, one round trip each
     /// (as Jedis does it).
-    fn scan(&self, conn: &mut Conn, len: u64, s: &mut Scratch, rng: &mut SmallRng) -> Result<(), OpError> {
+    fn scan(
+        &self,
+        conn: &mut Conn,
+        len: u64,
+        s: &mut Scratch,
+        rng: &mut SmallRng,
+    ) -> Result<(), OpError> {
         let Conn::Resp(c) = conn else {
-            return Err(OpError::Server("scan is not implemented for memcached".into()));
+            return Err(OpError::Server(
+                "scan is not implemented for memcached".into(),
+            ));
         };
         c.arr(7);
         c.bulk(b"ZRANGEBYSCORE");
@@ -514,7 +555,10 @@ fn encode_resp_read(c: &mut RespConn, p: &Plan, key: &[u8], rng: &mut SmallRng) 
 
 /// Escapes `"` and `\` in `buf[start..]` in place (JSON string body).
 fn escape_json_tail(buf: &mut Vec<u8>, start: usize) {
-    let extra = buf[start..].iter().filter(|b| **b == b'"' || **b == b'\\').count();
+    let extra = buf[start..]
+        .iter()
+        .filter(|b| **b == b'"' || **b == b'\\')
+        .count();
     if extra == 0 {
         return;
     }
@@ -534,7 +578,11 @@ fn escape_json_tail(buf: &mut Vec<u8>, start: usize) {
 }
 
 /// The open connection, reconnecting first if an error dropped it.
-fn ensure<'c>(conn: &'c mut Option<Conn>, t: &Target, timeout: Duration) -> Result<&'c mut Conn, OpError> {
+fn ensure<'c>(
+    conn: &'c mut Option<Conn>,
+    t: &Target,
+    timeout: Duration,
+) -> Result<&'c mut Conn, OpError> {
     if conn.is_none() {
         *conn = Some(connect(t, timeout)?);
     }
@@ -575,6 +623,7 @@ fn account(
 
 /// The load phase: `count` inserts of records `first..first + count`,
 /// spread over `threads` threads by a shared counter (YCSB's keysequence).
+#[allow(clippy::too_many_arguments)]
 pub fn load(
     ctx: &Ctx,
     t: &Target,
@@ -592,31 +641,39 @@ pub fn load(
     };
     let next = AtomicU64::new(first);
     let end = first + count;
-    run_threads(ctx, t, label, threads, Some(count), LOAD_NAMES, |i, start: &mut Start, rec| {
-        let mut rng = SmallRng::seed_from_u64(thread_seed(seed, 0, i));
-        let mut s = Scratch::new(w);
-        let mut conn = connect(t, plan.timeout).ok();
-        let mut throttle = Throttle::new(ctx.target_rate, threads);
-        start.ready(rec);
-        throttle.restart();
-        loop {
-            let keynum = next.fetch_add(1, Ordering::Relaxed);
-            if keynum >= end {
-                break;
-            }
-            throttle.wait();
-            let c = match ensure(&mut conn, t, plan.timeout) {
-                Ok(c) => c,
-                Err(e) => {
-                    rec.err(0, &e, 1);
-                    continue;
+    run_threads(
+        ctx,
+        t,
+        label,
+        threads,
+        Some(count),
+        LOAD_NAMES,
+        |i, start: &mut Start, rec| {
+            let mut rng = SmallRng::seed_from_u64(thread_seed(seed, 0, i));
+            let mut s = Scratch::new(w);
+            let mut conn = connect(t, plan.timeout).ok();
+            let mut throttle = Throttle::new(ctx.target_rate, threads);
+            start.ready(rec);
+            throttle.restart();
+            loop {
+                let keynum = next.fetch_add(1, Ordering::Relaxed);
+                if keynum >= end {
+                    break;
                 }
-            };
-            let t0 = Instant::now();
-            let r = plan.insert(c, keynum, &mut s, &mut rng);
-            account(rec, 0, r, t0, plan.timeout, &mut conn);
-        }
-    })
+                throttle.wait();
+                let c = match ensure(&mut conn, t, plan.timeout) {
+                    Ok(c) => c,
+                    Err(e) => {
+                        rec.err(0, &e, 1);
+                        continue;
+                    }
+                };
+                let t0 = Instant::now();
+                let r = plan.insert(c, keynum, &mut s, &mut rng);
+                account(rec, 0, r, t0, plan.timeout, &mut conn);
+            }
+        },
+    )
 }
 
 fn field_names(w: &Workload) -> Vec<Vec<u8>> {
@@ -655,85 +712,93 @@ pub fn run_phase(
     );
     let scanlen = w.scan_length();
     let total = w.operationcount;
-    let out = run_threads(ctx, t, label, threads, Some(total), NAMES, |i, start, rec| {
-        let mine = total / threads as u64 + u64::from((i as u64) < total % threads as u64);
-        let mut rng = SmallRng::seed_from_u64(thread_seed(seed, 1, i));
-        let mut s = Scratch::new(w);
-        let mut chooser = chooser.clone();
-        chooser.offset(i, threads);
-        let mut scanlen = scanlen.clone();
-        let mut conn = connect(t, plan.timeout).ok();
-        let mut throttle = Throttle::new(ctx.target_rate, threads);
-        start.ready(rec);
-        throttle.restart();
-        let deadline = max_time.map(|d| Instant::now() + d);
-        for n in 0..mine {
-            if n % 64 == 0 && deadline.is_some_and(|d| Instant::now() >= d) {
-                break;
-            }
-            throttle.wait();
-            let op = ops.next(&mut rng);
-            let idx = op as usize;
-            let c = match ensure(&mut conn, t, plan.timeout) {
-                Ok(c) => c,
-                Err(e) => {
-                    rec.err(idx, &e, 1);
-                    continue;
+    let out = run_threads(
+        ctx,
+        t,
+        label,
+        threads,
+        Some(total),
+        NAMES,
+        |i, start, rec| {
+            let mine = total / threads as u64 + u64::from((i as u64) < total % threads as u64);
+            let mut rng = SmallRng::seed_from_u64(thread_seed(seed, 1, i));
+            let mut s = Scratch::new(w);
+            let mut chooser = chooser.clone();
+            chooser.offset(i, threads);
+            let mut scanlen = scanlen.clone();
+            let mut conn = connect(t, plan.timeout).ok();
+            let mut throttle = Throttle::new(ctx.target_rate, threads);
+            start.ready(rec);
+            throttle.restart();
+            let deadline = max_time.map(|d| Instant::now() + d);
+            for n in 0..mine {
+                if n % 64 == 0 && deadline.is_some_and(|d| Instant::now() >= d) {
+                    break;
                 }
-            };
-            match op {
-                YcsbOp::Read => {
-                    let k = chooser.next_keynum(ack.last(), &mut rng);
-                    plan.key(k, &mut s);
-                    plan.encode_read(c, &mut s, &mut rng);
-                    let t0 = Instant::now();
-                    let r = plan.finish_read(c);
-                    account(rec, idx, r, t0, plan.timeout, &mut conn);
-                }
-                YcsbOp::Update => {
-                    let k = chooser.next_keynum(ack.last(), &mut rng);
-                    plan.key(k, &mut s);
-                    plan.pick_write_fields(&mut s, &mut rng);
-                    plan.encode_write(c, b"replace", &mut s, &mut rng);
-                    let t0 = Instant::now();
-                    let r = plan.finish_write(c);
-                    account(rec, idx, r, t0, plan.timeout, &mut conn);
-                }
-                YcsbOp::Insert => {
-                    let k = ack.next_value();
-                    let t0 = Instant::now();
-                    let r = plan.insert(c, k, &mut s, &mut rng);
-                    account(rec, idx, r, t0, plan.timeout, &mut conn);
-                    // As YCSB, acknowledged whatever the outcome.
-                    ack.acknowledge(k);
-                }
-                YcsbOp::Scan => {
-                    let k = chooser.next_keynum(ack.last(), &mut rng);
-                    plan.key(k, &mut s);
-                    let len = scanlen.next(&mut rng);
-                    let t0 = Instant::now();
-                    let r = plan.scan(c, len, &mut s, &mut rng);
-                    account(rec, idx, r, t0, plan.timeout, &mut conn);
-                }
-                YcsbOp::ReadModifyWrite => {
-                    // Timed as one operation (YCSB's READ-MODIFY-WRITE);
-                    // its read and update are not counted again as READ
-                    // and UPDATE, so every operation is counted once.
-                    let k = chooser.next_keynum(ack.last(), &mut rng);
-                    plan.key(k, &mut s);
-                    plan.encode_read(c, &mut s, &mut rng);
-                    let t0 = Instant::now();
-                    let mut r = plan.finish_read(c);
-                    if r.is_ok() {
+                throttle.wait();
+                let op = ops.next(&mut rng);
+                let idx = op as usize;
+                let c = match ensure(&mut conn, t, plan.timeout) {
+                    Ok(c) => c,
+                    Err(e) => {
+                        rec.err(idx, &e, 1);
+                        continue;
+                    }
+                };
+                match op {
+                    YcsbOp::Read => {
+                        let k = chooser.next_keynum(ack.last(), &mut rng);
+                        plan.key(k, &mut s);
+                        plan.encode_read(c, &mut s, &mut rng);
+                        let t0 = Instant::now();
+                        let r = plan.finish_read(c);
+                        account(rec, idx, r, t0, plan.timeout, &mut conn);
+                    }
+                    YcsbOp::Update => {
+                        let k = chooser.next_keynum(ack.last(), &mut rng);
+                        plan.key(k, &mut s);
                         plan.pick_write_fields(&mut s, &mut rng);
                         plan.encode_write(c, b"replace", &mut s, &mut rng);
-                        r = plan.finish_write(c);
+                        let t0 = Instant::now();
+                        let r = plan.finish_write(c);
+                        account(rec, idx, r, t0, plan.timeout, &mut conn);
                     }
-                    account(rec, idx, r, t0, plan.timeout, &mut conn);
+                    YcsbOp::Insert => {
+                        let k = ack.next_value();
+                        let t0 = Instant::now();
+                        let r = plan.insert(c, k, &mut s, &mut rng);
+                        account(rec, idx, r, t0, plan.timeout, &mut conn);
+                        // As YCSB, acknowledged whatever the outcome.
+                        ack.acknowledge(k);
+                    }
+                    YcsbOp::Scan => {
+                        let k = chooser.next_keynum(ack.last(), &mut rng);
+                        plan.key(k, &mut s);
+                        let len = scanlen.next(&mut rng);
+                        let t0 = Instant::now();
+                        let r = plan.scan(c, len, &mut s, &mut rng);
+                        account(rec, idx, r, t0, plan.timeout, &mut conn);
+                    }
+                    YcsbOp::ReadModifyWrite => {
+                        // Timed as one operation (YCSB's READ-MODIFY-WRITE);
+                        // its read and update are not counted again as READ
+                        // and UPDATE, so every operation is counted once.
+                        let k = chooser.next_keynum(ack.last(), &mut rng);
+                        plan.key(k, &mut s);
+                        plan.encode_read(c, &mut s, &mut rng);
+                        let t0 = Instant::now();
+                        let mut r = plan.finish_read(c);
+                        if r.is_ok() {
+                            plan.pick_write_fields(&mut s, &mut rng);
+                            plan.encode_write(c, b"replace", &mut s, &mut rng);
+                            r = plan.finish_write(c);
+                        }
+                        account(rec, idx, r, t0, plan.timeout, &mut conn);
+                    }
                 }
             }
-        }
-    });
+        },
+    );
     (out, ack.issued())
 }
 
@@ -766,11 +831,22 @@ pub fn command(ctx: &Ctx, a: &YcsbArgs) -> Result<(Vec<Record>, Vec<String>), St
             if !a.no_flush {
                 let mut c = connect(t, ctx.timeout.max(Duration::from_secs(5)))
                     .map_err(|e| format!("{}: {e}", t.name))?;
-                c.flush_all().map_err(|e| format!("{}: flush: {e}", t.name))?;
+                c.flush_all()
+                    .map_err(|e| format!("{}: flush: {e}", t.name))?;
             }
             let label = format!("{} load", t.name);
             let out = load(ctx, t, w, 0, w.recordcount, a.load_threads, seed, &label);
-            let run = make_run(&t.name, "load", 1, a.load_threads as u32, out.started_unix, out.duration_s, &out.merged, "ops", out.server_cpu);
+            let run = make_run(
+                &t.name,
+                "load",
+                1,
+                a.load_threads as u32,
+                out.started_unix,
+                out.duration_s,
+                &out.merged,
+                "ops",
+                out.server_cpu,
+            );
             if run.errors > 0 {
                 notes.push(format!(
                     "{}: {} of {} inserts failed during the load",
@@ -795,9 +871,28 @@ pub fn command(ctx: &Ctx, a: &YcsbArgs) -> Result<(Vec<Record>, Vec<String>), St
         for &threads in &a.threads {
             for (ti, t) in ctx.targets.iter().enumerate() {
                 let label = format!("{} {} r{round} t{threads}", t.name, w.name);
-                let (out, after) = run_phase(ctx, t, w, counts[ti], threads, a.max_time, seed ^ round as u64, &label);
+                let (out, after) = run_phase(
+                    ctx,
+                    t,
+                    w,
+                    counts[ti],
+                    threads,
+                    a.max_time,
+                    seed ^ round as u64,
+                    &label,
+                );
                 counts[ti] = after;
-                let run = make_run(&t.name, "run", round, threads as u32, out.started_unix, out.duration_s, &out.merged, "ops", out.server_cpu);
+                let run = make_run(
+                    &t.name,
+                    "run",
+                    round,
+                    threads as u32,
+                    out.started_unix,
+                    out.duration_s,
+                    &out.merged,
+                    "ops",
+                    out.server_cpu,
+                );
                 ctx.say(&format!(
                     "{}: {} threads, round {round}: {} ops/s, {} errors",
                     t.name,
@@ -835,7 +930,10 @@ mod tests {
         assert_eq!(f.readmodifywriteproportion, 0.5);
         let over = Workload::build(
             "a",
-            &[("recordcount".into(), "42".into()), ("writeallfields".into(), "true".into())],
+            &[
+                ("recordcount".into(), "42".into()),
+                ("writeallfields".into(), "true".into()),
+            ],
         )
         .unwrap();
         assert_eq!(over.recordcount, 42);
