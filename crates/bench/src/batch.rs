@@ -329,9 +329,7 @@ fn read_reply(c: &mut Conn, job: &Job, ks: &[u64], scratch: &mut Vec<u8>) -> Res
             }
             let n = match r.head()? {
                 Head::Array(Some(n)) => n,
-                Head::Error(_) => {
-                    return Err(OpError::Server("MGET failed".into()));
-                }
+                Head::Error(e) => return Err(OpError::Server(r.error_text(e))),
                 h => return Err(OpError::Protocol(format!("MGET answered {h:?}"))),
             };
             let mut err = None;

@@ -122,7 +122,8 @@ impl RespConn {
         })
     }
 
-    fn error_text(&self, r: (usize, usize)) -> String {
+    /// The text of an error reply whose range [`RespConn::head`] returned.
+    pub fn error_text(&self, r: (usize, usize)) -> String {
         String::from_utf8_lossy(self.wire.slice(r)).into_owned()
     }
 

@@ -146,6 +146,28 @@ pub fn memcached(extra: &[&str]) -> Option<Server> {
     panic!("memcached did not start");
 }
 
+/// Whether charts can be drawn here (a TrueType font exists). In CI a
+/// missing font is a failure: scripts/test installs fonts-dejavu-core.
+pub fn have_font() -> bool {
+    match cairn_bench::chart::init_font(None) {
+        Ok(_) => true,
+        Err(e) if std::env::var_os("CI").is_some() => panic!("{e}"),
+        Err(e) => {
+            eprintln!("{e}; chart checks skipped");
+            false
+        }
+    }
+}
+
+/// `--chart <dir>/<name>` when charts can be drawn, else nothing.
+pub fn chart_args(dir: &TempDir, name: &str) -> Vec<String> {
+    if have_font() {
+        vec!["--chart".into(), dir.path(name).to_str().unwrap().into()]
+    } else {
+        vec![]
+    }
+}
+
 /// A temporary directory removed on drop.
 pub struct TempDir(pub PathBuf);
 
@@ -176,7 +198,27 @@ impl Drop for TempDir {
     }
 }
 
-/// Runs cairn-bench; panics with its output when it fails and `ok` is set.
+/// Splits a command line on whitespace (test paths have no spaces).
+pub fn argv(line: &str) -> Vec<String> {
+    line.split_whitespace().map(String::from).collect()
+}
+
+/// Runs `cairn-bench <line>` plus `extra` arguments; must succeed.
+pub fn run_ok(line: &str, extra: &[String]) -> Output {
+    let mut a = argv(line);
+    a.extend(extra.iter().cloned());
+    let refs: Vec<&str> = a.iter().map(|s| s.as_str()).collect();
+    bench_ok(&refs)
+}
+
+/// Runs `cairn-bench <line>`; returns its output whatever the status.
+pub fn run_cmd(line: &str) -> Output {
+    let a = argv(line);
+    let refs: Vec<&str> = a.iter().map(|s| s.as_str()).collect();
+    bench(&refs)
+}
+
+/// Runs cairn-bench and returns its output.
 pub fn bench(args: &[&str]) -> Output {
     let out = Command::new(env!("CARGO_BIN_EXE_cairn-bench"))
         .args(args)
@@ -436,9 +478,9 @@ fn serve_fake(mut s: TcpStream, mode: Fake, stop: Arc<AtomicBool>) {
                 "GET" => {
                     gets += 1;
                     match sizes.get(&args[1]) {
-                        Some(n) if gets.is_multiple_of(2) => {
+                        Some(n) if gets % 2 == 0 => {
                             let mut r = format!("${n}\r\n").into_bytes();
-                            r.extend(std::iter::repeat_n(b'?', *n));
+                            r.extend(std::iter::repeat(b'?').take(*n));
                             r.extend_from_slice(b"\r\n");
                             Some(r)
                         }
