@@ -197,9 +197,9 @@ fn progress_bar(ctx: &Ctx, label: &str, total: Option<u64>) -> Option<ProgressBa
         None => ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr()),
     };
     let style = if total.is_some() {
-        "{prefix} [{elapsed_precise}] {bar:30} {pos}/{len} (ETA {eta}) {msg}"
+        "{prefix} {elapsed} {bar:16} {pos}/{len} ETA {eta} {wide_msg}"
     } else {
-        "{prefix} [{elapsed_precise}] {spinner} {pos} {msg}"
+        "{prefix} {elapsed} {spinner} {pos} {wide_msg}"
     };
     bar.set_style(
         ProgressStyle::with_template(style).unwrap_or_else(|_| ProgressStyle::default_bar()),
