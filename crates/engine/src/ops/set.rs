@@ -435,10 +435,15 @@ const LINEAR_DEDUP_MAX: usize = 16;
 /// locked) and put back after `f`. A key named twice gets the same set
 /// both times, so `std::ptr::eq` tells repeats apart as Redis compares
 /// object pointers.
+///
+/// `store`: the command writes a destination, so the sources are write
+/// lookups (Redis `lookupKeyWrite` in the STORE variants): no hit/miss
+/// counting and no `keymiss` event.
 fn with_sets<R>(
     g: &mut Guard,
     db: usize,
     keys: &[Key],
+    store: bool,
     f: impl FnOnce(&[Option<&SetValue>]) -> R,
 ) -> Result<R> {
     let mut taken: Vec<(usize, Box<SetValue>)> = Vec::new();
@@ -452,7 +457,8 @@ fn with_sets<R>(
         } else {
             by_name.get(k.bytes).copied()
         };
-        let Some(e) = g.read(db, k) else {
+        let found = if store { g.write(db, k) } else { g.read(db, k) };
+        let Some(e) = found else {
             slots.push(None);
             continue;
         };
@@ -521,7 +527,7 @@ pub fn sinter(g: &mut Guard, db: usize, keys: &[Key], sink: &mut impl Sink) -> R
     if let [k] = keys {
         return smembers(g, db, k, sink);
     }
-    with_sets(g, db, keys, |sets| {
+    with_sets(g, db, keys, false, |sets| {
         let mut found = Vec::new();
         intersect(sets, |e| {
             found.push(e);
@@ -537,7 +543,7 @@ pub fn sinter(g: &mut Guard, db: usize, keys: &[Key], sink: &mut impl Sink) -> R
 /// SINTERCARD numkeys key [key ...] [LIMIT limit]: the size of the
 /// intersection, counting stopped at `limit` (0: no limit).
 pub fn sintercard(g: &mut Guard, db: usize, keys: &[Key], limit: usize) -> Result<usize> {
-    with_sets(g, db, keys, |sets| {
+    with_sets(g, db, keys, false, |sets| {
         let mut n = 0;
         intersect(sets, |_| {
             n += 1;
@@ -552,7 +558,7 @@ pub fn sintercard(g: &mut Guard, db: usize, keys: &[Key], limit: usize) -> Resul
 /// conversions) and returns its size; see [`store`].
 pub fn sinterstore(g: &mut Guard, db: usize, dst: &Key, keys: &[Key]) -> Result<usize> {
     let max = max_intset(g);
-    let result = with_sets(g, db, keys, |sets| {
+    let result = with_sets(g, db, keys, true, |sets| {
         let mut out = SetValue::new();
         intersect(sets, |e| {
             out.add_elem(e, max);
@@ -636,7 +642,7 @@ pub fn sunion_diff(
     sink: &mut impl Sink,
 ) -> Result<()> {
     let max = max_intset(g);
-    with_sets(g, db, keys, |sets| {
+    with_sets(g, db, keys, false, |sets| {
         if let ([Some(s)], SetOp::Union) = (sets, op) {
             // One set: no need to build the copy to know its order.
             return emit_union_of_one(s, max, sink);
@@ -656,7 +662,7 @@ pub fn sunion_diff_store(
     op: SetOp,
 ) -> Result<usize> {
     let max = max_intset(g);
-    let result = with_sets(g, db, keys, |sets| union_diff(sets, op, max))?;
+    let result = with_sets(g, db, keys, true, |sets| union_diff(sets, op, max))?;
     let event = match op {
         SetOp::Union => "sunionstore",
         SetOp::Diff => "sdiffstore",
