@@ -46,6 +46,14 @@ COMMANDS = [
     "hset", "hsetnx", "hget", "hmset", "hmget", "hgetall", "hdel", "hlen",
     "hexists", "hkeys", "hvals", "hincrby", "hincrbyfloat", "hstrlen",
     "hrandfield", "hscan",
+    # sorted sets
+    "zadd", "zincrby", "zrem", "zcard", "zcount", "zlexcount", "zscore",
+    "zmscore", "zrank", "zrevrank", "zrange", "zrangestore", "zrangebyscore",
+    "zrevrangebyscore", "zrangebylex", "zrevrangebylex", "zrevrange",
+    "zpopmin", "zpopmax", "zmpop", "bzpopmin", "bzpopmax", "bzmpop",
+    "zrandmember", "zremrangebyrank", "zremrangebyscore", "zremrangebylex",
+    "zunion", "zinter", "zdiff", "zunionstore", "zinterstore", "zdiffstore",
+    "zintercard", "zscan",
     # connection and server
     "ping", "echo", "hello", "auth", "quit", "reset",
     ("client", ["id", "setname", "getname", "list", "info", "kill", "pause",

@@ -131,6 +131,260 @@ pub(super) static COMMANDS: &[CommandMeta] = &[
         ]),
     },
     CommandMeta {
+        name: "bzmpop",
+        arity: -5,
+        flags: &["write", "blocking", "movablekeys"],
+        first_key: 0,
+        last_key: 0,
+        step: 0,
+        acl_categories: &["@write", "@sortedset", "@slow", "@blocking"],
+        info: Arr(&[
+            Bulk("bzmpop"),
+            Int(-5),
+            Set(&[Simple("write"), Simple("blocking"), Simple("movablekeys")]),
+            Int(0),
+            Int(0),
+            Int(0),
+            Set(&[Simple("@write"), Simple("@sortedset"), Simple("@slow"), Simple("@blocking")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("access"), Simple("delete")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(2))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("keynum")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("keynumidx"), Int(0)),
+                                    (Bulk("firstkey"), Int(1)),
+                                    (Bulk("keystep"), Int(1)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Remove and return members with scores in a sorted set or block until one is available"),
+            ),
+            (Bulk("since"), Bulk("7.0.0")),
+            (Bulk("group"), Bulk("sorted-set")),
+            (
+                Bulk("complexity"),
+                Bulk("O(K) + O(M*log(N)) where K is the number of provided keys, N being the number of elements in the sorted set, and M being the number of elements popped."),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[(Bulk("name"), Bulk("timeout")), (Bulk("type"), Bulk("double"))]),
+                    Map(&[(Bulk("name"), Bulk("numkeys")), (Bulk("type"), Bulk("integer"))]),
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                        (Bulk("flags"), Set(&[Simple("multiple")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("where")),
+                        (Bulk("type"), Bulk("oneof")),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("min")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("MIN")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("max")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("MAX")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("count")),
+                        (Bulk("type"), Bulk("integer")),
+                        (Bulk("token"), Bulk("COUNT")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "bzpopmax",
+        arity: -3,
+        flags: &["write", "noscript", "blocking", "fast"],
+        first_key: 1,
+        last_key: -2,
+        step: 1,
+        acl_categories: &["@write", "@sortedset", "@fast", "@blocking"],
+        info: Arr(&[
+            Bulk("bzpopmax"),
+            Int(-3),
+            Set(&[Simple("write"), Simple("noscript"), Simple("blocking"), Simple("fast")]),
+            Int(1),
+            Int(-2),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@sortedset"), Simple("@fast"), Simple("@blocking")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("access"), Simple("delete")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(-2)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Remove and return the member with the highest score from one or more sorted sets, or block until one is available"),
+            ),
+            (Bulk("since"), Bulk("5.0.0")),
+            (Bulk("group"), Bulk("sorted-set")),
+            (
+                Bulk("complexity"),
+                Bulk("O(log(N)) with N being the number of elements in the sorted set."),
+            ),
+            (
+                Bulk("history"),
+                Set(&[
+                    Arr(&[
+                        Bulk("6.0.0"),
+                        Bulk("`timeout` is interpreted as a double instead of an integer."),
+                    ]),
+                ]),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                        (Bulk("flags"), Set(&[Simple("multiple")])),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("timeout")), (Bulk("type"), Bulk("double"))]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "bzpopmin",
+        arity: -3,
+        flags: &["write", "noscript", "blocking", "fast"],
+        first_key: 1,
+        last_key: -2,
+        step: 1,
+        acl_categories: &["@write", "@sortedset", "@fast", "@blocking"],
+        info: Arr(&[
+            Bulk("bzpopmin"),
+            Int(-3),
+            Set(&[Simple("write"), Simple("noscript"), Simple("blocking"), Simple("fast")]),
+            Int(1),
+            Int(-2),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@sortedset"), Simple("@fast"), Simple("@blocking")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("access"), Simple("delete")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(-2)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Remove and return the member with the lowest score from one or more sorted sets, or block until one is available"),
+            ),
+            (Bulk("since"), Bulk("5.0.0")),
+            (Bulk("group"), Bulk("sorted-set")),
+            (
+                Bulk("complexity"),
+                Bulk("O(log(N)) with N being the number of elements in the sorted set."),
+            ),
+            (
+                Bulk("history"),
+                Set(&[
+                    Arr(&[
+                        Bulk("6.0.0"),
+                        Bulk("`timeout` is interpreted as a double instead of an integer."),
+                    ]),
+                ]),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                        (Bulk("flags"), Set(&[Simple("multiple")])),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("timeout")), (Bulk("type"), Bulk("double"))]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
         name: "client",
         arity: -2,
         flags: &[],
@@ -7938,6 +8192,2822 @@ pub(super) static COMMANDS: &[CommandMeta] = &[
                         (Bulk("type"), Bulk("key")),
                         (Bulk("key_spec_index"), Int(0)),
                         (Bulk("flags"), Set(&[Simple("multiple")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "zadd",
+        arity: -4,
+        flags: &["write", "denyoom", "fast"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@write", "@sortedset", "@fast"],
+        info: Arr(&[
+            Bulk("zadd"),
+            Int(-4),
+            Set(&[Simple("write"), Simple("denyoom"), Simple("fast")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@sortedset"), Simple("@fast")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("update")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Add one or more members to a sorted set, or update its score if it already exists"),
+            ),
+            (Bulk("since"), Bulk("1.2.0")),
+            (Bulk("group"), Bulk("sorted-set")),
+            (
+                Bulk("complexity"),
+                Bulk("O(log(N)) for each item added, where N is the number of elements in the sorted set."),
+            ),
+            (
+                Bulk("history"),
+                Set(&[
+                    Arr(&[Bulk("2.4.0"), Bulk("Accepts multiple elements.")]),
+                    Arr(&[Bulk("3.0.2"), Bulk("Added the `XX`, `NX`, `CH` and `INCR` options.")]),
+                    Arr(&[Bulk("6.2.0"), Bulk("Added the `GT` and `LT` options.")]),
+                ]),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("condition")),
+                        (Bulk("type"), Bulk("oneof")),
+                        (Bulk("since"), Bulk("3.0.2")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("nx")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("NX")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("xx")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("XX")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("comparison")),
+                        (Bulk("type"), Bulk("oneof")),
+                        (Bulk("since"), Bulk("6.2.0")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("gt")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("GT")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("lt")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("LT")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("change")),
+                        (Bulk("type"), Bulk("pure-token")),
+                        (Bulk("token"), Bulk("CH")),
+                        (Bulk("since"), Bulk("3.0.2")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("increment")),
+                        (Bulk("type"), Bulk("pure-token")),
+                        (Bulk("token"), Bulk("INCR")),
+                        (Bulk("since"), Bulk("3.0.2")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("score_member")),
+                        (Bulk("type"), Bulk("block")),
+                        (Bulk("flags"), Set(&[Simple("multiple")])),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("score")),
+                                    (Bulk("type"), Bulk("double")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("member")),
+                                    (Bulk("type"), Bulk("string")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "zcard",
+        arity: 2,
+        flags: &["readonly", "fast"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@read", "@sortedset", "@fast"],
+        info: Arr(&[
+            Bulk("zcard"),
+            Int(2),
+            Set(&[Simple("readonly"), Simple("fast")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@read"), Simple("@sortedset"), Simple("@fast")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Get the number of members in a sorted set")),
+            (Bulk("since"), Bulk("1.2.0")),
+            (Bulk("group"), Bulk("sorted-set")),
+            (Bulk("complexity"), Bulk("O(1)")),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "zcount",
+        arity: 4,
+        flags: &["readonly", "fast"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@read", "@sortedset", "@fast"],
+        info: Arr(&[
+            Bulk("zcount"),
+            Int(4),
+            Set(&[Simple("readonly"), Simple("fast")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@read"), Simple("@sortedset"), Simple("@fast")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Count the members in a sorted set with scores within the given values"),
+            ),
+            (Bulk("since"), Bulk("2.0.0")),
+            (Bulk("group"), Bulk("sorted-set")),
+            (
+                Bulk("complexity"),
+                Bulk("O(log(N)) with N being the number of elements in the sorted set."),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("min")), (Bulk("type"), Bulk("double"))]),
+                    Map(&[(Bulk("name"), Bulk("max")), (Bulk("type"), Bulk("double"))]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "zdiff",
+        arity: -3,
+        flags: &["readonly", "movablekeys"],
+        first_key: 0,
+        last_key: 0,
+        step: 0,
+        acl_categories: &["@read", "@sortedset", "@slow"],
+        info: Arr(&[
+            Bulk("zdiff"),
+            Int(-3),
+            Set(&[Simple("readonly"), Simple("movablekeys")]),
+            Int(0),
+            Int(0),
+            Int(0),
+            Set(&[Simple("@read"), Simple("@sortedset"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("keynum")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("keynumidx"), Int(0)),
+                                    (Bulk("firstkey"), Int(1)),
+                                    (Bulk("keystep"), Int(1)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Subtract multiple sorted sets")),
+            (Bulk("since"), Bulk("6.2.0")),
+            (Bulk("group"), Bulk("sorted-set")),
+            (
+                Bulk("complexity"),
+                Bulk("O(L + (N-K)log(N)) worst case where L is the total number of elements in all the sets, N is the size of the first set, and K is the size of the result set."),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[(Bulk("name"), Bulk("numkeys")), (Bulk("type"), Bulk("integer"))]),
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                        (Bulk("flags"), Set(&[Simple("multiple")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("withscores")),
+                        (Bulk("type"), Bulk("pure-token")),
+                        (Bulk("token"), Bulk("WITHSCORES")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "zdiffstore",
+        arity: -4,
+        flags: &["write", "denyoom", "movablekeys"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@write", "@sortedset", "@slow"],
+        info: Arr(&[
+            Bulk("zdiffstore"),
+            Int(-4),
+            Set(&[Simple("write"), Simple("denyoom"), Simple("movablekeys")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@sortedset"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("OW"), Simple("update")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(2))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("keynum")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("keynumidx"), Int(0)),
+                                    (Bulk("firstkey"), Int(1)),
+                                    (Bulk("keystep"), Int(1)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Subtract multiple sorted sets and store the resulting sorted set in a new key"),
+            ),
+            (Bulk("since"), Bulk("6.2.0")),
+            (Bulk("group"), Bulk("sorted-set")),
+            (
+                Bulk("complexity"),
+                Bulk("O(L + (N-K)log(N)) worst case where L is the total number of elements in all the sets, N is the size of the first set, and K is the size of the result set."),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("destination")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("numkeys")), (Bulk("type"), Bulk("integer"))]),
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(1)),
+                        (Bulk("flags"), Set(&[Simple("multiple")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "zincrby",
+        arity: 4,
+        flags: &["write", "denyoom", "fast"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@write", "@sortedset", "@fast"],
+        info: Arr(&[
+            Bulk("zincrby"),
+            Int(4),
+            Set(&[Simple("write"), Simple("denyoom"), Simple("fast")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@sortedset"), Simple("@fast")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("access"), Simple("update")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Increment the score of a member in a sorted set")),
+            (Bulk("since"), Bulk("1.2.0")),
+            (Bulk("group"), Bulk("sorted-set")),
+            (
+                Bulk("complexity"),
+                Bulk("O(log(N)) where N is the number of elements in the sorted set."),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("increment")), (Bulk("type"), Bulk("integer"))]),
+                    Map(&[(Bulk("name"), Bulk("member")), (Bulk("type"), Bulk("string"))]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "zinter",
+        arity: -3,
+        flags: &["readonly", "movablekeys"],
+        first_key: 0,
+        last_key: 0,
+        step: 0,
+        acl_categories: &["@read", "@sortedset", "@slow"],
+        info: Arr(&[
+            Bulk("zinter"),
+            Int(-3),
+            Set(&[Simple("readonly"), Simple("movablekeys")]),
+            Int(0),
+            Int(0),
+            Int(0),
+            Set(&[Simple("@read"), Simple("@sortedset"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("keynum")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("keynumidx"), Int(0)),
+                                    (Bulk("firstkey"), Int(1)),
+                                    (Bulk("keystep"), Int(1)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Intersect multiple sorted sets")),
+            (Bulk("since"), Bulk("6.2.0")),
+            (Bulk("group"), Bulk("sorted-set")),
+            (
+                Bulk("complexity"),
+                Bulk("O(N*K)+O(M*log(M)) worst case with N being the smallest input sorted set, K being the number of input sorted sets and M being the number of elements in the resulting sorted set."),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[(Bulk("name"), Bulk("numkeys")), (Bulk("type"), Bulk("integer"))]),
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                        (Bulk("flags"), Set(&[Simple("multiple")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("weight")),
+                        (Bulk("type"), Bulk("integer")),
+                        (Bulk("token"), Bulk("WEIGHTS")),
+                        (Bulk("flags"), Set(&[Simple("optional"), Simple("multiple")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("aggregate")),
+                        (Bulk("type"), Bulk("oneof")),
+                        (Bulk("token"), Bulk("AGGREGATE")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("sum")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("SUM")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("min")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("MIN")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("max")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("MAX")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("withscores")),
+                        (Bulk("type"), Bulk("pure-token")),
+                        (Bulk("token"), Bulk("WITHSCORES")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "zintercard",
+        arity: -3,
+        flags: &["readonly", "movablekeys"],
+        first_key: 0,
+        last_key: 0,
+        step: 0,
+        acl_categories: &["@read", "@sortedset", "@slow"],
+        info: Arr(&[
+            Bulk("zintercard"),
+            Int(-3),
+            Set(&[Simple("readonly"), Simple("movablekeys")]),
+            Int(0),
+            Int(0),
+            Int(0),
+            Set(&[Simple("@read"), Simple("@sortedset"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("keynum")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("keynumidx"), Int(0)),
+                                    (Bulk("firstkey"), Int(1)),
+                                    (Bulk("keystep"), Int(1)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Intersect multiple sorted sets and return the cardinality of the result"),
+            ),
+            (Bulk("since"), Bulk("7.0.0")),
+            (Bulk("group"), Bulk("sorted-set")),
+            (
+                Bulk("complexity"),
+                Bulk("O(N*K) worst case with N being the smallest input sorted set, K being the number of input sorted sets."),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[(Bulk("name"), Bulk("numkeys")), (Bulk("type"), Bulk("integer"))]),
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                        (Bulk("flags"), Set(&[Simple("multiple")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("limit")),
+                        (Bulk("type"), Bulk("integer")),
+                        (Bulk("token"), Bulk("LIMIT")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "zinterstore",
+        arity: -4,
+        flags: &["write", "denyoom", "movablekeys"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@write", "@sortedset", "@slow"],
+        info: Arr(&[
+            Bulk("zinterstore"),
+            Int(-4),
+            Set(&[Simple("write"), Simple("denyoom"), Simple("movablekeys")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@sortedset"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("OW"), Simple("update")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(2))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("keynum")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("keynumidx"), Int(0)),
+                                    (Bulk("firstkey"), Int(1)),
+                                    (Bulk("keystep"), Int(1)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Intersect multiple sorted sets and store the resulting sorted set in a new key"),
+            ),
+            (Bulk("since"), Bulk("2.0.0")),
+            (Bulk("group"), Bulk("sorted-set")),
+            (
+                Bulk("complexity"),
+                Bulk("O(N*K)+O(M*log(M)) worst case with N being the smallest input sorted set, K being the number of input sorted sets and M being the number of elements in the resulting sorted set."),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("destination")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("numkeys")), (Bulk("type"), Bulk("integer"))]),
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(1)),
+                        (Bulk("flags"), Set(&[Simple("multiple")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("weight")),
+                        (Bulk("type"), Bulk("integer")),
+                        (Bulk("token"), Bulk("WEIGHTS")),
+                        (Bulk("flags"), Set(&[Simple("optional"), Simple("multiple")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("aggregate")),
+                        (Bulk("type"), Bulk("oneof")),
+                        (Bulk("token"), Bulk("AGGREGATE")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("sum")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("SUM")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("min")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("MIN")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("max")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("MAX")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "zlexcount",
+        arity: 4,
+        flags: &["readonly", "fast"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@read", "@sortedset", "@fast"],
+        info: Arr(&[
+            Bulk("zlexcount"),
+            Int(4),
+            Set(&[Simple("readonly"), Simple("fast")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@read"), Simple("@sortedset"), Simple("@fast")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Count the number of members in a sorted set between a given lexicographical range"),
+            ),
+            (Bulk("since"), Bulk("2.8.9")),
+            (Bulk("group"), Bulk("sorted-set")),
+            (
+                Bulk("complexity"),
+                Bulk("O(log(N)) with N being the number of elements in the sorted set."),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("min")), (Bulk("type"), Bulk("string"))]),
+                    Map(&[(Bulk("name"), Bulk("max")), (Bulk("type"), Bulk("string"))]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "zmpop",
+        arity: -4,
+        flags: &["write", "movablekeys"],
+        first_key: 0,
+        last_key: 0,
+        step: 0,
+        acl_categories: &["@write", "@sortedset", "@slow"],
+        info: Arr(&[
+            Bulk("zmpop"),
+            Int(-4),
+            Set(&[Simple("write"), Simple("movablekeys")]),
+            Int(0),
+            Int(0),
+            Int(0),
+            Set(&[Simple("@write"), Simple("@sortedset"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("access"), Simple("delete")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("keynum")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("keynumidx"), Int(0)),
+                                    (Bulk("firstkey"), Int(1)),
+                                    (Bulk("keystep"), Int(1)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Remove and return members with scores in a sorted set")),
+            (Bulk("since"), Bulk("7.0.0")),
+            (Bulk("group"), Bulk("sorted-set")),
+            (
+                Bulk("complexity"),
+                Bulk("O(K) + O(M*log(N)) where K is the number of provided keys, N being the number of elements in the sorted set, and M being the number of elements popped."),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[(Bulk("name"), Bulk("numkeys")), (Bulk("type"), Bulk("integer"))]),
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                        (Bulk("flags"), Set(&[Simple("multiple")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("where")),
+                        (Bulk("type"), Bulk("oneof")),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("min")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("MIN")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("max")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("MAX")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("count")),
+                        (Bulk("type"), Bulk("integer")),
+                        (Bulk("token"), Bulk("COUNT")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "zmscore",
+        arity: -3,
+        flags: &["readonly", "fast"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@read", "@sortedset", "@fast"],
+        info: Arr(&[
+            Bulk("zmscore"),
+            Int(-3),
+            Set(&[Simple("readonly"), Simple("fast")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@read"), Simple("@sortedset"), Simple("@fast")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Get the score associated with the given members in a sorted set"),
+            ),
+            (Bulk("since"), Bulk("6.2.0")),
+            (Bulk("group"), Bulk("sorted-set")),
+            (Bulk("complexity"), Bulk("O(N) where N is the number of members being requested.")),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("member")),
+                        (Bulk("type"), Bulk("string")),
+                        (Bulk("flags"), Set(&[Simple("multiple")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "zpopmax",
+        arity: -2,
+        flags: &["write", "fast"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@write", "@sortedset", "@fast"],
+        info: Arr(&[
+            Bulk("zpopmax"),
+            Int(-2),
+            Set(&[Simple("write"), Simple("fast")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@sortedset"), Simple("@fast")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("access"), Simple("delete")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Remove and return members with the highest scores in a sorted set"),
+            ),
+            (Bulk("since"), Bulk("5.0.0")),
+            (Bulk("group"), Bulk("sorted-set")),
+            (
+                Bulk("complexity"),
+                Bulk("O(log(N)*M) with N being the number of elements in the sorted set, and M being the number of elements popped."),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("count")),
+                        (Bulk("type"), Bulk("integer")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "zpopmin",
+        arity: -2,
+        flags: &["write", "fast"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@write", "@sortedset", "@fast"],
+        info: Arr(&[
+            Bulk("zpopmin"),
+            Int(-2),
+            Set(&[Simple("write"), Simple("fast")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@sortedset"), Simple("@fast")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("access"), Simple("delete")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Remove and return members with the lowest scores in a sorted set"),
+            ),
+            (Bulk("since"), Bulk("5.0.0")),
+            (Bulk("group"), Bulk("sorted-set")),
+            (
+                Bulk("complexity"),
+                Bulk("O(log(N)*M) with N being the number of elements in the sorted set, and M being the number of elements popped."),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("count")),
+                        (Bulk("type"), Bulk("integer")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "zrandmember",
+        arity: -2,
+        flags: &["readonly"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@read", "@sortedset", "@slow"],
+        info: Arr(&[
+            Bulk("zrandmember"),
+            Int(-2),
+            Set(&[Simple("readonly")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@read"), Simple("@sortedset"), Simple("@slow")]),
+            Set(&[Bulk("nondeterministic_output")]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Get one or multiple random elements from a sorted set")),
+            (Bulk("since"), Bulk("6.2.0")),
+            (Bulk("group"), Bulk("sorted-set")),
+            (Bulk("complexity"), Bulk("O(N) where N is the number of elements returned")),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("options")),
+                        (Bulk("type"), Bulk("block")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("count")),
+                                    (Bulk("type"), Bulk("integer")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("withscores")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("WITHSCORES")),
+                                    (Bulk("flags"), Set(&[Simple("optional")])),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "zrange",
+        arity: -4,
+        flags: &["readonly"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@read", "@sortedset", "@slow"],
+        info: Arr(&[
+            Bulk("zrange"),
+            Int(-4),
+            Set(&[Simple("readonly")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@read"), Simple("@sortedset"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Return a range of members in a sorted set")),
+            (Bulk("since"), Bulk("1.2.0")),
+            (Bulk("group"), Bulk("sorted-set")),
+            (
+                Bulk("complexity"),
+                Bulk("O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements returned."),
+            ),
+            (
+                Bulk("history"),
+                Set(&[
+                    Arr(&[
+                        Bulk("6.2.0"),
+                        Bulk("Added the `REV`, `BYSCORE`, `BYLEX` and `LIMIT` options."),
+                    ]),
+                ]),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("start")), (Bulk("type"), Bulk("string"))]),
+                    Map(&[(Bulk("name"), Bulk("stop")), (Bulk("type"), Bulk("string"))]),
+                    Map(&[
+                        (Bulk("name"), Bulk("sortby")),
+                        (Bulk("type"), Bulk("oneof")),
+                        (Bulk("since"), Bulk("6.2.0")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("byscore")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("BYSCORE")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("bylex")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("BYLEX")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("rev")),
+                        (Bulk("type"), Bulk("pure-token")),
+                        (Bulk("token"), Bulk("REV")),
+                        (Bulk("since"), Bulk("6.2.0")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("offset_count")),
+                        (Bulk("type"), Bulk("block")),
+                        (Bulk("token"), Bulk("LIMIT")),
+                        (Bulk("since"), Bulk("6.2.0")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("offset")),
+                                    (Bulk("type"), Bulk("integer")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("count")),
+                                    (Bulk("type"), Bulk("integer")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("withscores")),
+                        (Bulk("type"), Bulk("pure-token")),
+                        (Bulk("token"), Bulk("WITHSCORES")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "zrangebylex",
+        arity: -4,
+        flags: &["readonly"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@read", "@sortedset", "@slow"],
+        info: Arr(&[
+            Bulk("zrangebylex"),
+            Int(-4),
+            Set(&[Simple("readonly")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@read"), Simple("@sortedset"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Return a range of members in a sorted set, by lexicographical range"),
+            ),
+            (Bulk("since"), Bulk("2.8.9")),
+            (Bulk("group"), Bulk("sorted-set")),
+            (
+                Bulk("complexity"),
+                Bulk("O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements being returned. If M is constant (e.g. always asking for the first 10 elements with LIMIT), you can consider it O(log(N))."),
+            ),
+            (Bulk("doc_flags"), Set(&[Simple("deprecated")])),
+            (Bulk("deprecated_since"), Bulk("6.2.0")),
+            (Bulk("replaced_by"), Bulk("`ZRANGE` with the `BYLEX` argument")),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("min")), (Bulk("type"), Bulk("string"))]),
+                    Map(&[(Bulk("name"), Bulk("max")), (Bulk("type"), Bulk("string"))]),
+                    Map(&[
+                        (Bulk("name"), Bulk("offset_count")),
+                        (Bulk("type"), Bulk("block")),
+                        (Bulk("token"), Bulk("LIMIT")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("offset")),
+                                    (Bulk("type"), Bulk("integer")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("count")),
+                                    (Bulk("type"), Bulk("integer")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "zrangebyscore",
+        arity: -4,
+        flags: &["readonly"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@read", "@sortedset", "@slow"],
+        info: Arr(&[
+            Bulk("zrangebyscore"),
+            Int(-4),
+            Set(&[Simple("readonly")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@read"), Simple("@sortedset"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Return a range of members in a sorted set, by score")),
+            (Bulk("since"), Bulk("1.0.5")),
+            (Bulk("group"), Bulk("sorted-set")),
+            (
+                Bulk("complexity"),
+                Bulk("O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements being returned. If M is constant (e.g. always asking for the first 10 elements with LIMIT), you can consider it O(log(N))."),
+            ),
+            (Bulk("doc_flags"), Set(&[Simple("deprecated")])),
+            (Bulk("deprecated_since"), Bulk("6.2.0")),
+            (Bulk("replaced_by"), Bulk("`ZRANGE` with the `BYSCORE` argument")),
+            (
+                Bulk("history"),
+                Set(&[Arr(&[Bulk("2.0.0"), Bulk("Added the `WITHSCORES` modifier.")])]),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("min")), (Bulk("type"), Bulk("double"))]),
+                    Map(&[(Bulk("name"), Bulk("max")), (Bulk("type"), Bulk("double"))]),
+                    Map(&[
+                        (Bulk("name"), Bulk("withscores")),
+                        (Bulk("type"), Bulk("pure-token")),
+                        (Bulk("token"), Bulk("WITHSCORES")),
+                        (Bulk("since"), Bulk("2.0.0")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("offset_count")),
+                        (Bulk("type"), Bulk("block")),
+                        (Bulk("token"), Bulk("LIMIT")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("offset")),
+                                    (Bulk("type"), Bulk("integer")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("count")),
+                                    (Bulk("type"), Bulk("integer")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "zrangestore",
+        arity: -5,
+        flags: &["write", "denyoom"],
+        first_key: 1,
+        last_key: 2,
+        step: 1,
+        acl_categories: &["@write", "@sortedset", "@slow"],
+        info: Arr(&[
+            Bulk("zrangestore"),
+            Int(-5),
+            Set(&[Simple("write"), Simple("denyoom")]),
+            Int(1),
+            Int(2),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@sortedset"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("OW"), Simple("update")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(2))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Store a range of members from sorted set into another key")),
+            (Bulk("since"), Bulk("6.2.0")),
+            (Bulk("group"), Bulk("sorted-set")),
+            (
+                Bulk("complexity"),
+                Bulk("O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements stored into the destination key."),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("dst")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("src")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(1)),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("min")), (Bulk("type"), Bulk("string"))]),
+                    Map(&[(Bulk("name"), Bulk("max")), (Bulk("type"), Bulk("string"))]),
+                    Map(&[
+                        (Bulk("name"), Bulk("sortby")),
+                        (Bulk("type"), Bulk("oneof")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("byscore")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("BYSCORE")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("bylex")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("BYLEX")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("rev")),
+                        (Bulk("type"), Bulk("pure-token")),
+                        (Bulk("token"), Bulk("REV")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("offset_count")),
+                        (Bulk("type"), Bulk("block")),
+                        (Bulk("token"), Bulk("LIMIT")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("offset")),
+                                    (Bulk("type"), Bulk("integer")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("count")),
+                                    (Bulk("type"), Bulk("integer")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "zrank",
+        arity: 3,
+        flags: &["readonly", "fast"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@read", "@sortedset", "@fast"],
+        info: Arr(&[
+            Bulk("zrank"),
+            Int(3),
+            Set(&[Simple("readonly"), Simple("fast")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@read"), Simple("@sortedset"), Simple("@fast")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Determine the index of a member in a sorted set")),
+            (Bulk("since"), Bulk("2.0.0")),
+            (Bulk("group"), Bulk("sorted-set")),
+            (Bulk("complexity"), Bulk("O(log(N))")),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("member")), (Bulk("type"), Bulk("string"))]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "zrem",
+        arity: -3,
+        flags: &["write", "fast"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@write", "@sortedset", "@fast"],
+        info: Arr(&[
+            Bulk("zrem"),
+            Int(-3),
+            Set(&[Simple("write"), Simple("fast")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@sortedset"), Simple("@fast")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("delete")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Remove one or more members from a sorted set")),
+            (Bulk("since"), Bulk("1.2.0")),
+            (Bulk("group"), Bulk("sorted-set")),
+            (
+                Bulk("complexity"),
+                Bulk("O(M*log(N)) with N being the number of elements in the sorted set and M the number of elements to be removed."),
+            ),
+            (Bulk("history"), Set(&[Arr(&[Bulk("2.4.0"), Bulk("Accepts multiple elements.")])])),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("member")),
+                        (Bulk("type"), Bulk("string")),
+                        (Bulk("flags"), Set(&[Simple("multiple")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "zremrangebylex",
+        arity: 4,
+        flags: &["write"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@write", "@sortedset", "@slow"],
+        info: Arr(&[
+            Bulk("zremrangebylex"),
+            Int(4),
+            Set(&[Simple("write")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@sortedset"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("delete")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Remove all members in a sorted set between the given lexicographical range"),
+            ),
+            (Bulk("since"), Bulk("2.8.9")),
+            (Bulk("group"), Bulk("sorted-set")),
+            (
+                Bulk("complexity"),
+                Bulk("O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements removed by the operation."),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("min")), (Bulk("type"), Bulk("string"))]),
+                    Map(&[(Bulk("name"), Bulk("max")), (Bulk("type"), Bulk("string"))]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "zremrangebyrank",
+        arity: 4,
+        flags: &["write"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@write", "@sortedset", "@slow"],
+        info: Arr(&[
+            Bulk("zremrangebyrank"),
+            Int(4),
+            Set(&[Simple("write")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@sortedset"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("delete")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Remove all members in a sorted set within the given indexes")),
+            (Bulk("since"), Bulk("2.0.0")),
+            (Bulk("group"), Bulk("sorted-set")),
+            (
+                Bulk("complexity"),
+                Bulk("O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements removed by the operation."),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("start")), (Bulk("type"), Bulk("integer"))]),
+                    Map(&[(Bulk("name"), Bulk("stop")), (Bulk("type"), Bulk("integer"))]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "zremrangebyscore",
+        arity: 4,
+        flags: &["write"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@write", "@sortedset", "@slow"],
+        info: Arr(&[
+            Bulk("zremrangebyscore"),
+            Int(4),
+            Set(&[Simple("write")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@sortedset"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("delete")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Remove all members in a sorted set within the given scores")),
+            (Bulk("since"), Bulk("1.2.0")),
+            (Bulk("group"), Bulk("sorted-set")),
+            (
+                Bulk("complexity"),
+                Bulk("O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements removed by the operation."),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("min")), (Bulk("type"), Bulk("double"))]),
+                    Map(&[(Bulk("name"), Bulk("max")), (Bulk("type"), Bulk("double"))]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "zrevrange",
+        arity: -4,
+        flags: &["readonly"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@read", "@sortedset", "@slow"],
+        info: Arr(&[
+            Bulk("zrevrange"),
+            Int(-4),
+            Set(&[Simple("readonly")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@read"), Simple("@sortedset"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Return a range of members in a sorted set, by index, with scores ordered from high to low"),
+            ),
+            (Bulk("since"), Bulk("1.2.0")),
+            (Bulk("group"), Bulk("sorted-set")),
+            (
+                Bulk("complexity"),
+                Bulk("O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements returned."),
+            ),
+            (Bulk("doc_flags"), Set(&[Simple("deprecated")])),
+            (Bulk("deprecated_since"), Bulk("6.2.0")),
+            (Bulk("replaced_by"), Bulk("`ZRANGE` with the `REV` argument")),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("start")), (Bulk("type"), Bulk("integer"))]),
+                    Map(&[(Bulk("name"), Bulk("stop")), (Bulk("type"), Bulk("integer"))]),
+                    Map(&[
+                        (Bulk("name"), Bulk("withscores")),
+                        (Bulk("type"), Bulk("pure-token")),
+                        (Bulk("token"), Bulk("WITHSCORES")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "zrevrangebylex",
+        arity: -4,
+        flags: &["readonly"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@read", "@sortedset", "@slow"],
+        info: Arr(&[
+            Bulk("zrevrangebylex"),
+            Int(-4),
+            Set(&[Simple("readonly")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@read"), Simple("@sortedset"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Return a range of members in a sorted set, by lexicographical range, ordered from higher to lower strings."),
+            ),
+            (Bulk("since"), Bulk("2.8.9")),
+            (Bulk("group"), Bulk("sorted-set")),
+            (
+                Bulk("complexity"),
+                Bulk("O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements being returned. If M is constant (e.g. always asking for the first 10 elements with LIMIT), you can consider it O(log(N))."),
+            ),
+            (Bulk("doc_flags"), Set(&[Simple("deprecated")])),
+            (Bulk("deprecated_since"), Bulk("6.2.0")),
+            (Bulk("replaced_by"), Bulk("`ZRANGE` with the `REV` and `BYLEX` arguments")),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("max")), (Bulk("type"), Bulk("string"))]),
+                    Map(&[(Bulk("name"), Bulk("min")), (Bulk("type"), Bulk("string"))]),
+                    Map(&[
+                        (Bulk("name"), Bulk("offset_count")),
+                        (Bulk("type"), Bulk("block")),
+                        (Bulk("token"), Bulk("LIMIT")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("offset")),
+                                    (Bulk("type"), Bulk("integer")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("count")),
+                                    (Bulk("type"), Bulk("integer")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "zrevrangebyscore",
+        arity: -4,
+        flags: &["readonly"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@read", "@sortedset", "@slow"],
+        info: Arr(&[
+            Bulk("zrevrangebyscore"),
+            Int(-4),
+            Set(&[Simple("readonly")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@read"), Simple("@sortedset"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Return a range of members in a sorted set, by score, with scores ordered from high to low"),
+            ),
+            (Bulk("since"), Bulk("2.2.0")),
+            (Bulk("group"), Bulk("sorted-set")),
+            (
+                Bulk("complexity"),
+                Bulk("O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements being returned. If M is constant (e.g. always asking for the first 10 elements with LIMIT), you can consider it O(log(N))."),
+            ),
+            (Bulk("doc_flags"), Set(&[Simple("deprecated")])),
+            (Bulk("deprecated_since"), Bulk("6.2.0")),
+            (Bulk("replaced_by"), Bulk("`ZRANGE` with the `REV` and `BYSCORE` arguments")),
+            (
+                Bulk("history"),
+                Set(&[Arr(&[Bulk("2.1.6"), Bulk("`min` and `max` can be exclusive.")])]),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("max")), (Bulk("type"), Bulk("double"))]),
+                    Map(&[(Bulk("name"), Bulk("min")), (Bulk("type"), Bulk("double"))]),
+                    Map(&[
+                        (Bulk("name"), Bulk("withscores")),
+                        (Bulk("type"), Bulk("pure-token")),
+                        (Bulk("token"), Bulk("WITHSCORES")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("offset_count")),
+                        (Bulk("type"), Bulk("block")),
+                        (Bulk("token"), Bulk("LIMIT")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("offset")),
+                                    (Bulk("type"), Bulk("integer")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("count")),
+                                    (Bulk("type"), Bulk("integer")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "zrevrank",
+        arity: 3,
+        flags: &["readonly", "fast"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@read", "@sortedset", "@fast"],
+        info: Arr(&[
+            Bulk("zrevrank"),
+            Int(3),
+            Set(&[Simple("readonly"), Simple("fast")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@read"), Simple("@sortedset"), Simple("@fast")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Determine the index of a member in a sorted set, with scores ordered from high to low"),
+            ),
+            (Bulk("since"), Bulk("2.0.0")),
+            (Bulk("group"), Bulk("sorted-set")),
+            (Bulk("complexity"), Bulk("O(log(N))")),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("member")), (Bulk("type"), Bulk("string"))]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "zscan",
+        arity: -3,
+        flags: &["readonly"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@read", "@sortedset", "@slow"],
+        info: Arr(&[
+            Bulk("zscan"),
+            Int(-3),
+            Set(&[Simple("readonly")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@read"), Simple("@sortedset"), Simple("@slow")]),
+            Set(&[Bulk("nondeterministic_output")]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Incrementally iterate sorted sets elements and associated scores"),
+            ),
+            (Bulk("since"), Bulk("2.8.0")),
+            (Bulk("group"), Bulk("sorted-set")),
+            (
+                Bulk("complexity"),
+                Bulk("O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection.."),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("cursor")), (Bulk("type"), Bulk("integer"))]),
+                    Map(&[
+                        (Bulk("name"), Bulk("pattern")),
+                        (Bulk("type"), Bulk("pattern")),
+                        (Bulk("token"), Bulk("MATCH")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("count")),
+                        (Bulk("type"), Bulk("integer")),
+                        (Bulk("token"), Bulk("COUNT")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "zscore",
+        arity: 3,
+        flags: &["readonly", "fast"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@read", "@sortedset", "@fast"],
+        info: Arr(&[
+            Bulk("zscore"),
+            Int(3),
+            Set(&[Simple("readonly"), Simple("fast")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@read"), Simple("@sortedset"), Simple("@fast")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Get the score associated with the given member in a sorted set"),
+            ),
+            (Bulk("since"), Bulk("1.2.0")),
+            (Bulk("group"), Bulk("sorted-set")),
+            (Bulk("complexity"), Bulk("O(1)")),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("member")), (Bulk("type"), Bulk("string"))]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "zunion",
+        arity: -3,
+        flags: &["readonly", "movablekeys"],
+        first_key: 0,
+        last_key: 0,
+        step: 0,
+        acl_categories: &["@read", "@sortedset", "@slow"],
+        info: Arr(&[
+            Bulk("zunion"),
+            Int(-3),
+            Set(&[Simple("readonly"), Simple("movablekeys")]),
+            Int(0),
+            Int(0),
+            Int(0),
+            Set(&[Simple("@read"), Simple("@sortedset"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("keynum")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("keynumidx"), Int(0)),
+                                    (Bulk("firstkey"), Int(1)),
+                                    (Bulk("keystep"), Int(1)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Add multiple sorted sets")),
+            (Bulk("since"), Bulk("6.2.0")),
+            (Bulk("group"), Bulk("sorted-set")),
+            (
+                Bulk("complexity"),
+                Bulk("O(N)+O(M*log(M)) with N being the sum of the sizes of the input sorted sets, and M being the number of elements in the resulting sorted set."),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[(Bulk("name"), Bulk("numkeys")), (Bulk("type"), Bulk("integer"))]),
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                        (Bulk("flags"), Set(&[Simple("multiple")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("weight")),
+                        (Bulk("type"), Bulk("integer")),
+                        (Bulk("token"), Bulk("WEIGHTS")),
+                        (Bulk("flags"), Set(&[Simple("optional"), Simple("multiple")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("aggregate")),
+                        (Bulk("type"), Bulk("oneof")),
+                        (Bulk("token"), Bulk("AGGREGATE")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("sum")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("SUM")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("min")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("MIN")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("max")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("MAX")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("withscores")),
+                        (Bulk("type"), Bulk("pure-token")),
+                        (Bulk("token"), Bulk("WITHSCORES")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "zunionstore",
+        arity: -4,
+        flags: &["write", "denyoom", "movablekeys"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@write", "@sortedset", "@slow"],
+        info: Arr(&[
+            Bulk("zunionstore"),
+            Int(-4),
+            Set(&[Simple("write"), Simple("denyoom"), Simple("movablekeys")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@sortedset"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("OW"), Simple("update")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(2))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("keynum")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("keynumidx"), Int(0)),
+                                    (Bulk("firstkey"), Int(1)),
+                                    (Bulk("keystep"), Int(1)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Add multiple sorted sets and store the resulting sorted set in a new key"),
+            ),
+            (Bulk("since"), Bulk("2.0.0")),
+            (Bulk("group"), Bulk("sorted-set")),
+            (
+                Bulk("complexity"),
+                Bulk("O(N)+O(M log(M)) with N being the sum of the sizes of the input sorted sets, and M being the number of elements in the resulting sorted set."),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("destination")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("numkeys")), (Bulk("type"), Bulk("integer"))]),
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(1)),
+                        (Bulk("flags"), Set(&[Simple("multiple")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("weight")),
+                        (Bulk("type"), Bulk("integer")),
+                        (Bulk("token"), Bulk("WEIGHTS")),
+                        (Bulk("flags"), Set(&[Simple("optional"), Simple("multiple")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("aggregate")),
+                        (Bulk("type"), Bulk("oneof")),
+                        (Bulk("token"), Bulk("AGGREGATE")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("sum")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("SUM")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("min")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("MIN")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("max")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("MAX")),
+                                ]),
+                            ]),
+                        ),
                     ]),
                 ]),
             ),
