@@ -238,6 +238,17 @@ fn packed_prev(buf: &[u8], end: usize) -> usize {
     end - ENTRY_OVERHEAD - mlen
 }
 
+/// The score a listpack keeps for `score`: Redis stores scores as text
+/// (`d2string`), writing an integral value as an integer, so -0 comes back
+/// as 0; every other double survives the round trip exactly.
+fn packed_score(score: f64) -> f64 {
+    if score == 0.0 {
+        0.0
+    } else {
+        score
+    }
+}
+
 /// True if the entry (s, m) sorts before (score, member).
 fn before(s: f64, m: &[u8], score: f64, member: &[u8]) -> bool {
     s < score || (s == score && m < member)
@@ -291,6 +302,7 @@ impl Packed {
             }
             pos = next;
         }
+        let score = packed_score(score);
         let n = ENTRY_OVERHEAD + member.len();
         let old = self.buf.len();
         self.buf.resize(old + n, 0);
@@ -911,7 +923,7 @@ impl ZSetValue {
             for (score, m) in items {
                 let m = m.as_ref();
                 let len = (m.len() as u32).to_le_bytes();
-                p.buf.extend_from_slice(&score.to_le_bytes());
+                p.buf.extend_from_slice(&packed_score(*score).to_le_bytes());
                 p.buf.extend_from_slice(&len);
                 p.buf.extend_from_slice(m);
                 p.buf.extend_from_slice(&len);
@@ -1696,7 +1708,8 @@ mod tests {
                     b"inf".to_vec()
                 ]
             );
-            assert!(z.score(b"b").unwrap().is_sign_negative());
+            // A listpack keeps -0 as "0"; the skiplist keeps the double.
+            assert_eq!(z.score(b"b").unwrap().is_sign_negative(), !z.is_packed());
             // -0 -> 0 is "the same score" for Redis (0 == -0).
             assert_eq!(z.add(b"b", 0.0, PLAIN, &l), Ok(Added::Same(0.0)));
         }
