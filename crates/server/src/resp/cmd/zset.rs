@@ -65,17 +65,18 @@ fn score_arg(arg: &[u8]) -> Result<f64, CmdError> {
     num::parse_f64_strict(arg).ok_or(CmdError::NotFloat)
 }
 
-/// `getRangeLongFromObjectOrReply(min, max, msg)`: not an integer is the
-/// integer error, out of range is `msg`.
+/// `getRangeLongFromObjectOrReply(min, max, msg)`: Redis answers `msg`
+/// both for a non-integer and for a value out of range (so "x" and "0"
+/// both get "numkeys should be greater than 0").
 fn ranged_int(arg: &[u8], min: i64, max: i64, msg: &'static str) -> Result<i64, CmdError> {
-    let n = args::int(arg)?;
-    if n < min || n > max {
-        return Err(CmdError::text(msg));
+    match num::parse_i64(arg) {
+        Some(n) if (min..=max).contains(&n) => Ok(n),
+        _ => Err(CmdError::text(msg)),
     }
-    Ok(n)
 }
 
-/// `getPositiveLongFromObjectOrReply` with Redis's default message.
+/// `getPositiveLongFromObjectOrReply` with Redis's default message, which
+/// also covers a non-integer.
 fn positive_int(arg: &[u8]) -> Result<i64, CmdError> {
     ranged_int(
         arg,
@@ -703,13 +704,14 @@ fn zrandmember(ctx: &mut Ctx) -> CmdResult {
             None => w.null(),
         });
     }
-    let count = ranged_int(
-        ctx.arg(2),
-        -i64::MAX,
-        i64::MAX,
-        "ERR value is out of range, value must between -9223372036854775807 and \
-         9223372036854775807",
-    )?;
+    // No message of its own: a non-integer gets the integer error.
+    let count = args::int(ctx.arg(2))?;
+    if count == i64::MIN {
+        return Err(CmdError::text(
+            "ERR value is out of range, value must between -9223372036854775807 and \
+             9223372036854775807",
+        ));
+    }
     let withscores = match ctx.argc() {
         3 => false,
         4 if args::is(ctx.arg(3), "withscores") => true,
