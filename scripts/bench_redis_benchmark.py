@@ -56,10 +56,13 @@ def run_one(port, test, n, pipeline):
     if pipeline > 1:
         cmd += ["-P", str(pipeline)]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
-    # CSV: "test","rps",... one line per test after a header line.
+    # CSV: "test","rps",... one line per test after a header line. Some
+    # tests run a preparation step first (lrange_100 prints an
+    # "LPUSH (needed to benchmark LRANGE)" line): take the line named
+    # after the test itself.
     for line in out.strip().splitlines():
         cells = [c.strip('"') for c in line.split(",")]
-        if len(cells) >= 2 and cells[0] != "test":
+        if len(cells) >= 2 and cells[0].split(" ")[0].upper() == test.upper():
             return float(cells[1])
     raise SystemExit(f"could not parse redis-benchmark output: {out!r}")
 

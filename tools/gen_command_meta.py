@@ -46,6 +46,14 @@ COMMANDS = [
     "hset", "hsetnx", "hget", "hmset", "hmget", "hgetall", "hdel", "hlen",
     "hexists", "hkeys", "hvals", "hincrby", "hincrbyfloat", "hstrlen",
     "hrandfield", "hscan",
+    # lists
+    "lpush", "rpush", "lpushx", "rpushx", "lpop", "rpop", "llen", "lrange",
+    "lindex", "lset", "linsert", "lrem", "ltrim", "lpos", "lmove",
+    "rpoplpush", "lmpop", "blpop", "brpop", "blmove", "brpoplpush", "blmpop",
+    # sets
+    "sadd", "srem", "smembers", "sismember", "smismember", "scard", "spop",
+    "srandmember", "smove", "sinter", "sintercard", "sinterstore", "sunion",
+    "sunionstore", "sdiff", "sdiffstore", "sscan",
     # sorted sets
     "zadd", "zincrby", "zrem", "zcard", "zcount", "zlexcount", "zscore",
     "zmscore", "zrank", "zrevrank", "zrange", "zrangestore", "zrangebyscore",
@@ -54,10 +62,22 @@ COMMANDS = [
     "zrandmember", "zremrangebyrank", "zremrangebyscore", "zremrangebylex",
     "zunion", "zinter", "zdiff", "zunionstore", "zinterstore", "zdiffstore",
     "zintercard", "zscan",
+    # bitmaps and HyperLogLog
+    "setbit", "getbit", "bitcount", "bitpos", "bitop", "bitfield",
+    "bitfield_ro", "pfadd", "pfcount", "pfmerge", "pfdebug", "pfselftest",
+    # sort
+    "sort", "sort_ro",
+    # transactions
+    "multi", "exec", "discard", "watch", "unwatch",
+    # pub/sub
+    "subscribe", "unsubscribe", "psubscribe", "punsubscribe", "publish",
+    ("pubsub", ["channels", "numsub", "numpat", "shardchannels",
+                "shardnumsub", "help"]),
+    "ssubscribe", "sunsubscribe", "spublish",
     # connection and server
     "ping", "echo", "hello", "auth", "quit", "reset",
     ("client", ["id", "setname", "getname", "list", "info", "kill", "pause",
-                "unpause", "reply", "no-evict", "help"]),
+                "unpause", "reply", "no-evict", "unblock", "help"]),
     ("command", ["count", "info", "docs", "list", "getkeys", "help"]),
     "info",
     ("config", ["get", "set", "resetstat", "rewrite", "help"]),

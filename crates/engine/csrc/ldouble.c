@@ -176,3 +176,29 @@ size_t cairn_fmt_g17(double v, char *out, size_t cap) {
     int n = snprintf(out, cap, "%.17g", v);
     return n < 0 ? 0 : (size_t)n;
 }
+
+/* The score test of Redis's sortCommandGeneric() (sort.c): strtod() over
+ * the value as a C string (so a NUL ends it, leading space is skipped and
+ * an empty string is 0), failing if anything is left before the NUL, on
+ * ERANGE (overflow or underflow), or on NaN. Returns 1 and stores the
+ * value on success, 0 otherwise. Long values are copied to the heap. */
+int cairn_sort_strtod(const char *s, size_t slen, double *dp) {
+    char stackbuf[128];
+    char *buf = stackbuf;
+    char *eptr;
+    double value;
+    int ok;
+
+    if (slen >= sizeof(stackbuf)) {
+        buf = malloc(slen + 1);
+        if (buf == NULL) return 0;
+    }
+    memcpy(buf, s, slen);
+    buf[slen] = '\0';
+    errno = 0;
+    value = strtod(buf, &eptr);
+    ok = !(eptr[0] != '\0' || errno == ERANGE || isnan(value));
+    if (buf != stackbuf) free(buf);
+    if (ok) *dp = value;
+    return ok;
+}

@@ -129,5 +129,11 @@ impl Engine {
             s.dbs.swap(a, b);
             s.expire_cursor.swap(a, b);
         }
+        // Clients blocked on keys of either database look again: the key
+        // they wait on may now hold a list (Redis `scanDatabaseForReadyKeys`).
+        if self.blocked.load(std::sync::atomic::Ordering::Relaxed) > 0 {
+            crate::events::push(crate::events::Event::ReadyDb { db: a });
+            crate::events::push(crate::events::Event::ReadyDb { db: b });
+        }
     }
 }

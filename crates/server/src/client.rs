@@ -1,10 +1,14 @@
 //! Per-connection state: what a command handler may read and change
 //! (`Client`), and the part other threads may see (`ClientInfo`, for CLIENT
 //! LIST, CLIENT KILL and INFO clients).
+use cairn_engine::WatchFlag;
+use cairn_protocol::resp::ArgList;
 use cairn_protocol::resp::Protocol;
 use parking_lot::Mutex;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{
+    AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering,
+};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -41,6 +45,17 @@ pub struct ClientInfo {
     pub qbuf_free: AtomicUsize,
     pub obl: AtomicUsize,
     pub omem: AtomicUsize,
+    /// Waiting in a blocking command (CLIENT LIST flag `b`).
+    pub blocked: AtomicBool,
+    /// CLIENT UNBLOCK's request from another thread: 0 none, 1 as if timed
+    /// out, 2 with an error. The owning worker acts on it.
+    pub unblock_req: AtomicU8,
+    /// Commands queued since MULTI, or -1 outside MULTI (CLIENT LIST).
+    pub multi: AtomicI64,
+    /// Set when a WATCHed key changes (CLIENT LIST flag `d`, EXEC fails).
+    pub dirty_cas: WatchFlag,
+    /// Keys WATCHed (CLIENT LIST `watch=` in later Redis; kept for INFO).
+    pub watching: AtomicUsize,
 }
 
 impl ClientInfo {
@@ -64,6 +79,11 @@ impl ClientInfo {
             qbuf_free: AtomicUsize::new(0),
             obl: AtomicUsize::new(0),
             omem: AtomicUsize::new(0),
+            blocked: AtomicBool::new(false),
+            unblock_req: AtomicU8::new(0),
+            multi: AtomicI64::new(-1),
+            dirty_cas: Arc::new(AtomicBool::new(false)),
+            watching: AtomicUsize::new(0),
         }
     }
 
@@ -106,6 +126,21 @@ pub struct Client {
     /// True while EXEC runs this client's queued commands: blocking
     /// commands answer at once as if timed out.
     pub in_exec: bool,
+    /// Inside MULTI: the commands queued so far.
+    pub multi: Option<MultiState>,
+    /// Keys this client WATCHes, as (db, key).
+    pub watched: Vec<(usize, Box<[u8]>)>,
+}
+
+/// A transaction being queued.
+#[derive(Default)]
+pub struct MultiState {
+    /// Each queued command: its table id and its arguments.
+    pub queued: Vec<(usize, ArgList)>,
+    /// A command was refused while queueing: EXEC answers EXECABORT.
+    pub aborted: bool,
+    /// Some queued command may grow memory (EXEC is refused under OOM).
+    pub denyoom: bool,
 }
 
 /// The keys a blocked command waits on, and until when.
@@ -141,6 +176,8 @@ impl Client {
             blocked: None,
             unblock: None,
             in_exec: false,
+            multi: None,
+            watched: Vec::new(),
         }
     }
 

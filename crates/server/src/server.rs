@@ -53,6 +53,7 @@ pub fn build_shared(cfg: Config) -> Result<Arc<Shared>, String> {
         monitors: Mutex::new(Vec::new()),
         monitor_count: AtomicUsize::new(0),
         stat_reset_at: Mutex::new(Instant::now()),
+        blocking: Default::default(),
     });
     shared.refresh_hot();
     Ok(shared)

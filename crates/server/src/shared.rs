@@ -19,6 +19,9 @@ pub enum Msg {
     Monitor(u64, Arc<[u8]>),
     /// Look at kill flags and paused clients now.
     Poke,
+    /// Run the blocked request of this client again: a key it waits on is
+    /// ready, or CLIENT UNBLOCK asked it to stop waiting.
+    Wake(u64),
 }
 
 /// How other threads reach a worker.
@@ -114,6 +117,8 @@ pub struct Shared {
     pub monitor_count: AtomicUsize,
     /// Stat counters reset by CONFIG RESETSTAT are offset from these.
     pub stat_reset_at: Mutex<Instant>,
+    /// Clients blocked on keys.
+    pub blocking: crate::blocking::Registry,
 }
 
 impl Shared {

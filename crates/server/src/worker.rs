@@ -14,7 +14,8 @@
 //! while a connection has more than `OUT_HIGH_WATER` bytes of replies unsent
 //! it executes nothing more, so a client that pipelines without reading
 //! cannot grow the server's memory without bound.
-use crate::client::{Client, ClientInfo};
+use crate::blocking;
+use crate::client::{Client, ClientInfo, Unblock};
 use crate::log;
 use crate::resp::ctx::Args;
 use crate::resp::dispatch::{self, Outcome};
@@ -22,6 +23,8 @@ use crate::shared::{bump, Msg, Shared};
 use cairn_protocol::resp::{parse_request, ArgList, Limits, Parsed};
 use mio::net::TcpStream;
 use mio::{Events, Interest, Poll, Token};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::io::{ErrorKind, Read, Write};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -58,6 +61,11 @@ struct Conn {
     ready_again: bool,
     /// Listed in the worker's `pending_writes` for the end of this turn.
     write_queued: bool,
+    /// The blocked request at `rpos` should run again (a key is ready,
+    /// its time ran out, or CLIENT UNBLOCK).
+    wake: bool,
+    /// The deadline already in the worker's timer heap for this wait.
+    armed: u64,
     closing: bool,
     last_active: Instant,
 }
@@ -83,6 +91,9 @@ pub struct Worker {
     pending_writes: Vec<usize>,
     /// Client id -> slot in `conns`, for messages addressed to a client.
     by_id: std::collections::HashMap<u64, usize>,
+    /// Deadlines of blocked clients, earliest first: (unix ms, client id).
+    /// An entry whose client has moved on is skipped when it comes up.
+    deadlines: BinaryHeap<Reverse<(u64, u64)>>,
 }
 
 impl Worker {
@@ -98,6 +109,7 @@ impl Worker {
             now: Instant::now(),
             pending_writes: Vec::new(),
             by_id: std::collections::HashMap::new(),
+            deadlines: BinaryHeap::new(),
         }
     }
 
@@ -121,7 +133,12 @@ impl Worker {
             let timeout = if !self.ready.is_empty() || spinning {
                 Duration::ZERO
             } else {
-                next_cron.saturating_duration_since(self.now)
+                let mut t = next_cron.saturating_duration_since(self.now);
+                if let Some(Reverse((at, _))) = self.deadlines.peek() {
+                    let now_ms = cairn_engine::clock::now_ms();
+                    t = t.min(Duration::from_millis(at.saturating_sub(now_ms)));
+                }
+                t
             };
             if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
                 if e.kind() != ErrorKind::Interrupted {
@@ -144,6 +161,7 @@ impl Worker {
                     }
                 }
             }
+            self.expire_blocked();
             for i in std::mem::take(&mut self.ready) {
                 self.on_event(i, true, false);
             }
@@ -167,6 +185,7 @@ impl Worker {
                 Msg::NewConn(stream, addr) => self.adopt(stream, addr),
                 Msg::Monitor(id, line) => self.deliver_monitor(id, &line),
                 Msg::Poke => self.cron(),
+                Msg::Wake(id) => self.wake(id),
             }
         }
     }
@@ -214,6 +233,8 @@ impl Worker {
             paused: false,
             ready_again: false,
             write_queued: false,
+            wake: false,
+            armed: 0,
             closing: false,
             last_active: self.now,
         });
@@ -238,6 +259,13 @@ impl Worker {
             }
         }
         let conn = self.conns[i].as_mut().expect("checked above");
+        if let Some(b) = &conn.client.blocked {
+            if b.deadline_ms != 0 && conn.armed != b.deadline_ms {
+                conn.armed = b.deadline_ms;
+                self.deadlines
+                    .push(Reverse((b.deadline_ms, conn.client.id)));
+            }
+        }
         if conn.pending_out() > 0 && !conn.write_queued {
             conn.write_queued = true;
             self.pending_writes.push(i);
@@ -276,6 +304,13 @@ impl Worker {
             let id = conn.client.id;
             self.shared.clients.lock().remove(&id);
             self.by_id.remove(&id);
+            if let Some(on) = conn.client.blocked.take() {
+                blocking::unregister(&self.shared, id, &on);
+                blocking::handoff(&self.shared, &on);
+            }
+            if !conn.client.watched.is_empty() {
+                crate::resp::cmd::multi::unwatch_all(&self.shared, &mut conn.client);
+            }
             if conn.client.info.monitor.load(Ordering::Relaxed) {
                 let mut m = self.shared.monitors.lock();
                 m.retain(|(mid, _)| *mid != id);
@@ -283,6 +318,57 @@ impl Worker {
             }
             self.shared.connected.fetch_sub(1, Ordering::Relaxed);
             self.free.push(i);
+        }
+    }
+
+    /// A key client `id` waits on is ready, or CLIENT UNBLOCK asked it to
+    /// stop waiting: run its blocked request again this turn.
+    fn wake(&mut self, id: u64) {
+        let Some(&slot) = self.by_id.get(&id) else {
+            return;
+        };
+        let Some(conn) = self.conns[slot].as_mut() else {
+            return;
+        };
+        if conn.client.blocked.is_none() {
+            return;
+        }
+        match conn.client.info.unblock_req.swap(0, Ordering::Relaxed) {
+            1 => conn.client.unblock = Some(Unblock::Timeout),
+            2 => conn.client.unblock = Some(Unblock::Error),
+            _ => {}
+        }
+        if !conn.wake {
+            conn.wake = true;
+            self.ready.push(slot);
+        }
+    }
+
+    /// Runs, as timed out, the blocked requests whose deadline has passed.
+    fn expire_blocked(&mut self) {
+        if self.deadlines.is_empty() {
+            return;
+        }
+        let now_ms = cairn_engine::clock::now_ms();
+        while let Some(&Reverse((at, id))) = self.deadlines.peek() {
+            if at > now_ms {
+                break;
+            }
+            self.deadlines.pop();
+            let Some(&slot) = self.by_id.get(&id) else {
+                continue;
+            };
+            let Some(conn) = self.conns[slot].as_mut() else {
+                continue;
+            };
+            // Only the wait this entry was made for.
+            if conn.client.blocked.as_ref().map(|b| b.deadline_ms) == Some(at) {
+                conn.client.unblock = Some(Unblock::Timeout);
+                if !conn.wake {
+                    conn.wake = true;
+                    self.ready.push(slot);
+                }
+            }
         }
     }
 
@@ -318,8 +404,10 @@ impl Worker {
                 continue;
             }
             let is_monitor = info.monitor.load(Ordering::Relaxed);
+            // Blocked clients obey their own timeout, not the idle one.
             if timeout > 0
                 && !is_monitor
+                && conn.client.blocked.is_none()
                 && !conn.paused
                 && now.duration_since(conn.last_active).as_secs() >= timeout
             {
@@ -369,6 +457,8 @@ enum Stop {
     OutputFull,
     /// CLIENT PAUSE holds the next request.
     Paused,
+    /// The request at the head waits on keys.
+    Blocked,
     /// The connection is closing.
     Closing,
 }
@@ -382,7 +472,7 @@ fn serve(conn: &mut Conn, shared: &Shared, limits: &Limits, worker: usize, now: 
     let mut drained = false;
     loop {
         match process(conn, shared, limits, worker) {
-            Stop::Paused | Stop::Closing => break,
+            Stop::Paused | Stop::Closing | Stop::Blocked => break,
             Stop::OutputFull => {
                 flush(conn, shared, worker);
                 if conn.pending_out() >= OUT_HIGH_WATER {
@@ -479,6 +569,7 @@ fn process(conn: &mut Conn, shared: &Shared, limits: &Limits, worker: usize) -> 
         client,
         paused,
         closing,
+        wake,
         ..
     } = conn;
     let mut stop = Stop::NeedInput;
@@ -490,6 +581,13 @@ fn process(conn: &mut Conn, shared: &Shared, limits: &Limits, worker: usize) -> 
         if wbuf.len() - *wpos >= OUT_HIGH_WATER {
             stop = Stop::OutputFull;
             break;
+        }
+        if client.blocked.is_some() {
+            if !*wake {
+                stop = Stop::Blocked;
+                break;
+            }
+            *wake = false;
         }
         let buf = &rbuf[*rpos..*filled];
         if buf.len() < *need {
@@ -506,10 +604,36 @@ fn process(conn: &mut Conn, shared: &Shared, limits: &Limits, worker: usize) -> 
                 *need = 0;
                 if !args.is_empty() {
                     let a = Args::new(buf, args);
-                    if dispatch::execute(shared, client, a, wbuf, stats) == Outcome::Paused {
-                        *paused = true;
-                        stop = Stop::Paused;
-                        break;
+                    match dispatch::execute(shared, client, a, wbuf, stats) {
+                        Outcome::Paused => {
+                            *paused = true;
+                            stop = Stop::Paused;
+                            break;
+                        }
+                        Outcome::Blocked => {
+                            let on = client.wants_block.take().expect("Blocked sets it");
+                            if client.blocked.is_none() {
+                                // Registered first, then one more look: a
+                                // push that landed in between is not missed.
+                                blocking::register(shared, client.id, worker, &on);
+                                client.info.blocked.store(true, Ordering::Relaxed);
+                                client.blocked = Some(on);
+                                *wake = true;
+                                continue;
+                            }
+                            stop = Stop::Blocked;
+                            break;
+                        }
+                        Outcome::Done => {
+                            if let Some(on) = client.blocked.take() {
+                                blocking::unregister(shared, client.id, &on);
+                                client.info.blocked.store(false, Ordering::Relaxed);
+                                client.info.unblock_req.store(0, Ordering::Relaxed);
+                                if client.unblock.take().is_none() {
+                                    blocking::handoff(shared, &on);
+                                }
+                            }
+                        }
                     }
                     if client.close_after_reply {
                         *closing = true;

@@ -734,6 +734,7 @@ fn client_help_lists_registered_subcommands() {
         "REPLY (ON|OFF|SKIP)",
         "SETNAME <name>",
         "NO-EVICT (ON|OFF)",
+        "UNBLOCK <clientid> [TIMEOUT|ERROR]",
     ] {
         assert!(
             lines.iter().any(|l| l == head),
@@ -744,7 +745,7 @@ fn client_help_lists_registered_subcommands() {
         !lines.iter().any(|l| l.starts_with("TRACKING")),
         "{lines:?}"
     );
-    assert_eq!(lines.len(), 37, "{lines:#?}");
+    assert_eq!(lines.len(), 39, "{lines:#?}");
     let mut c = s.conn();
     assert_eq!(
         c.cmd(&["CLIENT", "HELP", "x"]),

@@ -41,6 +41,7 @@ extern "C" {
         outlen: *mut usize,
     ) -> c_int;
     fn cairn_string2d(s: *const c_char, slen: usize, dp: *mut f64) -> c_int;
+    fn cairn_sort_strtod(s: *const c_char, slen: usize, dp: *mut f64) -> c_int;
     fn cairn_fmt_g17(v: f64, out: *mut c_char, cap: usize) -> usize;
 }
 
@@ -108,6 +109,18 @@ pub fn parse_f64_strict(s: &[u8]) -> Option<f64> {
     // SAFETY: the pointer/length pair describes `s`, which the C side only
     // reads (it copies into its own NUL-terminated buffer).
     let ok = unsafe { cairn_string2d(s.as_ptr().cast(), s.len(), &mut v) };
+    (ok == 1).then_some(v)
+}
+
+/// A SORT weight, read as Redis's `sortCommandGeneric` reads one: libc
+/// `strtod` over the bytes as a C string (leading space skipped, an empty
+/// string is 0, a NUL ends the number), None if anything but the NUL is
+/// left, on overflow or underflow, or for NaN.
+pub fn parse_sort_weight(s: &[u8]) -> Option<f64> {
+    let mut v = 0.0f64;
+    // SAFETY: the pointer/length pair describes `s`, which the C side only
+    // reads (it copies into its own NUL-terminated buffer).
+    let ok = unsafe { cairn_sort_strtod(s.as_ptr().cast(), s.len(), &mut v) };
     (ok == 1).then_some(v)
 }
 

@@ -203,6 +203,23 @@ impl ArgList {
         }
     }
 
+    /// A list that owns copies of `args`, independent of any buffer: `get`
+    /// and `iter` then ignore the `buf` they are given. For requests kept
+    /// beyond their read buffer (commands queued by MULTI).
+    pub fn from_args<'a>(args: impl IntoIterator<Item = &'a [u8]>) -> ArgList {
+        let mut list = ArgList::new();
+        for a in args {
+            let start = list.scratch.len();
+            list.scratch.extend_from_slice(a);
+            list.spans.push(Span {
+                start,
+                end: list.scratch.len(),
+                in_scratch: true,
+            });
+        }
+        list
+    }
+
     fn push_buf(&mut self, start: usize, end: usize) {
         self.spans.push(Span {
             start,

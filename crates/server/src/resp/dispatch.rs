@@ -6,6 +6,7 @@ use crate::resp::ctx::{Args, Ctx};
 use crate::resp::errors::{unknown_command, CmdError};
 use crate::resp::table::{flags, Command};
 use crate::shared::{bump, Msg, Shared, WorkerStats};
+use cairn_protocol::resp::{ArgList, ReplyWriter};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -16,6 +17,9 @@ pub enum Outcome {
     Done,
     /// CLIENT PAUSE holds it back; run it again later, unchanged.
     Paused,
+    /// A blocking command found nothing: it waits on the keys in
+    /// `Client::wants_block` and runs again, unchanged, when one is ready.
+    Blocked,
 }
 
 /// Finds the command (or subcommand) a request names, or the error to send.
@@ -73,7 +77,7 @@ pub fn execute(
     client.redact = 0;
     let outcome = run(shared, client, args, out, stats);
     crate::keyevents::after_command(shared);
-    if outcome == Outcome::Paused {
+    if outcome != Outcome::Done {
         if skip_this {
             client.reply_mode = ReplyMode::Skip;
         }
@@ -95,30 +99,103 @@ fn run(
     let cmd = match resolve(shared, &args) {
         Ok(c) => c,
         Err(e) => {
+            flag_transaction(client);
             write_error(out, client, &e, stats);
             return Outcome::Done;
         }
     };
-    let refused = if !cmd.arity_ok(args.len()) {
-        Some(CmdError::WrongArity(cmd.name))
-    } else if !client.authenticated && !cmd.has(flags::NO_AUTH) {
-        Some(CmdError::text("NOAUTH Authentication required."))
-    } else if cmd.has(flags::DENYOOM) && shared.memory.over_limit.load(Ordering::Relaxed) {
-        Some(CmdError::text(
-            "OOM command not allowed when used memory > 'maxmemory'.",
-        ))
-    } else {
-        None
-    };
-    if let Some(e) = refused {
+    if let Some(e) = refusal(shared, client, cmd, &args) {
+        // Redis `rejectCommand`: a refusal inside MULTI dooms the
+        // transaction; a refused EXEC discards it.
         bump(&stats.cmd[cmd.id][2], 1);
+        flag_transaction(client);
+        let e = if cmd.name == "exec" {
+            crate::resp::cmd::multi::discard_transaction(shared, client);
+            // Redis formats the refusal without its "ERR " (shared errors
+            // such as OOM keep their own code).
+            let msg = e.message();
+            CmdError::text(format!(
+                "EXECABORT Transaction discarded because of: {}",
+                msg.strip_prefix("ERR ").unwrap_or(&msg)
+            ))
+        } else {
+            e
+        };
         write_error(out, client, &e, stats);
         return Outcome::Done;
     }
     if paused(shared, cmd) {
         return Outcome::Paused;
     }
+    if let Some(m) = &mut client.multi {
+        if !RUN_IN_MULTI.contains(&cmd.name) {
+            m.queued
+                .push((cmd.id, ArgList::from_args(args.iter_from(0))));
+            m.denyoom |= cmd.has(flags::DENYOOM);
+            client
+                .info
+                .multi
+                .store(m.queued.len() as i64, Ordering::Relaxed);
+            ReplyWriter::new(out, client.proto).simple("QUEUED");
+            return Outcome::Done;
+        }
+    }
+    invoke(shared, client, cmd, args, out, stats)
+}
 
+/// Commands that run at once inside MULTI instead of being queued.
+const RUN_IN_MULTI: &[&str] = &["exec", "discard", "multi", "watch", "quit", "reset"];
+
+/// Why `cmd` may not run now, checked in Redis 7.0 `processCommand`'s
+/// order: arity, authentication, MULTI restrictions, memory.
+fn refusal(shared: &Shared, client: &Client, cmd: &Command, args: &Args) -> Option<CmdError> {
+    if !cmd.arity_ok(args.len()) {
+        return Some(CmdError::WrongArity(cmd.name));
+    }
+    if !client.authenticated && !cmd.has(flags::NO_AUTH) {
+        return Some(CmdError::text("NOAUTH Authentication required."));
+    }
+    if client.multi.is_some() && cmd.has(flags::NO_MULTI) {
+        return Some(CmdError::text(
+            "ERR Command not allowed inside a transaction",
+        ));
+    }
+    if shared.memory.over_limit.load(Ordering::Relaxed) {
+        // Queueing may itself use unbounded memory, so under the limit
+        // every command but EXEC/DISCARD/QUIT/RESET is refused in MULTI;
+        // EXEC is refused if it would run a command that may grow memory.
+        let oom = match (&client.multi, cmd.name) {
+            (Some(m), "exec") => m.denyoom || cmd.has(flags::DENYOOM),
+            (Some(_), "discard" | "quit" | "reset") => false,
+            (Some(_), _) => true,
+            (None, _) => cmd.has(flags::DENYOOM),
+        };
+        if oom {
+            return Some(CmdError::text(
+                "OOM command not allowed when used memory > 'maxmemory'.",
+            ));
+        }
+    }
+    None
+}
+
+/// Inside MULTI, an error while queueing makes EXEC fail (`flagTransaction`).
+fn flag_transaction(client: &mut Client) {
+    if let Some(m) = &mut client.multi {
+        m.aborted = true;
+    }
+}
+
+/// Runs `cmd` (already checked) and keeps the statistics, the slow log and
+/// MONITOR fed. EXEC calls it for each queued command.
+pub fn invoke(
+    shared: &Shared,
+    client: &mut Client,
+    cmd: &Command,
+    args: Args,
+    out: &mut Vec<u8>,
+    stats: &WorkerStats,
+) -> Outcome {
     let started_us = cairn_engine::clock::start_command();
     let handler = cmd.handler.expect("resolve returns runnable commands");
     let result = {
@@ -131,6 +208,10 @@ fn run(
         handler(&mut ctx)
     };
     let micros = cairn_engine::clock::end_command().saturating_sub(started_us);
+    if result.is_ok() && client.wants_block.is_some() {
+        // Counted when it finally answers, not for each wait.
+        return Outcome::Blocked;
+    }
     if let Err(e) = &result {
         bump(&stats.cmd[cmd.id][3], 1);
         write_error(out, client, e, stats);

@@ -131,6 +131,1122 @@ pub(super) static COMMANDS: &[CommandMeta] = &[
         ]),
     },
     CommandMeta {
+        name: "bitcount",
+        arity: -2,
+        flags: &["readonly"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@read", "@bitmap", "@slow"],
+        info: Arr(&[
+            Bulk("bitcount"),
+            Int(-2),
+            Set(&[Simple("readonly")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@read"), Simple("@bitmap"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Count set bits in a string")),
+            (Bulk("since"), Bulk("2.6.0")),
+            (Bulk("group"), Bulk("bitmap")),
+            (Bulk("complexity"), Bulk("O(N)")),
+            (Bulk("history"), Set(&[Arr(&[Bulk("7.0.0"), Bulk("Added the `BYTE|BIT` option.")])])),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("index")),
+                        (Bulk("type"), Bulk("block")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("start")),
+                                    (Bulk("type"), Bulk("integer")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("end")),
+                                    (Bulk("type"), Bulk("integer")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("index_unit")),
+                                    (Bulk("type"), Bulk("oneof")),
+                                    (Bulk("since"), Bulk("7.0.0")),
+                                    (Bulk("flags"), Set(&[Simple("optional")])),
+                                    (
+                                        Bulk("arguments"),
+                                        Arr(&[
+                                            Map(&[
+                                                (Bulk("name"), Bulk("byte")),
+                                                (Bulk("type"), Bulk("pure-token")),
+                                                (Bulk("token"), Bulk("BYTE")),
+                                            ]),
+                                            Map(&[
+                                                (Bulk("name"), Bulk("bit")),
+                                                (Bulk("type"), Bulk("pure-token")),
+                                                (Bulk("token"), Bulk("BIT")),
+                                            ]),
+                                        ]),
+                                    ),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "bitfield",
+        arity: -2,
+        flags: &["write", "denyoom"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@write", "@bitmap", "@slow"],
+        info: Arr(&[
+            Bulk("bitfield"),
+            Int(-2),
+            Set(&[Simple("write"), Simple("denyoom")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@bitmap"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (
+                        Bulk("notes"),
+                        Bulk("This command allows both access and modification of the key"),
+                    ),
+                    (
+                        Bulk("flags"),
+                        Set(&[
+                            Simple("RW"),
+                            Simple("access"),
+                            Simple("update"),
+                            Simple("variable_flags"),
+                        ]),
+                    ),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Perform arbitrary bitfield integer operations on strings")),
+            (Bulk("since"), Bulk("3.2.0")),
+            (Bulk("group"), Bulk("bitmap")),
+            (Bulk("complexity"), Bulk("O(1) for each subcommand specified")),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("operation")),
+                        (Bulk("type"), Bulk("oneof")),
+                        (Bulk("flags"), Set(&[Simple("optional"), Simple("multiple")])),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("encoding_offset")),
+                                    (Bulk("type"), Bulk("block")),
+                                    (Bulk("token"), Bulk("GET")),
+                                    (
+                                        Bulk("arguments"),
+                                        Arr(&[
+                                            Map(&[
+                                                (Bulk("name"), Bulk("encoding")),
+                                                (Bulk("type"), Bulk("string")),
+                                            ]),
+                                            Map(&[
+                                                (Bulk("name"), Bulk("offset")),
+                                                (Bulk("type"), Bulk("integer")),
+                                            ]),
+                                        ]),
+                                    ),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("write")),
+                                    (Bulk("type"), Bulk("block")),
+                                    (
+                                        Bulk("arguments"),
+                                        Arr(&[
+                                            Map(&[
+                                                (Bulk("name"), Bulk("wrap_sat_fail")),
+                                                (Bulk("type"), Bulk("oneof")),
+                                                (Bulk("token"), Bulk("OVERFLOW")),
+                                                (Bulk("flags"), Set(&[Simple("optional")])),
+                                                (
+                                                    Bulk("arguments"),
+                                                    Arr(&[
+                                                        Map(&[
+                                                            (Bulk("name"), Bulk("wrap")),
+                                                            (Bulk("type"), Bulk("pure-token")),
+                                                            (Bulk("token"), Bulk("WRAP")),
+                                                        ]),
+                                                        Map(&[
+                                                            (Bulk("name"), Bulk("sat")),
+                                                            (Bulk("type"), Bulk("pure-token")),
+                                                            (Bulk("token"), Bulk("SAT")),
+                                                        ]),
+                                                        Map(&[
+                                                            (Bulk("name"), Bulk("fail")),
+                                                            (Bulk("type"), Bulk("pure-token")),
+                                                            (Bulk("token"), Bulk("FAIL")),
+                                                        ]),
+                                                    ]),
+                                                ),
+                                            ]),
+                                            Map(&[
+                                                (Bulk("name"), Bulk("write_operation")),
+                                                (Bulk("type"), Bulk("oneof")),
+                                                (
+                                                    Bulk("arguments"),
+                                                    Arr(&[
+                                                        Map(&[
+                                                            (
+                                                                Bulk("name"),
+                                                                Bulk("encoding_offset_value"),
+                                                            ),
+                                                            (Bulk("type"), Bulk("block")),
+                                                            (Bulk("token"), Bulk("SET")),
+                                                            (
+                                                                Bulk("arguments"),
+                                                                Arr(&[
+                                                                    Map(&[
+                                                                        (
+                                                                            Bulk("name"),
+                                                                            Bulk("encoding"),
+                                                                        ),
+                                                                        (
+                                                                            Bulk("type"),
+                                                                            Bulk("string"),
+                                                                        ),
+                                                                    ]),
+                                                                    Map(&[
+                                                                        (
+                                                                            Bulk("name"),
+                                                                            Bulk("offset"),
+                                                                        ),
+                                                                        (
+                                                                            Bulk("type"),
+                                                                            Bulk("integer"),
+                                                                        ),
+                                                                    ]),
+                                                                    Map(&[
+                                                                        (
+                                                                            Bulk("name"),
+                                                                            Bulk("value"),
+                                                                        ),
+                                                                        (
+                                                                            Bulk("type"),
+                                                                            Bulk("integer"),
+                                                                        ),
+                                                                    ]),
+                                                                ]),
+                                                            ),
+                                                        ]),
+                                                        Map(&[
+                                                            (
+                                                                Bulk("name"),
+                                                                Bulk("encoding_offset_increment"),
+                                                            ),
+                                                            (Bulk("type"), Bulk("block")),
+                                                            (Bulk("token"), Bulk("INCRBY")),
+                                                            (
+                                                                Bulk("arguments"),
+                                                                Arr(&[
+                                                                    Map(&[
+                                                                        (
+                                                                            Bulk("name"),
+                                                                            Bulk("encoding"),
+                                                                        ),
+                                                                        (
+                                                                            Bulk("type"),
+                                                                            Bulk("string"),
+                                                                        ),
+                                                                    ]),
+                                                                    Map(&[
+                                                                        (
+                                                                            Bulk("name"),
+                                                                            Bulk("offset"),
+                                                                        ),
+                                                                        (
+                                                                            Bulk("type"),
+                                                                            Bulk("integer"),
+                                                                        ),
+                                                                    ]),
+                                                                    Map(&[
+                                                                        (
+                                                                            Bulk("name"),
+                                                                            Bulk("increment"),
+                                                                        ),
+                                                                        (
+                                                                            Bulk("type"),
+                                                                            Bulk("integer"),
+                                                                        ),
+                                                                    ]),
+                                                                ]),
+                                                            ),
+                                                        ]),
+                                                    ]),
+                                                ),
+                                            ]),
+                                        ]),
+                                    ),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "bitfield_ro",
+        arity: -2,
+        flags: &["readonly", "fast"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@read", "@bitmap", "@fast"],
+        info: Arr(&[
+            Bulk("bitfield_ro"),
+            Int(-2),
+            Set(&[Simple("readonly"), Simple("fast")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@read"), Simple("@bitmap"), Simple("@fast")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Perform arbitrary bitfield integer operations on strings. Read-only variant of BITFIELD"),
+            ),
+            (Bulk("since"), Bulk("6.0.0")),
+            (Bulk("group"), Bulk("bitmap")),
+            (Bulk("complexity"), Bulk("O(1) for each subcommand specified")),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("encoding_offset")),
+                        (Bulk("type"), Bulk("block")),
+                        (Bulk("token"), Bulk("GET")),
+                        (
+                            Bulk("flags"),
+                            Set(&[
+                                Simple("optional"),
+                                Simple("multiple"),
+                                Simple("multiple_token"),
+                            ]),
+                        ),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("encoding")),
+                                    (Bulk("type"), Bulk("string")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("offset")),
+                                    (Bulk("type"), Bulk("integer")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "bitop",
+        arity: -4,
+        flags: &["write", "denyoom"],
+        first_key: 2,
+        last_key: -1,
+        step: 1,
+        acl_categories: &["@write", "@bitmap", "@slow"],
+        info: Arr(&[
+            Bulk("bitop"),
+            Int(-4),
+            Set(&[Simple("write"), Simple("denyoom")]),
+            Int(2),
+            Int(-1),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@bitmap"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("OW"), Simple("update")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(2))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(3))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(-1)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Perform bitwise operations between strings")),
+            (Bulk("since"), Bulk("2.6.0")),
+            (Bulk("group"), Bulk("bitmap")),
+            (Bulk("complexity"), Bulk("O(N)")),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[(Bulk("name"), Bulk("operation")), (Bulk("type"), Bulk("string"))]),
+                    Map(&[
+                        (Bulk("name"), Bulk("destkey")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(1)),
+                        (Bulk("flags"), Set(&[Simple("multiple")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "bitpos",
+        arity: -3,
+        flags: &["readonly"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@read", "@bitmap", "@slow"],
+        info: Arr(&[
+            Bulk("bitpos"),
+            Int(-3),
+            Set(&[Simple("readonly")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@read"), Simple("@bitmap"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Find first bit set or clear in a string")),
+            (Bulk("since"), Bulk("2.8.7")),
+            (Bulk("group"), Bulk("bitmap")),
+            (Bulk("complexity"), Bulk("O(N)")),
+            (Bulk("history"), Set(&[Arr(&[Bulk("7.0.0"), Bulk("Added the `BYTE|BIT` option.")])])),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("bit")), (Bulk("type"), Bulk("integer"))]),
+                    Map(&[
+                        (Bulk("name"), Bulk("index")),
+                        (Bulk("type"), Bulk("block")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("start")),
+                                    (Bulk("type"), Bulk("integer")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("end_index")),
+                                    (Bulk("type"), Bulk("block")),
+                                    (Bulk("flags"), Set(&[Simple("optional")])),
+                                    (
+                                        Bulk("arguments"),
+                                        Arr(&[
+                                            Map(&[
+                                                (Bulk("name"), Bulk("end")),
+                                                (Bulk("type"), Bulk("integer")),
+                                            ]),
+                                            Map(&[
+                                                (Bulk("name"), Bulk("index_unit")),
+                                                (Bulk("type"), Bulk("oneof")),
+                                                (Bulk("since"), Bulk("7.0.0")),
+                                                (Bulk("flags"), Set(&[Simple("optional")])),
+                                                (
+                                                    Bulk("arguments"),
+                                                    Arr(&[
+                                                        Map(&[
+                                                            (Bulk("name"), Bulk("byte")),
+                                                            (Bulk("type"), Bulk("pure-token")),
+                                                            (Bulk("token"), Bulk("BYTE")),
+                                                        ]),
+                                                        Map(&[
+                                                            (Bulk("name"), Bulk("bit")),
+                                                            (Bulk("type"), Bulk("pure-token")),
+                                                            (Bulk("token"), Bulk("BIT")),
+                                                        ]),
+                                                    ]),
+                                                ),
+                                            ]),
+                                        ]),
+                                    ),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "blmove",
+        arity: 6,
+        flags: &["write", "denyoom", "noscript", "blocking"],
+        first_key: 1,
+        last_key: 2,
+        step: 1,
+        acl_categories: &["@write", "@list", "@slow", "@blocking"],
+        info: Arr(&[
+            Bulk("blmove"),
+            Int(6),
+            Set(&[Simple("write"), Simple("denyoom"), Simple("noscript"), Simple("blocking")]),
+            Int(1),
+            Int(2),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@list"), Simple("@slow"), Simple("@blocking")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("access"), Simple("delete")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("insert")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(2))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Pop an element from a list, push it to another list and return it; or block until one is available"),
+            ),
+            (Bulk("since"), Bulk("6.2.0")),
+            (Bulk("group"), Bulk("list")),
+            (Bulk("complexity"), Bulk("O(1)")),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("source")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("destination")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(1)),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("wherefrom")),
+                        (Bulk("type"), Bulk("oneof")),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("left")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("LEFT")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("right")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("RIGHT")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("whereto")),
+                        (Bulk("type"), Bulk("oneof")),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("left")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("LEFT")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("right")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("RIGHT")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("timeout")), (Bulk("type"), Bulk("double"))]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "blmpop",
+        arity: -5,
+        flags: &["write", "blocking", "movablekeys"],
+        first_key: 0,
+        last_key: 0,
+        step: 0,
+        acl_categories: &["@write", "@list", "@slow", "@blocking"],
+        info: Arr(&[
+            Bulk("blmpop"),
+            Int(-5),
+            Set(&[Simple("write"), Simple("blocking"), Simple("movablekeys")]),
+            Int(0),
+            Int(0),
+            Int(0),
+            Set(&[Simple("@write"), Simple("@list"), Simple("@slow"), Simple("@blocking")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("access"), Simple("delete")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(2))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("keynum")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("keynumidx"), Int(0)),
+                                    (Bulk("firstkey"), Int(1)),
+                                    (Bulk("keystep"), Int(1)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Pop elements from a list, or block until one is available")),
+            (Bulk("since"), Bulk("7.0.0")),
+            (Bulk("group"), Bulk("list")),
+            (
+                Bulk("complexity"),
+                Bulk("O(N+M) where N is the number of provided keys and M is the number of elements returned."),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[(Bulk("name"), Bulk("timeout")), (Bulk("type"), Bulk("double"))]),
+                    Map(&[(Bulk("name"), Bulk("numkeys")), (Bulk("type"), Bulk("integer"))]),
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                        (Bulk("flags"), Set(&[Simple("multiple")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("where")),
+                        (Bulk("type"), Bulk("oneof")),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("left")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("LEFT")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("right")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("RIGHT")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("count")),
+                        (Bulk("type"), Bulk("integer")),
+                        (Bulk("token"), Bulk("COUNT")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "blpop",
+        arity: -3,
+        flags: &["write", "noscript", "blocking"],
+        first_key: 1,
+        last_key: -2,
+        step: 1,
+        acl_categories: &["@write", "@list", "@slow", "@blocking"],
+        info: Arr(&[
+            Bulk("blpop"),
+            Int(-3),
+            Set(&[Simple("write"), Simple("noscript"), Simple("blocking")]),
+            Int(1),
+            Int(-2),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@list"), Simple("@slow"), Simple("@blocking")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("access"), Simple("delete")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(-2)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Remove and get the first element in a list, or block until one is available"),
+            ),
+            (Bulk("since"), Bulk("2.0.0")),
+            (Bulk("group"), Bulk("list")),
+            (Bulk("complexity"), Bulk("O(N) where N is the number of provided keys.")),
+            (
+                Bulk("history"),
+                Set(&[
+                    Arr(&[
+                        Bulk("6.0.0"),
+                        Bulk("`timeout` is interpreted as a double instead of an integer."),
+                    ]),
+                ]),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                        (Bulk("flags"), Set(&[Simple("multiple")])),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("timeout")), (Bulk("type"), Bulk("double"))]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "brpop",
+        arity: -3,
+        flags: &["write", "noscript", "blocking"],
+        first_key: 1,
+        last_key: -2,
+        step: 1,
+        acl_categories: &["@write", "@list", "@slow", "@blocking"],
+        info: Arr(&[
+            Bulk("brpop"),
+            Int(-3),
+            Set(&[Simple("write"), Simple("noscript"), Simple("blocking")]),
+            Int(1),
+            Int(-2),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@list"), Simple("@slow"), Simple("@blocking")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("access"), Simple("delete")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(-2)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Remove and get the last element in a list, or block until one is available"),
+            ),
+            (Bulk("since"), Bulk("2.0.0")),
+            (Bulk("group"), Bulk("list")),
+            (Bulk("complexity"), Bulk("O(N) where N is the number of provided keys.")),
+            (
+                Bulk("history"),
+                Set(&[
+                    Arr(&[
+                        Bulk("6.0.0"),
+                        Bulk("`timeout` is interpreted as a double instead of an integer."),
+                    ]),
+                ]),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                        (Bulk("flags"), Set(&[Simple("multiple")])),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("timeout")), (Bulk("type"), Bulk("double"))]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "brpoplpush",
+        arity: 4,
+        flags: &["write", "denyoom", "noscript", "blocking"],
+        first_key: 1,
+        last_key: 2,
+        step: 1,
+        acl_categories: &["@write", "@list", "@slow", "@blocking"],
+        info: Arr(&[
+            Bulk("brpoplpush"),
+            Int(4),
+            Set(&[Simple("write"), Simple("denyoom"), Simple("noscript"), Simple("blocking")]),
+            Int(1),
+            Int(2),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@list"), Simple("@slow"), Simple("@blocking")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("access"), Simple("delete")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("insert")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(2))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Pop an element from a list, push it to another list and return it; or block until one is available"),
+            ),
+            (Bulk("since"), Bulk("2.2.0")),
+            (Bulk("group"), Bulk("list")),
+            (Bulk("complexity"), Bulk("O(1)")),
+            (Bulk("doc_flags"), Set(&[Simple("deprecated")])),
+            (Bulk("deprecated_since"), Bulk("6.2.0")),
+            (Bulk("replaced_by"), Bulk("`BLMOVE` with the `RIGHT` and `LEFT` arguments")),
+            (
+                Bulk("history"),
+                Set(&[
+                    Arr(&[
+                        Bulk("6.0.0"),
+                        Bulk("`timeout` is interpreted as a double instead of an integer."),
+                    ]),
+                ]),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("source")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("destination")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(1)),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("timeout")), (Bulk("type"), Bulk("double"))]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
         name: "bzmpop",
         arity: -5,
         flags: &["write", "blocking", "movablekeys"],
@@ -539,6 +1655,23 @@ pub(super) static COMMANDS: &[CommandMeta] = &[
                     Int(0),
                     Int(0),
                     Set(&[Simple("@slow"), Simple("@connection")]),
+                    Set(&[]),
+                    Set(&[]),
+                    Set(&[]),
+                ]),
+                Arr(&[
+                    Bulk("client|unblock"),
+                    Int(-3),
+                    Set(&[Simple("admin"), Simple("noscript"), Simple("loading"), Simple("stale")]),
+                    Int(0),
+                    Int(0),
+                    Int(0),
+                    Set(&[
+                        Simple("@admin"),
+                        Simple("@slow"),
+                        Simple("@dangerous"),
+                        Simple("@connection"),
+                    ]),
                     Set(&[]),
                     Set(&[]),
                     Set(&[]),
@@ -1039,6 +2172,50 @@ pub(super) static COMMANDS: &[CommandMeta] = &[
                                     Map(&[
                                         (Bulk("name"), Bulk("connection-name")),
                                         (Bulk("type"), Bulk("string")),
+                                    ]),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                    (
+                        Bulk("client|unblock"),
+                        Map(&[
+                            (
+                                Bulk("summary"),
+                                Bulk("Unblock a client blocked in a blocking command from a different connection"),
+                            ),
+                            (Bulk("since"), Bulk("5.0.0")),
+                            (Bulk("group"), Bulk("connection")),
+                            (
+                                Bulk("complexity"),
+                                Bulk("O(log N) where N is the number of client connections"),
+                            ),
+                            (
+                                Bulk("arguments"),
+                                Arr(&[
+                                    Map(&[
+                                        (Bulk("name"), Bulk("client-id")),
+                                        (Bulk("type"), Bulk("integer")),
+                                    ]),
+                                    Map(&[
+                                        (Bulk("name"), Bulk("timeout_error")),
+                                        (Bulk("type"), Bulk("oneof")),
+                                        (Bulk("flags"), Set(&[Simple("optional")])),
+                                        (
+                                            Bulk("arguments"),
+                                            Arr(&[
+                                                Map(&[
+                                                    (Bulk("name"), Bulk("timeout")),
+                                                    (Bulk("type"), Bulk("pure-token")),
+                                                    (Bulk("token"), Bulk("TIMEOUT")),
+                                                ]),
+                                                Map(&[
+                                                    (Bulk("name"), Bulk("error")),
+                                                    (Bulk("type"), Bulk("pure-token")),
+                                                    (Bulk("token"), Bulk("ERROR")),
+                                                ]),
+                                            ]),
+                                        ),
                                     ]),
                                 ]),
                             ),
@@ -1608,6 +2785,62 @@ pub(super) static COMMANDS: &[CommandMeta] = &[
                 Bulk("arguments"),
                 Arr(&[
                     Map(&[(Bulk("name"), Bulk("connection-name")), (Bulk("type"), Bulk("string"))]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "client|unblock",
+        arity: -3,
+        flags: &["admin", "noscript", "loading", "stale"],
+        first_key: 0,
+        last_key: 0,
+        step: 0,
+        acl_categories: &["@admin", "@slow", "@dangerous", "@connection"],
+        info: Arr(&[
+            Bulk("client|unblock"),
+            Int(-3),
+            Set(&[Simple("admin"), Simple("noscript"), Simple("loading"), Simple("stale")]),
+            Int(0),
+            Int(0),
+            Int(0),
+            Set(&[Simple("@admin"), Simple("@slow"), Simple("@dangerous"), Simple("@connection")]),
+            Set(&[]),
+            Set(&[]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Unblock a client blocked in a blocking command from a different connection"),
+            ),
+            (Bulk("since"), Bulk("5.0.0")),
+            (Bulk("group"), Bulk("connection")),
+            (Bulk("complexity"), Bulk("O(log N) where N is the number of client connections")),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[(Bulk("name"), Bulk("client-id")), (Bulk("type"), Bulk("integer"))]),
+                    Map(&[
+                        (Bulk("name"), Bulk("timeout_error")),
+                        (Bulk("type"), Bulk("oneof")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("timeout")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("TIMEOUT")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("error")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("ERROR")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
                 ]),
             ),
         ]),
@@ -2880,6 +4113,39 @@ pub(super) static COMMANDS: &[CommandMeta] = &[
         ]),
     },
     CommandMeta {
+        name: "discard",
+        arity: 1,
+        flags: &["noscript", "loading", "stale", "fast", "allow_busy"],
+        first_key: 0,
+        last_key: 0,
+        step: 0,
+        acl_categories: &["@fast", "@transaction"],
+        info: Arr(&[
+            Bulk("discard"),
+            Int(1),
+            Set(&[
+                Simple("noscript"),
+                Simple("loading"),
+                Simple("stale"),
+                Simple("fast"),
+                Simple("allow_busy"),
+            ]),
+            Int(0),
+            Int(0),
+            Int(0),
+            Set(&[Simple("@fast"), Simple("@transaction")]),
+            Set(&[]),
+            Set(&[]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Discard all commands issued after MULTI")),
+            (Bulk("since"), Bulk("2.0.0")),
+            (Bulk("group"), Bulk("transactions")),
+            (Bulk("complexity"), Bulk("O(N), when N is the number of queued commands")),
+        ]),
+    },
+    CommandMeta {
         name: "echo",
         arity: 2,
         flags: &["loading", "stale", "fast"],
@@ -2908,6 +4174,33 @@ pub(super) static COMMANDS: &[CommandMeta] = &[
                 Bulk("arguments"),
                 Arr(&[Map(&[(Bulk("name"), Bulk("message")), (Bulk("type"), Bulk("string"))])]),
             ),
+        ]),
+    },
+    CommandMeta {
+        name: "exec",
+        arity: 1,
+        flags: &["noscript", "loading", "stale", "skip_slowlog"],
+        first_key: 0,
+        last_key: 0,
+        step: 0,
+        acl_categories: &["@slow", "@transaction"],
+        info: Arr(&[
+            Bulk("exec"),
+            Int(1),
+            Set(&[Simple("noscript"), Simple("loading"), Simple("stale"), Simple("skip_slowlog")]),
+            Int(0),
+            Int(0),
+            Int(0),
+            Set(&[Simple("@slow"), Simple("@transaction")]),
+            Set(&[]),
+            Set(&[]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Execute all commands issued after MULTI")),
+            (Bulk("since"), Bulk("1.2.0")),
+            (Bulk("group"), Bulk("transactions")),
+            (Bulk("complexity"), Bulk("Depends on commands in the transaction")),
         ]),
     },
     CommandMeta {
@@ -3421,6 +4714,72 @@ pub(super) static COMMANDS: &[CommandMeta] = &[
                         (Bulk("type"), Bulk("key")),
                         (Bulk("key_spec_index"), Int(0)),
                     ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "getbit",
+        arity: 3,
+        flags: &["readonly", "fast"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@read", "@bitmap", "@fast"],
+        info: Arr(&[
+            Bulk("getbit"),
+            Int(3),
+            Set(&[Simple("readonly"), Simple("fast")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@read"), Simple("@bitmap"), Simple("@fast")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Returns the bit value at offset in the string value stored at key"),
+            ),
+            (Bulk("since"), Bulk("2.2.0")),
+            (Bulk("group"), Bulk("bitmap")),
+            (Bulk("complexity"), Bulk("O(1)")),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("offset")), (Bulk("type"), Bulk("integer"))]),
                 ]),
             ),
         ]),
@@ -5280,6 +6639,1013 @@ pub(super) static COMMANDS: &[CommandMeta] = &[
         ]),
     },
     CommandMeta {
+        name: "lindex",
+        arity: 3,
+        flags: &["readonly"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@read", "@list", "@slow"],
+        info: Arr(&[
+            Bulk("lindex"),
+            Int(3),
+            Set(&[Simple("readonly")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@read"), Simple("@list"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Get an element from a list by its index")),
+            (Bulk("since"), Bulk("1.0.0")),
+            (Bulk("group"), Bulk("list")),
+            (
+                Bulk("complexity"),
+                Bulk("O(N) where N is the number of elements to traverse to get to the element at index. This makes asking for the first or the last element of the list O(1)."),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("index")), (Bulk("type"), Bulk("integer"))]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "linsert",
+        arity: 5,
+        flags: &["write", "denyoom"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@write", "@list", "@slow"],
+        info: Arr(&[
+            Bulk("linsert"),
+            Int(5),
+            Set(&[Simple("write"), Simple("denyoom")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@list"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("insert")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Insert an element before or after another element in a list")),
+            (Bulk("since"), Bulk("2.2.0")),
+            (Bulk("group"), Bulk("list")),
+            (
+                Bulk("complexity"),
+                Bulk("O(N) where N is the number of elements to traverse before seeing the value pivot. This means that inserting somewhere on the left end on the list (head) can be considered O(1) and inserting somewhere on the right end (tail) is O(N)."),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("where")),
+                        (Bulk("type"), Bulk("oneof")),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("before")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("BEFORE")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("after")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("AFTER")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("pivot")), (Bulk("type"), Bulk("string"))]),
+                    Map(&[(Bulk("name"), Bulk("element")), (Bulk("type"), Bulk("string"))]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "llen",
+        arity: 2,
+        flags: &["readonly", "fast"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@read", "@list", "@fast"],
+        info: Arr(&[
+            Bulk("llen"),
+            Int(2),
+            Set(&[Simple("readonly"), Simple("fast")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@read"), Simple("@list"), Simple("@fast")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Get the length of a list")),
+            (Bulk("since"), Bulk("1.0.0")),
+            (Bulk("group"), Bulk("list")),
+            (Bulk("complexity"), Bulk("O(1)")),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "lmove",
+        arity: 5,
+        flags: &["write", "denyoom"],
+        first_key: 1,
+        last_key: 2,
+        step: 1,
+        acl_categories: &["@write", "@list", "@slow"],
+        info: Arr(&[
+            Bulk("lmove"),
+            Int(5),
+            Set(&[Simple("write"), Simple("denyoom")]),
+            Int(1),
+            Int(2),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@list"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("access"), Simple("delete")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("insert")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(2))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Pop an element from a list, push it to another list and return it"),
+            ),
+            (Bulk("since"), Bulk("6.2.0")),
+            (Bulk("group"), Bulk("list")),
+            (Bulk("complexity"), Bulk("O(1)")),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("source")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("destination")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(1)),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("wherefrom")),
+                        (Bulk("type"), Bulk("oneof")),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("left")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("LEFT")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("right")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("RIGHT")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("whereto")),
+                        (Bulk("type"), Bulk("oneof")),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("left")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("LEFT")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("right")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("RIGHT")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "lmpop",
+        arity: -4,
+        flags: &["write", "movablekeys"],
+        first_key: 0,
+        last_key: 0,
+        step: 0,
+        acl_categories: &["@write", "@list", "@slow"],
+        info: Arr(&[
+            Bulk("lmpop"),
+            Int(-4),
+            Set(&[Simple("write"), Simple("movablekeys")]),
+            Int(0),
+            Int(0),
+            Int(0),
+            Set(&[Simple("@write"), Simple("@list"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("access"), Simple("delete")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("keynum")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("keynumidx"), Int(0)),
+                                    (Bulk("firstkey"), Int(1)),
+                                    (Bulk("keystep"), Int(1)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Pop elements from a list")),
+            (Bulk("since"), Bulk("7.0.0")),
+            (Bulk("group"), Bulk("list")),
+            (
+                Bulk("complexity"),
+                Bulk("O(N+M) where N is the number of provided keys and M is the number of elements returned."),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[(Bulk("name"), Bulk("numkeys")), (Bulk("type"), Bulk("integer"))]),
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                        (Bulk("flags"), Set(&[Simple("multiple")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("where")),
+                        (Bulk("type"), Bulk("oneof")),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("left")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("LEFT")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("right")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("RIGHT")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("count")),
+                        (Bulk("type"), Bulk("integer")),
+                        (Bulk("token"), Bulk("COUNT")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "lpop",
+        arity: -2,
+        flags: &["write", "fast"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@write", "@list", "@fast"],
+        info: Arr(&[
+            Bulk("lpop"),
+            Int(-2),
+            Set(&[Simple("write"), Simple("fast")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@list"), Simple("@fast")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("access"), Simple("delete")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Remove and get the first elements in a list")),
+            (Bulk("since"), Bulk("1.0.0")),
+            (Bulk("group"), Bulk("list")),
+            (Bulk("complexity"), Bulk("O(N) where N is the number of elements returned")),
+            (Bulk("history"), Set(&[Arr(&[Bulk("6.2.0"), Bulk("Added the `count` argument.")])])),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("count")),
+                        (Bulk("type"), Bulk("integer")),
+                        (Bulk("since"), Bulk("6.2.0")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "lpos",
+        arity: -3,
+        flags: &["readonly"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@read", "@list", "@slow"],
+        info: Arr(&[
+            Bulk("lpos"),
+            Int(-3),
+            Set(&[Simple("readonly")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@read"), Simple("@list"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Return the index of matching elements on a list")),
+            (Bulk("since"), Bulk("6.0.6")),
+            (Bulk("group"), Bulk("list")),
+            (
+                Bulk("complexity"),
+                Bulk("O(N) where N is the number of elements in the list, for the average case. When searching for elements near the head or the tail of the list, or when the MAXLEN option is provided, the command may run in constant time."),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("element")), (Bulk("type"), Bulk("string"))]),
+                    Map(&[
+                        (Bulk("name"), Bulk("rank")),
+                        (Bulk("type"), Bulk("integer")),
+                        (Bulk("token"), Bulk("RANK")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("num-matches")),
+                        (Bulk("type"), Bulk("integer")),
+                        (Bulk("token"), Bulk("COUNT")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("len")),
+                        (Bulk("type"), Bulk("integer")),
+                        (Bulk("token"), Bulk("MAXLEN")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "lpush",
+        arity: -3,
+        flags: &["write", "denyoom", "fast"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@write", "@list", "@fast"],
+        info: Arr(&[
+            Bulk("lpush"),
+            Int(-3),
+            Set(&[Simple("write"), Simple("denyoom"), Simple("fast")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@list"), Simple("@fast")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("insert")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Prepend one or multiple elements to a list")),
+            (Bulk("since"), Bulk("1.0.0")),
+            (Bulk("group"), Bulk("list")),
+            (
+                Bulk("complexity"),
+                Bulk("O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments."),
+            ),
+            (
+                Bulk("history"),
+                Set(&[Arr(&[Bulk("2.4.0"), Bulk("Accepts multiple `element` arguments.")])]),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("element")),
+                        (Bulk("type"), Bulk("string")),
+                        (Bulk("flags"), Set(&[Simple("multiple")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "lpushx",
+        arity: -3,
+        flags: &["write", "denyoom", "fast"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@write", "@list", "@fast"],
+        info: Arr(&[
+            Bulk("lpushx"),
+            Int(-3),
+            Set(&[Simple("write"), Simple("denyoom"), Simple("fast")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@list"), Simple("@fast")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("insert")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Prepend an element to a list, only if the list exists")),
+            (Bulk("since"), Bulk("2.2.0")),
+            (Bulk("group"), Bulk("list")),
+            (
+                Bulk("complexity"),
+                Bulk("O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments."),
+            ),
+            (
+                Bulk("history"),
+                Set(&[Arr(&[Bulk("4.0.0"), Bulk("Accepts multiple `element` arguments.")])]),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("element")),
+                        (Bulk("type"), Bulk("string")),
+                        (Bulk("flags"), Set(&[Simple("multiple")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "lrange",
+        arity: 4,
+        flags: &["readonly"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@read", "@list", "@slow"],
+        info: Arr(&[
+            Bulk("lrange"),
+            Int(4),
+            Set(&[Simple("readonly")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@read"), Simple("@list"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Get a range of elements from a list")),
+            (Bulk("since"), Bulk("1.0.0")),
+            (Bulk("group"), Bulk("list")),
+            (
+                Bulk("complexity"),
+                Bulk("O(S+N) where S is the distance of start offset from HEAD for small lists, from nearest end (HEAD or TAIL) for large lists; and N is the number of elements in the specified range."),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("start")), (Bulk("type"), Bulk("integer"))]),
+                    Map(&[(Bulk("name"), Bulk("stop")), (Bulk("type"), Bulk("integer"))]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "lrem",
+        arity: 4,
+        flags: &["write"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@write", "@list", "@slow"],
+        info: Arr(&[
+            Bulk("lrem"),
+            Int(4),
+            Set(&[Simple("write")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@list"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("delete")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Remove elements from a list")),
+            (Bulk("since"), Bulk("1.0.0")),
+            (Bulk("group"), Bulk("list")),
+            (
+                Bulk("complexity"),
+                Bulk("O(N+M) where N is the length of the list and M is the number of elements removed."),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("count")), (Bulk("type"), Bulk("integer"))]),
+                    Map(&[(Bulk("name"), Bulk("element")), (Bulk("type"), Bulk("string"))]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "lset",
+        arity: 4,
+        flags: &["write", "denyoom"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@write", "@list", "@slow"],
+        info: Arr(&[
+            Bulk("lset"),
+            Int(4),
+            Set(&[Simple("write"), Simple("denyoom")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@list"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("update")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Set the value of an element in a list by its index")),
+            (Bulk("since"), Bulk("1.0.0")),
+            (Bulk("group"), Bulk("list")),
+            (
+                Bulk("complexity"),
+                Bulk("O(N) where N is the length of the list. Setting either the first or the last element of the list is O(1)."),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("index")), (Bulk("type"), Bulk("integer"))]),
+                    Map(&[(Bulk("name"), Bulk("element")), (Bulk("type"), Bulk("string"))]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "ltrim",
+        arity: 4,
+        flags: &["write"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@write", "@list", "@slow"],
+        info: Arr(&[
+            Bulk("ltrim"),
+            Int(4),
+            Set(&[Simple("write")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@list"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("delete")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Trim a list to the specified range")),
+            (Bulk("since"), Bulk("1.0.0")),
+            (Bulk("group"), Bulk("list")),
+            (
+                Bulk("complexity"),
+                Bulk("O(N) where N is the number of elements to be removed by the operation."),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("start")), (Bulk("type"), Bulk("integer"))]),
+                    Map(&[(Bulk("name"), Bulk("stop")), (Bulk("type"), Bulk("integer"))]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
         name: "mget",
         arity: -2,
         flags: &["readonly", "fast"],
@@ -5584,6 +7950,39 @@ pub(super) static COMMANDS: &[CommandMeta] = &[
                     ]),
                 ]),
             ),
+        ]),
+    },
+    CommandMeta {
+        name: "multi",
+        arity: 1,
+        flags: &["noscript", "loading", "stale", "fast", "allow_busy"],
+        first_key: 0,
+        last_key: 0,
+        step: 0,
+        acl_categories: &["@fast", "@transaction"],
+        info: Arr(&[
+            Bulk("multi"),
+            Int(1),
+            Set(&[
+                Simple("noscript"),
+                Simple("loading"),
+                Simple("stale"),
+                Simple("fast"),
+                Simple("allow_busy"),
+            ]),
+            Int(0),
+            Int(0),
+            Int(0),
+            Set(&[Simple("@fast"), Simple("@transaction")]),
+            Set(&[]),
+            Set(&[]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Mark the start of a transaction block")),
+            (Bulk("since"), Bulk("1.2.0")),
+            (Bulk("group"), Bulk("transactions")),
+            (Bulk("complexity"), Bulk("O(1)")),
         ]),
     },
     CommandMeta {
@@ -6484,6 +8883,339 @@ pub(super) static COMMANDS: &[CommandMeta] = &[
         ]),
     },
     CommandMeta {
+        name: "pfadd",
+        arity: -2,
+        flags: &["write", "denyoom", "fast"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@write", "@hyperloglog", "@fast"],
+        info: Arr(&[
+            Bulk("pfadd"),
+            Int(-2),
+            Set(&[Simple("write"), Simple("denyoom"), Simple("fast")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@hyperloglog"), Simple("@fast")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("insert")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Adds the specified elements to the specified HyperLogLog.")),
+            (Bulk("since"), Bulk("2.8.9")),
+            (Bulk("group"), Bulk("hyperloglog")),
+            (Bulk("complexity"), Bulk("O(1) to add every element.")),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("element")),
+                        (Bulk("type"), Bulk("string")),
+                        (Bulk("flags"), Set(&[Simple("optional"), Simple("multiple")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "pfcount",
+        arity: -2,
+        flags: &["readonly"],
+        first_key: 1,
+        last_key: -1,
+        step: 1,
+        acl_categories: &["@read", "@hyperloglog", "@slow"],
+        info: Arr(&[
+            Bulk("pfcount"),
+            Int(-2),
+            Set(&[Simple("readonly")]),
+            Int(1),
+            Int(-1),
+            Int(1),
+            Set(&[Simple("@read"), Simple("@hyperloglog"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (
+                        Bulk("notes"),
+                        Bulk("RW because it may change the internal representation of the key, and propagate to replicas"),
+                    ),
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(-1)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Return the approximated cardinality of the set(s) observed by the HyperLogLog at key(s)."),
+            ),
+            (Bulk("since"), Bulk("2.8.9")),
+            (Bulk("group"), Bulk("hyperloglog")),
+            (
+                Bulk("complexity"),
+                Bulk("O(1) with a very small average constant time when called with a single key. O(N) with N being the number of keys, and much bigger constant times, when called with multiple keys."),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                        (Bulk("flags"), Set(&[Simple("multiple")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "pfdebug",
+        arity: 3,
+        flags: &["write", "denyoom", "admin"],
+        first_key: 2,
+        last_key: 2,
+        step: 1,
+        acl_categories: &["@write", "@hyperloglog", "@admin", "@slow", "@dangerous"],
+        info: Arr(&[
+            Bulk("pfdebug"),
+            Int(3),
+            Set(&[Simple("write"), Simple("denyoom"), Simple("admin")]),
+            Int(2),
+            Int(2),
+            Int(1),
+            Set(&[
+                Simple("@write"),
+                Simple("@hyperloglog"),
+                Simple("@admin"),
+                Simple("@slow"),
+                Simple("@dangerous"),
+            ]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(2))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Internal commands for debugging HyperLogLog values")),
+            (Bulk("since"), Bulk("2.8.9")),
+            (Bulk("group"), Bulk("hyperloglog")),
+            (Bulk("complexity"), Bulk("N/A")),
+            (Bulk("doc_flags"), Set(&[Simple("syscmd")])),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[(Bulk("name"), Bulk("subcommand")), (Bulk("type"), Bulk("string"))]),
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "pfmerge",
+        arity: -2,
+        flags: &["write", "denyoom"],
+        first_key: 1,
+        last_key: -1,
+        step: 1,
+        acl_categories: &["@write", "@hyperloglog", "@slow"],
+        info: Arr(&[
+            Bulk("pfmerge"),
+            Int(-2),
+            Set(&[Simple("write"), Simple("denyoom")]),
+            Int(1),
+            Int(-1),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@hyperloglog"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("access"), Simple("insert")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(2))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(-1)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Merge N different HyperLogLogs into a single one.")),
+            (Bulk("since"), Bulk("2.8.9")),
+            (Bulk("group"), Bulk("hyperloglog")),
+            (
+                Bulk("complexity"),
+                Bulk("O(N) to merge N HyperLogLogs, but with high constant times."),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("destkey")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("sourcekey")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(1)),
+                        (Bulk("flags"), Set(&[Simple("multiple")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "pfselftest",
+        arity: 1,
+        flags: &["admin"],
+        first_key: 0,
+        last_key: 0,
+        step: 0,
+        acl_categories: &["@hyperloglog", "@admin", "@slow", "@dangerous"],
+        info: Arr(&[
+            Bulk("pfselftest"),
+            Int(1),
+            Set(&[Simple("admin")]),
+            Int(0),
+            Int(0),
+            Int(0),
+            Set(&[Simple("@hyperloglog"), Simple("@admin"), Simple("@slow"), Simple("@dangerous")]),
+            Set(&[]),
+            Set(&[]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("An internal command for testing HyperLogLog values")),
+            (Bulk("since"), Bulk("2.8.9")),
+            (Bulk("group"), Bulk("hyperloglog")),
+            (Bulk("complexity"), Bulk("N/A")),
+            (Bulk("doc_flags"), Set(&[Simple("syscmd")])),
+        ]),
+    },
+    CommandMeta {
         name: "ping",
         arity: -1,
         flags: &["fast"],
@@ -6585,6 +9317,58 @@ pub(super) static COMMANDS: &[CommandMeta] = &[
         ]),
     },
     CommandMeta {
+        name: "psubscribe",
+        arity: -2,
+        flags: &["pubsub", "noscript", "loading", "stale"],
+        first_key: 0,
+        last_key: 0,
+        step: 0,
+        acl_categories: &["@pubsub", "@slow"],
+        info: Arr(&[
+            Bulk("psubscribe"),
+            Int(-2),
+            Set(&[Simple("pubsub"), Simple("noscript"), Simple("loading"), Simple("stale")]),
+            Int(0),
+            Int(0),
+            Int(0),
+            Set(&[Simple("@pubsub"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Listen for messages published to channels matching the given patterns"),
+            ),
+            (Bulk("since"), Bulk("2.0.0")),
+            (Bulk("group"), Bulk("pubsub")),
+            (
+                Bulk("complexity"),
+                Bulk("O(N) where N is the number of patterns the client is already subscribed to."),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("pattern")),
+                        (Bulk("type"), Bulk("block")),
+                        (Bulk("flags"), Set(&[Simple("multiple")])),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("pattern")),
+                                    (Bulk("type"), Bulk("pattern")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
         name: "pttl",
         arity: 2,
         flags: &["readonly", "fast"],
@@ -6642,6 +9426,526 @@ pub(super) static COMMANDS: &[CommandMeta] = &[
                         (Bulk("name"), Bulk("key")),
                         (Bulk("type"), Bulk("key")),
                         (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "publish",
+        arity: 3,
+        flags: &["pubsub", "loading", "stale", "fast"],
+        first_key: 0,
+        last_key: 0,
+        step: 0,
+        acl_categories: &["@pubsub", "@fast"],
+        info: Arr(&[
+            Bulk("publish"),
+            Int(3),
+            Set(&[Simple("pubsub"), Simple("loading"), Simple("stale"), Simple("fast")]),
+            Int(0),
+            Int(0),
+            Int(0),
+            Set(&[Simple("@pubsub"), Simple("@fast")]),
+            Set(&[]),
+            Set(&[]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Post a message to a channel")),
+            (Bulk("since"), Bulk("2.0.0")),
+            (Bulk("group"), Bulk("pubsub")),
+            (
+                Bulk("complexity"),
+                Bulk("O(N+M) where N is the number of clients subscribed to the receiving channel and M is the total number of subscribed patterns (by any client)."),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[(Bulk("name"), Bulk("channel")), (Bulk("type"), Bulk("string"))]),
+                    Map(&[(Bulk("name"), Bulk("message")), (Bulk("type"), Bulk("string"))]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "pubsub",
+        arity: -2,
+        flags: &[],
+        first_key: 0,
+        last_key: 0,
+        step: 0,
+        acl_categories: &["@slow"],
+        info: Arr(&[
+            Bulk("pubsub"),
+            Int(-2),
+            Set(&[]),
+            Int(0),
+            Int(0),
+            Int(0),
+            Set(&[Simple("@slow")]),
+            Set(&[]),
+            Set(&[]),
+            Arr(&[
+                Arr(&[
+                    Bulk("pubsub|channels"),
+                    Int(-2),
+                    Set(&[Simple("pubsub"), Simple("loading"), Simple("stale")]),
+                    Int(0),
+                    Int(0),
+                    Int(0),
+                    Set(&[Simple("@pubsub"), Simple("@slow")]),
+                    Set(&[]),
+                    Set(&[]),
+                    Set(&[]),
+                ]),
+                Arr(&[
+                    Bulk("pubsub|help"),
+                    Int(2),
+                    Set(&[Simple("loading"), Simple("stale")]),
+                    Int(0),
+                    Int(0),
+                    Int(0),
+                    Set(&[Simple("@slow")]),
+                    Set(&[]),
+                    Set(&[]),
+                    Set(&[]),
+                ]),
+                Arr(&[
+                    Bulk("pubsub|numpat"),
+                    Int(2),
+                    Set(&[Simple("pubsub"), Simple("loading"), Simple("stale")]),
+                    Int(0),
+                    Int(0),
+                    Int(0),
+                    Set(&[Simple("@pubsub"), Simple("@slow")]),
+                    Set(&[]),
+                    Set(&[]),
+                    Set(&[]),
+                ]),
+                Arr(&[
+                    Bulk("pubsub|numsub"),
+                    Int(-2),
+                    Set(&[Simple("pubsub"), Simple("loading"), Simple("stale")]),
+                    Int(0),
+                    Int(0),
+                    Int(0),
+                    Set(&[Simple("@pubsub"), Simple("@slow")]),
+                    Set(&[]),
+                    Set(&[]),
+                    Set(&[]),
+                ]),
+                Arr(&[
+                    Bulk("pubsub|shardchannels"),
+                    Int(-2),
+                    Set(&[Simple("pubsub"), Simple("loading"), Simple("stale")]),
+                    Int(0),
+                    Int(0),
+                    Int(0),
+                    Set(&[Simple("@pubsub"), Simple("@slow")]),
+                    Set(&[]),
+                    Set(&[]),
+                    Set(&[]),
+                ]),
+                Arr(&[
+                    Bulk("pubsub|shardnumsub"),
+                    Int(-2),
+                    Set(&[Simple("pubsub"), Simple("loading"), Simple("stale")]),
+                    Int(0),
+                    Int(0),
+                    Int(0),
+                    Set(&[Simple("@pubsub"), Simple("@slow")]),
+                    Set(&[]),
+                    Set(&[]),
+                    Set(&[]),
+                ]),
+            ]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("A container for Pub/Sub commands")),
+            (Bulk("since"), Bulk("2.8.0")),
+            (Bulk("group"), Bulk("pubsub")),
+            (Bulk("complexity"), Bulk("Depends on subcommand.")),
+            (
+                Bulk("subcommands"),
+                Map(&[
+                    (
+                        Bulk("pubsub|channels"),
+                        Map(&[
+                            (Bulk("summary"), Bulk("List active channels")),
+                            (Bulk("since"), Bulk("2.8.0")),
+                            (Bulk("group"), Bulk("pubsub")),
+                            (
+                                Bulk("complexity"),
+                                Bulk("O(N) where N is the number of active channels, and assuming constant time pattern matching (relatively short channels and patterns)"),
+                            ),
+                            (
+                                Bulk("arguments"),
+                                Arr(&[
+                                    Map(&[
+                                        (Bulk("name"), Bulk("pattern")),
+                                        (Bulk("type"), Bulk("pattern")),
+                                        (Bulk("flags"), Set(&[Simple("optional")])),
+                                    ]),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                    (
+                        Bulk("pubsub|help"),
+                        Map(&[
+                            (
+                                Bulk("summary"),
+                                Bulk("Show helpful text about the different subcommands"),
+                            ),
+                            (Bulk("since"), Bulk("6.2.0")),
+                            (Bulk("group"), Bulk("pubsub")),
+                            (Bulk("complexity"), Bulk("O(1)")),
+                        ]),
+                    ),
+                    (
+                        Bulk("pubsub|numpat"),
+                        Map(&[
+                            (
+                                Bulk("summary"),
+                                Bulk("Get the count of unique patterns pattern subscriptions"),
+                            ),
+                            (Bulk("since"), Bulk("2.8.0")),
+                            (Bulk("group"), Bulk("pubsub")),
+                            (Bulk("complexity"), Bulk("O(1)")),
+                        ]),
+                    ),
+                    (
+                        Bulk("pubsub|numsub"),
+                        Map(&[
+                            (Bulk("summary"), Bulk("Get the count of subscribers for channels")),
+                            (Bulk("since"), Bulk("2.8.0")),
+                            (Bulk("group"), Bulk("pubsub")),
+                            (
+                                Bulk("complexity"),
+                                Bulk("O(N) for the NUMSUB subcommand, where N is the number of requested channels"),
+                            ),
+                            (
+                                Bulk("arguments"),
+                                Arr(&[
+                                    Map(&[
+                                        (Bulk("name"), Bulk("channel")),
+                                        (Bulk("type"), Bulk("string")),
+                                        (
+                                            Bulk("flags"),
+                                            Set(&[Simple("optional"), Simple("multiple")]),
+                                        ),
+                                    ]),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                    (
+                        Bulk("pubsub|shardchannels"),
+                        Map(&[
+                            (Bulk("summary"), Bulk("List active shard channels")),
+                            (Bulk("since"), Bulk("7.0.0")),
+                            (Bulk("group"), Bulk("pubsub")),
+                            (
+                                Bulk("complexity"),
+                                Bulk("O(N) where N is the number of active shard channels, and assuming constant time pattern matching (relatively short shard channels)."),
+                            ),
+                            (
+                                Bulk("arguments"),
+                                Arr(&[
+                                    Map(&[
+                                        (Bulk("name"), Bulk("pattern")),
+                                        (Bulk("type"), Bulk("pattern")),
+                                        (Bulk("flags"), Set(&[Simple("optional")])),
+                                    ]),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                    (
+                        Bulk("pubsub|shardnumsub"),
+                        Map(&[
+                            (
+                                Bulk("summary"),
+                                Bulk("Get the count of subscribers for shard channels"),
+                            ),
+                            (Bulk("since"), Bulk("7.0.0")),
+                            (Bulk("group"), Bulk("pubsub")),
+                            (
+                                Bulk("complexity"),
+                                Bulk("O(N) for the SHARDNUMSUB subcommand, where N is the number of requested shard channels"),
+                            ),
+                            (
+                                Bulk("arguments"),
+                                Arr(&[
+                                    Map(&[
+                                        (Bulk("name"), Bulk("shardchannel")),
+                                        (Bulk("type"), Bulk("string")),
+                                        (
+                                            Bulk("flags"),
+                                            Set(&[Simple("optional"), Simple("multiple")]),
+                                        ),
+                                    ]),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "pubsub|channels",
+        arity: -2,
+        flags: &["pubsub", "loading", "stale"],
+        first_key: 0,
+        last_key: 0,
+        step: 0,
+        acl_categories: &["@pubsub", "@slow"],
+        info: Arr(&[
+            Bulk("pubsub|channels"),
+            Int(-2),
+            Set(&[Simple("pubsub"), Simple("loading"), Simple("stale")]),
+            Int(0),
+            Int(0),
+            Int(0),
+            Set(&[Simple("@pubsub"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("List active channels")),
+            (Bulk("since"), Bulk("2.8.0")),
+            (Bulk("group"), Bulk("pubsub")),
+            (
+                Bulk("complexity"),
+                Bulk("O(N) where N is the number of active channels, and assuming constant time pattern matching (relatively short channels and patterns)"),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("pattern")),
+                        (Bulk("type"), Bulk("pattern")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "pubsub|help",
+        arity: 2,
+        flags: &["loading", "stale"],
+        first_key: 0,
+        last_key: 0,
+        step: 0,
+        acl_categories: &["@slow"],
+        info: Arr(&[
+            Bulk("pubsub|help"),
+            Int(2),
+            Set(&[Simple("loading"), Simple("stale")]),
+            Int(0),
+            Int(0),
+            Int(0),
+            Set(&[Simple("@slow")]),
+            Set(&[]),
+            Set(&[]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Show helpful text about the different subcommands")),
+            (Bulk("since"), Bulk("6.2.0")),
+            (Bulk("group"), Bulk("pubsub")),
+            (Bulk("complexity"), Bulk("O(1)")),
+        ]),
+    },
+    CommandMeta {
+        name: "pubsub|numpat",
+        arity: 2,
+        flags: &["pubsub", "loading", "stale"],
+        first_key: 0,
+        last_key: 0,
+        step: 0,
+        acl_categories: &["@pubsub", "@slow"],
+        info: Arr(&[
+            Bulk("pubsub|numpat"),
+            Int(2),
+            Set(&[Simple("pubsub"), Simple("loading"), Simple("stale")]),
+            Int(0),
+            Int(0),
+            Int(0),
+            Set(&[Simple("@pubsub"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Get the count of unique patterns pattern subscriptions")),
+            (Bulk("since"), Bulk("2.8.0")),
+            (Bulk("group"), Bulk("pubsub")),
+            (Bulk("complexity"), Bulk("O(1)")),
+        ]),
+    },
+    CommandMeta {
+        name: "pubsub|numsub",
+        arity: -2,
+        flags: &["pubsub", "loading", "stale"],
+        first_key: 0,
+        last_key: 0,
+        step: 0,
+        acl_categories: &["@pubsub", "@slow"],
+        info: Arr(&[
+            Bulk("pubsub|numsub"),
+            Int(-2),
+            Set(&[Simple("pubsub"), Simple("loading"), Simple("stale")]),
+            Int(0),
+            Int(0),
+            Int(0),
+            Set(&[Simple("@pubsub"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Get the count of subscribers for channels")),
+            (Bulk("since"), Bulk("2.8.0")),
+            (Bulk("group"), Bulk("pubsub")),
+            (
+                Bulk("complexity"),
+                Bulk("O(N) for the NUMSUB subcommand, where N is the number of requested channels"),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("channel")),
+                        (Bulk("type"), Bulk("string")),
+                        (Bulk("flags"), Set(&[Simple("optional"), Simple("multiple")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "pubsub|shardchannels",
+        arity: -2,
+        flags: &["pubsub", "loading", "stale"],
+        first_key: 0,
+        last_key: 0,
+        step: 0,
+        acl_categories: &["@pubsub", "@slow"],
+        info: Arr(&[
+            Bulk("pubsub|shardchannels"),
+            Int(-2),
+            Set(&[Simple("pubsub"), Simple("loading"), Simple("stale")]),
+            Int(0),
+            Int(0),
+            Int(0),
+            Set(&[Simple("@pubsub"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("List active shard channels")),
+            (Bulk("since"), Bulk("7.0.0")),
+            (Bulk("group"), Bulk("pubsub")),
+            (
+                Bulk("complexity"),
+                Bulk("O(N) where N is the number of active shard channels, and assuming constant time pattern matching (relatively short shard channels)."),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("pattern")),
+                        (Bulk("type"), Bulk("pattern")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "pubsub|shardnumsub",
+        arity: -2,
+        flags: &["pubsub", "loading", "stale"],
+        first_key: 0,
+        last_key: 0,
+        step: 0,
+        acl_categories: &["@pubsub", "@slow"],
+        info: Arr(&[
+            Bulk("pubsub|shardnumsub"),
+            Int(-2),
+            Set(&[Simple("pubsub"), Simple("loading"), Simple("stale")]),
+            Int(0),
+            Int(0),
+            Int(0),
+            Set(&[Simple("@pubsub"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Get the count of subscribers for shard channels")),
+            (Bulk("since"), Bulk("7.0.0")),
+            (Bulk("group"), Bulk("pubsub")),
+            (
+                Bulk("complexity"),
+                Bulk("O(N) for the SHARDNUMSUB subcommand, where N is the number of requested shard channels"),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("shardchannel")),
+                        (Bulk("type"), Bulk("string")),
+                        (Bulk("flags"), Set(&[Simple("optional"), Simple("multiple")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "punsubscribe",
+        arity: -1,
+        flags: &["pubsub", "noscript", "loading", "stale"],
+        first_key: 0,
+        last_key: 0,
+        step: 0,
+        acl_categories: &["@pubsub", "@slow"],
+        info: Arr(&[
+            Bulk("punsubscribe"),
+            Int(-1),
+            Set(&[Simple("pubsub"), Simple("noscript"), Simple("loading"), Simple("stale")]),
+            Int(0),
+            Int(0),
+            Int(0),
+            Set(&[Simple("@pubsub"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Stop listening for messages posted to channels matching the given patterns"),
+            ),
+            (Bulk("since"), Bulk("2.0.0")),
+            (Bulk("group"), Bulk("pubsub")),
+            (
+                Bulk("complexity"),
+                Bulk("O(N+M) where N is the number of patterns the client is already subscribed and M is the number of total patterns subscribed in the system (by any client)."),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("pattern")),
+                        (Bulk("type"), Bulk("pattern")),
+                        (Bulk("flags"), Set(&[Simple("optional"), Simple("multiple")])),
                     ]),
                 ]),
             ),
@@ -6934,6 +10238,394 @@ pub(super) static COMMANDS: &[CommandMeta] = &[
         ]),
     },
     CommandMeta {
+        name: "rpop",
+        arity: -2,
+        flags: &["write", "fast"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@write", "@list", "@fast"],
+        info: Arr(&[
+            Bulk("rpop"),
+            Int(-2),
+            Set(&[Simple("write"), Simple("fast")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@list"), Simple("@fast")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("access"), Simple("delete")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Remove and get the last elements in a list")),
+            (Bulk("since"), Bulk("1.0.0")),
+            (Bulk("group"), Bulk("list")),
+            (Bulk("complexity"), Bulk("O(N) where N is the number of elements returned")),
+            (Bulk("history"), Set(&[Arr(&[Bulk("6.2.0"), Bulk("Added the `count` argument.")])])),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("count")),
+                        (Bulk("type"), Bulk("integer")),
+                        (Bulk("since"), Bulk("6.2.0")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "rpoplpush",
+        arity: 3,
+        flags: &["write", "denyoom"],
+        first_key: 1,
+        last_key: 2,
+        step: 1,
+        acl_categories: &["@write", "@list", "@slow"],
+        info: Arr(&[
+            Bulk("rpoplpush"),
+            Int(3),
+            Set(&[Simple("write"), Simple("denyoom")]),
+            Int(1),
+            Int(2),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@list"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("access"), Simple("delete")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("insert")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(2))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Remove the last element in a list, prepend it to another list and return it"),
+            ),
+            (Bulk("since"), Bulk("1.2.0")),
+            (Bulk("group"), Bulk("list")),
+            (Bulk("complexity"), Bulk("O(1)")),
+            (Bulk("doc_flags"), Set(&[Simple("deprecated")])),
+            (Bulk("deprecated_since"), Bulk("6.2.0")),
+            (Bulk("replaced_by"), Bulk("`LMOVE` with the `RIGHT` and `LEFT` arguments")),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("source")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("destination")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(1)),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "rpush",
+        arity: -3,
+        flags: &["write", "denyoom", "fast"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@write", "@list", "@fast"],
+        info: Arr(&[
+            Bulk("rpush"),
+            Int(-3),
+            Set(&[Simple("write"), Simple("denyoom"), Simple("fast")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@list"), Simple("@fast")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("insert")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Append one or multiple elements to a list")),
+            (Bulk("since"), Bulk("1.0.0")),
+            (Bulk("group"), Bulk("list")),
+            (
+                Bulk("complexity"),
+                Bulk("O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments."),
+            ),
+            (
+                Bulk("history"),
+                Set(&[Arr(&[Bulk("2.4.0"), Bulk("Accepts multiple `element` arguments.")])]),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("element")),
+                        (Bulk("type"), Bulk("string")),
+                        (Bulk("flags"), Set(&[Simple("multiple")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "rpushx",
+        arity: -3,
+        flags: &["write", "denyoom", "fast"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@write", "@list", "@fast"],
+        info: Arr(&[
+            Bulk("rpushx"),
+            Int(-3),
+            Set(&[Simple("write"), Simple("denyoom"), Simple("fast")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@list"), Simple("@fast")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("insert")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Append an element to a list, only if the list exists")),
+            (Bulk("since"), Bulk("2.2.0")),
+            (Bulk("group"), Bulk("list")),
+            (
+                Bulk("complexity"),
+                Bulk("O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments."),
+            ),
+            (
+                Bulk("history"),
+                Set(&[Arr(&[Bulk("4.0.0"), Bulk("Accepts multiple `element` arguments.")])]),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("element")),
+                        (Bulk("type"), Bulk("string")),
+                        (Bulk("flags"), Set(&[Simple("multiple")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "sadd",
+        arity: -3,
+        flags: &["write", "denyoom", "fast"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@write", "@set", "@fast"],
+        info: Arr(&[
+            Bulk("sadd"),
+            Int(-3),
+            Set(&[Simple("write"), Simple("denyoom"), Simple("fast")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@set"), Simple("@fast")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("insert")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Add one or more members to a set")),
+            (Bulk("since"), Bulk("1.0.0")),
+            (Bulk("group"), Bulk("set")),
+            (
+                Bulk("complexity"),
+                Bulk("O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments."),
+            ),
+            (
+                Bulk("history"),
+                Set(&[Arr(&[Bulk("2.4.0"), Bulk("Accepts multiple `member` arguments.")])]),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("member")),
+                        (Bulk("type"), Bulk("string")),
+                        (Bulk("flags"), Set(&[Simple("multiple")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
         name: "scan",
         arity: -2,
         flags: &["readonly"],
@@ -6984,6 +10676,229 @@ pub(super) static COMMANDS: &[CommandMeta] = &[
                         (Bulk("token"), Bulk("TYPE")),
                         (Bulk("since"), Bulk("6.0.0")),
                         (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "scard",
+        arity: 2,
+        flags: &["readonly", "fast"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@read", "@set", "@fast"],
+        info: Arr(&[
+            Bulk("scard"),
+            Int(2),
+            Set(&[Simple("readonly"), Simple("fast")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@read"), Simple("@set"), Simple("@fast")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Get the number of members in a set")),
+            (Bulk("since"), Bulk("1.0.0")),
+            (Bulk("group"), Bulk("set")),
+            (Bulk("complexity"), Bulk("O(1)")),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "sdiff",
+        arity: -2,
+        flags: &["readonly"],
+        first_key: 1,
+        last_key: -1,
+        step: 1,
+        acl_categories: &["@read", "@set", "@slow"],
+        info: Arr(&[
+            Bulk("sdiff"),
+            Int(-2),
+            Set(&[Simple("readonly")]),
+            Int(1),
+            Int(-1),
+            Int(1),
+            Set(&[Simple("@read"), Simple("@set"), Simple("@slow")]),
+            Set(&[Bulk("nondeterministic_output_order")]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(-1)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Subtract multiple sets")),
+            (Bulk("since"), Bulk("1.0.0")),
+            (Bulk("group"), Bulk("set")),
+            (
+                Bulk("complexity"),
+                Bulk("O(N) where N is the total number of elements in all given sets."),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                        (Bulk("flags"), Set(&[Simple("multiple")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "sdiffstore",
+        arity: -3,
+        flags: &["write", "denyoom"],
+        first_key: 1,
+        last_key: -1,
+        step: 1,
+        acl_categories: &["@write", "@set", "@slow"],
+        info: Arr(&[
+            Bulk("sdiffstore"),
+            Int(-3),
+            Set(&[Simple("write"), Simple("denyoom")]),
+            Int(1),
+            Int(-1),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@set"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("OW"), Simple("update")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(2))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(-1)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Subtract multiple sets and store the resulting set in a key")),
+            (Bulk("since"), Bulk("1.0.0")),
+            (Bulk("group"), Bulk("set")),
+            (
+                Bulk("complexity"),
+                Bulk("O(N) where N is the total number of elements in all given sets."),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("destination")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(1)),
+                        (Bulk("flags"), Set(&[Simple("multiple")])),
                     ]),
                 ]),
             ),
@@ -7168,6 +11083,73 @@ pub(super) static COMMANDS: &[CommandMeta] = &[
                             ]),
                         ),
                     ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "setbit",
+        arity: 4,
+        flags: &["write", "denyoom"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@write", "@bitmap", "@slow"],
+        info: Arr(&[
+            Bulk("setbit"),
+            Int(4),
+            Set(&[Simple("write"), Simple("denyoom")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@bitmap"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("access"), Simple("update")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Sets or clears the bit at offset in the string value stored at key"),
+            ),
+            (Bulk("since"), Bulk("2.2.0")),
+            (Bulk("group"), Bulk("bitmap")),
+            (Bulk("complexity"), Bulk("O(1)")),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("offset")), (Bulk("type"), Bulk("integer"))]),
+                    Map(&[(Bulk("name"), Bulk("value")), (Bulk("type"), Bulk("integer"))]),
                 ]),
             ),
         ]),
@@ -7462,6 +11444,306 @@ pub(super) static COMMANDS: &[CommandMeta] = &[
         ]),
     },
     CommandMeta {
+        name: "sinter",
+        arity: -2,
+        flags: &["readonly"],
+        first_key: 1,
+        last_key: -1,
+        step: 1,
+        acl_categories: &["@read", "@set", "@slow"],
+        info: Arr(&[
+            Bulk("sinter"),
+            Int(-2),
+            Set(&[Simple("readonly")]),
+            Int(1),
+            Int(-1),
+            Int(1),
+            Set(&[Simple("@read"), Simple("@set"), Simple("@slow")]),
+            Set(&[Bulk("nondeterministic_output_order")]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(-1)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Intersect multiple sets")),
+            (Bulk("since"), Bulk("1.0.0")),
+            (Bulk("group"), Bulk("set")),
+            (
+                Bulk("complexity"),
+                Bulk("O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets."),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                        (Bulk("flags"), Set(&[Simple("multiple")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "sintercard",
+        arity: -3,
+        flags: &["readonly", "movablekeys"],
+        first_key: 0,
+        last_key: 0,
+        step: 0,
+        acl_categories: &["@read", "@set", "@slow"],
+        info: Arr(&[
+            Bulk("sintercard"),
+            Int(-3),
+            Set(&[Simple("readonly"), Simple("movablekeys")]),
+            Int(0),
+            Int(0),
+            Int(0),
+            Set(&[Simple("@read"), Simple("@set"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("keynum")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("keynumidx"), Int(0)),
+                                    (Bulk("firstkey"), Int(1)),
+                                    (Bulk("keystep"), Int(1)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Intersect multiple sets and return the cardinality of the result"),
+            ),
+            (Bulk("since"), Bulk("7.0.0")),
+            (Bulk("group"), Bulk("set")),
+            (
+                Bulk("complexity"),
+                Bulk("O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets."),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[(Bulk("name"), Bulk("numkeys")), (Bulk("type"), Bulk("integer"))]),
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                        (Bulk("flags"), Set(&[Simple("multiple")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("limit")),
+                        (Bulk("type"), Bulk("integer")),
+                        (Bulk("token"), Bulk("LIMIT")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "sinterstore",
+        arity: -3,
+        flags: &["write", "denyoom"],
+        first_key: 1,
+        last_key: -1,
+        step: 1,
+        acl_categories: &["@write", "@set", "@slow"],
+        info: Arr(&[
+            Bulk("sinterstore"),
+            Int(-3),
+            Set(&[Simple("write"), Simple("denyoom")]),
+            Int(1),
+            Int(-1),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@set"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("update")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(2))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(-1)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Intersect multiple sets and store the resulting set in a key")),
+            (Bulk("since"), Bulk("1.0.0")),
+            (Bulk("group"), Bulk("set")),
+            (
+                Bulk("complexity"),
+                Bulk("O(N*M) worst case where N is the cardinality of the smallest set and M is the number of sets."),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("destination")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(1)),
+                        (Bulk("flags"), Set(&[Simple("multiple")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "sismember",
+        arity: 3,
+        flags: &["readonly", "fast"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@read", "@set", "@fast"],
+        info: Arr(&[
+            Bulk("sismember"),
+            Int(3),
+            Set(&[Simple("readonly"), Simple("fast")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@read"), Simple("@set"), Simple("@fast")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Determine if a given value is a member of a set")),
+            (Bulk("since"), Bulk("1.0.0")),
+            (Bulk("group"), Bulk("set")),
+            (Bulk("complexity"), Bulk("O(1)")),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("member")), (Bulk("type"), Bulk("string"))]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
         name: "slowlog",
         arity: -2,
         flags: &[],
@@ -7742,6 +12024,987 @@ pub(super) static COMMANDS: &[CommandMeta] = &[
         ]),
     },
     CommandMeta {
+        name: "smembers",
+        arity: 2,
+        flags: &["readonly"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@read", "@set", "@slow"],
+        info: Arr(&[
+            Bulk("smembers"),
+            Int(2),
+            Set(&[Simple("readonly")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@read"), Simple("@set"), Simple("@slow")]),
+            Set(&[Bulk("nondeterministic_output_order")]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Get all the members in a set")),
+            (Bulk("since"), Bulk("1.0.0")),
+            (Bulk("group"), Bulk("set")),
+            (Bulk("complexity"), Bulk("O(N) where N is the set cardinality.")),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "smismember",
+        arity: -3,
+        flags: &["readonly", "fast"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@read", "@set", "@fast"],
+        info: Arr(&[
+            Bulk("smismember"),
+            Int(-3),
+            Set(&[Simple("readonly"), Simple("fast")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@read"), Simple("@set"), Simple("@fast")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Returns the membership associated with the given elements for a set"),
+            ),
+            (Bulk("since"), Bulk("6.2.0")),
+            (Bulk("group"), Bulk("set")),
+            (
+                Bulk("complexity"),
+                Bulk("O(N) where N is the number of elements being checked for membership"),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("member")),
+                        (Bulk("type"), Bulk("string")),
+                        (Bulk("flags"), Set(&[Simple("multiple")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "smove",
+        arity: 4,
+        flags: &["write", "fast"],
+        first_key: 1,
+        last_key: 2,
+        step: 1,
+        acl_categories: &["@write", "@set", "@fast"],
+        info: Arr(&[
+            Bulk("smove"),
+            Int(4),
+            Set(&[Simple("write"), Simple("fast")]),
+            Int(1),
+            Int(2),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@set"), Simple("@fast")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("access"), Simple("delete")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("insert")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(2))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Move a member from one set to another")),
+            (Bulk("since"), Bulk("1.0.0")),
+            (Bulk("group"), Bulk("set")),
+            (Bulk("complexity"), Bulk("O(1)")),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("source")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("destination")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(1)),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("member")), (Bulk("type"), Bulk("string"))]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "sort",
+        arity: -2,
+        flags: &["write", "denyoom", "movablekeys"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@write", "@set", "@sortedset", "@list", "@slow", "@dangerous"],
+        info: Arr(&[
+            Bulk("sort"),
+            Int(-2),
+            Set(&[Simple("write"), Simple("denyoom"), Simple("movablekeys")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[
+                Simple("@write"),
+                Simple("@set"),
+                Simple("@sortedset"),
+                Simple("@list"),
+                Simple("@slow"),
+                Simple("@dangerous"),
+            ]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+                Map(&[
+                    (
+                        Bulk("notes"),
+                        Bulk("For the optional BY/GET keyword. It is marked 'unknown' because the key names derive from the content of the key we sort"),
+                    ),
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[(Bulk("type"), Bulk("unknown")), (Bulk("spec"), Map(&[]))]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[(Bulk("type"), Bulk("unknown")), (Bulk("spec"), Map(&[]))]),
+                    ),
+                ]),
+                Map(&[
+                    (
+                        Bulk("notes"),
+                        Bulk("For the optional STORE keyword. It is marked 'unknown' because the keyword can appear anywhere in the argument array"),
+                    ),
+                    (Bulk("flags"), Set(&[Simple("OW"), Simple("update")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[(Bulk("type"), Bulk("unknown")), (Bulk("spec"), Map(&[]))]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[(Bulk("type"), Bulk("unknown")), (Bulk("spec"), Map(&[]))]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Sort the elements in a list, set or sorted set")),
+            (Bulk("since"), Bulk("1.0.0")),
+            (Bulk("group"), Bulk("generic")),
+            (
+                Bulk("complexity"),
+                Bulk("O(N+M*log(M)) where N is the number of elements in the list or set to sort, and M the number of returned elements. When the elements are not sorted, complexity is O(N)."),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("pattern")),
+                        (Bulk("type"), Bulk("pattern")),
+                        (Bulk("key_spec_index"), Int(1)),
+                        (Bulk("token"), Bulk("BY")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("offset_count")),
+                        (Bulk("type"), Bulk("block")),
+                        (Bulk("token"), Bulk("LIMIT")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("offset")),
+                                    (Bulk("type"), Bulk("integer")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("count")),
+                                    (Bulk("type"), Bulk("integer")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("pattern")),
+                        (Bulk("type"), Bulk("pattern")),
+                        (Bulk("key_spec_index"), Int(1)),
+                        (Bulk("token"), Bulk("GET")),
+                        (
+                            Bulk("flags"),
+                            Set(&[
+                                Simple("optional"),
+                                Simple("multiple"),
+                                Simple("multiple_token"),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("order")),
+                        (Bulk("type"), Bulk("oneof")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("asc")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("ASC")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("desc")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("DESC")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("sorting")),
+                        (Bulk("type"), Bulk("pure-token")),
+                        (Bulk("token"), Bulk("ALPHA")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("destination")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(2)),
+                        (Bulk("token"), Bulk("STORE")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "sort_ro",
+        arity: -2,
+        flags: &["readonly", "movablekeys"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@read", "@set", "@sortedset", "@list", "@slow", "@dangerous"],
+        info: Arr(&[
+            Bulk("sort_ro"),
+            Int(-2),
+            Set(&[Simple("readonly"), Simple("movablekeys")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[
+                Simple("@read"),
+                Simple("@set"),
+                Simple("@sortedset"),
+                Simple("@list"),
+                Simple("@slow"),
+                Simple("@dangerous"),
+            ]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+                Map(&[
+                    (
+                        Bulk("notes"),
+                        Bulk("For the optional BY/GET keyword. It is marked 'unknown' because the key names derive from the content of the key we sort"),
+                    ),
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[(Bulk("type"), Bulk("unknown")), (Bulk("spec"), Map(&[]))]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[(Bulk("type"), Bulk("unknown")), (Bulk("spec"), Map(&[]))]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Sort the elements in a list, set or sorted set. Read-only variant of SORT."),
+            ),
+            (Bulk("since"), Bulk("7.0.0")),
+            (Bulk("group"), Bulk("generic")),
+            (
+                Bulk("complexity"),
+                Bulk("O(N+M*log(M)) where N is the number of elements in the list or set to sort, and M the number of returned elements. When the elements are not sorted, complexity is O(N)."),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("pattern")),
+                        (Bulk("type"), Bulk("pattern")),
+                        (Bulk("key_spec_index"), Int(1)),
+                        (Bulk("token"), Bulk("BY")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("offset_count")),
+                        (Bulk("type"), Bulk("block")),
+                        (Bulk("token"), Bulk("LIMIT")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("offset")),
+                                    (Bulk("type"), Bulk("integer")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("count")),
+                                    (Bulk("type"), Bulk("integer")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("pattern")),
+                        (Bulk("type"), Bulk("pattern")),
+                        (Bulk("key_spec_index"), Int(1)),
+                        (Bulk("token"), Bulk("GET")),
+                        (
+                            Bulk("flags"),
+                            Set(&[
+                                Simple("optional"),
+                                Simple("multiple"),
+                                Simple("multiple_token"),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("order")),
+                        (Bulk("type"), Bulk("oneof")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("asc")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("ASC")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("desc")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("DESC")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("sorting")),
+                        (Bulk("type"), Bulk("pure-token")),
+                        (Bulk("token"), Bulk("ALPHA")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "spop",
+        arity: -2,
+        flags: &["write", "fast"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@write", "@set", "@fast"],
+        info: Arr(&[
+            Bulk("spop"),
+            Int(-2),
+            Set(&[Simple("write"), Simple("fast")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@set"), Simple("@fast")]),
+            Set(&[Bulk("nondeterministic_output")]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("access"), Simple("delete")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Remove and return one or multiple random members from a set")),
+            (Bulk("since"), Bulk("1.0.0")),
+            (Bulk("group"), Bulk("set")),
+            (
+                Bulk("complexity"),
+                Bulk("Without the count argument O(1), otherwise O(N) where N is the value of the passed count."),
+            ),
+            (Bulk("history"), Set(&[Arr(&[Bulk("3.2.0"), Bulk("Added the `count` argument.")])])),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("count")),
+                        (Bulk("type"), Bulk("integer")),
+                        (Bulk("since"), Bulk("3.2.0")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "spublish",
+        arity: 3,
+        flags: &["pubsub", "loading", "stale", "fast"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@pubsub", "@fast"],
+        info: Arr(&[
+            Bulk("spublish"),
+            Int(3),
+            Set(&[Simple("pubsub"), Simple("loading"), Simple("stale"), Simple("fast")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@pubsub"), Simple("@fast")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("not_key")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Post a message to a shard channel")),
+            (Bulk("since"), Bulk("7.0.0")),
+            (Bulk("group"), Bulk("pubsub")),
+            (
+                Bulk("complexity"),
+                Bulk("O(N) where N is the number of clients subscribed to the receiving shard channel."),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[(Bulk("name"), Bulk("shardchannel")), (Bulk("type"), Bulk("string"))]),
+                    Map(&[(Bulk("name"), Bulk("message")), (Bulk("type"), Bulk("string"))]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "srandmember",
+        arity: -2,
+        flags: &["readonly"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@read", "@set", "@slow"],
+        info: Arr(&[
+            Bulk("srandmember"),
+            Int(-2),
+            Set(&[Simple("readonly")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@read"), Simple("@set"), Simple("@slow")]),
+            Set(&[Bulk("nondeterministic_output")]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Get one or multiple random members from a set")),
+            (Bulk("since"), Bulk("1.0.0")),
+            (Bulk("group"), Bulk("set")),
+            (
+                Bulk("complexity"),
+                Bulk("Without the count argument O(1), otherwise O(N) where N is the absolute value of the passed count."),
+            ),
+            (
+                Bulk("history"),
+                Set(&[Arr(&[Bulk("2.6.0"), Bulk("Added the optional `count` argument.")])]),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("count")),
+                        (Bulk("type"), Bulk("integer")),
+                        (Bulk("since"), Bulk("2.6.0")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "srem",
+        arity: -3,
+        flags: &["write", "fast"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@write", "@set", "@fast"],
+        info: Arr(&[
+            Bulk("srem"),
+            Int(-3),
+            Set(&[Simple("write"), Simple("fast")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@set"), Simple("@fast")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("delete")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Remove one or more members from a set")),
+            (Bulk("since"), Bulk("1.0.0")),
+            (Bulk("group"), Bulk("set")),
+            (Bulk("complexity"), Bulk("O(N) where N is the number of members to be removed.")),
+            (
+                Bulk("history"),
+                Set(&[Arr(&[Bulk("2.4.0"), Bulk("Accepts multiple `member` arguments.")])]),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("member")),
+                        (Bulk("type"), Bulk("string")),
+                        (Bulk("flags"), Set(&[Simple("multiple")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "sscan",
+        arity: -3,
+        flags: &["readonly"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@read", "@set", "@slow"],
+        info: Arr(&[
+            Bulk("sscan"),
+            Int(-3),
+            Set(&[Simple("readonly")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@read"), Simple("@set"), Simple("@slow")]),
+            Set(&[Bulk("nondeterministic_output")]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Incrementally iterate Set elements")),
+            (Bulk("since"), Bulk("2.8.0")),
+            (Bulk("group"), Bulk("set")),
+            (
+                Bulk("complexity"),
+                Bulk("O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of elements inside the collection.."),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("cursor")), (Bulk("type"), Bulk("integer"))]),
+                    Map(&[
+                        (Bulk("name"), Bulk("pattern")),
+                        (Bulk("type"), Bulk("pattern")),
+                        (Bulk("token"), Bulk("MATCH")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("count")),
+                        (Bulk("type"), Bulk("integer")),
+                        (Bulk("token"), Bulk("COUNT")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "ssubscribe",
+        arity: -2,
+        flags: &["pubsub", "noscript", "loading", "stale"],
+        first_key: 1,
+        last_key: -1,
+        step: 1,
+        acl_categories: &["@pubsub", "@slow"],
+        info: Arr(&[
+            Bulk("ssubscribe"),
+            Int(-2),
+            Set(&[Simple("pubsub"), Simple("noscript"), Simple("loading"), Simple("stale")]),
+            Int(1),
+            Int(-1),
+            Int(1),
+            Set(&[Simple("@pubsub"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("not_key")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(-1)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Listen for messages published to the given shard channels")),
+            (Bulk("since"), Bulk("7.0.0")),
+            (Bulk("group"), Bulk("pubsub")),
+            (
+                Bulk("complexity"),
+                Bulk("O(N) where N is the number of shard channels to subscribe to."),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("shardchannel")),
+                        (Bulk("type"), Bulk("string")),
+                        (Bulk("flags"), Set(&[Simple("multiple")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
         name: "strlen",
         arity: 2,
         flags: &["readonly", "fast"],
@@ -7798,6 +13061,43 @@ pub(super) static COMMANDS: &[CommandMeta] = &[
                         (Bulk("name"), Bulk("key")),
                         (Bulk("type"), Bulk("key")),
                         (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "subscribe",
+        arity: -2,
+        flags: &["pubsub", "noscript", "loading", "stale"],
+        first_key: 0,
+        last_key: 0,
+        step: 0,
+        acl_categories: &["@pubsub", "@slow"],
+        info: Arr(&[
+            Bulk("subscribe"),
+            Int(-2),
+            Set(&[Simple("pubsub"), Simple("noscript"), Simple("loading"), Simple("stale")]),
+            Int(0),
+            Int(0),
+            Int(0),
+            Set(&[Simple("@pubsub"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Listen for messages published to the given channels")),
+            (Bulk("since"), Bulk("2.0.0")),
+            (Bulk("group"), Bulk("pubsub")),
+            (Bulk("complexity"), Bulk("O(N) where N is the number of channels to subscribe to.")),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("channel")),
+                        (Bulk("type"), Bulk("string")),
+                        (Bulk("flags"), Set(&[Simple("multiple")])),
                     ]),
                 ]),
             ),
@@ -7869,6 +13169,235 @@ pub(super) static COMMANDS: &[CommandMeta] = &[
                     ]),
                     Map(&[(Bulk("name"), Bulk("start")), (Bulk("type"), Bulk("integer"))]),
                     Map(&[(Bulk("name"), Bulk("end")), (Bulk("type"), Bulk("integer"))]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "sunion",
+        arity: -2,
+        flags: &["readonly"],
+        first_key: 1,
+        last_key: -1,
+        step: 1,
+        acl_categories: &["@read", "@set", "@slow"],
+        info: Arr(&[
+            Bulk("sunion"),
+            Int(-2),
+            Set(&[Simple("readonly")]),
+            Int(1),
+            Int(-1),
+            Int(1),
+            Set(&[Simple("@read"), Simple("@set"), Simple("@slow")]),
+            Set(&[Bulk("nondeterministic_output_order")]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(-1)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Add multiple sets")),
+            (Bulk("since"), Bulk("1.0.0")),
+            (Bulk("group"), Bulk("set")),
+            (
+                Bulk("complexity"),
+                Bulk("O(N) where N is the total number of elements in all given sets."),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                        (Bulk("flags"), Set(&[Simple("multiple")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "sunionstore",
+        arity: -3,
+        flags: &["write", "denyoom"],
+        first_key: 1,
+        last_key: -1,
+        step: 1,
+        acl_categories: &["@write", "@set", "@slow"],
+        info: Arr(&[
+            Bulk("sunionstore"),
+            Int(-3),
+            Set(&[Simple("write"), Simple("denyoom")]),
+            Int(1),
+            Int(-1),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@set"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("OW"), Simple("update")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(2))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(-1)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Add multiple sets and store the resulting set in a key")),
+            (Bulk("since"), Bulk("1.0.0")),
+            (Bulk("group"), Bulk("set")),
+            (
+                Bulk("complexity"),
+                Bulk("O(N) where N is the total number of elements in all given sets."),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("destination")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(1)),
+                        (Bulk("flags"), Set(&[Simple("multiple")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "sunsubscribe",
+        arity: -1,
+        flags: &["pubsub", "noscript", "loading", "stale"],
+        first_key: 1,
+        last_key: -1,
+        step: 1,
+        acl_categories: &["@pubsub", "@slow"],
+        info: Arr(&[
+            Bulk("sunsubscribe"),
+            Int(-1),
+            Set(&[Simple("pubsub"), Simple("noscript"), Simple("loading"), Simple("stale")]),
+            Int(1),
+            Int(-1),
+            Int(1),
+            Set(&[Simple("@pubsub"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("not_key")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(-1)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Stop listening for messages posted to the given shard channels"),
+            ),
+            (Bulk("since"), Bulk("7.0.0")),
+            (Bulk("group"), Bulk("pubsub")),
+            (
+                Bulk("complexity"),
+                Bulk("O(N) where N is the number of clients already subscribed to a shard channel."),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("shardchannel")),
+                        (Bulk("type"), Bulk("string")),
+                        (Bulk("flags"), Set(&[Simple("optional"), Simple("multiple")])),
+                    ]),
                 ]),
             ),
         ]),
@@ -8184,6 +13713,151 @@ pub(super) static COMMANDS: &[CommandMeta] = &[
                 Bulk("complexity"),
                 Bulk("O(1) for each key removed regardless of its size. Then the command does O(N) work in a different thread in order to reclaim memory, where N is the number of allocations the deleted objects where composed of."),
             ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                        (Bulk("flags"), Set(&[Simple("multiple")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "unsubscribe",
+        arity: -1,
+        flags: &["pubsub", "noscript", "loading", "stale"],
+        first_key: 0,
+        last_key: 0,
+        step: 0,
+        acl_categories: &["@pubsub", "@slow"],
+        info: Arr(&[
+            Bulk("unsubscribe"),
+            Int(-1),
+            Set(&[Simple("pubsub"), Simple("noscript"), Simple("loading"), Simple("stale")]),
+            Int(0),
+            Int(0),
+            Int(0),
+            Set(&[Simple("@pubsub"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Stop listening for messages posted to the given channels")),
+            (Bulk("since"), Bulk("2.0.0")),
+            (Bulk("group"), Bulk("pubsub")),
+            (
+                Bulk("complexity"),
+                Bulk("O(N) where N is the number of clients already subscribed to a channel."),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("channel")),
+                        (Bulk("type"), Bulk("string")),
+                        (Bulk("flags"), Set(&[Simple("optional"), Simple("multiple")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "unwatch",
+        arity: 1,
+        flags: &["noscript", "loading", "stale", "fast", "allow_busy"],
+        first_key: 0,
+        last_key: 0,
+        step: 0,
+        acl_categories: &["@fast", "@transaction"],
+        info: Arr(&[
+            Bulk("unwatch"),
+            Int(1),
+            Set(&[
+                Simple("noscript"),
+                Simple("loading"),
+                Simple("stale"),
+                Simple("fast"),
+                Simple("allow_busy"),
+            ]),
+            Int(0),
+            Int(0),
+            Int(0),
+            Set(&[Simple("@fast"), Simple("@transaction")]),
+            Set(&[]),
+            Set(&[]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Forget about all watched keys")),
+            (Bulk("since"), Bulk("2.2.0")),
+            (Bulk("group"), Bulk("transactions")),
+            (Bulk("complexity"), Bulk("O(1)")),
+        ]),
+    },
+    CommandMeta {
+        name: "watch",
+        arity: -2,
+        flags: &["noscript", "loading", "stale", "fast", "allow_busy"],
+        first_key: 1,
+        last_key: -1,
+        step: 1,
+        acl_categories: &["@fast", "@transaction"],
+        info: Arr(&[
+            Bulk("watch"),
+            Int(-2),
+            Set(&[
+                Simple("noscript"),
+                Simple("loading"),
+                Simple("stale"),
+                Simple("fast"),
+                Simple("allow_busy"),
+            ]),
+            Int(1),
+            Int(-1),
+            Int(1),
+            Set(&[Simple("@fast"), Simple("@transaction")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(-1)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Watch the given keys to determine execution of the MULTI/EXEC block"),
+            ),
+            (Bulk("since"), Bulk("2.2.0")),
+            (Bulk("group"), Bulk("transactions")),
+            (Bulk("complexity"), Bulk("O(1) for every key.")),
             (
                 Bulk("arguments"),
                 Arr(&[

@@ -11,8 +11,8 @@
 //! immediate).
 //!
 //! Not implemented (not registered, so the dispatcher answers "unknown
-//! subcommand"): CACHING, GETREDIR, TRACKING, TRACKINGINFO and UNBLOCK,
-//! which need client-side caching and blocking commands.
+//! subcommand"): CACHING, GETREDIR, TRACKING and TRACKINGINFO, which need
+//! client-side caching.
 use crate::client::{Client, ClientInfo, ReplyMode};
 use crate::resp::cmd::{reply_help, subcommand_syntax_error};
 use crate::resp::ctx::{Args, CmdResult, Ctx};
@@ -37,9 +37,35 @@ pub const COMMANDS: &[Def] = &[Def::container(
         Def::new("unpause", unpause),
         Def::new("reply", reply),
         Def::new("no-evict", no_evict),
+        Def::new("unblock", unblock),
         Def::new("help", help),
     ],
 )];
+
+/// CLIENT UNBLOCK id [TIMEOUT|ERROR] → 1 if the client was blocked in a
+/// blocking command and is now released (as if timed out, or with
+/// Redis's UNBLOCKED error), else 0.
+fn unblock(ctx: &mut Ctx) -> CmdResult {
+    let how = match ctx.args.len() {
+        3 => 1,
+        4 if ctx.arg(3).eq_ignore_ascii_case(b"timeout") => 1,
+        4 if ctx.arg(3).eq_ignore_ascii_case(b"error") => 2,
+        4 => {
+            return Err(CmdError::text(
+                "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR",
+            ))
+        }
+        _ => return Err(subcommand_syntax_error(ctx)),
+    };
+    let id = num::parse_i64(ctx.arg(2)).ok_or(CmdError::NotInteger)?;
+    let target = ctx.shared.clients.lock().get(&(id as u64)).cloned();
+    let Some(info) = target.filter(|i| i.blocked.load(Ordering::Relaxed)) else {
+        return ctx.int(0);
+    };
+    info.unblock_req.store(how, Ordering::Relaxed);
+    ctx.shared.worker(info.worker).send(Msg::Wake(info.id));
+    ctx.int(1)
+}
 
 /// CLIENT ID → integer.
 fn id(ctx: &mut Ctx) -> CmdResult {
@@ -178,7 +204,7 @@ fn kind(_c: &ClientInfo) -> Kind {
 ///   watch), `obl` the unsent bytes last recorded, `oll` 0.
 /// - `tot-mem` sums those buffers and the per-connection structures.
 /// - `events` is `r`, plus `w` while replies are pending, as Redis shows.
-/// - `sub`/`psub`/`ssub` are 0 and `multi` -1: no pub/sub or MULTI yet.
+/// - `sub`/`psub`/`ssub` are 0: no pub/sub yet.
 /// - `user` is always `default` (the only user) and `redir` -1 (no
 ///   tracking).
 fn write_line(out: &mut Vec<u8>, ctx: &Ctx, c: &ClientInfo, current_cmd: &'static str) {
@@ -186,6 +212,15 @@ fn write_line(out: &mut Vec<u8>, ctx: &Ctx, c: &ClientInfo, current_cmd: &'stati
     let mut flags = String::new();
     if c.monitor.load(Ordering::Relaxed) {
         flags.push('O');
+    }
+    if c.multi.load(Ordering::Relaxed) >= 0 {
+        flags.push('x');
+    }
+    if c.blocked.load(Ordering::Relaxed) {
+        flags.push('b');
+    }
+    if c.dirty_cas.load(Ordering::Relaxed) {
+        flags.push('d');
     }
     if is_me && ctx.client.close_after_reply {
         flags.push('c');
@@ -228,13 +263,14 @@ fn write_line(out: &mut Vec<u8>, ctx: &Ctx, c: &ClientInfo, current_cmd: &'stati
     }
     let _ = writeln!(
         out,
-        " age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi=-1 qbuf={} qbuf-free={} \
+        " age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi={} qbuf={} qbuf-free={} \
          argv-mem={} multi-mem=0 rbs={} rbp={} obl={} oll=0 omem={} tot-mem={} events={} \
          cmd={} user=default redir=-1 resp={}",
         c.created.elapsed().as_secs(),
         idle,
         flags,
         c.db.load(Ordering::Relaxed),
+        c.multi.load(Ordering::Relaxed),
         qbuf,
         qbuf_free,
         argv_mem,

@@ -522,7 +522,11 @@ fn clients_section(out: &mut String, shared: &Shared) {
     // The workers refresh each client's buffer sizes every 100 ms.
     field(out, "client_recent_max_input_buffer", max_in);
     field(out, "client_recent_max_output_buffer", max_out);
-    field(out, "blocked_clients", 0);
+    field(
+        out,
+        "blocked_clients",
+        shared.engine.blocked.load(Ordering::Relaxed),
+    );
     field(out, "tracking_clients", 0);
     field(out, "clients_in_timeout_table", 0);
 }

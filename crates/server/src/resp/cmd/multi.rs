@@ -1,4 +1,156 @@
-//! (Skeleton: filled in by the multi work.)
+//! Transactions: MULTI EXEC DISCARD WATCH UNWATCH (Redis 7.0 `multi.c`).
+//!
+//! Queueing happens in the dispatcher (`dispatch::run`): inside MULTI every
+//! command but EXEC, DISCARD, MULTI, WATCH, QUIT and RESET is checked
+//! (arity, auth, memory) and stored; a refusal marks the transaction so
+//! EXEC answers EXECABORT.
+//!
+//! EXEC is atomic across shards: it takes every shard lock at once
+//! (`Engine::hold_all`), and the queued commands' own lock calls are served
+//! from that hold, so no other client sees anything between them.
+//!
+//! WATCH registers a flag per client in the watched key's shard
+//! (`Guard::watch`); any write to the key, expiry and FLUSHDB/FLUSHALL/
+//! SWAPDB included, sets the flag (`Guard::modified`), and EXEC fails with
+//! a null reply if it is set. A watched key that merely passes its expire
+//! time is caught at EXEC, which looks every watched key up under the hold
+//! (a lookup of an expired key deletes it and sets the flag), as Redis's
+//! `isWatchedKeyExpired` does.
+use crate::client::Client;
+use crate::resp::ctx::{Args, CmdResult, Ctx};
+use crate::resp::dispatch;
+use crate::resp::errors::CmdError;
 use crate::resp::table::Def;
+use crate::shared::Shared;
+use std::sync::atomic::Ordering;
 
-pub const COMMANDS: &[Def] = &[];
+pub const COMMANDS: &[Def] = &[
+    Def::new("multi", multi),
+    Def::new("exec", exec),
+    Def::new("discard", discard),
+    Def::new("watch", watch),
+    Def::new("unwatch", unwatch),
+];
+
+/// MULTI → +OK; later commands are queued until EXEC or DISCARD.
+fn multi(ctx: &mut Ctx) -> CmdResult {
+    if ctx.client.multi.is_some() {
+        return Err(CmdError::text("ERR MULTI calls can not be nested"));
+    }
+    ctx.client.multi = Some(Default::default());
+    ctx.client.info.multi.store(0, Ordering::Relaxed);
+    ctx.ok()
+}
+
+/// DISCARD → +OK; drops the queue and every WATCH.
+fn discard(ctx: &mut Ctx) -> CmdResult {
+    if ctx.client.multi.is_none() {
+        return Err(CmdError::text("ERR DISCARD without MULTI"));
+    }
+    discard_transaction(ctx.shared, ctx.client);
+    ctx.ok()
+}
+
+/// Ends a transaction without running it (DISCARD, a refused EXEC, RESET).
+pub fn discard_transaction(shared: &Shared, client: &mut Client) {
+    client.multi = None;
+    client.info.multi.store(-1, Ordering::Relaxed);
+    unwatch_all(shared, client);
+}
+
+/// WATCH key [key ...] → +OK.
+fn watch(ctx: &mut Ctx) -> CmdResult {
+    if ctx.client.multi.is_some() {
+        return Err(CmdError::text("ERR WATCH inside MULTI is not allowed"));
+    }
+    let e = ctx.engine();
+    let db = ctx.db();
+    for key in ctx.args.iter_from(1) {
+        if ctx
+            .client
+            .watched
+            .iter()
+            .any(|(d, k)| *d == db && **k == *key)
+        {
+            continue;
+        }
+        let k = e.key(key);
+        let mut g = e.lock(&k);
+        // A key already past its expire time is deleted now, before the
+        // watch starts, so its (logically old) expiry fails no EXEC
+        // (Redis: "WATCH stale keys should not fail EXEC").
+        g.exists(db, &k);
+        g.watch(db, &k, &ctx.client.info.dirty_cas);
+        drop(g);
+        ctx.client.watched.push((db, key.into()));
+    }
+    ctx.client
+        .info
+        .watching
+        .store(ctx.client.watched.len(), Ordering::Relaxed);
+    ctx.ok()
+}
+
+/// UNWATCH → +OK.
+fn unwatch(ctx: &mut Ctx) -> CmdResult {
+    unwatch_all(ctx.shared, ctx.client);
+    ctx.ok()
+}
+
+/// Drops every WATCH of `client` and clears its dirty flag. Also run when
+/// the connection closes, so no shard keeps a dead client's flag.
+pub fn unwatch_all(shared: &Shared, client: &mut Client) {
+    let e = &shared.engine;
+    for (db, key) in client.watched.drain(..) {
+        let k = e.key(&key);
+        e.lock(&k).unwatch(db, &k, &client.info.dirty_cas);
+    }
+    client.info.dirty_cas.store(false, Ordering::Relaxed);
+    client.info.watching.store(0, Ordering::Relaxed);
+}
+
+/// EXEC → an array of the queued commands' replies; a null array if a
+/// watched key changed; EXECABORT if queueing failed.
+fn exec(ctx: &mut Ctx) -> CmdResult {
+    let Some(m) = ctx.client.multi.take() else {
+        return Err(CmdError::text("ERR EXEC without MULTI"));
+    };
+    ctx.client.info.multi.store(-1, Ordering::Relaxed);
+    if m.aborted {
+        unwatch_all(ctx.shared, ctx.client);
+        return Err(CmdError::text(
+            "EXECABORT Transaction discarded because of previous errors.",
+        ));
+    }
+    let shared = ctx.shared;
+    let e = &shared.engine;
+    let hold = e.hold_all();
+    for (db, key) in &ctx.client.watched {
+        let k = e.key(key);
+        e.lock(&k).exists(*db, &k);
+    }
+    if ctx.client.info.dirty_cas.load(Ordering::Relaxed) {
+        drop(hold);
+        unwatch_all(shared, ctx.client);
+        ctx.reply().null_array();
+        return Ok(());
+    }
+    unwatch_all(shared, ctx.client);
+    ctx.reply().array(m.queued.len());
+    let stats = &shared.worker_stats[ctx.client.info.worker];
+    ctx.client.in_exec = true;
+    for (id, list) in &m.queued {
+        let cmd = shared.table.get(*id);
+        dispatch::invoke(
+            shared,
+            ctx.client,
+            cmd,
+            Args::new(&[], list),
+            ctx.out,
+            stats,
+        );
+    }
+    ctx.client.in_exec = false;
+    drop(hold);
+    Ok(())
+}
