@@ -505,7 +505,7 @@ fn pop_and_reply(
     let db = ctx.db();
     let (out, proto) = (&mut *ctx.out, ctx.client.proto);
     let mut g = e.lock_keys(keys);
-    let mut write = |i: usize, n: usize, items: &mut dyn Iterator<Item = (&[u8], f64)>| {
+    let mut write = |key: &[u8], n: usize, items: &mut dyn Iterator<Item = (&[u8], f64)>| {
         let mut w = ReplyWriter::new(&mut *out, proto);
         match shape {
             PopReply::Plain { nested } => {
@@ -525,7 +525,7 @@ fn pop_and_reply(
             }
             PopReply::WithKey => {
                 w.array(n * 2 + 1);
-                w.bulk(keys[i].bytes);
+                w.bulk(key);
                 for (m, s) in items {
                     w.bulk(m);
                     w.double(s);
@@ -533,7 +533,7 @@ fn pop_and_reply(
             }
             PopReply::Nested => {
                 w.array(2);
-                w.bulk(keys[i].bytes);
+                w.bulk(key);
                 w.array(n);
                 for (m, s) in items {
                     w.array(2);
@@ -544,10 +544,14 @@ fn pop_and_reply(
         }
     };
     if !skip_wrongtype {
-        return Ok(op::pop(&mut g, db, keys, max, count, &mut write)?.is_some());
+        let popped = op::pop(&mut g, db, keys, max, count, |i, n, it| {
+            write(keys[i].bytes, n, it)
+        })?;
+        return Ok(popped.is_some());
     }
     for k in keys {
-        match op::pop(&mut g, db, std::slice::from_ref(k), max, count, &mut write) {
+        let one = std::slice::from_ref(k);
+        match op::pop(&mut g, db, one, max, count, |_, n, it| write(k.bytes, n, it)) {
             Ok(Some(())) => return Ok(true),
             Ok(None) | Err(Error::WrongType) => {}
             Err(other) => return Err(other.into()),
