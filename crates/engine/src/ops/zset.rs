@@ -1364,6 +1364,179 @@ mod tests {
         });
     }
 
+    /// Every keyspace event an operation records, as (class, event, key).
+    fn events_of(e: &Engine, f: impl FnOnce(&mut Guard)) -> Vec<(u32, &'static str, Vec<u8>)> {
+        e.limits.notify.store(u32::MAX, Ordering::Relaxed);
+        crate::events::take();
+        with(e, f);
+        e.limits.notify.store(0, Ordering::Relaxed);
+        crate::events::take()
+            .into_iter()
+            .filter_map(|ev| match ev {
+                crate::events::Event::Notify {
+                    class, event, key, ..
+                } => Some((class, event, key.to_vec())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn notifications_in_redis_order() {
+        let e = engine();
+        let z = class::ZSET;
+        let gen = class::GENERIC;
+        let k = |s: &str| s.as_bytes().to_vec();
+        // Creation: "new" (dbAdd) then "zadd".
+        let ev = events_of(&e, |g| {
+            add(g, b"z", &[(1.0, b"a"), (2.0, b"b"), (3.0, b"c")]);
+        });
+        assert_eq!(ev, vec![(class::NEW, "new", k("z")), (z, "zadd", k("z"))]);
+        // Nothing changed: no event (same score, NX on existing, XX on new).
+        let ev = events_of(&e, |g| {
+            add(g, b"z", &[(1.0, b"a")]);
+            let kz = g.key(b"z");
+            let nx = AddFlags { nx: true, ..AddFlags::default() };
+            zadd(g, 0, &kz, nx, &[(5.0, b"a")]).unwrap();
+            let xx = AddFlags { xx: true, ..AddFlags::default() };
+            zadd(g, 0, &kz, xx, &[(5.0, b"new")]).unwrap();
+            zrem(g, 0, &kz, [&b"nosuch"[..]]).unwrap();
+            zremrange(g, 0, &kz, RemoveRange::Rank(5, 9)).unwrap();
+        });
+        assert_eq!(ev, vec![]);
+        // INCR says "zincr"; the NaN error path still notifies earlier work.
+        let ev = events_of(&e, |g| {
+            let kz = g.key(b"z");
+            let incr = AddFlags { incr: true, ..AddFlags::default() };
+            zadd(g, 0, &kz, incr, &[(1.0, b"a")]).unwrap();
+        });
+        assert_eq!(ev, vec![(z, "zincr", k("z"))]);
+        // Pops, removals, and the "del" of an emptied key.
+        let ev = events_of(&e, |g| {
+            let kz = g.key(b"z");
+            pop(g, 0, &[kz], false, 1, |_, _, _| ()).unwrap();
+            pop(g, 0, &[kz], true, 0, |_, _, _| ()).unwrap();
+            pop(g, 0, &[kz], true, 1, |_, _, _| ()).unwrap();
+            zrem(g, 0, &kz, [&b"b"[..]]).unwrap();
+        });
+        assert_eq!(
+            ev,
+            vec![
+                (z, "zpopmin", k("z")),
+                (z, "zpopmax", k("z")),
+                (z, "zrem", k("z")),
+                (gen, "del", k("z"))
+            ]
+        );
+        for (range, event) in [
+            (RemoveRange::Rank(0, -1), "zremrangebyrank"),
+            (RemoveRange::Score(parse_score_range(b"-inf", b"+inf").unwrap()), "zremrangebyscore"),
+            (RemoveRange::Lex(parse_lex_range(b"-", b"+").unwrap()), "zremrangebylex"),
+        ] {
+            let ev = events_of(&e, |g| {
+                add(g, b"r", &[(0.0, b"a"), (0.0, b"b")]);
+                let kr = g.key(b"r");
+                zremrange(g, 0, &kr, range).unwrap();
+            });
+            assert_eq!(
+                ev,
+                vec![
+                    (class::NEW, "new", k("r")),
+                    (z, "zadd", k("r")),
+                    (z, event, k("r")),
+                    (gen, "del", k("r"))
+                ]
+            );
+        }
+        // Stores: the event on a result, "del" for an empty result over an
+        // existing key, nothing for an empty result over nothing.
+        let ev = events_of(&e, |g| {
+            add(g, b"s", &[(1.0, b"a")]);
+            let (ks, kd) = (g.key(b"s"), g.key(b"d"));
+            let spec = RangeSpec::Rank { start: 0, end: -1 };
+            zrangestore(g, 0, &kd, &ks, &spec, false).unwrap();
+            let keys = [ks];
+            let m = setop(g, 0, &keys, &[1], &[], Aggregate::Sum, SetOp::Union);
+            store_members(g, 0, &kd, &m, SetOp::Union);
+            store_members(g, 0, &kd, &m, SetOp::Inter);
+            store_members(g, 0, &kd, &m, SetOp::Diff);
+            store_members(g, 0, &kd, &Vec::new(), SetOp::Diff);
+            store_members(g, 0, &kd, &Vec::new(), SetOp::Diff);
+        });
+        assert_eq!(
+            ev,
+            vec![
+                (class::NEW, "new", k("s")),
+                (z, "zadd", k("s")),
+                (class::NEW, "new", k("d")),
+                (z, "zrangestore", k("d")),
+                (z, "zunionstore", k("d")),
+                (z, "zinterstore", k("d")),
+                (z, "zdiffstore", k("d")),
+                (gen, "del", k("d")),
+            ]
+        );
+    }
+
+    #[test]
+    fn writes_signal_watchers_only_when_something_changed() {
+        let e = engine();
+        let flag: crate::WatchFlag = Default::default();
+        with(&e, |g| {
+            add(g, b"w", &[(1.0, b"a"), (2.0, b"b")]);
+            let k = g.key(b"w");
+            g.watch(0, &k, &flag);
+            add(g, b"w", &[(1.0, b"a")]);
+            zrem(g, 0, &k, [&b"x"[..]]).unwrap();
+            zremrange(g, 0, &k, RemoveRange::Rank(7, 9)).unwrap();
+            view(g, 0, &k, |_| ()).unwrap();
+            assert!(!flag.load(Ordering::Relaxed));
+            add(g, b"w", &[(3.0, b"a")]);
+            assert!(flag.load(Ordering::Relaxed));
+            flag.store(false, Ordering::Relaxed);
+            pop(g, 0, &[k], false, 1, |_, _, _| ()).unwrap();
+            assert!(flag.load(Ordering::Relaxed));
+            flag.store(false, Ordering::Relaxed);
+            zrem(g, 0, &k, [&b"a"[..]]).unwrap();
+            assert!(flag.load(Ordering::Relaxed));
+        });
+    }
+
+    #[test]
+    fn plain_sets_are_inputs_with_score_one() {
+        let e = engine();
+        with(&e, |g| {
+            let ks = g.key(b"set");
+            let mut s = SetValue::new();
+            for m in [&b"x"[..], b"y", b"q"] {
+                s.insert(m);
+            }
+            g.set(0, &ks, Value::Set(Box::new(s)), Expiry::Clear);
+            add(g, b"z", &[(5.0, b"x"), (6.0, b"y"), (7.0, b"z")]);
+            let keys = [g.key(b"z"), ks];
+            let sizes = setop_sizes(g, 0, &keys).unwrap();
+            assert_eq!(sizes, vec![3, 3]);
+            let names = |m: &Members| -> Vec<(f64, Vec<u8>)> {
+                m.iter().map(|(s, m)| (*s, m.to_vec())).collect()
+            };
+            let u = setop(g, 0, &keys, &sizes, &[1.0, 10.0], Aggregate::Sum, SetOp::Union);
+            assert_eq!(
+                names(&u),
+                vec![
+                    (7.0, b"z".to_vec()),
+                    (10.0, b"q".to_vec()),
+                    (15.0, b"x".to_vec()),
+                    (16.0, b"y".to_vec())
+                ]
+            );
+            let i = setop(g, 0, &keys, &sizes, &[], Aggregate::Max, SetOp::Inter);
+            assert_eq!(names(&i), vec![(5.0, b"x".to_vec()), (6.0, b"y".to_vec())]);
+            let d = setop(g, 0, &[keys[1], keys[0]], &[3, 3], &[], Aggregate::Sum, SetOp::Diff);
+            assert_eq!(names(&d), vec![(1.0, b"q".to_vec())]);
+            assert_eq!(intercard(g, 0, &keys, &sizes, 0), 2);
+        });
+    }
+
     #[test]
     fn samples_and_scan_text() {
         let l = ZSetLimits::default();
