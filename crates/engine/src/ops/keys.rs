@@ -56,6 +56,7 @@ pub fn free_effort(v: &Value) -> usize {
         Value::Hash(h) => h.len(),
         Value::List(l) => l.len(),
         Value::Set(s) => s.len(),
+        Value::ZSet(z) if z.is_packed() => 1,
         Value::ZSet(z) => z.len(),
     }
 }
