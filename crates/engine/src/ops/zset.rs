@@ -1396,9 +1396,15 @@ mod tests {
         let ev = events_of(&e, |g| {
             add(g, b"z", &[(1.0, b"a")]);
             let kz = g.key(b"z");
-            let nx = AddFlags { nx: true, ..AddFlags::default() };
+            let nx = AddFlags {
+                nx: true,
+                ..AddFlags::default()
+            };
             zadd(g, 0, &kz, nx, &[(5.0, b"a")]).unwrap();
-            let xx = AddFlags { xx: true, ..AddFlags::default() };
+            let xx = AddFlags {
+                xx: true,
+                ..AddFlags::default()
+            };
             zadd(g, 0, &kz, xx, &[(5.0, b"new")]).unwrap();
             zrem(g, 0, &kz, [&b"nosuch"[..]]).unwrap();
             zremrange(g, 0, &kz, RemoveRange::Rank(5, 9)).unwrap();
@@ -1407,7 +1413,10 @@ mod tests {
         // INCR says "zincr"; the NaN error path still notifies earlier work.
         let ev = events_of(&e, |g| {
             let kz = g.key(b"z");
-            let incr = AddFlags { incr: true, ..AddFlags::default() };
+            let incr = AddFlags {
+                incr: true,
+                ..AddFlags::default()
+            };
             zadd(g, 0, &kz, incr, &[(1.0, b"a")]).unwrap();
         });
         assert_eq!(ev, vec![(z, "zincr", k("z"))]);
@@ -1430,8 +1439,14 @@ mod tests {
         );
         for (range, event) in [
             (RemoveRange::Rank(0, -1), "zremrangebyrank"),
-            (RemoveRange::Score(parse_score_range(b"-inf", b"+inf").unwrap()), "zremrangebyscore"),
-            (RemoveRange::Lex(parse_lex_range(b"-", b"+").unwrap()), "zremrangebylex"),
+            (
+                RemoveRange::Score(parse_score_range(b"-inf", b"+inf").unwrap()),
+                "zremrangebyscore",
+            ),
+            (
+                RemoveRange::Lex(parse_lex_range(b"-", b"+").unwrap()),
+                "zremrangebylex",
+            ),
         ] {
             let ev = events_of(&e, |g| {
                 add(g, b"r", &[(0.0, b"a"), (0.0, b"b")]);
@@ -1519,7 +1534,15 @@ mod tests {
             let names = |m: &Members| -> Vec<(f64, Vec<u8>)> {
                 m.iter().map(|(s, m)| (*s, m.to_vec())).collect()
             };
-            let u = setop(g, 0, &keys, &sizes, &[1.0, 10.0], Aggregate::Sum, SetOp::Union);
+            let u = setop(
+                g,
+                0,
+                &keys,
+                &sizes,
+                &[1.0, 10.0],
+                Aggregate::Sum,
+                SetOp::Union,
+            );
             assert_eq!(
                 names(&u),
                 vec![
@@ -1531,7 +1554,15 @@ mod tests {
             );
             let i = setop(g, 0, &keys, &sizes, &[], Aggregate::Max, SetOp::Inter);
             assert_eq!(names(&i), vec![(5.0, b"x".to_vec()), (6.0, b"y".to_vec())]);
-            let d = setop(g, 0, &[keys[1], keys[0]], &[3, 3], &[], Aggregate::Sum, SetOp::Diff);
+            let d = setop(
+                g,
+                0,
+                &[keys[1], keys[0]],
+                &[3, 3],
+                &[],
+                Aggregate::Sum,
+                SetOp::Diff,
+            );
             assert_eq!(names(&d), vec![(1.0, b"q".to_vec())]);
             assert_eq!(intercard(g, 0, &keys, &sizes, 0), 2);
         });

@@ -224,7 +224,9 @@ fn zcount(ctx: &mut Ctx) -> CmdResult {
 fn zlexcount(ctx: &mut Ctx) -> CmdResult {
     let (a, b) = (ctx.arg(2), ctx.arg(3));
     let r = op::parse_lex_range(a, b).ok_or(CmdError::text(NOT_LEX_RANGE))?;
-    with_zset(ctx, |z, w| w.int(z.map_or(0, |z| z.count_in_lex(&r)) as i64))
+    with_zset(ctx, |z, w| {
+        w.int(z.map_or(0, |z| z.count_in_lex(&r)) as i64)
+    })
 }
 
 /// ZSCORE key member → the score, or null.
@@ -414,7 +416,12 @@ fn zrange_generic(ctx: &mut Ctx, src: usize, store: bool, mut by: By, mut dir: D
             return;
         };
         let (start, count) = op::resolve_range(z, &spec, rev);
-        write_members(&mut w, withscores, count, z.iter_from(start, rev).take(count));
+        write_members(
+            &mut w,
+            withscores,
+            count,
+            z.iter_from(start, rev).take(count),
+        );
     })?;
     Ok(())
 }
@@ -551,7 +558,9 @@ fn pop_and_reply(
     }
     for k in keys {
         let one = std::slice::from_ref(k);
-        match op::pop(&mut g, db, one, max, count, |_, n, it| write(k.bytes, n, it)) {
+        match op::pop(&mut g, db, one, max, count, |_, n, it| {
+            write(k.bytes, n, it)
+        }) {
             Ok(Some(())) => return Ok(true),
             Ok(None) | Err(Error::WrongType) => {}
             Err(other) => return Err(other.into()),
