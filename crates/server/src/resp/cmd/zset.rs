@@ -139,7 +139,8 @@ fn zadd_generic(ctx: &mut Ctx, incr: bool) -> CmdResult {
             "ERR XX and NX options at the same time are not compatible",
         ));
     }
-    if (flags.gt && flags.nx) || (flags.lt && flags.nx) || (flags.gt && flags.lt) {
+    // NX with GT or LT, or GT with LT (XX goes with either).
+    if (flags.nx && (flags.gt || flags.lt)) || (flags.gt && flags.lt) {
         return Err(CmdError::text(
             "ERR GT, LT, and/or NX options at the same time are not compatible",
         ));
