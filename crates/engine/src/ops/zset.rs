@@ -470,7 +470,13 @@ pub fn pop<R>(
                 let z = as_zset_mut(&mut e.value)?;
                 let len = z.len();
                 let n = count.min(len);
-                let (start, rev) = if max { (len - 1, true) } else { (0, false) };
+                // A stored set is never empty; saturate anyway rather than
+                // trust it (iter_from answers nothing out of range).
+                let (start, rev) = if max {
+                    (len.saturating_sub(1), true)
+                } else {
+                    (0, false)
+                };
                 let r = emit(i, n, &mut z.iter_from(start, rev).take(n));
                 if n > 0 {
                     if max {
@@ -710,7 +716,9 @@ pub fn setop(
             acc.into_iter().map(|(m, s)| (s, m)).collect()
         }
         SetOp::Inter => {
-            let first = order[0];
+            let Some(&first) = order.first() else {
+                return Vec::new();
+            };
             if sizes[first] == 0 {
                 return Vec::new();
             }
@@ -733,7 +741,7 @@ pub fn setop(
             cand
         }
         SetOp::Diff => {
-            if sizes[0] == 0 {
+            if sizes.first().is_none_or(|&n| n == 0) {
                 return Vec::new();
             }
             let mut cand = candidates(g, db, &keys[0], None);
@@ -764,7 +772,9 @@ pub fn setop(
 pub fn intercard(g: &mut Guard, db: usize, keys: &[Key], sizes: &[usize], limit: usize) -> usize {
     let mut order: Vec<usize> = (0..keys.len()).collect();
     order.sort_by_key(|&i| sizes[i]);
-    let first = order[0];
+    let Some(&first) = order.first() else {
+        return 0;
+    };
     if sizes[first] == 0 {
         return 0;
     }
