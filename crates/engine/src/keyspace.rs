@@ -494,6 +494,10 @@ impl<'e> Guard<'e> {
     pub fn read(&mut self, db: usize, k: &Key) -> Option<&mut Entry> {
         let found = self.live_slot(db, k);
         let lfu = self.engine.limits.lfu.load(Ordering::Relaxed);
+        if found.is_none() {
+            // Redis's `keymiss` goes with every read miss it counts.
+            self.notify(crate::events::class::KEY_MISS, "keymiss", db, k);
+        }
         let shard = self.shard(k);
         match found {
             Some(i) => {

@@ -41,6 +41,11 @@ pub struct ClientInfo {
     pub killed: AtomicBool,
     pub monitor: AtomicBool,
     pub no_evict: AtomicBool,
+    /// Channels, patterns and shard channels subscribed to (CLIENT LIST
+    /// `sub=`/`psub=`/`ssub=`; any of them non-zero is flag `P`).
+    pub sub: AtomicUsize,
+    pub psub: AtomicUsize,
+    pub ssub: AtomicUsize,
     pub qbuf: AtomicUsize,
     pub qbuf_free: AtomicUsize,
     pub obl: AtomicUsize,
@@ -75,6 +80,9 @@ impl ClientInfo {
             killed: AtomicBool::new(false),
             monitor: AtomicBool::new(false),
             no_evict: AtomicBool::new(false),
+            sub: AtomicUsize::new(0),
+            psub: AtomicUsize::new(0),
+            ssub: AtomicUsize::new(0),
             qbuf: AtomicUsize::new(0),
             qbuf_free: AtomicUsize::new(0),
             obl: AtomicUsize::new(0),
@@ -116,6 +124,8 @@ pub struct Client {
     /// handlers set bits, the dispatcher clears them per command.
     pub redact: u64,
     pub info: Arc<ClientInfo>,
+    /// Pub/Sub subscriptions of this connection.
+    pub subs: crate::pubsub::ClientSubs,
     /// Set by `Ctx::block` during a run: the command found nothing and
     /// waits on these keys. The dispatcher turns it into `Outcome::Blocked`.
     pub wants_block: Option<BlockOn>,
@@ -172,6 +182,7 @@ impl Client {
             close_after_reply: false,
             redact: 0,
             info,
+            subs: Default::default(),
             wants_block: None,
             blocked: None,
             unblock: None,

@@ -50,6 +50,7 @@ pub fn build_shared(cfg: Config) -> Result<Arc<Shared>, String> {
         pause: Pause::default(),
         slowlog: Mutex::new(SlowLog::default()),
         memory: crate::memory::Guard::default(),
+        pubsub: crate::pubsub::PubSub::default(),
         monitors: Mutex::new(Vec::new()),
         monitor_count: AtomicUsize::new(0),
         stat_reset_at: Mutex::new(Instant::now()),

@@ -13,6 +13,8 @@ use std::time::Instant;
 
 /// A message to a worker thread, delivered through its mailbox + waker.
 pub enum Msg {
+    /// Pub/Sub messages for subscribers of this worker.
+    Pubsub(crate::pubsub::Batch),
     /// A freshly accepted connection to adopt.
     NewConn(std::net::TcpStream, std::net::SocketAddr),
     /// A line for the MONITOR client with this id.
@@ -81,6 +83,11 @@ pub struct Hot {
     pub slowlog_enabled: AtomicBool,
     pub maxmemory: AtomicU64,
     pub worker_spin_us: AtomicU64,
+    /// `client-output-buffer-limit pubsub`: hard bytes, soft bytes, soft
+    /// seconds (0 = off), checked on every delivery to a subscriber.
+    pub pubsub_obuf_hard: AtomicU64,
+    pub pubsub_obuf_soft: AtomicU64,
+    pub pubsub_obuf_soft_secs: AtomicU64,
 }
 
 /// CLIENT PAUSE state.
@@ -112,6 +119,8 @@ pub struct Shared {
     pub pause: Pause,
     pub slowlog: Mutex<SlowLog>,
     pub memory: crate::memory::Guard,
+    /// Pub/Sub subscriptions (channels, patterns, shard channels).
+    pub pubsub: crate::pubsub::PubSub,
     /// (client id, worker) of every MONITOR client.
     pub monitors: Mutex<Vec<(u64, usize)>>,
     pub monitor_count: AtomicUsize,
@@ -191,6 +200,11 @@ impl Shared {
             .zset_max_listpack_value
             .store(c.zset_max_listpack_value, Ordering::Relaxed);
         self.slowlog.lock().set_max_len(c.slowlog_max_len as usize);
+        let ps = &c.client_output_buffer_limit.pubsub;
+        h.pubsub_obuf_hard.store(ps.hard_bytes, Ordering::Relaxed);
+        h.pubsub_obuf_soft.store(ps.soft_bytes, Ordering::Relaxed);
+        h.pubsub_obuf_soft_secs
+            .store(ps.soft_seconds, Ordering::Relaxed);
     }
 
     /// Microseconds since the server started.

@@ -182,6 +182,7 @@ impl Worker {
         let msgs = std::mem::take(&mut *self.shared.worker(self.id).mailbox.lock());
         for m in msgs {
             match m {
+                Msg::Pubsub(batch) => self.deliver_pubsub(batch),
                 Msg::NewConn(stream, addr) => self.adopt(stream, addr),
                 Msg::Monitor(id, line) => self.deliver_monitor(id, &line),
                 Msg::Poke => self.cron(),
@@ -302,6 +303,7 @@ impl Worker {
         if let Some(mut conn) = self.conns[i].take() {
             let _ = self.poll.registry().deregister(&mut conn.stream);
             let id = conn.client.id;
+            crate::pubsub::drop_client(&self.shared, &mut conn.client);
             self.shared.clients.lock().remove(&id);
             self.by_id.remove(&id);
             if let Some(on) = conn.client.blocked.take() {
@@ -388,6 +390,44 @@ impl Worker {
         }
     }
 
+    /// Appends a published message to each target connection of this
+    /// worker (see `pubsub`), to be written at the end of the loop turn.
+    /// A subscriber whose unsent output goes over `client-output-buffer-limit
+    /// pubsub` is closed, with Redis's log line, so one that never reads
+    /// cannot grow the server's memory without bound.
+    fn deliver_pubsub(&mut self, batch: crate::pubsub::Batch) {
+        let mut over: smallvec::SmallVec<[usize; 4]> = smallvec::SmallVec::new();
+        for &(id, frame) in batch.targets() {
+            let Some(&slot) = self.by_id.get(&id) else {
+                continue;
+            };
+            let Some(conn) = self.conns[slot].as_mut() else {
+                continue;
+            };
+            if conn.closing || !batch.write(frame, &conn.client, &mut conn.wbuf) {
+                continue;
+            }
+            let pending = conn.pending_out();
+            if crate::pubsub::over_output_limit(&self.shared, &mut conn.client, pending) {
+                let info = &conn.client.info;
+                info.obl.store(pending, Ordering::Relaxed);
+                info.omem.store(conn.wbuf.capacity(), Ordering::Relaxed);
+                let line = crate::resp::cmd::client::describe(&self.shared, info);
+                log::warning(&format!(
+                    "Client {line} scheduled to be closed ASAP for overcoming of output buffer limits."
+                ));
+                abort(conn);
+                over.push(slot);
+            } else if !conn.write_queued {
+                conn.write_queued = true;
+                self.pending_writes.push(slot);
+            }
+        }
+        for slot in over {
+            self.close(slot);
+        }
+    }
+
     /// Periodic work: kills, idle timeouts, paused clients, buffer shrinking.
     fn cron(&mut self) {
         let timeout = self.shared.hot.timeout_secs.load(Ordering::Relaxed);
@@ -404,9 +444,12 @@ impl Worker {
                 continue;
             }
             let is_monitor = info.monitor.load(Ordering::Relaxed);
-            // Blocked clients obey their own timeout, not the idle one.
+            // Subscribers only listen: `timeout` spares them, as in Redis;
+            // blocked clients obey their own timeout, not the idle one.
+            let is_subscriber = conn.client.subs.active();
             if timeout > 0
                 && !is_monitor
+                && !is_subscriber
                 && conn.client.blocked.is_none()
                 && !conn.paused
                 && now.duration_since(conn.last_active).as_secs() >= timeout

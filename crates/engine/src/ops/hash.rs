@@ -8,6 +8,11 @@
 //! key is created (`hashTypeLookupWriteOrCreate`) and that a hash left
 //! empty is deleted (HDEL). The encodings and their conversion rules live
 //! in `value::hash`; the wire replies live in the server.
+//!
+//! Every write tells WATCH (`g.modified`) and records the notification
+//! `t_hash.c` sends: `hset` (HSET, HMSET, and HSETNX when it set),
+//! `hdel` (then `del` when the hash is gone), `hincrby`, `hincrbyfloat`.
+use crate::events::class;
 use crate::keyspace::{Expiry, Guard, Key};
 use crate::ops::{as_hash, as_hash_mut};
 use crate::util::glob;
@@ -96,18 +101,31 @@ pub fn hset<'a>(
     k: &Key,
     pairs: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
 ) -> Result<usize> {
-    write_or_create(g, db, k, |h, limits| {
+    let created = write_or_create(g, db, k, |h, limits| {
         Ok(pairs
             .into_iter()
             .filter(|(f, v)| h.set(f, v, limits))
             .count())
-    })
+    })?;
+    // Redis signals and notifies even when every field already had its value.
+    changed(g, db, k, "hset");
+    Ok(created)
+}
+
+/// A hash written in place: WATCH is told and `event` notified.
+fn changed(g: &mut Guard, db: usize, k: &Key, event: &'static str) {
+    g.modified(db, k);
+    g.notify(class::HASH, event, db, k);
 }
 
 /// HSETNX key field value: true if the field was absent and is now set.
 /// An existing field leaves the hash, encoding included, untouched.
 pub fn hsetnx(g: &mut Guard, db: usize, k: &Key, field: &[u8], value: &[u8]) -> Result<bool> {
-    write_or_create(g, db, k, |h, limits| Ok(h.set_nx(field, value, limits)))
+    let set = write_or_create(g, db, k, |h, limits| Ok(h.set_nx(field, value, limits)))?;
+    if set {
+        changed(g, db, k, "hset");
+    }
+    Ok(set)
 }
 
 /// HDEL key field [field ...]: the number of fields removed. Removing the
@@ -135,8 +153,12 @@ pub fn hdel<'a>(
             (removed, h.is_empty())
         }
     };
+    if removed > 0 {
+        changed(g, db, k, "hdel");
+    }
     if now_empty {
         drop(g.remove(db, k));
+        g.notify(class::GENERIC, "del", db, k);
     }
     Ok(removed)
 }
@@ -145,7 +167,7 @@ pub fn hdel<'a>(
 /// stored value must be what `string2ll` accepts (`HashNotInteger`), and
 /// the sum must fit an i64 (`Overflow`); either error leaves it unchanged.
 pub fn hincrby(g: &mut Guard, db: usize, k: &Key, field: &[u8], incr: i64) -> Result<i64> {
-    write_or_create(g, db, k, |h, limits| {
+    let new = write_or_create(g, db, k, |h, limits| {
         let old = match h.get(field) {
             None => 0,
             Some(v) => num::parse_i64(v).ok_or(Error::HashNotInteger)?,
@@ -154,7 +176,9 @@ pub fn hincrby(g: &mut Guard, db: usize, k: &Key, field: &[u8], incr: i64) -> Re
         let mut text = itoa::Buffer::new();
         h.set(field, text.format(new).as_bytes(), limits);
         Ok(new)
-    })
+    })?;
+    changed(g, db, k, "hincrby");
+    Ok(new)
 }
 
 /// An HINCRBYFLOAT increment that Redis's `string2ld` accepts and that is
@@ -187,7 +211,7 @@ pub fn hincrbyfloat(
     field: &[u8],
     incr: FloatIncr,
 ) -> Result<Vec<u8>> {
-    write_or_create(g, db, k, |h, limits| {
+    let new = write_or_create(g, db, k, |h, limits| {
         let new = num::incr_by_float(h.get(field), incr.0).map_err(|e| match e {
             // The increment was checked by `FloatIncr::parse`, so only the
             // stored value can be the bad one.
@@ -196,7 +220,9 @@ pub fn hincrbyfloat(
         })?;
         h.set(field, &new, limits);
         Ok(new)
-    })
+    })?;
+    changed(g, db, k, "hincrbyfloat");
+    Ok(new)
 }
 
 /// HRANDFIELD key (no count): one field chosen uniformly; None for an
@@ -778,5 +804,64 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Every keyspace event recorded since the last call, as `event:key`.
+    fn events() -> Vec<String> {
+        crate::events::take()
+            .into_iter()
+            .filter_map(|e| match e {
+                crate::events::Event::Notify { event, key, .. } => {
+                    Some(format!("{event}:{}", String::from_utf8_lossy(&key)))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn notifications_and_watch_follow_t_hash_c() {
+        let e = engine();
+        e.limits.notify.store(u32::MAX, Ordering::Relaxed);
+        events();
+        let flag: crate::keyspace::WatchFlag = Default::default();
+        let fired = || flag.swap(false, Ordering::Relaxed);
+        with(&e, |g| {
+            let k = g.key(b"h");
+            g.watch(0, &k, &flag);
+            hs(g, b"h", &[(b"a", b"1")]);
+            assert_eq!(events(), ["new:h", "hset:h"]);
+            assert!(fired());
+            hs(g, b"h", &[(b"a", b"1")]);
+            assert_eq!(events(), ["hset:h"], "even when nothing changed");
+            assert!(fired());
+            assert!(!hsetnx(g, 0, &k, b"a", b"2").unwrap());
+            assert_eq!(events(), Vec::<String>::new());
+            assert!(!fired());
+            assert!(hsetnx(g, 0, &k, b"b", b"2").unwrap());
+            assert_eq!(events(), ["hset:h"]);
+            assert!(fired());
+            hincrby(g, 0, &k, b"a", 1).unwrap();
+            assert_eq!(events(), ["hincrby:h"]);
+            assert!(fired());
+            let incr = FloatIncr::parse(b"1.5").unwrap();
+            hincrbyfloat(g, 0, &k, b"a", incr).unwrap();
+            assert_eq!(events(), ["hincrbyfloat:h"]);
+            assert!(fired());
+            assert!(hincrby(g, 0, &k, b"a", 1).is_err());
+            assert_eq!(events(), Vec::<String>::new());
+            assert!(!fired());
+            assert_eq!(hdel(g, 0, &k, [&b"zz"[..]]).unwrap(), 0);
+            assert_eq!(events(), Vec::<String>::new());
+            assert!(!fired());
+            assert_eq!(hdel(g, 0, &k, [&b"a"[..]]).unwrap(), 1);
+            assert_eq!(events(), ["hdel:h"]);
+            assert!(fired());
+            assert_eq!(hdel(g, 0, &k, [&b"b"[..], b"zz"]).unwrap(), 1);
+            assert_eq!(events(), ["hdel:h", "del:h"]);
+            assert!(fired());
+            assert_eq!(hlen(g, 0, &k).unwrap(), 0);
+            assert_eq!(events(), ["keymiss:h"]);
+        });
     }
 }

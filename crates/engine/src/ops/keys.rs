@@ -10,7 +10,14 @@
 //! (EXISTS, TYPE, TTL, OBJECT) counts but does not touch; `lookupKeyWrite`
 //! (EXPIRE, PERSIST, RENAME, MOVE) touches but does not count; DEL counts
 //! nothing.
+//!
+//! Keyspace notifications follow `db.c` and `expire.c`: `del` per key
+//! removed, `expire` / `del` (a time already past) for the EXPIRE family,
+//! `persist`, `rename_from` + `rename_to`, `move_from` + `move_to`, and
+//! `copy_to`; a destination that is replaced is deleted first, so it gets
+//! the `new` event of a key created, as Redis's `dbDelete` + `dbAdd` do.
 use crate::entry::Entry;
+use crate::events::class;
 use crate::keyspace::{Engine, Guard, Key};
 use crate::util::glob::glob_match;
 use crate::value::{Kind, StrValue, Value};
@@ -33,6 +40,16 @@ fn count_lookup(g: &mut Guard, k: &Key, hit: bool) {
     }
 }
 
+/// A read lookup's bookkeeping for EXISTS, TYPE and TTL: the hit or miss,
+/// and a miss's `keymiss` notification (OBJECT counts but does not notify:
+/// Redis looks its key up with `LOOKUP_NONOTIFY`).
+fn read_lookup(g: &mut Guard, db: usize, k: &Key, hit: bool) {
+    count_lookup(g, k, hit);
+    if !hit {
+        g.notify(class::KEY_MISS, "keymiss", db, k);
+    }
+}
+
 /// DEL / UNLINK: removes each key that exists and hands the removed entry
 /// to `removed`, so the caller can free it after unlocking (or on another
 /// thread). A key named twice is removed once. Returns how many were removed.
@@ -40,6 +57,7 @@ pub fn del(g: &mut Guard, db: usize, keys: &[Key], mut removed: impl FnMut(Box<E
     let mut n = 0;
     for k in keys {
         if let Some(e) = g.remove(db, k) {
+            g.notify(class::GENERIC, "del", db, k);
             removed(e);
             n += 1;
         }
@@ -55,6 +73,7 @@ pub fn free_effort(v: &Value) -> usize {
         Value::Hash(h) if h.is_packed() => 1,
         Value::Hash(h) => h.len(),
         Value::List(l) => l.len(),
+        Value::Set(s) if s.is_intset() => 1,
         Value::Set(s) => s.len(),
         Value::ZSet(z) if z.is_packed() => 1,
         Value::ZSet(z) => z.len(),
@@ -66,7 +85,7 @@ pub fn exists(g: &mut Guard, db: usize, keys: &[Key]) -> usize {
     let mut n = 0;
     for k in keys {
         let hit = g.exists(db, k);
-        count_lookup(g, k, hit);
+        read_lookup(g, db, k, hit);
         n += usize::from(hit);
     }
     n
@@ -80,7 +99,7 @@ pub fn touch(g: &mut Guard, db: usize, keys: &[Key]) -> usize {
 /// TYPE: the kind of value the key holds, None if it does not exist.
 pub fn key_type(g: &mut Guard, db: usize, k: &Key) -> Option<Kind> {
     let kind = g.peek(db, k).map(|e| e.value.kind());
-    count_lookup(g, k, kind.is_some());
+    read_lookup(g, db, k, kind.is_some());
     kind
 }
 
@@ -131,11 +150,15 @@ pub fn expire(g: &mut Guard, db: usize, k: &Key, when_ms: i64, cond: ExpireCond)
     }
     if when_ms <= g.now as i64 {
         return match g.remove(db, k) {
-            Some(old) => ExpireOutcome::Deleted(old),
+            Some(old) => {
+                g.notify(class::GENERIC, "del", db, k);
+                ExpireOutcome::Deleted(old)
+            }
             None => ExpireOutcome::Unchanged,
         };
     }
     g.set_expire(db, k, when_ms as u64);
+    g.notify(class::GENERIC, "expire", db, k);
     ExpireOutcome::Set
 }
 
@@ -157,14 +180,18 @@ pub fn ttl(g: &mut Guard, db: usize, k: &Key) -> Ttl {
             at => Ttl::At(at),
         },
     };
-    count_lookup(g, k, t != Ttl::Missing);
+    read_lookup(g, db, k, t != Ttl::Missing);
     t
 }
 
 /// PERSIST: clears the expire time; false if the key is missing or had none.
 pub fn persist(g: &mut Guard, db: usize, k: &Key) -> bool {
     match g.write(db, k) {
-        Some(e) if e.expire_at() != 0 => g.set_expire(db, k, 0),
+        Some(e) if e.expire_at() != 0 => {
+            g.set_expire(db, k, 0);
+            g.notify(class::GENERIC, "persist", db, k);
+            true
+        }
         _ => false,
     }
 }
@@ -181,10 +208,17 @@ pub fn rename(g: &mut Guard, db: usize, from: &Key, to: &Key, nx: bool) -> Resul
     if from.bytes == to.bytes {
         return Ok(!nx);
     }
-    if nx && g.exists(db, to) {
-        return Ok(false);
+    if g.exists(db, to) {
+        if nx {
+            return Ok(false);
+        }
+        // Deleted first, so the new name is a key created (`new`).
+        drop(g.remove(db, to));
     }
-    Ok(g.rename_entry(db, from, db, to))
+    g.rename_entry(db, from, db, to);
+    g.notify(class::GENERIC, "rename_from", db, from);
+    g.notify(class::GENERIC, "rename_to", db, to);
+    Ok(true)
 }
 
 /// MOVE key db: moves the key with its TTL into `to_db` unless it is
@@ -197,7 +231,10 @@ pub fn move_key(g: &mut Guard, from_db: usize, to_db: usize, k: &Key) -> Result<
     if g.write(from_db, k).is_none() || g.exists(to_db, k) {
         return Ok(false);
     }
-    Ok(g.rename_entry(from_db, k, to_db, k))
+    g.rename_entry(from_db, k, to_db, k);
+    g.notify(class::GENERIC, "move_from", from_db, k);
+    g.notify(class::GENERIC, "move_to", to_db, k);
+    Ok(true)
 }
 
 /// COPY source destination [DB n] [REPLACE]: a deep copy of the value with
@@ -227,9 +264,13 @@ pub fn copy(
         Some(e) => e.duplicate(to.bytes, clone_value(&e.value)),
         None => return Ok(false),
     };
-    if let Some(old) = g.set_entry(dst_db, to, dup) {
+    // A replaced destination is deleted first, so the copy is a key
+    // created (`new`), as Redis's `dbDelete` + `dbAdd` do.
+    if let Some(old) = g.remove(dst_db, to) {
         removed(old);
     }
+    drop(g.set_entry(dst_db, to, dup));
+    g.notify(class::GENERIC, "copy_to", dst_db, to);
     Ok(true)
 }
 
@@ -852,5 +893,71 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Every keyspace event recorded since the last call, as
+    /// `event:key` (`@db` when not 0).
+    fn events() -> Vec<String> {
+        crate::events::take()
+            .into_iter()
+            .filter_map(|e| match e {
+                crate::events::Event::Notify { event, key, db, .. } => {
+                    let key = String::from_utf8_lossy(&key).into_owned();
+                    Some(if db == 0 {
+                        format!("{event}:{key}")
+                    } else {
+                        format!("{event}:{key}@{db}")
+                    })
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn notifications_follow_db_c_and_expire_c() {
+        let e = engine();
+        e.limits
+            .notify
+            .store(u32::MAX, std::sync::atomic::Ordering::Relaxed);
+        put(&e, 0, b"a", b"1", 0);
+        put(&e, 0, b"b", b"1", 0);
+        events();
+        let names: [&[u8]; 5] = [b"a", b"b", b"c", b"d", b"nosuch"];
+        let k: Vec<Key> = names.iter().map(|n| e.key(n)).collect();
+        let mut g = e.lock_all();
+        let far = crate::clock::now_ms() as i64 + 1_000_000;
+        expire(&mut g, 0, &k[0], far, ExpireCond::default());
+        assert_eq!(events(), ["expire:a"]);
+        expire(&mut g, 0, &k[4], far, ExpireCond::default());
+        assert_eq!(events(), Vec::<String>::new());
+        assert!(persist(&mut g, 0, &k[0]));
+        assert!(!persist(&mut g, 0, &k[0]));
+        assert_eq!(events(), ["persist:a"]);
+        // Renaming onto an existing key: the destination is created anew.
+        assert_eq!(rename(&mut g, 0, &k[0], &k[1], false), Ok(true));
+        assert_eq!(events(), ["new:b", "rename_from:a", "rename_to:b"]);
+        assert_eq!(rename(&mut g, 0, &k[1], &k[1], false), Ok(true));
+        assert_eq!(events(), Vec::<String>::new());
+        assert_eq!(move_key(&mut g, 0, 1, &k[1]), Ok(true));
+        assert_eq!(events(), ["new:b@1", "move_from:b", "move_to:b@1"]);
+        assert_eq!(copy(&mut g, 1, &k[1], 0, &k[2], false, drop), Ok(true));
+        assert_eq!(events(), ["new:c", "copy_to:c"]);
+        assert_eq!(copy(&mut g, 1, &k[1], 0, &k[2], false, drop), Ok(false));
+        assert_eq!(events(), Vec::<String>::new());
+        assert_eq!(copy(&mut g, 1, &k[1], 0, &k[2], true, drop), Ok(true));
+        assert_eq!(events(), ["new:c", "copy_to:c"]);
+        assert_eq!(del(&mut g, 0, &k[2..], drop), 1);
+        assert_eq!(events(), ["del:c"]);
+        assert_eq!(exists(&mut g, 0, &k[3..4]), 0);
+        assert_eq!(key_type(&mut g, 0, &k[3]), None);
+        assert_eq!(ttl(&mut g, 0, &k[3]), Ttl::Missing);
+        assert_eq!(object(&mut g, 0, &k[3]), None);
+        assert_eq!(events(), ["keymiss:d", "keymiss:d", "keymiss:d"]);
+        assert!(matches!(
+            expire(&mut g, 1, &k[1], -1, ExpireCond::default()),
+            ExpireOutcome::Deleted(_)
+        ));
+        assert_eq!(events(), ["del:b@1"]);
     }
 }

@@ -11,6 +11,13 @@
 //! picks), in-place edits (APPEND, SETRANGE) leave a `raw` string, the INCR
 //! family stores `int`, and INCRBYFLOAT stores its text as a plain string
 //! (`createStringObjectFromLongDouble` never makes an `int`).
+//!
+//! Keyspace notifications are recorded where `t_string.c` calls
+//! `notifyKeyspaceEvent`, with its classes and names (`set`, `expire`,
+//! `append`, `setrange`, `incrby` for the whole INCR/DECR family,
+//! `incrbyfloat`, and `del`/`expire`/`persist` for GETDEL and GETEX); an
+//! in-place edit tells WATCH with `g.modified`.
+use crate::events::class;
 use crate::keyspace::{Expiry, Guard, Key};
 use crate::ops::{as_str, as_str_mut};
 use crate::util::num;
@@ -119,7 +126,7 @@ pub fn set(
 ) -> Result<SetOutcome> {
     if cond == Cond::Always && !want_old {
         // The plain SET of redis-benchmark: one lookup, not two.
-        g.set(db, k, Value::Str(StrValue::from_bytes(value)), expiry);
+        store(g, db, k, value, expiry);
         return Ok(SetOutcome {
             written: true,
             old: None,
@@ -150,8 +157,18 @@ pub fn set(
     }
     // A deadline already in the past is stored as given, as Redis 7.0 does;
     // lazy expiry then hides the key from the next lookup.
-    g.set(db, k, Value::Str(StrValue::from_bytes(value)), expiry);
+    store(g, db, k, value, expiry);
     Ok(SetOutcome { written: true, old })
+}
+
+/// SET's write (`setGenericCommand`): the value, then the `set`
+/// notification, then `expire` if a time was given.
+fn store(g: &mut Guard, db: usize, k: &Key, value: &[u8], expiry: Expiry) {
+    g.set(db, k, Value::Str(StrValue::from_bytes(value)), expiry);
+    g.notify(class::STRING, "set", db, k);
+    if matches!(expiry, Expiry::At(_)) {
+        g.notify(class::GENERIC, "expire", db, k);
+    }
 }
 
 /// The bytes of a string entry that was just taken out of the keyspace.
@@ -175,6 +192,7 @@ pub fn getset(g: &mut Guard, db: usize, k: &Key, value: &[u8]) -> Result<Option<
         Value::Str(StrValue::from_bytes(value)),
         Expiry::Clear,
     );
+    g.notify(class::STRING, "set", db, k);
     Ok(old.map(|v| match v {
         Value::Str(s) => s.into_vec(),
         // Checked above: the old value is a string.
@@ -188,7 +206,11 @@ pub fn getdel(g: &mut Guard, db: usize, k: &Key) -> Result<Option<Vec<u8>>> {
         None => return Ok(None),
         Some(e) => as_str(&e.value)?,
     };
-    Ok(g.remove(db, k).map(|e| entry_bytes(*e)))
+    let old = g.remove(db, k).map(|e| entry_bytes(*e));
+    if old.is_some() {
+        g.notify(class::GENERIC, "del", db, k);
+    }
+    Ok(old)
 }
 
 /// GETEX key [EX|PX|EXAT|PXAT t|PERSIST]: `f` sees the value (None if
@@ -213,13 +235,20 @@ pub fn getex<R>(
         _ => None,
     };
     let r = s.with_bytes(|b| f(Some(b)));
+    let had_ttl = e.expire_at() != 0;
     match (action, deadline) {
-        (_, Some(at)) if at <= now => drop(g.remove(db, k)),
+        (_, Some(at)) if at <= now => {
+            drop(g.remove(db, k));
+            g.notify(class::GENERIC, "del", db, k);
+        }
         (_, Some(at)) => {
             g.set_expire(db, k, at);
+            g.notify(class::GENERIC, "expire", db, k);
         }
-        (GetExAction::Persist, _) => {
+        // Only a TTL actually removed counts as a change (`removeExpire`).
+        (GetExAction::Persist, _) if had_ttl => {
             g.set_expire(db, k, 0);
+            g.notify(class::GENERIC, "persist", db, k);
         }
         _ => {}
     }
@@ -242,6 +271,7 @@ pub fn mget(g: &mut Guard, db: usize, keys: &[Key], mut f: impl FnMut(Option<&[u
 pub fn mset<'a>(g: &mut Guard, db: usize, pairs: impl IntoIterator<Item = (Key<'a>, &'a [u8])>) {
     for (k, v) in pairs {
         g.set(db, &k, Value::Str(StrValue::from_bytes(v)), Expiry::Clear);
+        g.notify(class::STRING, "set", db, &k);
     }
 }
 
@@ -281,6 +311,7 @@ pub fn append(g: &mut Guard, db: usize, k: &Key, value: &[u8]) -> Result<usize> 
             Value::Str(StrValue::from_bytes(value)),
             Expiry::Clear,
         );
+        g.notify(class::STRING, "append", db, k);
         return Ok(value.len());
     };
     let s = as_str_mut(&mut e.value)?;
@@ -291,6 +322,9 @@ pub fn append(g: &mut Guard, db: usize, k: &Key, value: &[u8]) -> Result<usize> 
     data.extend_from_slice(value);
     let len = data.len();
     *s = StrValue::edited(data);
+    // Even an empty append counts as a change, as in Redis.
+    g.modified(db, k);
+    g.notify(class::STRING, "append", db, k);
     Ok(len)
 }
 
@@ -366,6 +400,7 @@ pub fn setrange(g: &mut Guard, db: usize, k: &Key, offset: usize, value: &[u8]) 
         data[offset..].copy_from_slice(value);
         let len = data.len();
         g.set(db, k, Value::Str(StrValue::edited(data)), Expiry::Clear);
+        g.notify(class::STRING, "setrange", db, k);
         return Ok(len);
     };
     let s = as_str_mut(&mut e.value)?;
@@ -383,6 +418,8 @@ pub fn setrange(g: &mut Guard, db: usize, k: &Key, offset: usize, value: &[u8]) 
     data[offset..end].copy_from_slice(value);
     let len = data.len();
     *s = StrValue::edited(data);
+    g.modified(db, k);
+    g.notify(class::STRING, "setrange", db, k);
     Ok(len)
 }
 
@@ -393,6 +430,7 @@ pub fn setrange(g: &mut Guard, db: usize, k: &Key, offset: usize, value: &[u8]) 
 pub fn incr_by(g: &mut Guard, db: usize, k: &Key, delta: i64) -> Result<i64> {
     let Some(e) = g.write(db, k) else {
         g.set(db, k, Value::Str(StrValue::Int(delta)), Expiry::Clear);
+        g.notify(class::STRING, "incrby", db, k);
         return Ok(delta);
     };
     let s = as_str_mut(&mut e.value)?;
@@ -402,6 +440,8 @@ pub fn incr_by(g: &mut Guard, db: usize, k: &Key, delta: i64) -> Result<i64> {
         StrValue::Int(n) => *n = v,
         _ => *s = StrValue::Int(v),
     }
+    g.modified(db, k);
+    g.notify(class::STRING, "incrby", db, k);
     Ok(v)
 }
 
@@ -424,6 +464,7 @@ pub fn incr_by_float<R>(
         let text = num::incr_by_float(None, incr).map_err(float_err)?;
         let r = f(&text);
         g.set(db, k, Value::Str(float_text(text)), Expiry::Clear);
+        g.notify(class::STRING, "incrbyfloat", db, k);
         return Ok(r);
     };
     let s = as_str_mut(&mut e.value)?;
@@ -432,6 +473,8 @@ pub fn incr_by_float<R>(
         .map_err(float_err)?;
     let r = f(&text);
     *s = float_text(text);
+    g.modified(db, k);
+    g.notify(class::STRING, "incrbyfloat", db, k);
     Ok(r)
 }
 
@@ -939,5 +982,116 @@ mod tests {
                 prop_assert_eq!(strlen(&mut g, 0, &k), Ok(model.as_ref().map_or(0, Vec::len)));
             }
         }
+    }
+
+    /// Every keyspace event recorded since the last call, as `event:key`.
+    fn events() -> Vec<String> {
+        crate::events::take()
+            .into_iter()
+            .filter_map(|e| match e {
+                crate::events::Event::Notify { event, key, .. } => {
+                    Some(format!("{event}:{}", String::from_utf8_lossy(&key)))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// An engine with every notification class on.
+    fn notifying() -> crate::Engine {
+        let e = engine();
+        e.limits
+            .notify
+            .store(u32::MAX, std::sync::atomic::Ordering::Relaxed);
+        events();
+        e
+    }
+
+    #[test]
+    fn notifications_follow_t_string_c() {
+        let e = notifying();
+        with(&e, |g| {
+            let k = g.key(b"k");
+            set(g, 0, &k, b"1", Cond::Always, Expiry::Clear, false).unwrap();
+            assert_eq!(events(), ["new:k", "set:k"]);
+            set(g, 0, &k, b"2", Cond::IfAbsent, Expiry::Clear, false).unwrap();
+            assert_eq!(events(), Vec::<String>::new());
+            set(
+                g,
+                0,
+                &k,
+                b"2",
+                Cond::IfPresent,
+                Expiry::At(u64::MAX / 2),
+                true,
+            )
+            .unwrap();
+            assert_eq!(events(), ["set:k", "expire:k"]);
+            getset(g, 0, &k, b"3").unwrap();
+            assert_eq!(events(), ["set:k"]);
+            append(g, 0, &k, b"").unwrap();
+            assert_eq!(events(), ["append:k"]);
+            assert_eq!(setrange(g, 0, &k, 0, b"").unwrap(), 1);
+            assert_eq!(events(), Vec::<String>::new());
+            setrange(g, 0, &k, 0, b"4").unwrap();
+            assert_eq!(events(), ["setrange:k"]);
+            incr_by(g, 0, &k, -1).unwrap();
+            assert_eq!(events(), ["incrby:k"]);
+            incr_by_float(g, 0, &k, b"0.5", |_| ()).unwrap();
+            assert_eq!(events(), ["incrbyfloat:k"]);
+            // A failed write records nothing.
+            assert!(incr_by(g, 0, &k, 1).is_err());
+            assert_eq!(events(), Vec::<String>::new());
+            getex(g, 0, &k, GetExAction::Persist, |_| ()).unwrap();
+            assert_eq!(events(), Vec::<String>::new(), "no TTL to remove");
+            getex(g, 0, &k, GetExAction::Expire(TtlKind::Secs, b"100"), |_| ()).unwrap();
+            assert_eq!(events(), ["expire:k"]);
+            getex(g, 0, &k, GetExAction::Persist, |_| ()).unwrap();
+            assert_eq!(events(), ["persist:k"]);
+            getex(
+                g,
+                0,
+                &k,
+                GetExAction::Expire(TtlKind::AtMillis, b"1"),
+                |_| (),
+            )
+            .unwrap();
+            assert_eq!(events(), ["del:k"]);
+            assert_eq!(getdel(g, 0, &k).unwrap(), None);
+            assert_eq!(events(), ["keymiss:k"]);
+            let (a, b) = (g.key(b"a"), g.key(b"b"));
+            mset(g, 0, [(a, &b"1"[..]), (b, &b"2"[..])]);
+            assert_eq!(events(), ["new:a", "set:a", "new:b", "set:b"]);
+            assert!(!msetnx(g, 0, &[(a, &b"1"[..])]));
+            assert_eq!(events(), Vec::<String>::new());
+            getdel(g, 0, &a).unwrap();
+            assert_eq!(events(), ["del:a"]);
+        });
+    }
+
+    #[test]
+    fn in_place_edits_tell_watch() {
+        let e = engine();
+        let flag: crate::keyspace::WatchFlag = Default::default();
+        let fired = || flag.swap(false, std::sync::atomic::Ordering::Relaxed);
+        with(&e, |g| {
+            let k = g.key(b"k");
+            set(g, 0, &k, b"1", Cond::Always, Expiry::Clear, false).unwrap();
+            g.watch(0, &k, &flag);
+            append(g, 0, &k, b"").unwrap();
+            assert!(fired(), "append");
+            setrange(g, 0, &k, 0, b"").unwrap();
+            assert!(!fired(), "an empty setrange changes nothing");
+            setrange(g, 0, &k, 0, b"2").unwrap();
+            assert!(fired(), "setrange");
+            incr_by(g, 0, &k, 1).unwrap();
+            assert!(fired(), "incrby");
+            incr_by_float(g, 0, &k, b"1", |_| ()).unwrap();
+            assert!(fired(), "incrbyfloat");
+            getex(g, 0, &k, GetExAction::Persist, |_| ()).unwrap();
+            assert!(!fired(), "persist of a key without TTL");
+            getex(g, 0, &k, GetExAction::Expire(TtlKind::Secs, b"10"), |_| ()).unwrap();
+            assert!(fired(), "getex ex");
+        });
     }
 }

@@ -646,9 +646,12 @@ impl Source<'_> {
     }
 }
 
-/// The members of a plain set, for ZUNION/ZINTER/ZDIFF inputs.
-fn set_for_each(s: &SetValue, f: impl FnMut(&[u8])) {
-    s.for_each(f)
+/// The members of a plain set, for ZUNION/ZINTER/ZDIFF inputs (an
+/// intset's integers formatted on the stack).
+fn set_for_each(s: &SetValue, mut f: impl FnMut(&[u8])) {
+    for e in s.iter() {
+        e.with_bytes(&mut f);
+    }
 }
 
 /// Membership in a plain set, for ZINTER/ZDIFF inputs.
@@ -1534,7 +1537,7 @@ mod tests {
             let ks = g.key(b"set");
             let mut s = SetValue::new();
             for m in [&b"x"[..], b"y", b"q"] {
-                s.insert(m);
+                s.add(m, 512);
             }
             g.set(0, &ks, Value::Set(Box::new(s)), Expiry::Clear);
             add(g, b"z", &[(5.0, b"x"), (6.0, b"y"), (7.0, b"z")]);
@@ -1575,6 +1578,34 @@ mod tests {
             );
             assert_eq!(names(&d), vec![(1.0, b"q".to_vec())]);
             assert_eq!(intercard(g, 0, &keys, &sizes, 0), 2);
+
+            // An intset: members are integers, matched by their text.
+            let ki = g.key(b"ints");
+            let ints = SetValue::from_members([&b"1"[..], b"2", b"30"], 512);
+            assert!(ints.is_intset());
+            g.set(0, &ki, Value::Set(Box::new(ints)), Expiry::Clear);
+            add(g, b"zi", &[(5.0, b"2"), (6.0, b"30"), (7.0, b"x")]);
+            let keys = [g.key(b"zi"), ki];
+            let sizes = setop_sizes(g, 0, &keys).unwrap();
+            let i = setop(g, 0, &keys, &sizes, &[], Aggregate::Sum, SetOp::Inter);
+            assert_eq!(names(&i), vec![(6.0, b"2".to_vec()), (7.0, b"30".to_vec())]);
+            let u = setop(
+                g,
+                0,
+                &keys[1..],
+                &sizes[1..],
+                &[2.0],
+                Aggregate::Sum,
+                SetOp::Union,
+            );
+            assert_eq!(
+                names(&u),
+                vec![
+                    (2.0, b"1".to_vec()),
+                    (2.0, b"2".to_vec()),
+                    (2.0, b"30".to_vec())
+                ]
+            );
         });
     }
 

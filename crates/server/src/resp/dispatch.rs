@@ -75,6 +75,7 @@ pub fn execute(
     }
     let start_len = out.len();
     client.redact = 0;
+    crate::pubsub::begin_command(client);
     let outcome = run(shared, client, args, out, stats);
     crate::keyevents::after_command(shared);
     if outcome != Outcome::Done {
@@ -86,6 +87,7 @@ pub fn execute(
     if skip_this || client.reply_mode == ReplyMode::Off {
         out.truncate(start_len);
     }
+    crate::pubsub::end_command(out, start_len);
     outcome
 }
 
@@ -121,6 +123,11 @@ fn run(
         } else {
             e
         };
+        write_error(out, client, &e, stats);
+        return Outcome::Done;
+    }
+    if let Some(e) = crate::pubsub::before_run(shared, client, cmd, &args) {
+        bump(&stats.cmd[cmd.id][2], 1);
         write_error(out, client, &e, stats);
         return Outcome::Done;
     }

@@ -183,10 +183,21 @@ fn client_type(name: &[u8]) -> Result<Kind, CmdError> {
     Ok(k)
 }
 
-/// `getClientType`. Cairn has no replication and no pub/sub yet, and Redis
-/// counts MONITOR clients as normal, so every connection is normal.
-fn kind(_c: &ClientInfo) -> Kind {
-    Kind::Normal
+/// `getClientType`. Cairn has no replication, and Redis counts MONITOR
+/// clients as normal, so a connection is `pubsub` while it has a
+/// subscription (Redis's `CLIENT_PUBSUB`) and normal otherwise.
+fn kind(c: &ClientInfo) -> Kind {
+    if is_subscriber(c) {
+        Kind::Pubsub
+    } else {
+        Kind::Normal
+    }
+}
+
+/// True while the client is subscribed to anything (flag `P`).
+fn is_subscriber(c: &ClientInfo) -> bool {
+    c.sub.load(Ordering::Relaxed) + c.psub.load(Ordering::Relaxed) + c.ssub.load(Ordering::Relaxed)
+        > 0
 }
 
 /// One CLIENT LIST line, `\n`-terminated, in Redis 7.0's field order.
@@ -204,14 +215,44 @@ fn kind(_c: &ClientInfo) -> Kind {
 ///   watch), `obl` the unsent bytes last recorded, `oll` 0.
 /// - `tot-mem` sums those buffers and the per-connection structures.
 /// - `events` is `r`, plus `w` while replies are pending, as Redis shows.
-/// - `sub`/`psub`/`ssub` are 0: no pub/sub yet.
 /// - `user` is always `default` (the only user) and `redir` -1 (no
 ///   tracking).
 fn write_line(out: &mut Vec<u8>, ctx: &Ctx, c: &ClientInfo, current_cmd: &'static str) {
-    let is_me = c.id == ctx.client.id;
+    let me = (c.id == ctx.client.id).then_some(Running {
+        client: &*ctx.client,
+        args: &ctx.args,
+        cmd: current_cmd,
+    });
+    client_line(out, ctx.shared, c, me);
+}
+
+/// Redis's `catClientInfoString` for a client seen from another thread
+/// (no trailing newline), for log lines such as the output-buffer-limit
+/// disconnection.
+pub fn describe(shared: &Shared, c: &ClientInfo) -> String {
+    let mut out = Vec::new();
+    client_line(&mut out, shared, c, None);
+    if out.last() == Some(&b'\n') {
+        out.pop();
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The client whose command is writing the line, with that command.
+struct Running<'a> {
+    client: &'a Client,
+    args: &'a Args<'a>,
+    cmd: &'static str,
+}
+
+fn client_line(out: &mut Vec<u8>, shared: &Shared, c: &ClientInfo, me: Option<Running>) {
+    let is_me = me.is_some();
     let mut flags = String::new();
     if c.monitor.load(Ordering::Relaxed) {
         flags.push('O');
+    }
+    if is_subscriber(c) {
+        flags.push('P');
     }
     if c.multi.load(Ordering::Relaxed) >= 0 {
         flags.push('x');
@@ -222,7 +263,7 @@ fn write_line(out: &mut Vec<u8>, ctx: &Ctx, c: &ClientInfo, current_cmd: &'stati
     if c.dirty_cas.load(Ordering::Relaxed) {
         flags.push('d');
     }
-    if is_me && ctx.client.close_after_reply {
+    if me.as_ref().is_some_and(|m| m.client.close_after_reply) {
         flags.push('c');
     }
     if c.no_evict.load(Ordering::Relaxed) {
@@ -231,12 +272,12 @@ fn write_line(out: &mut Vec<u8>, ctx: &Ctx, c: &ClientInfo, current_cmd: &'stati
     if flags.is_empty() {
         flags.push('N');
     }
-    let (qbuf, argv_mem, cmd) = if is_me {
-        (request_len(&ctx.args), args_len(&ctx.args), current_cmd)
+    let (qbuf, argv_mem, cmd) = if let Some(m) = &me {
+        (request_len(m.args), args_len(m.args), m.cmd)
     } else {
         let last = c.last_cmd.load(Ordering::Relaxed);
-        let cmd = if last < ctx.shared.table.all().len() {
-            ctx.shared.table.get(last).name
+        let cmd = if last < shared.table.all().len() {
+            shared.table.get(last).name
         } else {
             "NULL"
         };
@@ -263,13 +304,16 @@ fn write_line(out: &mut Vec<u8>, ctx: &Ctx, c: &ClientInfo, current_cmd: &'stati
     }
     let _ = writeln!(
         out,
-        " age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi={} qbuf={} qbuf-free={} \
+        " age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} \
          argv-mem={} multi-mem=0 rbs={} rbp={} obl={} oll=0 omem={} tot-mem={} events={} \
          cmd={} user=default redir=-1 resp={}",
         c.created.elapsed().as_secs(),
         idle,
         flags,
         c.db.load(Ordering::Relaxed),
+        c.sub.load(Ordering::Relaxed),
+        c.psub.load(Ordering::Relaxed),
+        c.ssub.load(Ordering::Relaxed),
         c.multi.load(Ordering::Relaxed),
         qbuf,
         qbuf_free,
@@ -367,6 +411,7 @@ fn kill(ctx: &mut Ctx) -> CmdResult {
     {
         let mut clients = ctx.shared.clients.lock();
         let mut victims = Vec::new();
+        let mut subscribers = Vec::new();
         for c in clients.values() {
             if addr.is_some_and(|a| a != c.addr.to_string().as_bytes())
                 || laddr.is_some_and(|a| a != c.laddr.to_string().as_bytes())
@@ -383,6 +428,9 @@ fn kill(ctx: &mut Ctx) -> CmdResult {
             }
             c.killed.store(true, Ordering::Relaxed);
             shut_down(c);
+            if is_subscriber(c) {
+                subscribers.push(c.id);
+            }
             victims.push(c.id);
             if !wake.contains(&c.worker) {
                 wake.push(c.worker);
@@ -391,6 +439,9 @@ fn kill(ctx: &mut Ctx) -> CmdResult {
         for v in victims {
             clients.remove(&v);
         }
+        // Gone for PUBLISH at once too, as with Redis's synchronous
+        // `freeClient`.
+        crate::pubsub::forget(ctx.shared, &subscribers);
     }
     for w in wake {
         ctx.shared.worker(w).send(Msg::Poke);

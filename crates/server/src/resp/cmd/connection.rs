@@ -30,9 +30,19 @@ pub const COMMANDS: &[Def] = &[
 
 const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
 
-/// PING [message] → +PONG, or the message as a bulk string.
+/// PING [message] → +PONG, or the message as a bulk string. A RESP2
+/// client with subscriptions gets `["pong", message or ""]` instead, the
+/// shape of the messages it is reading.
 fn ping(ctx: &mut Ctx) -> CmdResult {
     // Arity -1 lets any count through the table; Redis checks here.
+    if ctx.argc() <= 2 && ctx.client.subs.active() && ctx.client.proto == Protocol::Resp2 {
+        let msg = if ctx.argc() == 2 { ctx.arg(1) } else { b"" };
+        let mut w = ctx.reply();
+        w.array(2);
+        w.bulk(b"pong");
+        w.bulk(msg);
+        return Ok(());
+    }
     match ctx.argc() {
         1 => {
             ctx.reply().simple("PONG");
@@ -193,11 +203,13 @@ fn quit(ctx: &mut Ctx) -> CmdResult {
 }
 
 /// RESET → +RESET, in RESP2. Back to db 0, RESP2, no name, replies on, not
-/// a monitor, and unauthenticated if the default user has a password
-/// (`clearClientConnectionState`). CLIENT NO-EVICT is kept, as in Redis.
+/// a monitor, no subscriptions, and unauthenticated if the default user
+/// has a password (`clearClientConnectionState`). CLIENT NO-EVICT is kept,
+/// as in Redis.
 fn reset(ctx: &mut Ctx) -> CmdResult {
     let shared = ctx.shared;
     let c = &mut *ctx.client;
+    crate::pubsub::drop_client(shared, c);
     if c.info.monitor.swap(false, Ordering::Relaxed) {
         let mut m = shared.monitors.lock();
         m.retain(|(id, _)| *id != c.id);

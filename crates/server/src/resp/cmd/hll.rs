@@ -1,4 +1,103 @@
-//! (Skeleton: filled in by the hll work.)
+//! HyperLogLog commands (Redis 7.0 `hyperloglog.c`): PFADD, PFCOUNT,
+//! PFMERGE, PFDEBUG and PFSELFTEST. The values are Redis's byte layout
+//! (`cairn_engine::ops::hll`), so GET/SET move HyperLogLogs between Cairn
+//! and Redis unchanged. Multi-key commands lock all their keys at once.
+use super::bitmap::c_str;
+use crate::resp::ctx::{CmdResult, Ctx};
+use crate::resp::errors::CmdError;
 use crate::resp::table::Def;
+use cairn_engine::ops::hll::{self as op, PfDebug, PfDebugReply};
+use cairn_engine::Key;
+use smallvec::SmallVec;
 
-pub const COMMANDS: &[Def] = &[];
+pub const COMMANDS: &[Def] = &[
+    Def::new("pfadd", pfadd),
+    Def::new("pfcount", pfcount),
+    Def::new("pfmerge", pfmerge),
+    Def::new("pfdebug", pfdebug),
+    Def::new("pfselftest", pfselftest),
+];
+
+type Keys<'a> = SmallVec<[Key<'a>; 8]>;
+
+/// PFADD key [element ...] → 1 if the key was created or a register
+/// changed, else 0.
+fn pfadd(ctx: &mut Ctx) -> CmdResult {
+    let e = ctx.engine();
+    let k = e.key(ctx.arg(1));
+    let mut g = e.lock(&k);
+    let changed = op::pfadd(&mut g, ctx.db(), &k, ctx.args.iter_from(2))?;
+    drop(g);
+    ctx.int(changed as i64)
+}
+
+/// PFCOUNT key [key ...] → the estimated number of distinct elements (of
+/// the union, for several keys).
+fn pfcount(ctx: &mut Ctx) -> CmdResult {
+    let e = ctx.engine();
+    let keys: Keys = ctx.args.iter_from(1).map(|a| e.key(a)).collect();
+    let mut g = e.lock_keys(&keys);
+    let n = op::pfcount(&mut g, ctx.db(), &keys)?;
+    drop(g);
+    ctx.int(n as i64)
+}
+
+/// PFMERGE destkey [sourcekey ...] → +OK; destkey holds the union.
+fn pfmerge(ctx: &mut Ctx) -> CmdResult {
+    let e = ctx.engine();
+    let keys: Keys = ctx.args.iter_from(1).map(|a| e.key(a)).collect();
+    let mut g = e.lock_keys(&keys);
+    op::pfmerge(&mut g, ctx.db(), &keys[0], &keys[1..])?;
+    drop(g);
+    ctx.ok()
+}
+
+/// PFDEBUG GETREG|DECODE|ENCODING|TODENSE key: the registers as an array
+/// of integers, the sparse opcodes as text, the encoding as a status, or
+/// 1/0 for a conversion to dense. The key is checked before the
+/// subcommand name, as in Redis.
+fn pfdebug(ctx: &mut Ctx) -> CmdResult {
+    let sub = ctx.arg(1);
+    let name = c_str(sub);
+    let parsed = [
+        ("getreg", PfDebug::GetReg),
+        ("decode", PfDebug::Decode),
+        ("encoding", PfDebug::Encoding),
+        ("todense", PfDebug::ToDense),
+    ]
+    .into_iter()
+    .find(|(n, _)| name.eq_ignore_ascii_case(n.as_bytes()))
+    .map(|(_, s)| s);
+    let e = ctx.engine();
+    let k = e.key(ctx.arg(2));
+    let mut g = e.lock(&k);
+    let reply = op::pfdebug(&mut g, ctx.db(), &k, parsed)?;
+    drop(g);
+    let mut w = ctx.reply();
+    match reply {
+        PfDebugReply::Registers(regs) => {
+            w.array(regs.len());
+            for r in regs {
+                w.int(r as i64);
+            }
+        }
+        PfDebugReply::Decoded(text) => w.bulk(text.as_bytes()),
+        PfDebugReply::Encoding(enc) => w.simple(enc),
+        PfDebugReply::Converted(c) => w.int(c as i64),
+        PfDebugReply::Unknown => {
+            let mut msg = b"ERR Unknown PFDEBUG subcommand '".to_vec();
+            msg.extend_from_slice(name);
+            msg.push(b'\'');
+            return Err(CmdError::Bytes(msg));
+        }
+    }
+    Ok(())
+}
+
+/// PFSELFTEST → +OK, or a TESTFAILED error (see `ops::hll::selftest`).
+fn pfselftest(ctx: &mut Ctx) -> CmdResult {
+    match op::selftest() {
+        Ok(()) => ctx.ok(),
+        Err(msg) => Err(CmdError::text(msg)),
+    }
+}

@@ -751,9 +751,10 @@ fn stats_section(out: &mut String, shared: &Shared, raw: &Counters, c: &Counters
     field(out, "current_eviction_exceeded_time", 0);
     field(out, "keyspace_hits", c.hits);
     field(out, "keyspace_misses", c.misses);
-    field(out, "pubsub_channels", 0);
-    field(out, "pubsub_patterns", 0);
-    field(out, "pubsubshard_channels", 0);
+    let ps = shared.pubsub.counts();
+    field(out, "pubsub_channels", ps.channels);
+    field(out, "pubsub_patterns", ps.patterns);
+    field(out, "pubsubshard_channels", ps.shard_channels);
     field(out, "latest_fork_usec", 0);
     field(out, "total_forks", 0);
     field(out, "migrate_cached_sockets", 0);

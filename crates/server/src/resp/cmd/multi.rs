@@ -141,6 +141,7 @@ fn exec(ctx: &mut Ctx) -> CmdResult {
     ctx.client.in_exec = true;
     for (id, list) in &m.queued {
         let cmd = shared.table.get(*id);
+        let start = ctx.out.len();
         dispatch::invoke(
             shared,
             ctx.client,
@@ -149,6 +150,12 @@ fn exec(ctx: &mut Ctx) -> CmdResult {
             ctx.out,
             stats,
         );
+        // Each command's notifications and pushes to this very client go
+        // out where Redis sends them: inside EXEC's reply, after that
+        // command. (Publishing and waking touch no shard, so this is safe
+        // under the hold.)
+        crate::keyevents::after_command(shared);
+        crate::pubsub::place_pushes(ctx.out, start);
     }
     ctx.client.in_exec = false;
     drop(hold);

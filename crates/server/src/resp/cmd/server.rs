@@ -16,7 +16,7 @@ use crate::resp::ctx::{CmdResult, Ctx};
 use crate::resp::errors::CmdError;
 use crate::resp::meta::{self, M};
 use crate::resp::table::{Command, CommandTable, Def};
-use cairn_engine::value::{HashValue, StrValue};
+use cairn_engine::value::{HashValue, SetValue, StrValue};
 use cairn_engine::Value;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::atomic::Ordering;
@@ -841,7 +841,7 @@ fn serialized_len(v: &Value) -> usize {
         Value::Str(s) => s.with_bytes(rdb_string_size),
         Value::Hash(h) => hash_serialized_len(h),
         Value::List(l) => rdb_len_size(l.len()),
-        Value::Set(s) => rdb_len_size(s.len()),
+        Value::Set(s) => set_serialized_len(s),
         Value::ZSet(z) => zset_serialized_len(z),
     }
 }
@@ -869,6 +869,20 @@ fn zset_serialized_len(z: &cairn_engine::value::ZSetValue) -> usize {
             + z.iter()
                 .map(|(m, _)| rdb_string_size(m) + 8)
                 .sum::<usize>()
+    }
+}
+
+/// An intset is saved as its blob (header and packed integers), a
+/// hashtable as a count and then each member as a string.
+fn set_serialized_len(s: &SetValue) -> usize {
+    match s.intset_blob_len() {
+        Some(blob) => rdb_len_size(blob) + blob,
+        None => {
+            rdb_len_size(s.len())
+                + s.iter()
+                    .map(|m| m.with_bytes(rdb_string_size))
+                    .sum::<usize>()
+        }
     }
 }
 
