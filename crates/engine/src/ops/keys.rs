@@ -72,7 +72,8 @@ pub fn free_effort(v: &Value) -> usize {
         Value::Str(_) => 1,
         Value::Hash(h) if h.is_packed() => 1,
         Value::Hash(h) => h.len(),
-        Value::List(l) => l.len(),
+        // One allocation per node: Redis counts a quicklist's nodes.
+        Value::List(l) => l.node_count(),
         Value::Set(s) if s.is_intset() => 1,
         Value::Set(s) => s.len(),
         Value::ZSet(z) if z.is_packed() => 1,

@@ -154,9 +154,10 @@ impl<'a> Ctx<'a> {
     }
 }
 
-/// What a blocking command answers when it gives up waiting: BLPOP, BRPOP,
-/// BLMPOP, BZPOPMIN, BZPOPMAX and BZMPOP a null array, BLMOVE and
-/// BRPOPLPUSH a null bulk string (both `_` in RESP3).
+/// What a blocking command answers when it gives up waiting (both `_` in
+/// RESP3). Redis 7.0 answers a null array on timeout for every blocking
+/// command, BLMOVE and BRPOPLPUSH included; those two answer a null bulk
+/// string only inside MULTI, where they do not block. Each handler picks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum OnTimeout {
     NullArray,

@@ -761,7 +761,7 @@ fn debug_object(ctx: &mut Ctx) -> CmdResult {
     let Some(entry) = g.peek(ctx.client.db, &k) else {
         return Err(CmdError::Engine(cairn_engine::Error::NoSuchKey));
     };
-    let text = format!(
+    let mut text = format!(
         "Value at:{:p} refcount:{} encoding:{} serializedlength:{} lru:{} lru_seconds_idle:{}",
         &entry.value as *const Value,
         refcount(&entry.value, shared_ints),
@@ -770,6 +770,9 @@ fn debug_object(ctx: &mut Ctx) -> CmdResult {
         entry.access & ((1 << 24) - 1),
         entry.idle_secs()
     );
+    if let Value::List(l) = &entry.value {
+        text.push_str(&quicklist_details(l));
+    }
     drop(g);
     ctx.reply().simple(&text);
     Ok(())
@@ -840,7 +843,7 @@ fn serialized_len(v: &Value) -> usize {
         }),
         Value::Str(s) => s.with_bytes(rdb_string_size),
         Value::Hash(h) => hash_serialized_len(h),
-        Value::List(l) => rdb_len_size(l.len()),
+        Value::List(l) => list_serialized_len(l),
         Value::Set(s) => set_serialized_len(s),
         Value::ZSet(z) => zset_serialized_len(z),
     }
@@ -884,6 +887,30 @@ fn set_serialized_len(s: &SetValue) -> usize {
                     .sum::<usize>()
         }
     }
+}
+
+/// A list is saved as its node count, then per node the container type
+/// (one byte) and the node's listpack (or a plain node's element) as a
+/// string (`RDB_TYPE_LIST_QUICKLIST_2`).
+fn list_serialized_len(l: &cairn_engine::value::ListValue) -> usize {
+    rdb_len_size(l.node_count())
+        + l.node_sizes()
+            .map(|(_, sz)| 1 + rdb_len_size(sz) + sz)
+            .sum::<usize>()
+}
+
+/// DEBUG OBJECT's quicklist details (debug.c): nodes, average elements per
+/// node, the list's fill, whether compression is on (Cairn has no
+/// `list-compress-depth`, so never), and the nodes' total size.
+fn quicklist_details(l: &cairn_engine::value::ListValue) -> String {
+    let nodes = l.node_count();
+    format!(
+        " ql_nodes:{nodes} ql_avg_node:{:.2} ql_listpack_max:{} ql_compressed:0 \
+         ql_uncompressed_size:{}",
+        l.len() as f64 / nodes as f64,
+        l.fill(),
+        l.node_sizes().map(|(_, sz)| sz).sum::<usize>()
+    )
 }
 
 /// A small hash is saved as its listpack blob, a large one as a count and
@@ -1046,6 +1073,13 @@ mod tests {
         };
         h.set(b"a", b"b", &lim);
         assert_eq!(serialized_len(&Value::Hash(Box::new(h))), 14);
+        let l = cairn_engine::value::ListValue::from_elements(-2, [&b"a"[..], b"12"]);
+        assert_eq!(serialized_len(&Value::List(Box::new(l.clone()))), 15);
+        assert_eq!(
+            quicklist_details(&l),
+            " ql_nodes:1 ql_avg_node:2.00 ql_listpack_max:-2 ql_compressed:0 \
+             ql_uncompressed_size:12"
+        );
     }
 
     #[test]

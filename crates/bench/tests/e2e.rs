@@ -1,0 +1,508 @@
+//! End-to-end runs of every subcommand at small scale against a real
+//! redis-server and a real memcached (and scripted fake servers for the
+//! failure paths), checking the JSON report's figures against what the
+//! servers actually hold.
+
+mod support;
+
+use cairn_bench::report::{Report, Run};
+use support::*;
+
+fn url_r(s: &Server) -> String {
+    format!("r=redis://127.0.0.1:{}", s.port)
+}
+
+fn url_m(s: &Server) -> String {
+    format!("m=memcached://127.0.0.1:{}", s.port)
+}
+
+fn runs<'a>(r: &'a Report, target: &str, phase: &str) -> Vec<&'a Run> {
+    r.runs
+        .iter()
+        .filter(|x| x.target == target && x.phase == phase)
+        .collect()
+}
+
+fn p(path: &std::path::Path) -> &str {
+    path.to_str().expect("utf-8 temp path")
+}
+
+#[test]
+fn ycsb_layout_matches_ycsb_bindings() {
+    let (Some(rs), Some(ms)) = (redis(), memcached(&[])) else {
+        return;
+    };
+    let dir = TempDir::new("ycsb-c");
+    let json = dir.path("c.json");
+    let charts = chart_args(&dir, "chart");
+    let out = run_ok(
+        &format!(
+            "ycsb --target {} --target {} --workload c --records 300 --operations 600 \
+             --threads 2,3 --rounds 2 --seed 7 --json {}",
+            url_r(&rs),
+            url_m(&ms),
+            p(&json)
+        ),
+        &charts,
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("| run "), "{stdout}");
+    let r = report(&json);
+    assert_eq!(r.subcommand, "ycsb");
+    assert!(r.command_line.iter().any(|a| a == "--workload"));
+    let cores = std::thread::available_parallelism().unwrap().get();
+    assert_eq!(r.machine.cores, cores);
+    for t in ["r", "m"] {
+        let load = runs(&r, t, "load");
+        assert_eq!(load.len(), 1);
+        assert_eq!((load[0].ops, load[0].errors), (300, 0), "{t} load");
+        let run = runs(&r, t, "run");
+        assert_eq!(run.len(), 4, "2 rounds x 2 thread counts");
+        for x in &run {
+            assert_eq!((x.ops, x.errors), (600, 0), "{t} run");
+            assert_eq!(x.per_op.len(), 1);
+            assert_eq!(x.per_op[0].op, "READ");
+            assert_eq!(x.timeline.iter().sum::<u64>(), 600);
+        }
+    }
+    // Interleaved: round 1 (t2: r, m; t3: r, m), then round 2.
+    let order: Vec<(u32, u32, &str)> = r
+        .runs
+        .iter()
+        .filter(|x| x.phase == "run")
+        .map(|x| (x.round, x.threads, x.target.as_str()))
+        .collect();
+    let want = [(1, 2, "r"), (1, 2, "m"), (1, 3, "r"), (1, 3, "m")];
+    let want2 = [(2, 2, "r"), (2, 2, "m"), (2, 3, "r"), (2, 3, "m")];
+    assert_eq!(order, [&want[..], &want2[..]].concat());
+    // Ratios are against the first target.
+    let row = r
+        .summary
+        .iter()
+        .find(|s| s.target == "r" && s.phase == "run");
+    let row = row.unwrap();
+    assert_eq!((row.ratio, row.rounds), (Some(1.0), 2));
+    // The local servers were found by port, so CPU is measured.
+    assert_eq!(r.targets[0].pid, Some(rs.pid()));
+    assert_eq!(r.targets[1].pid, Some(ms.pid()));
+    assert!(runs(&r, "r", "run")[0].server_cpu.is_some());
+    // RESP layout: one hash per record with field0..9 of 100 bytes, plus
+    // the _indices sorted set scored by Java's String.hashCode.
+    assert_eq!(redis_cmd(rs.port, &[b"DBSIZE"]).int(), 301);
+    assert_eq!(redis_cmd(rs.port, &[b"ZCARD", b"_indices"]).int(), 300);
+    let key = b"user6284781860667377211";
+    let h = redis_cmd(rs.port, &[b"HGETALL", key]);
+    let h = h.array();
+    assert_eq!(h.len(), 20);
+    for (i, pair) in h.chunks(2).enumerate() {
+        let f = String::from_utf8(pair[0].bytes()).unwrap();
+        assert!(f.starts_with("field"), "{f}");
+        assert_eq!(pair[1].bytes().len(), 100, "field {i}");
+    }
+    let score = redis_cmd(rs.port, &[b"ZSCORE", b"_indices", key]).bytes();
+    assert_eq!(String::from_utf8(score).unwrap(), "-594971599");
+    // memcached layout: one JSON document per record under usertable-<key>.
+    let get = "get usertable-user6284781860667377211\r\n";
+    let v = mc_cmd(ms.port, get, &["END"]);
+    assert!(
+        v.starts_with("VALUE usertable-user6284781860667377211 0 "),
+        "{v}"
+    );
+    let doc = v.lines().nth(1).unwrap();
+    assert!(doc.starts_with("{\"field0\":\""), "{doc}");
+    assert_eq!(doc.matches("\"field").count(), 10);
+    // Charts in both formats.
+    if !charts.is_empty() {
+        for f in [
+            "chart-ycsb-workloadc.svg",
+            "chart-ycsb-workloadc-timeline.png",
+        ] {
+            let b = std::fs::read(dir.path(f)).unwrap_or_else(|e| panic!("{f}: {e}"));
+            assert!(b.len() > 1000, "{f} is tiny");
+        }
+        let png = std::fs::read(dir.path("chart-ycsb-workloadc.png")).unwrap();
+        assert!(png.starts_with(b"\x89PNG"));
+        let svg = std::fs::read_to_string(dir.path("chart-ycsb-workloadc.svg")).unwrap();
+        assert!(svg.contains("client threads") && svg.contains("p99"));
+    }
+    // check-json agrees; a broken file is refused.
+    run_ok(&format!("check-json {}", p(&json)), &[]);
+    let text = std::fs::read_to_string(&json).unwrap();
+    let mut bad: serde_json::Value = serde_json::from_str(&text).unwrap();
+    bad["runs"][0]["ops"] = serde_json::json!(12345);
+    let badp = dir.path("bad.json");
+    std::fs::write(&badp, bad.to_string()).unwrap();
+    assert!(!run_cmd(&format!("check-json {}", p(&badp)))
+        .status
+        .success());
+}
+
+#[test]
+fn ycsb_updates_inserts_scans_and_rmw() {
+    let (Some(rs), Some(ms)) = (redis(), memcached(&[])) else {
+        return;
+    };
+    let (r_url, m_url) = (url_r(&rs), url_m(&ms));
+    let dir = TempDir::new("ycsb-adef");
+    // A: reads and updates on both protocols.
+    let a = dir.path("a.json");
+    run_ok(
+        &format!(
+            "ycsb --target {r_url} --target {m_url} --workload a --records 200 \
+             --operations 400 --threads 2 -q --json {}",
+            p(&a)
+        ),
+        &[],
+    );
+    let r = report(&a);
+    for t in ["r", "m"] {
+        let run = runs(&r, t, "run")[0];
+        assert_eq!((run.ops, run.errors), (400, 0), "{t}");
+        let ops: Vec<&str> = run.per_op.iter().map(|o| o.op.as_str()).collect();
+        assert_eq!(ops, vec!["READ", "UPDATE"], "{t}");
+    }
+    // E: scans (RESP only) and inserts; inserts grow the index.
+    let e = dir.path("e.json");
+    run_ok(
+        &format!(
+            "ycsb --target {r_url} --workload e --records 200 --operations 300 --threads 2 \
+             -p maxscanlength=10 -q --json {}",
+            p(&e)
+        ),
+        &[],
+    );
+    let r = report(&e);
+    let run = runs(&r, "r", "run")[0];
+    assert_eq!((run.ops, run.errors), (300, 0));
+    let inserts = run
+        .per_op
+        .iter()
+        .find(|o| o.op == "INSERT")
+        .map_or(0, |o| o.ops);
+    assert!(run.per_op.iter().any(|o| o.op == "SCAN" && o.ops > 200));
+    let zcard = redis_cmd(rs.port, &[b"ZCARD", b"_indices"]).int();
+    assert_eq!(zcard, 200 + inserts as i64);
+    // memcached cannot scan: refused up front, with a reason.
+    let out = run_cmd(&format!(
+        "ycsb --target {m_url} --workload e --records 10 -q"
+    ));
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("scans"));
+    // D (latest) and F (read-modify-write) complete without errors.
+    for (w, op) in [("d", "INSERT"), ("f", "READ-MODIFY-WRITE")] {
+        let j = dir.path(&format!("{w}.json"));
+        run_ok(
+            &format!(
+                "ycsb --target {r_url} --target {m_url} --workload {w} --records 200 \
+                 --operations 400 --threads 2 -q --json {}",
+                p(&j)
+            ),
+            &[],
+        );
+        let r = report(&j);
+        for t in ["r", "m"] {
+            let run = runs(&r, t, "run")[0];
+            assert_eq!((run.ops, run.errors), (400, 0), "{w} {t}");
+            assert!(run.per_op.iter().any(|o| o.op == op), "{w} {t}: no {op}");
+        }
+    }
+}
+
+#[test]
+fn values_verifies_bytes_and_reports_refusals() {
+    let (Some(rs), Some(ms)) = (redis(), memcached(&[])) else {
+        return;
+    };
+    let dir = TempDir::new("values");
+    let json = dir.path("v.json");
+    let out = run_ok(
+        &format!(
+            "values --target {} --target {} --sizes 4K,1100K --iterations 1,3 --json {}",
+            url_r(&rs),
+            url_m(&ms),
+            p(&json)
+        ),
+        &chart_args(&dir, "c"),
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let r = report(&json);
+    for phase in ["4K x1", "4K x3", "1100K x1", "1100K x3"] {
+        let n: u64 = phase.rsplit('x').next().unwrap().parse().unwrap();
+        let red = runs(&r, "r", phase)[0];
+        assert_eq!((red.ops, red.errors), (2 * n, 0), "redis {phase}");
+        let size = if phase.starts_with("4K") {
+            4096
+        } else {
+            1100 * 1024
+        };
+        assert_eq!(red.units, 2 * n * size, "bytes moved");
+        let mc = runs(&r, "m", phase)[0];
+        if phase.starts_with("4K") {
+            assert_eq!((mc.ops, mc.errors), (2 * n, 0), "memcached {phase}");
+        } else {
+            // Over memcached's 1 MB item limit: every SET refused, every GET
+            // missing, nothing timed.
+            assert_eq!(mc.ops, 0, "{phase}");
+            let set = mc.per_op.iter().find(|o| o.op == "SET").unwrap();
+            let get = mc.per_op.iter().find(|o| o.op == "GET").unwrap();
+            assert_eq!(set.errors.get("refused"), Some(&n));
+            assert_eq!(get.errors.get("missing"), Some(&n));
+            assert_eq!(set.latency.count, 0);
+            assert!(set.error_samples["refused"].contains("too large"));
+        }
+    }
+    assert!(stdout.contains("refused"), "{stdout}");
+    assert!(r.notes.iter().any(|n| n.contains("1100K")));
+    // The keys were cleaned up.
+    assert_eq!(redis_cmd(rs.port, &[b"DBSIZE"]).int(), 0);
+}
+
+#[test]
+fn values_catches_missing_and_wrong_values() {
+    let liar = fake_resp(Fake::Liar);
+    let dir = TempDir::new("liar");
+    let json = dir.path("v.json");
+    run_ok(
+        &format!(
+            "values --target liar=redis://127.0.0.1:{} --sizes 1K --iterations 4 --json {}",
+            liar.port,
+            p(&json)
+        ),
+        &[],
+    );
+    let r = report(&json);
+    let run = &r.runs[0];
+    let get = run.per_op.iter().find(|o| o.op == "GET").unwrap();
+    // Half the reads come back empty, half with the wrong bytes; none is
+    // counted or timed as a success.
+    assert_eq!(get.ops, 0);
+    assert_eq!(get.latency.count, 0);
+    assert_eq!(get.errors.get("missing"), Some(&2));
+    assert_eq!(get.errors.get("wrong_value"), Some(&2));
+    assert_eq!(run.ops, 4, "only the SETs succeeded");
+}
+
+#[test]
+fn timeouts_are_errors_and_runs_end() {
+    let silent = fake_resp(Fake::Silent);
+    let dir = TempDir::new("silent");
+    let target = format!("s=redis://127.0.0.1:{}", silent.port);
+    let json = dir.path("g.json");
+    let t0 = std::time::Instant::now();
+    run_ok(
+        &format!(
+            "get-set --target {target} -n 8 -c 2 -P 2 --tests get --timeout 0.2 --json {}",
+            p(&json)
+        ),
+        &[],
+    );
+    let r = report(&json);
+    let x = &r.runs[0];
+    assert_eq!((x.ops, x.errors, x.timeouts), (0, 8, 8));
+    let json = dir.path("v.json");
+    run_ok(
+        &format!(
+            "values --target {target} --sizes 100 --iterations 2 --timeout 0.2 --json {}",
+            p(&json)
+        ),
+        &[],
+    );
+    let r = report(&json);
+    assert_eq!((r.runs[0].ops, r.runs[0].timeouts), (0, 4));
+    assert!(t0.elapsed().as_secs() < 20, "time-outs took too long");
+}
+
+#[test]
+fn batch_mset_mget_sequential_and_random() {
+    let (Some(rs), Some(ms)) = (redis(), memcached(&[])) else {
+        return;
+    };
+    let r_url = url_r(&rs);
+    let dir = TempDir::new("batch");
+    let json = dir.path("b.json");
+    let charts = chart_args(&dir, "c");
+    run_ok(
+        &format!(
+            "batch --target {r_url} --target {} --keys 2000 --threads 2 --value-size 300 \
+             --pipeline 2 --json {}",
+            url_m(&ms),
+            p(&json)
+        ),
+        &charts,
+    );
+    let r = report(&json);
+    for t in ["r", "m"] {
+        for phase in ["mset-seq", "mget-seq", "mset-rand", "mget-rand"] {
+            let run = runs(&r, t, phase)[0];
+            let samples = &run.per_op[0].error_samples;
+            assert_eq!(run.errors, 0, "{t} {phase}: {samples:?}");
+            assert_eq!(run.units, 2000, "{t} {phase}: every key once");
+            // Two threads of 1000 keys: 31 calls of 32 keys and one of 8.
+            assert_eq!(run.ops, 64, "{t} {phase}: calls of 32 keys");
+            assert_eq!(run.unit, "keys");
+            assert_eq!(run.timeline.iter().sum::<u64>(), 2000);
+        }
+    }
+    assert_eq!(redis_cmd(rs.port, &[b"DBSIZE"]).int(), 2000);
+    let v = redis_cmd(rs.port, &[b"GET", b"batch:0000000007"]).bytes();
+    assert!((150..=450).contains(&v.len()), "{}", v.len());
+    if !charts.is_empty() {
+        assert!(dir.path("c-batch-mget-rand-timeline.png").is_file());
+        assert!(dir.path("c-batch.svg").is_file());
+    }
+    // Values from a file's lines.
+    let file = dir.path("lines.txt");
+    std::fs::write(&file, "first line\nsecond, longer line\n").unwrap();
+    let json = dir.path("f.json");
+    run_ok(
+        &format!(
+            "batch --target {r_url} --keys 100 --threads 1 --value-file {} \
+             --phases mset-seq,mget-rand --json {}",
+            p(&file),
+            p(&json)
+        ),
+        &[],
+    );
+    let r = report(&json);
+    assert!(r.runs.iter().all(|x| x.errors == 0));
+    let v = redis_cmd(rs.port, &[b"GET", b"batch:0000000001"]).bytes();
+    assert_eq!(v, b"second, longer line");
+    // Reading keys that are absent is an error, not a fast success.
+    let json = dir.path("miss.json");
+    run_ok(
+        &format!(
+            "batch --target {r_url} --keys 64 --threads 1 --phases mget-seq --json {}",
+            p(&json)
+        ),
+        &[],
+    );
+    let r = report(&json);
+    assert_eq!((r.runs[0].ops, r.runs[0].errors), (0, 2));
+    assert_eq!(r.runs[0].per_op[0].errors.get("missing"), Some(&2));
+}
+
+#[test]
+fn memory_per_record_and_evictions() {
+    let (Some(rs), Some(ms)) = (redis(), memcached(&[])) else {
+        return;
+    };
+    let dir = TempDir::new("memory");
+    let json = dir.path("m.json");
+    let out = run_ok(
+        &format!(
+            "memory --target {} --target {} --records 1000 --threads 2 --json {}",
+            url_r(&rs),
+            url_m(&ms),
+            p(&json)
+        ),
+        &chart_args(&dir, "c"),
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("server B/record"));
+    let r = report(&json);
+    for t in ["r", "m"] {
+        let run = runs(&r, t, "load")[0];
+        let x = &run.extra;
+        assert_eq!(x["records_stored"], serde_json::json!(1000), "{t}");
+        let per = x["server_bytes_per_record"].as_f64().unwrap();
+        // 10 fields of 100 bytes plus names and overhead.
+        assert!((1000.0..5000.0).contains(&per), "{t}: {per} bytes/record");
+        assert!(x["rss_after"].as_u64().unwrap() > 0, "{t}: RSS from /proc");
+    }
+    // A memcached limited to 2 MB cannot hold 4000 records of about 1.1 KB:
+    // evictions and a note, not a silent loss.
+    let Some(small) = memcached(&["-m", "2"]) else {
+        return;
+    };
+    let json = dir.path("small.json");
+    run_ok(
+        &format!(
+            "memory --target small=memcached://127.0.0.1:{} --records 4000 --threads 2 --json {}",
+            small.port,
+            p(&json)
+        ),
+        &[],
+    );
+    let r = report(&json);
+    let x = &r.runs[0].extra;
+    assert!(x["records_stored"].as_u64().unwrap() < 4000);
+    assert!(x["evictions"].as_u64().unwrap() > 0);
+    assert!(
+        r.notes.iter().any(|n| n.contains("evicted")),
+        "{:?}",
+        r.notes
+    );
+}
+
+#[test]
+fn get_set_like_redis_benchmark() {
+    let (Some(rs), Some(ms)) = (redis(), memcached(&[])) else {
+        return;
+    };
+    let dir = TempDir::new("getset");
+    let json = dir.path("g.json");
+    let mut extra = chart_args(&dir, "c");
+    let have_rb = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).any(|d| d.join("redis-benchmark").is_file()))
+        .unwrap_or(false);
+    if have_rb {
+        extra.push("--vs-redis-benchmark".into());
+    }
+    run_ok(
+        &format!(
+            "get-set --target {} --target {} -n 4000 -c 4 -P 4 -r 500 --json {}",
+            url_r(&rs),
+            url_m(&ms),
+            p(&json)
+        ),
+        &extra,
+    );
+    let r = report(&json);
+    for t in ["r", "m"] {
+        for test in ["SET", "GET"] {
+            let run = runs(&r, t, test)[0];
+            assert_eq!((run.ops, run.errors), (4000, 0), "{t} {test}");
+            assert_eq!(run.threads, 4);
+            let l = &run.per_op[0].latency;
+            assert!(l.p50_us > 0.0 && l.p50_us <= l.p99_us);
+            assert!(run.server_cpu.is_some(), "{t}: pid found by port");
+        }
+    }
+    // Keys as redis-benchmark names them, within -r.
+    let n = redis_cmd(rs.port, &[b"DBSIZE"]).int();
+    assert!(n > 0 && n <= 500, "{n}");
+    let k = redis_cmd(rs.port, &[b"RANDOMKEY"]).bytes();
+    let shown = String::from_utf8_lossy(&k).into_owned();
+    assert!(k.starts_with(b"key:") && k.len() == 16, "{shown}");
+    // redis-benchmark's payload for -d 3.
+    assert_eq!(redis_cmd(rs.port, &[b"GET", &k]).bytes(), b"VXK");
+    if have_rb {
+        let rb = runs(&r, "r:redis-benchmark", "SET");
+        assert_eq!(rb.len(), 1);
+        assert!(rb[0].ops_per_sec > 0.0);
+        // Its rows sit right after the target they measured.
+        let names: Vec<&str> = r.targets.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, vec!["r", "r:redis-benchmark", "m"]);
+    }
+    if extra.iter().any(|a| a == "--chart") {
+        assert!(dir.path("c-get-set.png").is_file());
+    }
+}
+
+#[test]
+fn bad_arguments_are_refused() {
+    for line in [
+        "ycsb",
+        "ycsb --target nourl",
+        "ycsb --target x=http://h:1",
+        "ycsb --target x=redis://127.0.0.1:1 --threads 0",
+        "ycsb --target x=redis://127.0.0.1:1 --workload zz",
+        "values --target x=redis://127.0.0.1:1 --sizes lots",
+        "batch --target x=redis://127.0.0.1:1 --phases mset-sideways",
+    ] {
+        assert!(!run_cmd(line).status.success(), "{line} should fail");
+    }
+    // An unreachable target is reported by name, before any run.
+    let out = run_cmd("get-set --target gone=redis://127.0.0.1:1 -n 10");
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("gone"));
+}
