@@ -582,6 +582,29 @@ fn random_members_and_stores() {
     }
     let whole: Vec<String> = q(&mut c, &["ZRANDMEMBER", "z", "5"]);
     assert_eq!(whole, strs(&["e", "d", "c", "b", "a"]));
+    // Repeats are capped by proto-max-bulk-len instead of exhausting memory.
+    const TOO_BIG: &str = "ERR value is out of range, the reply would exceed proto-max-bulk-len";
+    assert_eq!(
+        err(&mut c, &["ZRANDMEMBER", "z", "-9223372036854775807"]),
+        TOO_BIG
+    );
+    assert_eq!(
+        q::<Vec<String>>(&mut c, &["ZRANDMEMBER", "nosuch", "-9223372036854775807"]),
+        Vec::<String>::new()
+    );
+    let _: () = q(&mut c, &["CONFIG", "SET", "proto-max-bulk-len", "1048576"]);
+    q::<i64>(&mut c, &["ZADD", "long", "1", "a-ten-byte"]);
+    assert_eq!(
+        q::<Vec<String>>(&mut c, &["ZRANDMEMBER", "long", "-1000"]).len(),
+        1000
+    );
+    // Passes the up-front test (6 bytes each would fit), fails while written.
+    assert_eq!(err(&mut c, &["ZRANDMEMBER", "long", "-100000"]), TOO_BIG);
+    assert_eq!(
+        err(&mut c, &["ZRANDMEMBER", "long", "-200000", "WITHSCORES"]),
+        TOO_BIG
+    );
+    assert_eq!(q::<String>(&mut c, &["PING"]), "PONG");
     // Stores clear the TTL and replace any type.
     let _: () = q(&mut c, &["SET", "dst", "x", "EX", "100"]);
     assert_eq!(q::<i64>(&mut c, &["ZUNIONSTORE", "dst", "1", "z"]), 5);

@@ -851,7 +851,11 @@ pub struct Sample<'a> {
 enum SampleKind<'a> {
     Empty,
     Whole(zset::Iter<'a>),
+    /// Independent picks by index from a skiplist (O(log n) each).
     Repeat(&'a ZSetValue),
+    /// Independent picks from a packed set's members, listed once so a
+    /// pick does not walk the buffer.
+    RepeatListed(Vec<(&'a [u8], f64)>),
     Distinct(std::vec::IntoIter<(&'a [u8], f64)>),
 }
 
@@ -867,8 +871,13 @@ pub fn sample(z: &ZSetValue, count: i64) -> Sample<'_> {
         };
     }
     if count < 0 || wanted == 1 {
+        let kind = if z.is_packed() && wanted > 1 {
+            SampleKind::RepeatListed(z.iter().collect())
+        } else {
+            SampleKind::Repeat(z)
+        };
         return Sample {
-            kind: SampleKind::Repeat(z),
+            kind,
             remaining: wanted,
         };
     }
@@ -919,6 +928,7 @@ impl<'a> Iterator for Sample<'a> {
             SampleKind::Empty => None,
             SampleKind::Whole(it) => it.next(),
             SampleKind::Repeat(z) => z.get(rand::random_range(0..z.len())),
+            SampleKind::RepeatListed(all) => all.get(rand::random_range(0..all.len())).copied(),
             SampleKind::Distinct(it) => it.next(),
         };
         // Every kind holds at least `remaining` items; stop cleanly if not.

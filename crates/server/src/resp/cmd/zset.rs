@@ -734,13 +734,49 @@ fn zrandmember(ctx: &mut Ctx) -> CmdResult {
     if withscores && !(-RANDMEMBER_MAX_WITHSCORES..=RANDMEMBER_MAX_WITHSCORES).contains(&count) {
         return Err(CmdError::text("ERR value is out of range"));
     }
+    let budget = ctx.engine().limits.max_string();
     with_zset(ctx, |z, w| {
-        let Some(z) = z else { return w.array(0) };
+        let Some(z) = z else {
+            w.array(0);
+            return Ok(());
+        };
+        // Repeats are not bounded by the set: refuse a reply that could not
+        // fit proto-max-bulk-len, up front when even the smallest members
+        // could not, else once it has grown past it (as SRANDMEMBER does).
+        let repeats = count < 0;
+        let too_big = || CmdError::text(REPLY_TOO_BIG);
+        if repeats && !z.is_empty() && count.unsigned_abs() > (budget / MIN_MEMBER_REPLY) as u64 {
+            return Err(too_big());
+        }
+        let start = w.out.len();
         let picks = op::sample(z, count);
         let n = picks.len();
-        write_members(w, withscores, n, picks);
-    })
+        let resp3 = w.proto == Protocol::Resp3;
+        w.array(if withscores && !resp3 { n * 2 } else { n });
+        for (m, s) in picks {
+            if withscores && resp3 {
+                w.array(2);
+            }
+            w.bulk(m);
+            if withscores {
+                w.double(s);
+            }
+            if repeats && w.out.len() - start > budget {
+                w.out.truncate(start);
+                return Err(too_big());
+            }
+        }
+        Ok(())
+    })?
 }
+
+/// The smallest reply of one member ("$0\r\n\r\n").
+const MIN_MEMBER_REPLY: usize = 6;
+
+/// ZRANDMEMBER's refusal of a reply larger than `proto-max-bulk-len`
+/// (the same text as SRANDMEMBER's; Redis itself would build it and run
+/// out of memory).
+const REPLY_TOO_BIG: &str = "ERR value is out of range, the reply would exceed proto-max-bulk-len";
 
 /// The COUNT hint when none is given (Redis `scanGenericCommand`).
 const SCAN_DEFAULT_COUNT: usize = 10;
