@@ -868,10 +868,7 @@ fn zset_serialized_len(z: &cairn_engine::value::ZSetValue) -> usize {
         );
         rdb_len_size(lp) + lp
     } else {
-        rdb_len_size(z.len())
-            + z.iter()
-                .map(|(m, _)| rdb_string_size(m) + 8)
-                .sum::<usize>()
+        rdb_len_size(z.len()) + z.iter().map(|(m, _)| rdb_string_size(m) + 8).sum::<usize>()
     }
 }
 
