@@ -76,6 +76,7 @@ pub fn free_effort(v: &Value) -> usize {
         Value::List(l) => l.node_count(),
         Value::Set(s) if s.is_intset() => 1,
         Value::Set(s) => s.len(),
+        Value::ZSet(z) if z.is_packed() => 1,
         Value::ZSet(z) => z.len(),
     }
 }

@@ -845,7 +845,30 @@ fn serialized_len(v: &Value) -> usize {
         Value::Hash(h) => hash_serialized_len(h),
         Value::List(l) => list_serialized_len(l),
         Value::Set(s) => set_serialized_len(s),
-        Value::ZSet(z) => rdb_len_size(z.len()),
+        Value::ZSet(z) => zset_serialized_len(z),
+    }
+}
+
+/// A small sorted set is saved as its listpack blob (member, then the
+/// score as the listpack holds it); a skiplist as a count and then each
+/// member as a string and its score as an 8-byte binary double
+/// (RDB_TYPE_ZSET_2).
+fn zset_serialized_len(z: &cairn_engine::value::ZSetValue) -> usize {
+    if z.is_packed() {
+        let mut scores = Vec::with_capacity(z.len());
+        for (_, s) in z.iter() {
+            let mut t = Vec::new();
+            cairn_engine::ops::zset::scan_score_text(true, s, &mut t);
+            scores.push(t);
+        }
+        let lp = listpack_size(
+            z.iter()
+                .zip(&scores)
+                .flat_map(|((m, _), s)| [m, s.as_slice()]),
+        );
+        rdb_len_size(lp) + lp
+    } else {
+        rdb_len_size(z.len()) + z.iter().map(|(m, _)| rdb_string_size(m) + 8).sum::<usize>()
     }
 }
 
