@@ -21,10 +21,9 @@ pub fn timeout_ms(arg: &[u8]) -> Result<u64, CmdError> {
     let secs = num::parse_f64_strict(arg)
         .ok_or(CmdError::text("ERR timeout is not a float or out of range"))?;
     let scaled = secs * 1000.0;
-    let ms = if scaled.is_nan()
-        || scaled >= 9.223_372_036_854_775_807e18
-        || scaled < -9.223_372_036_854_775_808e18
-    {
+    // 2^63 as an f64: the first value outside the i64 range.
+    const LIMIT: f64 = 9_223_372_036_854_775_808.0;
+    let ms = if scaled.is_nan() || !(-LIMIT..LIMIT).contains(&scaled) {
         i64::MIN
     } else {
         scaled as i64

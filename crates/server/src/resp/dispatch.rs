@@ -205,6 +205,7 @@ pub fn invoke(
 ) -> Outcome {
     let started_us = cairn_engine::clock::start_command();
     let handler = cmd.handler.expect("resolve returns runnable commands");
+    let reply_start = out.len();
     let result = {
         let mut ctx = Ctx {
             shared,
@@ -212,7 +213,23 @@ pub fn invoke(
             args,
             out,
         };
-        handler(&mut ctx)
+        // A bug in one command must not take down the worker thread and
+        // every connection on it: the client gets an error, the log gets
+        // the panic (the default hook has printed it), the server goes on.
+        // Shard locks are released by unwinding (parking_lot does not
+        // poison), and a half-written reply is dropped.
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handler(&mut ctx))).unwrap_or_else(
+            |_| {
+                ctx.out.truncate(reply_start);
+                crate::log::warning(&format!(
+                    "BUG: command '{}' panicked; the client got an error and the server goes on",
+                    cmd.name
+                ));
+                Err(CmdError::text(
+                    "ERR internal error: the command failed unexpectedly (see the server log)",
+                ))
+            },
+        )
     };
     let micros = cairn_engine::clock::end_command().saturating_sub(started_us);
     if result.is_ok() && client.wants_block.is_some() {
