@@ -19,7 +19,7 @@ fn value(c: u8) -> Option<u32> {
 /// Decodes `src` into `out` and returns the length, or None if `src` is
 /// not valid padded base64, decodes to nothing, or does not fit `out`.
 pub fn decode(src: &[u8], out: &mut [u8]) -> Option<usize> {
-    if src.is_empty() || src.len() % 4 != 0 {
+    if src.is_empty() || !src.len().is_multiple_of(4) {
         return None;
     }
     let pad = src.iter().rev().take_while(|&&c| c == b'=').count();

@@ -108,23 +108,24 @@ impl Refusal {
 }
 
 /// A key as the command named it: the bytes of the line, or decoded from
-/// base64 (meta `b` flag) into a buffer of its own.
-#[derive(Clone, Copy)]
+/// base64 (meta `b` flag; rare, so the decoded bytes may cost a small
+/// allocation rather than make every request large).
+#[derive(Clone, PartialEq, Eq)]
 pub enum KeyBytes<'a> {
     Raw(&'a [u8]),
-    Decoded { buf: [u8; 192], len: u8 },
+    Decoded(Box<[u8]>),
 }
 
 impl<'a> KeyBytes<'a> {
     pub fn as_bytes(&self) -> &[u8] {
         match self {
             KeyBytes::Raw(b) => b,
-            KeyBytes::Decoded { buf, len } => &buf[..*len as usize],
+            KeyBytes::Decoded(b) => b,
         }
     }
 
     pub fn is_binary(&self) -> bool {
-        matches!(self, KeyBytes::Decoded { .. })
+        matches!(self, KeyBytes::Decoded(_))
     }
 }
 
@@ -138,12 +139,6 @@ impl std::fmt::Debug for KeyBytes<'_> {
     }
 }
 
-impl PartialEq for KeyBytes<'_> {
-    fn eq(&self, other: &Self) -> bool {
-        self.as_bytes() == other.as_bytes() && self.is_binary() == other.is_binary()
-    }
-}
-
 /// The four meta commands that take flags.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum MetaCmd {
@@ -153,16 +148,14 @@ pub enum MetaCmd {
     Arith,
 }
 
-/// Longest list of flags a meta command accepts (mg, md, ma: 17).
-pub const META_FLAGS_MAX: usize = 17;
-
 /// The flags of a meta command, parsed (memcached `_meta_flag_preparse`),
 /// and the flag words themselves in request order: replies list the
 /// flags they return in that order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct MetaFlags<'a> {
-    words: [&'a [u8]; META_FLAGS_MAX],
-    n: u8,
+    /// The flag words as they were sent (split again on demand: a few
+    /// bytes, cheaper than storing an array of slices in every request).
+    text: &'a [u8],
     /// `b`: the key was base64.
     pub base64: bool,
     /// `q`: no reply for the nominal outcome (hit/stored/deleted, or EN).
@@ -193,18 +186,18 @@ pub struct MetaFlags<'a> {
 
 impl<'a> MetaFlags<'a> {
     /// The flag words in request order (`O` words include the `O`).
-    pub fn words(&self) -> &[&'a [u8]] {
-        &self.words[..self.n as usize]
+    pub fn words(&self) -> Words<'a> {
+        Words { rest: self.text }
     }
 
     /// True if flag `c` was given (first letter of a word).
     pub fn has(&self, c: u8) -> bool {
-        self.words().iter().any(|w| w[0] == c)
+        self.words().any(|w| w[0] == c)
     }
 }
 
 /// A meta command: mg, ms, md or ma.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Meta<'a> {
     pub cmd: MetaCmd,
     pub key: KeyBytes<'a>,
@@ -213,16 +206,20 @@ pub struct Meta<'a> {
     pub data: &'a [u8],
 }
 
-/// The keys of a get/gets/gat/gats line, in order. The server checks each
-/// (length, control bytes) when it reaches it, as memcached does: keys
-/// before a bad one have already been looked up when the error replaces
-/// the reply.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Keys<'a> {
+/// Space-separated words of a line, in order: the keys of a get/gets/
+/// gat/gats line (the server checks each key, length and control bytes,
+/// when it reaches it, as memcached does: keys before a bad one have
+/// already been looked up when the error replaces the reply), the flags of
+/// a meta command, the arguments of `stats`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Words<'a> {
     rest: &'a [u8],
 }
 
-impl<'a> Iterator for Keys<'a> {
+/// The keys of a get line.
+pub type Keys<'a> = Words<'a>;
+
+impl<'a> Iterator for Words<'a> {
     type Item = &'a [u8];
     fn next(&mut self) -> Option<&'a [u8]> {
         let start = self.rest.iter().position(|&c| c != b' ')?;
@@ -234,7 +231,7 @@ impl<'a> Iterator for Keys<'a> {
 }
 
 /// One parsed request.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Request<'a> {
     /// get, gets, gat, gats (and memcached's old alias bget).
     Get {
@@ -280,7 +277,7 @@ pub enum Request<'a> {
     Verbosity {
         noreply: bool,
     },
-    /// `stats [args...]`: the words after `stats` (at most 22).
+    /// `stats [args...]`: the words after `stats`.
     Stats {
         args: Words<'a>,
     },
@@ -300,35 +297,23 @@ pub enum Request<'a> {
     },
 }
 
-/// Up to 22 words of a line, for `stats`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Words<'a> {
-    words: [&'a [u8]; MAX_WORDS - 1],
-    n: u8,
-}
-
-impl<'a> Words<'a> {
-    pub fn as_slice(&self) -> &[&'a [u8]] {
-        &self.words[..self.n as usize]
-    }
-}
-
 /// memcached's tokenizer over one line: up to 23 words split on spaces
 /// only; `more` is set when text follows the 23rd word.
 struct Line<'a> {
+    line: &'a [u8],
     words: [&'a [u8]; MAX_WORDS],
+    /// Where each word starts in `line`.
+    starts: [usize; MAX_WORDS],
     n: usize,
     more: bool,
-    /// The line from the second word on (for the keys of a get).
-    after_cmd: &'a [u8],
 }
 
 impl<'a> Line<'a> {
     fn split(line: &'a [u8]) -> Line<'a> {
         let mut words: [&[u8]; MAX_WORDS] = [&[]; MAX_WORDS];
+        let mut starts = [0; MAX_WORDS];
         let mut n = 0;
         let mut i = 0;
-        let mut after_cmd: &[u8] = &[];
         let mut more = false;
         while i < line.len() {
             if line[i] == b' ' {
@@ -341,17 +326,28 @@ impl<'a> Line<'a> {
             }
             let end = memchr(b' ', &line[i..]).map_or(line.len(), |e| i + e);
             words[n] = &line[i..end];
+            starts[n] = i;
             n += 1;
-            if n == 1 {
-                after_cmd = &line[end..];
-            }
             i = end;
         }
         Line {
+            line,
             words,
+            starts,
             n,
             more,
-            after_cmd,
+        }
+    }
+
+    /// The words from word `i` on, to the end of the line (beyond the
+    /// 23 words memcached tokenizes at once: a get reads all its keys).
+    fn from(&self, i: usize) -> Words<'a> {
+        Words {
+            rest: if i < self.n {
+                &self.line[self.starts[i]..]
+            } else {
+                &[]
+            },
         }
     }
 
@@ -430,7 +426,8 @@ impl Decoder {
         }
         let (line, line_len) = match take_line(buf) {
             Ok(x) => x,
-            Err(d) => return d,
+            Err(NoLine::Close) => return Decoded::Close,
+            Err(NoLine::Incomplete(min_total)) => return Decoded::Incomplete { min_total },
         };
         match parse_line(line, limits) {
             Header::Done(req) => Decoded::Request {
@@ -479,9 +476,8 @@ impl Decoder {
     pub fn decode_auth<'a>(&mut self, buf: &'a [u8]) -> Auth<'a> {
         let (line, line_len) = match take_line(buf) {
             Ok(x) => x,
-            Err(Decoded::Close) => return Auth::Close,
-            Err(Decoded::Incomplete { min_total }) => return Auth::Incomplete { min_total },
-            Err(_) => unreachable!("take_line returns Close or Incomplete"),
+            Err(NoLine::Close) => return Auth::Close,
+            Err(NoLine::Incomplete(min_total)) => return Auth::Incomplete { min_total },
         };
         let l = Line::split(line);
         let size = if l.ntokens() < 6 || l.word(0) != b"set" {
@@ -543,18 +539,24 @@ pub enum Auth<'a> {
 
 /// The next command line: its text (without "\r\n", cut at a NUL as
 /// memcached's `strlen` cuts it) and the bytes it spans with its "\n".
-fn take_line(buf: &[u8]) -> Result<(&[u8], usize), Decoded<'static>> {
+/// Why `take_line` found no line.
+enum NoLine {
+    /// Wait for more bytes: at least this many in all.
+    Incomplete(usize),
+    /// Too long to be a command: close.
+    Close,
+}
+
+fn take_line(buf: &[u8]) -> Result<(&[u8], usize), NoLine> {
     let Some(nl) = memchr(b'\n', buf) else {
         if buf.len() > LINE_MAX {
             let spaces = buf.iter().take_while(|&&c| c == b' ').count();
             let rest = &buf[spaces..];
             if spaces > 100 || !(rest.starts_with(b"get ") || rest.starts_with(b"gets ")) {
-                return Err(Decoded::Close);
+                return Err(NoLine::Close);
             }
         }
-        return Err(Decoded::Incomplete {
-            min_total: buf.len() + 1,
-        });
+        return Err(NoLine::Incomplete(buf.len() + 1));
     };
     let mut end = nl;
     if end > 1 && buf[end - 1] == b'\r' {
@@ -598,17 +600,7 @@ fn parse_line<'a>(line: &'a [u8], limits: &Limits) -> Header<'a> {
         b"verbosity" if tokens_in(3, 4) => verbosity(&l),
         b"version" => Request::Version,
         b"quit" => Request::Quit,
-        b"stats" => {
-            let mut words = Words {
-                words: [&[]; MAX_WORDS - 1],
-                n: 0,
-            };
-            for i in 1..l.n {
-                words.words[i - 1] = l.word(i);
-            }
-            words.n = (l.n - 1) as u8;
-            Request::Stats { args: words }
-        }
+        b"stats" => Request::Stats { args: l.from(1) },
         // memcached answers this way while its shutdown command is
         // disabled, its default; Cairn never stops for a memcached client.
         b"shutdown" => error("ERROR: shutdown not enabled", false),
@@ -627,16 +619,15 @@ fn get<'a>(l: &Line<'a>, cmd: &[u8]) -> Request<'a> {
         b"gat" => (false, true),
         _ => (true, true),
     };
-    let mut keys = Keys { rest: l.after_cmd };
     let touch = if touch {
         let Some(t) = strtol(l.word(1)) else {
             return error(BAD_EXPTIME, false);
         };
-        keys.next();
         Some(t)
     } else {
         None
     };
+    let keys = l.from(if touch.is_some() { 2 } else { 1 });
     Request::Get { cas, touch, keys }
 }
 
@@ -668,7 +659,7 @@ fn storage<'a>(l: &Line<'a>, limits: &Limits) -> Header<'a> {
     } else {
         0
     };
-    if vlen < 0 || vlen > i32::MAX - 2 {
+    if !(0..=i32::MAX - 2).contains(&vlen) {
         return Header::Done(error(BAD_FORMAT, noreply));
     }
     let len = vlen as usize;
@@ -801,13 +792,10 @@ fn meta_debug<'a>(l: &Line<'a>) -> Request<'a> {
     Request::MetaDebug { key }
 }
 
-fn decode_key(raw: &[u8]) -> Option<KeyBytes<'_>> {
+fn decode_key(raw: &[u8]) -> Option<KeyBytes<'static>> {
     let mut buf = [0u8; 192];
     let len = base64::decode(raw, &mut buf)?;
-    Some(KeyBytes::Decoded {
-        buf,
-        len: len as u8,
-    })
+    Some(KeyBytes::Decoded(buf[..len].into()))
 }
 
 /// Largest number of words (command and key included) a meta command may
@@ -833,7 +821,7 @@ fn meta<'a>(l: &Line<'a>, cmd: MetaCmd) -> Request<'a> {
         };
         return error(msg, false);
     }
-    let parsed = flags(&l.words[2..l.n], raw);
+    let parsed = flags(l, 2);
     let (key, flags) = match parsed {
         Ok(x) => x,
         // md and ma report any flag problem in one message.
@@ -861,10 +849,7 @@ fn meta<'a>(l: &Line<'a>, cmd: MetaCmd) -> Request<'a> {
 /// checks it before touching the item, memcached while writing the reply)
 /// and the mode letter of ma.
 fn check_meta(cmd: MetaCmd, f: &MetaFlags) -> Result<(), &'static str> {
-    if f.words()
-        .iter()
-        .any(|w| w[0] == b'O' && w.len() > OPAQUE_MAX)
-    {
+    if f.words().any(|w| w[0] == b'O' && w.len() > OPAQUE_MAX) {
         return Err("CLIENT_ERROR opaque token too long");
     }
     match (cmd, f.mode) {
@@ -900,7 +885,7 @@ fn meta_set<'a>(l: &Line<'a>, limits: &Limits) -> Header<'a> {
         len: vlen,
         req: error(msg, false),
     };
-    let (key, flags) = match flags(&l.words[3..l.n], raw) {
+    let (key, flags) = match flags(l, 3) {
         Ok(x) => x,
         Err(msg) => return discard(msg),
     };
@@ -938,18 +923,17 @@ const BAD_TOKEN: &str = "CLIENT_ERROR bad token in command line format";
 /// a flag may appear once. Errors found along the way are remembered and
 /// the last one is reported, as memcached keeps overwriting `errstr`;
 /// an unknown or repeated flag stops at once.
-fn flags<'a>(
-    words: &[&'a [u8]],
-    raw_key: &'a [u8],
-) -> Result<(KeyBytes<'a>, MetaFlags<'a>), &'static str> {
+fn flags<'a>(l: &Line<'a>, first: usize) -> Result<(KeyBytes<'a>, MetaFlags<'a>), &'static str> {
+    let raw_key = l.word(1);
     let mut f = MetaFlags {
+        text: l.from(first).rest,
         delta: 1,
         ..MetaFlags::default()
     };
     let mut key = KeyBytes::Raw(raw_key);
     let mut seen = [false; 128];
     let mut err: Option<&'static str> = None;
-    for &w in words {
+    for &w in &l.words[first.min(l.n)..l.n] {
         let o = w[0];
         if o >= 127 || seen[o as usize] {
             return Err("CLIENT_ERROR duplicate flag");
@@ -1004,8 +988,6 @@ fn flags<'a>(
             b'I' => f.invalidate = true,
             _ => return Err("CLIENT_ERROR invalid flag"),
         }
-        f.words[f.n as usize] = w;
-        f.n += 1;
     }
     match err {
         Some(e) => Err(e),
