@@ -62,6 +62,19 @@ pub fn lookup<'g>(g: &'g mut Guard, db: usize, k: &Key, bump: bool) -> Option<&'
     matches!(e.value, Value::Str(_)).then_some(e)
 }
 
+/// Counts a read made through `Guard::peek` the way `Guard::read` counts
+/// one (a keyspace hit, or a miss and its `keymiss` event), for `mg`,
+/// which must see an item's access time and fetch state as they were
+/// before the read.
+pub fn count_read(g: &mut Guard, db: usize, k: &Key, hit: bool) {
+    if hit {
+        g.stats_mut(k).keyspace_hits += 1;
+    } else {
+        g.stats_mut(k).keyspace_misses += 1;
+        g.notify(class::KEY_MISS, "keymiss", db, k);
+    }
+}
+
 /// The string of an entry `lookup` returned.
 pub fn item(e: &mut Entry) -> &mut StrValue {
     match &mut e.value {
@@ -376,9 +389,9 @@ pub fn arith(
     Arith::Value(new)
 }
 
-/// `mg N`: on a miss, creates an empty item with this TTL whose first
-/// reader has "won" the right to recache it (memcached sets the token
-/// before the reply; so does this).
+/// `mg N`: on a miss, creates an empty item with this TTL. The reader
+/// that created it is told it "won" the right to recache it (the server
+/// sets `TOKEN_SENT` when it sends that W flag).
 pub fn vivify(g: &mut Guard, db: usize, k: &Key, expiry: Expiry, key_binary: bool) {
     let mut v = StrValue::mc(Box::default(), 0);
     if let StrValue::Mc { bits, .. } = &mut v {

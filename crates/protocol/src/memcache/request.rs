@@ -275,6 +275,7 @@ pub enum Request<'a> {
     },
     Version,
     Verbosity {
+        level: u32,
         noreply: bool,
     },
     /// `stats [args...]`: the words after `stats`.
@@ -767,10 +768,10 @@ fn flush_all<'a>(l: &Line<'a>) -> Request<'a> {
 
 fn verbosity<'a>(l: &Line<'a>) -> Request<'a> {
     let noreply = l.noreply();
-    if strtoul(l.word(1)).is_none() {
-        return error(BAD_FORMAT, noreply);
+    match strtoul(l.word(1)) {
+        Some(level) => Request::Verbosity { level, noreply },
+        None => error(BAD_FORMAT, noreply),
     }
-    Request::Verbosity { noreply }
 }
 
 /// me <key> [b] (memcached `process_meta_command`).

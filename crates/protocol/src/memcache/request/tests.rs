@@ -369,11 +369,17 @@ fn other_text_commands() {
     assert_eq!(one(b"version x\r\n"), Request::Version);
     assert_eq!(
         one(b"verbosity 1\r\n"),
-        Request::Verbosity { noreply: false }
+        Request::Verbosity {
+            level: 1,
+            noreply: false
+        }
     );
     assert_eq!(
-        one(b"verbosity 1 noreply\r\n"),
-        Request::Verbosity { noreply: true }
+        one(b"verbosity 7 noreply\r\n"),
+        Request::Verbosity {
+            level: 7,
+            noreply: true
+        }
     );
     assert_eq!(
         msg(b"verbosity x\r\n"),
