@@ -9,19 +9,22 @@ use std::sync::atomic::Ordering;
 const MAX_VERBOSITY: u32 = 2;
 
 /// `flush_all [delay] [noreply]` → OK. Empties database 0 (memcached's
-/// keyspace) now, or at `delay` (relative seconds, or a Unix time past 30
-/// days), when the keys that exist then are removed. A later flush_all
-/// replaces a pending one, as memcached's single `oldest_live` does.
+/// keyspace) now, or after a delay given like an exptime (relative
+/// seconds, or a Unix time past 30 days). memcached's clock ticks in
+/// seconds and it starts hiding items at the start of the second before
+/// the one the delay names (so `flush_all 1` acts at once); Cairn flushes
+/// at that same moment, removing the keys that exist then. A later
+/// flush_all replaces a pending one, as memcached's single `oldest_live`.
 pub fn flush_all(cx: &mut Ctx, delay: i32, noreply: bool) {
     cx.stats.inc(Stat::CmdFlush);
     let mc = &cx.shared.memcache;
-    if delay > 0 {
-        let now = cairn_engine::clock::now_ms();
-        let at = match super::expiry(delay, now) {
-            cairn_engine::Expiry::At(at) => at,
-            _ => now,
-        };
-        mc.flush_at.store(at.max(1), Ordering::Relaxed);
+    let now = cairn_engine::clock::now_ms();
+    let at = match super::expiry(delay.max(0), now) {
+        cairn_engine::Expiry::At(at) => (at / 1000).saturating_sub(1) * 1000,
+        _ => 0,
+    };
+    if at > now {
+        mc.flush_at.store(at, Ordering::Relaxed);
     } else {
         mc.flush_at.store(0, Ordering::Relaxed);
         drop(cx.shared.engine.flush(Some(DB)));

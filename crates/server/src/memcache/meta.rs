@@ -191,7 +191,8 @@ fn get(cx: &mut Ctx, m: &Meta) {
         mc::count_read(&mut g, DB, &k, hit);
     }
     drop(g);
-    let (cmds, hits, misses) = if f.ttl.is_some() {
+    // memcached counts a touch only when T met an item; a miss is a get.
+    let (cmds, hits, misses) = if hit && f.ttl.is_some() {
         (Stat::CmdTouch, Stat::TouchHits, Stat::TouchMisses)
     } else {
         (Stat::CmdGet, Stat::GetHits, Stat::GetMisses)
