@@ -389,7 +389,7 @@ fn one_keyspace_memcached_writes_seen_over_resp() {
     assert_eq!(c.cmd("delete h"), "DELETED\r\n");
     let _: () = r.hset("h", "f", "v").unwrap();
     assert_eq!(
-        c.cmd("set list 0 0 1\nx\nget h"),
+        c.cmd("set h 0 0 1\nx\nget h"),
         "STORED\r\nVALUE h 0 1\r\nx\r\nEND\r\n"
     );
 }
