@@ -92,6 +92,14 @@ fn unescape(s: &str) -> Vec<u8> {
     out
 }
 
+/// `*N c`: N copies of the byte c (large data blocks).
+fn repeat(cont: &str) -> Option<Vec<u8>> {
+    let (n, c) = cont.strip_prefix('*')?.split_once(' ')?;
+    let n: usize = n.parse().ok()?;
+    let c = unescape(c);
+    (c.len() == 1).then(|| vec![c[0]; n])
+}
+
 fn parse_corpus(text: &str) -> Vec<Step> {
     let mut steps: Vec<Step> = Vec::new();
     for (i, raw) in text.lines().enumerate() {
@@ -104,7 +112,10 @@ fn parse_corpus(text: &str) -> Vec<Step> {
             else {
                 panic!("line {line_no}: a '+' line continues a command line");
             };
-            bytes.extend_from_slice(&unescape(cont));
+            match repeat(cont) {
+                Some(data) => bytes.extend_from_slice(&data),
+                None => bytes.extend_from_slice(&unescape(cont)),
+            }
             bytes.extend_from_slice(b"\r\n");
             continue;
         }
@@ -421,7 +432,9 @@ fn memcache_differential_corpus() {
             let twin = mc_support::start_memcached(&[]).expect("second memcached");
             (None, twin.port, Some(twin))
         } else {
-            let (server, port) = mc_support::cairn(&[]);
+            // memcached's item limit is 1 MB; Cairn's is proto-max-bulk-len:
+            // set alike so the corpus compares what happens past it.
+            let (server, port) = mc_support::cairn(&["--proto-max-bulk-len", "1mb"]);
             (Some(server), port, None)
         };
     let filter: Vec<String> = std::env::var("CAIRN_MCDIFF_FILES")
@@ -453,6 +466,7 @@ fn memcache_differential_corpus() {
         let mut listed_seen_equal: BTreeSet<String> = BTreeSet::new();
         let mut listed_seen_diff: BTreeSet<String> = BTreeSet::new();
         for step in &steps {
+            let started = std::time::Instant::now();
             let ra = run_step(&mut a, step);
             if let Op::Sleep(ms) = step.op {
                 std::thread::sleep(Duration::from_millis(ms));
@@ -460,7 +474,13 @@ fn memcache_differential_corpus() {
             let rb = run_step(&mut b, step);
             steps_run += 1;
             if verbose {
-                eprintln!("{name}:{} {} -> {}", step.line_no, step.text, show(&ra));
+                let text: String = step.text.chars().take(120).collect();
+                eprintln!(
+                    "{name}:{} ({} ms) {text} -> {}",
+                    step.line_no,
+                    started.elapsed().as_millis(),
+                    show(&ra)
+                );
             }
             if step.mode == Mode::Skip {
                 continue;

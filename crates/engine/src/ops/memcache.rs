@@ -127,7 +127,8 @@ pub enum Stored {
     NotStored,
     Exists,
     NotFound,
-    /// Append/prepend would pass `max_len`: nothing changed.
+    /// Append/prepend would pass `max_len`: nothing changed (memcached,
+    /// failing to allocate the combined item, answers NOT_STORED).
     TooLarge,
 }
 
@@ -167,6 +168,8 @@ pub fn store(g: &mut Guard, db: usize, k: &Key, req: &Store) -> Stored {
                 } else {
                     let old = std::mem::replace(s, StrValue::Int(0));
                     let flags = old.mc_flags();
+                    // The item keeps how its key was first stored.
+                    let bits = old.mc_bits() & mc_bits::KEY_BINARY;
                     let mut data = old.into_vec();
                     if req.mode == Append {
                         data.extend_from_slice(req.data);

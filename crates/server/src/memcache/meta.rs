@@ -8,7 +8,7 @@ use super::{expiry, Ctx, DB};
 use cairn_engine::ops::memcache as mc;
 use cairn_engine::value::string::{mc_bits, next_cas};
 use cairn_engine::{Expiry, Value};
-use cairn_protocol::memcache::{base64, push_i64, push_u64, KeyBytes, Meta, MetaCmd, Refusal};
+use cairn_protocol::memcache::{base64, push_i64, push_u64, KeyBytes, Meta, MetaCmd};
 use std::sync::atomic::Ordering;
 
 pub fn run(cx: &mut Ctx, m: &Meta) {
@@ -247,13 +247,10 @@ fn set(cx: &mut Ctx, m: &Meta) {
     super::storage::count(cx, mode == Cas, outcome);
     let (code, cas) = match outcome {
         mc::Stored::Stored(cas) => ("HD", cas),
-        mc::Stored::NotStored => ("NS", 0),
+        // An append past the limit is not stored, as in memcached.
+        mc::Stored::NotStored | mc::Stored::TooLarge => ("NS", 0),
         mc::Stored::Exists => ("EX", 0),
         mc::Stored::NotFound => ("NF", 0),
-        mc::Stored::TooLarge => {
-            cx.line(Refusal::TooLarge.message());
-            return;
-        }
     };
     if code == "HD" && f.quiet {
         return;

@@ -41,10 +41,10 @@ pub fn store(cx: &mut Ctx, s: &Store) {
     count(cx, s.mode == StoreMode::Cas, outcome);
     let line = match outcome {
         mc::Stored::Stored(_) => "STORED",
-        mc::Stored::NotStored => "NOT_STORED",
+        // memcached cannot allocate the combined item: not stored.
+        mc::Stored::NotStored | mc::Stored::TooLarge => "NOT_STORED",
         mc::Stored::Exists => "EXISTS",
         mc::Stored::NotFound => "NOT_FOUND",
-        mc::Stored::TooLarge => Refusal::TooLarge.message(),
     };
     cx.reply(line, s.noreply);
 }
@@ -60,7 +60,6 @@ pub fn count(cx: &Ctx, cas_mode: bool, outcome: mc::Stored) {
         }
         mc::Stored::Exists if cas_mode => cx.stats.inc(Stat::CasBadval),
         mc::Stored::NotFound if cas_mode => cx.stats.inc(Stat::CasMisses),
-        mc::Stored::TooLarge => cx.stats.inc(Stat::StoreTooLarge),
         _ => {}
     }
 }
