@@ -92,7 +92,7 @@ pub fn accept_loop(l: TcpListener, shared: Arc<Shared>, memcache: bool) {
             shared.rejected_connections.fetch_add(1, Ordering::Relaxed);
             if memcache {
                 let _ = stream.write_all(b"SERVER_ERROR ");
-                let _ = stream.write_all(PROTECTED_MODE_ERROR[1..].as_bytes());
+                let _ = stream.write_all(&PROTECTED_MODE_ERROR.as_bytes()[1..]);
             } else {
                 let _ = stream.write_all(PROTECTED_MODE_ERROR.as_bytes());
             }

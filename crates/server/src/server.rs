@@ -168,7 +168,9 @@ pub fn run(cfg: Config) -> Result<(), String> {
             .name("cairn-accept-mc".into())
             .spawn(move || crate::listener::accept_loop(l, s, true))
             .map_err(|e| format!("spawn acceptor: {e}"))?;
-        log::notice(&format!("Ready to accept memcached clients tcp addr={addr}"));
+        log::notice(&format!(
+            "Ready to accept memcached clients tcp addr={addr}"
+        ));
     }
     if !pidfile.is_empty() {
         if let Err(e) = std::fs::write(&pidfile, format!("{}\n", std::process::id())) {

@@ -382,10 +382,8 @@ fn arith(cx: &mut Ctx, m: &Meta) {
                     exp_at = deadline(exp);
                     new_ttl = Some(exp);
                 }
-                b'N' => {
-                    if created {
-                        exp_at = deadline(expiry(f.vivify.unwrap_or(0), now));
-                    }
+                b'N' if created => {
+                    exp_at = deadline(expiry(f.vivify.unwrap_or(0), now));
                 }
                 b'O' => {
                     out.push(b' ');
