@@ -149,7 +149,13 @@ pub fn store(g: &mut Guard, db: usize, k: &Key, req: &Store) -> Stored {
     } else {
         0
     };
-    let next = match g.write(db, k) {
+    // A plain set needs no look first: one lookup, not two (the hot path).
+    let found = if req.mode == Set {
+        None
+    } else {
+        g.write(db, k)
+    };
+    let next = match found {
         None => match req.mode {
             Set | Add => Next::Fresh(req.expiry, 0),
             Replace | Append | Prepend => Next::Done(Stored::NotStored),
