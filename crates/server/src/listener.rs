@@ -60,7 +60,9 @@ fn bind_one(addr: SocketAddr, backlog: i32) -> std::io::Result<TcpListener> {
 }
 
 /// Accepts forever on `l`, spreading connections over the workers.
-pub fn accept_loop(l: TcpListener, shared: Arc<Shared>) {
+/// `memcache`: the listener of `memcached-port`; its refusals are worded
+/// as memcached errors.
+pub fn accept_loop(l: TcpListener, shared: Arc<Shared>, memcache: bool) {
     let mut next = 0usize;
     loop {
         let (mut stream, addr) = match l.accept() {
@@ -77,19 +79,33 @@ pub fn accept_loop(l: TcpListener, shared: Arc<Shared>) {
         if shared.connected.fetch_add(1, Ordering::Relaxed) >= max {
             shared.connected.fetch_sub(1, Ordering::Relaxed);
             shared.rejected_connections.fetch_add(1, Ordering::Relaxed);
-            let _ = stream.write_all(b"-ERR max number of clients reached\r\n");
+            let _ = stream.write_all(if memcache {
+                // memcached's own words when it is out of connections.
+                &b"ERROR Too many open connections\r\n"[..]
+            } else {
+                b"-ERR max number of clients reached\r\n"
+            });
             continue;
         }
         if denied_by_protected_mode(&shared, &addr) {
             shared.connected.fetch_sub(1, Ordering::Relaxed);
             shared.rejected_connections.fetch_add(1, Ordering::Relaxed);
-            let _ = stream.write_all(PROTECTED_MODE_ERROR.as_bytes());
+            if memcache {
+                let _ = stream.write_all(b"SERVER_ERROR ");
+                let _ = stream.write_all(&PROTECTED_MODE_ERROR.as_bytes()[1..]);
+            } else {
+                let _ = stream.write_all(PROTECTED_MODE_ERROR.as_bytes());
+            }
             continue;
         }
         let workers = shared.workers();
         let w = next % workers.len();
         next = next.wrapping_add(1);
-        workers[w].send(Msg::NewConn(stream, addr));
+        workers[w].send(if memcache {
+            Msg::NewMemcacheConn(stream, addr)
+        } else {
+            Msg::NewConn(stream, addr)
+        });
     }
 }
 

@@ -9,6 +9,7 @@ mod config;
 mod keyevents;
 mod listener;
 mod log;
+mod memcache;
 mod memory;
 mod pubsub;
 #[cfg(test)]

@@ -55,6 +55,7 @@ pub fn build_shared(cfg: Config) -> Result<Arc<Shared>, String> {
         monitor_count: AtomicUsize::new(0),
         stat_reset_at: Mutex::new(Instant::now()),
         blocking: Default::default(),
+        memcache: crate::memcache::McShared::new(threads),
     });
     shared.refresh_hot();
     Ok(shared)
@@ -93,11 +94,6 @@ pub fn run(cfg: Config) -> Result<(), String> {
     } else {
         log::notice("No config file specified, using the default config");
     }
-    if cfg.memcached_port != 0 {
-        return Err(
-            "memcached-port: the memcached protocol is not built yet; leave it at 0".into(),
-        );
-    }
     if cfg.maxmemory > 0 && cfg.maxmemory_policy != crate::config::MaxmemoryPolicy::Noeviction {
         log::warning(&format!(
             "maxmemory-policy {} is accepted but eviction is not built yet: over maxmemory, \
@@ -106,6 +102,11 @@ pub fn run(cfg: Config) -> Result<(), String> {
         ));
     }
     let listeners = crate::listener::bind_all(&cfg.bind, cfg.port, cfg.tcp_backlog as i32)?;
+    // memcached clients on their own port, same addresses (issue 7).
+    let mc_listeners = match cfg.memcached_port {
+        0 => Vec::new(),
+        p => crate::listener::bind_all(&cfg.bind, p, cfg.tcp_backlog as i32)?,
+    };
     if !cfg.dir.is_empty() {
         std::env::set_current_dir(&cfg.dir)
             .map_err(|e| format!("Can't chdir to '{}': {e}", cfg.dir))?;
@@ -156,9 +157,20 @@ pub fn run(cfg: Config) -> Result<(), String> {
         let s = shared.clone();
         std::thread::Builder::new()
             .name("cairn-accept".into())
-            .spawn(move || crate::listener::accept_loop(l, s))
+            .spawn(move || crate::listener::accept_loop(l, s, false))
             .map_err(|e| format!("spawn acceptor: {e}"))?;
         log::notice(&format!("Ready to accept connections tcp addr={addr}"));
+    }
+    for l in mc_listeners {
+        let addr = l.local_addr().map_err(|e| e.to_string())?;
+        let s = shared.clone();
+        std::thread::Builder::new()
+            .name("cairn-accept-mc".into())
+            .spawn(move || crate::listener::accept_loop(l, s, true))
+            .map_err(|e| format!("spawn acceptor: {e}"))?;
+        log::notice(&format!(
+            "Ready to accept memcached clients tcp addr={addr}"
+        ));
     }
     if !pidfile.is_empty() {
         if let Err(e) = std::fs::write(&pidfile, format!("{}\n", std::process::id())) {
@@ -209,6 +221,7 @@ fn cron(shared: Arc<Shared>) {
             .active_expire(&mut state, started + period / 4);
         // Keys it expired: `expired` notifications.
         crate::keyevents::after_command(&shared);
+        crate::memcache::run_due_flush(&shared);
         std::thread::sleep(period.saturating_sub(started.elapsed()));
     }
 }

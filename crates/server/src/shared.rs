@@ -17,6 +17,8 @@ pub enum Msg {
     Pubsub(crate::pubsub::Batch),
     /// A freshly accepted connection to adopt.
     NewConn(std::net::TcpStream, std::net::SocketAddr),
+    /// A freshly accepted connection on `memcached-port`.
+    NewMemcacheConn(std::net::TcpStream, std::net::SocketAddr),
     /// A line for the MONITOR client with this id.
     Monitor(u64, Arc<[u8]>),
     /// Look at kill flags and paused clients now.
@@ -128,6 +130,8 @@ pub struct Shared {
     pub stat_reset_at: Mutex<Instant>,
     /// Clients blocked on keys.
     pub blocking: crate::blocking::Registry,
+    /// The memcached protocol's statistics and server-wide state.
+    pub memcache: crate::memcache::McShared,
 }
 
 impl Shared {

@@ -68,6 +68,8 @@ struct Conn {
     armed: u64,
     closing: bool,
     last_active: Instant,
+    /// A connection of `memcached-port`: its protocol state. None: RESP.
+    mc: Option<Box<crate::memcache::McConn>>,
 }
 
 impl Conn {
@@ -183,7 +185,8 @@ impl Worker {
         for m in msgs {
             match m {
                 Msg::Pubsub(batch) => self.deliver_pubsub(batch),
-                Msg::NewConn(stream, addr) => self.adopt(stream, addr),
+                Msg::NewConn(stream, addr) => self.adopt(stream, addr, false),
+                Msg::NewMemcacheConn(stream, addr) => self.adopt(stream, addr, true),
                 Msg::Monitor(id, line) => self.deliver_monitor(id, &line),
                 Msg::Poke => self.cron(),
                 Msg::Wake(id) => self.wake(id),
@@ -191,7 +194,7 @@ impl Worker {
         }
     }
 
-    fn adopt(&mut self, std_stream: std::net::TcpStream, addr: std::net::SocketAddr) {
+    fn adopt(&mut self, std_stream: std::net::TcpStream, addr: std::net::SocketAddr, mc: bool) {
         let laddr = std_stream.local_addr().unwrap_or(addr);
         if std_stream.set_nonblocking(true).is_err() {
             self.shared.connected.fetch_sub(1, Ordering::Relaxed);
@@ -238,6 +241,7 @@ impl Worker {
             armed: 0,
             closing: false,
             last_active: self.now,
+            mc: mc.then(crate::memcache::McConn::new),
         });
     }
 
@@ -600,6 +604,9 @@ fn make_room(conn: &mut Conn) {
 
 /// Parses and runs every complete request in the read buffer.
 fn process(conn: &mut Conn, shared: &Shared, limits: &Limits, worker: usize) -> Stop {
+    if conn.mc.is_some() {
+        return process_memcache(conn, shared, worker);
+    }
     let stats = &shared.worker_stats[worker];
     let Conn {
         rbuf,
@@ -707,6 +714,56 @@ fn process(conn: &mut Conn, shared: &Shared, limits: &Limits, worker: usize) -> 
     if *closing {
         stop = Stop::Closing;
     }
+    if *rpos == *filled {
+        *rpos = 0;
+        *filled = 0;
+    }
+    stop
+}
+
+/// `process` for a memcached connection: the same buffers, bounds and
+/// backpressure, another parser and command set (`crate::memcache`).
+fn process_memcache(conn: &mut Conn, shared: &Shared, worker: usize) -> Stop {
+    use crate::memcache::Stop as Mc;
+    let Conn {
+        rbuf,
+        filled,
+        rpos,
+        need,
+        wbuf,
+        wpos,
+        client,
+        closing,
+        mc,
+        ..
+    } = conn;
+    let Some(mc) = mc.as_deref_mut() else {
+        return Stop::Closing;
+    };
+    let input = &rbuf[..*filled];
+    let stop = match crate::memcache::process(
+        mc,
+        input,
+        rpos,
+        need,
+        wbuf,
+        *wpos,
+        OUT_HIGH_WATER,
+        client,
+        shared,
+        worker,
+    ) {
+        Mc::NeedInput => Stop::NeedInput,
+        Mc::OutputFull => Stop::OutputFull,
+        Mc::Closing => {
+            *closing = true;
+            Stop::Closing
+        }
+        Mc::Abort => {
+            abort(conn);
+            return Stop::Closing;
+        }
+    };
     if *rpos == *filled {
         *rpos = 0;
         *filled = 0;

@@ -259,13 +259,32 @@ fn maxmemory_refuses_writes_with_oom_and_keeps_data() {
 }
 
 #[test]
-fn memcached_port_is_refused_until_built() {
+fn memcached_port_in_use_fails_at_start() {
+    // The memcached listener (issue 7) binds like the RESP one: a port in
+    // use stops the start with the reason, instead of serving half.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_cairn"))
-        .args(["--port", "0", "--memcached-port", "11311"])
+        .args([
+            "--port",
+            "0",
+            "--bind",
+            "127.0.0.1",
+            "--memcached-port",
+            &port,
+        ])
         .output()
         .unwrap();
     assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("memcached"));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains(&format!("Failed listening on port {port}")),
+        "{text}"
+    );
 }
 
 #[test]

@@ -519,10 +519,12 @@ fn apply_get(buf: Option<&[u8]>, op: &BitfieldOp) -> i64 {
 // Keyspace operations.
 
 /// The bytes of a string opened for a bit write, as `raw`: an `int` is
-/// turned into its text first, as `dbUnshareStringValue` does.
+/// turned into its text first, as `dbUnshareStringValue` does. A memcached
+/// item becomes a plain string: a bitmap edit drops its client flags and
+/// CAS (the value is a new version, and no longer the client's data).
 pub(crate) fn unshare(s: &mut StrValue) -> &mut Vec<u8> {
-    if let StrValue::Int(n) = *s {
-        *s = StrValue::edited(itoa::Buffer::new().format(n).as_bytes().to_vec());
+    if !matches!(s, StrValue::Bytes { .. }) {
+        *s = StrValue::edited(std::mem::replace(s, StrValue::Int(0)).into_vec());
     }
     match s {
         StrValue::Bytes { data, raw } => {
@@ -530,7 +532,7 @@ pub(crate) fn unshare(s: &mut StrValue) -> &mut Vec<u8> {
             data
         }
         // Replaced by bytes just above.
-        StrValue::Int(_) => unreachable!("int value was converted to bytes"),
+        _ => unreachable!("value was converted to bytes"),
     }
 }
 

@@ -406,7 +406,7 @@ pub fn add(hll: &mut Vec<u8>, ele: &[u8], max_bytes: usize) -> std::result::Resu
 /// `isHLLObjectOrReply`: a string of at least a header, with the magic, a
 /// known encoding, and for dense the exact size. An `int` never is.
 pub fn validate(v: &StrValue) -> Result<&[u8]> {
-    let StrValue::Bytes { data, .. } = v else {
+    let Some(data) = v.stored_bytes() else {
         return Err(NOT_HLL);
     };
     if data.len() < HDR

@@ -6,6 +6,7 @@ pub mod hash;
 pub mod hll;
 pub mod keys;
 pub mod list;
+pub mod memcache;
 pub mod set;
 pub mod sort;
 pub mod string;

@@ -17,6 +17,12 @@
 //! `append`, `setrange`, `incrby` for the whole INCR/DECR family,
 //! `incrbyfloat`, and `del`/`expire`/`persist` for GETDEL and GETEX); an
 //! in-place edit tells WATCH with `g.modified`.
+//!
+//! Memcached client flags (`StrValue::Mc`) survive the in-place edits
+//! (APPEND, SETRANGE, the INCR family, INCRBYFLOAT), as memcached's own
+//! append and incr keep them; a whole-value write (SET, GETSET, MSET...)
+//! stores a plain string. Either way the value is a new version, so its
+//! memcached CAS changes.
 use crate::events::class;
 use crate::keyspace::{Expiry, Guard, Key};
 use crate::ops::{as_str, as_str_mut};
@@ -318,10 +324,11 @@ pub fn append(g: &mut Guard, db: usize, k: &Key, value: &[u8]) -> Result<usize> 
     if !fits(max, s.len(), value.len()) {
         return Err(Error::StringTooLong);
     }
+    let flags = s.mc_flags();
     let mut data = take_bytes(s);
     data.extend_from_slice(value);
     let len = data.len();
-    *s = StrValue::edited(data);
+    *s = StrValue::edited(data).with_mc_flags(flags);
     // Even an empty append counts as a change, as in Redis.
     g.modified(db, k);
     g.notify(class::STRING, "append", db, k);
@@ -410,6 +417,7 @@ pub fn setrange(g: &mut Guard, db: usize, k: &Key, offset: usize, value: &[u8]) 
     if !fits {
         return Err(Error::StringTooLong);
     }
+    let flags = s.mc_flags();
     let mut data = take_bytes(s);
     let end = offset + value.len();
     if data.len() < end {
@@ -417,7 +425,7 @@ pub fn setrange(g: &mut Guard, db: usize, k: &Key, offset: usize, value: &[u8]) 
     }
     data[offset..end].copy_from_slice(value);
     let len = data.len();
-    *s = StrValue::edited(data);
+    *s = StrValue::edited(data).with_mc_flags(flags);
     g.modified(db, k);
     g.notify(class::STRING, "setrange", db, k);
     Ok(len)
@@ -438,7 +446,7 @@ pub fn incr_by(g: &mut Guard, db: usize, k: &Key, delta: i64) -> Result<i64> {
     let v = cur.checked_add(delta).ok_or(Error::Overflow)?;
     match s {
         StrValue::Int(n) => *n = v,
-        _ => *s = StrValue::Int(v),
+        _ => *s = StrValue::Int(v).with_mc_flags(s.mc_flags()),
     }
     g.modified(db, k);
     g.notify(class::STRING, "incrby", db, k);
@@ -472,7 +480,7 @@ pub fn incr_by_float<R>(
         .with_bytes(|cur| num::incr_by_float(Some(cur), incr))
         .map_err(float_err)?;
     let r = f(&text);
-    *s = float_text(text);
+    *s = float_text(text).with_mc_flags(s.mc_flags());
     g.modified(db, k);
     g.notify(class::STRING, "incrbyfloat", db, k);
     Ok(r)

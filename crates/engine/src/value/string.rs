@@ -1,18 +1,84 @@
-//! String values: integers stored as i64, other bytes as a buffer.
+//! String values: integers stored as i64, other bytes as a buffer, and
+//! strings that carry memcached item metadata.
 //!
 //! Encodings mirror Redis's three so OBJECT ENCODING answers the same:
 //! `int` (the text is exactly what `string2l` accepts, at most 20 bytes),
 //! `embstr` (a short string created whole, at most 44 bytes) and `raw` (longer,
 //! or produced by in-place edits such as APPEND and SETRANGE).
+//!
+//! A string stored or read over the memcached protocol is the `Mc` variant:
+//! its bytes plus memcached's 32-bit client flags, its CAS and a few item
+//! bits, in the same 32 bytes as the other variants (so no key pays for
+//! memcached, used or not). Any write that replaces the `StrValue` drops the
+//! CAS: that is how a change over RESP (SET, APPEND, INCR, SETRANGE, SETBIT,
+//! ...) is seen by `gets`. A CAS is drawn lazily from a global counter the
+//! first time memcached needs one after a change (`StrValue::cas`).
 use crate::util::num;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Longest string Redis stores as `embstr` (object.c).
 pub const EMBSTR_MAX: usize = 44;
 
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// Memcached item bits kept in an `Mc` string (memcached's `it_flags`).
+pub mod mc_bits {
+    /// Fetched since it was stored (`mg h`, `me fetch=`).
+    pub const FETCHED: u8 = 1;
+    /// Marked stale by `md I` or an `ms I` with an older CAS (`mg` flag X).
+    pub const STALE: u8 = 2;
+    /// A client was told it won the right to recache (`mg` flags W / Z).
+    pub const TOKEN_SENT: u8 = 4;
+    /// Stored with a base64 (`b`) key: `k` returns the key in base64.
+    pub const KEY_BINARY: u8 = 8;
+}
+
+/// The next CAS value. Starts at 1: 0 means "none assigned yet".
+static NEXT_CAS: AtomicU64 = AtomicU64::new(1);
+
+/// A fresh CAS, unique for the life of the process.
+pub fn next_cas() -> u64 {
+    NEXT_CAS.fetch_add(1, Ordering::Relaxed)
+}
+
+#[derive(Debug, PartialEq, Eq)]
 pub enum StrValue {
     Int(i64),
-    Bytes { data: Vec<u8>, raw: bool },
+    Bytes {
+        data: Vec<u8>,
+        raw: bool,
+    },
+    /// A memcached item's value. The fields sit inline (not in a struct)
+    /// so the enum's tag fits beside `bits` and the variant stays 32 bytes.
+    Mc {
+        data: Box<[u8]>,
+        /// The CAS of this version; 0 until memcached asks for one.
+        cas: u64,
+        /// memcached's opaque client flags.
+        flags: u32,
+        /// `mc_bits`.
+        bits: u8,
+    },
+}
+
+/// A copy is a new item (COPY): it keeps the bytes and the client flags
+/// but gets its own CAS later and none of the item's fetch/stale state.
+impl Clone for StrValue {
+    fn clone(&self) -> Self {
+        match self {
+            StrValue::Int(n) => StrValue::Int(*n),
+            StrValue::Bytes { data, raw } => StrValue::Bytes {
+                data: data.clone(),
+                raw: *raw,
+            },
+            StrValue::Mc {
+                data, flags, bits, ..
+            } => StrValue::Mc {
+                data: data.clone(),
+                cas: 0,
+                flags: *flags,
+                bits: bits & mc_bits::KEY_BINARY,
+            },
+        }
+    }
 }
 
 impl StrValue {
@@ -47,6 +113,16 @@ impl StrValue {
         match self {
             StrValue::Int(n) => f(itoa::Buffer::new().format(*n).as_bytes()),
             StrValue::Bytes { data, .. } => f(data),
+            StrValue::Mc { data, .. } => f(data),
+        }
+    }
+
+    /// The stored bytes, unless the value is an `int` (which has none).
+    pub fn stored_bytes(&self) -> Option<&[u8]> {
+        match self {
+            StrValue::Int(_) => None,
+            StrValue::Bytes { data, .. } => Some(data),
+            StrValue::Mc { data, .. } => Some(data),
         }
     }
 
@@ -59,6 +135,7 @@ impl StrValue {
         match self {
             StrValue::Int(n) => itoa::Buffer::new().format(n).as_bytes().to_vec(),
             StrValue::Bytes { data, .. } => data,
+            StrValue::Mc { data, .. } => data.into_vec(),
         }
     }
 
@@ -66,6 +143,7 @@ impl StrValue {
         match self {
             StrValue::Int(n) => itoa::Buffer::new().format(*n).len(),
             StrValue::Bytes { data, .. } => data.len(),
+            StrValue::Mc { data, .. } => data.len(),
         }
     }
 
@@ -78,14 +156,19 @@ impl StrValue {
         match self {
             StrValue::Int(n) => Some(*n),
             StrValue::Bytes { data, .. } => num::parse_i64(data),
+            StrValue::Mc { data, .. } => num::parse_i64(data),
         }
     }
 
+    /// An `Mc` string is reported like a plain one of its length: memcached
+    /// metadata is not an encoding Redis clients know.
     pub fn encoding(&self) -> &'static str {
         match self {
             StrValue::Int(_) => "int",
             StrValue::Bytes { raw: false, .. } => "embstr",
             StrValue::Bytes { raw: true, .. } => "raw",
+            StrValue::Mc { data, .. } if data.len() <= EMBSTR_MAX => "embstr",
+            StrValue::Mc { .. } => "raw",
         }
     }
 
@@ -93,6 +176,142 @@ impl StrValue {
         match self {
             StrValue::Int(_) => 0,
             StrValue::Bytes { data, .. } => data.capacity(),
+            StrValue::Mc { data, .. } => data.len(),
         }
+    }
+
+    // ----------------------------------------------------- memcached items
+
+    /// A new memcached item: its bytes and client flags, no CAS yet.
+    pub fn mc(data: Box<[u8]>, flags: u32) -> StrValue {
+        StrValue::Mc {
+            data,
+            cas: 0,
+            flags,
+            bits: 0,
+        }
+    }
+
+    /// The client flags memcached reports (0 for a string written over RESP).
+    pub fn mc_flags(&self) -> u32 {
+        match self {
+            StrValue::Mc { flags, .. } => *flags,
+            _ => 0,
+        }
+    }
+
+    /// The memcached item bits (`mc_bits`); none for a plain string.
+    pub fn mc_bits(&self) -> u8 {
+        match self {
+            StrValue::Mc { bits, .. } => *bits,
+            _ => 0,
+        }
+    }
+
+    /// The result of an in-place RESP edit (APPEND, SETRANGE, INCR...) of a
+    /// string that had client `flags`: memcached's own append and incr keep
+    /// an item's flags, so these do too. With no flags, `self` unchanged.
+    /// The CAS is new (unassigned), as for any change.
+    pub fn with_mc_flags(self, flags: u32) -> StrValue {
+        if flags == 0 {
+            return self;
+        }
+        StrValue::mc(self.into_vec().into_boxed_slice(), flags)
+    }
+
+    /// Makes the value an `Mc` item in place (a plain string read over
+    /// memcached gets flags 0 and the item state memcached tracks), and
+    /// returns its parts. The bytes move; an `int` is formatted.
+    pub fn as_mc(&mut self) -> (&[u8], &mut u64, &mut u32, &mut u8) {
+        if !matches!(self, StrValue::Mc { .. }) {
+            let data = std::mem::replace(self, StrValue::Int(0)).into_vec();
+            *self = StrValue::mc(data.into_boxed_slice(), 0);
+        }
+        match self {
+            StrValue::Mc {
+                data,
+                cas,
+                flags,
+                bits,
+            } => (data, cas, flags, bits),
+            _ => unreachable!("converted to Mc just above"),
+        }
+    }
+
+    /// The CAS of this version, drawing one from the global counter the
+    /// first time it is needed after a change.
+    pub fn cas(&mut self) -> u64 {
+        let (_, cas, _, _) = self.as_mc();
+        if *cas == 0 {
+            *cas = next_cas();
+        }
+        *cas
+    }
+
+    /// True if `want` is this version's CAS. A version that never had its
+    /// CAS read cannot match: no client can hold it.
+    pub fn cas_matches(&self, want: u64) -> bool {
+        matches!(self, StrValue::Mc { cas, .. } if *cas != 0 && *cas == want)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_variant_is_32_bytes() {
+        // Memcached metadata must cost nothing for other keys.
+        assert_eq!(std::mem::size_of::<StrValue>(), 32);
+        assert_eq!(std::mem::size_of::<crate::value::Value>(), 32);
+    }
+
+    #[test]
+    fn mc_reads_like_its_bytes() {
+        let v = StrValue::mc(b"12".to_vec().into_boxed_slice(), 7);
+        assert_eq!(v.to_vec(), b"12");
+        assert_eq!(v.len(), 2);
+        assert_eq!(v.as_i64(), Some(12));
+        assert_eq!(v.encoding(), "embstr");
+        assert_eq!(v.mc_flags(), 7);
+        assert_eq!(v.stored_bytes(), Some(&b"12"[..]));
+        let big = StrValue::mc(vec![b'x'; 45].into_boxed_slice(), 0);
+        assert_eq!(big.encoding(), "raw");
+        assert_eq!(v.into_vec(), b"12");
+    }
+
+    #[test]
+    fn cas_is_lazy_unique_and_dropped_by_replacement() {
+        let mut a = StrValue::from_bytes(b"v");
+        assert!(!a.cas_matches(0));
+        let c1 = a.cas();
+        assert!(c1 > 0);
+        assert_eq!(a.cas(), c1, "stable until the value changes");
+        assert!(a.cas_matches(c1));
+        let mut b = StrValue::Int(5);
+        let c2 = b.cas();
+        assert_ne!(c1, c2);
+        assert_eq!(b.to_vec(), b"5");
+        // A replacement (what every write does) has no CAS until asked.
+        a = StrValue::from_bytes(b"v");
+        assert!(!a.cas_matches(c1));
+        assert!(a.cas() > c2);
+    }
+
+    #[test]
+    fn flags_survive_edits_and_clone_is_a_new_item() {
+        let v = StrValue::Int(10).with_mc_flags(3);
+        assert_eq!(v.mc_flags(), 3);
+        assert_eq!(v.to_vec(), b"10");
+        assert_eq!(StrValue::Int(10).with_mc_flags(0), StrValue::Int(10));
+        let mut v = v;
+        let cas = v.cas();
+        if let StrValue::Mc { bits, .. } = &mut v {
+            *bits = mc_bits::STALE | mc_bits::KEY_BINARY;
+        }
+        let c = v.clone();
+        assert!(!c.cas_matches(cas));
+        assert_eq!(c.mc_flags(), 3);
+        assert_eq!(c.mc_bits(), mc_bits::KEY_BINARY);
     }
 }

@@ -174,7 +174,7 @@ fn auth(ctx: &mut Ctx) -> CmdResult {
 
 /// True if `user`/`pass` name the default user with its password (any
 /// password while requirepass is empty: the user is then `nopass`).
-fn credentials_ok(shared: &Shared, user: &[u8], pass: &[u8]) -> bool {
+pub(crate) fn credentials_ok(shared: &Shared, user: &[u8], pass: &[u8]) -> bool {
     if user != b"default" {
         return false;
     }

@@ -800,7 +800,7 @@ fn replication_section(out: &mut String) {
 }
 
 /// `getrusage(who)` as (system, user) seconds with six decimals.
-fn rusage(who: libc::c_int) -> (String, String) {
+pub(crate) fn rusage(who: libc::c_int) -> (String, String) {
     // SAFETY: rusage is plain data that getrusage fills in.
     let ru = unsafe {
         let mut ru: libc::rusage = std::mem::zeroed();

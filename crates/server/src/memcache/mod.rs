@@ -1,0 +1,271 @@
+//! The memcached protocol on Cairn's engine (issue 7). A connection
+//! accepted on `memcached-port` is served by the same workers, event loop,
+//! buffers, backpressure and limits as a RESP connection; only its bytes
+//! are parsed by `cairn_protocol::memcache` and its commands run here
+//! instead of in the RESP dispatcher. One file per command group:
+//! `retrieval` (get, gets, gat, gats), `storage` (set, add, replace,
+//! append, prepend, cas), `arith` (incr, decr), `keys` (delete, touch),
+//! `meta` (mg, ms, md, ma, mn, me), `admin` (flush_all, version,
+//! verbosity, quit, auth) and `stats`.
+//!
+//! Every item lives in database 0 as a Redis string (the mapping is in
+//! `cairn_engine::ops::memcache` and docs/design.md, "memcached"). Commands
+//! lock the shards of their keys like RESP commands, record keyspace events
+//! and WATCH changes through the same engine hooks, and hand the events to
+//! pub/sub after each command.
+mod admin;
+mod arith;
+mod keys;
+mod meta;
+mod retrieval;
+pub mod stats;
+mod storage;
+
+use crate::client::Client;
+use crate::shared::{bump, Shared};
+use cairn_engine::Expiry;
+use cairn_protocol::memcache::{Auth, Decoded, Decoder, Limits, Request};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+/// The database memcached items live in.
+pub const DB: usize = 0;
+
+/// The version `version` and `stats` report: the memcached release whose
+/// behaviour Cairn reproduces (clients compare it to enable features such
+/// as the meta commands), then Cairn's own.
+pub fn version() -> String {
+    format!("1.6.18-cairn-{}", crate::VERSION)
+}
+
+/// Server-wide memcached state.
+pub struct McShared {
+    /// Per-worker counters for `stats`.
+    pub stats: Box<[stats::McStats]>,
+    /// `verbosity`'s level (memcached caps it at 2); only reported.
+    pub verbosity: AtomicU32,
+    /// `flush_all <delay>`: the Unix ms at which database 0 is flushed,
+    /// 0 when none is pending.
+    pub flush_at: AtomicU64,
+}
+
+impl McShared {
+    pub fn new(workers: usize) -> McShared {
+        McShared {
+            stats: (0..workers).map(|_| stats::McStats::default()).collect(),
+            verbosity: AtomicU32::new(0),
+            flush_at: AtomicU64::new(0),
+        }
+    }
+}
+
+/// Runs a delayed `flush_all` whose time has come. Called before each
+/// memcached command and from the server's cron, so RESP clients see the
+/// flush on time too (within one cron period).
+pub fn run_due_flush(shared: &Shared) {
+    let at = shared.memcache.flush_at.load(Ordering::Relaxed);
+    if at == 0 || cairn_engine::clock::now_ms() < at {
+        return;
+    }
+    if shared
+        .memcache
+        .flush_at
+        .compare_exchange(at, 0, Ordering::Relaxed, Ordering::Relaxed)
+        .is_ok()
+    {
+        drop(shared.engine.flush(Some(DB)));
+    }
+}
+
+/// Per-connection memcached state.
+#[derive(Default)]
+pub struct McConn {
+    decoder: Decoder,
+}
+
+impl McConn {
+    pub fn new() -> Box<McConn> {
+        Box::default()
+    }
+}
+
+/// Why `process` stopped.
+pub enum Stop {
+    /// Every complete request ran; more bytes are needed.
+    NeedInput,
+    /// Enough replies are pending that the rest must wait for the socket.
+    OutputFull,
+    /// Close once the replies are written (quit).
+    Closing,
+    /// Close now, without a reply (a line too long to be a command).
+    Abort,
+}
+
+/// What a handler works with.
+pub struct Ctx<'a> {
+    pub shared: &'a Shared,
+    pub out: &'a mut Vec<u8>,
+    pub stats: &'a stats::McStats,
+    pub client: &'a mut Client,
+}
+
+impl Ctx<'_> {
+    /// Appends a reply line ("\r\n" added).
+    pub fn line(&mut self, s: &str) {
+        self.out.extend_from_slice(s.as_bytes());
+        self.out.extend_from_slice(b"\r\n");
+    }
+
+    /// A reply line unless the command asked for noreply (memcached's
+    /// `out_string`: errors are silenced too).
+    pub fn reply(&mut self, s: &str, noreply: bool) {
+        if !noreply {
+            self.line(s);
+        }
+    }
+
+    /// `proto-max-bulk-len`: the longest value an item may reach.
+    pub fn max_value(&self) -> usize {
+        self.shared.hot.proto_max_bulk_len.load(Ordering::Relaxed)
+    }
+
+    /// Over `maxmemory` (noeviction): writes that may grow memory fail.
+    pub fn over_memory(&self) -> bool {
+        self.shared.memory.over_limit.load(Ordering::Relaxed)
+    }
+}
+
+/// A memcached exptime at time `now_ms` (see `ops::memcache::expiry`).
+pub fn expiry(exptime: i32, now_ms: u64) -> Expiry {
+    cairn_engine::ops::memcache::expiry(exptime as i64, now_ms)
+}
+
+/// Parses and runs every complete request in `input[*rpos..]`, appending
+/// replies to `out`. Mirrors the worker's RESP loop: stop when more bytes
+/// are needed (`need` says how many), when `high_water` bytes of replies
+/// are unsent (backpressure), or when the connection is to close.
+#[allow(clippy::too_many_arguments)]
+pub fn process(
+    st: &mut McConn,
+    input: &[u8],
+    rpos: &mut usize,
+    need: &mut usize,
+    out: &mut Vec<u8>,
+    unsent_from: usize,
+    high_water: usize,
+    client: &mut Client,
+    shared: &Shared,
+    worker: usize,
+) -> Stop {
+    let stats = &shared.memcache.stats[worker];
+    let wstats = &shared.worker_stats[worker];
+    while *rpos < input.len() {
+        if out.len() - unsent_from >= high_water {
+            return Stop::OutputFull;
+        }
+        let buf = &input[*rpos..];
+        if buf.len() < *need {
+            break;
+        }
+        if !client.authenticated {
+            match st.decoder.decode_auth(buf) {
+                Auth::Incomplete { min_total } => {
+                    *need = min_total;
+                    break;
+                }
+                Auth::Close => return Stop::Abort,
+                Auth::Reply { consumed, msg } => {
+                    *need = 0;
+                    *rpos += consumed;
+                    out.extend_from_slice(msg.as_bytes());
+                    out.extend_from_slice(b"\r\n");
+                }
+                Auth::Credentials {
+                    consumed,
+                    user,
+                    pass,
+                } => {
+                    *need = 0;
+                    *rpos += consumed;
+                    admin::authenticate(shared, client, stats, user, pass, out);
+                }
+            }
+            continue;
+        }
+        let limits = Limits {
+            max_value: shared.hot.proto_max_bulk_len.load(Ordering::Relaxed),
+            no_memory: shared.memory.over_limit.load(Ordering::Relaxed),
+        };
+        match st.decoder.decode(buf, &limits) {
+            Decoded::Incomplete { min_total } => {
+                *need = min_total;
+                break;
+            }
+            Decoded::Skipped { consumed } => {
+                *need = 0;
+                *rpos += consumed;
+                stats.add(stats::Stat::BytesRead, consumed as u64);
+            }
+            Decoded::Close => return Stop::Abort,
+            Decoded::Request { consumed, req } => {
+                *need = 0;
+                let before = out.len();
+                cairn_engine::clock::start_command();
+                run_due_flush(shared);
+                let mut cx = Ctx {
+                    shared,
+                    out: &mut *out,
+                    stats,
+                    client: &mut *client,
+                };
+                execute(&mut cx, req);
+                cairn_engine::clock::end_command();
+                crate::keyevents::after_command(shared);
+                bump(&wstats.commands, 1);
+                stats.add(stats::Stat::BytesRead, consumed as u64);
+                stats.add(stats::Stat::BytesWritten, (out.len() - before) as u64);
+                *rpos += consumed;
+                if client.close_after_reply {
+                    return Stop::Closing;
+                }
+            }
+        }
+    }
+    Stop::NeedInput
+}
+
+fn execute(cx: &mut Ctx, req: Request) {
+    match req {
+        Request::Get { cas, touch, keys } => retrieval::get(cx, cas, touch, keys),
+        Request::Store(s) => storage::store(cx, &s),
+        Request::Refused {
+            why,
+            key,
+            deletes,
+            noreply,
+        } => storage::refused(cx, why, key.as_bytes(), deletes, noreply),
+        Request::Delete { key, noreply } => keys::delete(cx, key, noreply),
+        Request::Arith {
+            incr,
+            key,
+            delta,
+            noreply,
+        } => arith::incr_decr(cx, incr, key, delta, noreply),
+        Request::Touch {
+            key,
+            exptime,
+            noreply,
+        } => keys::touch(cx, key, exptime, noreply),
+        Request::FlushAll { delay, noreply } => admin::flush_all(cx, delay, noreply),
+        Request::Version => {
+            let v = format!("VERSION {}", version());
+            cx.line(&v);
+        }
+        Request::Verbosity { level, noreply } => admin::verbosity(cx, level, noreply),
+        Request::Stats { args } => stats::command(cx, args),
+        Request::Quit => cx.client.close_after_reply = true,
+        Request::MetaNoop => cx.line("MN"),
+        Request::MetaDebug { key } => meta::debug(cx, &key),
+        Request::Meta(m) => meta::run(cx, &m),
+        Request::Error { msg, noreply } => cx.reply(msg, noreply),
+    }
+}
