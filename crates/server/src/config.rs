@@ -194,27 +194,31 @@ impl ClientOutputBufferLimits {
     }
 }
 
+use cairn_engine::events::class;
+
 /// `notify-keyspace-events` as Redis's NOTIFY_* bit set.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct KeyspaceEvents(pub u32);
 
 impl KeyspaceEvents {
+    // The bits are the engine's notification classes, so the parsed
+    // setting goes to the engine as it is.
     /// K: publish on `__keyspace@<db>__`.
-    pub const KEYSPACE: u32 = 1 << 0;
+    pub const KEYSPACE: u32 = class::KEYSPACE;
     /// E: publish on `__keyevent@<db>__`.
-    pub const KEYEVENT: u32 = 1 << 1;
-    pub const GENERIC: u32 = 1 << 2;
-    pub const STRING: u32 = 1 << 3;
-    pub const LIST: u32 = 1 << 4;
-    pub const SET: u32 = 1 << 5;
-    pub const HASH: u32 = 1 << 6;
-    pub const ZSET: u32 = 1 << 7;
-    pub const EXPIRED: u32 = 1 << 8;
-    pub const EVICTED: u32 = 1 << 9;
-    pub const STREAM: u32 = 1 << 10;
-    pub const KEY_MISS: u32 = 1 << 11;
-    pub const MODULE: u32 = 1 << 13;
-    pub const NEW: u32 = 1 << 14;
+    pub const KEYEVENT: u32 = class::KEYEVENT;
+    pub const GENERIC: u32 = class::GENERIC;
+    pub const STRING: u32 = class::STRING;
+    pub const LIST: u32 = class::LIST;
+    pub const SET: u32 = class::SET;
+    pub const HASH: u32 = class::HASH;
+    pub const ZSET: u32 = class::ZSET;
+    pub const EXPIRED: u32 = class::EXPIRED;
+    pub const EVICTED: u32 = class::EVICTED;
+    pub const STREAM: u32 = class::STREAM;
+    pub const KEY_MISS: u32 = class::KEY_MISS;
+    pub const MODULE: u32 = class::MODULE;
+    pub const NEW: u32 = class::NEW;
     /// What `A` stands for: every class except key-miss and new-key.
     pub const ALL: u32 = Self::GENERIC
         | Self::STRING

@@ -313,7 +313,7 @@ fn hscan(ctx: &mut Ctx) -> CmdResult {
     let mut g = e.lock(&k);
     let next = op::view(&mut g, db, &k, |h| -> Result<u64, CmdError> {
         let Some(h) = h else { return Ok(0) };
-        let (pattern, count) = parse_scan_options(a.iter_from(3))?;
+        let (pattern, count) = args::scan_options(a.iter_from(3))?;
         Ok(op::scan_step(h, cursor, count, pattern, &mut pairs))
     })??;
     drop(g);
@@ -326,59 +326,4 @@ fn hscan(ctx: &mut Ctx) -> CmdResult {
         w.bulk(v);
     }
     Ok(())
-}
-
-/// The COUNT hint when none is given (Redis `scanGenericCommand`).
-const SCAN_DEFAULT_COUNT: usize = 10;
-
-/// HSCAN's options as `scanGenericCommand` reads them: MATCH and COUNT in
-/// any order, the last one winning, each needing its argument; COUNT must
-/// be an integer (else the integer error) of at least 1 (else a syntax
-/// error). TYPE is only for SCAN, so it is a syntax error here, like
-/// anything else.
-fn parse_scan_options<'a>(
-    mut rest: impl Iterator<Item = &'a [u8]>,
-) -> Result<(Option<&'a [u8]>, usize), CmdError> {
-    let mut pattern = None;
-    let mut count = SCAN_DEFAULT_COUNT;
-    while let Some(opt) = rest.next() {
-        if args::is(opt, "count") {
-            let n = args::int(rest.next().ok_or(CmdError::Syntax)?)?;
-            if n < 1 {
-                return Err(CmdError::Syntax);
-            }
-            count = usize::try_from(n).unwrap_or(usize::MAX);
-        } else if args::is(opt, "match") {
-            pattern = Some(rest.next().ok_or(CmdError::Syntax)?);
-        } else {
-            return Err(CmdError::Syntax);
-        }
-    }
-    Ok((pattern, count))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn scan_options() {
-        let p = |v: &[&'static [u8]]| parse_scan_options(v.iter().copied());
-        assert_eq!(p(&[]), Ok((None, 10)));
-        assert_eq!(
-            p(&[b"MATCH", b"a*", b"count", b"5"]),
-            Ok((Some(&b"a*"[..]), 5))
-        );
-        assert_eq!(
-            p(&[b"count", b"5", b"COUNT", b"7", b"match", b"x", b"match", b"y"]),
-            Ok((Some(&b"y"[..]), 7))
-        );
-        assert_eq!(p(&[b"count", b"0"]), Err(CmdError::Syntax));
-        assert_eq!(p(&[b"count", b"-1"]), Err(CmdError::Syntax));
-        assert_eq!(p(&[b"count", b"x"]), Err(CmdError::NotInteger));
-        assert_eq!(p(&[b"count"]), Err(CmdError::Syntax));
-        assert_eq!(p(&[b"match"]), Err(CmdError::Syntax));
-        assert_eq!(p(&[b"type", b"string"]), Err(CmdError::Syntax));
-        assert_eq!(p(&[b"novalues"]), Err(CmdError::Syntax));
-    }
 }

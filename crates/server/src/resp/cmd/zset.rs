@@ -778,9 +778,6 @@ const MIN_MEMBER_REPLY: usize = 6;
 /// out of memory).
 const REPLY_TOO_BIG: &str = "ERR value is out of range, the reply would exceed proto-max-bulk-len";
 
-/// The COUNT hint when none is given (Redis `scanGenericCommand`).
-const SCAN_DEFAULT_COUNT: usize = 10;
-
 /// ZSCAN key cursor [MATCH pattern] [COUNT count] → [next cursor, [member,
 /// score, ...]] (scores as text, also in RESP3). The cursor is checked
 /// before the key, the options only for an existing key.
@@ -793,22 +790,7 @@ fn zscan(ctx: &mut Ctx) -> CmdResult {
     let mut g = e.lock(&k);
     let (next, packed) = op::view(&mut g, db, &k, |z| -> Result<(u64, bool), CmdError> {
         let Some(z) = z else { return Ok((0, true)) };
-        let mut pattern = None;
-        let mut count = SCAN_DEFAULT_COUNT;
-        let mut rest = a.iter_from(3);
-        while let Some(opt) = rest.next() {
-            if args::is(opt, "count") {
-                let n = args::int(rest.next().ok_or(CmdError::Syntax)?)?;
-                if n < 1 {
-                    return Err(CmdError::Syntax);
-                }
-                count = usize::try_from(n).unwrap_or(usize::MAX);
-            } else if args::is(opt, "match") {
-                pattern = Some(rest.next().ok_or(CmdError::Syntax)?);
-            } else {
-                return Err(CmdError::Syntax);
-            }
-        }
+        let (pattern, count) = args::scan_options(a.iter_from(3))?;
         let next = op::scan_step(z, cursor, count, pattern, &mut pairs);
         Ok((next, z.is_packed()))
     })??;
