@@ -84,6 +84,10 @@ COMMANDS = [
     "time", "shutdown", "debug",
     ("slowlog", ["get", "len", "reset", "help"]),
     "monitor",
+    # memory
+    ("memory", ["usage", "stats", "doctor", "malloc-stats", "purge", "help"]),
+    # persistence
+    "save", "bgsave", "lastsave", "bgrewriteaof",
 ]
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

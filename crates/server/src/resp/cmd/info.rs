@@ -701,6 +701,13 @@ fn allocator_name() -> String {
 }
 
 fn persistence_section(out: &mut String, shared: &Shared, totals: &Counters) {
+    rdb_fields(out, shared, totals);
+    aof_fields(out, shared);
+    field(out, "module_fork_in_progress", 0);
+}
+
+/// Loading state and snapshot (`rdb_*`) fields: the snapshot work owns these.
+fn rdb_fields(out: &mut String, shared: &Shared, totals: &Counters) {
     // Cairn has no persistence yet: nothing loads, nothing is saved. What
     // Redis calls "changes since last save" (its dirty counter) is here
     // the number of write commands that succeeded since start.
@@ -720,11 +727,14 @@ fn persistence_section(out: &mut String, shared: &Shared, totals: &Counters) {
     // Redis's lastsave starts at the server's start time.
     field(out, "rdb_last_save_time", started_unix);
     field(out, "rdb_saves", 0);
+}
+
+/// Journal (`aof_*`) fields: the journal work owns these.
+fn aof_fields(out: &mut String, _shared: &Shared) {
     field(out, "aof_enabled", 0);
     field(out, "aof_rewrite_in_progress", 0);
     field(out, "aof_rewrite_scheduled", 0);
     field(out, "aof_rewrites", 0);
-    field(out, "module_fork_in_progress", 0);
 }
 
 fn stats_section(out: &mut String, shared: &Shared, raw: &Counters, c: &Counters) {

@@ -10,12 +10,15 @@ pub mod connection;
 pub mod hash;
 pub mod hll;
 pub mod info;
+pub mod journal;
 pub mod keys;
 pub mod list;
+pub mod memory;
 pub mod multi;
 pub mod pubsub;
 pub mod server;
 pub mod set;
+pub mod snapshot;
 pub mod sort;
 pub mod string;
 pub mod zset;
@@ -38,6 +41,9 @@ pub fn families() -> Vec<&'static [Def]> {
         client::COMMANDS,
         server::COMMANDS,
         info::COMMANDS,
+        memory::COMMANDS,
+        snapshot::COMMANDS,
+        journal::COMMANDS,
     ]
 }
 
