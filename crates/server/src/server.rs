@@ -56,6 +56,7 @@ pub fn build_shared(cfg: Config) -> Result<Arc<Shared>, String> {
         stat_reset_at: Mutex::new(Instant::now()),
         blocking: Default::default(),
         memcache: crate::memcache::McShared::new(threads),
+        snapshots: Default::default(),
     });
     shared.refresh_hot();
     Ok(shared)
@@ -152,6 +153,15 @@ pub fn run(cfg: Config) -> Result<(), String> {
             .spawn(move || cron(s))
             .map_err(|e| format!("spawn cron: {e}"))?;
     }
+    // Flag the load before anyone can connect: clients get -LOADING.
+    let snapshot = crate::snapshots::prepare_load(&shared);
+    {
+        let s = shared.clone();
+        std::thread::Builder::new()
+            .name("cairn-saver".into())
+            .spawn(move || crate::snapshots::saver(s))
+            .map_err(|e| format!("spawn saver: {e}"))?;
+    }
     for l in listeners {
         let addr = l.local_addr().map_err(|e| e.to_string())?;
         let s = shared.clone();
@@ -187,11 +197,26 @@ pub fn run(cfg: Config) -> Result<(), String> {
         libc::signal(libc::SIGTERM, handler as libc::sighandler_t);
         libc::signal(libc::SIGINT, handler as libc::sighandler_t);
     }
-    while !SIGNALLED.load(Ordering::SeqCst) && !shared.shutdown.load(Ordering::SeqCst) {
-        std::thread::sleep(Duration::from_millis(50));
+    // The listeners are up, as in Redis: clients connecting now are told
+    // -LOADING until the snapshot is in.
+    if let Some(p) = snapshot {
+        crate::snapshots::load(&shared, &p)?;
     }
-    if SIGNALLED.load(Ordering::SeqCst) {
+    loop {
+        while !SIGNALLED.load(Ordering::SeqCst) && !shared.shutdown.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        if !SIGNALLED.swap(false, Ordering::SeqCst) {
+            break;
+        }
         log::warning("Received SIGTERM scheduling shutdown...");
+        // As Redis: with save rules, save first; if that fails, keep running.
+        if crate::snapshots::final_save(&shared, false, false, false).is_ok() {
+            break;
+        }
+        log::warning(
+            "SIGTERM received but errors trying to shut down the server, check the logs for more information",
+        );
     }
     shutdown(&shared, &pidfile)
 }

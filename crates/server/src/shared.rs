@@ -132,6 +132,8 @@ pub struct Shared {
     pub blocking: crate::blocking::Registry,
     /// The memcached protocol's statistics and server-wide state.
     pub memcache: crate::memcache::McShared,
+    /// Snapshots: BGSAVE state, save rules, loading (`snapshots.rs`).
+    pub snapshots: crate::snapshots::Snapshots,
 }
 
 impl Shared {
@@ -209,6 +211,9 @@ impl Shared {
         h.pubsub_obuf_soft.store(ps.soft_bytes, Ordering::Relaxed);
         h.pubsub_obuf_soft_secs
             .store(ps.soft_seconds, Ordering::Relaxed);
+        drop(c);
+        // `save` or `stop-writes-on-bgsave-error` may have changed.
+        self.snapshots.refresh_deny(self);
     }
 
     /// Microseconds since the server started.

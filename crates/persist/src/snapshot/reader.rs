@@ -63,9 +63,10 @@ pub struct LoadProgress {
 /// Load knobs.
 #[derive(Clone, Debug, Default)]
 pub struct LoadOptions {
-    /// Test knob: sleep this long after each block, so tests can watch a
-    /// load in progress (the `-LOADING` reply) without gigabytes of data.
-    pub delay_per_block: Duration,
+    /// Test knob (Redis's `key-load-delay`): sleep this long per key, so
+    /// tests can watch a load in progress (the `-LOADING` reply) without
+    /// gigabytes of data. Applied after each block, for its keys together.
+    pub key_delay: Duration,
 }
 
 /// Reads the snapshot at `path` into `engine` (which should be empty:
@@ -234,8 +235,8 @@ fn read(
                     total_bytes: total,
                     keys: stats.keys,
                 });
-                if !opts.delay_per_block.is_zero() {
-                    std::thread::sleep(opts.delay_per_block);
+                if !opts.key_delay.is_zero() {
+                    std::thread::sleep(opts.key_delay * n);
                 }
             }
             t if t == Section::End as u8 => {

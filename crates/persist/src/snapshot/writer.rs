@@ -33,6 +33,10 @@ pub struct Options {
     /// Test knob: fail with an I/O error ("no space left") once this many
     /// bytes were written, as a full disk would.
     pub fail_after_bytes: Option<u64>,
+    /// Test knob (Redis's `rdb-key-save-delay`): the writer sleeps this
+    /// long per key it writes (after each block, with no lock held), so
+    /// tests can keep a snapshot running while they write.
+    pub key_delay: Duration,
 }
 
 impl Default for Options {
@@ -40,6 +44,7 @@ impl Default for Options {
         Options {
             checksum: true,
             fail_after_bytes: None,
+            key_delay: Duration::ZERO,
         }
     }
 }
@@ -358,6 +363,9 @@ fn write_file(engine: &Engine, cut: &Cut, tmp: &Path) -> Result<Stats, SaveError
             }
             stats.keys += u64::from(b.records);
             stats.blocks += 1;
+            if !cut.opts.key_delay.is_zero() {
+                std::thread::sleep(cut.opts.key_delay * b.records);
+            }
         }
         progress
             .bytes_written

@@ -183,6 +183,17 @@ fn refusal(shared: &Shared, client: &Client, cmd: &Command, args: &Args) -> Opti
             ));
         }
     }
+    // Redis 7.0 processCommand: a failed background save stops writes
+    // (and PING) while save rules exist; then the start-up load.
+    let snapshots = &shared.snapshots;
+    if snapshots.deny_writes.load(Ordering::Relaxed)
+        && (cmd.has(flags::WRITE) || cmd.name == "ping")
+    {
+        return Some(CmdError::text(crate::snapshots::MISCONF));
+    }
+    if snapshots.loading.load(Ordering::Relaxed) && !cmd.has(flags::LOADING) {
+        return Some(CmdError::text(crate::snapshots::LOADING));
+    }
     None
 }
 
