@@ -2270,8 +2270,14 @@ mod tests {
         assert_eq!(
             parse_str("save 3600 1\nsave 60 5", "t").unwrap().save,
             vec![
-                SaveRule { seconds: 3600, changes: 1 },
-                SaveRule { seconds: 60, changes: 5 }
+                SaveRule {
+                    seconds: 3600,
+                    changes: 1
+                },
+                SaveRule {
+                    seconds: 60,
+                    changes: 5
+                }
             ]
         );
         let (_, _, reason) = parse_err("daemonize yes");
@@ -2290,7 +2296,11 @@ mod tests {
         assert!(e.starts_with("ERR CONFIG SET failed (possibly related to argument 'appendonly') - appendonly yes is not supported"), "{e}");
         assert_eq!(c, Config::default());
         c.set(&pairs(&[("save", "3600 1")])).unwrap();
-        assert_eq!(c.save, vec![SaveRule { seconds: 3600, changes: 1 }]);
+        let rule = SaveRule {
+            seconds: 3600,
+            changes: 1,
+        };
+        assert_eq!(c.save, vec![rule]);
     }
 
     #[test]
