@@ -496,7 +496,12 @@ fn a_snapshot_under_concurrent_writes_is_one_instant() {
     for round in 0..8 {
         let path = dir.join(format!("s{round}"));
         std::thread::sleep(std::time::Duration::from_millis(5));
-        let st = save(&e, &path, &Options::default(), || ()).unwrap();
+        // A slow sweep, so the writer reaches most shards before it does.
+        let opts = Options {
+            key_delay: std::time::Duration::from_micros(20),
+            ..Options::default()
+        };
+        let st = save(&e, &path, &opts, || ()).unwrap();
         peak = peak.max(st.peak_queued_bytes);
         let b = engine();
         load(&b, &path, &LoadOptions::default(), &mut no_progress).unwrap();
