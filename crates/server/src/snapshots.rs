@@ -404,6 +404,11 @@ pub fn after_flushall(shared: &Shared) {
 /// Called before the listeners accept, so the first client already gets
 /// `-LOADING`.
 pub fn prepare_load(shared: &Shared) -> Option<PathBuf> {
+    if shared.config.read().appendonly {
+        // As Redis: with the journal on, the journal (its base snapshot
+        // and what follows it) is the dataset, not `dbfilename`.
+        return None;
+    }
     let p = path(shared);
     if !p.exists() {
         return None;
