@@ -11,10 +11,12 @@ use super::format::{
     self, BuildLimits, Decoder, Record, Section, BLOCK_HEADER_LEN, END_LEN, HEADER_LEN,
 };
 use cairn_engine::{Engine, Expiry};
+use parking_lot::Mutex;
 use std::fmt;
 use std::fs::File;
 use std::io::{self, BufReader, Read};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 /// A snapshot that cannot be read: file, byte offset and reason.
@@ -67,11 +69,20 @@ pub struct LoadOptions {
     /// tests can watch a load in progress (the `-LOADING` reply) without
     /// gigabytes of data. Applied after each block, for its keys together.
     pub key_delay: Duration,
+    /// Threads that decode and insert: 0 picks one per core (at most
+    /// `MAX_LOAD_THREADS`) for files of 4 MiB or more, else 1.
+    pub threads: usize,
 }
 
 /// Reads the snapshot at `path` into `engine` (which should be empty:
 /// a key already present is reported as a duplicate). Keys whose expire
 /// time has passed are skipped. `progress` is called after each block.
+///
+/// Blocks are decoded and inserted by several threads (one per core, at
+/// most `MAX_LOAD_THREADS`) while this thread reads and checks the file:
+/// inserting is mostly cache misses on the shard locks and tables, which
+/// overlap well across cores. Keys are independent, so the order in which
+/// blocks land does not matter.
 pub fn load(
     engine: &Engine,
     path: &Path,
@@ -81,8 +92,8 @@ pub fn load(
     let limits = BuildLimits::of(engine);
     let dbs = engine.databases();
     let now = cairn_engine::clock::now_ms();
-    let mut expired = 0u64;
-    let mut stats = read(path, &limits, opts, progress, &mut |rec| {
+    let expired = AtomicU64::new(0);
+    let mut stats = read(path, &limits, opts, progress, &|rec| {
         if rec.db >= dbs {
             return Err(format!(
                 "key in database {} but this server has {dbs} databases (raise `databases`)",
@@ -90,7 +101,7 @@ pub fn load(
             ));
         }
         if rec.expire_at != 0 && rec.expire_at < now {
-            expired += 1;
+            expired.fetch_add(1, Ordering::Relaxed);
             return Ok(());
         }
         let k = engine.key(rec.key);
@@ -108,6 +119,7 @@ pub fn load(
         }
         Ok(())
     })?;
+    let expired = expired.into_inner();
     stats.keys -= expired;
     stats.expired = expired;
     Ok(stats)
@@ -122,17 +134,56 @@ pub fn check(path: &Path) -> Result<LoadStats, LoadError> {
         &BuildLimits::default(),
         &LoadOptions::default(),
         &mut |_| {},
-        &mut |_| Ok(()),
+        &|_| Ok(()),
     )
 }
 
-/// Reads the file section by section, handing each record to `visit`.
+/// Most threads a load decodes and inserts with.
+const MAX_LOAD_THREADS: usize = 4;
+
+/// A checked block on its way to a decoding thread.
+struct Work {
+    /// File offset of the block and of its payload.
+    pos: u64,
+    body: u64,
+    records: u32,
+    payload: Vec<u8>,
+}
+
+/// Decodes one block's records and hands each to `visit`.
+fn decode_block(
+    w: &Work,
+    limits: &BuildLimits,
+    visit: &(dyn Fn(Record<'_>) -> Result<(), String> + Sync),
+) -> Result<u32, (u64, String)> {
+    let mut d = Decoder::new(&w.payload);
+    let mut n = 0u32;
+    while !d.at_end() {
+        let at = w.body + d.pos() as u64;
+        let rec = d
+            .record(limits)
+            .map_err(|e| (w.body + e.pos as u64, e.reason))?;
+        visit(rec).map_err(|reason| (at, reason))?;
+        n = n.saturating_add(1);
+    }
+    if n != w.records {
+        return Err((
+            w.pos,
+            format!("block holds {n} records but its header says {}", w.records),
+        ));
+    }
+    Ok(n)
+}
+
+/// Reads the file section by section on this thread, checking every
+/// section's framing and CRC, and has `visit` called for each record on
+/// decoding threads.
 fn read(
     path: &Path,
     limits: &BuildLimits,
     opts: &LoadOptions,
     progress: &mut dyn FnMut(&LoadProgress),
-    visit: &mut dyn FnMut(Record<'_>) -> Result<(), String>,
+    visit: &(dyn Fn(Record<'_>) -> Result<(), String> + Sync),
 ) -> Result<LoadStats, LoadError> {
     let fail = |offset: u64, reason: String| LoadError {
         path: path.to_path_buf(),
@@ -145,20 +196,143 @@ fn read(
         .map_err(|e| fail(0, format!("cannot stat: {e}")))?
         .len();
     let mut r = BufReader::with_capacity(1 << 20, file);
-    let mut head = [0u8; HEADER_LEN];
-    read_exact(&mut r, &mut head).map_err(|e| fail(0, short_read("header", e)))?;
-    if head.starts_with(format::REDIS_MAGIC) {
+    let cut_ms = read_header(&mut r).map_err(|(o, reason)| fail(o, reason))?;
+    let threads = if opts.threads > 0 {
+        opts.threads.min(MAX_LOAD_THREADS)
+    } else if total < (4 << 20) {
+        1
+    } else {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+            .clamp(1, MAX_LOAD_THREADS)
+    };
+    let keys = AtomicU64::new(0);
+    // The first decoding error (lowest offset wins when several race).
+    let failed: Mutex<Option<(u64, String)>> = Mutex::new(None);
+    let stop = AtomicBool::new(false);
+    let note = |e: (u64, String)| {
+        let mut f = failed.lock();
+        if f.as_ref().is_none_or(|cur| e.0 < cur.0) {
+            *f = Some(e);
+        }
+        stop.store(true, Ordering::Relaxed);
+    };
+    let run = |w: Work| {
+        if stop.load(Ordering::Relaxed) {
+            return;
+        }
+        match decode_block(&w, limits, visit) {
+            Ok(n) => {
+                keys.fetch_add(u64::from(n), Ordering::Relaxed);
+                if !opts.key_delay.is_zero() {
+                    std::thread::sleep(opts.key_delay * n);
+                }
+            }
+            Err(e) => note(e),
+        }
+    };
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Work>(threads * 2);
+    let rx = Mutex::new(rx);
+    let framing = std::thread::scope(|scope| {
+        let mut workers = Vec::new();
+        if threads > 1 {
+            for _ in 0..threads {
+                let (rx, run) = (&rx, &run);
+                workers.push(scope.spawn(move || loop {
+                    let next = rx.lock().recv();
+                    match next {
+                        Ok(w) => run(w),
+                        Err(_) => return,
+                    }
+                }));
+            }
+        }
+        let mut sections = Sections {
+            r: &mut r,
+            total,
+            pos: HEADER_LEN as u64,
+            blocks: 0,
+            end: (0, 0),
+        };
+        let result = loop {
+            if stop.load(Ordering::Relaxed) {
+                break Ok(None);
+            }
+            match sections.next() {
+                Ok(Some(w)) => {
+                    let done = w.body + w.payload.len() as u64;
+                    if threads > 1 {
+                        if tx.send(w).is_err() {
+                            break Ok(None);
+                        }
+                    } else {
+                        run(w);
+                    }
+                    progress(&LoadProgress {
+                        bytes_read: done,
+                        total_bytes: total,
+                        keys: keys.load(Ordering::Relaxed),
+                    });
+                }
+                Ok(None) => break Ok(Some((sections.pos, sections.blocks, sections.end))),
+                Err(e) => break Err(e),
+            }
+        };
+        drop(tx);
+        for w in workers {
+            // A decoding thread that panicked is a bug; say so, don't hang.
+            if w.join().is_err() {
+                note((0, "internal error: a loading thread panicked".into()));
+            }
+        }
+        result
+    });
+    if let Some((offset, reason)) = failed.into_inner() {
+        return Err(fail(offset, reason));
+    }
+    let Some((end_pos, blocks, (end_keys, end_blocks))) =
+        framing.map_err(|(o, reason)| fail(o, reason))?
+    else {
         return Err(fail(
+            0,
+            "internal error: load stopped without a reason".into(),
+        ));
+    };
+    let keys = keys.into_inner();
+    if end_keys != keys || end_blocks != blocks {
+        return Err(fail(
+            end_pos,
+            format!(
+                "end marker counts {end_keys} keys in {end_blocks} blocks but the file holds {keys} in {blocks}"
+            ),
+        ));
+    }
+    Ok(LoadStats {
+        keys,
+        expired: 0,
+        blocks,
+        bytes: total,
+        cut_ms,
+    })
+}
+
+/// Checks the header; returns the cut time.
+fn read_header(r: &mut impl Read) -> Result<u64, (u64, String)> {
+    let mut head = [0u8; HEADER_LEN];
+    read_exact(r, &mut head).map_err(|e| (0, short_read("header", e)))?;
+    if head.starts_with(format::REDIS_MAGIC) {
+        return Err((
             0,
             "this is a Redis RDB file; Cairn reads only its own snapshot format".into(),
         ));
     }
     if &head[..8] != format::MAGIC {
-        return Err(fail(0, "not a Cairn snapshot (bad magic)".into()));
+        return Err((0, "not a Cairn snapshot (bad magic)".into()));
     }
     let version = u32::from_le_bytes(head[8..12].try_into().expect("4 bytes"));
     if version != format::VERSION {
-        return Err(fail(
+        return Err((
             8,
             format!(
                 "snapshot format version {version}; this Cairn reads version {}",
@@ -168,19 +342,32 @@ fn read(
     }
     let flags = u32::from_le_bytes(head[12..16].try_into().expect("4 bytes"));
     if flags != 0 {
-        return Err(fail(12, format!("unknown header flags {flags:#x}")));
+        return Err((12, format!("unknown header flags {flags:#x}")));
     }
-    check_crc(&head[28..32], &[&head[..28]]).map_err(|r| fail(28, format!("header {r}")))?;
-    let mut stats = LoadStats {
-        cut_ms: u64::from_le_bytes(head[16..24].try_into().expect("8 bytes")),
-        ..LoadStats::default()
-    };
-    let mut pos = HEADER_LEN as u64;
-    let mut payload = Vec::new();
-    loop {
+    check_crc(&head[28..32], &[&head[..28]]).map_err(|r| (28, format!("header {r}")))?;
+    Ok(u64::from_le_bytes(
+        head[16..24].try_into().expect("8 bytes"),
+    ))
+}
+
+/// The file's sections after the header, one block at a time.
+struct Sections<'a, R> {
+    r: &'a mut R,
+    total: u64,
+    pos: u64,
+    blocks: u64,
+    /// The end section's (keys, blocks), once read.
+    end: (u64, u64),
+}
+
+impl<R: Read> Sections<'_, R> {
+    /// The next block, checked (length and CRC); None at a valid end
+    /// section followed by nothing.
+    fn next(&mut self) -> Result<Option<Work>, (u64, String)> {
+        let pos = self.pos;
         let mut tag = [0u8; 1];
-        read_exact(&mut r, &mut tag).map_err(|e| {
-            fail(
+        read_exact(self.r, &mut tag).map_err(|e| {
+            (
                 pos,
                 match e {
                     Short::Eof => "truncated: the file ends before its end marker".into(),
@@ -192,87 +379,56 @@ fn read(
             t if t == Section::Block as u8 => {
                 let mut h = [0u8; BLOCK_HEADER_LEN];
                 h[0] = t;
-                read_exact(&mut r, &mut h[1..])
-                    .map_err(|e| fail(pos, short_read("block header", e)))?;
+                read_exact(self.r, &mut h[1..])
+                    .map_err(|e| (pos, short_read("block header", e)))?;
                 let records = u32::from_le_bytes(h[1..5].try_into().expect("4 bytes"));
                 let len = u64::from_le_bytes(h[5..13].try_into().expect("8 bytes"));
                 let body = pos + BLOCK_HEADER_LEN as u64;
-                if len > total.saturating_sub(body) {
-                    return Err(fail(
+                let left = self.total.saturating_sub(body);
+                if len > left {
+                    return Err((
                         pos,
                         format!(
-                            "block of {len} bytes runs past the end of the file ({} bytes left): truncated or corrupt",
-                            total.saturating_sub(body)
+                            "block of {len} bytes runs past the end of the file ({left} bytes left): truncated or corrupt"
                         ),
                     ));
                 }
-                payload.clear();
-                payload.resize(len as usize, 0);
-                read_exact(&mut r, &mut payload).map_err(|e| fail(body, short_read("block", e)))?;
+                let mut payload = vec![0u8; len as usize];
+                read_exact(self.r, &mut payload).map_err(|e| (body, short_read("block", e)))?;
                 check_crc(&h[13..17], &[&h[..13], &payload])
-                    .map_err(|r| fail(pos, format!("block {r}")))?;
-                let mut d = Decoder::new(&payload);
-                let mut n = 0u32;
-                while !d.at_end() {
-                    let at = body + d.pos() as u64;
-                    let rec = d
-                        .record(limits)
-                        .map_err(|e| fail(body + e.pos as u64, e.reason))?;
-                    visit(rec).map_err(|reason| fail(at, reason))?;
-                    n = n.saturating_add(1);
-                }
-                if n != records {
-                    return Err(fail(
-                        pos,
-                        format!("block holds {n} records but its header says {records}"),
-                    ));
-                }
-                stats.keys += u64::from(n);
-                stats.blocks += 1;
-                pos = body + len;
-                progress(&LoadProgress {
-                    bytes_read: pos,
-                    total_bytes: total,
-                    keys: stats.keys,
-                });
-                if !opts.key_delay.is_zero() {
-                    std::thread::sleep(opts.key_delay * n);
-                }
+                    .map_err(|r| (pos, format!("block {r}")))?;
+                self.pos = body + len;
+                self.blocks += 1;
+                Ok(Some(Work {
+                    pos,
+                    body,
+                    records,
+                    payload,
+                }))
             }
             t if t == Section::End as u8 => {
                 let mut e = [0u8; END_LEN];
                 e[0] = t;
-                read_exact(&mut r, &mut e[1..])
-                    .map_err(|er| fail(pos, short_read("end marker", er)))?;
-                check_crc(&e[17..21], &[&e[..17]])
-                    .map_err(|r| fail(pos, format!("end marker {r}")))?;
-                let keys = u64::from_le_bytes(e[1..9].try_into().expect("8 bytes"));
-                let blocks = u64::from_le_bytes(e[9..17].try_into().expect("8 bytes"));
-                if keys != stats.keys || blocks != stats.blocks {
-                    return Err(fail(
-                        pos,
+                read_exact(self.r, &mut e[1..])
+                    .map_err(|er| (pos, short_read("end marker", er)))?;
+                check_crc(&e[17..21], &[&e[..17]]).map_err(|r| (pos, format!("end marker {r}")))?;
+                self.end = (
+                    u64::from_le_bytes(e[1..9].try_into().expect("8 bytes")),
+                    u64::from_le_bytes(e[9..17].try_into().expect("8 bytes")),
+                );
+                let after = pos + END_LEN as u64;
+                if after != self.total {
+                    return Err((
+                        after,
                         format!(
-                            "end marker counts {keys} keys in {blocks} blocks but the file holds {} in {}",
-                            stats.keys, stats.blocks
+                            "{} bytes after the end marker",
+                            self.total.saturating_sub(after)
                         ),
                     ));
                 }
-                pos += END_LEN as u64;
-                if pos != total {
-                    return Err(fail(
-                        pos,
-                        format!("{} bytes after the end marker", total.saturating_sub(pos)),
-                    ));
-                }
-                stats.bytes = total;
-                return Ok(stats);
+                Ok(None)
             }
-            t => {
-                return Err(fail(
-                    pos,
-                    format!("unknown section tag {t:#04x} (corrupt file)"),
-                ))
-            }
+            t => Err((pos, format!("unknown section tag {t:#04x} (corrupt file)"))),
         }
     }
 }

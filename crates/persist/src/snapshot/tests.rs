@@ -555,3 +555,35 @@ fn on_cut_runs_inside_the_cut_and_begin_is_exclusive() {
     assert!(!e.snapshot_running());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn parallel_loading_matches_and_reports_errors() {
+    let dir = tmpdir("parallel");
+    let path = dir.join("s");
+    let a = engine();
+    fill(&a);
+    for i in 0..3000 {
+        put(
+            &a,
+            i % 4,
+            format!("key{i}").as_bytes(),
+            Value::Str(StrValue::from_bytes(b"v")),
+            0,
+        );
+    }
+    save(&a, &path, &Options::default(), || ()).unwrap();
+    let threads = LoadOptions {
+        threads: 3,
+        ..LoadOptions::default()
+    };
+    let b = engine();
+    let ls = load(&b, &path, &threads, &mut no_progress).unwrap();
+    assert_eq!(ls.keys, 3015);
+    assert_eq!(without_encoding(&digest(&a)), without_encoding(&digest(&b)));
+    // Loading the same file again into the loaded engine: every key is a
+    // duplicate, and the error names one with its offset.
+    let e = load(&b, &path, &threads, &mut no_progress).unwrap_err();
+    assert!(e.reason.starts_with("duplicate key"), "{e}");
+    assert!(e.offset > 32, "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
