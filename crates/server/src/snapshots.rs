@@ -260,9 +260,11 @@ pub fn save(shared: &Shared, keep_dirty: bool) -> Result<snap::Stats, String> {
     }
 }
 
-/// Stops a running BGSAVE (FLUSHALL, SHUTDOWN) and waits until it has.
-/// Its temporary file is removed; the previous snapshot stays.
-pub fn abort_bgsave(shared: &Shared) {
+/// Stops a running BGSAVE (FLUSHALL, SHUTDOWN) and, unless `wait` is
+/// false, waits until it has. Its temporary file is removed; the previous
+/// snapshot stays. Inside EXEC (this thread holds every shard) the caller
+/// must not wait: the saver needs a shard lock to notice.
+pub fn abort_bgsave(shared: &Shared, wait: bool) {
     let st = &shared.snapshots;
     if let Some(r) = &*st.running.lock() {
         r.progress.abort.store(true, Ordering::Relaxed);
@@ -270,7 +272,7 @@ pub fn abort_bgsave(shared: &Shared) {
         return;
     }
     log::warning("Background saving in progress: stopping it");
-    while st.in_progress.load(Ordering::Acquire) {
+    while wait && st.in_progress.load(Ordering::Acquire) {
         std::thread::sleep(Duration::from_millis(1));
     }
 }
@@ -371,7 +373,7 @@ fn check_rules(shared: &Shared) {
 /// save failed and the server must not exit (unless `force`).
 pub fn final_save(shared: &Shared, save: bool, nosave: bool, force: bool) -> Result<(), ()> {
     let rules = !shared.config.read().save.is_empty();
-    abort_bgsave(shared);
+    abort_bgsave(shared, true);
     if !(save || (rules && !nosave)) {
         return Ok(());
     }
@@ -389,13 +391,25 @@ pub fn final_save(shared: &Shared, save: bool, nosave: bool, force: bool) -> Res
     }
 }
 
-/// FLUSHALL's snapshot (Redis 7.0 `flushAllDataAndResetRDB`): a running
-/// BGSAVE stops (it would save the old data), and with save rules the
-/// now empty dataset is saved at once. The dirty count is kept, as Redis
-/// keeps it, so the flush itself still counts as a change.
-pub fn after_flushall(shared: &Shared) {
-    abort_bgsave(shared);
-    if !shared.config.read().save.is_empty() {
+/// Before FLUSHALL empties the keyspace: a running BGSAVE stops (it would
+/// save the old data; Redis kills its child), before the flush's lock of
+/// every shard would hand all the old data to its queue.
+pub fn before_flushall(shared: &Shared, in_exec: bool) {
+    abort_bgsave(shared, !in_exec);
+}
+
+/// After FLUSHALL (Redis 7.0 `flushAllDataAndResetRDB`): with save rules
+/// the now empty dataset is saved at once. The dirty count is kept, as
+/// Redis keeps it, so the flush still counts as a change. Inside EXEC no
+/// cut can be made (this thread holds every shard), so a BGSAVE is
+/// scheduled for right after it instead.
+pub fn after_flushall(shared: &Shared, in_exec: bool) {
+    if shared.config.read().save.is_empty() {
+        return;
+    }
+    if in_exec {
+        shared.snapshots.scheduled.store(true, Ordering::Relaxed);
+    } else {
         let _ = save(shared, true);
     }
 }
@@ -433,6 +447,7 @@ pub fn load(shared: &Shared, path: &std::path::Path) -> Result<(), String> {
     let mut last_log = Instant::now();
     let opts = snap::LoadOptions {
         key_delay: delay(shared.config.read().key_load_delay),
+        ..Default::default()
     };
     let result = snap::load(&shared.engine, path, &opts, &mut |p| {
         st.loading_done.store(p.bytes_read, Ordering::Relaxed);

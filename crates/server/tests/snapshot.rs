@@ -556,8 +556,13 @@ fn a_corrupt_snapshot_stops_start_up_and_check_snapshot_says_where() {
     assert!(text(&ok.stdout).contains("OK: 50 keys"));
     let good = std::fs::read(dir.file()).unwrap();
     let mut bytes = good.clone();
-    let mid = bytes.len() / 2;
-    bytes[mid] ^= 0x20;
+    // Flip a bit inside a stored value (so the block's CRC must catch it).
+    let mid = bytes.len() / 2
+        + bytes[bytes.len() / 2..]
+            .windows(5)
+            .position(|w| w == b"value")
+            .unwrap();
+    bytes[mid + 2] ^= 0x20;
     std::fs::write(dir.file(), &bytes).unwrap();
     let bad = check(&dir.file());
     assert_eq!(bad.status.code(), Some(1));
@@ -601,4 +606,50 @@ fn memcached_clients_wait_for_the_load_too() {
     assert_eq!(r, "SERVER_ERROR loading the dataset in memory\r\n");
     wait_ready(s.port);
     assert_eq!(mc(mport, "get k1\r\n"), "VALUE k1 0 1\r\nv\r\nEND\r\n");
+}
+
+#[test]
+fn flushall_stops_a_running_bgsave_even_inside_exec() {
+    let dir = Dir::new("flushexec");
+    let s = start_cairn(&[
+        "--dir",
+        dir.s(),
+        "--save",
+        "3600 100000",
+        "--rdb-key-save-delay",
+        "20000",
+    ]);
+    let mut c = s.conn();
+    for i in 0..200 {
+        c.cmd(&["SET", &format!("k{i}"), "v"]);
+    }
+    assert_eq!(c.cmd(&["BGSAVE"]), b"+Background saving started\r\n");
+    assert_eq!(c.cmd(&["MULTI"]), b"+OK\r\n");
+    assert_eq!(c.cmd(&["FLUSHALL"]), b"+QUEUED\r\n");
+    // No deadlock: EXEC holds every shard, so FLUSHALL only flags the
+    // running BGSAVE to stop and schedules the save of the empty dataset.
+    assert_eq!(c.cmd(&["EXEC"]), b"*1\r\n+OK\r\n");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while info_field(&mut c, "rdb_saves") != "2"
+        || info_field(&mut c, "rdb_bgsave_in_progress") != "0"
+    {
+        assert!(Instant::now() < deadline, "{}", s.log_tail(10));
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    assert!(s.log().contains("stopping it"), "{}", s.log_tail(10));
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .args(["check-snapshot", dir.file().to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        text(&out.stdout).contains("OK: 0 keys"),
+        "{}",
+        text(&out.stdout)
+    );
+    // Outside EXEC, FLUSHALL saves at once.
+    c.cmd(&["SET", "a", "1"]);
+    assert_eq!(c.cmd(&["BGSAVE"]), b"+Background saving started\r\n");
+    assert_eq!(c.cmd(&["FLUSHALL"]), b"+OK\r\n");
+    assert_eq!(info_field(&mut c, "rdb_bgsave_in_progress"), "0");
+    assert_eq!(info_field(&mut c, "rdb_saves"), "4");
 }

@@ -472,9 +472,10 @@ fn flushdb(ctx: &mut Ctx) -> CmdResult {
 /// FLUSHALL [ASYNC|SYNC] → +OK.
 fn flushall(ctx: &mut Ctx) -> CmdResult {
     let lazy = flush_mode(ctx)?;
+    crate::snapshots::before_flushall(ctx.shared, ctx.client.in_exec);
     let old = ctx.engine().flush(None);
     free_tables(old, lazy);
-    crate::snapshots::after_flushall(ctx.shared);
+    crate::snapshots::after_flushall(ctx.shared, ctx.client.in_exec);
     ctx.ok()
 }
 
