@@ -26,7 +26,7 @@ impl Engine {
         let max_buckets = count.saturating_mul(10).max(1);
         let now = crate::clock::now_ms();
         while shard < n {
-            let finished_shard = self.with_shard(shard as usize, |s| {
+            let finished_shard = self.with_shard_read(shard as usize, |s| {
                 let t = s.db(db);
                 loop {
                     if t.is_empty() {
@@ -66,7 +66,7 @@ impl Engine {
     /// keys written while it runs may or may not be seen.
     pub fn for_each_key(&self, db: usize, mut visit: impl FnMut(&Entry)) {
         let now = crate::clock::now_ms();
-        self.for_each_shard(|_, s| {
+        self.for_each_shard_read(|_, s| {
             for e in s.db(db).iter() {
                 if !e.is_expired(now) {
                     visit(e);
@@ -78,14 +78,14 @@ impl Engine {
     /// Keys in `db`, expired-but-unremoved ones included, as Redis counts.
     pub fn dbsize(&self, db: usize) -> usize {
         let mut n = 0;
-        self.for_each_shard(|_, s| n += s.db(db).len());
+        self.for_each_shard_read(|_, s| n += s.db(db).len());
         n
     }
 
     /// (keys, keys with a TTL) for one database, for INFO keyspace.
     pub fn db_counts(&self, db: usize) -> (usize, usize) {
         let (mut keys, mut volatile) = (0, 0);
-        self.for_each_shard(|_, s| {
+        self.for_each_shard_read(|_, s| {
             keys += s.db(db).len();
             volatile += s.db(db).volatile();
         });

@@ -297,6 +297,24 @@ impl Engine {
         f(&mut self.take_shard(i))
     }
 
+    /// `for_each_shard` for reads only (INFO, DBSIZE, KEYS, SCAN): `f`
+    /// cannot change the shard, so a running snapshot need not serialize
+    /// it first (see `crate::snapshot`), and a whole-keyspace read during
+    /// a BGSAVE costs no extra memory.
+    pub fn for_each_shard_read(&self, mut f: impl FnMut(usize, &Shard)) {
+        for i in 0..self.shards.len() {
+            self.with_shard_read(i, |s| f(i, s));
+        }
+    }
+
+    /// `with_shard` for reads only; see `for_each_shard_read`.
+    pub fn with_shard_read<R>(&self, i: usize, f: impl FnOnce(&Shard) -> R) -> R {
+        match self.held_base() {
+            Some(base) => f(&ShardRef::Held(base[i])),
+            None => f(&self.lock_shard_raw(i)),
+        }
+    }
+
     /// Locks every shard and keeps them locked until the returned hold is
     /// dropped. Meanwhile every lock this thread asks of this engine is
     /// served from the hold instead of the mutexes, so a sequence of

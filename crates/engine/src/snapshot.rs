@@ -218,6 +218,26 @@ mod tests {
     }
 
     #[test]
+    fn reads_do_not_dump_writes_and_sweep_do() {
+        let e = engine();
+        for i in 0..100 {
+            set(&e, &format!("k{i}"), "v");
+        }
+        let sink = Arc::new(Collect::default());
+        let ep = e.begin_snapshot(sink.clone(), || ()).unwrap();
+        assert_eq!(e.dbsize(0), 100);
+        e.for_each_key(0, |_| ());
+        e.scan(0, 0, 1000, |_| ());
+        e.active_expire(&mut Default::default(), std::time::Instant::now());
+        assert_eq!(sink.0.lock().len(), 0, "reads hand nothing over");
+        set(&e, "k1", "w");
+        assert_eq!(sink.0.lock().len(), 1, "a write hands its shard over");
+        e.snapshot_sweep(|_| true);
+        e.end_snapshot(ep);
+        assert_eq!(sink.0.lock().len(), 16);
+    }
+
+    #[test]
     fn not_inside_a_hold_and_changes_counted() {
         let e = engine();
         let before = e.changes();

@@ -331,7 +331,7 @@ pub fn random_key(engine: &Engine, db: usize) -> Option<Vec<u8>> {
     let mut lens: Vec<usize> = Vec::with_capacity(engine.shard_count());
     loop {
         lens.clear();
-        engine.for_each_shard(|_, s| lens.push(s.db(db).len()));
+        engine.for_each_shard_read(|_, s| lens.push(s.db(db).len()));
         let total: usize = lens.iter().sum();
         if total == 0 {
             return None;

@@ -202,7 +202,7 @@ impl EngineTotals {
             misses: 0,
             expired: 0,
         };
-        shared.engine.for_each_shard(|_, shard| {
+        shared.engine.for_each_shard_read(|_, shard| {
             for db in 0..dbs {
                 let table = shard.db(db);
                 t.keys[db] += table.len() as u64;
