@@ -19,14 +19,30 @@ fn engine() -> Engine {
     })
 }
 
-fn tmpdir(name: &str) -> PathBuf {
+/// A test's own directory, removed on drop (also when the test fails).
+struct TmpDir(PathBuf);
+
+impl std::ops::Deref for TmpDir {
+    type Target = std::path::Path;
+    fn deref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for TmpDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn tmpdir(name: &str) -> TmpDir {
     let d = std::env::temp_dir().join(format!(
         "cairn-snap-test-{}-{name}-{}",
         std::process::id(),
         rand_suffix()
     ));
     std::fs::create_dir_all(&d).unwrap();
-    d
+    TmpDir(d)
 }
 
 fn rand_suffix() -> u64 {
@@ -262,7 +278,6 @@ fn round_trip_every_type_and_encoding() {
     assert_eq!(db[&(5, b"zbig".to_vec())].1, "skiplist");
     assert_eq!(db[&(0, b"zsmall".to_vec())].1, "listpack");
     assert_eq!(check(&path).unwrap().keys, 15);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The first digest with the encoding taken out (it may differ by design).
@@ -293,7 +308,6 @@ fn loaded_encodings_follow_the_limits_in_force() {
     assert_eq!(d[&(0, b"hsmall".to_vec())].1, "hashtable");
     assert_eq!(d[&(0, b"sint".to_vec())].1, "hashtable");
     assert_eq!(without_encoding(&digest(&a)), without_encoding(&d));
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -328,7 +342,6 @@ fn expired_keys_are_left_out() {
         "expired by load time: skipped"
     );
     assert_eq!(digest(&b).len(), 1);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 fn small_file(dir: &std::path::Path, checksum: bool) -> Vec<u8> {
@@ -368,7 +381,6 @@ fn every_flipped_bit_is_caught() {
             assert!(e.offset <= (i as u64).max(28), "flip at {i}: {e}");
         }
     }
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -391,7 +403,6 @@ fn every_truncation_is_caught_and_trailing_bytes_too() {
         .unwrap_err()
         .reason
         .contains("after the end marker"));
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -400,7 +411,6 @@ fn without_checksums_crcs_are_zero_and_still_load() {
     let bytes = small_file(&dir, false);
     assert_eq!(&bytes[28..32], &[0, 0, 0, 0]);
     assert_eq!(check(&dir.join("small")).unwrap().keys, 3);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -418,7 +428,6 @@ fn foreign_files_are_named() {
     v2[8] = 2;
     std::fs::write(&p, &v2).unwrap();
     assert!(check(&p).unwrap_err().reason.contains("version 2"));
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -437,7 +446,7 @@ fn a_failed_write_leaves_the_previous_file_whole() {
     let err = save(&a, &path, &opts, || ()).unwrap_err();
     assert!(err.to_string().contains("No space left"), "{err}");
     assert_eq!(std::fs::read(&path).unwrap(), before);
-    let names: Vec<_> = std::fs::read_dir(&dir)
+    let names: Vec<_> = std::fs::read_dir(&*dir)
         .unwrap()
         .map(|e| e.unwrap().file_name())
         .collect();
@@ -452,7 +461,6 @@ fn a_failed_write_leaves_the_previous_file_whole() {
         save(&a, &missing, &Options::default(), || ()),
         Err(SaveError::Io { op: "create", .. })
     ));
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -527,7 +535,6 @@ fn a_snapshot_under_concurrent_writes_is_one_instant() {
     stop.store(true, Ordering::Relaxed);
     assert!(writer.join().unwrap() > 0);
     assert!(peak > 0);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -553,7 +560,6 @@ fn on_cut_runs_inside_the_cut_and_begin_is_exclusive() {
     let cut = begin(&e, &Options::default(), || ()).unwrap();
     cut.abandon(&e);
     assert!(!e.snapshot_running());
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -585,5 +591,4 @@ fn parallel_loading_matches_and_reports_errors() {
     let e = load(&b, &path, &threads, &mut no_progress).unwrap_err();
     assert!(e.reason.starts_with("duplicate key"), "{e}");
     assert!(e.offset > 32, "{e}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
