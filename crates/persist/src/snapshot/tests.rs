@@ -592,3 +592,41 @@ fn parallel_loading_matches_and_reports_errors() {
     assert!(e.reason.starts_with("duplicate key"), "{e}");
     assert!(e.offset > 32, "{e}");
 }
+
+mod fuzz {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        /// Any bytes as a block payload: records or an error, never a panic.
+        #[test]
+        fn decoding_garbage_never_panics(bytes in proptest::collection::vec(any::<u8>(), 0..300)) {
+            let mut d = format::Decoder::new(&bytes);
+            let limits = format::BuildLimits::default();
+            while !d.at_end() {
+                if d.record(&limits).is_err() {
+                    break;
+                }
+            }
+        }
+
+        /// A file without CRCs, damaged anywhere: `check` answers, never
+        /// panics (with CRCs the damage is caught before decoding).
+        #[test]
+        fn damaged_files_without_crcs_never_panic(
+            flips in proptest::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..6)
+        ) {
+            let dir = tmpdir("fuzz");
+            let mut bytes = small_file(&dir, false);
+            for (i, b) in flips {
+                let i = i.index(bytes.len());
+                bytes[i] = b;
+            }
+            let p = dir.join("damaged");
+            std::fs::write(&p, &bytes).unwrap();
+            let _ = check(&p);
+        }
+    }
+}
