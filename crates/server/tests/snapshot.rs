@@ -653,3 +653,38 @@ fn flushall_stops_a_running_bgsave_even_inside_exec() {
     assert_eq!(info_field(&mut c, "rdb_bgsave_in_progress"), "0");
     assert_eq!(info_field(&mut c, "rdb_saves"), "4");
 }
+
+#[test]
+fn save_blocks_only_its_own_worker() {
+    let dir = Dir::new("saveblocks");
+    let s = start_cairn(&["--dir", dir.s(), "--server-threads", "2"]);
+    let mut c = s.conn();
+    for i in 0..200 {
+        c.cmd(&["SET", &format!("k{i}"), "v"]);
+    }
+    // About a second of SAVE (5 ms per key written).
+    c.cmd(&["CONFIG", "SET", "rdb-key-save-delay", "5000"]);
+    // Connections go to the workers in turn: `other` is on the second one.
+    let mut other = s.conn();
+    assert_eq!(other.cmd(&["PING"]), b"+PONG\r\n");
+    c.send(&[b"SAVE"]);
+    std::thread::sleep(Duration::from_millis(100));
+    let t = Instant::now();
+    assert_eq!(other.cmd(&["SET", "during", "1"]), b"+OK\r\n");
+    assert!(
+        t.elapsed() < Duration::from_millis(500),
+        "{:?}",
+        t.elapsed()
+    );
+    assert_eq!(c.read_raw_reply(), b"+OK\r\n");
+    // The write answered during SAVE came after its cut: not in the file.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .args(["check-snapshot", dir.file().to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        text(&out.stdout).contains("OK: 200 keys"),
+        "{}",
+        text(&out.stdout)
+    );
+}
