@@ -22,6 +22,11 @@ extern "C" fn on_signal(_: libc::c_int) {
     SIGNALLED.store(true, Ordering::SeqCst);
 }
 
+/// True once SIGTERM or SIGINT arrived (the start-up load checks it).
+pub fn signalled() -> bool {
+    SIGNALLED.load(Ordering::SeqCst)
+}
+
 /// Builds the shared state from a config (also used by unit tests).
 pub fn build_shared(cfg: Config) -> Result<Arc<Shared>, String> {
     let table = CommandTable::build(&cmd::families())?;

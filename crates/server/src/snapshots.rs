@@ -450,6 +450,11 @@ pub fn load(shared: &Shared, path: &std::path::Path) -> Result<(), String> {
         ..Default::default()
     };
     let result = snap::load(&shared.engine, path, &opts, &mut |p| {
+        if crate::server::signalled() {
+            // Nothing to save yet: a half-loaded dataset must not be.
+            log::warning("Received SIGTERM during loading, exiting now");
+            std::process::exit(0);
+        }
         st.loading_done.store(p.bytes_read, Ordering::Relaxed);
         if last_log.elapsed() >= Duration::from_secs(1) {
             last_log = Instant::now();

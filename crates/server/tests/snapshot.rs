@@ -688,3 +688,37 @@ fn save_blocks_only_its_own_worker() {
         text(&out.stdout)
     );
 }
+
+#[test]
+fn sigterm_during_a_load_exits_at_once() {
+    let dir = Dir::new("termload");
+    {
+        let s = start_cairn(&["--dir", dir.s()]);
+        let mut c = s.conn();
+        for i in 0..300 {
+            c.cmd(&["SET", &format!("k{i}"), "v"]);
+        }
+        assert_eq!(c.cmd(&["SAVE"]), b"+OK\r\n");
+    }
+    let before = std::fs::read(dir.file()).unwrap();
+    // 20 ms per key: the load would take 6 s.
+    let mut s = start_cairn(&[
+        "--dir",
+        dir.s(),
+        "--save",
+        "1 1",
+        "--key-load-delay",
+        "20000",
+    ]);
+    let mut c = s.conn();
+    assert!(c.cmd(&["PING"]).starts_with(b"-LOADING"));
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe { libc::kill(s.pid() as i32, libc::SIGTERM) };
+    let st = s
+        .wait_exit(Duration::from_secs(3))
+        .expect("exits during the load");
+    assert!(st.success());
+    assert!(s.log().contains("during loading"), "{}", s.log_tail(5));
+    // Nothing half-loaded was saved over the snapshot.
+    assert_eq!(std::fs::read(dir.file()).unwrap(), before);
+}
