@@ -1,15 +1,96 @@
 //! A stored key: its bytes, its value, its expire time and access metadata.
 //!
 //! The expire time lives in the entry (no second table, unlike Redis's
-//! `expires` dict), so a key with a TTL costs no extra index slot. The layout
-//! is deliberately plain for now; the compact layout (one allocation per
-//! small entry) is the memory issue's work and stays behind this API.
+//! `expires` dict), so a key with a TTL costs no extra index slot. A key of
+//! up to 23 bytes sits inside the entry (`KeyBuf`), so a small key costs no
+//! allocation of its own: the entry is one 72-byte block (jemalloc's 80-byte
+//! class) holding key, value header, expiry and LRU/LFU bits. See
+//! docs/design.md, "Memory layout".
 use crate::value::Value;
+
+/// Longest key stored inside the entry.
+pub const INLINE_KEY_MAX: usize = 23;
+
+/// `KeyBuf::len` value meaning "the bytes are on the heap".
+const HEAP: u8 = 0xff;
+
+/// A key's bytes: inline up to `INLINE_KEY_MAX` bytes, else a heap block.
+///
+/// Inline: `bytes[..len]`. Heap (`len == HEAP`): `bytes[0..8]` is the
+/// pointer and `bytes[8..16]` the length of a leaked `Box<[u8]>`, which
+/// this value owns and frees on drop. Plain bytes rather than an enum so
+/// all 23 bytes are usable (an enum would spend one on its tag): YCSB keys
+/// (`user` + 19 digits) are exactly 23 bytes.
+struct KeyBuf {
+    bytes: [u8; INLINE_KEY_MAX],
+    len: u8,
+}
+
+impl KeyBuf {
+    fn new(key: &[u8]) -> KeyBuf {
+        let mut bytes = [0u8; INLINE_KEY_MAX];
+        if key.len() <= INLINE_KEY_MAX {
+            bytes[..key.len()].copy_from_slice(key);
+            return KeyBuf {
+                bytes,
+                len: key.len() as u8,
+            };
+        }
+        let boxed: Box<[u8]> = key.into();
+        let len = boxed.len();
+        let ptr = Box::into_raw(boxed) as *mut u8 as usize;
+        bytes[0..8].copy_from_slice(&(ptr as u64).to_ne_bytes());
+        bytes[8..16].copy_from_slice(&(len as u64).to_ne_bytes());
+        KeyBuf { bytes, len: HEAP }
+    }
+
+    fn heap_parts(&self) -> (*mut u8, usize) {
+        let ptr = u64::from_ne_bytes(self.bytes[0..8].try_into().expect("8 bytes"));
+        let len = u64::from_ne_bytes(self.bytes[8..16].try_into().expect("8 bytes"));
+        (ptr as usize as *mut u8, len as usize)
+    }
+
+    fn as_slice(&self) -> &[u8] {
+        if self.len == HEAP {
+            let (ptr, len) = self.heap_parts();
+            // SAFETY: `ptr`/`len` came from `Box::into_raw` of a `Box<[u8]>`
+            // in `new`, which this value owns until drop.
+            unsafe { std::slice::from_raw_parts(ptr, len) }
+        } else {
+            &self.bytes[..self.len as usize]
+        }
+    }
+
+    /// Heap bytes held apart from the entry.
+    fn heap_bytes(&self) -> usize {
+        if self.len == HEAP {
+            self.heap_parts().1
+        } else {
+            0
+        }
+    }
+}
+
+impl Drop for KeyBuf {
+    fn drop(&mut self) {
+        if self.len == HEAP {
+            let (ptr, len) = self.heap_parts();
+            // SAFETY: as in `as_slice`; this is the one place it is freed.
+            drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr, len)) });
+        }
+    }
+}
+
+impl std::fmt::Debug for KeyBuf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:?}", String::from_utf8_lossy(self.as_slice()))
+    }
+}
 
 /// One key and everything stored with it.
 #[derive(Debug)]
 pub struct Entry {
-    key: Box<[u8]>,
+    key: KeyBuf,
     pub value: Value,
     /// Unix milliseconds after which the key is gone; 0 means no expiry.
     expire_at: u64,
@@ -22,7 +103,7 @@ pub struct Entry {
 impl Entry {
     pub fn new(key: &[u8], value: Value, expire_at: u64) -> Box<Entry> {
         Box::new(Entry {
-            key: key.into(),
+            key: KeyBuf::new(key),
             value,
             expire_at,
             access: lru_clock(),
@@ -31,7 +112,7 @@ impl Entry {
     }
 
     pub fn key(&self) -> &[u8] {
-        &self.key
+        self.key.as_slice()
     }
 
     pub fn expire_at(&self) -> u64 {
@@ -50,8 +131,8 @@ impl Entry {
 
     /// The same entry under another name (RENAME, MOVE).
     pub fn rekey(mut self: Box<Self>, key: &[u8]) -> Box<Entry> {
-        if *self.key != *key {
-            self.key = key.into();
+        if self.key.as_slice() != key {
+            self.key = KeyBuf::new(key);
         }
         self
     }
@@ -82,10 +163,11 @@ impl Entry {
         lru_clock().wrapping_sub(self.access) as u64
     }
 
-    /// Approximate heap bytes held by this entry (MEMORY USAGE, later
-    /// replaced by allocator-exact accounting).
+    /// Heap bytes held by this entry: the entry block, a key longer than
+    /// `INLINE_KEY_MAX` and the value (MEMORY USAGE). Requested sizes:
+    /// jemalloc rounds each block up to its size class.
     pub fn mem_bytes(&self) -> usize {
-        std::mem::size_of::<Entry>() + self.key.len() + self.value.mem_bytes()
+        std::mem::size_of::<Entry>() + self.key.heap_bytes() + self.value.mem_bytes()
     }
 }
 
@@ -108,5 +190,37 @@ fn lfu_log_incr(counter: u8) -> u8 {
         counter + 1
     } else {
         counter
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::value::StrValue;
+
+    #[test]
+    fn entry_is_one_small_block() {
+        // 72 bytes: jemalloc's 80-byte class holds key, value and metadata.
+        assert!(std::mem::size_of::<Entry>() <= 72);
+    }
+
+    #[test]
+    fn keys_inline_and_on_the_heap() {
+        let v = || Value::Str(StrValue::from_bytes(b"v"));
+        for n in [0usize, 1, 22, 23, 24, 100, 70_000] {
+            let key: Vec<u8> = (0..n).map(|i| (i * 7) as u8).collect();
+            let e = Entry::new(&key, v(), 0);
+            assert_eq!(e.key(), &key[..]);
+            let inline = n <= INLINE_KEY_MAX;
+            assert_eq!(e.key.heap_bytes(), if inline { 0 } else { n });
+            // Renaming across the inline bound both ways.
+            let e = e.rekey(b"short");
+            assert_eq!(e.key(), b"short");
+            let e = e.rekey(&key);
+            assert_eq!(e.key(), &key[..]);
+            let d = e.duplicate(b"copy-with-a-name-longer-than-23", v());
+            assert_eq!(d.key(), b"copy-with-a-name-longer-than-23");
+            assert_eq!(e.key(), &key[..]);
+        }
     }
 }
