@@ -3,7 +3,7 @@
 //! The expire time lives in the entry (no second table, unlike Redis's
 //! `expires` dict), so a key with a TTL costs no extra index slot. A key of
 //! up to 23 bytes sits inside the entry (`KeyBuf`), so a small key costs no
-//! allocation of its own: the entry is one 72-byte block (jemalloc's 80-byte
+//! allocation of its own: the entry is one 80-byte block (a jemalloc size
 //! class) holding key, value header, expiry and LRU/LFU bits. See
 //! docs/design.md, "Memory layout".
 use crate::value::Value;
@@ -98,6 +98,10 @@ pub struct Entry {
     pub access: u32,
     /// Logarithmic access counter for LFU (OBJECT FREQ).
     pub freq: u8,
+    /// Low 32 bits of the key's hash, set by the table that holds the
+    /// entry: its slots keep only a pointer and a 16-bit tag, and find an
+    /// entry's home bucket here when they move it (resize, deletion).
+    pub(crate) hash: u32,
 }
 
 impl Entry {
@@ -108,6 +112,7 @@ impl Entry {
             expire_at,
             access: lru_clock(),
             freq: LFU_INIT_VAL,
+            hash: 0,
         })
     }
 
@@ -200,8 +205,8 @@ mod tests {
 
     #[test]
     fn entry_is_one_small_block() {
-        // 72 bytes: jemalloc's 80-byte class holds key, value and metadata.
-        assert!(std::mem::size_of::<Entry>() <= 72);
+        // jemalloc's 80-byte class holds key, value and metadata.
+        assert!(std::mem::size_of::<Entry>() <= 80);
     }
 
     #[test]

@@ -533,6 +533,7 @@ mod tests {
     #[test]
     fn hincrbyfloat_rules() {
         let e = engine();
+        set_limits(&e, 512, 64);
         with(&e, |g| {
             let k = g.key(b"h");
             let f = |s: &'static [u8]| FloatIncr::parse(s).unwrap();
