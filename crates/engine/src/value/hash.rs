@@ -974,8 +974,184 @@ mod tests {
         ]
     }
 
+    /// YCSB-like record: ten 100-byte values over a 64-symbol alphabet.
+    fn ycsb_record(seed: &mut u64) -> Vec<(Vec<u8>, Vec<u8>)> {
+        (0..10)
+            .map(|i| {
+                let v = (0..100)
+                    .map(|_| {
+                        *seed = seed
+                            .wrapping_mul(6364136223846793005)
+                            .wrapping_add(1442695040888963407);
+                        b' ' + (*seed >> 58) as u8
+                    })
+                    .collect();
+                (format!("field{i}").into_bytes(), v)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn ycsb_record_is_compressed_and_reads_back() {
+        let l = lim(512, 1024);
+        let mut seed = 9;
+        let rec = ycsb_record(&mut seed);
+        let mut h = HashValue::new();
+        for (f, v) in &rec {
+            h.set(f, v, &l);
+        }
+        h.seal();
+        assert!(h.is_compressed());
+        assert_eq!(h.encoding(), "listpack");
+        // 1080 packed bytes: the Huffman form is under 7/8 of that.
+        assert!(h.mem_bytes() <= 1080 - 1080 / 8, "{}", h.mem_bytes());
+        let got: Vec<(Vec<u8>, Vec<u8>)> = h
+            .view()
+            .iter()
+            .map(|(f, v)| (f.to_vec(), v.to_vec()))
+            .collect();
+        assert_eq!(got, rec);
+        // A write opens it, sealing compresses again; HDEL of all but one
+        // field leaves a buffer too small to compress.
+        assert!(!h.set(b"field3", b"short", &l));
+        assert!(!h.is_compressed());
+        h.seal();
+        assert!(h.is_compressed());
+        assert_eq!(h.view().get(b"field3"), Some(&b"short"[..]));
+        for (f, _) in rec.iter().skip(1) {
+            assert!(h.remove(f));
+        }
+        h.seal();
+        assert!(!h.is_compressed());
+        assert_eq!(h.len(), 1);
+        assert_eq!(h.view().get(b"field0"), Some(&rec[0].1[..]));
+        // Small values (redis-benchmark's) never compress.
+        let mut s = HashValue::new();
+        s.set(b"f", b"xxx", &l);
+        s.seal();
+        assert!(!s.is_compressed());
+        assert_eq!(s.mem_bytes(), 1 + 1 + 1 + 3);
+    }
+
+    /// Not a test: CPU cost of the compressed path, for the report.
+    /// `cargo test --release -p cairn-engine --lib compressed_cpu_cost -- --ignored --nocapture`
+    #[test]
+    #[ignore]
+    fn compressed_cpu_cost() {
+        use std::time::Instant;
+        let l = lim(512, 1024);
+        let mut seed = 5;
+        let rec = ycsb_record(&mut seed);
+        let build = |seal: bool| {
+            let mut h = HashValue::new();
+            for (f, v) in &rec {
+                h.set(f, v, &l);
+            }
+            if seal {
+                h.seal();
+            }
+            h
+        };
+        for compressed in [false, true] {
+            let mut h = build(compressed);
+            if !compressed {
+                h.open();
+            }
+            assert_eq!(h.is_compressed(), compressed);
+            let n = 100_000u32;
+            let t = Instant::now();
+            let mut acc = 0usize;
+            for _ in 0..n {
+                acc += h.view().get(b"field7").map_or(0, <[u8]>::len);
+            }
+            let hget = t.elapsed() / n;
+            let t = Instant::now();
+            for _ in 0..n {
+                acc += h.view().iter().map(|(f, v)| f.len() + v.len()).sum::<usize>();
+            }
+            let hgetall = t.elapsed() / n;
+            let t = Instant::now();
+            for i in 0..n {
+                h.open();
+                h.set(b"field7", &rec[(i % 10) as usize].1, &l);
+                if compressed {
+                    h.seal();
+                }
+            }
+            let hset = t.elapsed() / n;
+            println!(
+                "compressed={compressed}: HGET {hget:?}, HGETALL walk {hgetall:?}, HSET one field {hset:?} ({acc})"
+            );
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(512))]
+
+        /// Packed (compressed or not) and table encodings against a map,
+        /// with seals between writes: conversions packed -> table at the
+        /// limits (from a compressed buffer too), compressed <-> plain as
+        /// the buffer crosses `COMPRESS_MIN`, and `try_pack` back.
+        #[test]
+        fn compressed_behaves_like_a_map(
+            ops in proptest::collection::vec(
+                (0u8..6, 0u8..12, 0usize..140, any::<u64>()), 0..80)
+        ) {
+            let l = lim(10, 120);
+            let mut h = HashValue::new();
+            let mut model: StdMap<Vec<u8>, Vec<u8>> = StdMap::new();
+            let mut converted = false;
+            for (kind, f, vlen, seed) in ops {
+                let f = format!("field{f}").into_bytes();
+                let mut sd = seed;
+                let v: Vec<u8> = (0..vlen)
+                    .map(|_| {
+                        sd = sd.wrapping_mul(6364136223846793005).wrapping_add(1);
+                        b' ' + (sd >> 58) as u8
+                    })
+                    .collect();
+                match kind {
+                    0 | 1 => {
+                        if v.len() > 120 {
+                            converted = true;
+                        }
+                        prop_assert_eq!(h.set(&f, &v, &l), !model.contains_key(&f));
+                        model.insert(f, v);
+                        if model.len() > 10 {
+                            converted = true;
+                        }
+                    }
+                    2 => {
+                        prop_assert_eq!(h.remove(&f), model.remove(&f).is_some());
+                    }
+                    3 => {
+                        if h.try_pack(&l) {
+                            converted = false;
+                        }
+                    }
+                    _ => h.seal(),
+                }
+                if !h.is_packed() || !converted {
+                    prop_assert_eq!(h.is_packed(), !converted);
+                }
+                prop_assert_eq!(h.len(), model.len());
+                let got: StdMap<Vec<u8>, Vec<u8>> = h
+                    .view()
+                    .iter()
+                    .map(|(f, v)| (f.to_vec(), v.to_vec()))
+                    .collect();
+                prop_assert_eq!(&got, &model);
+                for (f, v) in &model {
+                    let g = h.view().get(f).map(<[u8]>::to_vec);
+                    prop_assert_eq!(g.as_ref(), Some(v));
+                }
+                if h.is_compressed() {
+                    let raw: usize = model.iter().map(|(f, v)| 2 + f.len() + v.len()).sum();
+                    prop_assert!(h.mem_bytes() < raw);
+                    prop_assert!(raw >= COMPRESS_MIN);
+                }
+            }
+        }
 
         #[test]
         fn behaves_like_a_map(ops in proptest::collection::vec(op(), 0..120)) {
