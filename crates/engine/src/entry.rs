@@ -8,100 +8,29 @@
 //! docs/design.md, "Memory layout".
 use crate::value::Value;
 
+use crate::util::smallbytes::SmallBytes as KeyBuf;
+
 /// Longest key stored inside the entry.
-pub const INLINE_KEY_MAX: usize = 23;
+pub const INLINE_KEY_MAX: usize = crate::util::smallbytes::INLINE_MAX;
 
-/// `KeyBuf::len` value meaning "the bytes are on the heap".
-const HEAP: u8 = 0xff;
-
-/// A key's bytes: inline up to `INLINE_KEY_MAX` bytes, else a heap block.
-///
-/// Inline: `bytes[..len]`. Heap (`len == HEAP`): `bytes[0..8]` is the
-/// pointer and `bytes[8..16]` the length of a leaked `Box<[u8]>`, which
-/// this value owns and frees on drop. Plain bytes rather than an enum so
-/// all 23 bytes are usable (an enum would spend one on its tag): YCSB keys
-/// (`user` + 19 digits) are exactly 23 bytes.
-struct KeyBuf {
-    bytes: [u8; INLINE_KEY_MAX],
-    len: u8,
-}
-
-impl KeyBuf {
-    fn new(key: &[u8]) -> KeyBuf {
-        let mut bytes = [0u8; INLINE_KEY_MAX];
-        if key.len() <= INLINE_KEY_MAX {
-            bytes[..key.len()].copy_from_slice(key);
-            return KeyBuf {
-                bytes,
-                len: key.len() as u8,
-            };
-        }
-        let boxed: Box<[u8]> = key.into();
-        let len = boxed.len();
-        let ptr = Box::into_raw(boxed) as *mut u8 as usize;
-        bytes[0..8].copy_from_slice(&(ptr as u64).to_ne_bytes());
-        bytes[8..16].copy_from_slice(&(len as u64).to_ne_bytes());
-        KeyBuf { bytes, len: HEAP }
-    }
-
-    fn heap_parts(&self) -> (*mut u8, usize) {
-        let ptr = u64::from_ne_bytes(self.bytes[0..8].try_into().expect("8 bytes"));
-        let len = u64::from_ne_bytes(self.bytes[8..16].try_into().expect("8 bytes"));
-        (ptr as usize as *mut u8, len as usize)
-    }
-
-    fn as_slice(&self) -> &[u8] {
-        if self.len == HEAP {
-            let (ptr, len) = self.heap_parts();
-            // SAFETY: `ptr`/`len` came from `Box::into_raw` of a `Box<[u8]>`
-            // in `new`, which this value owns until drop.
-            unsafe { std::slice::from_raw_parts(ptr, len) }
-        } else {
-            &self.bytes[..self.len as usize]
-        }
-    }
-
-    /// Heap bytes held apart from the entry.
-    fn heap_bytes(&self) -> usize {
-        if self.len == HEAP {
-            self.heap_parts().1
-        } else {
-            0
-        }
-    }
-}
-
-impl Drop for KeyBuf {
-    fn drop(&mut self) {
-        if self.len == HEAP {
-            let (ptr, len) = self.heap_parts();
-            // SAFETY: as in `as_slice`; this is the one place it is freed.
-            drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr, len)) });
-        }
-    }
-}
-
-impl std::fmt::Debug for KeyBuf {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{:?}", String::from_utf8_lossy(self.as_slice()))
-    }
-}
-
-/// One key and everything stored with it.
+/// One key and everything stored with it. `repr(C)` so the layout drawn in
+/// docs/design.md ("Memory layout") is the real one: value at 0, expire_at
+/// at 32, access at 40, hash at 44, key at 48..72, freq at 72; 80 bytes.
 #[derive(Debug)]
+#[repr(C)]
 pub struct Entry {
-    key: KeyBuf,
     pub value: Value,
     /// Unix milliseconds after which the key is gone; 0 means no expiry.
     expire_at: u64,
     /// Seconds on the engine's LRU clock at the last access (OBJECT IDLETIME).
     pub access: u32,
-    /// Logarithmic access counter for LFU (OBJECT FREQ).
-    pub freq: u8,
     /// Low 32 bits of the key's hash, set by the table that holds the
     /// entry: its slots keep only a pointer and a 16-bit tag, and find an
     /// entry's home bucket here when they move it (resize, deletion).
     pub(crate) hash: u32,
+    key: KeyBuf,
+    /// Logarithmic access counter for LFU (OBJECT FREQ).
+    pub freq: u8,
 }
 
 impl Entry {
@@ -117,7 +46,7 @@ impl Entry {
     }
 
     pub fn key(&self) -> &[u8] {
-        self.key.as_slice()
+        &self.key
     }
 
     pub fn expire_at(&self) -> u64 {
@@ -136,7 +65,7 @@ impl Entry {
 
     /// The same entry under another name (RENAME, MOVE).
     pub fn rekey(mut self: Box<Self>, key: &[u8]) -> Box<Entry> {
-        if self.key.as_slice() != key {
+        if *self.key != *key {
             self.key = KeyBuf::new(key);
         }
         self
@@ -205,8 +134,17 @@ mod tests {
 
     #[test]
     fn entry_is_one_small_block() {
-        // jemalloc's 80-byte class holds key, value and metadata.
-        assert!(std::mem::size_of::<Entry>() <= 80);
+        // jemalloc's 80-byte class holds key, value and metadata, laid out
+        // as docs/design.md draws it.
+        assert_eq!(std::mem::size_of::<Entry>(), 80);
+        assert_eq!(std::mem::size_of::<Value>(), 32);
+        assert_eq!(std::mem::size_of::<KeyBuf>(), 24);
+        assert_eq!(std::mem::offset_of!(Entry, expire_at), 32);
+        assert_eq!(std::mem::offset_of!(Entry, access), 40);
+        assert_eq!(std::mem::offset_of!(Entry, hash), 44);
+        assert_eq!(std::mem::offset_of!(Entry, key), 48);
+        assert_eq!(std::mem::offset_of!(Entry, freq), 72);
+        assert_eq!(std::mem::size_of::<crate::value::HashValue>(), 32);
     }
 
     #[test]

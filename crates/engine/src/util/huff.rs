@@ -263,23 +263,38 @@ pub fn decompress(blob: &[u8], max_len: usize, out: &mut Vec<u8>) -> Option<()> 
             i += 1 << l;
         }
     }
-    out.reserve(n);
     let data = &blob[pos..];
+    let start = out.len();
+    out.resize(start + n, 0);
+    let dst = &mut out[start..];
     let mut acc: u64 = 0;
     let mut nbits = 0u32;
     let mut next = 0usize;
-    for _ in 0..n {
-        while nbits <= 56 && next < data.len() {
-            acc |= u64::from(data[next]) << nbits;
-            next += 1;
-            nbits += 8;
+    for slot in dst.iter_mut() {
+        if nbits <= 56 {
+            if next + 8 <= data.len() {
+                // Branch-free refill: load 8 bytes, keep the whole ones
+                // that fit above the bits still held.
+                let w = u64::from_le_bytes(data[next..next + 8].try_into().expect("8 bytes"));
+                acc |= w << nbits;
+                let take = (63 - nbits) / 8;
+                next += take as usize;
+                nbits += take * 8;
+            } else {
+                while nbits <= 56 && next < data.len() {
+                    acc |= u64::from(data[next]) << nbits;
+                    next += 1;
+                    nbits += 8;
+                }
+            }
         }
         let e = table[(acc & (TABLE_SIZE as u64 - 1)) as usize];
         let l = u32::from(e & 0xf);
         if l == 0 || l > nbits {
+            out.truncate(start);
             return None;
         }
-        out.push((e >> 4) as u8);
+        *slot = (e >> 4) as u8;
         acc >>= l;
         nbits -= l;
     }

@@ -33,6 +33,8 @@
 
 use hashbrown::HashTable;
 use smallvec::SmallVec;
+
+use crate::util::smallbytes::SmallBytes;
 use std::hash::{BuildHasher, Hasher};
 
 /// The two config knobs that decide the encoding (redis.conf
@@ -370,7 +372,8 @@ const EMPTY_LEVEL: Level = Level {
 /// inline; only taller ones allocate.
 #[derive(Clone)]
 struct Node {
-    member: Box<[u8]>,
+    /// Inline up to 23 bytes (`SmallBytes`): no block of its own.
+    member: SmallBytes,
     score: f64,
     backward: u32,
     levels: SmallVec<[Level; 2]>,
@@ -394,7 +397,8 @@ pub struct SkipList {
     hasher: hashbrown::DefaultHashBuilder,
     /// xorshift64 state for node levels.
     rng: u64,
-    /// Member bytes plus spilled level arrays, for `mem_bytes`.
+    /// Heap bytes of members longer than 23 bytes plus spilled level
+    /// arrays, for `mem_bytes`.
     payload: usize,
 }
 
@@ -466,8 +470,8 @@ impl SkipList {
         }
     }
 
-    fn alloc(&mut self, member: Box<[u8]>, score: f64, level: usize) -> u32 {
-        self.payload += member.len();
+    fn alloc(&mut self, member: SmallBytes, score: f64, level: usize) -> u32 {
+        self.payload += member.heap_bytes();
         if level > 2 {
             self.payload += level * std::mem::size_of::<Level>();
         }
@@ -491,10 +495,10 @@ impl SkipList {
     }
 
     /// Returns the slot to the arena and hands back the member.
-    fn release(&mut self, x: u32) -> Box<[u8]> {
+    fn release(&mut self, x: u32) -> SmallBytes {
         let n = &mut self.nodes[x as usize];
         let member = std::mem::take(&mut n.member);
-        self.payload -= member.len();
+        self.payload -= member.heap_bytes();
         if n.levels.len() > 2 {
             self.payload -= n.levels.len() * std::mem::size_of::<Level>();
         }
@@ -554,7 +558,7 @@ impl SkipList {
 
     /// Redis `zslInsert`: links a new node for a member known to be absent
     /// (from the index too: the caller adds it there).
-    fn insert(&mut self, score: f64, member: Box<[u8]>) -> u32 {
+    fn insert(&mut self, score: f64, member: SmallBytes) -> u32 {
         let mut update = [HEAD; MAX_LEVEL];
         let mut rank = [0u32; MAX_LEVEL];
         let mut x = HEAD;
@@ -800,7 +804,7 @@ impl SkipList {
 
     /// Adds a member known to be absent.
     fn add_new(&mut self, member: &[u8], score: f64) {
-        let x = self.insert(score, member.into());
+        let x = self.insert(score, SmallBytes::new(member));
         self.index_insert(x);
     }
 
@@ -1822,6 +1826,12 @@ mod tests {
         assert!(r.gte_min(b""));
         assert!(r.lte_max(b"a\xff"));
         assert!(!r.lte_max(b"b"));
+    }
+
+    #[test]
+    fn skiplist_node_is_64_bytes() {
+        // member inline (24) + score + backward + two inline levels.
+        assert_eq!(std::mem::size_of::<Node>(), 64);
     }
 
     #[test]
