@@ -11,21 +11,22 @@
 //! ```text
 //! varint n              original length (LEB128)
 //! code lengths          nibbles, low nibble first, for symbols 0..=255 in order:
-//!                         1..=12  this symbol's code length
+//!                         1..=11  this symbol's code length
 //!                         0 c c   a run of (c + 1) unused symbols (c = next
 //!                                 two nibbles, low first: 1..=256 symbols)
 //!                       padded with a 0 nibble to a whole byte
 //! bit stream            codes LSB-first, canonical (shorter codes first,
-//!                       then by symbol), bit-reversed so a 12-bit peek
+//!                       then by symbol), bit-reversed so an 11-bit peek
 //!                       indexes the decode table directly
 //! ```
 //!
 //! Every decode checks its input: a blob that was not produced here (or was
 //! damaged) gives `None`, never a panic or an over-long output.
 
-/// Longest code, in bits. 12 keeps the decode table at 4096 entries (8 KiB)
-/// while costing nothing measurable on realistic inputs.
-pub const MAX_BITS: u32 = 12;
+/// Longest code, in bits. 11 keeps the decode table at 2048 entries (4 KiB,
+/// on the stack, rebuilt per blob) while costing nothing measurable on
+/// realistic inputs (a byte alphabet needs 8 bits when flat).
+pub const MAX_BITS: u32 = 11;
 
 const TABLE_SIZE: usize = 1 << MAX_BITS;
 
@@ -237,7 +238,7 @@ pub fn decompress(blob: &[u8], max_len: usize, out: &mut Vec<u8>) -> Option<()> 
                 nib += 2;
                 s += c as usize + 1;
             }
-            1..=12 => {
+            1..=11 => {
                 lens[s] = v;
                 s += 1;
             }
@@ -249,8 +250,8 @@ pub fn decompress(blob: &[u8], max_len: usize, out: &mut Vec<u8>) -> Option<()> 
     }
     pos += nib.div_ceil(2);
     let codes = canonical_codes(&lens)?;
-    // Decode table: 12-bit peek -> (symbol << 4) | length; 0 = no code.
-    let mut table = vec![0u16; TABLE_SIZE];
+    // Decode table: 11-bit peek -> (symbol << 4) | length; 0 = no code.
+    let mut table = [0u16; TABLE_SIZE];
     for sym in 0..256 {
         let l = lens[sym] as usize;
         if l == 0 {

@@ -78,6 +78,12 @@ pub const COMPRESS_MIN: usize = 256;
 /// Packed buffers longer than this are not compressed, so that one read
 /// never decompresses more than this many bytes (~10-20 us).
 pub const COMPRESS_MAX: usize = 16 * 1024;
+/// Only hashes whose entries average at least this many packed bytes are
+/// compressed: there a table would cost the most and a write's
+/// decompress-and-recompress is small next to the data it moves. Hashes of
+/// many small fields (counters, session attributes, redis-benchmark's
+/// HSET) stay plain, so HINCRBY on them stays as cheap as in Redis.
+pub const COMPRESS_MIN_AVG_ENTRY: usize = 64;
 
 thread_local! {
     /// A reusable buffer for decompressed reads and for compression output,
@@ -266,7 +272,9 @@ impl PackedHash {
             return;
         }
         let n = self.buf.len();
-        if (COMPRESS_MIN..=COMPRESS_MAX).contains(&n) {
+        if (COMPRESS_MIN..=COMPRESS_MAX).contains(&n)
+            && n >= COMPRESS_MIN_AVG_ENTRY.saturating_mul(self.len as usize)
+        {
             let mut out = take_scratch();
             huff::compress(&self.buf, &mut out);
             // Worth it only if it saves at least 1/8.
@@ -396,7 +404,8 @@ impl HashValue {
     /// compressed packed hash this decompresses into a per-thread buffer
     /// that the view returns when dropped; otherwise it only borrows.
     pub fn view(&self) -> HashView<'_> {
-        HashView(match self {
+        let len = self.len();
+        let inner = match self {
             HashValue::Packed(p) if p.compressed => {
                 let mut raw = take_scratch();
                 if huff::decompress(&p.buf, PACKED_MAX_SAFE_BYTES, &mut raw).is_none() {
@@ -407,7 +416,8 @@ impl HashValue {
             }
             HashValue::Packed(p) => ViewInner::Packed(&p.buf),
             HashValue::Table(t) => ViewInner::Table(t),
-        })
+        };
+        HashView { inner, len }
     }
 
     /// True if the packed buffer is stored compressed.
@@ -426,8 +436,9 @@ impl HashValue {
     }
 
     /// Ends a write: a packed buffer between `COMPRESS_MIN` and
-    /// `COMPRESS_MAX` bytes is compressed if that saves at least 1/8,
-    /// otherwise trimmed to its exact length. A hash that is never sealed
+    /// `COMPRESS_MAX` bytes whose entries average `COMPRESS_MIN_AVG_ENTRY`
+    /// bytes or more is compressed if that saves at least 1/8, otherwise
+    /// trimmed to its exact length. A hash that is never sealed
     /// is still correct, only larger.
     pub fn seal(&mut self) {
         if let HashValue::Packed(p) = self {
@@ -569,7 +580,11 @@ impl Drop for Scratch {
 }
 
 /// Read access to a hash, whatever its encoding (see [`HashValue::view`]).
-pub struct HashView<'a>(ViewInner<'a>);
+pub struct HashView<'a> {
+    inner: ViewInner<'a>,
+    /// Number of fields (kept by the stored form, so O(1) here too).
+    len: usize,
+}
 
 enum ViewInner<'a> {
     Packed(&'a [u8]),
@@ -580,7 +595,7 @@ enum ViewInner<'a> {
 impl HashView<'_> {
     /// The uncompressed packed buffer, if the hash is packed.
     fn packed(&self) -> Option<&[u8]> {
-        match &self.0 {
+        match &self.inner {
             ViewInner::Packed(b) => Some(b),
             ViewInner::Unpacked(s) => Some(&s.0),
             ViewInner::Table(_) => None,
@@ -588,18 +603,15 @@ impl HashView<'_> {
     }
 
     pub fn len(&self) -> usize {
-        match &self.0 {
-            ViewInner::Table(t) => t.map.len(),
-            _ => self.iter().count(),
-        }
+        self.len
     }
 
     pub fn is_empty(&self) -> bool {
-        self.iter().next().is_none()
+        self.len == 0
     }
 
     pub fn get(&self, field: &[u8]) -> Option<&[u8]> {
-        match &self.0 {
+        match &self.inner {
             ViewInner::Table(t) => t.map.get(field).map(|v| &**v),
             _ => {
                 let buf = self.packed()?;
@@ -615,7 +627,7 @@ impl HashView<'_> {
     /// All (field, value) pairs: insertion order when packed (what Redis's
     /// listpack returns), unspecified order for a table.
     pub fn iter(&self) -> Iter<'_> {
-        match &self.0 {
+        match &self.inner {
             ViewInner::Table(t) => Iter(IterInner::Table(t.map.iter())),
             _ => Iter(IterInner::Packed(Slots {
                 buf: self.packed().unwrap_or_default(),
@@ -648,7 +660,7 @@ impl HashView<'_> {
     /// trades Redis's O(count) steps for not needing access to hashbrown's
     /// bucket layout.
     pub fn scan(&self, cursor: u64, count: usize, out: &mut Vec<(Vec<u8>, Vec<u8>)>) -> u64 {
-        let t = match &self.0 {
+        let t = match &self.inner {
             ViewInner::Table(t) => t,
             _ => {
                 out.extend(self.iter().map(|(f, v)| (f.to_vec(), v.to_vec())));
@@ -1025,12 +1037,19 @@ mod tests {
         assert!(!h.is_compressed());
         assert_eq!(h.len(), 1);
         assert_eq!(h.view().get(b"field0"), Some(&rec[0].1[..]));
-        // Small values (redis-benchmark's) never compress.
+        // Small values (redis-benchmark's) never compress, even when there
+        // are enough of them to pass COMPRESS_MIN.
         let mut s = HashValue::new();
         s.set(b"f", b"xxx", &l);
         s.seal();
         assert!(!s.is_compressed());
         assert_eq!(s.mem_bytes(), 1 + 1 + 1 + 3);
+        for i in 0..100 {
+            s.set(format!("element:{i:012}").as_bytes(), b"xxx", &l);
+        }
+        s.seal();
+        assert!(s.mem_bytes() > COMPRESS_MIN);
+        assert!(!s.is_compressed());
     }
 
     /// Not a test: CPU cost of the compressed path, for the report.
@@ -1149,6 +1168,7 @@ mod tests {
                     let raw: usize = model.iter().map(|(f, v)| 2 + f.len() + v.len()).sum();
                     prop_assert!(h.mem_bytes() < raw);
                     prop_assert!(raw >= COMPRESS_MIN);
+                    prop_assert!(raw >= COMPRESS_MIN_AVG_ENTRY * model.len());
                 }
             }
         }
