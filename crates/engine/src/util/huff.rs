@@ -227,7 +227,7 @@ pub fn decompress(blob: &[u8], max_len: usize, out: &mut Vec<u8>) -> Option<()> 
     let mut nib = 0usize; // nibble index from `pos`
     let nibble = |i: usize| -> Option<u8> {
         let b = *blob.get(pos + i / 2)?;
-        Some(if i % 2 == 0 { b & 0xf } else { b >> 4 })
+        Some(if i.is_multiple_of(2) { b & 0xf } else { b >> 4 })
     };
     while s < 256 {
         let v = nibble(nib)?;

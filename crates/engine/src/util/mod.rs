@@ -5,5 +5,5 @@
 pub mod glob;
 pub mod huff;
 pub mod lcs;
-pub mod smallbytes;
 pub mod num;
+pub mod smallbytes;

@@ -307,7 +307,8 @@ impl PackedHash {
                     let mut hdr = [0u8; MAX_VARINT_LEN];
                     let n = encode_varint(value.len(), &mut hdr);
                     let old = s.value.1 - s.value_hdr;
-                    self.buf.reserve_exact((n + value.len()).saturating_sub(old));
+                    self.buf
+                        .reserve_exact((n + value.len()).saturating_sub(old));
                     self.buf.splice(
                         s.value_hdr..s.value.1,
                         hdr[..n].iter().chain(value.iter()).copied(),
@@ -1086,7 +1087,11 @@ mod tests {
             let hget = t.elapsed() / n;
             let t = Instant::now();
             for _ in 0..n {
-                acc += h.view().iter().map(|(f, v)| f.len() + v.len()).sum::<usize>();
+                acc += h
+                    .view()
+                    .iter()
+                    .map(|(f, v)| f.len() + v.len())
+                    .sum::<usize>();
             }
             let hgetall = t.elapsed() / n;
             let t = Instant::now();
