@@ -370,7 +370,10 @@ const EMPTY_LEVEL: Level = Level {
 
 /// A skiplist node. Most nodes have one or two levels (p = 1/4), which fit
 /// inline; only taller ones allocate.
+/// `repr(C)` so docs/design.md's drawing (member 0, score 24, backward 32,
+/// levels 40; 64 bytes) is the real layout.
 #[derive(Clone)]
+#[repr(C)]
 struct Node {
     /// Inline up to 23 bytes (`SmallBytes`): no block of its own.
     member: SmallBytes,
@@ -1897,6 +1900,9 @@ mod tests {
     fn skiplist_node_is_64_bytes() {
         // member inline (24) + score + backward + two inline levels.
         assert_eq!(std::mem::size_of::<Node>(), 64);
+        assert_eq!(std::mem::offset_of!(Node, score), 24);
+        assert_eq!(std::mem::offset_of!(Node, backward), 32);
+        assert_eq!(std::mem::offset_of!(Node, levels), 40);
     }
 
     #[test]
