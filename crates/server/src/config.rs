@@ -2628,7 +2628,7 @@ mod tests {
         assert_eq!(c.get("MAXMEMORY"), vec![(s("MAXMEMORY"), s("0"))]);
         assert_eq!(
             c.get("hash-max-ziplist-value"),
-            vec![(s("hash-max-ziplist-value"), s("64"))]
+            vec![(s("hash-max-ziplist-value"), s("1024"))]
         );
         assert!(c.get("nosuch").is_empty());
         assert!(c.get("").is_empty());

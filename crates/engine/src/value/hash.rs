@@ -18,6 +18,14 @@
 //! The packed buffer is `(varint field_len, field, varint value_len,
 //! value)*`, with LEB128 varints. Unlike a listpack it does not store
 //! integer-looking strings as integers; the bytes clients see are the same.
+//!
+//! Memory (issue 5): a packed buffer is sized exactly once a write ends
+//! (`seal`), and one of 256 B to 16 KiB whose entries average 64 bytes or
+//! more is kept compressed with `util::huff` when that saves 1/8 (random
+//! text such as YCSB values has ~6 bits per byte). Reads go through
+//! [`HashValue::view`], which decompresses into a per-thread buffer; the
+//! stored form has no `get`/`iter`, so no caller can read a compressed
+//! buffer by mistake. Writes decompress once (`open`), edit, and seal.
 
 use std::hash::Hasher;
 
