@@ -161,7 +161,8 @@ impl Engine {
             databases,
             limits: Limits {
                 hash_max_listpack_entries: AtomicUsize::new(512),
-                hash_max_listpack_value: AtomicUsize::new(64),
+                // Cairn's defaults (config.rs says why).
+                hash_max_listpack_value: AtomicUsize::new(1024),
                 proto_max_bulk_len: AtomicUsize::new(512 * 1024 * 1024),
                 lfu: std::sync::atomic::AtomicBool::new(false),
                 notify: AtomicU32::new(0),
@@ -170,7 +171,7 @@ impl Engine {
                 set_max_listpack_entries: AtomicUsize::new(128),
                 set_max_listpack_value: AtomicUsize::new(64),
                 zset_max_listpack_entries: AtomicUsize::new(128),
-                zset_max_listpack_value: AtomicUsize::new(64),
+                zset_max_listpack_value: AtomicUsize::new(1024),
             },
             blocked: AtomicUsize::new(0),
             snap: Default::default(),

@@ -11,26 +11,63 @@
 //! before its home. So a home bucket can be visited in full, and the
 //! reverse-binary order gives Redis's guarantee across resizes.
 //!
-//! A slot is 16 bytes: the low 32 bits of the key's hash (its home bucket and
-//! a tag that saves most key comparisons) and a pointer to the entry. The
+//! A slot is 8 bytes: the entry's address in the low 48 bits and a 16-bit
+//! tag (bits 32..48 of the key's hash) in the high 16, so most probes that
+//! land on another key are rejected without touching its entry; 0 is an
+//! empty slot. The home bucket comes from the low 32 bits of the hash, kept
+//! in the entry (`Entry::hash`), and is read only when an entry moves. The
 //! table never holds more than 3/4 of its slots, and shrinks below 1/10 as
 //! Redis's dict does, which also keeps random sampling cheap.
+//!
+//! Why the address fits in 48 bits: user-space addresses on x86-64 and
+//! aarch64 Linux are below 2^47 (2^48 with 52-bit VA only on request via
+//! an mmap hint, which jemalloc does not give); `pack` checks it.
 use crate::entry::Entry;
 
 const MIN_SLOTS: usize = 8;
 
-#[derive(Default)]
-struct Slot {
-    hash: u32,
-    entry: Option<Box<Entry>>,
+const ADDR_BITS: u32 = 48;
+const ADDR_MASK: u64 = (1 << ADDR_BITS) - 1;
+
+/// An 8-byte slot: 0 (empty) or `tag << 48 | address of a Box<Entry>`.
+type Slot = u64;
+
+fn tag_of(hash: u64) -> u64 {
+    (hash >> 32) & 0xffff
 }
 
-/// The keys of one database that hash to one shard.
+/// Turns a box into a slot, taking ownership of the entry.
+fn pack(hash: u64, entry: Box<Entry>) -> Slot {
+    let addr = Box::into_raw(entry) as u64;
+    assert!(
+        addr & !ADDR_MASK == 0 && addr != 0,
+        "entry address above 2^48"
+    );
+    addr | (tag_of(hash) << ADDR_BITS)
+}
+
+fn ptr_of(slot: Slot) -> *mut Entry {
+    (slot & ADDR_MASK) as usize as *mut Entry
+}
+
+/// The keys of one database that hash to one shard. Owns its entries.
 #[derive(Default)]
 pub struct Table {
     slots: Vec<Slot>,
     len: usize,
     volatile: usize,
+}
+
+impl Drop for Table {
+    fn drop(&mut self) {
+        for &s in &self.slots {
+            if s != 0 {
+                // SAFETY: every nonzero slot holds a pointer from
+                // `Box::into_raw` that this table owns.
+                drop(unsafe { Box::from_raw(ptr_of(s)) });
+            }
+        }
+    }
 }
 
 impl Table {
@@ -57,8 +94,15 @@ impl Table {
         self.slots.len() - 1
     }
 
+    fn entry(&self, i: usize) -> Option<&Entry> {
+        let s = self.slots[i];
+        // SAFETY: a nonzero slot points to a live entry owned by the table,
+        // and `&self` keeps it from being removed meanwhile.
+        (s != 0).then(|| unsafe { &*ptr_of(s) })
+    }
+
     fn home(&self, i: usize) -> usize {
-        self.slots[i].hash as usize & self.mask()
+        self.entry(i).map_or(0, |e| e.hash as usize) & self.mask()
     }
 
     /// Slot index of `key`, if present.
@@ -66,35 +110,35 @@ impl Table {
         if self.slots.is_empty() {
             return None;
         }
-        let tag = hash as u32;
+        let tag = tag_of(hash);
         let mask = self.mask();
-        let mut i = tag as usize & mask;
+        let mut i = hash as u32 as usize & mask;
         loop {
-            let slot = &self.slots[i];
-            match &slot.entry {
-                None => return None,
-                Some(e) if slot.hash == tag && e.key() == key => return Some(i),
-                Some(_) => i = (i + 1) & mask,
+            let s = self.slots[i];
+            if s == 0 {
+                return None;
             }
+            if s >> ADDR_BITS == tag && self.entry(i).is_some_and(|e| e.key() == key) {
+                return Some(i);
+            }
+            i = (i + 1) & mask;
         }
     }
 
     pub fn at(&self, i: usize) -> &Entry {
-        self.slots[i]
-            .entry
-            .as_deref()
-            .expect("slot index came from find")
+        self.entry(i).expect("slot index came from find")
     }
 
     pub fn at_mut(&mut self, i: usize) -> &mut Entry {
-        self.slots[i]
-            .entry
-            .as_deref_mut()
-            .expect("slot index came from find")
+        let s = self.slots[i];
+        assert!(s != 0, "slot index came from find");
+        // SAFETY: as in `entry`, and `&mut self` makes the access unique.
+        unsafe { &mut *ptr_of(s) }
     }
 
     /// Inserts an entry whose key is known to be absent; returns its slot.
-    pub fn insert_new(&mut self, hash: u64, entry: Box<Entry>) -> usize {
+    pub fn insert_new(&mut self, hash: u64, mut entry: Box<Entry>) -> usize {
+        entry.hash = hash as u32;
         if (self.len + 1) * 4 > self.slots.len() * 3 {
             let cap = (self.slots.len() * 2).max(MIN_SLOTS);
             self.resize(cap);
@@ -103,19 +147,19 @@ impl Table {
             self.volatile += 1;
         }
         self.len += 1;
-        self.place(hash as u32, entry)
+        self.place(pack(hash, entry))
     }
 
-    fn place(&mut self, tag: u32, entry: Box<Entry>) -> usize {
+    /// Puts an occupied slot at the first free place from its home.
+    fn place(&mut self, slot: Slot) -> usize {
         let mask = self.mask();
-        let mut i = tag as usize & mask;
-        while self.slots[i].entry.is_some() {
+        // SAFETY: `slot` is occupied and owned by this table.
+        let home = unsafe { (*ptr_of(slot)).hash } as usize;
+        let mut i = home & mask;
+        while self.slots[i] != 0 {
             i = (i + 1) & mask;
         }
-        self.slots[i] = Slot {
-            hash: tag,
-            entry: Some(entry),
-        };
+        self.slots[i] = slot;
         i
     }
 
@@ -130,13 +174,13 @@ impl Table {
     /// same run stay meaningful to a caller that is walking the run.
     fn take_at(&mut self, i: usize) -> Box<Entry> {
         let mask = self.mask();
-        let entry = self.slots[i]
-            .entry
-            .take()
-            .expect("remove_at on an occupied slot");
+        let s = std::mem::take(&mut self.slots[i]);
+        assert!(s != 0, "remove_at on an occupied slot");
+        // SAFETY: the slot owned this pointer; it is now out of the table.
+        let entry = unsafe { Box::from_raw(ptr_of(s)) };
         let mut hole = i;
         let mut j = (i + 1) & mask;
-        while self.slots[j].entry.is_some() {
+        while self.slots[j] != 0 {
             let home = self.home(j);
             // The entry at j may fill the hole unless its home lies
             // cyclically in (hole, j]: moving it before its home would hide it.
@@ -164,11 +208,10 @@ impl Table {
 
     fn resize(&mut self, cap: usize) {
         debug_assert!(cap.is_power_of_two() && cap * 3 >= self.len * 4);
-        let old = std::mem::replace(&mut self.slots, Vec::with_capacity(cap));
-        self.slots.resize_with(cap, Slot::default);
+        let old = std::mem::replace(&mut self.slots, vec![0; cap]);
         for slot in old {
-            if let Some(e) = slot.entry {
-                self.place(slot.hash, e);
+            if slot != 0 {
+                self.place(slot);
             }
         }
     }
@@ -187,15 +230,15 @@ impl Table {
     }
 
     /// Replaces the entry at slot `i` (same key), returning the old one.
-    pub fn replace_at(&mut self, i: usize, entry: Box<Entry>) -> Box<Entry> {
+    pub fn replace_at(&mut self, i: usize, mut entry: Box<Entry>) -> Box<Entry> {
         let new_volatile = entry.expire_at() != 0;
-        let old = std::mem::replace(
-            self.slots[i]
-                .entry
-                .as_mut()
-                .expect("replace_at on occupied"),
-            entry,
-        );
+        let s = self.slots[i];
+        assert!(s != 0, "replace_at on occupied");
+        // SAFETY: the slot owned this pointer; the new entry takes its place
+        // (same key, so same hash and tag).
+        let old = unsafe { Box::from_raw(ptr_of(s)) };
+        entry.hash = old.hash;
+        self.slots[i] = (s & !ADDR_MASK) | (Box::into_raw(entry) as u64 & ADDR_MASK);
         match (old.expire_at() != 0, new_volatile) {
             (false, true) => self.volatile += 1,
             (true, false) => self.volatile -= 1,
@@ -214,8 +257,8 @@ impl Table {
         let mask = self.mask();
         let b = cursor as usize & mask;
         let mut i = b;
-        while let Some(e) = &self.slots[i].entry {
-            if self.home(i) == b {
+        while let Some(e) = self.entry(i) {
+            if e.hash as usize & mask == b {
                 visit(e);
             }
             i = (i + 1) & mask;
@@ -241,7 +284,7 @@ impl Table {
         let b = cursor as usize & mask;
         let mut i = b;
         let mut steps = 0;
-        while self.slots[i].entry.is_some() && steps <= mask {
+        while self.slots[i] != 0 && steps <= mask {
             if self.home(i) == b && drop_it(self.at(i)) {
                 // Backward shift may pull a later member of this run into
                 // slot i, so look at i again rather than moving on.
@@ -264,14 +307,14 @@ impl Table {
         let mask = self.mask();
         loop {
             let i = rand() as usize & mask;
-            if self.slots[i].entry.is_some() {
+            if self.slots[i] != 0 {
                 return Some(i);
             }
         }
     }
 
     pub fn iter(&self) -> impl Iterator<Item = &Entry> {
-        self.slots.iter().filter_map(|s| s.entry.as_deref())
+        (0..self.slots.len()).filter_map(|i| self.entry(i))
     }
 
     /// Removes everything, returning the old contents so the caller can drop

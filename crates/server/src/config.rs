@@ -927,8 +927,11 @@ directives! {
     /// `hash-max-listpack-entries` (alias `hash-max-ziplist-entries`).
     /// Default 512 as in Redis 7.0.
     hash_max_listpack_entries: usize = "hash-max-listpack-entries" | "hash-max-ziplist-entries", int(0, SIZE_MAX), "512", MUTABLE, keep;
-    /// `hash-max-listpack-value` (alias `hash-max-ziplist-value`).
-    hash_max_listpack_value: usize = "hash-max-listpack-value" | "hash-max-ziplist-value", int(0, SIZE_MAX), "64", MUTABLE, keep;
+    /// `hash-max-listpack-value` (alias `hash-max-ziplist-value`). Cairn's
+    /// default is 1024 (Redis: 64), so hashes of 100-byte to 1 KB values,
+    /// such as YCSB records, stay one packed (and compressible) buffer
+    /// instead of a pointer-heavy table (issue 5).
+    hash_max_listpack_value: usize = "hash-max-listpack-value" | "hash-max-ziplist-value", int(0, SIZE_MAX), "1024", MUTABLE, keep;
     /// `set-max-intset-entries`.
     set_max_intset_entries: usize = "set-max-intset-entries", int(0, SIZE_MAX), "512", MUTABLE, keep;
     /// `set-max-listpack-entries` (Redis 7.2).
@@ -937,8 +940,9 @@ directives! {
     set_max_listpack_value: usize = "set-max-listpack-value", int(0, SIZE_MAX), "64", MUTABLE, keep;
     /// `zset-max-listpack-entries` (alias `zset-max-ziplist-entries`).
     zset_max_listpack_entries: usize = "zset-max-listpack-entries" | "zset-max-ziplist-entries", int(0, SIZE_MAX), "128", MUTABLE, keep;
-    /// `zset-max-listpack-value` (alias `zset-max-ziplist-value`).
-    zset_max_listpack_value: usize = "zset-max-listpack-value" | "zset-max-ziplist-value", int(0, SIZE_MAX), "64", MUTABLE, keep;
+    /// `zset-max-listpack-value` (alias `zset-max-ziplist-value`). Cairn's
+    /// default is 1024 (Redis: 64), as for hashes.
+    zset_max_listpack_value: usize = "zset-max-listpack-value" | "zset-max-ziplist-value", int(0, SIZE_MAX), "1024", MUTABLE, keep;
     /// `list-max-listpack-size` (alias `list-max-ziplist-size`): positive =
     /// entries per node, -1..-5 = 4kb..64kb per node.
     list_max_listpack_size: i32 = "list-max-listpack-size" | "list-max-ziplist-size", int(I32_MIN, I32_MAX), "-2", MUTABLE, keep;
@@ -2081,12 +2085,12 @@ mod tests {
         assert_eq!(c.enable_debug_command, ProtectedAction::No);
         assert_eq!(c.enable_protected_configs, ProtectedAction::No);
         assert_eq!(c.hash_max_listpack_entries, 512);
-        assert_eq!(c.hash_max_listpack_value, 64);
+        assert_eq!(c.hash_max_listpack_value, 1024);
         assert_eq!(c.set_max_intset_entries, 512);
         assert_eq!(c.set_max_listpack_entries, 128);
         assert_eq!(c.set_max_listpack_value, 64);
         assert_eq!(c.zset_max_listpack_entries, 128);
-        assert_eq!(c.zset_max_listpack_value, 64);
+        assert_eq!(c.zset_max_listpack_value, 1024);
         assert_eq!(c.list_max_listpack_size, -2);
         assert!(!c.lazyfree_lazy_user_del && !c.lazyfree_lazy_user_flush);
         assert!(!c.lazyfree_lazy_expire && !c.lazyfree_lazy_eviction);
@@ -2648,7 +2652,7 @@ mod tests {
         assert_eq!(c.get("MAXMEMORY"), vec![(s("MAXMEMORY"), s("0"))]);
         assert_eq!(
             c.get("hash-max-ziplist-value"),
-            vec![(s("hash-max-ziplist-value"), s("64"))]
+            vec![(s("hash-max-ziplist-value"), s("1024"))]
         );
         assert!(c.get("nosuch").is_empty());
         assert!(c.get("").is_empty());

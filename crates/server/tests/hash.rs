@@ -995,3 +995,58 @@ fn resp3_exact_bytes() {
         b"-ERR wrong number of arguments for 'hset' command\r\n"
     );
 }
+
+/// Issue 5: Cairn's own default `hash-max-listpack-value` (1024) keeps a
+/// YCSB record (ten 100-byte values) packed, and the compressed buffer it is
+/// stored in reads and writes back exactly through every hash command.
+#[test]
+fn ycsb_records_stay_packed_and_compressed_round_trips() {
+    let (_s, mut c) = server();
+    assert_eq!(
+        q::<Vec<String>>(&mut c, &["CONFIG", "GET", "hash-max-listpack-value"]),
+        strs(&["hash-max-listpack-value", "1024"])
+    );
+    assert_eq!(
+        q::<Vec<String>>(&mut c, &["CONFIG", "GET", "zset-max-listpack-value"]),
+        strs(&["zset-max-listpack-value", "1024"])
+    );
+    let mut seed = 3u64;
+    let mut value = || -> String {
+        (0..100)
+            .map(|_| {
+                seed = seed
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                (b' ' + (seed >> 58) as u8) as char
+            })
+            .collect()
+    };
+    let rec: Vec<(String, String)> = (0..10).map(|i| (format!("field{i}"), value())).collect();
+    let mut args = vec!["HSET".to_string(), "user1234567890123456789".to_string()];
+    for (f, v) in &rec {
+        args.push(f.clone());
+        args.push(v.clone());
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    assert_eq!(q::<i64>(&mut c, &args), 10);
+    let key = "user1234567890123456789";
+    assert_eq!(encoding(&mut c, key), "listpack");
+    assert_eq!(pairs(q(&mut c, &["HGETALL", key])), rec);
+    assert_eq!(q::<String>(&mut c, &["HGET", key, "field4"]), rec[4].1);
+    assert_eq!(q::<i64>(&mut c, &["HSTRLEN", key, "field9"]), 100);
+    // Writes on the compressed record: update, add, delete, increment.
+    assert_eq!(q::<i64>(&mut c, &["HSET", key, "field4", "new"]), 0);
+    assert_eq!(q::<i64>(&mut c, &["HINCRBY", key, "counter", "5"]), 5);
+    assert_eq!(q::<i64>(&mut c, &["HDEL", key, "field0", "nope"]), 1);
+    let mut want: Vec<(String, String)> = rec[1..].to_vec();
+    want[3].1 = "new".into();
+    want.push(("counter".into(), "5".into()));
+    assert_eq!(pairs(q(&mut c, &["HGETALL", key])), want);
+    assert_eq!(q::<i64>(&mut c, &["HLEN", key]), 10);
+    // A value over the limit still converts, as in Redis.
+    let long = "x".repeat(1025);
+    q::<i64>(&mut c, &["HSET", key, "big", &long]);
+    assert_eq!(encoding(&mut c, key), "hashtable");
+    assert_eq!(q::<String>(&mut c, &["HGET", key, "field1"]), rec[1].1);
+    assert_eq!(q::<String>(&mut c, &["HGET", key, "big"]), long);
+}

@@ -17,22 +17,23 @@ use crate::keyspace::{Expiry, Guard, Key};
 use crate::ops::{as_hash, as_hash_mut};
 use crate::util::glob;
 use crate::util::num::{self, FloatIncrError, LdClass};
-use crate::value::{hash, HashValue, Value};
+use crate::value::{hash, HashValue, HashView, Value};
 use crate::{Error, Result};
 
-/// Calls `f` with the hash under `k` (None when the key is absent), or
-/// fails with WRONGTYPE. A read lookup: counts a hit or miss and touches
-/// the key, like Redis's `lookupKeyRead`. The shard stays locked while `f`
-/// runs, so `f` can write a reply straight from the stored bytes.
+/// Calls `f` with a view of the hash under `k` (None when the key is
+/// absent), or fails with WRONGTYPE. A read lookup: counts a hit or miss and
+/// touches the key, like Redis's `lookupKeyRead`. The shard stays locked
+/// while `f` runs, so `f` can write a reply straight from the stored (or,
+/// for a compressed hash, just decompressed) bytes.
 pub fn view<R>(
     g: &mut Guard,
     db: usize,
     k: &Key,
-    f: impl FnOnce(Option<&HashValue>) -> R,
+    f: impl FnOnce(Option<&HashView>) -> R,
 ) -> Result<R> {
     match g.read(db, k) {
         None => Ok(f(None)),
-        Some(e) => Ok(f(Some(as_hash(&e.value)?))),
+        Some(e) => Ok(f(Some(&as_hash(&e.value)?.view()))),
     }
 }
 
@@ -49,7 +50,10 @@ pub fn hget<R>(
 
 /// HLEN key: number of fields, 0 for a missing key.
 pub fn hlen(g: &mut Guard, db: usize, k: &Key) -> Result<usize> {
-    view(g, db, k, |h| h.map_or(0, HashValue::len))
+    match g.read(db, k) {
+        None => Ok(0),
+        Some(e) => Ok(as_hash(&e.value)?.len()),
+    }
 }
 
 /// HEXISTS key field.
@@ -69,6 +73,8 @@ pub fn hstrlen(g: &mut Guard, db: usize, k: &Key, field: &[u8]) -> Result<usize>
 /// only if `f` succeeded and left it non-empty, so a failed write never
 /// leaves an empty key behind (Redis would, but none of its callers can
 /// fail once the key was created: every argument is checked before).
+/// The hash is opened (decompressed) before `f` and sealed (compressed or
+/// trimmed) after it, error or not, so `f` can edit it field by field.
 fn write_or_create<R>(
     g: &mut Guard,
     db: usize,
@@ -77,10 +83,17 @@ fn write_or_create<R>(
 ) -> Result<R> {
     let limits = g.engine().limits.hash();
     match g.write(db, k) {
-        Some(e) => f(as_hash_mut(&mut e.value)?, &limits),
+        Some(e) => {
+            let h = as_hash_mut(&mut e.value)?;
+            h.open();
+            let r = f(h, &limits);
+            h.seal();
+            r
+        }
         None => {
             let mut h = HashValue::new();
             let r = f(&mut h, &limits)?;
+            h.seal();
             if !h.is_empty() {
                 g.set(db, k, Value::Hash(Box::new(h)), Expiry::Clear);
             }
@@ -140,6 +153,7 @@ pub fn hdel<'a>(
         None => return Ok(0),
         Some(e) => {
             let h = as_hash_mut(&mut e.value)?;
+            h.open();
             let mut removed = 0;
             for f in fields {
                 if h.remove(f) {
@@ -150,6 +164,7 @@ pub fn hdel<'a>(
                     }
                 }
             }
+            h.seal();
             (removed, h.is_empty())
         }
     };
@@ -168,7 +183,7 @@ pub fn hdel<'a>(
 /// the sum must fit an i64 (`Overflow`); either error leaves it unchanged.
 pub fn hincrby(g: &mut Guard, db: usize, k: &Key, field: &[u8], incr: i64) -> Result<i64> {
     let new = write_or_create(g, db, k, |h, limits| {
-        let old = match h.get(field) {
+        let old = match h.view().get(field) {
             None => 0,
             Some(v) => num::parse_i64(v).ok_or(Error::HashNotInteger)?,
         };
@@ -212,7 +227,7 @@ pub fn hincrbyfloat(
     incr: FloatIncr,
 ) -> Result<Vec<u8>> {
     let new = write_or_create(g, db, k, |h, limits| {
-        let new = num::incr_by_float(h.get(field), incr.0).map_err(|e| match e {
+        let new = num::incr_by_float(h.view().get(field), incr.0).map_err(|e| match e {
             // The increment was checked by `FloatIncr::parse`, so only the
             // stored value can be the bad one.
             FloatIncrError::NotFloat => Error::HashNotFloat,
@@ -227,7 +242,7 @@ pub fn hincrbyfloat(
 
 /// HRANDFIELD key (no count): one field chosen uniformly; None for an
 /// empty hash. O(n) for either encoding (see `HashValue::nth`).
-pub fn random_field(h: &HashValue) -> Option<&[u8]> {
+pub fn random_field<'a>(h: &'a HashView) -> Option<&'a [u8]> {
     if h.is_empty() {
         return None;
     }
@@ -258,7 +273,7 @@ enum SampleKind<'a> {
 
 /// Chooses HRANDFIELD's pairs for `count` (see [`Sample`]). The caller has
 /// range-checked `count` as Redis does (`-i64::MAX..=i64::MAX`).
-pub fn sample(h: &HashValue, count: i64) -> Sample<'_> {
+pub fn sample<'a>(h: &'a HashView, count: i64) -> Sample<'a> {
     let size = h.len();
     let wanted = usize::try_from(count.unsigned_abs()).unwrap_or(usize::MAX);
     if wanted == 0 || size == 0 {
@@ -330,7 +345,7 @@ impl ExactSizeIterator for Sample<'_> {}
 /// `pattern` `*` is no filter at all, as in Redis (which skips the matcher
 /// for it; the matcher itself would refuse an empty field).
 pub fn scan_step(
-    h: &HashValue,
+    h: &HashView,
     cursor: u64,
     count: usize,
     pattern: Option<&[u8]>,
@@ -518,6 +533,7 @@ mod tests {
     #[test]
     fn hincrbyfloat_rules() {
         let e = engine();
+        set_limits(&e, 512, 64);
         with(&e, |g| {
             let k = g.key(b"h");
             let f = |s: &'static [u8]| FloatIncr::parse(s).unwrap();
@@ -581,13 +597,14 @@ mod tests {
     #[test]
     fn random_field_and_samples() {
         let mut h = HashValue::new();
-        assert_eq!(random_field(&h), None);
-        assert_eq!(sample(&h, 5).len(), 0);
-        assert_eq!(sample(&h, -5).len(), 0);
+        assert_eq!(random_field(&h.view()), None);
+        assert_eq!(sample(&h.view(), 5).len(), 0);
+        assert_eq!(sample(&h.view(), -5).len(), 0);
         let l = hash::HashLimits::default();
         for i in 0..10 {
             h.set(format!("f{i}").as_bytes(), format!("v{i}").as_bytes(), &l);
         }
+        let h = h.view();
         for _ in 0..50 {
             assert!(h.contains(random_field(&h).unwrap()));
         }
@@ -628,7 +645,7 @@ mod tests {
         h.set(b"b1", b"a1", &l);
         h.set(b"", b"empty", &l);
         let mut out = vec![(b"keep".to_vec(), b"me".to_vec())];
-        assert_eq!(scan_step(&h, 0, 10, Some(b"a*"), &mut out), 0);
+        assert_eq!(scan_step(&h.view(), 0, 10, Some(b"a*"), &mut out), 0);
         assert_eq!(
             out,
             vec![
@@ -637,10 +654,10 @@ mod tests {
             ]
         );
         let mut out = Vec::new();
-        scan_step(&h, 0, 10, Some(b"*"), &mut out);
+        scan_step(&h.view(), 0, 10, Some(b"*"), &mut out);
         assert_eq!(out.len(), 3, "`*` matches the empty field too");
         let mut out = Vec::new();
-        scan_step(&h, 0, 10, Some(b""), &mut out);
+        scan_step(&h.view(), 0, 10, Some(b""), &mut out);
         assert_eq!(out, vec![(Vec::new(), b"empty".to_vec())]);
 
         // Table encoding, stepping with a small count.
@@ -655,7 +672,7 @@ mod tests {
         let (mut cursor, mut got) = (0, HashSet::new());
         loop {
             let mut out = Vec::new();
-            cursor = scan_step(&h, cursor, 7, Some(b"f1*"), &mut out);
+            cursor = scan_step(&h.view(), cursor, 7, Some(b"f1*"), &mut out);
             got.extend(out.into_iter().map(|(f, _)| f));
             if cursor == 0 {
                 break;

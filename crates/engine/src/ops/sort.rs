@@ -282,7 +282,7 @@ fn lookup(g: &mut Guard, db: usize, pattern: &[u8], elem: &[u8]) -> Option<Vec<u
     let e = g.read(db, &k)?;
     match (&e.value, field) {
         (Value::Str(s), None) => Some(s.to_vec()),
-        (Value::Hash(h), Some(f)) => h.get(f).map(<[u8]>::to_vec),
+        (Value::Hash(h), Some(f)) => h.view().get(f).map(<[u8]>::to_vec),
         _ => None,
     }
 }

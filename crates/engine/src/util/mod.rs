@@ -3,5 +3,7 @@
 //! long double arithmetic of INCRBYFLOAT), and LCS (Redis `lcsCommand`).
 //! None of them knows about keys, shards or the wire format.
 pub mod glob;
+pub mod huff;
 pub mod lcs;
 pub mod num;
+pub mod smallbytes;

@@ -5,7 +5,7 @@ pub mod set;
 pub mod string;
 pub mod zset;
 
-pub use hash::{HashLimits, HashValue};
+pub use hash::{HashLimits, HashValue, HashView};
 pub use list::ListValue;
 pub use set::SetValue;
 pub use string::StrValue;

@@ -33,6 +33,8 @@
 
 use hashbrown::HashTable;
 use smallvec::SmallVec;
+
+use crate::util::smallbytes::SmallBytes;
 use std::hash::{BuildHasher, Hasher};
 
 /// The two config knobs that decide the encoding (redis.conf
@@ -368,12 +370,81 @@ const EMPTY_LEVEL: Level = Level {
 
 /// A skiplist node. Most nodes have one or two levels (p = 1/4), which fit
 /// inline; only taller ones allocate.
+/// `repr(C)` so docs/design.md's drawing (member 0, score 24, backward 32,
+/// levels 40; 64 bytes) is the real layout.
 #[derive(Clone)]
+#[repr(C)]
 struct Node {
-    member: Box<[u8]>,
+    /// Inline up to 23 bytes (`SmallBytes`): no block of its own.
+    member: SmallBytes,
     score: f64,
     backward: u32,
     levels: SmallVec<[Level; 2]>,
+}
+
+/// Nodes per arena chunk (64 bytes each: 256 KiB).
+const CHUNK: usize = 4096;
+
+/// The skiplist's node arena: chunks of `CHUNK` nodes, so a big sorted set
+/// wastes at most one partly used chunk instead of up to half of a doubled
+/// `Vec` (at 200,000 members a `Vec` holds 262,144 slots: 31% slack). The
+/// first chunk grows like a `Vec` so a small skiplist stays small.
+#[derive(Clone, Default)]
+struct Arena {
+    chunks: Vec<Vec<Node>>,
+}
+
+impl Arena {
+    fn len(&self) -> usize {
+        match self.chunks.last() {
+            None => 0,
+            Some(last) => (self.chunks.len() - 1) * CHUNK + last.len(),
+        }
+    }
+
+    fn capacity(&self) -> usize {
+        self.chunks.iter().map(Vec::capacity).sum::<usize>()
+            + self.chunks.capacity() * std::mem::size_of::<Vec<Node>>()
+                / std::mem::size_of::<Node>()
+    }
+
+    /// Room for `n` nodes in the first chunk (a hint for bulk builds).
+    fn reserve(&mut self, n: usize) {
+        if self.chunks.is_empty() {
+            self.chunks.push(Vec::with_capacity(n.min(CHUNK)));
+        }
+    }
+
+    fn push(&mut self, node: Node) {
+        match self.chunks.last_mut() {
+            Some(last) if last.len() < CHUNK => {
+                if last.len() == last.capacity() {
+                    // Grow the first chunk by doubling, never past CHUNK.
+                    let want = (last.capacity() * 2).clamp(4, CHUNK);
+                    last.reserve_exact(want - last.len());
+                }
+                last.push(node);
+            }
+            _ => {
+                let mut c = Vec::with_capacity(if self.chunks.is_empty() { 4 } else { CHUNK });
+                c.push(node);
+                self.chunks.push(c);
+            }
+        }
+    }
+}
+
+impl std::ops::Index<usize> for Arena {
+    type Output = Node;
+    fn index(&self, i: usize) -> &Node {
+        &self.chunks[i / CHUNK][i % CHUNK]
+    }
+}
+
+impl std::ops::IndexMut<usize> for Arena {
+    fn index_mut(&mut self, i: usize) -> &mut Node {
+        &mut self.chunks[i / CHUNK][i % CHUNK]
+    }
 }
 
 /// The skiplist encoding: Redis's skiplist with spans, its nodes in an
@@ -382,7 +453,7 @@ struct Node {
 /// member to node.
 #[derive(Clone)]
 pub struct SkipList {
-    nodes: Vec<Node>,
+    nodes: Arena,
     /// Arena slots free for reuse.
     free: Vec<u32>,
     head: [Level; MAX_LEVEL],
@@ -394,7 +465,8 @@ pub struct SkipList {
     hasher: hashbrown::DefaultHashBuilder,
     /// xorshift64 state for node levels.
     rng: u64,
-    /// Member bytes plus spilled level arrays, for `mem_bytes`.
+    /// Heap bytes of members longer than 23 bytes plus spilled level
+    /// arrays, for `mem_bytes`.
     payload: usize,
 }
 
@@ -414,7 +486,7 @@ impl std::fmt::Debug for SkipList {
 impl SkipList {
     fn new() -> SkipList {
         SkipList {
-            nodes: Vec::new(),
+            nodes: Arena::default(),
             free: Vec::new(),
             head: [EMPTY_LEVEL; MAX_LEVEL],
             level: 1,
@@ -466,8 +538,8 @@ impl SkipList {
         }
     }
 
-    fn alloc(&mut self, member: Box<[u8]>, score: f64, level: usize) -> u32 {
-        self.payload += member.len();
+    fn alloc(&mut self, member: SmallBytes, score: f64, level: usize) -> u32 {
+        self.payload += member.heap_bytes();
         if level > 2 {
             self.payload += level * std::mem::size_of::<Level>();
         }
@@ -491,10 +563,10 @@ impl SkipList {
     }
 
     /// Returns the slot to the arena and hands back the member.
-    fn release(&mut self, x: u32) -> Box<[u8]> {
+    fn release(&mut self, x: u32) -> SmallBytes {
         let n = &mut self.nodes[x as usize];
         let member = std::mem::take(&mut n.member);
-        self.payload -= member.len();
+        self.payload -= member.heap_bytes();
         if n.levels.len() > 2 {
             self.payload -= n.levels.len() * std::mem::size_of::<Level>();
         }
@@ -554,7 +626,7 @@ impl SkipList {
 
     /// Redis `zslInsert`: links a new node for a member known to be absent
     /// (from the index too: the caller adds it there).
-    fn insert(&mut self, score: f64, member: Box<[u8]>) -> u32 {
+    fn insert(&mut self, score: f64, member: SmallBytes) -> u32 {
         let mut update = [HEAD; MAX_LEVEL];
         let mut rank = [0u32; MAX_LEVEL];
         let mut x = HEAD;
@@ -800,7 +872,7 @@ impl SkipList {
 
     /// Adds a member known to be absent.
     fn add_new(&mut self, member: &[u8], score: f64) {
-        let x = self.insert(score, member.into());
+        let x = self.insert(score, SmallBytes::new(member));
         self.index_insert(x);
     }
 
@@ -1825,6 +1897,15 @@ mod tests {
     }
 
     #[test]
+    fn skiplist_node_is_64_bytes() {
+        // member inline (24) + score + backward + two inline levels.
+        assert_eq!(std::mem::size_of::<Node>(), 64);
+        assert_eq!(std::mem::offset_of!(Node, score), 24);
+        assert_eq!(std::mem::offset_of!(Node, backward), 32);
+        assert_eq!(std::mem::offset_of!(Node, levels), 40);
+    }
+
+    #[test]
     fn big_skiplist_ranks_and_compaction() {
         let l = lim(0, 0);
         let mut z = ZSetValue::new_skiplist();
@@ -1898,6 +1979,9 @@ mod tests {
         // Some long names (> 6 bytes) force conversions under lim(5, 6).
         if m % 9 == 8 {
             format!("long-{m}").into_bytes()
+        } else if m % 9 == 7 {
+            // Past SmallBytes's 23 inline bytes: the member is on the heap.
+            format!("a-member-name-longer-than-23-bytes-{m}").into_bytes()
         } else {
             vec![b'a' + m % 13]
         }

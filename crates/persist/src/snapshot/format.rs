@@ -172,7 +172,7 @@ pub fn put_entry(out: &mut Vec<u8>, db: usize, e: &Entry) {
         }
         Value::Hash(h) => {
             put_varint(out, h.len() as u64);
-            for (f, v) in h.iter() {
+            for (f, v) in h.view().iter() {
                 put_bytes(out, f);
                 put_bytes(out, v);
             }

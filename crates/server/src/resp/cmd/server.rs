@@ -907,7 +907,9 @@ fn quicklist_details(l: &cairn_engine::value::ListValue) -> String {
 /// A small hash is saved as its listpack blob, a large one as a count and
 /// then each field and value as strings.
 fn hash_serialized_len(h: &HashValue) -> usize {
-    if h.is_packed() {
+    let packed = h.is_packed();
+    let h = h.view();
+    if packed {
         let lp = listpack_size(h.iter().flat_map(|(f, v)| [f, v]));
         rdb_len_size(lp) + lp
     } else {
