@@ -14,6 +14,7 @@ pub mod events;
 pub mod expire;
 pub mod iterate;
 pub mod keyspace;
+pub mod lazyfree;
 pub mod ops;
 pub mod table;
 pub mod util;
