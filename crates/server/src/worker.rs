@@ -41,6 +41,27 @@ const CRON_EVERY: Duration = Duration::from_millis(100);
 /// Replies at least this large are written at once instead of at the end of
 /// the loop turn.
 const LARGE_REPLY: usize = 64 * 1024;
+/// Bulks (RESP) and data blocks (memcached) at least this long that have
+/// not fully arrived are read into a buffer of their own, sized exactly,
+/// which then becomes the argument and, for SET, the stored value without
+/// another copy (Redis: `PROTO_MBULK_BIG_ARG`).
+const BIG_ARG: usize = cairn_engine::value::string::LARGE_MIN;
+/// Most bytes one `read` puts into such a buffer: the buffer is zeroed a
+/// chunk at a time just before each read (so a 100 MB buffer is never
+/// zeroed, or faulted in, in one go).
+const BLOCK_READ: usize = 256 * 1024;
+/// Most iovecs handed to one `writev`.
+const MAX_IOV: usize = 16;
+
+/// A large bulk or data block being read into its own buffer.
+struct BlockIn {
+    /// Offset of its first byte in the request (from `rpos`).
+    at: usize,
+    /// The payload plus the two bytes after it, as they arrive.
+    buf: Vec<u8>,
+    /// `payload + 2`: the length `buf` will reach.
+    want: usize,
+}
 
 struct Conn {
     stream: TcpStream,
@@ -70,11 +91,19 @@ struct Conn {
     last_active: Instant,
     /// A connection of `memcached-port`: its protocol state. None: RESP.
     mc: Option<Box<crate::memcache::McConn>>,
+    /// A large bulk being read straight into a buffer of its own.
+    block_in: Option<BlockIn>,
 }
 
 impl Conn {
+    /// Reply bytes not yet written, referenced large values included.
     fn pending_out(&self) -> usize {
-        self.wbuf.len() - self.wpos
+        self.wbuf.len() - self.wpos + self.client.out_refs.pending()
+    }
+
+    /// Request bytes buffered: the query buffer and a large bulk arriving.
+    fn query_bytes(&self) -> usize {
+        self.filled - self.rpos + self.block_in.as_ref().map_or(0, |b| b.buf.len())
     }
 }
 
@@ -242,6 +271,7 @@ impl Worker {
             closing: false,
             last_active: self.now,
             mc: mc.then(crate::memcache::McConn::new),
+            block_in: None,
         });
     }
 
@@ -305,6 +335,12 @@ impl Worker {
 
     fn close(&mut self, i: usize) {
         if let Some(mut conn) = self.conns[i].take() {
+            if let Some(b) = conn.block_in.take() {
+                cairn_engine::lazyfree::free(b.buf);
+            }
+            for b in conn.args.take_blocks() {
+                cairn_engine::lazyfree::release(b);
+            }
             let _ = self.poll.registry().deregister(&mut conn.stream);
             let id = conn.client.id;
             crate::pubsub::drop_client(&self.shared, &mut conn.client);
@@ -415,7 +451,10 @@ impl Worker {
             if crate::pubsub::over_output_limit(&self.shared, &mut conn.client, pending) {
                 let info = &conn.client.info;
                 info.obl.store(pending, Ordering::Relaxed);
-                info.omem.store(conn.wbuf.capacity(), Ordering::Relaxed);
+                info.omem.store(
+                    conn.wbuf.capacity() + conn.client.out_refs.pending(),
+                    Ordering::Relaxed,
+                );
                 let line = crate::resp::cmd::client::describe(&self.shared, info);
                 log::warning(&format!(
                     "Client {line} scheduled to be closed ASAP for overcoming of output buffer limits."
@@ -482,15 +521,15 @@ impl Worker {
             conn.client
                 .info
                 .qbuf
-                .store(conn.filled - conn.rpos, Ordering::Relaxed);
+                .store(conn.query_bytes(), Ordering::Relaxed);
             conn.client
                 .info
                 .qbuf_free
                 .store(conn.rbuf.len() - conn.filled, Ordering::Relaxed);
-            conn.client
-                .info
-                .omem
-                .store(conn.wbuf.capacity(), Ordering::Relaxed);
+            conn.client.info.omem.store(
+                conn.wbuf.capacity() + conn.client.out_refs.pending(),
+                Ordering::Relaxed,
+            );
         }
     }
 }
@@ -537,13 +576,34 @@ fn serve(conn: &mut Conn, shared: &Shared, limits: &Limits, worker: usize, now: 
             return true;
         }
         let limit = shared.hot.query_buffer_limit.load(Ordering::Relaxed);
-        if conn.filled - conn.rpos > limit {
+        if conn.query_bytes() > limit {
             log::warning(&format!(
                 "Closing client {} that reached max query buffer length",
                 conn.client.info.addr
             ));
             abort(conn);
             return false;
+        }
+        if conn.block_in.is_some() {
+            match read_block(conn, budget) {
+                Ok(n) => {
+                    bump(&stats.net_in, n as u64);
+                    budget = budget.saturating_sub(n);
+                    conn.last_active = now;
+                    conn.client.info.mark_active(now);
+                    continue;
+                }
+                Err(BlockRead::Drained(n)) => {
+                    bump(&stats.net_in, n as u64);
+                    conn.last_active = now;
+                    conn.client.info.mark_active(now);
+                    break;
+                }
+                Err(BlockRead::Closed) => {
+                    abort(conn);
+                    return false;
+                }
+            }
         }
         make_room(conn);
         let room = conn.rbuf.len() - conn.filled;
@@ -581,6 +641,101 @@ fn abort(conn: &mut Conn) {
     conn.closing = true;
     conn.wbuf.clear();
     conn.wpos = 0;
+    conn.client.out_refs.clear();
+}
+
+/// Why `read_block` stopped without filling its share.
+enum BlockRead {
+    /// The socket has no more for now (after `n` bytes).
+    Drained(usize),
+    /// The peer closed or the read failed.
+    Closed,
+}
+
+/// Reads into the large bulk in progress, at most `budget` bytes (at least
+/// one chunk) and never past its end, so the bytes after it stay in the
+/// socket for the ordinary buffer. Ok(n): read `n` bytes and the socket may
+/// have more; once the bulk is whole it is handed to the parser.
+fn read_block(conn: &mut Conn, budget: usize) -> Result<usize, BlockRead> {
+    let b = conn.block_in.as_mut().expect("caller checked");
+    let mut total = 0;
+    loop {
+        let room = (b.want - b.buf.len()).min(BLOCK_READ);
+        if room == 0 {
+            break;
+        }
+        let old = b.buf.len();
+        b.buf.resize(old + room, 0);
+        let n = match conn.stream.read(&mut b.buf[old..]) {
+            Ok(0) => {
+                b.buf.truncate(old);
+                return Err(BlockRead::Closed);
+            }
+            Ok(n) => n,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {
+                b.buf.truncate(old);
+                continue;
+            }
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                b.buf.truncate(old);
+                return Err(BlockRead::Drained(total));
+            }
+            Err(_) => {
+                b.buf.truncate(old);
+                return Err(BlockRead::Closed);
+            }
+        };
+        b.buf.truncate(old + n);
+        total += n;
+        if n < room {
+            if b.buf.len() == b.want {
+                finish_block(conn);
+            }
+            return Err(BlockRead::Drained(total));
+        }
+        if total >= budget {
+            break;
+        }
+    }
+    if b.buf.len() == b.want {
+        finish_block(conn);
+    }
+    Ok(total)
+}
+
+/// The large bulk is whole: its payload becomes a shared buffer handed to
+/// the parser, and parsing resumes.
+fn finish_block(conn: &mut Conn) {
+    let BlockIn { at, mut buf, want } = conn.block_in.take().expect("caller checked");
+    let len = want - 2;
+    let terminated = buf[len..] == *b"\r\n";
+    // The capacity stays `len + 2`: an APPEND of two bytes fits in place.
+    buf.truncate(len);
+    let data = Arc::new(buf);
+    match conn.mc.as_deref_mut() {
+        Some(mc) => mc.set_block(cairn_protocol::memcache::DataBlock { data, terminated }),
+        None => conn.args.add_block(at, data),
+    }
+    conn.need = 0;
+}
+
+/// The parser reported a large bulk at `at` (from `rpos`) of `len` bytes:
+/// moves what of it is already buffered into a buffer of its own, exactly
+/// sized, and cuts the request buffer there.
+fn start_block(
+    rbuf: &[u8],
+    filled: &mut usize,
+    rpos: usize,
+    block_in: &mut Option<BlockIn>,
+    at: usize,
+    len: usize,
+) {
+    let start = rpos + at;
+    let want = len + 2;
+    let mut buf = Vec::with_capacity(want);
+    buf.extend_from_slice(&rbuf[start..*filled]);
+    *filled = start;
+    *block_in = Some(BlockIn { at, buf, want });
 }
 
 /// Ensures free room after `filled`: at least a quarter chunk, or what the
@@ -620,15 +775,19 @@ fn process(conn: &mut Conn, shared: &Shared, limits: &Limits, worker: usize) -> 
         paused,
         closing,
         wake,
+        block_in,
         ..
     } = conn;
+    if block_in.is_some() {
+        return Stop::NeedInput;
+    }
     let mut stop = Stop::NeedInput;
     while *rpos < *filled {
         if *closing {
             stop = Stop::Closing;
             break;
         }
-        if wbuf.len() - *wpos >= OUT_HIGH_WATER {
+        if wbuf.len() - *wpos + client.out_refs.pending() >= OUT_HIGH_WATER {
             stop = Stop::OutputFull;
             break;
         }
@@ -647,6 +806,7 @@ fn process(conn: &mut Conn, shared: &Shared, limits: &Limits, worker: usize) -> 
         // request limits; AUTH earlier in the same batch lifts them.
         let limits = Limits {
             unauthenticated: !client.authenticated,
+            big_arg: BIG_ARG,
             ..*limits
         };
         match parse_request(buf, &limits, args) {
@@ -690,9 +850,16 @@ fn process(conn: &mut Conn, shared: &Shared, limits: &Limits, worker: usize) -> 
                     }
                 }
                 *rpos += consumed;
+                for b in args.take_blocks() {
+                    cairn_engine::lazyfree::release(b);
+                }
             }
             Ok(Parsed::Incomplete { min_total }) => {
                 *need = min_total;
+                break;
+            }
+            Ok(Parsed::Block { at, len }) => {
+                start_block(rbuf, filled, *rpos, block_in, at, len);
                 break;
             }
             Err(e) => {
@@ -735,11 +902,15 @@ fn process_memcache(conn: &mut Conn, shared: &Shared, worker: usize) -> Stop {
         client,
         closing,
         mc,
+        block_in,
         ..
     } = conn;
     let Some(mc) = mc.as_deref_mut() else {
         return Stop::Closing;
     };
+    if block_in.is_some() {
+        return Stop::NeedInput;
+    }
     let input = &rbuf[..*filled];
     let stop = match crate::memcache::process(
         mc,
@@ -754,6 +925,10 @@ fn process_memcache(conn: &mut Conn, shared: &Shared, worker: usize) -> Stop {
         worker,
     ) {
         Mc::NeedInput => Stop::NeedInput,
+        Mc::Block { at, len } => {
+            start_block(rbuf, filled, *rpos, block_in, at, len);
+            Stop::NeedInput
+        }
         Mc::OutputFull => Stop::OutputFull,
         Mc::Closing => {
             *closing = true;
@@ -771,13 +946,24 @@ fn process_memcache(conn: &mut Conn, shared: &Shared, worker: usize) -> Stop {
     stop
 }
 
-/// Writes pending replies; leaves the rest for the next writable event.
+/// Writes pending replies, referenced large values included (`writev`);
+/// leaves the rest for the next writable event.
 fn flush(conn: &mut Conn, shared: &Shared, worker: usize) {
-    while conn.wpos < conn.wbuf.len() {
-        match conn.stream.write(&conn.wbuf[conn.wpos..]) {
+    while conn.pending_out() > 0 {
+        let refs = &conn.client.out_refs;
+        let r = if refs.is_empty() {
+            conn.stream.write(&conn.wbuf[conn.wpos..])
+        } else {
+            let mut slices = Vec::with_capacity(MAX_IOV);
+            refs.gather(&conn.wbuf, conn.wpos, &mut slices);
+            conn.stream.write_vectored(&slices)
+        };
+        match r {
             Ok(0) => break,
             Ok(n) => {
-                conn.wpos += n;
+                conn.client
+                    .out_refs
+                    .advance(conn.wbuf.len(), &mut conn.wpos, n);
                 bump(&shared.worker_stats[worker].net_out, n as u64);
             }
             Err(e) if e.kind() == ErrorKind::WouldBlock => break,
@@ -786,11 +972,12 @@ fn flush(conn: &mut Conn, shared: &Shared, worker: usize) {
                 conn.closing = true;
                 conn.wbuf.clear();
                 conn.wpos = 0;
+                conn.client.out_refs.clear();
                 return;
             }
         }
     }
-    if conn.wpos == conn.wbuf.len() {
+    if conn.pending_out() == 0 {
         conn.wbuf.clear();
         conn.wpos = 0;
     }
