@@ -93,6 +93,9 @@ struct Conn {
     mc: Option<Box<crate::memcache::McConn>>,
     /// A large bulk being read straight into a buffer of its own.
     block_in: Option<BlockIn>,
+    /// Unix seconds since which the output has been over the normal soft
+    /// limit (0: not over it).
+    obuf_soft_since: u64,
 }
 
 impl Conn {
@@ -272,6 +275,7 @@ impl Worker {
             last_active: self.now,
             mc: mc.then(crate::memcache::McConn::new),
             block_in: None,
+            obuf_soft_since: 0,
         });
     }
 
@@ -291,6 +295,15 @@ impl Worker {
             let again = serve(conn, &self.shared, &self.limits, self.id, self.now);
             if again {
                 self.ready.push(i);
+            }
+            if over_normal_limit(&self.shared, conn) {
+                let info = &conn.client.info;
+                info.obl.store(conn.pending_out(), Ordering::Relaxed);
+                let line = crate::resp::cmd::client::describe(&self.shared, info);
+                log::warning(&format!(
+                    "Client {line} scheduled to be closed ASAP for overcoming of output buffer limits."
+                ));
+                abort(conn);
             }
         }
         let conn = self.conns[i].as_mut().expect("checked above");
@@ -532,6 +545,35 @@ impl Worker {
             );
         }
     }
+}
+
+/// `client-output-buffer-limit normal` for a client that is not a
+/// subscriber (subscribers are checked as pubsub on each delivery): at or
+/// over the hard limit, or over the soft limit for longer than its seconds.
+/// Referenced large values count, so a GET of 100 MB is over a 1 MB limit
+/// as in Redis. Limits of 0 are off (the default).
+fn over_normal_limit(shared: &Shared, conn: &mut Conn) -> bool {
+    let h = &shared.hot;
+    let hard = h.normal_obuf_hard.load(Ordering::Relaxed);
+    let soft = h.normal_obuf_soft.load(Ordering::Relaxed);
+    if (hard == 0 && soft == 0) || conn.client.subs.active() {
+        return false;
+    }
+    let used = conn.pending_out() as u64;
+    if hard != 0 && used >= hard {
+        return true;
+    }
+    let since = &mut conn.obuf_soft_since;
+    if soft != 0 && used >= soft {
+        let now = cairn_engine::clock::now_ms() / 1000;
+        if *since == 0 {
+            *since = now;
+            return false;
+        }
+        return now.saturating_sub(*since) > h.normal_obuf_soft_secs.load(Ordering::Relaxed);
+    }
+    *since = 0;
+    false
 }
 
 /// Why `process` stopped.

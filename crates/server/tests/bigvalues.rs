@@ -378,3 +378,28 @@ fn others_are_served_while_100_mb_trickles_in_and_out() {
     same("GET huge", &got[head.len()..head.len() + MB_100], &v);
     assert_eq!(&got[head.len() + MB_100..], b"\r\n");
 }
+
+#[test]
+fn output_buffer_limit_counts_a_referenced_large_value() {
+    // Redis closes a normal client whose reply is over the hard limit and
+    // sends none of it; a large value sent by reference counts in full.
+    let s = start_cairn(&["--client-output-buffer-limit", "normal 1mb 0 0"]);
+    let mut c = RawConn::connect(s.port);
+    let v = value(MB_2_12, 40);
+    c.send(&[b"SET", b"k", &v]);
+    assert_eq!(c.read_raw_reply(), b"+OK\r\n");
+    assert_eq!(c.cmd(&["GETRANGE", "k", "0", "3"]), [b"$4\r\n".as_slice(), &v[..4], b"\r\n"].concat());
+    c.send(&[b"GET", b"k"]);
+    assert!(c.is_closed_within(Duration::from_secs(5)));
+    assert!(s
+        .log()
+        .contains("scheduled to be closed ASAP for overcoming of output buffer limits"));
+    // Without the limit the same reply goes out whole.
+    let mut d = RawConn::connect(s.port);
+    assert_eq!(d.cmd(&["CONFIG", "SET", "client-output-buffer-limit", "normal 0 0 0"]), b"+OK\r\n");
+    d.send(&[b"GET", b"k"]);
+    let mut want = format!("${}\r\n", v.len()).into_bytes();
+    want.extend_from_slice(&v);
+    want.extend_from_slice(b"\r\n");
+    same("GET", &d.read_raw_reply(), &want);
+}

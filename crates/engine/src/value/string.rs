@@ -571,4 +571,79 @@ mod tests {
         assert_eq!(c.mc_flags(), 3);
         assert_eq!(c.mc_bits(), mc_bits::KEY_BINARY);
     }
+
+    #[test]
+    fn large_strings_share_their_buffer_and_copy_on_write() {
+        let bytes = vec![7u8; LARGE_MIN];
+        let arc = Arc::new(bytes);
+        let ptr = arc.as_ptr();
+        let v = StrValue::from_shared(arc);
+        assert!(matches!(v, StrValue::Large { .. }));
+        assert_eq!(v.stored_bytes().unwrap().as_ptr(), ptr, "stored without a copy");
+        assert_eq!(v.encoding(), "raw");
+        assert_eq!(v.len(), LARGE_MIN);
+        assert_eq!(v.as_i64(), None);
+        // A reply's reference sees the old bytes after an edit.
+        let reply = v.share().unwrap();
+        let mut v = v;
+        v.plain_bytes_mut()[0] = 1;
+        assert_eq!(reply[0], 7);
+        assert_eq!(v.stored_bytes().unwrap()[0], 1);
+        drop(reply);
+        // Alone again: edited in place, and into_vec moves.
+        let p2 = v.stored_bytes().unwrap().as_ptr();
+        v.plain_bytes_mut()[1] = 2;
+        assert_eq!(v.stored_bytes().unwrap().as_ptr(), p2);
+        assert_eq!(v.into_vec().as_ptr(), p2);
+        // Small shared buffers are copied into the ordinary encodings.
+        assert_eq!(StrValue::from_shared(Arc::new(b"12".to_vec())), StrValue::Int(12));
+        assert!(StrValue::share(&StrValue::from_bytes(b"short")).is_none());
+    }
+
+    #[test]
+    fn large_strings_carry_memcached_metadata() {
+        let mut v = StrValue::from_vec(vec![b'x'; LARGE_MIN + 1]);
+        assert_eq!(v.mc_flags(), 0);
+        assert!(!v.cas_matches(0));
+        let cas = v.cas();
+        assert!(v.cas_matches(cas));
+        assert!(matches!(v, StrValue::Large { .. }), "stays large as an item");
+        let v = StrValue::mc_vec(vec![b'y'; LARGE_MIN], 9, mc_bits::KEY_BINARY);
+        assert_eq!(v.mc_flags(), 9);
+        let c = v.clone();
+        assert_eq!(c.mc_flags(), 9);
+        assert_eq!(c.mc_bits(), mc_bits::KEY_BINARY);
+        assert_eq!(c, v);
+        let edited = StrValue::edited(c.into_vec()).with_mc_flags(4);
+        assert_eq!(edited.mc_flags(), 4);
+        assert!(matches!(edited, StrValue::Large { .. }));
+        // A big plain string read over memcached becomes an item in place.
+        let mut p = StrValue::Bytes {
+            data: vec![b'z'; LARGE_MIN],
+            raw: true,
+        };
+        let (data, _, flags, _) = p.as_mc();
+        assert_eq!((data.len(), *flags), (LARGE_MIN, 0));
+        assert!(matches!(p, StrValue::Large { .. }));
+    }
+
+    #[test]
+    fn reserve_doubles_small_and_adds_an_eighth_to_large() {
+        let mut v = vec![0u8; 100];
+        reserve(&mut v, 10);
+        assert!(v.capacity() >= 220);
+        let mut big = vec![0u8; 8 << 20];
+        reserve(&mut big, 1);
+        let cap = big.capacity();
+        assert!(cap > (8 << 20) && cap <= (8 << 20) + (8 << 20) / 8 + 64, "{cap}");
+        // Repeated small appends reallocate only when the headroom is used.
+        let mut reallocs = 0;
+        for _ in 0..1000 {
+            let before = big.capacity();
+            reserve(&mut big, 1024);
+            big.extend_from_slice(&[1u8; 1024]);
+            reallocs += (big.capacity() != before) as u32;
+        }
+        assert!(reallocs <= 1, "{reallocs}");
+    }
 }
