@@ -296,15 +296,6 @@ impl Worker {
             if again {
                 self.ready.push(i);
             }
-            if over_normal_limit(&self.shared, conn) {
-                let info = &conn.client.info;
-                info.obl.store(conn.pending_out(), Ordering::Relaxed);
-                let line = crate::resp::cmd::client::describe(&self.shared, info);
-                log::warning(&format!(
-                    "Client {line} scheduled to be closed ASAP for overcoming of output buffer limits."
-                ));
-                abort(conn);
-            }
         }
         let conn = self.conns[i].as_mut().expect("checked above");
         if let Some(b) = &conn.client.blocked {
@@ -599,7 +590,20 @@ fn serve(conn: &mut Conn, shared: &Shared, limits: &Limits, worker: usize, now: 
     let mut budget = READ_BUDGET;
     let mut drained = false;
     loop {
-        match process(conn, shared, limits, worker) {
+        let stop = process(conn, shared, limits, worker);
+        // Before any of the replies is written, as Redis checks on each
+        // reply added: a client over its limit gets none of them.
+        if over_normal_limit(shared, conn) {
+            let info = &conn.client.info;
+            info.obl.store(conn.pending_out(), Ordering::Relaxed);
+            let line = crate::resp::cmd::client::describe(shared, info);
+            log::warning(&format!(
+                "Client {line} scheduled to be closed ASAP for overcoming of output buffer limits."
+            ));
+            abort(conn);
+            return false;
+        }
+        match stop {
             Stop::Paused | Stop::Closing | Stop::Blocked => break,
             Stop::OutputFull => {
                 flush(conn, shared, worker);
@@ -730,9 +734,7 @@ fn read_block(conn: &mut Conn, budget: usize) -> Result<usize, BlockRead> {
         b.buf.truncate(old + n);
         total += n;
         if n < room {
-            if b.buf.len() == b.want {
-                finish_block(conn);
-            }
+            // Short of `room`, so short of the bulk's end too.
             return Err(BlockRead::Drained(total));
         }
         if total >= budget {

@@ -403,3 +403,30 @@ fn output_buffer_limit_counts_a_referenced_large_value() {
     want.extend_from_slice(b"\r\n");
     same("GET", &d.read_raw_reply(), &want);
 }
+
+#[test]
+fn deleted_large_values_are_freed_by_the_lazyfree_thread() {
+    let s = start_cairn(&[]);
+    let mut c = redis_client(s.port);
+    let freed = |c: &mut redis::Connection| -> u64 {
+        let info: String = redis::cmd("INFO").arg("memory").query(c).unwrap();
+        info.lines()
+            .find_map(|l| l.strip_prefix("lazyfreed_objects:"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    let before = freed(&mut c);
+    let v = value(4 * 1024 * 1024, 60);
+    for i in 0..3 {
+        let _: () = c.set(format!("big{i}"), &v).unwrap();
+    }
+    let _: usize = c.del(&["big0", "big1"]).unwrap();
+    let _: () = c.set("big2", "small now").unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while freed(&mut c) < before + 3 {
+        assert!(std::time::Instant::now() < deadline, "3 buffers freed in the background");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
