@@ -194,7 +194,10 @@ mod tests {
             out.extend_from_slice(b"!");
             assert_eq!(refs.pending(), 16);
             let got = drain(&mut refs, &out, chunk);
-            assert_eq!(got, b"$10\r\nAAAAAAAAAA\r\n$4\r\n2345\r\n09!", "chunk {chunk}");
+            assert_eq!(
+                got, b"$10\r\nAAAAAAAAAA\r\n$4\r\n2345\r\n09!",
+                "chunk {chunk}"
+            );
         }
     }
 

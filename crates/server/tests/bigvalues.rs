@@ -63,7 +63,11 @@ fn resp_strings_2_12_mb_and_100_mb() {
             "raw"
         );
         // GETRANGE at the start, across the middle and at the very end.
-        for (a, b) in [(0, 9), (len as isize / 2 - 70_000, len as isize / 2 + 70_000), (-5, -1)] {
+        for (a, b) in [
+            (0, 9),
+            (len as isize / 2 - 70_000, len as isize / 2 + 70_000),
+            (-5, -1),
+        ] {
             let got: Vec<u8> = c.getrange(key, a, b).unwrap();
             let (a, b) = (
                 if a < 0 { len as isize + a } else { a } as usize,
@@ -112,12 +116,20 @@ fn resp_strings_2_12_mb_and_100_mb() {
         .query(&mut c)
         .unwrap();
     same("GETSET old", &old, &parts[0]);
-    let _: () = redis::cmd("COPY").arg("m0").arg("m0copy").query(&mut c).unwrap();
+    let _: () = redis::cmd("COPY")
+        .arg("m0")
+        .arg("m0copy")
+        .query(&mut c)
+        .unwrap();
     let _: usize = c.append("m0", b"!").unwrap();
     let copy: Vec<u8> = redis::cmd("GETDEL").arg("m0copy").query(&mut c).unwrap();
     same("COPY keeps its own bytes", &copy, &parts[1]);
-    assert_eq!(c.exists::<_, bool>("m0copy").unwrap(), false);
-    assert_eq!(c.del::<_, usize>(&["huge", "e3", "m0", "m1", "m2"]).unwrap(), 5);
+    assert!(!c.exists::<_, bool>("m0copy").unwrap());
+    assert_eq!(
+        c.del::<_, usize>(&["huge", "e3", "m0", "m1", "m2"])
+            .unwrap(),
+        5
+    );
 }
 
 #[test]
@@ -282,7 +294,10 @@ fn query_buffer_limit_counts_a_large_bulk_in_progress() {
         let mut buf = [0u8; 64];
         closed = matches!(hog.read(&mut buf), Ok(0) | Err(_));
     }
-    assert!(closed, "the connection over the query buffer limit is closed");
+    assert!(
+        closed,
+        "the connection over the query buffer limit is closed"
+    );
     assert_eq!(other.cmd(&["EXISTS", "k"]), b":0\r\n");
     assert!(s.log().contains("reached max query buffer length"));
 }
@@ -360,7 +375,8 @@ fn others_are_served_while_100_mb_trickles_in_and_out() {
     assert!(answered >= 100);
     // The 100 MB reply is read slowly, in 1 MB steps; the others keep
     // getting answers, and the value arrives intact.
-    slow.write_all(b"*2\r\n$3\r\nGET\r\n$4\r\nhuge\r\n").unwrap();
+    slow.write_all(b"*2\r\n$3\r\nGET\r\n$4\r\nhuge\r\n")
+        .unwrap();
     let head = format!("${MB_100}\r\n");
     let mut got = vec![0u8; head.len() + MB_100 + 2];
     let mut have = 0;
@@ -388,7 +404,10 @@ fn output_buffer_limit_counts_a_referenced_large_value() {
     let v = value(MB_2_12, 40);
     c.send(&[b"SET", b"k", &v]);
     assert_eq!(c.read_raw_reply(), b"+OK\r\n");
-    assert_eq!(c.cmd(&["GETRANGE", "k", "0", "3"]), [b"$4\r\n".as_slice(), &v[..4], b"\r\n"].concat());
+    assert_eq!(
+        c.cmd(&["GETRANGE", "k", "0", "3"]),
+        [b"$4\r\n".as_slice(), &v[..4], b"\r\n"].concat()
+    );
     c.send(&[b"GET", b"k"]);
     assert!(c.is_closed_within(Duration::from_secs(5)));
     assert!(s
@@ -396,7 +415,15 @@ fn output_buffer_limit_counts_a_referenced_large_value() {
         .contains("scheduled to be closed ASAP for overcoming of output buffer limits"));
     // Without the limit the same reply goes out whole.
     let mut d = RawConn::connect(s.port);
-    assert_eq!(d.cmd(&["CONFIG", "SET", "client-output-buffer-limit", "normal 0 0 0"]), b"+OK\r\n");
+    assert_eq!(
+        d.cmd(&[
+            "CONFIG",
+            "SET",
+            "client-output-buffer-limit",
+            "normal 0 0 0"
+        ]),
+        b"+OK\r\n"
+    );
     d.send(&[b"GET", b"k"]);
     let mut want = format!("${}\r\n", v.len()).into_bytes();
     want.extend_from_slice(&v);
@@ -426,7 +453,10 @@ fn deleted_large_values_are_freed_by_the_lazyfree_thread() {
     let _: () = c.set("big2", "small now").unwrap();
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while freed(&mut c) < before + 3 {
-        assert!(std::time::Instant::now() < deadline, "3 buffers freed in the background");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "3 buffers freed in the background"
+        );
         std::thread::sleep(Duration::from_millis(10));
     }
 }

@@ -579,7 +579,11 @@ mod tests {
         let ptr = arc.as_ptr();
         let v = StrValue::from_shared(arc);
         assert!(matches!(v, StrValue::Large { .. }));
-        assert_eq!(v.stored_bytes().unwrap().as_ptr(), ptr, "stored without a copy");
+        assert_eq!(
+            v.stored_bytes().unwrap().as_ptr(),
+            ptr,
+            "stored without a copy"
+        );
         assert_eq!(v.encoding(), "raw");
         assert_eq!(v.len(), LARGE_MIN);
         assert_eq!(v.as_i64(), None);
@@ -594,9 +598,13 @@ mod tests {
         let p2 = v.stored_bytes().unwrap().as_ptr();
         v.plain_bytes_mut()[1] = 2;
         assert_eq!(v.stored_bytes().unwrap().as_ptr(), p2);
-        assert_eq!(v.into_vec().as_ptr(), p2);
+        let moved = v.into_vec();
+        assert_eq!(moved.as_ptr(), p2);
         // Small shared buffers are copied into the ordinary encodings.
-        assert_eq!(StrValue::from_shared(Arc::new(b"12".to_vec())), StrValue::Int(12));
+        assert_eq!(
+            StrValue::from_shared(Arc::new(b"12".to_vec())),
+            StrValue::Int(12)
+        );
         assert!(StrValue::share(&StrValue::from_bytes(b"short")).is_none());
     }
 
@@ -607,7 +615,10 @@ mod tests {
         assert!(!v.cas_matches(0));
         let cas = v.cas();
         assert!(v.cas_matches(cas));
-        assert!(matches!(v, StrValue::Large { .. }), "stays large as an item");
+        assert!(
+            matches!(v, StrValue::Large { .. }),
+            "stays large as an item"
+        );
         let v = StrValue::mc_vec(vec![b'y'; LARGE_MIN], 9, mc_bits::KEY_BINARY);
         assert_eq!(v.mc_flags(), 9);
         let c = v.clone();
@@ -635,7 +646,10 @@ mod tests {
         let mut big = vec![0u8; 8 << 20];
         reserve(&mut big, 1);
         let cap = big.capacity();
-        assert!(cap > (8 << 20) && cap <= (8 << 20) + (8 << 20) / 8 + 64, "{cap}");
+        assert!(
+            cap > (8 << 20) && cap <= (8 << 20) + (8 << 20) / 8 + 64,
+            "{cap}"
+        );
         // Repeated small appends reallocate only when the headroom is used.
         let mut reallocs = 0;
         for _ in 0..1000 {

@@ -16,10 +16,10 @@
 //! server's query buffer limit bounds them); a value longer than
 //! `Limits::max_value` is refused and its data block discarded as it
 //! arrives, never buffered.
-use std::sync::Arc;
 use super::base64;
 use super::num::{strtol, strtoul, strtoull};
 use memchr::memchr;
+use std::sync::Arc;
 
 /// Longest key memcached accepts (`KEY_MAX_LENGTH`).
 pub const KEY_MAX: usize = 250;

@@ -771,7 +771,10 @@ fn big_values_in_blocks_of_their_own() {
         no_memory: false,
         big_value: 100,
     };
-    for (line, ms) in [(&b"set k 7 0 300\r\n"[..], false), (b"ms k 300 F7\r\n", true)] {
+    for (line, ms) in [
+        (&b"set k 7 0 300\r\n"[..], false),
+        (b"ms k 300 F7\r\n", true),
+    ] {
         for tail in [&b"\r\n"[..], b"xx"] {
             let value: Vec<u8> = (0..300u32).map(|i| i as u8).collect();
             let mut buf = line.to_vec();
@@ -825,6 +828,9 @@ fn big_values_in_blocks_of_their_own() {
     whole.extend_from_slice(b"\r\n");
     assert!(matches!(
         d.decode(&whole, &limits),
-        Decoded::Request { req: Request::Store(Store { shared: None, .. }), .. }
+        Decoded::Request {
+            req: Request::Store(Store { shared: None, .. }),
+            ..
+        }
     ));
 }
