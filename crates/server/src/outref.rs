@@ -98,21 +98,40 @@ impl OutRefs {
     }
 
     /// Fills `slices` with the output from `wpos` on, in order: runs of
-    /// `wbuf` and referenced ranges, at most `slices.capacity()` of them.
-    pub fn gather<'a>(&'a self, wbuf: &'a [u8], wpos: usize, slices: &mut Vec<IoSlice<'a>>) {
+    /// `wbuf` and referenced ranges, at most `slices.capacity()` of them
+    /// and at most `limit` bytes in all (so one `writev` into a socket
+    /// that a fast reader keeps draining cannot run for long).
+    pub fn gather<'a>(
+        &'a self,
+        wbuf: &'a [u8],
+        wpos: usize,
+        limit: usize,
+        slices: &mut Vec<IoSlice<'a>>,
+    ) {
+        let mut left = limit;
+        let mut take = |s: &'a [u8], slices: &mut Vec<IoSlice<'a>>| -> bool {
+            let s = &s[..s.len().min(left)];
+            left -= s.len();
+            slices.push(IoSlice::new(s));
+            left > 0
+        };
         let mut pos = wpos;
         for r in &self.list {
             if slices.len() + 2 > slices.capacity() {
                 return;
             }
             if r.at > pos {
-                slices.push(IoSlice::new(&wbuf[pos..r.at]));
+                if !take(&wbuf[pos..r.at], slices) {
+                    return;
+                }
                 pos = r.at;
             }
-            slices.push(IoSlice::new(&r.data[r.start..r.end]));
+            if !take(&r.data[r.start..r.end], slices) {
+                return;
+            }
         }
         if pos < wbuf.len() && slices.len() < slices.capacity() {
-            slices.push(IoSlice::new(&wbuf[pos..]));
+            take(&wbuf[pos..], slices);
         }
     }
 
@@ -156,7 +175,7 @@ mod tests {
         let mut got = Vec::new();
         loop {
             let mut slices = Vec::with_capacity(4);
-            refs.gather(wbuf, wpos, &mut slices);
+            refs.gather(wbuf, wpos, 9, &mut slices);
             if slices.is_empty() {
                 break;
             }

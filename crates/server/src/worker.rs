@@ -52,6 +52,12 @@ const BIG_ARG: usize = cairn_engine::value::string::LARGE_MIN;
 const BLOCK_READ: usize = 256 * 1024;
 /// Most iovecs handed to one `writev`.
 const MAX_IOV: usize = 16;
+/// Bytes written to one connection per `flush` before others get a turn:
+/// a fast reader on loopback can keep a socket writable for the whole of a
+/// 100 MB reply, and writing it in one go would stall the worker for tens
+/// of milliseconds. A flush that stops here (not on a full socket) is
+/// queued again for the next loop turn, since no new write edge will come.
+const WRITE_BUDGET: usize = 1024 * 1024;
 
 /// A large bulk or data block being read into its own buffer.
 struct BlockIn {
@@ -96,6 +102,9 @@ struct Conn {
     /// Unix seconds since which the output has been over the normal soft
     /// limit (0: not over it).
     obuf_soft_since: u64,
+    /// The last flush stopped at `WRITE_BUDGET` with the socket still
+    /// writable: write again next turn without waiting for an event.
+    write_more: bool,
 }
 
 impl Conn {
@@ -164,7 +173,7 @@ impl Worker {
             // `self.now` was read right after the previous poll, which is
             // when the last work was seen; no extra clock read per turn.
             let spinning = busy_since.is_some_and(|t| self.now.duration_since(t) < spin);
-            let timeout = if !self.ready.is_empty() || spinning {
+            let timeout = if !self.ready.is_empty() || !self.pending_writes.is_empty() || spinning {
                 Duration::ZERO
             } else {
                 let mut t = next_cron.saturating_duration_since(self.now);
@@ -276,6 +285,7 @@ impl Worker {
             mc: mc.then(crate::memcache::McConn::new),
             block_in: None,
             obuf_soft_since: 0,
+            write_more: false,
         });
     }
 
@@ -333,6 +343,10 @@ impl Worker {
             }
             if conn.closing && conn.pending_out() == 0 {
                 self.close(i);
+            } else if conn.write_more {
+                // Budget used, socket still writable: next turn.
+                conn.write_queued = true;
+                self.pending_writes.push(i);
             }
         }
     }
@@ -418,18 +432,19 @@ impl Worker {
         }
     }
 
-    /// The connection of client `id`, if this worker has it.
-    fn conn_by_id(&mut self, id: u64) -> Option<&mut Conn> {
-        let slot = *self.by_id.get(&id)?;
-        self.conns.get_mut(slot)?.as_mut()
-    }
-
     fn deliver_monitor(&mut self, id: u64, line: &[u8]) {
         let (shared, worker) = (self.shared.clone(), self.id);
-        if let Some(conn) = self.conn_by_id(id) {
+        let Some(&slot) = self.by_id.get(&id) else {
+            return;
+        };
+        if let Some(conn) = self.conns[slot].as_mut() {
             if !conn.closing {
                 conn.wbuf.extend_from_slice(line);
                 flush(conn, &shared, worker);
+                if conn.write_more && !conn.write_queued {
+                    conn.write_queued = true;
+                    self.pending_writes.push(slot);
+                }
             }
         }
     }
@@ -993,13 +1008,20 @@ fn process_memcache(conn: &mut Conn, shared: &Shared, worker: usize) -> Stop {
 /// Writes pending replies, referenced large values included (`writev`);
 /// leaves the rest for the next writable event.
 fn flush(conn: &mut Conn, shared: &Shared, worker: usize) {
+    conn.write_more = false;
+    let mut budget = WRITE_BUDGET;
     while conn.pending_out() > 0 {
+        if budget == 0 {
+            conn.write_more = true;
+            break;
+        }
         let refs = &conn.client.out_refs;
         let r = if refs.is_empty() {
-            conn.stream.write(&conn.wbuf[conn.wpos..])
+            let end = conn.wbuf.len().min(conn.wpos + budget);
+            conn.stream.write(&conn.wbuf[conn.wpos..end])
         } else {
             let mut slices = Vec::with_capacity(MAX_IOV);
-            refs.gather(&conn.wbuf, conn.wpos, &mut slices);
+            refs.gather(&conn.wbuf, conn.wpos, budget, &mut slices);
             conn.stream.write_vectored(&slices)
         };
         match r {
@@ -1008,6 +1030,7 @@ fn flush(conn: &mut Conn, shared: &Shared, worker: usize) {
                 conn.client
                     .out_refs
                     .advance(conn.wbuf.len(), &mut conn.wpos, n);
+                budget = budget.saturating_sub(n);
                 bump(&shared.worker_stats[worker].net_out, n as u64);
             }
             Err(e) if e.kind() == ErrorKind::WouldBlock => break,
