@@ -154,6 +154,12 @@ pub struct ValuesCmd {
     /// memory stays bounded).
     #[arg(long)]
     pub keep: bool,
+    /// Probe connections: each sends a PING (memcached: `version`) about
+    /// every millisecond while the SETs and GETs run and records how long
+    /// the answer took, i.e. how long a large value stalls other clients.
+    /// Their p99 and worst latency per op become table columns.
+    #[arg(long, default_value_t = 0)]
+    pub probe: usize,
 }
 
 #[derive(Args, Debug)]

@@ -123,6 +123,33 @@ pub struct SummaryRow {
     pub timeouts: u64,
     /// Median over rounds.
     pub cpu_us_per_op: Option<f64>,
+    /// Latency of the probe clients' PINGs while this op ran (`values
+    /// --probe`): how long other clients waited on the server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe: Option<Probe>,
+}
+
+/// Probe latencies: the worst and the 99th percentile over all rounds
+/// (the worst round's figure), and how many probes were answered.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Probe {
+    pub p99_us: f64,
+    pub max_us: f64,
+    pub samples: u64,
+}
+
+impl Probe {
+    /// The probe figures a run recorded for `op` in its `extra` map
+    /// (`<op>_probe_p99_us`, `<op>_probe_max_us`, `<op>_probe_samples`).
+    fn from_run(r: &Run, op: &str) -> Option<Probe> {
+        let op = op.to_ascii_lowercase();
+        let f = |k: &str| r.extra.get(&format!("{op}_probe_{k}"))?.as_f64();
+        Some(Probe {
+            p99_us: f("p99_us")?,
+            max_us: f("max_us")?,
+            samples: f("samples")? as u64,
+        })
+    }
 }
 
 /// Builds a [`Run`] from merged measurements.
@@ -307,6 +334,14 @@ fn summarize_group(phase: &str, threads: u32, target: &str, group: &[&Record]) -
         }
         let errors = error_kinds.values().sum();
         let timeouts = error_kinds.get("timeout").copied().unwrap_or(0);
+        let probe = group
+            .iter()
+            .filter_map(|r| Probe::from_run(&r.run, name))
+            .reduce(|a, b| Probe {
+                p99_us: a.p99_us.max(b.p99_us),
+                max_us: a.max_us.max(b.max_us),
+                samples: a.samples + b.samples,
+            });
         per_op_rows.push(SummaryRow {
             phase: phase.to_string(),
             threads,
@@ -322,6 +357,7 @@ fn summarize_group(phase: &str, threads: u32, target: &str, group: &[&Record]) -
             error_kinds,
             timeouts,
             cpu_us_per_op: None,
+            probe,
         });
     }
     let all_rates: Vec<f64> = group.iter().map(|r| r.run.ops_per_sec).collect();
@@ -352,6 +388,14 @@ fn summarize_group(phase: &str, threads: u32, target: &str, group: &[&Record]) -
         error_kinds: all_kinds,
         timeouts: group.iter().map(|r| r.run.timeouts).sum(),
         cpu_us_per_op: median(&cpu),
+        probe: per_op_rows
+            .iter()
+            .filter_map(|r| r.probe.clone())
+            .reduce(|a, b| Probe {
+                p99_us: a.p99_us.max(b.p99_us),
+                max_us: a.max_us.max(b.max_us),
+                samples: a.samples + b.samples,
+            }),
     };
     let mut out = vec![all];
     // A run with a single operation type needs no separate per-op line.
@@ -441,6 +485,10 @@ pub fn render_table(rows: &[SummaryRow]) -> String {
         ]
         .map(String::from),
     );
+    let show_probe = rows.iter().any(|r| r.probe.is_some());
+    if show_probe {
+        header.extend(["probe p99 µs", "probe max µs"].map(String::from));
+    }
     let mut lines: Vec<Vec<String>> = vec![header];
     for r in rows {
         let mut l = vec![
@@ -474,6 +522,15 @@ pub fn render_table(rows: &[SummaryRow]) -> String {
                 .map(|c| format!("{c:.2}"))
                 .unwrap_or_default(),
         );
+        if show_probe {
+            match &r.probe {
+                Some(p) => {
+                    l.push(micros(p.p99_us));
+                    l.push(micros(p.max_us));
+                }
+                None => l.extend([String::new(), String::new()]),
+            }
+        }
         lines.push(l);
     }
     let cols = lines[0].len();

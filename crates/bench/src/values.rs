@@ -8,6 +8,8 @@
 //! Values are random bytes from a seed that differs per round, thread, size
 //! and iteration, so a stale value from an earlier step is caught as wrong.
 
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use rand::rngs::SmallRng;
@@ -96,6 +98,73 @@ struct Step {
     size: usize,
     iterations: u64,
     seed: u64,
+    /// Where the client threads are, for the probes: threads that started,
+    /// finished their SETs, finished their GETs.
+    started: AtomicUsize,
+    sets_done: AtomicUsize,
+    gets_done: AtomicUsize,
+}
+
+/// Probe latencies in microseconds, by the op running when each probe was
+/// sent (0 SET, 1 GET).
+#[derive(Default)]
+struct ProbeSamples {
+    by_op: [Vec<u64>; 2],
+}
+
+/// One probe connection: a PING (memcached: `version`) about every
+/// millisecond until `stop`, each timed and filed under the op the client
+/// threads were running when it was sent (all threads still setting: SET;
+/// all done setting, some still getting: GET; probes before the start or
+/// after the end are dropped).
+fn probe(t: &Target, st: &Step, threads: usize, stop: &AtomicBool, out: &Mutex<ProbeSamples>) {
+    // A stalled server must show as a long probe, not a probe error.
+    let Ok(mut c) = connect(t, Duration::from_secs(60)) else {
+        return;
+    };
+    let mut mine = ProbeSamples::default();
+    while !stop.load(Ordering::Relaxed) {
+        let op = if st.started.load(Ordering::Relaxed) < threads {
+            None
+        } else if st.sets_done.load(Ordering::Relaxed) < threads {
+            Some(0)
+        } else if st.gets_done.load(Ordering::Relaxed) < threads {
+            Some(1)
+        } else {
+            None
+        };
+        let t0 = Instant::now();
+        let r = match &mut c {
+            Conn::Resp(r) => {
+                r.cmd(&[b"PING"]);
+                r.send().and_then(|_| r.read_any()).map(|_| ())
+            }
+            Conn::Mc(m) => m.simple(b"version").map(|_| ()),
+        };
+        let us = t0.elapsed().as_micros() as u64;
+        if r.is_err() {
+            break;
+        }
+        if let Some(op) = op {
+            mine.by_op[op].push(us);
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let mut all = out.lock().expect("probe samples");
+    for (a, b) in all.by_op.iter_mut().zip(mine.by_op) {
+        a.extend(b);
+    }
+}
+
+/// (p99, max, count) of probe latencies in microseconds.
+fn probe_figures(mut v: Vec<u64>) -> Option<(f64, f64, u64)> {
+    if v.is_empty() {
+        return None;
+    }
+    v.sort_unstable();
+    let n = v.len();
+    let p99 = v[((n as f64 * 0.99).ceil() as usize).clamp(1, n) - 1];
+    Some((p99 as f64, v[n - 1] as f64, n as u64))
 }
 
 fn thread_body(
@@ -112,6 +181,7 @@ fn thread_body(
     let mut val = Vec::with_capacity(st.size);
     let mut got = Vec::with_capacity(st.size);
     start.ready(rec);
+    st.started.fetch_add(1, Ordering::Relaxed);
     let ensure = |conn: &mut Option<Conn>| -> Result<(), OpError> {
         if conn.is_none() {
             *conn = Some(connect(t, timeout)?);
@@ -134,6 +204,7 @@ fn thread_body(
         let r = set(c, &k, &val);
         finish(rec, 0, r, t0, timeout, st.size as u64, &mut conn);
     }
+    st.sets_done.fetch_add(1, Ordering::Relaxed);
     for n in 0..st.iterations {
         key(st.round, i, st.size, n, &mut k);
         if let Err(e) = ensure(&mut conn) {
@@ -158,6 +229,7 @@ fn thread_body(
         });
         finish_at(rec, 1, r, t0, t1, timeout, st.size as u64, &mut conn);
     }
+    st.gets_done.fetch_add(1, Ordering::Relaxed);
 }
 
 fn finish(
@@ -244,17 +316,29 @@ pub fn command(a: ValuesCmd) -> Result<(), String> {
                             size,
                             iterations: iters,
                             seed,
+                            started: AtomicUsize::new(0),
+                            sets_done: AtomicUsize::new(0),
+                            gets_done: AtomicUsize::new(0),
                         };
                         let label = format!("{} {phase} r{round}", t.name);
-                        let out = run_threads(
-                            &ctx,
-                            t,
-                            &label,
-                            th,
-                            Some(2 * iters * th as u64),
-                            NAMES,
-                            |i, start, rec| thread_body(&ctx, t, &st, i, start, rec),
-                        );
+                        let stop = AtomicBool::new(false);
+                        let samples = Mutex::new(ProbeSamples::default());
+                        let out = std::thread::scope(|s| {
+                            for _ in 0..a.probe {
+                                s.spawn(|| probe(t, &st, th, &stop, &samples));
+                            }
+                            let out = run_threads(
+                                &ctx,
+                                t,
+                                &label,
+                                th,
+                                Some(2 * iters * th as u64),
+                                NAMES,
+                                |i, start, rec| thread_body(&ctx, t, &st, i, start, rec),
+                            );
+                            stop.store(true, Ordering::Relaxed);
+                            out
+                        });
                         if !a.keep {
                             cleanup(&ctx, t, &st, th);
                         }
@@ -273,6 +357,18 @@ pub fn command(a: ValuesCmd) -> Result<(), String> {
                             .insert("value_bytes".into(), serde_json::json!(size));
                         run.extra
                             .insert("iterations".into(), serde_json::json!(iters));
+                        let samples = samples.into_inner().expect("probe samples");
+                        for (op, v) in NAMES.iter().zip(samples.by_op) {
+                            if let Some((p99, max, n)) = probe_figures(v) {
+                                let op = op.to_ascii_lowercase();
+                                run.extra
+                                    .insert(format!("{op}_probe_p99_us"), serde_json::json!(p99));
+                                run.extra
+                                    .insert(format!("{op}_probe_max_us"), serde_json::json!(max));
+                                run.extra
+                                    .insert(format!("{op}_probe_samples"), serde_json::json!(n));
+                            }
+                        }
                         for (op, o) in NAMES.iter().zip(&out.merged.ops) {
                             let total_ms = o
                                 .hist
@@ -336,6 +432,7 @@ pub fn command(a: ValuesCmd) -> Result<(), String> {
         "rounds": ctx.rounds,
         "timeout_s": ctx.timeout.as_secs_f64(),
         "keep": a.keep,
+        "probe_connections": a.probe,
         "verification": "every byte of every GET compared with the value written",
     });
     let rep = runner::finish(&ctx, "values", infos, config, &records, notes, started)?;
@@ -362,6 +459,14 @@ pub fn command(a: ValuesCmd) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn probe_figures_are_p99_and_worst() {
+        assert_eq!(probe_figures(Vec::new()), None);
+        assert_eq!(probe_figures(vec![5]), Some((5.0, 5.0, 1)));
+        let v: Vec<u64> = (1..=200).rev().collect();
+        assert_eq!(probe_figures(v), Some((198.0, 200.0, 200)));
+    }
 
     #[test]
     fn verification_catches_every_difference() {

@@ -15,6 +15,7 @@ pub mod events;
 pub mod expire;
 pub mod iterate;
 pub mod keyspace;
+pub mod lazyfree;
 pub mod ops;
 pub mod snapshot;
 pub mod table;

@@ -140,6 +140,9 @@ pub struct Client {
     pub multi: Option<MultiState>,
     /// Keys this client WATCHes, as (db, key).
     pub watched: Vec<(usize, Box<[u8]>)>,
+    /// Large values referenced by the replies in the output buffer
+    /// (`crate::outref`): handlers add them, the worker writes them.
+    pub out_refs: crate::outref::OutRefs,
 }
 
 /// A transaction being queued.
@@ -189,6 +192,7 @@ impl Client {
             in_exec: false,
             multi: None,
             watched: Vec::new(),
+            out_refs: Default::default(),
         }
     }
 

@@ -11,6 +11,7 @@ mod listener;
 mod log;
 mod memcache;
 mod memory;
+mod outref;
 mod pubsub;
 #[cfg(test)]
 mod readme;

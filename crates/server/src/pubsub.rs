@@ -308,9 +308,10 @@ pub fn begin_command(client: &Client) {
 /// Called by the dispatcher after the command (and its keyspace
 /// notifications): places the client's pushes (`place_pushes`) and ends
 /// the collection.
-pub fn end_command(out: &mut Vec<u8>, reply_start: usize) {
-    place_pushes(out, reply_start);
+pub fn end_command(out: &mut Vec<u8>, reply_start: usize) -> Option<(usize, usize)> {
+    let inserted = place_pushes(out, reply_start);
     SELF_PUSH.with(|s| s.borrow_mut().id = 0);
+    inserted
 }
 
 /// Puts the pushes collected so far for the running client in front of
@@ -318,26 +319,31 @@ pub fn end_command(out: &mut Vec<u8>, reply_start: usize) {
 /// commands where Redis replies first (see `before_run`). They are pushes,
 /// so CLIENT REPLY OFF/SKIP keeps them. EXEC calls it after each queued
 /// command, so a queued SUBSCRIBE's confirmations land inside EXEC's
-/// reply where Redis writes them.
-pub fn place_pushes(out: &mut Vec<u8>, reply_start: usize) {
+/// reply where Redis writes them. Returns where bytes were inserted before
+/// the end of `out`, and how many, so references to large values placed
+/// after that point (`crate::outref`) can move with them.
+pub fn place_pushes(out: &mut Vec<u8>, reply_start: usize) -> Option<(usize, usize)> {
     SELF_PUSH.with(|s| {
         let mut s = s.borrow_mut();
         let after = std::mem::take(&mut s.after_reply);
         if s.out.is_empty() {
-            return;
+            return None;
         }
         let at = if after {
             out.len()
         } else {
             reply_start.min(out.len())
         };
-        if at == out.len() {
+        let inserted = if at == out.len() {
             out.extend_from_slice(&s.out);
+            None
         } else {
             out.splice(at..at, s.out.iter().copied());
-        }
+            Some((at, s.out.len()))
+        };
         s.out.clear();
-    });
+        inserted
+    })
 }
 
 /// Runs `f` on the running command's push buffer, in `proto`.

@@ -90,6 +90,12 @@ pub struct Hot {
     pub pubsub_obuf_hard: AtomicU64,
     pub pubsub_obuf_soft: AtomicU64,
     pub pubsub_obuf_soft_secs: AtomicU64,
+    /// `client-output-buffer-limit normal`, likewise, checked after a
+    /// normal client's requests ran (its replies, referenced large values
+    /// included: `crate::outref`).
+    pub normal_obuf_hard: AtomicU64,
+    pub normal_obuf_soft: AtomicU64,
+    pub normal_obuf_soft_secs: AtomicU64,
 }
 
 /// CLIENT PAUSE state.
@@ -211,6 +217,11 @@ impl Shared {
         h.pubsub_obuf_soft.store(ps.soft_bytes, Ordering::Relaxed);
         h.pubsub_obuf_soft_secs
             .store(ps.soft_seconds, Ordering::Relaxed);
+        let n = &c.client_output_buffer_limit.normal;
+        h.normal_obuf_hard.store(n.hard_bytes, Ordering::Relaxed);
+        h.normal_obuf_soft.store(n.soft_bytes, Ordering::Relaxed);
+        h.normal_obuf_soft_secs
+            .store(n.soft_seconds, Ordering::Relaxed);
         drop(c);
         // `save` or `stop-writes-on-bgsave-error` may have changed.
         self.snapshots.refresh_deny(self);

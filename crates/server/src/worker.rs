@@ -41,6 +41,35 @@ const CRON_EVERY: Duration = Duration::from_millis(100);
 /// Replies at least this large are written at once instead of at the end of
 /// the loop turn.
 const LARGE_REPLY: usize = 64 * 1024;
+/// Bulks (RESP) and data blocks (memcached) at least this long that have
+/// not fully arrived are read into a buffer of their own, sized exactly,
+/// which then becomes the argument and, for SET, the stored value without
+/// another copy (Redis: `PROTO_MBULK_BIG_ARG`).
+const BIG_ARG: usize = cairn_engine::value::string::LARGE_MIN;
+/// Most bytes one `read` puts into such a buffer, and most read into it per
+/// serve: the buffer is zeroed a chunk at a time just before each read (so
+/// a 100 MB buffer is never zeroed, or faulted in, in one go). Fresh pages
+/// fault in as they are zeroed, which on a loaded VM costs several
+/// microseconds each: a quarter MiB (64 pages) per turn keeps that short.
+const BLOCK_READ: usize = 256 * 1024;
+/// Most iovecs handed to one `writev`.
+const MAX_IOV: usize = 16;
+/// Bytes written to one connection per `flush` before others get a turn:
+/// a fast reader on loopback can keep a socket writable for the whole of a
+/// 100 MB reply, and writing it in one go would stall the worker for tens
+/// of milliseconds. A flush that stops here (not on a full socket) is
+/// queued again for the next loop turn, since no new write edge will come.
+const WRITE_BUDGET: usize = 1024 * 1024;
+
+/// A large bulk or data block being read into its own buffer.
+struct BlockIn {
+    /// Offset of its first byte in the request (from `rpos`).
+    at: usize,
+    /// The payload plus the two bytes after it, as they arrive.
+    buf: Vec<u8>,
+    /// `payload + 2`: the length `buf` will reach.
+    want: usize,
+}
 
 struct Conn {
     stream: TcpStream,
@@ -70,11 +99,25 @@ struct Conn {
     last_active: Instant,
     /// A connection of `memcached-port`: its protocol state. None: RESP.
     mc: Option<Box<crate::memcache::McConn>>,
+    /// A large bulk being read straight into a buffer of its own.
+    block_in: Option<BlockIn>,
+    /// Unix seconds since which the output has been over the normal soft
+    /// limit (0: not over it).
+    obuf_soft_since: u64,
+    /// The last flush stopped at `WRITE_BUDGET` with the socket still
+    /// writable: write again next turn without waiting for an event.
+    write_more: bool,
 }
 
 impl Conn {
+    /// Reply bytes not yet written, referenced large values included.
     fn pending_out(&self) -> usize {
-        self.wbuf.len() - self.wpos
+        self.wbuf.len() - self.wpos + self.client.out_refs.pending()
+    }
+
+    /// Request bytes buffered: the query buffer and a large bulk arriving.
+    fn query_bytes(&self) -> usize {
+        self.filled - self.rpos + self.block_in.as_ref().map_or(0, |b| b.buf.len())
     }
 }
 
@@ -132,7 +175,7 @@ impl Worker {
             // `self.now` was read right after the previous poll, which is
             // when the last work was seen; no extra clock read per turn.
             let spinning = busy_since.is_some_and(|t| self.now.duration_since(t) < spin);
-            let timeout = if !self.ready.is_empty() || spinning {
+            let timeout = if !self.ready.is_empty() || !self.pending_writes.is_empty() || spinning {
                 Duration::ZERO
             } else {
                 let mut t = next_cron.saturating_duration_since(self.now);
@@ -164,7 +207,13 @@ impl Worker {
                 }
             }
             self.expire_blocked();
-            for i in std::mem::take(&mut self.ready) {
+            // A connection can be listed more than once (its read budget ran
+            // out both on an event and on the ready list in one turn); served
+            // once per turn, or a big sender would get a growing share.
+            let mut ready = std::mem::take(&mut self.ready);
+            ready.sort_unstable();
+            ready.dedup();
+            for i in ready {
                 self.on_event(i, true, false);
             }
             self.write_pending();
@@ -242,6 +291,9 @@ impl Worker {
             closing: false,
             last_active: self.now,
             mc: mc.then(crate::memcache::McConn::new),
+            block_in: None,
+            obuf_soft_since: 0,
+            write_more: false,
         });
     }
 
@@ -299,12 +351,22 @@ impl Worker {
             }
             if conn.closing && conn.pending_out() == 0 {
                 self.close(i);
+            } else if conn.write_more {
+                // Budget used, socket still writable: next turn.
+                conn.write_queued = true;
+                self.pending_writes.push(i);
             }
         }
     }
 
     fn close(&mut self, i: usize) {
         if let Some(mut conn) = self.conns[i].take() {
+            if let Some(b) = conn.block_in.take() {
+                cairn_engine::lazyfree::free(b.buf);
+            }
+            for b in conn.args.take_blocks() {
+                cairn_engine::lazyfree::release(b);
+            }
             let _ = self.poll.registry().deregister(&mut conn.stream);
             let id = conn.client.id;
             crate::pubsub::drop_client(&self.shared, &mut conn.client);
@@ -378,18 +440,19 @@ impl Worker {
         }
     }
 
-    /// The connection of client `id`, if this worker has it.
-    fn conn_by_id(&mut self, id: u64) -> Option<&mut Conn> {
-        let slot = *self.by_id.get(&id)?;
-        self.conns.get_mut(slot)?.as_mut()
-    }
-
     fn deliver_monitor(&mut self, id: u64, line: &[u8]) {
         let (shared, worker) = (self.shared.clone(), self.id);
-        if let Some(conn) = self.conn_by_id(id) {
+        let Some(&slot) = self.by_id.get(&id) else {
+            return;
+        };
+        if let Some(conn) = self.conns[slot].as_mut() {
             if !conn.closing {
                 conn.wbuf.extend_from_slice(line);
                 flush(conn, &shared, worker);
+                if conn.write_more && !conn.write_queued {
+                    conn.write_queued = true;
+                    self.pending_writes.push(slot);
+                }
             }
         }
     }
@@ -415,7 +478,10 @@ impl Worker {
             if crate::pubsub::over_output_limit(&self.shared, &mut conn.client, pending) {
                 let info = &conn.client.info;
                 info.obl.store(pending, Ordering::Relaxed);
-                info.omem.store(conn.wbuf.capacity(), Ordering::Relaxed);
+                info.omem.store(
+                    conn.wbuf.capacity() + conn.client.out_refs.pending(),
+                    Ordering::Relaxed,
+                );
                 let line = crate::resp::cmd::client::describe(&self.shared, info);
                 log::warning(&format!(
                     "Client {line} scheduled to be closed ASAP for overcoming of output buffer limits."
@@ -482,17 +548,46 @@ impl Worker {
             conn.client
                 .info
                 .qbuf
-                .store(conn.filled - conn.rpos, Ordering::Relaxed);
+                .store(conn.query_bytes(), Ordering::Relaxed);
             conn.client
                 .info
                 .qbuf_free
                 .store(conn.rbuf.len() - conn.filled, Ordering::Relaxed);
-            conn.client
-                .info
-                .omem
-                .store(conn.wbuf.capacity(), Ordering::Relaxed);
+            conn.client.info.omem.store(
+                conn.wbuf.capacity() + conn.client.out_refs.pending(),
+                Ordering::Relaxed,
+            );
         }
     }
+}
+
+/// `client-output-buffer-limit normal` for a client that is not a
+/// subscriber (subscribers are checked as pubsub on each delivery): at or
+/// over the hard limit, or over the soft limit for longer than its seconds.
+/// Referenced large values count, so a GET of 100 MB is over a 1 MB limit
+/// as in Redis. Limits of 0 are off (the default).
+fn over_normal_limit(shared: &Shared, conn: &mut Conn) -> bool {
+    let h = &shared.hot;
+    let hard = h.normal_obuf_hard.load(Ordering::Relaxed);
+    let soft = h.normal_obuf_soft.load(Ordering::Relaxed);
+    if (hard == 0 && soft == 0) || conn.client.subs.active() {
+        return false;
+    }
+    let used = conn.pending_out() as u64;
+    if hard != 0 && used >= hard {
+        return true;
+    }
+    let since = &mut conn.obuf_soft_since;
+    if soft != 0 && used >= soft {
+        let now = cairn_engine::clock::now_ms() / 1000;
+        if *since == 0 {
+            *since = now;
+            return false;
+        }
+        return now.saturating_sub(*since) > h.normal_obuf_soft_secs.load(Ordering::Relaxed);
+    }
+    *since = 0;
+    false
 }
 
 /// Why `process` stopped.
@@ -518,7 +613,20 @@ fn serve(conn: &mut Conn, shared: &Shared, limits: &Limits, worker: usize, now: 
     let mut budget = READ_BUDGET;
     let mut drained = false;
     loop {
-        match process(conn, shared, limits, worker) {
+        let stop = process(conn, shared, limits, worker);
+        // Before any of the replies is written, as Redis checks on each
+        // reply added: a client over its limit gets none of them.
+        if over_normal_limit(shared, conn) {
+            let info = &conn.client.info;
+            info.obl.store(conn.pending_out(), Ordering::Relaxed);
+            let line = crate::resp::cmd::client::describe(shared, info);
+            log::warning(&format!(
+                "Client {line} scheduled to be closed ASAP for overcoming of output buffer limits."
+            ));
+            abort(conn);
+            return false;
+        }
+        match stop {
             Stop::Paused | Stop::Closing | Stop::Blocked => break,
             Stop::OutputFull => {
                 flush(conn, shared, worker);
@@ -537,13 +645,35 @@ fn serve(conn: &mut Conn, shared: &Shared, limits: &Limits, worker: usize, now: 
             return true;
         }
         let limit = shared.hot.query_buffer_limit.load(Ordering::Relaxed);
-        if conn.filled - conn.rpos > limit {
+        if conn.query_bytes() > limit {
             log::warning(&format!(
                 "Closing client {} that reached max query buffer length",
                 conn.client.info.addr
             ));
             abort(conn);
             return false;
+        }
+        if conn.block_in.is_some() {
+            match read_block(conn, budget.min(BLOCK_READ)) {
+                Ok(n) => {
+                    bump(&stats.net_in, n as u64);
+                    // One chunk per serve: the rest after others' turns.
+                    budget = 0;
+                    conn.last_active = now;
+                    conn.client.info.mark_active(now);
+                    continue;
+                }
+                Err(BlockRead::Drained(n)) => {
+                    bump(&stats.net_in, n as u64);
+                    conn.last_active = now;
+                    conn.client.info.mark_active(now);
+                    break;
+                }
+                Err(BlockRead::Closed) => {
+                    abort(conn);
+                    return false;
+                }
+            }
         }
         make_room(conn);
         let room = conn.rbuf.len() - conn.filled;
@@ -581,6 +711,99 @@ fn abort(conn: &mut Conn) {
     conn.closing = true;
     conn.wbuf.clear();
     conn.wpos = 0;
+    conn.client.out_refs.clear();
+}
+
+/// Why `read_block` stopped without filling its share.
+enum BlockRead {
+    /// The socket has no more for now (after `n` bytes).
+    Drained(usize),
+    /// The peer closed or the read failed.
+    Closed,
+}
+
+/// Reads into the large bulk in progress, at most `budget` bytes (at least
+/// one chunk) and never past its end, so the bytes after it stay in the
+/// socket for the ordinary buffer. Ok(n): read `n` bytes and the socket may
+/// have more; once the bulk is whole it is handed to the parser.
+fn read_block(conn: &mut Conn, budget: usize) -> Result<usize, BlockRead> {
+    let b = conn.block_in.as_mut().expect("caller checked");
+    let mut total = 0;
+    loop {
+        let room = (b.want - b.buf.len()).min(BLOCK_READ);
+        if room == 0 {
+            break;
+        }
+        let old = b.buf.len();
+        b.buf.resize(old + room, 0);
+        let n = match conn.stream.read(&mut b.buf[old..]) {
+            Ok(0) => {
+                b.buf.truncate(old);
+                return Err(BlockRead::Closed);
+            }
+            Ok(n) => n,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {
+                b.buf.truncate(old);
+                continue;
+            }
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                b.buf.truncate(old);
+                return Err(BlockRead::Drained(total));
+            }
+            Err(_) => {
+                b.buf.truncate(old);
+                return Err(BlockRead::Closed);
+            }
+        };
+        b.buf.truncate(old + n);
+        total += n;
+        if n < room {
+            // Short of `room`, so short of the bulk's end too.
+            return Err(BlockRead::Drained(total));
+        }
+        if total >= budget {
+            break;
+        }
+    }
+    if b.buf.len() == b.want {
+        finish_block(conn);
+    }
+    Ok(total)
+}
+
+/// The large bulk is whole: its payload becomes a shared buffer handed to
+/// the parser, and parsing resumes.
+fn finish_block(conn: &mut Conn) {
+    let BlockIn { at, mut buf, want } = conn.block_in.take().expect("caller checked");
+    let len = want - 2;
+    let terminated = buf[len..] == *b"\r\n";
+    // The capacity stays `len + 2`: an APPEND of two bytes fits in place.
+    buf.truncate(len);
+    let data = Arc::new(buf);
+    match conn.mc.as_deref_mut() {
+        Some(mc) => mc.set_block(cairn_protocol::memcache::DataBlock { data, terminated }),
+        None => conn.args.add_block(at, data),
+    }
+    conn.need = 0;
+}
+
+/// The parser reported a large bulk at `at` (from `rpos`) of `len` bytes:
+/// moves what of it is already buffered into a buffer of its own, exactly
+/// sized, and cuts the request buffer there.
+fn start_block(
+    rbuf: &[u8],
+    filled: &mut usize,
+    rpos: usize,
+    block_in: &mut Option<BlockIn>,
+    at: usize,
+    len: usize,
+) {
+    let start = rpos + at;
+    let want = len + 2;
+    let mut buf = Vec::with_capacity(want);
+    buf.extend_from_slice(&rbuf[start..*filled]);
+    *filled = start;
+    *block_in = Some(BlockIn { at, buf, want });
 }
 
 /// Ensures free room after `filled`: at least a quarter chunk, or what the
@@ -620,15 +843,19 @@ fn process(conn: &mut Conn, shared: &Shared, limits: &Limits, worker: usize) -> 
         paused,
         closing,
         wake,
+        block_in,
         ..
     } = conn;
+    if block_in.is_some() {
+        return Stop::NeedInput;
+    }
     let mut stop = Stop::NeedInput;
     while *rpos < *filled {
         if *closing {
             stop = Stop::Closing;
             break;
         }
-        if wbuf.len() - *wpos >= OUT_HIGH_WATER {
+        if wbuf.len() - *wpos + client.out_refs.pending() >= OUT_HIGH_WATER {
             stop = Stop::OutputFull;
             break;
         }
@@ -647,6 +874,7 @@ fn process(conn: &mut Conn, shared: &Shared, limits: &Limits, worker: usize) -> 
         // request limits; AUTH earlier in the same batch lifts them.
         let limits = Limits {
             unauthenticated: !client.authenticated,
+            big_arg: BIG_ARG,
             ..*limits
         };
         match parse_request(buf, &limits, args) {
@@ -690,9 +918,16 @@ fn process(conn: &mut Conn, shared: &Shared, limits: &Limits, worker: usize) -> 
                     }
                 }
                 *rpos += consumed;
+                for b in args.take_blocks() {
+                    cairn_engine::lazyfree::release(b);
+                }
             }
             Ok(Parsed::Incomplete { min_total }) => {
                 *need = min_total;
+                break;
+            }
+            Ok(Parsed::Block { at, len }) => {
+                start_block(rbuf, filled, *rpos, block_in, at, len);
                 break;
             }
             Err(e) => {
@@ -735,11 +970,15 @@ fn process_memcache(conn: &mut Conn, shared: &Shared, worker: usize) -> Stop {
         client,
         closing,
         mc,
+        block_in,
         ..
     } = conn;
     let Some(mc) = mc.as_deref_mut() else {
         return Stop::Closing;
     };
+    if block_in.is_some() {
+        return Stop::NeedInput;
+    }
     let input = &rbuf[..*filled];
     let stop = match crate::memcache::process(
         mc,
@@ -754,6 +993,10 @@ fn process_memcache(conn: &mut Conn, shared: &Shared, worker: usize) -> Stop {
         worker,
     ) {
         Mc::NeedInput => Stop::NeedInput,
+        Mc::Block { at, len } => {
+            start_block(rbuf, filled, *rpos, block_in, at, len);
+            Stop::NeedInput
+        }
         Mc::OutputFull => Stop::OutputFull,
         Mc::Closing => {
             *closing = true;
@@ -771,13 +1014,32 @@ fn process_memcache(conn: &mut Conn, shared: &Shared, worker: usize) -> Stop {
     stop
 }
 
-/// Writes pending replies; leaves the rest for the next writable event.
+/// Writes pending replies, referenced large values included (`writev`);
+/// leaves the rest for the next writable event.
 fn flush(conn: &mut Conn, shared: &Shared, worker: usize) {
-    while conn.wpos < conn.wbuf.len() {
-        match conn.stream.write(&conn.wbuf[conn.wpos..]) {
+    conn.write_more = false;
+    let mut budget = WRITE_BUDGET;
+    while conn.pending_out() > 0 {
+        if budget == 0 {
+            conn.write_more = true;
+            break;
+        }
+        let refs = &conn.client.out_refs;
+        let r = if refs.is_empty() {
+            let end = conn.wbuf.len().min(conn.wpos + budget);
+            conn.stream.write(&conn.wbuf[conn.wpos..end])
+        } else {
+            let mut slices = Vec::with_capacity(MAX_IOV);
+            refs.gather(&conn.wbuf, conn.wpos, budget, &mut slices);
+            conn.stream.write_vectored(&slices)
+        };
+        match r {
             Ok(0) => break,
             Ok(n) => {
-                conn.wpos += n;
+                conn.client
+                    .out_refs
+                    .advance(conn.wbuf.len(), &mut conn.wpos, n);
+                budget = budget.saturating_sub(n);
                 bump(&shared.worker_stats[worker].net_out, n as u64);
             }
             Err(e) if e.kind() == ErrorKind::WouldBlock => break,
@@ -786,11 +1048,12 @@ fn flush(conn: &mut Conn, shared: &Shared, worker: usize) {
                 conn.closing = true;
                 conn.wbuf.clear();
                 conn.wpos = 0;
+                conn.client.out_refs.clear();
                 return;
             }
         }
     }
-    if conn.wpos == conn.wbuf.len() {
+    if conn.pending_out() == 0 {
         conn.wbuf.clear();
         conn.wpos = 0;
     }

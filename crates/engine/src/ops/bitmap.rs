@@ -523,17 +523,7 @@ fn apply_get(buf: Option<&[u8]>, op: &BitfieldOp) -> i64 {
 /// item becomes a plain string: a bitmap edit drops its client flags and
 /// CAS (the value is a new version, and no longer the client's data).
 pub(crate) fn unshare(s: &mut StrValue) -> &mut Vec<u8> {
-    if !matches!(s, StrValue::Bytes { .. }) {
-        *s = StrValue::edited(std::mem::replace(s, StrValue::Int(0)).into_vec());
-    }
-    match s {
-        StrValue::Bytes { data, raw } => {
-            *raw = true;
-            data
-        }
-        // Replaced by bytes just above.
-        _ => unreachable!("value was converted to bytes"),
-    }
+    s.plain_bytes_mut()
 }
 
 /// What a bit write answers when the memory for its string cannot be had

@@ -102,6 +102,9 @@ pub enum StoreMode {
 pub struct Store<'a> {
     pub mode: StoreMode,
     pub data: &'a [u8],
+    /// `data`'s own buffer when the server read a large value into one:
+    /// a new item then keeps that buffer instead of copying it.
+    pub shared: Option<&'a std::sync::Arc<Vec<u8>>>,
     pub flags: u32,
     /// Ignored by append and prepend, which keep the item's TTL.
     pub expiry: Expiry,
@@ -178,16 +181,12 @@ pub fn store(g: &mut Guard, db: usize, k: &Key, req: &Store) -> Stored {
                     let bits = old.mc_bits() & mc_bits::KEY_BINARY;
                     let mut data = old.into_vec();
                     if req.mode == Append {
+                        crate::value::string::reserve(&mut data, req.data.len());
                         data.extend_from_slice(req.data);
                     } else {
                         data.splice(0..0, req.data.iter().copied());
                     }
-                    *s = StrValue::Mc {
-                        data: data.into_boxed_slice(),
-                        cas: 0,
-                        flags,
-                        bits,
-                    };
+                    *s = StrValue::mc_vec(data, flags, bits);
                     Next::Edited(if req.want_cas { s.cas() } else { 0 })
                 }
             }
@@ -220,11 +219,14 @@ pub fn store(g: &mut Guard, db: usize, k: &Key, req: &Store) -> Stored {
             Stored::Stored(cas)
         }
         Next::Fresh(expiry, extra) => {
-            let v = StrValue::Mc {
-                data: req.data.into(),
-                cas: 0,
-                flags: req.flags,
-                bits: bits | extra,
+            let v = match req.shared {
+                Some(a) if a.len() >= crate::value::string::LARGE_MIN => StrValue::Large {
+                    data: crate::value::string::BigBytes::from_arc(a.clone()),
+                    cas: 0,
+                    flags: req.flags,
+                    bits: bits | extra,
+                },
+                _ => StrValue::mc_vec(req.data.to_vec(), req.flags, bits | extra),
             };
             finish_store(g, db, k, v, expiry, req.want_cas)
         }
@@ -480,6 +482,7 @@ mod tests {
                 data,
                 flags,
                 expiry: Expiry::Clear,
+                shared: None,
                 cas,
                 invalidate: false,
                 want_cas: false,
@@ -605,6 +608,7 @@ mod tests {
             let mut req = Store {
                 mode: StoreMode::Cas,
                 data: b"old",
+                shared: None,
                 flags: 0,
                 expiry: Expiry::Clear,
                 cas: c - 1,

@@ -118,6 +118,31 @@ pub fn get<R>(g: &mut Guard, db: usize, k: &Key, f: impl FnOnce(Option<&[u8]>) -
     }
 }
 
+/// GET key for a reply written after the lock is released: `f` sees the
+/// string value itself (None if absent), so a large one can be shared
+/// (`StrValue::share`) instead of copied while the shard lock is held.
+pub fn get_str<R>(
+    g: &mut Guard,
+    db: usize,
+    k: &Key,
+    f: impl FnOnce(Option<&StrValue>) -> R,
+) -> Result<R> {
+    match g.read(db, k) {
+        None => Ok(f(None)),
+        Some(e) => Ok(f(Some(as_str(&e.value)?))),
+    }
+}
+
+/// MGET with the values themselves (see `get_str`); non-strings are None.
+pub fn mget_str(g: &mut Guard, db: usize, keys: &[Key], mut f: impl FnMut(Option<&StrValue>)) {
+    for k in keys {
+        match g.read(db, k).map(|e| &e.value) {
+            Some(Value::Str(s)) => f(Some(s)),
+            _ => f(None),
+        }
+    }
+}
+
 /// SET key value [NX|XX] [GET] [EX|PX|EXAT|PXAT|KEEPTTL]. With `want_old`,
 /// the old value must be a string (WRONGTYPE otherwise, and nothing is
 /// written); it is read as GET reads it (a hit or a miss).
@@ -126,6 +151,28 @@ pub fn set(
     db: usize,
     k: &Key,
     value: &[u8],
+    cond: Cond,
+    expiry: Expiry,
+    want_old: bool,
+) -> Result<SetOutcome> {
+    set_value(
+        g,
+        db,
+        k,
+        StrValue::from_bytes(value),
+        cond,
+        expiry,
+        want_old,
+    )
+}
+
+/// SET with the new value already built (outside the lock: a large value
+/// arrives as the buffer it was read into and is stored as is).
+pub fn set_value(
+    g: &mut Guard,
+    db: usize,
+    k: &Key,
+    value: StrValue,
     cond: Cond,
     expiry: Expiry,
     want_old: bool,
@@ -169,50 +216,61 @@ pub fn set(
 
 /// SET's write (`setGenericCommand`): the value, then the `set`
 /// notification, then `expire` if a time was given.
-fn store(g: &mut Guard, db: usize, k: &Key, value: &[u8], expiry: Expiry) {
-    g.set(db, k, Value::Str(StrValue::from_bytes(value)), expiry);
+fn store(g: &mut Guard, db: usize, k: &Key, value: StrValue, expiry: Expiry) {
+    g.set(db, k, Value::Str(value), expiry);
     g.notify(class::STRING, "set", db, k);
     if matches!(expiry, Expiry::At(_)) {
         g.notify(class::GENERIC, "expire", db, k);
     }
 }
 
-/// The bytes of a string entry that was just taken out of the keyspace.
-fn entry_bytes(e: Entry) -> Vec<u8> {
+/// The string of an entry that was just taken out of the keyspace.
+fn entry_value(e: Entry) -> StrValue {
     match e.value {
-        Value::Str(s) => s.into_vec(),
+        Value::Str(s) => s,
         // Callers check the type before removing or replacing the entry.
-        _ => Vec::new(),
+        _ => StrValue::Int(0),
     }
 }
 
 /// GETSET key value: the old string (None if absent) and the new value
 /// stored with no TTL, as `setKey` without KEEPTTL leaves it.
 pub fn getset(g: &mut Guard, db: usize, k: &Key, value: &[u8]) -> Result<Option<Vec<u8>>> {
+    Ok(getset_value(g, db, k, StrValue::from_bytes(value))?.map(StrValue::into_vec))
+}
+
+/// GETSET with the new value already built; the old value is returned
+/// whole (moved out of the keyspace, not copied).
+pub fn getset_value(
+    g: &mut Guard,
+    db: usize,
+    k: &Key,
+    value: StrValue,
+) -> Result<Option<StrValue>> {
     if let Some(e) = g.read(db, k) {
         as_str(&e.value)?;
     }
-    let old = g.set(
-        db,
-        k,
-        Value::Str(StrValue::from_bytes(value)),
-        Expiry::Clear,
-    );
+    let old = g.set(db, k, Value::Str(value), Expiry::Clear);
     g.notify(class::STRING, "set", db, k);
     Ok(old.map(|v| match v {
-        Value::Str(s) => s.into_vec(),
+        Value::Str(s) => s,
         // Checked above: the old value is a string.
-        _ => Vec::new(),
+        _ => StrValue::Int(0),
     }))
 }
 
 /// GETDEL key: the string, removed; None if absent.
 pub fn getdel(g: &mut Guard, db: usize, k: &Key) -> Result<Option<Vec<u8>>> {
+    Ok(getdel_value(g, db, k)?.map(StrValue::into_vec))
+}
+
+/// GETDEL returning the removed value whole (moved, not copied).
+pub fn getdel_value(g: &mut Guard, db: usize, k: &Key) -> Result<Option<StrValue>> {
     match g.read(db, k) {
         None => return Ok(None),
         Some(e) => as_str(&e.value)?,
     };
-    let old = g.remove(db, k).map(|e| entry_bytes(*e));
+    let old = g.remove(db, k).map(|e| entry_value(*e));
     if old.is_some() {
         g.notify(class::GENERIC, "del", db, k);
     }
@@ -231,6 +289,20 @@ pub fn getex<R>(
     action: GetExAction,
     f: impl FnOnce(Option<&[u8]>) -> R,
 ) -> Result<R> {
+    getex_str(g, db, k, action, |s| match s {
+        Some(s) => s.with_bytes(|b| f(Some(b))),
+        None => f(None),
+    })
+}
+
+/// GETEX with the string value itself (see `get_str`).
+pub fn getex_str<R>(
+    g: &mut Guard,
+    db: usize,
+    k: &Key,
+    action: GetExAction,
+    f: impl FnOnce(Option<&StrValue>) -> R,
+) -> Result<R> {
     let now = g.now;
     let Some(e) = g.read(db, k) else {
         return Ok(f(None));
@@ -240,7 +312,7 @@ pub fn getex<R>(
         GetExAction::Expire(kind, arg) => Some(kind.parse_deadline(arg, now)?),
         _ => None,
     };
-    let r = s.with_bytes(|b| f(Some(b)));
+    let r = f(Some(s));
     let had_ttl = e.expire_at() != 0;
     match (action, deadline) {
         (_, Some(at)) if at <= now => {
@@ -275,8 +347,21 @@ pub fn mget(g: &mut Guard, db: usize, keys: &[Key], mut f: impl FnMut(Option<&[u
 /// MSET key value...: every pair stored in order (a repeated key keeps the
 /// last value), each with no TTL. The caller locked every key.
 pub fn mset<'a>(g: &mut Guard, db: usize, pairs: impl IntoIterator<Item = (Key<'a>, &'a [u8])>) {
+    mset_values(
+        g,
+        db,
+        pairs.into_iter().map(|(k, v)| (k, StrValue::from_bytes(v))),
+    );
+}
+
+/// MSET with the values already built (large ones keep their buffers).
+pub fn mset_values<'a>(
+    g: &mut Guard,
+    db: usize,
+    pairs: impl IntoIterator<Item = (Key<'a>, StrValue)>,
+) {
     for (k, v) in pairs {
-        g.set(db, &k, Value::Str(StrValue::from_bytes(v)), Expiry::Clear);
+        g.set(db, &k, Value::Str(v), Expiry::Clear);
         g.notify(class::STRING, "set", db, &k);
     }
 }
@@ -326,6 +411,7 @@ pub fn append(g: &mut Guard, db: usize, k: &Key, value: &[u8]) -> Result<usize> 
     }
     let flags = s.mc_flags();
     let mut data = take_bytes(s);
+    crate::value::string::reserve(&mut data, value.len());
     data.extend_from_slice(value);
     let len = data.len();
     *s = StrValue::edited(data).with_mc_flags(flags);
@@ -421,6 +507,8 @@ pub fn setrange(g: &mut Guard, db: usize, k: &Key, offset: usize, value: &[u8]) 
     let mut data = take_bytes(s);
     let end = offset + value.len();
     if data.len() < end {
+        let extra = end - data.len();
+        crate::value::string::reserve(&mut data, extra);
         data.resize(end, 0);
     }
     data[offset..end].copy_from_slice(value);

@@ -19,6 +19,7 @@
 use super::base64;
 use super::num::{strtol, strtoul, strtoull};
 use memchr::memchr;
+use std::sync::Arc;
 
 /// Longest key memcached accepts (`KEY_MAX_LENGTH`).
 pub const KEY_MAX: usize = 250;
@@ -40,6 +41,9 @@ pub struct Limits {
     /// Memory is full: storage commands are refused before their data is
     /// read, as memcached refuses when it cannot allocate the item.
     pub no_memory: bool,
+    /// A data block at least this long that has not fully arrived is
+    /// reported as [`Decoded::Block`]. `usize::MAX`: never.
+    pub big_value: usize,
 }
 
 impl Default for Limits {
@@ -47,8 +51,18 @@ impl Default for Limits {
         Limits {
             max_value: 512 * 1024 * 1024,
             no_memory: false,
+            big_value: usize::MAX,
         }
     }
+}
+
+/// A large data block read into a buffer of its own (see
+/// [`Decoded::Block`]): its `len` bytes, and whether the two bytes after
+/// them were "\r\n".
+#[derive(Debug)]
+pub struct DataBlock {
+    pub data: Arc<Vec<u8>>,
+    pub terminated: bool,
 }
 
 /// The result of one `Decoder::decode` call.
@@ -56,6 +70,14 @@ impl Default for Limits {
 pub enum Decoded<'a> {
     /// Call again once the buffer holds at least `min_total` bytes.
     Incomplete { min_total: usize },
+    /// A data block of `len` bytes (at least [`Limits::big_value`]) starts
+    /// at offset `at`, right after its command line, and has not fully
+    /// arrived. The caller moves the bytes from `at` on into a buffer of
+    /// `len + 2` bytes, reads the rest of the block (and its "\r\n")
+    /// straight into it, cuts the request buffer at `at`, and calls
+    /// [`Decoder::decode_with`] with the block: the value is then that
+    /// buffer, never copied.
+    Block { at: usize, len: usize },
     /// `consumed` bytes of a refused data block were discarded.
     Skipped { consumed: usize },
     /// One request, which used `consumed` bytes of the buffer.
@@ -84,6 +106,9 @@ pub struct Store<'a> {
     pub flags: u32,
     pub exptime: i32,
     pub data: &'a [u8],
+    /// `data`'s own buffer when it was read into one ([`Decoded::Block`]),
+    /// so the item can keep it instead of copying.
+    pub shared: Option<&'a Arc<Vec<u8>>>,
     /// The `cas` command's unique (0 for the others).
     pub cas: u64,
     pub noreply: bool,
@@ -204,6 +229,8 @@ pub struct Meta<'a> {
     pub flags: MetaFlags<'a>,
     /// ms: the value.
     pub data: &'a [u8],
+    /// `data`'s own buffer, as for [`Store::shared`].
+    pub shared: Option<&'a Arc<Vec<u8>>>,
 }
 
 /// Space-separated words of a line, in order: the keys of a get/gets/
@@ -417,6 +444,17 @@ impl Decoder {
 
     /// Decodes the next request from the start of `buf`.
     pub fn decode<'a>(&mut self, buf: &'a [u8], limits: &Limits) -> Decoded<'a> {
+        self.decode_with(buf, limits, None)
+    }
+
+    /// `decode`, with the data block of the request at the start of `buf`
+    /// already read into a buffer of its own (after [`Decoded::Block`]).
+    pub fn decode_with<'a>(
+        &mut self,
+        buf: &'a [u8],
+        limits: &Limits,
+        block: Option<&'a DataBlock>,
+    ) -> Decoded<'a> {
         if self.swallow > 0 {
             if buf.is_empty() {
                 return Decoded::Incomplete { min_total: 1 };
@@ -436,12 +474,23 @@ impl Decoder {
                 req,
             },
             Header::Data { len, then } => {
-                let total = line_len + len + 2;
-                if buf.len() < total {
-                    return Decoded::Incomplete { min_total: total };
-                }
-                let data = &buf[line_len..line_len + len];
-                let req = if &buf[total - 2..total] != b"\r\n" {
+                let (data, shared, terminated, total) = match block {
+                    Some(b) if b.data.len() == len => {
+                        (&b.data[..], Some(&b.data), b.terminated, line_len)
+                    }
+                    _ => {
+                        let total = line_len + len + 2;
+                        if buf.len() < total {
+                            if len >= limits.big_value {
+                                return Decoded::Block { at: line_len, len };
+                            }
+                            return Decoded::Incomplete { min_total: total };
+                        }
+                        let data = &buf[line_len..line_len + len];
+                        (data, None, &buf[total - 2..total] == b"\r\n", total)
+                    }
+                };
+                let req = if !terminated {
                     match then {
                         DataThen::Store(s) => error(BAD_CHUNK, s.noreply),
                         // "metaset mode always returns errors".
@@ -449,8 +498,8 @@ impl Decoder {
                     }
                 } else {
                     match then {
-                        DataThen::Store(s) => Request::Store(Store { data, ..s }),
-                        DataThen::Meta(m) => Request::Meta(Meta { data, ..m }),
+                        DataThen::Store(s) => Request::Store(Store { data, shared, ..s }),
+                        DataThen::Meta(m) => Request::Meta(Meta { data, shared, ..m }),
                     }
                 };
                 Decoded::Request {
@@ -683,6 +732,7 @@ fn storage<'a>(l: &Line<'a>, limits: &Limits) -> Header<'a> {
             flags,
             exptime,
             data: &[],
+            shared: None,
             cas,
             noreply,
         }),
@@ -843,6 +893,7 @@ fn meta<'a>(l: &Line<'a>, cmd: MetaCmd) -> Request<'a> {
         key,
         flags,
         data: &[],
+        shared: None,
     })
 }
 
@@ -914,6 +965,7 @@ fn meta_set<'a>(l: &Line<'a>, limits: &Limits) -> Header<'a> {
             key,
             flags,
             data: &[],
+            shared: None,
         }),
     }
 }

@@ -78,6 +78,12 @@ impl<'a> ReplyWriter<'a> {
         self.crlf();
     }
 
+    /// `$len\r\n` alone: the caller supplies the `len` bytes and the
+    /// closing `\r\n` (a large value written from its own buffer).
+    pub fn bulk_len(&mut self, len: usize) {
+        self.line_int(b'$', len);
+    }
+
     /// A bulk string holding `n` in decimal (`addReplyBulkLongLong`).
     pub fn bulk_int(&mut self, n: i64) {
         let mut ib = itoa::Buffer::new();

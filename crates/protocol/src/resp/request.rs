@@ -14,6 +14,7 @@
 //! [`ArgList`] keeps across requests.
 
 use std::fmt;
+use std::sync::Arc;
 
 use memchr::memchr2;
 
@@ -31,6 +32,10 @@ pub struct Limits {
     /// arguments or a bulk over 16 KiB (`authRequired` in networking.c), so
     /// a stranger cannot make the server buffer large requests.
     pub unauthenticated: bool,
+    /// A bulk at least this long that has not fully arrived is reported as
+    /// [`Parsed::Block`], so the caller can read it into a buffer of its
+    /// own (Redis's `PROTO_MBULK_BIG_ARG`). `usize::MAX`: never.
+    pub big_arg: usize,
 }
 
 /// Most arguments an unauthenticated client may send in one request.
@@ -45,6 +50,7 @@ impl Default for Limits {
             max_multibulk_len: i32::MAX as usize,
             max_inline_len: 64 * 1024,
             unauthenticated: false,
+            big_arg: usize::MAX,
         }
     }
 }
@@ -139,15 +145,33 @@ pub enum Parsed {
     /// error, until the buffer holds at least `min_total` bytes, so the
     /// caller may reserve that much and skip re-parsing until then.
     Incomplete { min_total: usize },
+    /// A bulk of `len` bytes (at least [`Limits::big_arg`]) starts at
+    /// offset `at` and has not fully arrived. The caller moves the bytes
+    /// from `at` on into a buffer of exactly `len + 2` bytes (the payload and
+    /// the two bytes after it), reads the rest of the bulk straight into
+    /// it, drops those bytes from the request buffer (so it ends at `at`),
+    /// and then calls [`ArgList::add_block`] with the payload and parses
+    /// again: the argument is then that buffer, never copied.
+    Block { at: usize, len: usize },
 }
 
-/// Where one argument lives: in the request buffer, or in the scratch
-/// buffer when inline unquoting changed its bytes.
+/// Where one argument's bytes live.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Src {
+    /// The request buffer.
+    Buf,
+    /// The scratch buffer (inline unquoting changed the bytes).
+    Scratch,
+    /// A block of its own (`start` is the index in `ArgList::blocks`).
+    Block,
+}
+
+/// Where one argument lives.
 #[derive(Clone, Copy, Debug)]
 struct Span {
     start: usize,
     end: usize,
-    in_scratch: bool,
+    src: Src,
 }
 
 /// Arguments of the last parsed request, meant to be reused across
@@ -156,6 +180,12 @@ struct Span {
 pub struct ArgList {
     spans: Vec<Span>,
     scratch: Vec<u8>,
+    /// Large bulks of the request in progress that were read into buffers
+    /// of their own, with the offset in the request buffer where each one's
+    /// payload would have started. They belong to the request, not to one
+    /// parse: kept across [`parse_request`] calls until
+    /// [`ArgList::take_blocks`].
+    blocks: Vec<(usize, Arc<Vec<u8>>)>,
 }
 
 /// Above these, `clear` gives memory back: one huge request should not pin
@@ -180,11 +210,37 @@ impl ArgList {
     /// call that filled this list. Panics if `i >= self.len()`.
     pub fn get<'a>(&'a self, buf: &'a [u8], i: usize) -> &'a [u8] {
         let s = self.spans[i];
-        if s.in_scratch {
-            &self.scratch[s.start..s.end]
-        } else {
-            &buf[s.start..s.end]
+        match s.src {
+            Src::Buf => &buf[s.start..s.end],
+            Src::Scratch => &self.scratch[s.start..s.end],
+            Src::Block => &self.blocks[s.start].1,
         }
+    }
+
+    /// Argument `i`'s own buffer, if it was read into one (see
+    /// [`Parsed::Block`]): a handler may keep a reference to it instead of
+    /// copying the bytes.
+    pub fn block(&self, i: usize) -> Option<&Arc<Vec<u8>>> {
+        let s = self.spans.get(i)?;
+        (s.src == Src::Block).then(|| &self.blocks[s.start].1)
+    }
+
+    /// Adds the payload of the bulk reported by [`Parsed::Block`] at `at`
+    /// (`data` holds exactly its `len` bytes).
+    pub fn add_block(&mut self, at: usize, data: Arc<Vec<u8>>) {
+        self.blocks.push((at, data));
+    }
+
+    /// True while the request in progress has blocks.
+    pub fn has_blocks(&self) -> bool {
+        !self.blocks.is_empty()
+    }
+
+    /// Removes the request's blocks once it is done with (its arguments
+    /// are invalid afterwards); the caller decides where they are freed.
+    pub fn take_blocks(&mut self) -> impl Iterator<Item = Arc<Vec<u8>>> + '_ {
+        self.spans.clear();
+        self.blocks.drain(..).map(|(_, b)| b)
     }
 
     /// All arguments in order; `buf` as for [`ArgList::get`].
@@ -214,7 +270,7 @@ impl ArgList {
             list.spans.push(Span {
                 start,
                 end: list.scratch.len(),
-                in_scratch: true,
+                src: Src::Scratch,
             });
         }
         list
@@ -224,7 +280,16 @@ impl ArgList {
         self.spans.push(Span {
             start,
             end,
-            in_scratch: false,
+            src: Src::Buf,
+        });
+    }
+
+    fn push_block(&mut self, index: usize) {
+        let len = self.blocks[index].1.len();
+        self.spans.push(Span {
+            start: index,
+            end: len,
+            src: Src::Block,
         });
     }
 }
@@ -320,10 +385,20 @@ fn parse_multibulk(
             return Err(ProtocolError::UnauthenticatedBulkLength);
         }
         let body = cr + 2;
+        // A bulk already read into a block of its own: the request buffer
+        // goes on, at `body`, with what followed it.
+        if let Some(i) = args.blocks.iter().position(|&(at, _)| at == body) {
+            args.push_block(i);
+            pos = body;
+            continue;
+        }
         // Redis skips the two bytes after the payload without looking at
         // them, so neither do we.
         let next = body.saturating_add(len).saturating_add(2);
         if next > buf.len() {
+            if len >= limits.big_arg {
+                return Ok(Parsed::Block { at: body, len });
+            }
             return Ok(Parsed::Incomplete { min_total: next });
         }
         args.push_buf(body, body + len);
@@ -488,7 +563,7 @@ fn split_args(line: &[u8], args: &mut ArgList) -> bool {
             Some(s) => args.spans.push(Span {
                 start: s,
                 end: args.scratch.len(),
-                in_scratch: true,
+                src: Src::Scratch,
             }),
             None => args.push_buf(start, end),
         }
@@ -613,7 +688,7 @@ mod tests {
                     );
                     pos += consumed;
                 }
-                Parsed::Incomplete { .. } => panic!("incomplete at {pos}"),
+                Parsed::Incomplete { .. } | Parsed::Block { .. } => panic!("incomplete at {pos}"),
             }
         }
         assert_eq!(
@@ -954,13 +1029,89 @@ mod tests {
                     break;
                 }
                 Parsed::Incomplete { min_total } => wait_for = min_total,
+                Parsed::Block { .. } => unreachable!("big_arg is off by default"),
             }
         }
         assert!(calls <= 3, "{calls} parse calls");
         assert_eq!(args.get(&input, 2).len(), payload.len());
     }
 
+    /// Feeds `input` to the parser in `step`-byte reads the way the server
+    /// does with `big_arg` set: a reported block is cut out of the request
+    /// buffer into its own buffer, filled to its length, and handed back.
+    /// Returns the parsed arguments and how many were blocks.
+    fn parse_with_blocks(input: &[u8], step: usize, big_arg: usize) -> (Vec<Vec<u8>>, usize) {
+        let limits = Limits {
+            big_arg,
+            ..Limits::default()
+        };
+        let mut args = ArgList::new();
+        let mut buf: Vec<u8> = Vec::new();
+        let mut fed = 0;
+        loop {
+            match parse_request(&buf, &limits, &mut args).unwrap() {
+                Parsed::Complete { consumed } => {
+                    assert_eq!(fed, input.len(), "nothing left unread");
+                    assert_eq!(consumed, buf.len());
+                    let got: Vec<Vec<u8>> = args.iter(&buf).map(<[u8]>::to_vec).collect();
+                    let blocks = (0..args.len()).filter(|&i| args.block(i).is_some()).count();
+                    assert_eq!(args.take_blocks().count(), blocks);
+                    return (got, blocks);
+                }
+                Parsed::Incomplete { .. } => {
+                    let n = step.min(input.len() - fed);
+                    assert!(n > 0, "parser wants more than the request");
+                    buf.extend_from_slice(&input[fed..fed + n]);
+                    fed += n;
+                }
+                Parsed::Block { at, len } => {
+                    assert!(len >= big_arg);
+                    let mut block = buf.split_off(at);
+                    assert!(block.len() < len + 2);
+                    let rest = len + 2 - block.len();
+                    block.extend_from_slice(&input[fed..fed + rest]);
+                    fed += rest;
+                    block.truncate(len);
+                    args.add_block(at, Arc::new(block));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn big_bulks_are_read_into_blocks_of_their_own() {
+        let big1 = vec![b'a'; 5000];
+        let big2: Vec<u8> = (0..7000u32).map(|i| i as u8).collect();
+        let cmd: [&[u8]; 5] = [b"MSET", b"k1", &big1, b"k2", &big2];
+        let mut input = Vec::new();
+        encode_command(&cmd, &mut input);
+        let want: Vec<Vec<u8>> = cmd.iter().map(|a| a.to_vec()).collect();
+        for step in [1, 7, 100, 4096, 1 << 20] {
+            let (got, blocks) = parse_with_blocks(&input, step, 1000);
+            assert_eq!(got, want, "step {step}");
+            // A bulk that arrived whole in one read needs no block.
+            if step < 5000 {
+                assert_eq!(blocks, 2, "step {step}");
+            }
+        }
+        // Below the threshold: the ordinary path.
+        assert_eq!(parse_with_blocks(&input, 100, 10_000), (want, 0));
+    }
+
     proptest! {
+        #[test]
+        fn blocks_parse_like_the_whole_buffer(
+            cmd in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..300), 1..6),
+            step in 1usize..400,
+            big_arg in 1usize..200,
+        ) {
+            let mut input = Vec::new();
+            let refs: Vec<&[u8]> = cmd.iter().map(Vec::as_slice).collect();
+            encode_command(&refs, &mut input);
+            let (got, _) = parse_with_blocks(&input, step, big_arg);
+            prop_assert_eq!(got, cmd);
+        }
+
         #[test]
         fn encoded_commands_parse_back(
             cmd in prop::collection::vec(prop::collection::vec(any::<u8>(), 0..40), 1..12),

@@ -99,7 +99,11 @@ fn get(cx: &mut Ctx, m: &Meta) {
         if bump {
             e.touch(lfu);
         }
-        let (data, cas, flags, bits) = mc::item(e).as_mc();
+        let item = mc::item(e);
+        item.as_mc();
+        // A large value goes out by reference, not copied under the lock.
+        let shared = if f.value { item.share() } else { None };
+        let (data, cas, flags, bits) = item.as_mc();
         let fetched = *bits & mc_bits::FETCHED != 0;
         let token_sent = *bits & mc_bits::TOKEN_SENT != 0;
         let stale = *bits & mc_bits::STALE != 0;
@@ -180,7 +184,13 @@ fn get(cx: &mut Ctx, m: &Meta) {
         }
         out.extend_from_slice(b"\r\n");
         if f.value {
-            out.extend_from_slice(data);
+            match shared {
+                Some(b) if b.len() >= crate::outref::MIN_REF => {
+                    let len = b.len();
+                    cx.client.out_refs.push(out, b, 0..len);
+                }
+                _ => out.extend_from_slice(data),
+            }
             out.extend_from_slice(b"\r\n");
         }
     }
@@ -234,6 +244,7 @@ fn set(cx: &mut Ctx, m: &Meta) {
         let req = mc::Store {
             mode,
             data: m.data,
+            shared: m.shared,
             flags: f.client_flags,
             expiry: expiry(f.ttl.unwrap_or(0), g.now),
             cas: f.compare_cas.unwrap_or(0),

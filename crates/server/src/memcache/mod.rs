@@ -24,7 +24,7 @@ mod storage;
 use crate::client::Client;
 use crate::shared::{bump, Shared};
 use cairn_engine::Expiry;
-use cairn_protocol::memcache::{Auth, Decoded, Decoder, Limits, Request};
+use cairn_protocol::memcache::{Auth, DataBlock, Decoded, Decoder, Limits, Request};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 /// The database memcached items live in.
@@ -80,13 +80,25 @@ pub fn run_due_flush(shared: &Shared) {
 #[derive(Default)]
 pub struct McConn {
     decoder: Decoder,
+    /// The large data block of the request at the head of the buffer,
+    /// read into a buffer of its own (`Stop::Block`).
+    block: Option<DataBlock>,
 }
 
 impl McConn {
     pub fn new() -> Box<McConn> {
         Box::default()
     }
+
+    /// The data block asked for by `Stop::Block` has fully arrived.
+    pub fn set_block(&mut self, block: DataBlock) {
+        self.block = Some(block);
+    }
 }
+
+/// Large data blocks that have not fully arrived are read into a buffer of
+/// their own by the worker (the same threshold as for RESP bulks).
+const BIG_VALUE: usize = cairn_engine::value::string::LARGE_MIN;
 
 /// Why `process` stopped.
 pub enum Stop {
@@ -94,6 +106,9 @@ pub enum Stop {
     NeedInput,
     /// Enough replies are pending that the rest must wait for the socket.
     OutputFull,
+    /// A large data block starts at `at` (from `rpos`) and is `len` bytes
+    /// long: read it into a buffer of its own, then `McConn::set_block`.
+    Block { at: usize, len: usize },
     /// Close once the replies are written (quit).
     Closing,
     /// Close now, without a reply (a line too long to be a command).
@@ -159,7 +174,7 @@ pub fn process(
     let stats = &shared.memcache.stats[worker];
     let wstats = &shared.worker_stats[worker];
     while *rpos < input.len() {
-        if out.len() - unsent_from >= high_water {
+        if out.len() - unsent_from + client.out_refs.pending() >= high_water {
             return Stop::OutputFull;
         }
         let buf = &input[*rpos..];
@@ -194,12 +209,14 @@ pub fn process(
         let limits = Limits {
             max_value: shared.hot.proto_max_bulk_len.load(Ordering::Relaxed),
             no_memory: shared.memory.over_limit.load(Ordering::Relaxed),
+            big_value: BIG_VALUE,
         };
-        match st.decoder.decode(buf, &limits) {
+        match st.decoder.decode_with(buf, &limits, st.block.as_ref()) {
             Decoded::Incomplete { min_total } => {
                 *need = min_total;
                 break;
             }
+            Decoded::Block { at, len } => return Stop::Block { at, len },
             Decoded::Skipped { consumed } => {
                 *need = 0;
                 *rpos += consumed;
@@ -208,7 +225,7 @@ pub fn process(
             Decoded::Close => return Stop::Abort,
             Decoded::Request { consumed, req } => {
                 *need = 0;
-                let before = out.len();
+                let before = out.len() + client.out_refs.pending();
                 cairn_engine::clock::start_command();
                 run_due_flush(shared);
                 let mut cx = Ctx {
@@ -221,9 +238,14 @@ pub fn process(
                 cairn_engine::clock::end_command();
                 crate::keyevents::after_command(shared);
                 bump(&wstats.commands, 1);
-                stats.add(stats::Stat::BytesRead, consumed as u64);
-                stats.add(stats::Stat::BytesWritten, (out.len() - before) as u64);
+                let block_len = st.block.as_ref().map_or(0, |b| b.data.len() + 2);
+                stats.add(stats::Stat::BytesRead, (consumed + block_len) as u64);
+                let after = out.len() + client.out_refs.pending();
+                stats.add(stats::Stat::BytesWritten, (after - before) as u64);
                 *rpos += consumed;
+                if let Some(b) = st.block.take() {
+                    cairn_engine::lazyfree::release(b.data);
+                }
                 if client.close_after_reply {
                     return Stop::Closing;
                 }

@@ -16,6 +16,7 @@ pub fn get(cx: &mut Ctx, want_cas: bool, touch: Option<i32>, keys: Keys) {
     for key in keys {
         if !key_ok(key) {
             cx.out.truncate(start);
+            cx.client.out_refs.truncate(start);
             cx.line("CLIENT_ERROR bad command line format");
             return;
         }
@@ -24,7 +25,8 @@ pub fn get(cx: &mut Ctx, want_cas: bool, touch: Option<i32>, keys: Keys) {
         let found = mc::lookup(&mut g, DB, &k, true);
         match found {
             Some(e) => {
-                let (data, cas, flags, bits) = mc::item(e).as_mc();
+                let item = mc::item(e);
+                let (data, cas, flags, bits) = item.as_mc();
                 *bits |= mc_bits::FETCHED;
                 let cas = want_cas.then(|| {
                     if *cas == 0 {
@@ -33,7 +35,15 @@ pub fn get(cx: &mut Ctx, want_cas: bool, touch: Option<i32>, keys: Keys) {
                     *cas
                 });
                 value_line(cx.out, key, *flags, data.len(), cas);
-                cx.out.extend_from_slice(data);
+                // A large value goes out by reference: no copy under the
+                // lock (`crate::outref`).
+                match item.share() {
+                    Some(b) if b.len() >= crate::outref::MIN_REF => {
+                        let len = b.len();
+                        cx.client.out_refs.push(cx.out, b, 0..len);
+                    }
+                    _ => item.with_bytes(|d| cx.out.extend_from_slice(d)),
+                }
                 cx.out.extend_from_slice(b"\r\n");
                 if let Some(t) = touch {
                     // After the reply is built: even an exptime that

@@ -28,6 +28,7 @@ pub fn store(cx: &mut Ctx, s: &Store) {
         let req = mc::Store {
             mode: mode(s.mode),
             data: s.data,
+            shared: s.shared,
             flags: s.flags,
             expiry: expiry(s.exptime, g.now),
             cas: s.cas,

@@ -3,8 +3,10 @@
 use crate::client::{BlockOn, Client, Unblock};
 use crate::resp::errors::CmdError;
 use crate::shared::Shared;
+use cairn_engine::value::StrValue;
 use cairn_engine::Engine;
 use cairn_protocol::resp::{ArgList, ReplyWriter};
+use std::sync::Arc;
 
 /// A handler's outcome: the reply is already written on Ok.
 pub type CmdResult = Result<(), CmdError>;
@@ -32,6 +34,11 @@ impl<'a> Args<'a> {
 
     pub fn get(&self, i: usize) -> &'a [u8] {
         self.list.get(self.buf, i)
+    }
+
+    /// Argument `i`'s own buffer, when it was a large bulk read into one.
+    pub fn block(&self, i: usize) -> Option<&'a Arc<Vec<u8>>> {
+        self.list.block(i)
     }
 
     /// Arguments from index `from` on.
@@ -89,6 +96,56 @@ impl<'a> Ctx<'a> {
     pub fn null(&mut self) -> CmdResult {
         self.reply().null();
         Ok(())
+    }
+
+    /// Argument `i` as a string value to store: a large bulk keeps the
+    /// buffer it was read into (a reference, not a copy), so SET of 100 MB
+    /// copies nothing, and the value is built before any lock is taken.
+    pub fn value_arg(&self, i: usize) -> StrValue {
+        match self.args.block(i) {
+            Some(b) => StrValue::from_shared(b.clone()),
+            None => StrValue::from_bytes(self.arg(i)),
+        }
+    }
+
+    /// A string value as a bulk reply. A large one is not copied: the reply
+    /// references its shared buffer (`crate::outref`), so the copy of
+    /// megabytes neither happens under the shard lock nor at all.
+    pub fn bulk_str(&mut self, s: &StrValue) {
+        self.bulk_str_range(s, None);
+    }
+
+    /// `bulk_str` of `range` of the value's bytes (GETRANGE), all of them
+    /// when None.
+    pub fn bulk_str_range(&mut self, s: &StrValue, range: Option<std::ops::Range<usize>>) {
+        if let Some(data) = s.share() {
+            let range = range.unwrap_or(0..data.len());
+            if range.len() >= crate::outref::MIN_REF {
+                let len = range.len();
+                self.reply().bulk_len(len);
+                self.client.out_refs.push(self.out, data, range);
+                self.out.extend_from_slice(b"\r\n");
+                return;
+            }
+            let mut w = ReplyWriter::new(self.out, self.client.proto);
+            w.bulk(&data[range]);
+            return;
+        }
+        let mut w = ReplyWriter::new(self.out, self.client.proto);
+        s.with_bytes(|b| match range {
+            Some(r) => w.bulk(&b[r]),
+            None => w.bulk(b),
+        });
+    }
+
+    /// `bulk_str`, or a null when absent.
+    pub fn bulk_str_or_null(&mut self, s: Option<&StrValue>) {
+        match s {
+            Some(s) => self.bulk_str(s),
+            None => {
+                self.reply().null();
+            }
+        }
     }
 
     /// A bulk string, or a null when absent.

@@ -86,8 +86,11 @@ pub fn execute(
     }
     if skip_this || client.reply_mode == ReplyMode::Off {
         out.truncate(start_len);
+        client.out_refs.truncate(start_len);
     }
-    crate::pubsub::end_command(out, start_len);
+    if let Some((at, len)) = crate::pubsub::end_command(out, start_len) {
+        client.out_refs.shift(at, len);
+    }
     outcome
 }
 
@@ -232,6 +235,7 @@ pub fn invoke(
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handler(&mut ctx))).unwrap_or_else(
             |_| {
                 ctx.out.truncate(reply_start);
+                ctx.client.out_refs.truncate(reply_start);
                 crate::log::warning(&format!(
                     "BUG: command '{}' panicked; the client got an error and the server goes on",
                     cmd.name

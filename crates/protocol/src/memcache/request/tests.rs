@@ -9,6 +9,7 @@ fn lim() -> Limits {
     Limits {
         max_value: 1000,
         no_memory: false,
+        big_value: usize::MAX,
     }
 }
 
@@ -66,6 +67,7 @@ fn run(chunks: &[&[u8]], limits: &Limits) -> Vec<String> {
                     out.push("CLOSE".into());
                     return out;
                 }
+                Decoded::Block { .. } => unreachable!("big_value is off here"),
             }
         }
     }
@@ -126,6 +128,7 @@ fn storage_commands() {
             flags: 5,
             exptime: 10,
             data: b"abc",
+            shared: None,
             cas: 0,
             noreply: false
         })
@@ -238,6 +241,7 @@ fn too_large_and_no_memory_discard_the_data() {
     let full = Limits {
         max_value: 1000,
         no_memory: true,
+        big_value: usize::MAX,
     };
     let out = run(&[b"add k 0 0 3 noreply\r\nabc\r\nmn\r\n"], &full);
     assert!(out[0].starts_with("Refused { why: NoMemory"), "{out:?}");
@@ -755,4 +759,78 @@ proptest! {
         let out = run(&[&line], &lim());
         prop_assert!(!out.is_empty());
     }
+}
+
+/// A large data block cut out into a buffer of its own, as the server does
+/// after `Decoded::Block`, decodes to the same request with `shared` set;
+/// a bad terminator is the usual error, and small blocks never use one.
+#[test]
+fn big_values_in_blocks_of_their_own() {
+    let limits = Limits {
+        max_value: 1 << 20,
+        no_memory: false,
+        big_value: 100,
+    };
+    for (line, ms) in [
+        (&b"set k 7 0 300\r\n"[..], false),
+        (b"ms k 300 F7\r\n", true),
+    ] {
+        for tail in [&b"\r\n"[..], b"xx"] {
+            let value: Vec<u8> = (0..300u32).map(|i| i as u8).collect();
+            let mut buf = line.to_vec();
+            buf.extend_from_slice(&value[..10]);
+            let mut d = Decoder::new();
+            let Decoded::Block { at, len } = d.decode(&buf, &limits) else {
+                panic!("expected a block");
+            };
+            assert_eq!((at, len), (line.len(), 300));
+            let mut data = buf.split_off(at);
+            data.extend_from_slice(&value[10..]);
+            data.extend_from_slice(tail);
+            let terminated = data[len..] == *b"\r\n";
+            data.truncate(len);
+            let block = DataBlock {
+                data: Arc::new(data),
+                terminated,
+            };
+            let Decoded::Request { consumed, req } = d.decode_with(&buf, &limits, Some(&block))
+            else {
+                panic!("expected a request");
+            };
+            assert_eq!(consumed, line.len());
+            match (req, tail == b"\r\n") {
+                (Request::Store(s), true) => {
+                    assert!(!ms);
+                    assert_eq!(s.data, &value[..]);
+                    assert!(s.shared.is_some());
+                    assert_eq!(s.flags, 7);
+                }
+                (Request::Meta(m), true) => {
+                    assert!(ms);
+                    assert_eq!(m.data, &value[..]);
+                    assert!(m.shared.is_some());
+                }
+                (Request::Error { msg, .. }, false) => {
+                    assert_eq!(msg, "CLIENT_ERROR bad data chunk")
+                }
+                (other, _) => panic!("{other:?}"),
+            }
+        }
+    }
+    // Under the threshold, or complete already: no block.
+    let mut d = Decoder::new();
+    assert!(matches!(
+        d.decode(b"set k 0 0 50\r\nabc", &limits),
+        Decoded::Incomplete { .. }
+    ));
+    let mut whole = b"set k 0 0 300\r\n".to_vec();
+    whole.extend_from_slice(&[b'v'; 300]);
+    whole.extend_from_slice(b"\r\n");
+    assert!(matches!(
+        d.decode(&whole, &limits),
+        Decoded::Request {
+            req: Request::Store(Store { shared: None, .. }),
+            ..
+        }
+    ));
 }

@@ -690,8 +690,14 @@ fn memory_section(out: &mut String, shared: &Shared, engine: Option<&EngineTotal
     field(out, "mem_aof_buffer", 0);
     field(out, "mem_allocator", allocator_name());
     field(out, "active_defrag_running", 0);
-    field(out, "lazyfree_pending_objects", 0);
-    field(out, "lazyfreed_objects", 0);
+    // Large buffers handed to the lazyfree thread (docs/design.md,
+    // "Large values").
+    field(
+        out,
+        "lazyfree_pending_objects",
+        cairn_engine::lazyfree::pending(),
+    );
+    field(out, "lazyfreed_objects", cairn_engine::lazyfree::freed());
 }
 
 /// `jemalloc-5.3.0`, as Redis names its allocator.

@@ -155,7 +155,9 @@ fn exec(ctx: &mut Ctx) -> CmdResult {
         // command. (Publishing and waking touch no shard, so this is safe
         // under the hold.)
         crate::keyevents::after_command(shared);
-        crate::pubsub::place_pushes(ctx.out, start);
+        if let Some((at, len)) = crate::pubsub::place_pushes(ctx.out, start) {
+            ctx.client.out_refs.shift(at, len);
+        }
     }
     ctx.client.in_exec = false;
     drop(hold);

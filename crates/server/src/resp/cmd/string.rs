@@ -51,11 +51,8 @@ fn get(ctx: &mut Ctx) -> CmdResult {
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
     let mut g = e.lock(&k);
-    let mut w = ReplyWriter::new(ctx.out, ctx.client.proto);
-    op::get(&mut g, ctx.client.db, &k, |v| match v {
-        Some(b) => w.bulk(b),
-        None => w.null(),
-    })?;
+    let db = ctx.client.db;
+    op::get_str(&mut g, db, &k, |v| ctx.bulk_str_or_null(v))?;
     Ok(())
 }
 
@@ -63,16 +60,17 @@ fn get(ctx: &mut Ctx) -> CmdResult {
 /// → +OK, null when NX/XX stopped it, or with GET the old value (or null).
 fn set(ctx: &mut Ctx) -> CmdResult {
     let opts = parse_extended(ctx, Family::Set)?;
+    let value = ctx.value_arg(2);
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
     let mut g = e.lock(&k);
     // Redis checks the time argument before GET's type check.
     let expiry = opts.expiry(g.now, "set")?;
-    let res = op::set(
+    let res = op::set_value(
         &mut g,
         ctx.client.db,
         &k,
-        ctx.arg(2),
+        value,
         opts.cond,
         expiry,
         opts.get,
@@ -90,14 +88,15 @@ fn set(ctx: &mut Ctx) -> CmdResult {
 
 /// SETNX key value → :1 if set, :0 if the key existed.
 fn setnx(ctx: &mut Ctx) -> CmdResult {
+    let value = ctx.value_arg(2);
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
     let mut g = e.lock(&k);
-    let res = op::set(
+    let res = op::set_value(
         &mut g,
         ctx.client.db,
         &k,
-        ctx.arg(2),
+        value,
         Cond::IfAbsent,
         Expiry::Clear,
         false,
@@ -117,17 +116,18 @@ fn psetex(ctx: &mut Ctx) -> CmdResult {
 }
 
 fn set_with_ttl(ctx: &mut Ctx, kind: TtlKind, cmd: &'static str) -> CmdResult {
+    let value = ctx.value_arg(3);
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
     let mut g = e.lock(&k);
     let at = kind
         .parse_deadline(ctx.arg(2), g.now)
         .map_err(|err| expire_error(err, cmd))?;
-    op::set(
+    op::set_value(
         &mut g,
         ctx.client.db,
         &k,
-        ctx.arg(3),
+        value,
         Cond::Always,
         Expiry::At(at),
         false,
@@ -140,10 +140,12 @@ fn set_with_ttl(ctx: &mut Ctx, kind: TtlKind, cmd: &'static str) -> CmdResult {
 fn getset(ctx: &mut Ctx) -> CmdResult {
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
+    let value = ctx.value_arg(2);
     let mut g = e.lock(&k);
-    let old = op::getset(&mut g, ctx.client.db, &k, ctx.arg(2))?;
+    let old = op::getset_value(&mut g, ctx.client.db, &k, value)?;
     drop(g);
-    ctx.bulk_or_null(old.as_deref())
+    ctx.bulk_str_or_null(old.as_ref());
+    Ok(())
 }
 
 /// GETDEL key → the value (now deleted) or null.
@@ -151,9 +153,10 @@ fn getdel(ctx: &mut Ctx) -> CmdResult {
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
     let mut g = e.lock(&k);
-    let old = op::getdel(&mut g, ctx.client.db, &k)?;
+    let old = op::getdel_value(&mut g, ctx.client.db, &k)?;
     drop(g);
-    ctx.bulk_or_null(old.as_deref())
+    ctx.bulk_str_or_null(old.as_ref());
+    Ok(())
 }
 
 /// GETEX key [EX s|PX ms|EXAT ts|PXAT ts-ms|PERSIST] → the value or null;
@@ -168,12 +171,9 @@ fn getex(ctx: &mut Ctx) -> CmdResult {
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
     let mut g = e.lock(&k);
-    let mut w = ReplyWriter::new(ctx.out, ctx.client.proto);
-    op::getex(&mut g, ctx.client.db, &k, action, |v| match v {
-        Some(b) => w.bulk(b),
-        None => w.null(),
-    })
-    .map_err(|err| expire_error(err, "getex"))?;
+    let db = ctx.client.db;
+    op::getex_str(&mut g, db, &k, action, |v| ctx.bulk_str_or_null(v))
+        .map_err(|err| expire_error(err, "getex"))?;
     Ok(())
 }
 
@@ -183,12 +183,9 @@ fn mget(ctx: &mut Ctx) -> CmdResult {
     let e = ctx.engine();
     let keys: Keys = ctx.args.iter_from(1).map(|a| e.key(a)).collect();
     let mut g = e.lock_keys(&keys);
-    let mut w = ReplyWriter::new(ctx.out, ctx.client.proto);
-    w.array(keys.len());
-    op::mget(&mut g, ctx.client.db, &keys, |v| match v {
-        Some(b) => w.bulk(b),
-        None => w.null(),
-    });
+    let db = ctx.client.db;
+    ctx.reply().array(keys.len());
+    op::mget_str(&mut g, db, &keys, |v| ctx.bulk_str_or_null(v));
     Ok(())
 }
 
@@ -211,8 +208,14 @@ fn pairs<'a>(ctx: &Ctx<'a>, cmd: &'static str) -> Result<(Keys<'a>, Pairs<'a>), 
 /// MSET key value [key value ...] → +OK.
 fn mset(ctx: &mut Ctx) -> CmdResult {
     let (keys, pairs) = pairs(ctx, "mset")?;
+    // Values built before locking; large ones keep their read buffers.
+    let values: Vec<_> = (0..pairs.len()).map(|i| ctx.value_arg(2 + 2 * i)).collect();
     let mut g = ctx.engine().lock_keys(&keys);
-    op::mset(&mut g, ctx.client.db, pairs);
+    op::mset_values(
+        &mut g,
+        ctx.client.db,
+        pairs.into_iter().map(|p| p.0).zip(values),
+    );
     drop(g);
     ctx.ok()
 }
@@ -255,8 +258,14 @@ fn getrange(ctx: &mut Ctx) -> CmdResult {
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
     let mut g = e.lock(&k);
-    let mut w = ReplyWriter::new(ctx.out, ctx.client.proto);
-    op::getrange(&mut g, ctx.client.db, &k, start, end, |b| w.bulk(b))?;
+    let db = ctx.client.db;
+    op::get_str(&mut g, db, &k, |v| match v {
+        Some(s) => match op::range_of(s.len(), start, end) {
+            Some(r) => ctx.bulk_str_range(s, Some(r)),
+            None => ctx.reply().bulk(b""),
+        },
+        None => ctx.reply().bulk(b""),
+    })?;
     Ok(())
 }
 
