@@ -55,6 +55,7 @@ impl Engine {
                         let notify = self.limits.notify.load(Ordering::Relaxed)
                             & crate::events::class::EXPIRED
                             != 0;
+                        let journal = self.journal_on();
                         let mut gone: Vec<Box<Entry>> = Vec::new();
                         for _ in 0..CHUNK_BUCKETS {
                             cursor = shard.dbs[db].retain_bucket(
@@ -62,7 +63,7 @@ impl Engine {
                                 |e| e.is_expired(now),
                                 |e| {
                                     removed += 1;
-                                    if notify || !shard_watched_empty {
+                                    if notify || journal || !shard_watched_empty {
                                         gone.push(e);
                                     }
                                 },
@@ -71,6 +72,11 @@ impl Engine {
                             if cursor == 0 {
                                 break;
                             }
+                        }
+                        // Journaled as DEL, under the shard's lock (Redis
+                        // propagates an expiry as a DEL: `deleteExpiredKeyAndPropagate`).
+                        if journal {
+                            crate::record::deleted(self, db, gone.iter().map(|e| e.key()));
                         }
                         // As a lookup that finds the key expired: WATCH
                         // sees a change, `expired` is notified.

@@ -7,6 +7,7 @@
 //! - `entry`, `value`: what is stored and how it is encoded.
 //! - `expire`, `iterate`: the active expiry sweep and whole-keyspace walks.
 //! - `ops`: one module per command family, e.g. `ops::string::set`.
+//! - `record`: the deterministic record of each write, for the journal.
 pub mod clock;
 pub mod entry;
 pub mod error;
@@ -15,6 +16,7 @@ pub mod expire;
 pub mod iterate;
 pub mod keyspace;
 pub mod ops;
+pub mod record;
 pub mod table;
 pub mod util;
 pub mod value;
