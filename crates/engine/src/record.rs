@@ -79,6 +79,9 @@ pub trait ArgSource {
 /// The engine's journal hook: a sink while the journal is on.
 #[derive(Default)]
 pub struct Hook {
+    /// Commands lend their arguments (`CommandScope`): set before `on`, so
+    /// no command can write after the switch without a record.
+    armed: std::sync::atomic::AtomicBool,
     on: std::sync::atomic::AtomicBool,
     sink: parking_lot::RwLock<Option<Arc<dyn Sink>>>,
 }
@@ -101,12 +104,30 @@ impl Engine {
     /// that instant.
     pub fn set_journal(&self, sink: Option<Arc<dyn Sink>>) {
         let on = sink.is_some();
+        if on {
+            self.arm_journal(true);
+        }
         *self.journal.sink.write() = sink;
         self.journal.on.store(on, Ordering::SeqCst);
+        if !on {
+            self.arm_journal(false);
+        }
     }
 
     pub fn journal_on(&self) -> bool {
         self.journal.on()
+    }
+
+    /// From now on every command lends its arguments. The server arms,
+    /// waits until every worker has finished the command it was running,
+    /// then turns the journal on (`set_journal`).
+    pub fn arm_journal(&self, armed: bool) {
+        self.journal.armed.store(armed, Ordering::SeqCst);
+    }
+
+    #[inline]
+    pub fn journal_armed(&self) -> bool {
+        self.journal.armed.load(Ordering::Relaxed)
     }
 }
 
@@ -148,10 +169,6 @@ impl CommandScope {
             std::mem::transmute::<*const dyn ArgSource, *const (dyn ArgSource + 'static)>(args)
         };
         let prev = COMMAND.with(|c| c.replace(Some((db, ptr))));
-        STAGED.with(|s| {
-            let mut s = s.borrow_mut();
-            s.has_explicit = false;
-        });
         CommandScope { prev }
     }
 }
@@ -159,7 +176,6 @@ impl CommandScope {
 impl Drop for CommandScope {
     fn drop(&mut self) {
         COMMAND.with(|c| c.set(self.prev));
-        STAGED.with(|s| s.borrow_mut().has_explicit = false);
     }
 }
 
@@ -346,7 +362,7 @@ pub fn deleted<'a>(engine: &Engine, db: usize, keys: impl Iterator<Item = &'a [u
 /// still held. `held`: inside `hold_all`, collect for the transaction.
 pub(crate) fn commit(engine: &Engine, wrote: bool, held: bool) {
     let Some(sink) = engine.journal.sink() else {
-        STAGED.with(|s| s.borrow_mut().pre.clear());
+        discard();
         return;
     };
     STAGED.with(|s| {

@@ -6,6 +6,7 @@ static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 mod blocking;
 mod client;
 mod config;
+mod journal;
 mod keyevents;
 mod listener;
 mod log;
@@ -30,6 +31,7 @@ fn main() {
             print!("{}", config::usage());
             return;
         }
+        Some("check-journal") => std::process::exit(journal::check::run(&argv[1..])),
         Some("--version" | "-v") => {
             println!(
                 "Cairn server v={VERSION} redis-compat={} malloc=jemalloc bits={}",

@@ -56,7 +56,9 @@ pub fn build_shared(cfg: Config) -> Result<Arc<Shared>, String> {
         stat_reset_at: Mutex::new(Instant::now()),
         blocking: Default::default(),
         memcache: crate::memcache::McShared::new(threads),
+        journal: Arc::new(crate::journal::Journal::new(threads)),
     });
+    let _ = shared.journal.server.set(Arc::downgrade(&shared));
     shared.refresh_hot();
     Ok(shared)
 }
@@ -112,7 +114,12 @@ pub fn run(cfg: Config) -> Result<(), String> {
             .map_err(|e| format!("Can't chdir to '{}': {e}", cfg.dir))?;
     }
     let pidfile = cfg.pidfile.clone();
+    let appendonly = cfg.appendonly;
     let shared = build_shared(cfg)?;
+    if appendonly {
+        // Before any client is served: clients wait in the listen backlog.
+        crate::journal::open_at_startup(&shared)?;
+    }
     let port = listeners[0].local_addr().map(|a| a.port()).unwrap_or(0);
     shared.tcp_port.store(port, Ordering::Relaxed);
 
@@ -202,7 +209,10 @@ pub fn shutdown(shared: &Shared, pidfile: &str) -> ! {
     if !pidfile.is_empty() {
         let _ = std::fs::remove_file(pidfile);
     }
-    let _ = shared;
+    if shared.journal.enabled() {
+        log::notice("Calling fsync() on the journal (append only) file.");
+        crate::journal::stop(shared);
+    }
     log::warning("Cairn is now ready to exit, bye bye...");
     std::process::exit(0)
 }

@@ -1,0 +1,618 @@
+//! The journal (Redis's append-only file, in Cairn's own framing): every
+//! write is appended, in the order writes took effect, to a buffer that a
+//! writer thread writes to the current journal file and fsyncs according
+//! to `appendfsync`.
+//!
+//! - The engine produces the records (`cairn_engine::record`) and appends
+//!   each command's unit while the command's shard locks are held; this
+//!   module frames them (`frame`) and is the engine's `Sink`.
+//! - `always`: group commit. The writer takes everything appended so far,
+//!   writes and fsyncs it once, and publishes the durable position; a
+//!   worker holds back a connection's output until the journal is durable
+//!   up to where it was when the connection's commands ran (so a reply, or
+//!   a read that saw a write, never leaves before that write is on disk),
+//!   and is woken (`Msg::Durable`) when it is.
+//! - `everysec`: the writer writes as data arrives and fsyncs once a
+//!   second; `no`: it only writes. Replies are not held.
+//! - A failed write or fsync sets `failed`: write commands are refused with
+//!   Redis's MISCONF error, held replies stay held, and the writer retries
+//!   every 100 ms (rewriting everything not known durable under `always`,
+//!   since after a failed fsync the page cache can no longer be trusted),
+//!   until it succeeds.
+//! - Files: a directory (`appenddirname`) with a manifest, an optional base
+//!   snapshot and journal files (`manifest`); start-up replays them
+//!   (`replay`); `cairn check-journal` checks and repairs one (`check`).
+pub mod check;
+pub mod frame;
+pub mod manifest;
+pub mod replay;
+
+use crate::config::AppendFsync;
+use crate::log;
+use crate::shared::{Msg, Shared};
+use manifest::Manifest;
+use parking_lot::{Condvar, Mutex};
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicU8, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How long the writer waits before retrying after a failed write/fsync.
+const RETRY_EVERY: Duration = Duration::from_millis(100);
+
+const POLICY_NO: u8 = 0;
+const POLICY_EVERYSEC: u8 = 1;
+const POLICY_ALWAYS: u8 = 2;
+
+fn policy_code(p: AppendFsync) -> u8 {
+    match p {
+        AppendFsync::No => POLICY_NO,
+        AppendFsync::Everysec => POLICY_EVERYSEC,
+        AppendFsync::Always => POLICY_ALWAYS,
+    }
+}
+
+/// Appended frames the writer has not taken yet.
+#[derive(Default)]
+struct Pending {
+    data: Vec<u8>,
+    /// The writer waits on the condvar: an append must wake it.
+    sleeping: bool,
+    stop: bool,
+}
+
+/// The journal's shared state. Positions are logical: bytes appended since
+/// the journal was opened in this process, so they never go back when a
+/// file is rotated.
+pub struct Journal {
+    pending: Mutex<Pending>,
+    cond: Condvar,
+    /// End of everything appended.
+    appended: AtomicU64,
+    /// End of what has been handed to write(2).
+    written: AtomicU64,
+    /// End of what is known to be on disk (fsynced).
+    durable: AtomicU64,
+    /// appendonly is on and the journal is open.
+    enabled: AtomicBool,
+    policy: AtomicU8,
+    /// A write or fsync failed and has not succeeded since.
+    failed: AtomicBool,
+    /// errno of the last failure (INFO, the MISCONF text).
+    errno: AtomicI32,
+    /// Per worker: some connection's output waits for `durable`.
+    waiters: Box<[AtomicBool]>,
+    /// Test fault knob (DEBUG JOURNAL-FAULT): fail this many of the next
+    /// writes / fsyncs with EIO.
+    pub fault_writes: AtomicU64,
+    pub fault_fsyncs: AtomicU64,
+    /// Size of the current journal file and of the base (INFO).
+    current_size: AtomicU64,
+    base_size: AtomicU64,
+    /// fsyncs the everysec writer postponed because one was still running
+    /// (INFO `aof_delayed_fsync`); always 0 here since the writer does both.
+    delayed_fsync: AtomicU64,
+    /// The writer thread's handle, to join on shutdown.
+    writer: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// The server, for the writer thread started by CONFIG SET (handlers
+    /// only borrow it).
+    pub server: std::sync::OnceLock<std::sync::Weak<Shared>>,
+}
+
+impl Journal {
+    pub fn new(workers: usize) -> Journal {
+        Journal {
+            pending: Mutex::new(Pending::default()),
+            cond: Condvar::new(),
+            appended: AtomicU64::new(0),
+            written: AtomicU64::new(0),
+            durable: AtomicU64::new(0),
+            enabled: AtomicBool::new(false),
+            policy: AtomicU8::new(POLICY_EVERYSEC),
+            failed: AtomicBool::new(false),
+            errno: AtomicI32::new(0),
+            waiters: (0..workers).map(|_| AtomicBool::new(false)).collect(),
+            fault_writes: AtomicU64::new(0),
+            fault_fsyncs: AtomicU64::new(0),
+            current_size: AtomicU64::new(0),
+            base_size: AtomicU64::new(0),
+            delayed_fsync: AtomicU64::new(0),
+            writer: Mutex::new(None),
+            server: std::sync::OnceLock::new(),
+        }
+    }
+
+    pub fn enabled(&self) -> bool {
+        self.enabled.load(Ordering::Relaxed)
+    }
+
+    /// True when replies must wait for fsync (`appendfsync always`).
+    #[inline]
+    pub fn holds_replies(&self) -> bool {
+        self.policy.load(Ordering::Relaxed) == POLICY_ALWAYS && self.enabled()
+    }
+
+    pub fn set_policy(&self, p: AppendFsync) {
+        self.policy.store(policy_code(p), Ordering::Relaxed);
+        // A policy change may release held replies (always -> everysec)
+        // or need an fsync now.
+        self.kick();
+    }
+
+    #[inline]
+    pub fn appended(&self) -> u64 {
+        self.appended.load(Ordering::Acquire)
+    }
+
+    #[inline]
+    pub fn durable(&self) -> u64 {
+        self.durable.load(Ordering::SeqCst)
+    }
+
+    /// Writes are refused (MISCONF) while this is Some.
+    #[inline]
+    pub fn failure(&self) -> Option<String> {
+        if !self.failed.load(Ordering::Relaxed) {
+            return None;
+        }
+        Some(strerror(self.errno.load(Ordering::Relaxed)))
+    }
+
+    /// Worker `w` has output waiting for durability: wake it when the
+    /// durable position moves. The caller re-checks `durable` afterwards.
+    pub fn want_wake(&self, w: usize) {
+        if let Some(f) = self.waiters.get(w) {
+            f.store(true, Ordering::SeqCst);
+        }
+    }
+
+    /// Wakes the writer if it sleeps.
+    fn kick(&self) {
+        let mut p = self.pending.lock();
+        if p.sleeping {
+            p.sleeping = false;
+            self.cond.notify_one();
+        }
+    }
+
+    fn mark_failed(&self, what: &str, e: &std::io::Error) {
+        let errno = e.raw_os_error().unwrap_or(libc::EIO);
+        self.errno.store(errno, Ordering::Relaxed);
+        if !self.failed.swap(true, Ordering::SeqCst) {
+            log::warning(&format!(
+                "Error {what} the journal (append only) file: {}; refusing writes until it succeeds",
+                strerror(errno)
+            ));
+        }
+    }
+
+    fn mark_ok(&self) {
+        if self.failed.swap(false, Ordering::SeqCst) {
+            log::warning("Journal (append only) file write error resolved: writes are accepted again");
+        }
+    }
+}
+
+impl cairn_engine::record::Sink for Journal {
+    fn append(&self, unit: &[u8]) {
+        if unit.len() > frame::MAX_FRAME as usize {
+            // Cannot be framed: refuse writes from now on rather than
+            // write a frame replay would reject.
+            self.mark_failed(
+                "framing a unit for",
+                &std::io::Error::from_raw_os_error(libc::EFBIG),
+            );
+            return;
+        }
+        let h = frame::frame_header(unit);
+        let mut p = self.pending.lock();
+        p.data.extend_from_slice(&h);
+        p.data.extend_from_slice(unit);
+        let end = self.appended.load(Ordering::Relaxed) + (h.len() + unit.len()) as u64;
+        self.appended.store(end, Ordering::Release);
+        if p.sleeping {
+            p.sleeping = false;
+            self.cond.notify_one();
+        }
+    }
+}
+
+/// C's strerror text, as Redis puts it in MISCONF and the log.
+pub fn strerror(errno: i32) -> String {
+    std::io::Error::from_raw_os_error(errno)
+        .to_string()
+        .split(" (os error")
+        .next()
+        .unwrap_or("")
+        .to_string()
+}
+
+/// The journal directory and file names, from the config.
+pub struct Paths {
+    pub dir: PathBuf,
+    pub appendfilename: String,
+}
+
+impl Paths {
+    pub fn from_config(shared: &Shared) -> Paths {
+        let c = shared.config.read();
+        Paths {
+            dir: PathBuf::from(&c.appenddirname),
+            appendfilename: c.appendfilename.clone(),
+        }
+    }
+}
+
+/// CONFIG SET appendonly changed: start or stop the journal. Starting at
+/// run time needs the existing data in the journal's base, which
+/// compaction writes; until then it is allowed on an empty keyspace only.
+pub fn on_config_appendonly(shared: &Shared) -> Result<(), String> {
+    let want = shared.config.read().appendonly;
+    if !want {
+        stop(shared);
+        return Ok(());
+    }
+    if shared.journal.enabled() {
+        return Ok(());
+    }
+    let Some(arc) = shared.journal.server.get().and_then(|w| w.upgrade()) else {
+        return Err("the server is not fully started".into());
+    };
+    let keys: usize = (0..shared.engine.databases())
+        .map(|d| shared.engine.db_counts(d).0)
+        .sum();
+    if keys > 0 {
+        return Err("turning appendonly on at run time with data in memory needs a \
+                    compaction (BGREWRITEAOF) to write that data first, which this build \
+                    cannot do yet; set appendonly yes in the config and restart"
+            .into());
+    }
+    let paths = Paths::from_config(shared);
+    std::fs::create_dir_all(&paths.dir)
+        .map_err(|e| format!("Can't create the journal directory: {e}"))?;
+    let old = Manifest::load(&paths.dir, &paths.appendfilename)?.unwrap_or_default();
+    let seq = old.last_seq() + 1;
+    let (f, size) = create_file(&paths, seq)?;
+    let m = Manifest {
+        base: None,
+        incr: vec![(Manifest::incr_name(&paths.appendfilename, seq), seq)],
+    };
+    m.store(&paths.dir, &paths.appendfilename)
+        .map_err(|e| format!("Can't write the journal manifest: {e}"))?;
+    // The old files hold data from before; the new manifest no longer
+    // names them.
+    for (name, _) in old.incr.iter().chain(old.base.iter()) {
+        let _ = std::fs::remove_file(paths.dir.join(name));
+    }
+    start(&arc, f, size);
+    Ok(())
+}
+
+/// Start-up with `appendonly yes`: loads what the journal directory holds
+/// (base, then journal files in order), then opens the last journal file
+/// for appending and starts recording writes. Before any client is served.
+pub fn open_at_startup(shared: &Arc<Shared>) -> Result<(), String> {
+    let paths = Paths::from_config(shared);
+    std::fs::create_dir_all(&paths.dir).map_err(|e| {
+        format!(
+            "Can't create the journal directory {}: {e}",
+            paths.dir.display()
+        )
+    })?;
+    let load_truncated = shared.config.read().aof_load_truncated;
+    let manifest = Manifest::load(&paths.dir, &paths.appendfilename)?;
+    let (manifest, file, size) = match manifest {
+        Some(m) if !m.incr.is_empty() => {
+            let last = replay::load(shared, &paths, &m, load_truncated)?;
+            let (name, _) = m.incr.last().expect("checked non-empty");
+            let path = paths.dir.join(name);
+            let f = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(&path)
+                .map_err(|e| format!("Can't open the journal file {}: {e}", path.display()))?;
+            // A torn tail was dropped on load: cut it off the file too, so
+            // new frames follow the last good one (redis-check-aof --fix).
+            let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+            if len != last {
+                f.set_len(last)
+                    .and_then(|_| f.sync_all())
+                    .map_err(|e| format!("Can't truncate {}: {e}", path.display()))?;
+            }
+            if last < frame::HEADER_LEN {
+                f.write_all_at(&frame::header(), 0)
+                    .and_then(|_| f.sync_all())
+                    .map_err(|e| format!("Can't write {}: {e}", path.display()))?;
+            }
+            (m, f, last.max(frame::HEADER_LEN))
+        }
+        other => {
+            if let Some(m) = &other {
+                if m.base.is_some() {
+                    replay::load(shared, &paths, m, load_truncated)?;
+                }
+            }
+            let mut m = other.unwrap_or_default();
+            let seq = m.last_seq() + 1;
+            let (f, size) = create_file(&paths, seq)?;
+            m.incr.push((Manifest::incr_name(&paths.appendfilename, seq), seq));
+            m.store(&paths.dir, &paths.appendfilename)
+                .map_err(|e| format!("Can't write the journal manifest: {e}"))?;
+            (m, f, size)
+        }
+    };
+    let _ = manifest;
+    start(shared, file, size);
+    Ok(())
+}
+
+/// Creates journal file `seq` with its header, fsynced.
+fn create_file(paths: &Paths, seq: u64) -> Result<(File, u64), String> {
+    let path = paths
+        .dir
+        .join(Manifest::incr_name(&paths.appendfilename, seq));
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&path)
+        .map_err(|e| format!("Can't create the journal file {}: {e}", path.display()))?;
+    f.write_all_at(&frame::header(), 0)
+        .and_then(|_| f.sync_all())
+        .and_then(|_| manifest::sync_dir(&paths.dir))
+        .map_err(|e| format!("Can't write the journal file {}: {e}", path.display()))?;
+    Ok((f, frame::HEADER_LEN))
+}
+
+/// Starts the writer on `file` (whose good data ends at `size`) and turns
+/// recording on.
+fn start(shared: &Arc<Shared>, file: File, size: u64) {
+    let j = &shared.journal;
+    j.set_policy(shared.config.read().appendfsync);
+    j.current_size.store(size, Ordering::Relaxed);
+    j.pending.lock().stop = false;
+    let s = shared.clone();
+    let handle = std::thread::Builder::new()
+        .name("cairn-journal".into())
+        .spawn(move || writer(s, file, size))
+        .expect("spawn the journal writer");
+    *j.writer.lock() = Some(handle);
+    j.enabled.store(true, Ordering::SeqCst);
+    // Commands lend their arguments from now on; wait until every worker
+    // is past the command it was running, so none that started unarmed
+    // can write after the switch.
+    shared.engine.arm_journal(true);
+    barrier(shared);
+    // Under every shard lock: the journal holds exactly the writes after
+    // this instant.
+    let g = shared.engine.lock_all();
+    shared
+        .engine
+        .set_journal(Some(shared.journal.clone() as Arc<dyn cairn_engine::record::Sink>));
+    drop(g);
+}
+
+/// Returns once every worker has handled a message sent now (so has
+/// finished the command it was running), or after 5 seconds.
+fn barrier(shared: &Shared) {
+    let workers = shared.workers();
+    if workers.is_empty() {
+        return;
+    }
+    let left = Arc::new(std::sync::atomic::AtomicUsize::new(workers.len()));
+    for w in workers {
+        w.send(Msg::Barrier(left.clone()));
+    }
+    let until = Instant::now() + Duration::from_secs(5);
+    while left.load(Ordering::SeqCst) > 0 && Instant::now() < until {
+        std::thread::sleep(Duration::from_micros(200));
+    }
+}
+
+/// Stops recording, writes and fsyncs what is pending, and stops the
+/// writer (CONFIG SET appendonly no, shutdown).
+pub fn stop(shared: &Shared) {
+    let j = &shared.journal;
+    if !j.enabled() {
+        return;
+    }
+    {
+        let g = shared.engine.lock_all();
+        shared.engine.set_journal(None);
+        drop(g);
+    }
+    j.pending.lock().stop = true;
+    j.cond.notify_one();
+    if let Some(h) = j.writer.lock().take() {
+        let _ = h.join();
+    }
+    j.enabled.store(false, Ordering::SeqCst);
+    j.mark_ok();
+    // Nothing waits for durability any more.
+    j.durable.store(j.appended(), Ordering::SeqCst);
+    wake_waiters(shared);
+}
+
+/// Tells every worker with held output that `durable` moved.
+fn wake_waiters(shared: &Shared) {
+    for (i, w) in shared.journal.waiters.iter().enumerate() {
+        if w.load(Ordering::SeqCst) && w.swap(false, Ordering::SeqCst) {
+            shared.worker(i).send(Msg::Durable);
+        }
+    }
+}
+
+/// The writer thread: takes what was appended, writes it at the end of the
+/// file, fsyncs per policy, publishes positions, retries after failures.
+fn writer(shared: Arc<Shared>, file: File, mut file_len: u64) {
+    let j = &shared.journal;
+    // Bytes after `file_len` not yet durable (under `always`), or not yet
+    // written (after a failed write).
+    let mut out: Vec<u8> = Vec::new();
+    // How much of `out` is written.
+    let mut out_written = 0usize;
+    // Logical end that `out` reaches.
+    let mut out_end = j.appended();
+    let mut last_fsync = Instant::now();
+    let mut unsynced = false;
+    let mut retry_at: Option<Instant> = None;
+    loop {
+        let stop;
+        {
+            let mut p = j.pending.lock();
+            loop {
+                let policy = j.policy.load(Ordering::Relaxed);
+                let everysec_due = policy == POLICY_EVERYSEC
+                    && unsynced
+                    && last_fsync.elapsed() >= Duration::from_secs(1);
+                let retry_due = retry_at.is_some_and(|t| Instant::now() >= t);
+                let always_due = policy == POLICY_ALWAYS && !out.is_empty() && retry_at.is_none();
+                if p.stop || (!p.data.is_empty() && retry_at.is_none()) || everysec_due || retry_due || always_due {
+                    break;
+                }
+                let wait = match retry_at {
+                    Some(t) => t.saturating_duration_since(Instant::now()),
+                    None if unsynced && policy == POLICY_EVERYSEC => {
+                        Duration::from_secs(1).saturating_sub(last_fsync.elapsed())
+                    }
+                    None => Duration::from_secs(1),
+                };
+                p.sleeping = true;
+                j.cond.wait_for(&mut p, wait.max(Duration::from_millis(1)));
+                p.sleeping = false;
+            }
+            stop = p.stop;
+            if !p.data.is_empty() {
+                if out.is_empty() {
+                    std::mem::swap(&mut out, &mut p.data);
+                } else {
+                    out.extend_from_slice(&p.data);
+                    p.data.clear();
+                }
+                out_end = j.appended();
+            }
+        }
+        retry_at = None;
+        let policy = j.policy.load(Ordering::Relaxed);
+        // Write what is not written yet, at its place in the file (a failed
+        // partial write is simply overwritten on the next attempt).
+        if out_written < out.len() {
+            let r = inject(&j.fault_writes)
+                .and_then(|_| file.write_all_at(&out[out_written..], file_len + out_written as u64));
+            match r {
+                Ok(()) => {
+                    out_written = out.len();
+                    unsynced = true;
+                    j.written.store(out_end, Ordering::SeqCst);
+                    j.current_size
+                        .store(file_len + out.len() as u64, Ordering::Relaxed);
+                }
+                Err(e) => {
+                    j.mark_failed("writing", &e);
+                    retry_at = Some(Instant::now() + RETRY_EVERY);
+                    if stop {
+                        log::warning("Journal writer stopping with unwritten data after an error");
+                        return;
+                    }
+                    continue;
+                }
+            }
+        }
+        let fsync_now = match policy {
+            POLICY_ALWAYS => unsynced,
+            POLICY_EVERYSEC => unsynced && (stop || last_fsync.elapsed() >= Duration::from_secs(1)),
+            _ => stop && unsynced,
+        };
+        if fsync_now {
+            match inject(&j.fault_fsyncs).and_then(|_| file.sync_data()) {
+                Ok(()) => {
+                    last_fsync = Instant::now();
+                    unsynced = false;
+                    file_len += out.len() as u64;
+                    out.clear();
+                    out_written = 0;
+                    j.durable.store(out_end, Ordering::SeqCst);
+                    j.mark_ok();
+                    wake_waiters(&shared);
+                }
+                Err(e) => {
+                    j.mark_failed("fsyncing", &e);
+                    // After a failed fsync the kernel may have dropped the
+                    // dirty pages: write everything since the last good
+                    // fsync again before trusting the file (Postgres's
+                    // "fsyncgate" lesson).
+                    out_written = 0;
+                    retry_at = Some(Instant::now() + RETRY_EVERY);
+                    if stop {
+                        return;
+                    }
+                    continue;
+                }
+            }
+        } else if out_written == out.len() && policy != POLICY_ALWAYS {
+            // Written; under everysec/no the OS owns it now. Held replies
+            // (if the policy just changed) need not wait any more.
+            j.mark_ok();
+            file_len += out.len() as u64;
+            out.clear();
+            out_written = 0;
+            j.durable.store(out_end, Ordering::SeqCst);
+            wake_waiters(&shared);
+        }
+        if stop && out.is_empty() {
+            let p = j.pending.lock();
+            if p.data.is_empty() {
+                return;
+            }
+        }
+    }
+}
+
+/// The fault knob: fail with EIO while the counter is above zero.
+fn inject(counter: &AtomicU64) -> std::io::Result<()> {
+    let mut n = counter.load(Ordering::Relaxed);
+    while n > 0 {
+        match counter.compare_exchange(n, n - 1, Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(_) => return Err(std::io::Error::from_raw_os_error(libc::EIO)),
+            Err(cur) => n = cur,
+        }
+    }
+    Ok(())
+}
+
+/// INFO persistence's `aof_*` fields (Redis 7.0 `genRedisInfoString`).
+pub fn info_fields(shared: &Shared, field: &mut dyn FnMut(&str, String)) {
+    let j = &shared.journal;
+    let on = j.enabled();
+    field("aof_enabled", u8::from(on).to_string());
+    field("aof_rewrite_in_progress", "0".into());
+    field("aof_rewrite_scheduled", "0".into());
+    field("aof_last_rewrite_time_sec", "-1".into());
+    field("aof_current_rewrite_time_sec", "-1".into());
+    field("aof_last_bgrewrite_status", "ok".into());
+    field("aof_rewrites", "0".into());
+    field("aof_rewrites_consecutive_failures", "0".into());
+    let status = if j.failed.load(Ordering::Relaxed) { "err" } else { "ok" };
+    field("aof_last_write_status", status.into());
+    field("aof_last_cow_size", "0".into());
+    field("module_fork_in_progress", "0".into());
+    field("module_fork_last_cow_size", "0".into());
+    if on {
+        field(
+            "aof_current_size",
+            j.current_size.load(Ordering::Relaxed).to_string(),
+        );
+        field("aof_base_size", j.base_size.load(Ordering::Relaxed).to_string());
+        field("aof_pending_rewrite", "0".into());
+        let buffered = j.appended().saturating_sub(j.written.load(Ordering::Relaxed));
+        field("aof_buffer_length", buffered.to_string());
+        field("aof_pending_bio_fsync", "0".into());
+        field(
+            "aof_delayed_fsync",
+            j.delayed_fsync.load(Ordering::Relaxed).to_string(),
+        );
+    }
+}
