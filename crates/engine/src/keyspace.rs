@@ -231,10 +231,15 @@ impl Engine {
     /// A guard over shards already locked in ascending order, with the
     /// command's clock.
     fn guard<'e>(&'e self, shards: SmallVec<[(usize, ShardRef<'e>); 16]>) -> Guard<'e> {
+        let now = if self.journal.loading.load(Ordering::Relaxed) {
+            0
+        } else {
+            crate::clock::now_ms()
+        };
         Guard {
             engine: self,
             shards,
-            now: crate::clock::now_ms(),
+            now,
             wrote: false,
             expired: false,
         }

@@ -83,6 +83,10 @@ pub struct Hook {
     /// no command can write after the switch without a record.
     armed: std::sync::atomic::AtomicBool,
     on: std::sync::atomic::AtomicBool,
+    /// Replaying the journal: nothing expires (Redis: "don't expire
+    /// anything while loading"), because every expiry that happened is in
+    /// the journal as a DEL at the point it happened.
+    pub(crate) loading: std::sync::atomic::AtomicBool,
     sink: parking_lot::RwLock<Option<Arc<dyn Sink>>>,
 }
 
@@ -123,6 +127,12 @@ impl Engine {
     /// then turns the journal on (`set_journal`).
     pub fn arm_journal(&self, armed: bool) {
         self.journal.armed.store(armed, Ordering::SeqCst);
+    }
+
+    /// While loading, guards see the time as 0, so no key expires: the
+    /// journal's own DEL records replay every expiry where it happened.
+    pub fn set_loading(&self, on: bool) {
+        self.journal.loading.store(on, Ordering::SeqCst);
     }
 
     #[inline]

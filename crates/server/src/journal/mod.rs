@@ -616,3 +616,6 @@ pub fn info_fields(shared: &Shared, field: &mut dyn FnMut(&str, String)) {
         );
     }
 }
+
+#[cfg(test)]
+mod tests;

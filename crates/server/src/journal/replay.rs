@@ -122,6 +122,28 @@ pub fn load(shared: &Shared, paths: &Paths, m: &Manifest, load_truncated: bool) 
              snapshots yet"
         ));
     }
+    shared.engine.set_loading(true);
+    let r = load_files(shared, paths, m, load_truncated);
+    shared.engine.set_loading(false);
+    let (last_end, rep_commands, rep_errors) = r?;
+    log::notice(&format!(
+        "DB loaded from the journal: {rep_commands} commands, {:.3} seconds",
+        started.elapsed().as_secs_f64()
+    ));
+    if rep_errors > 0 {
+        log::warning(&format!(
+            "Journal replay: {rep_errors} commands answered an error (the data may differ from before)"
+        ));
+    }
+    Ok(last_end)
+}
+
+fn load_files(
+    shared: &Shared,
+    paths: &Paths,
+    m: &Manifest,
+    load_truncated: bool,
+) -> Result<(u64, u64, u64), String> {
     let mut rep = Replayer::new(shared);
     let mut last_end = 0;
     for (i, (name, _)) in m.incr.iter().enumerate() {
@@ -133,7 +155,7 @@ pub fn load(shared: &Shared, paths: &Paths, m: &Manifest, load_truncated: bool) 
             // the manifest and creating it is harmless.
             Err(e) if is_last && e.kind() == std::io::ErrorKind::NotFound => {
                 log::warning(&format!("Journal file {} is missing; starting it anew", path.display()));
-                return Ok(0);
+                return Ok((0, rep.commands, rep.errors));
             }
             Err(e) => return Err(format!("Can't open the journal file {}: {e}", path.display())),
         };
@@ -184,16 +206,5 @@ pub fn load(shared: &Shared, paths: &Paths, m: &Manifest, load_truncated: bool) 
         }
         last_end = summary.good_end;
     }
-    log::notice(&format!(
-        "DB loaded from the journal: {} commands, {:.3} seconds",
-        rep.commands,
-        started.elapsed().as_secs_f64()
-    ));
-    if rep.errors > 0 {
-        log::warning(&format!(
-            "Journal replay: {} commands answered an error (the data may differ from before)",
-            rep.errors
-        ));
-    }
-    Ok(last_end)
+    Ok((last_end, rep.commands, rep.errors))
 }
