@@ -282,12 +282,7 @@ impl Worker {
             if again {
                 self.ready.push(i);
             }
-            // `appendfsync always`: this output waits until everything
-            // journaled so far (its own writes and any it read) is on disk.
-            let j = &self.shared.journal;
-            if conn.pending_out() > 0 && j.holds_replies() {
-                conn.hold = conn.hold.max(j.appended());
-            }
+            note_hold(conn, &self.shared);
         }
         let conn = self.conns[i].as_mut().expect("checked above");
         if let Some(b) = &conn.client.blocked {
@@ -836,8 +831,21 @@ fn process_memcache(conn: &mut Conn, shared: &Shared, worker: usize) -> Stop {
     stop
 }
 
+/// `appendfsync always`: the connection's output waits until the journal is
+/// durable past the writes its commands just made (appended on this thread
+/// while they ran).
+#[inline]
+fn note_hold(conn: &mut Conn, shared: &Shared) {
+    let end = crate::journal::take_last_end();
+    if end > conn.hold && shared.journal.holds_replies() {
+        conn.hold = end;
+    }
+}
+
 /// Writes pending replies; leaves the rest for the next writable event.
 fn flush(conn: &mut Conn, shared: &Shared, worker: usize) {
+    // (`serve` flushes large replies itself, before it returns.)
+    note_hold(conn, shared);
     // Held for the journal (`appendfsync always`): the worker writes it
     // when the journal says it is durable.
     if conn.hold > shared.journal.durable() {

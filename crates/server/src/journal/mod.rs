@@ -8,10 +8,14 @@
 //!   module frames them (`frame`) and is the engine's `Sink`.
 //! - `always`: group commit. The writer takes everything appended so far,
 //!   writes and fsyncs it once, and publishes the durable position; a
-//!   worker holds back a connection's output until the journal is durable
-//!   up to where it was when the connection's commands ran (so a reply, or
-//!   a read that saw a write, never leaves before that write is on disk),
-//!   and is woken (`Msg::Durable`) when it is.
+//!   worker holds back a connection's output (every reply after a write,
+//!   so pipelined order is kept) until the journal is durable past that
+//!   connection's last write, and is woken (`Msg::Durable`) when it is.
+//!   A reply to a write never leaves before the write is on disk. A read
+//!   on another connection may see a write whose fsync is still running
+//!   (Redis, single-threaded, fsyncs before any reply of the loop turn);
+//!   holding every reply for every write would stop reads while a disk
+//!   fails, and reads must keep working then.
 //! - `everysec`: the writer writes as data arrives and fsyncs once a
 //!   second; `no`: it only writes. Replies are not held.
 //! - A failed write or fsync sets `failed`: write commands are refused with
@@ -212,11 +216,25 @@ impl cairn_engine::record::Sink for Journal {
         p.data.extend_from_slice(unit);
         let end = self.appended.load(Ordering::Relaxed) + (h.len() + unit.len()) as u64;
         self.appended.store(end, Ordering::Release);
+        LAST_END.with(|c| c.set(end));
         if p.sleeping {
             p.sleeping = false;
             self.cond.notify_one();
         }
     }
+}
+
+thread_local! {
+    /// End of the last unit this thread appended: the worker reads it
+    /// after serving a connection to know what that connection's output
+    /// must wait for.
+    static LAST_END: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// End of what this thread appended since the last call (0: nothing).
+#[inline]
+pub fn take_last_end() -> u64 {
+    LAST_END.with(|c| c.replace(0))
 }
 
 /// C's strerror text, as Redis puts it in MISCONF and the log.
