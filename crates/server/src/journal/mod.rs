@@ -65,6 +65,8 @@ struct Pending {
     /// The writer waits on the condvar: an append must wake it.
     sleeping: bool,
     stop: bool,
+    /// A compaction's cut: at this logical position, go on in this file.
+    rotate: Option<(u64, File)>,
 }
 
 /// The journal's shared state. Positions are logical: bytes appended since
@@ -92,8 +94,10 @@ pub struct Journal {
     /// writes / fsyncs with EIO.
     pub fault_writes: AtomicU64,
     pub fault_fsyncs: AtomicU64,
-    /// Size of the current journal file and of the base (INFO).
+    /// Size of the current journal file, of the older journal files the
+    /// manifest still names, and of the base (INFO, auto-rewrite).
     current_size: AtomicU64,
+    incr_before: AtomicU64,
     base_size: AtomicU64,
     /// fsyncs the everysec writer postponed because one was still running
     /// (INFO `aof_delayed_fsync`); always 0 here since the writer does both.
@@ -121,6 +125,7 @@ impl Journal {
             fault_writes: AtomicU64::new(0),
             fault_fsyncs: AtomicU64::new(0),
             current_size: AtomicU64::new(0),
+            incr_before: AtomicU64::new(0),
             base_size: AtomicU64::new(0),
             delayed_fsync: AtomicU64::new(0),
             writer: Mutex::new(None),
@@ -464,8 +469,9 @@ fn wake_waiters(shared: &Shared) {
 }
 
 /// The writer thread: takes what was appended, writes it at the end of the
-/// file, fsyncs per policy, publishes positions, retries after failures.
-fn writer(shared: Arc<Shared>, file: File, mut file_len: u64) {
+/// file, fsyncs per policy, publishes positions, retries after failures,
+/// and switches to a new file at a compaction's cut (`Pending::rotate`).
+fn writer(shared: Arc<Shared>, mut file: File, mut file_len: u64) {
     let j = &shared.journal;
     // Bytes after `file_len` not yet durable (under `always`), or not yet
     // written (after a failed write).
@@ -474,6 +480,9 @@ fn writer(shared: Arc<Shared>, file: File, mut file_len: u64) {
     let mut out_written = 0usize;
     // Logical end that `out` reaches.
     let mut out_end = j.appended();
+    // A compaction's cut: the next file, and the bytes appended after the
+    // cut, which go there once `out` (before the cut) is on disk.
+    let mut switch: Option<(File, Vec<u8>, u64)> = None;
     let mut last_fsync = Instant::now();
     let mut unsynced = false;
     let mut retry_at: Option<Instant> = None;
@@ -487,8 +496,13 @@ fn writer(shared: Arc<Shared>, file: File, mut file_len: u64) {
                     && unsynced
                     && last_fsync.elapsed() >= Duration::from_secs(1);
                 let retry_due = retry_at.is_some_and(|t| Instant::now() >= t);
-                let always_due = policy == POLICY_ALWAYS && !out.is_empty() && retry_at.is_none();
-                if p.stop || (!p.data.is_empty() && retry_at.is_none()) || everysec_due || retry_due || always_due {
+                let work = retry_at.is_none()
+                    && (!p.data.is_empty()
+                        || out_written < out.len()
+                        || (policy == POLICY_ALWAYS && unsynced)
+                        || switch.is_some()
+                        || p.rotate.is_some());
+                if p.stop || work || everysec_due || retry_due {
                     break;
                 }
                 let wait = match retry_at {
@@ -503,14 +517,26 @@ fn writer(shared: Arc<Shared>, file: File, mut file_len: u64) {
                 p.sleeping = false;
             }
             stop = p.stop;
-            if !p.data.is_empty() {
-                if out.is_empty() {
-                    std::mem::swap(&mut out, &mut p.data);
-                } else {
-                    out.extend_from_slice(&p.data);
-                    p.data.clear();
-                }
-                out_end = j.appended();
+            let data_start = out_end;
+            let mut data = std::mem::take(&mut p.data);
+            let data_end = j.appended();
+            if let Some((cut, next)) = p.rotate.take() {
+                // Bytes appended before the cut stay in this file.
+                let keep = (cut.saturating_sub(data_start) as usize).min(data.len());
+                let after = data.split_off(keep);
+                switch = Some((next, after, data_end));
+                out_end = cut.max(data_start);
+            } else if let Some((_, after, end)) = &mut switch {
+                after.extend_from_slice(&data);
+                *end = data_end;
+                data.clear();
+            } else {
+                out_end = data_end;
+            }
+            if out.is_empty() {
+                out = data;
+            } else {
+                out.extend_from_slice(&data);
             }
         }
         retry_at = None;
@@ -518,8 +544,9 @@ fn writer(shared: Arc<Shared>, file: File, mut file_len: u64) {
         // Write what is not written yet, at its place in the file (a failed
         // partial write is simply overwritten on the next attempt).
         if out_written < out.len() {
-            let r = inject(&j.fault_writes)
-                .and_then(|_| file.write_all_at(&out[out_written..], file_len + out_written as u64));
+            let r = inject(&j.fault_writes).and_then(|_| {
+                file.write_all_at(&out[out_written..], file_len + out_written as u64)
+            });
             match r {
                 Ok(()) => {
                     out_written = out.len();
@@ -539,11 +566,14 @@ fn writer(shared: Arc<Shared>, file: File, mut file_len: u64) {
                 }
             }
         }
-        let fsync_now = match policy {
-            POLICY_ALWAYS => unsynced,
-            POLICY_EVERYSEC => unsynced && (stop || last_fsync.elapsed() >= Duration::from_secs(1)),
-            _ => stop && unsynced,
-        };
+        let fsync_now = unsynced
+            && match policy {
+                POLICY_ALWAYS => true,
+                POLICY_EVERYSEC => {
+                    stop || switch.is_some() || last_fsync.elapsed() >= Duration::from_secs(1)
+                }
+                _ => stop || switch.is_some(),
+            };
         if fsync_now {
             match inject(&j.fault_fsyncs).and_then(|_| file.sync_data()) {
                 Ok(()) => {
@@ -560,7 +590,7 @@ fn writer(shared: Arc<Shared>, file: File, mut file_len: u64) {
                     j.mark_failed("fsyncing", &e);
                     // After a failed fsync the kernel may have dropped the
                     // dirty pages: write everything since the last good
-                    // fsync again before trusting the file (Postgres's
+                    // fsync again before trusting the file (PostgreSQL's
                     // "fsyncgate" lesson).
                     out_written = 0;
                     retry_at = Some(Instant::now() + RETRY_EVERY);
@@ -580,7 +610,22 @@ fn writer(shared: Arc<Shared>, file: File, mut file_len: u64) {
             j.durable.store(out_end, Ordering::SeqCst);
             wake_waiters(&shared);
         }
-        if stop && out.is_empty() {
+        if out.is_empty() && !unsynced {
+            if let Some((next, after, end)) = switch.take() {
+                // Everything before the cut is on disk: go on in the new
+                // file with what came after it.
+                j.incr_before
+                    .fetch_add(file_len, Ordering::Relaxed);
+                file = next;
+                file_len = frame::HEADER_LEN;
+                out = after;
+                out_written = 0;
+                out_end = end;
+                j.current_size.store(file_len, Ordering::Relaxed);
+                continue;
+            }
+        }
+        if stop && out.is_empty() && switch.is_none() {
             let p = j.pending.lock();
             if p.data.is_empty() {
                 return;
