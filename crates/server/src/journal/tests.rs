@@ -84,10 +84,18 @@ const SCRIPT: &[&str] = &[
     "SPOP s",
     "LPUSH l x y z",
     "LMOVE l l2 LEFT RIGHT",
+    "RPUSH bl a b c d e f",
+    "BLPOP nothing bl 0",
+    "BRPOP bl 1",
+    "BLMOVE bl bl2 LEFT LEFT 0",
+    "BLMPOP 0 2 nothing bl RIGHT COUNT 2",
     "HSET h f1 v1 f2 v2",
     "HINCRBYFLOAT h n 2.25",
     "ZADD z 1 one 2 two 3 three",
     "ZINCRBY z 5 one",
+    "ZADD zb 1 a 2 b 3 c 4 d",
+    "BZPOPMIN nothing zb 0",
+    "BZMPOP 0 1 zb MAX COUNT 2",
     "SETBIT bits 7 1",
     "PFADD hll a b c d",
     "APPEND b !",
@@ -150,6 +158,10 @@ fn replay_of_every_cut_is_a_prefix_of_the_writes() {
     assert!(before_flush.contains("3 t1 +string $1 2"), "{before_flush}");
     assert_eq!(states.last().unwrap().1.lines().count(), 4, "{}", states.last().unwrap().1);
     let journal = cap.0.lock().clone();
+    // Served blocking commands are journaled in their non-blocking form.
+    for blocking in [&b"BLPOP"[..], b"BRPOP", b"BLMOVE", b"BLMPOP", b"BZPOPMIN", b"BZMPOP", b"SPOP"] {
+        assert!(!journal.windows(blocking.len()).any(|w| w == blocking), "{}", String::from_utf8_lossy(blocking));
+    }
     // Exactly one batch per state change: no command wrote two batches.
     let (full, _) = replay_cut(&shared, &journal);
     assert_eq!(full, journal.len());
