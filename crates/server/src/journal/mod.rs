@@ -107,6 +107,8 @@ pub struct Journal {
     /// The server, for the writer thread started by CONFIG SET (handlers
     /// only borrow it).
     pub server: std::sync::OnceLock<std::sync::Weak<Shared>>,
+    /// The manifest in force while the journal is on.
+    manifest: Mutex<Manifest>,
 }
 
 impl Journal {
@@ -130,6 +132,7 @@ impl Journal {
             delayed_fsync: AtomicU64::new(0),
             writer: Mutex::new(None),
             server: std::sync::OnceLock::new(),
+            manifest: Mutex::new(Manifest::default()),
         }
     }
 
@@ -366,7 +369,21 @@ pub fn open_at_startup(shared: &Arc<Shared>) -> Result<(), String> {
             (m, f, size)
         }
     };
-    let _ = manifest;
+    // Sizes for INFO and auto-rewrite: the base and older journal files.
+    let size_of = |name: &str| {
+        std::fs::metadata(paths.dir.join(name))
+            .map(|m| m.len())
+            .unwrap_or(0)
+    };
+    let j = &shared.journal;
+    j.base_size.store(
+        manifest.base.as_ref().map(|(n, _)| size_of(n)).unwrap_or(0),
+        Ordering::Relaxed,
+    );
+    let older = &manifest.incr[..manifest.incr.len().saturating_sub(1)];
+    j.incr_before
+        .store(older.iter().map(|(n, _)| size_of(n)).sum(), Ordering::Relaxed);
+    *j.manifest.lock() = manifest;
     start(shared, file, size);
     Ok(())
 }
@@ -393,6 +410,17 @@ fn create_file(paths: &Paths, seq: u64) -> Result<(File, u64), String> {
 /// Starts the writer on `file` (whose good data ends at `size`) and turns
 /// recording on.
 fn start(shared: &Arc<Shared>, file: File, size: u64) {
+    spawn_writer(shared, file, size);
+    arm(shared);
+    // Under every shard lock: the journal holds exactly the writes after
+    // this instant.
+    let g = shared.engine.lock_all();
+    switch_on(shared);
+    drop(g);
+}
+
+/// Starts the writer thread on `file`, whose good data ends at `size`.
+fn spawn_writer(shared: &Arc<Shared>, file: File, size: u64) {
     let j = &shared.journal;
     j.set_policy(shared.config.read().appendfsync);
     j.current_size.store(size, Ordering::Relaxed);
@@ -403,19 +431,52 @@ fn start(shared: &Arc<Shared>, file: File, size: u64) {
         .spawn(move || writer(s, file, size))
         .expect("spawn the journal writer");
     *j.writer.lock() = Some(handle);
-    j.enabled.store(true, Ordering::SeqCst);
-    // Commands lend their arguments from now on; wait until every worker
-    // is past the command it was running, so none that started unarmed
-    // can write after the switch.
+}
+
+/// Commands lend their arguments from now on; returns once every worker is
+/// past the command it was running, so none that started unarmed can
+/// write after the switch.
+fn arm(shared: &Shared) {
     shared.engine.arm_journal(true);
     barrier(shared);
-    // Under every shard lock: the journal holds exactly the writes after
-    // this instant.
-    let g = shared.engine.lock_all();
+}
+
+/// Turns recording on. The caller holds every shard lock (`lock_all`, or
+/// inside a snapshot's cut), so the switch falls between two writes of
+/// every key.
+fn switch_on(shared: &Arc<Shared>) {
+    shared.journal.enabled.store(true, Ordering::SeqCst);
     shared
         .engine
         .set_journal(Some(shared.journal.clone() as Arc<dyn cairn_engine::record::Sink>));
-    drop(g);
+}
+
+/// A run-time start whose cut could not be made: stop the writer again.
+#[allow(dead_code)]
+fn abandon_enable(shared: &Shared) {
+    shared.journal.enabled.store(true, Ordering::SeqCst);
+    stop(shared);
+}
+
+impl Journal {
+    /// At a compaction's cut (every shard locked): the writer goes on in
+    /// `next` from the current position on.
+    #[allow(dead_code)]
+    fn rotate_at_cut(&self, next: File) {
+        let mut p = self.pending.lock();
+        p.rotate = Some((self.appended(), next));
+        if p.sleeping {
+            p.sleeping = false;
+            self.cond.notify_one();
+        }
+    }
+
+    /// Base + every journal file the manifest names (`aof_current_size`).
+    pub fn total_size(&self) -> u64 {
+        self.base_size.load(Ordering::Relaxed)
+            + self.incr_before.load(Ordering::Relaxed)
+            + self.current_size.load(Ordering::Relaxed)
+    }
 }
 
 /// Returns once every worker has handled a message sent now (so has
@@ -664,10 +725,7 @@ pub fn info_fields(shared: &Shared, field: &mut dyn FnMut(&str, String)) {
     field("module_fork_in_progress", "0".into());
     field("module_fork_last_cow_size", "0".into());
     if on {
-        field(
-            "aof_current_size",
-            j.current_size.load(Ordering::Relaxed).to_string(),
-        );
+        field("aof_current_size", j.total_size().to_string());
         field("aof_base_size", j.base_size.load(Ordering::Relaxed).to_string());
         field("aof_pending_rewrite", "0".into());
         let buffered = j.appended().saturating_sub(j.written.load(Ordering::Relaxed));
