@@ -216,7 +216,12 @@ pub fn get_varint(b: &[u8], pos: &mut usize) -> Option<u64> {
 }
 
 /// Encodes one record.
-pub fn encode<'a>(out: &mut Vec<u8>, tag: Tag, db: usize, args: impl ExactSizeIterator<Item = &'a [u8]>) {
+pub fn encode<'a>(
+    out: &mut Vec<u8>,
+    tag: Tag,
+    db: usize,
+    args: impl ExactSizeIterator<Item = &'a [u8]>,
+) {
     out.push(tag as u8);
     put_varint(out, db as u64);
     put_varint(out, args.len() as u64);
@@ -325,7 +330,12 @@ pub fn stage_item(g: &mut Guard, db: usize, k: &Key) {
         }
         None => {
             let mut out = Vec::new();
-            encode(&mut out, Tag::Command, db, [&b"DEL"[..], k.bytes].into_iter());
+            encode(
+                &mut out,
+                Tag::Command,
+                db,
+                [&b"DEL"[..], k.bytes].into_iter(),
+            );
             out
         }
     };
@@ -491,8 +501,18 @@ mod tests {
     #[test]
     fn records_round_trip() {
         let mut b = Vec::new();
-        encode(&mut b, Tag::Command, 3, [&b"SET"[..], b"k", b""].into_iter());
-        encode(&mut b, Tag::Item, 0, [&b"k"[..], b"v", b"\0\0\0\0", b"12345678"].into_iter());
+        encode(
+            &mut b,
+            Tag::Command,
+            3,
+            [&b"SET"[..], b"k", b""].into_iter(),
+        );
+        encode(
+            &mut b,
+            Tag::Item,
+            0,
+            [&b"k"[..], b"v", b"\0\0\0\0", b"12345678"].into_iter(),
+        );
         assert_eq!(&b[..6], &[1, 3, 3, 3, b'S', b'E']);
         let recs = decode_unit(&b).unwrap();
         assert_eq!(recs.len(), 2);

@@ -197,7 +197,10 @@ fn every_family(policy: &str, kill: bool) {
     b.send(&[b"BLPOP", b"q1", b"q2", b"10"]);
     std::thread::sleep(Duration::from_millis(100));
     ok(&mut c, &["RPUSH", "q2", "first", "second"]);
-    assert_eq!(text(&b.read_raw_reply()), "*2\r\n$2\r\nq2\r\n$5\r\nfirst\r\n");
+    assert_eq!(
+        text(&b.read_raw_reply()),
+        "*2\r\n$2\r\nq2\r\n$5\r\nfirst\r\n"
+    );
     // memcached items: flags and absolute expiry.
     assert_eq!(mc(mcport, "set mk 42 0 3\r\nabc\r\n", "\r\n"), "STORED\r\n");
     assert_eq!(mc(mcport, "set mt 7 1000 1\r\nx\r\n", "\r\n"), "STORED\r\n");
@@ -208,7 +211,15 @@ fn every_family(policy: &str, kill: bool) {
     assert_eq!(mc(mcport, "delete md\r\n", "\r\n"), "DELETED\r\n");
 
     let before = render(&mut c);
-    for want in ["0 str", "0 float +string $4 10.5", "0 tx2", "0 q2", "4 in3", "0 mk", "0 mt"] {
+    for want in [
+        "0 str",
+        "0 float +string $4 10.5",
+        "0 tx2",
+        "0 q2",
+        "4 in3",
+        "0 mk",
+        "0 mt",
+    ] {
         assert!(before.contains(want), "{want}: {before}");
     }
     assert!(!before.contains("0 md "), "{before}");
@@ -229,8 +240,14 @@ fn every_family(policy: &str, kill: bool) {
     let server = start(&dir, &args);
     let mut c = server.conn();
     assert_eq!(render(&mut c), before, "policy {policy}");
-    assert_eq!(mc(mcport, "get mk\r\n", "END\r\n"), "VALUE mk 42 4\r\nabcd\r\nEND\r\n");
-    assert_eq!(mc(mcport, "get mn\r\n", "END\r\n"), "VALUE mn 0 2\r\n15\r\nEND\r\n");
+    assert_eq!(
+        mc(mcport, "get mk\r\n", "END\r\n"),
+        "VALUE mk 42 4\r\nabcd\r\nEND\r\n"
+    );
+    assert_eq!(
+        mc(mcport, "get mn\r\n", "END\r\n"),
+        "VALUE mn 0 2\r\n15\r\nEND\r\n"
+    );
     let log = server.log();
     assert!(log.contains("DB loaded from the journal"), "{log}");
     assert!(!log.contains("answered"), "{log}");
@@ -284,8 +301,14 @@ fn info_and_config() {
     assert!(!info.contains("aof_current_size"), "{info}");
     // On again with data in memory needs a rewrite.
     let e = text(&c.cmd(&["CONFIG", "SET", "appendonly", "yes"]));
-    assert!(e.starts_with("-ERR CONFIG SET failed (possibly related to argument 'appendonly')"), "{e}");
-    assert_eq!(text(&c.cmd(&["CONFIG", "GET", "appendonly"])), "*2\r\n$10\r\nappendonly\r\n$2\r\nno\r\n");
+    assert!(
+        e.starts_with("-ERR CONFIG SET failed (possibly related to argument 'appendonly')"),
+        "{e}"
+    );
+    assert_eq!(
+        text(&c.cmd(&["CONFIG", "GET", "appendonly"])),
+        "*2\r\n$10\r\nappendonly\r\n$2\r\nno\r\n"
+    );
     // On an empty keyspace it starts a fresh journal.
     ok(&mut c, &["FLUSHALL"]);
     ok(&mut c, &["CONFIG", "SET", "appendonly", "yes"]);
@@ -344,7 +367,10 @@ fn torn_tail_and_check_journal_fix() {
     std::fs::write(&file, &data).unwrap();
     let (code, out) = check_journal(&[f]);
     assert_eq!(code, 1, "{out}");
-    assert!(out.contains(&format!("Torn last batch at offset {good}")), "{out}");
+    assert!(
+        out.contains(&format!("Torn last batch at offset {good}")),
+        "{out}"
+    );
     // aof-load-truncated yes (the default): starts, warns, keeps 10 keys,
     // and cuts the tail off so new batches follow the good ones.
     {
@@ -376,7 +402,12 @@ fn torn_tail_and_check_journal_fix() {
     // --fix truncates to the last good batch.
     let (code, out) = check_journal(&["--fix", f]);
     assert_eq!(code, 0, "{out}");
-    assert!(out.contains(&format!("truncated the journal to offset {len} (3 bytes dropped)")), "{out}");
+    assert!(
+        out.contains(&format!(
+            "truncated the journal to offset {len} (3 bytes dropped)"
+        )),
+        "{out}"
+    );
     assert_eq!(std::fs::metadata(&file).unwrap().len(), len);
     assert_eq!(check_journal(&[f]).0, 0);
 }
@@ -395,7 +426,10 @@ fn flipped_byte_stops_startup_with_file_and_offset() {
     std::fs::write(&file, &data).unwrap();
     let (code, out) = check_journal(&[f]);
     assert_eq!(code, 1, "{out}");
-    assert!(out.contains(&format!("Corruption at offset {fifth}: checksum mismatch")), "{out}");
+    assert!(
+        out.contains(&format!("Corruption at offset {fifth}: checksum mismatch")),
+        "{out}"
+    );
     assert!(out.contains("4 good batches"), "{out}");
     let out = Command::new(env!("CARGO_BIN_EXE_cairn"))
         .args(["--port", "0", "--bind", "127.0.0.1", "--dir", dir.path()])
@@ -405,7 +439,9 @@ fn flipped_byte_stops_startup_with_file_and_offset() {
     assert!(!out.status.success());
     let log = text(&out.stdout) + &text(&out.stderr);
     assert!(
-        log.contains(&format!("appendonly.aof.1.incr.journal at offset {fifth}: checksum mismatch")),
+        log.contains(&format!(
+            "appendonly.aof.1.incr.journal at offset {fifth}: checksum mismatch"
+        )),
         "{log}"
     );
     // --fix cuts there, and the server starts with the 4 good writes.
@@ -421,7 +457,10 @@ fn flipped_byte_stops_startup_with_file_and_offset() {
 fn check_journal_usage_and_missing_file() {
     let (code, out) = check_journal(&[]);
     assert_eq!(code, 1);
-    assert!(out.contains("Usage: cairn check-journal [--fix] <file>"), "{out}");
+    assert!(
+        out.contains("Usage: cairn check-journal [--fix] <file>"),
+        "{out}"
+    );
     let (code, out) = check_journal(&["/nonexistent/cairn-journal"]);
     assert_eq!(code, 1);
     assert!(out.contains("Cannot open file"), "{out}");
@@ -435,7 +474,10 @@ fn wait_info(c: &mut RawConn, field: &str, value: &str) {
         if info.contains(&format!("{field}:{value}\r\n")) {
             return;
         }
-        assert!(Instant::now() < deadline, "{field} never became {value}: {info}");
+        assert!(
+            Instant::now() < deadline,
+            "{field} never became {value}: {info}"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -471,7 +513,11 @@ fn misconf(fault: &str) {
     assert_eq!(text(&w.read_raw_reply()), "+OK\r\n");
     wait_info(&mut r, "aof_last_write_status", "ok");
     ok(&mut r, &["SET", "after", "1"]);
-    assert!(server.log().contains("Input/output error"), "{}", server.log());
+    assert!(
+        server.log().contains("Input/output error"),
+        "{}",
+        server.log()
+    );
     drop((c, w, r));
     drop(server);
     let server = start(&dir, &[]);
@@ -507,9 +553,15 @@ fn crash_loses_no_acknowledged_write() {
         for (r, acked) in acked_all.iter().enumerate() {
             for (t, &n) in acked.iter().enumerate() {
                 let key = format!("r{r}:w{t}");
-                let len: usize = text(&c.cmd(&["LLEN", &key]))[1..].trim_end().parse().unwrap();
+                let len: usize = text(&c.cmd(&["LLEN", &key]))[1..]
+                    .trim_end()
+                    .parse()
+                    .unwrap();
                 // At most the one write in flight at the kill is extra.
-                assert!(len == n || len == n + 1, "{key}: {len} elements, {n} acknowledged");
+                assert!(
+                    len == n || len == n + 1,
+                    "{key}: {len} elements, {n} acknowledged"
+                );
             }
         }
         let stop = Arc::new(AtomicBool::new(false));
@@ -548,7 +600,10 @@ fn crash_loses_no_acknowledged_write() {
         drop(server); // SIGKILL
         stop.store(true, Ordering::Relaxed);
         let acked: Vec<usize> = threads.into_iter().map(|t| t.join().unwrap()).collect();
-        assert!(acked.iter().sum::<usize>() > 0, "round {round}: no write acknowledged");
+        assert!(
+            acked.iter().sum::<usize>() > 0,
+            "round {round}: no write acknowledged"
+        );
         acked_all.push(acked);
     }
     // The last round, checked element by element.
@@ -565,7 +620,11 @@ fn crash_loses_no_acknowledged_write() {
             assert_eq!(got, want, "{key}");
         }
     }
-    assert!(started.elapsed() < Duration::from_secs(60), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "{:?}",
+        started.elapsed()
+    );
 }
 
 /// A small pseudo-random number from the clock (no extra dependency).
@@ -576,4 +635,3 @@ fn rand_below(n: u64) -> u64 {
         .subsec_nanos() as u64;
     (t.wrapping_mul(6364136223846793005) >> 33) % n
 }
-

@@ -38,8 +38,12 @@ pub fn check(path: &str, fix: bool) -> Result<Report, String> {
         .metadata()
         .map_err(|e| format!("Cannot stat file {path}: {e}"))?
         .len();
-    let s = frame::read(std::io::BufReader::with_capacity(1 << 20, f), len, |_, _| Ok(()))
-        .map_err(|e| format!("Cannot read file {path}: {e}"))?;
+    let s = frame::read(
+        std::io::BufReader::with_capacity(1 << 20, f),
+        len,
+        |_, _| Ok(()),
+    )
+    .map_err(|e| format!("Cannot read file {path}: {e}"))?;
     let mut text = format!(
         "Journal {path}: {len} bytes, {} good batches, {} records, good up to offset {}",
         s.frames, s.records, s.good_end
@@ -54,7 +58,11 @@ pub fn check(path: &str, fix: bool) -> Result<Report, String> {
     };
     text.push_str(&format!(
         "\n{} at offset {bad_at}: {reason}",
-        if torn { "Torn last batch" } else { "Corruption" }
+        if torn {
+            "Torn last batch"
+        } else {
+            "Corruption"
+        }
     ));
     if !fix {
         text.push_str(&format!(

@@ -66,7 +66,11 @@ const fn make_tables() -> [[u32; 256]; 8] {
         let mut c = i as u32;
         let mut k = 0;
         while k < 8 {
-            c = if c & 1 != 0 { (c >> 1) ^ 0x82f6_3b78 } else { c >> 1 };
+            c = if c & 1 != 0 {
+                (c >> 1) ^ 0x82f6_3b78
+            } else {
+                c >> 1
+            };
             k += 1;
         }
         t[0][i] = c;
@@ -186,7 +190,9 @@ pub fn read<R: Read>(
             reason,
         };
         if left < FRAME_HEADER_LEN as u64 {
-            s.end = torn(format!("the file ends inside a frame header ({left} bytes)"));
+            s.end = torn(format!(
+                "the file ends inside a frame header ({left} bytes)"
+            ));
             return Ok(s);
         }
         let mut fh = [0u8; 8];
@@ -288,7 +294,10 @@ mod tests {
         // Incremental equals one-shot, at every split.
         let data: Vec<u8> = (0..100u8).map(|i| i.wrapping_mul(37)).collect();
         for cut in 0..data.len() {
-            assert_eq!(crc32c(crc32c(0, &data[..cut]), &data[cut..]), crc32c(0, &data));
+            assert_eq!(
+                crc32c(crc32c(0, &data[..cut]), &data[cut..]),
+                crc32c(0, &data)
+            );
         }
     }
 
@@ -323,7 +332,12 @@ mod tests {
     fn unit(i: usize) -> Vec<u8> {
         let mut p = Vec::new();
         let k = format!("key{i}");
-        encode(&mut p, Tag::Command, i % 3, [&b"SET"[..], k.as_bytes(), b"v"].into_iter());
+        encode(
+            &mut p,
+            Tag::Command,
+            i % 3,
+            [&b"SET"[..], k.as_bytes(), b"v"].into_iter(),
+        );
         p
     }
 
@@ -410,7 +424,10 @@ mod tests {
         let mut f = file(&[unit(1)]);
         f[8] = 9;
         assert!(matches!(scan(&f).0.end, End::Corrupt { offset: 8, .. }));
-        assert!(matches!(scan(b"hello").0.end, End::Corrupt { offset: 0, .. }));
+        assert!(matches!(
+            scan(b"hello").0.end,
+            End::Corrupt { offset: 0, .. }
+        ));
     }
 
     #[test]

@@ -32,6 +32,7 @@ impl Manifest {
         format!("{appendfilename}.{seq}.incr.journal")
     }
 
+    #[allow(dead_code)] // compaction (rewrite.rs) uses it once wired
     pub fn base_name(appendfilename: &str, seq: u64) -> String {
         format!("{appendfilename}.{seq}.base.snapshot")
     }
@@ -97,7 +98,10 @@ impl Manifest {
                 .map(Some)
                 .map_err(|e| format!("Bad journal manifest {}: {e}", p.display())),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(format!("Can't read the journal manifest {}: {e}", p.display())),
+            Err(e) => Err(format!(
+                "Can't read the journal manifest {}: {e}",
+                p.display()
+            )),
         }
     }
 
@@ -128,7 +132,10 @@ mod tests {
     fn round_trip_and_refusals() {
         let m = Manifest {
             base: Some(("a.2.base.snapshot".into(), 2)),
-            incr: vec![("a.2.incr.journal".into(), 2), ("a.3.incr.journal".into(), 3)],
+            incr: vec![
+                ("a.2.incr.journal".into(), 2),
+                ("a.3.incr.journal".into(), 3),
+            ],
         };
         let text = m.render();
         assert_eq!(

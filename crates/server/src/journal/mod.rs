@@ -202,7 +202,9 @@ impl Journal {
 
     fn mark_ok(&self) {
         if self.failed.swap(false, Ordering::SeqCst) {
-            log::warning("Journal (append only) file write error resolved: writes are accepted again");
+            log::warning(
+                "Journal (append only) file write error resolved: writes are accepted again",
+            );
         }
     }
 }
@@ -290,10 +292,12 @@ pub fn on_config_appendonly(shared: &Shared) -> Result<(), String> {
         .map(|d| shared.engine.db_counts(d).0)
         .sum();
     if keys > 0 {
-        return Err("turning appendonly on at run time with data in memory needs a \
+        return Err(
+            "turning appendonly on at run time with data in memory needs a \
                     compaction (BGREWRITEAOF) to write that data first, which this build \
                     cannot do yet; set appendonly yes in the config and restart"
-            .into());
+                .into(),
+        );
     }
     let paths = Paths::from_config(shared);
     std::fs::create_dir_all(&paths.dir)
@@ -363,7 +367,8 @@ pub fn open_at_startup(shared: &Arc<Shared>) -> Result<(), String> {
             let mut m = other.unwrap_or_default();
             let seq = m.last_seq() + 1;
             let (f, size) = create_file(&paths, seq)?;
-            m.incr.push((Manifest::incr_name(&paths.appendfilename, seq), seq));
+            m.incr
+                .push((Manifest::incr_name(&paths.appendfilename, seq), seq));
             m.store(&paths.dir, &paths.appendfilename)
                 .map_err(|e| format!("Can't write the journal manifest: {e}"))?;
             (m, f, size)
@@ -381,8 +386,10 @@ pub fn open_at_startup(shared: &Arc<Shared>) -> Result<(), String> {
         Ordering::Relaxed,
     );
     let older = &manifest.incr[..manifest.incr.len().saturating_sub(1)];
-    j.incr_before
-        .store(older.iter().map(|(n, _)| size_of(n)).sum(), Ordering::Relaxed);
+    j.incr_before.store(
+        older.iter().map(|(n, _)| size_of(n)).sum(),
+        Ordering::Relaxed,
+    );
     *j.manifest.lock() = manifest;
     start(shared, file, size);
     Ok(())
@@ -446,9 +453,9 @@ fn arm(shared: &Shared) {
 /// every key.
 fn switch_on(shared: &Arc<Shared>) {
     shared.journal.enabled.store(true, Ordering::SeqCst);
-    shared
-        .engine
-        .set_journal(Some(shared.journal.clone() as Arc<dyn cairn_engine::record::Sink>));
+    shared.engine.set_journal(Some(
+        shared.journal.clone() as Arc<dyn cairn_engine::record::Sink>
+    ));
 }
 
 /// A run-time start whose cut could not be made: stop the writer again.
@@ -675,8 +682,7 @@ fn writer(shared: Arc<Shared>, mut file: File, mut file_len: u64) {
             if let Some((next, after, end)) = switch.take() {
                 // Everything before the cut is on disk: go on in the new
                 // file with what came after it.
-                j.incr_before
-                    .fetch_add(file_len, Ordering::Relaxed);
+                j.incr_before.fetch_add(file_len, Ordering::Relaxed);
                 file = next;
                 file_len = frame::HEADER_LEN;
                 out = after;
@@ -719,16 +725,25 @@ pub fn info_fields(shared: &Shared, field: &mut dyn FnMut(&str, String)) {
     field("aof_last_bgrewrite_status", "ok".into());
     field("aof_rewrites", "0".into());
     field("aof_rewrites_consecutive_failures", "0".into());
-    let status = if j.failed.load(Ordering::Relaxed) { "err" } else { "ok" };
+    let status = if j.failed.load(Ordering::Relaxed) {
+        "err"
+    } else {
+        "ok"
+    };
     field("aof_last_write_status", status.into());
     field("aof_last_cow_size", "0".into());
     field("module_fork_in_progress", "0".into());
     field("module_fork_last_cow_size", "0".into());
     if on {
         field("aof_current_size", j.total_size().to_string());
-        field("aof_base_size", j.base_size.load(Ordering::Relaxed).to_string());
+        field(
+            "aof_base_size",
+            j.base_size.load(Ordering::Relaxed).to_string(),
+        );
         field("aof_pending_rewrite", "0".into());
-        let buffered = j.appended().saturating_sub(j.written.load(Ordering::Relaxed));
+        let buffered = j
+            .appended()
+            .saturating_sub(j.written.load(Ordering::Relaxed));
         field("aof_buffer_length", buffered.to_string());
         field("aof_pending_bio_fsync", "0".into());
         field(

@@ -66,16 +66,22 @@ impl<'s> Replayer<'s> {
     fn command(&mut self, r: &Record<'_>) -> Result<(), String> {
         let list = ArgList::from_args(r.args.iter().copied());
         let args = Args::new(&[], &list);
-        let cmd = dispatch::resolve(self.shared, &args).map_err(|e| {
-            format!("unknown command in the journal: {}", e.message())
-        })?;
+        let cmd = dispatch::resolve(self.shared, &args)
+            .map_err(|e| format!("unknown command in the journal: {}", e.message()))?;
         if !cmd.arity_ok(args.len()) {
             return Err(format!("wrong number of arguments for '{}'", cmd.name));
         }
         self.client.db = r.db;
         self.out.clear();
         let stats = &self.shared.worker_stats[0];
-        dispatch::invoke(self.shared, &mut self.client, cmd, args, &mut self.out, stats);
+        dispatch::invoke(
+            self.shared,
+            &mut self.client,
+            cmd,
+            args,
+            &mut self.out,
+            stats,
+        );
         crate::keyevents::after_command(self.shared);
         self.commands += 1;
         if self.out.first() == Some(&b'-') {
@@ -104,7 +110,11 @@ impl<'s> Replayer<'s> {
         let k = e.key(key);
         let mut g = e.lock(&k);
         let v = StrValue::mc(data.into(), u32::from_le_bytes(flags));
-        let expiry = if at == 0 { Expiry::Clear } else { Expiry::At(at) };
+        let expiry = if at == 0 {
+            Expiry::Clear
+        } else {
+            Expiry::At(at)
+        };
         drop(g.set(r.db, &k, Value::Str(v), expiry));
         self.commands += 1;
         Ok(())
@@ -114,7 +124,12 @@ impl<'s> Replayer<'s> {
 /// Loads the base (if any) and every journal file of `m`. Returns where
 /// the good data of the last journal file ends (its torn tail, if any, is
 /// cut off there by the caller).
-pub fn load(shared: &Shared, paths: &Paths, m: &Manifest, load_truncated: bool) -> Result<u64, String> {
+pub fn load(
+    shared: &Shared,
+    paths: &Paths,
+    m: &Manifest,
+    load_truncated: bool,
+) -> Result<u64, String> {
     let started = Instant::now();
     if let Some((name, _)) = &m.base {
         return Err(format!(
@@ -154,10 +169,18 @@ fn load_files(
             // The newest file may not exist yet: a crash between writing
             // the manifest and creating it is harmless.
             Err(e) if is_last && e.kind() == std::io::ErrorKind::NotFound => {
-                log::warning(&format!("Journal file {} is missing; starting it anew", path.display()));
+                log::warning(&format!(
+                    "Journal file {} is missing; starting it anew",
+                    path.display()
+                ));
                 return Ok((0, rep.commands, rep.errors));
             }
-            Err(e) => return Err(format!("Can't open the journal file {}: {e}", path.display())),
+            Err(e) => {
+                return Err(format!(
+                    "Can't open the journal file {}: {e}",
+                    path.display()
+                ))
+            }
         };
         let len = f.metadata().map(|m| m.len()).unwrap_or(0);
         let mut next_log = Instant::now() + Duration::from_secs(1);
@@ -191,7 +214,11 @@ fn load_files(
                     "Bad journal file {} at offset {good_end}: {reason}. The file ends in the \
                      middle of a batch{}; run 'cairn check-journal --fix {}' to cut it there",
                     path.display(),
-                    if is_last { " and aof-load-truncated is no" } else { " but it is not the last file" },
+                    if is_last {
+                        " and aof-load-truncated is no"
+                    } else {
+                        " but it is not the last file"
+                    },
                     path.display()
                 ));
             }

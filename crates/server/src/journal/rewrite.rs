@@ -105,8 +105,7 @@ pub fn request(shared: &Shared, in_exec: bool) -> Result<Started, &'static str> 
         r.kick();
         return Ok(Started::Scheduled);
     }
-    if r
-        .in_progress
+    if r.in_progress
         .compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed)
         .is_err()
     {
@@ -144,8 +143,7 @@ pub fn thread(shared: Arc<Shared>) {
             if shared.snapshots.in_progress.load(Ordering::Acquire) {
                 continue;
             }
-            if r
-                .in_progress
+            if r.in_progress
                 .compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed)
                 .is_ok()
             {
@@ -155,8 +153,7 @@ pub fn thread(shared: Arc<Shared>) {
             }
         }
         if !run && auto_due(&shared) {
-            if r
-                .in_progress
+            if r.in_progress
                 .compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed)
                 .is_ok()
             {
@@ -185,7 +182,9 @@ pub fn thread(shared: Arc<Shared>) {
             Err(e) => {
                 r.last_ok.store(false, Ordering::Relaxed);
                 r.consecutive_failures.fetch_add(1, Ordering::Relaxed);
-                log::warning(&format!("Background AOF rewrite terminated with error: {e}"));
+                log::warning(&format!(
+                    "Background AOF rewrite terminated with error: {e}"
+                ));
             }
         }
         *r.started.lock() = None;
@@ -246,7 +245,8 @@ fn compact(shared: &Arc<Shared>) -> Result<bool, String> {
         } else {
             // 1: the manifest names the new file before anything goes in it.
             let mut m = old.clone();
-            m.incr.push((Manifest::incr_name(&paths.appendfilename, seq), seq));
+            m.incr
+                .push((Manifest::incr_name(&paths.appendfilename, seq), seq));
             m.store(&paths.dir, &paths.appendfilename)
                 .map_err(|e| format!("Can't write the journal manifest: {e}"))?;
             *j.manifest.lock() = m;
@@ -290,8 +290,7 @@ fn compact(shared: &Arc<Shared>) -> Result<bool, String> {
     let base = Manifest::base_name(&paths.appendfilename, seq);
     let base_path = paths.dir.join(&base);
     let stats = snap::write(&shared.engine, cut, &base_path).map_err(|e| e.to_string())?;
-    r.last_cow
-        .store(stats.peak_queued_bytes, Ordering::Relaxed);
+    r.last_cow.store(stats.peak_queued_bytes, Ordering::Relaxed);
     // 4: the new manifest, then the old files go.
     let new = Manifest {
         base: Some((base, seq)),
@@ -307,7 +306,8 @@ fn compact(shared: &Arc<Shared>) -> Result<bool, String> {
         *j.manifest.lock() = new.clone();
     }
     for (name, _) in old.incr.iter().chain(old.base.iter()) {
-        if !new.incr.iter().any(|(n, _)| n == name) && new.base.as_ref().map(|b| &b.0) != Some(name) {
+        if !new.incr.iter().any(|(n, _)| n == name) && new.base.as_ref().map(|b| &b.0) != Some(name)
+        {
             let _ = std::fs::remove_file(paths.dir.join(name));
         }
     }

@@ -135,13 +135,21 @@ fn replay_of_every_cut_is_a_prefix_of_the_writes() {
     let mut c = client();
     for line in SCRIPT {
         let reply = run(&shared, &mut c, line);
-        assert!(!reply.starts_with(b"-"), "{line}: {}", String::from_utf8_lossy(&reply));
+        assert!(
+            !reply.starts_with(b"-"),
+            "{line}: {}",
+            String::from_utf8_lossy(&reply)
+        );
         let len = cap.0.lock().len();
         let state = render(&shared);
         if states.last().unwrap().0 == len {
             // Not journaled (a read, a no-op, or queued in MULTI): the
             // state must not have changed either.
-            assert_eq!(states.last().unwrap().1, state, "{line} changed state unjournaled");
+            assert_eq!(
+                states.last().unwrap().1,
+                state,
+                "{line} changed state unjournaled"
+            );
         } else {
             states.push((len, state));
         }
@@ -153,14 +161,34 @@ fn replay_of_every_cut_is_a_prefix_of_the_writes() {
     assert!(states[6].1.contains("0 s +set"), "{}", states[6].1);
     let before_flush = &states[states.len() - 3].1;
     for key in ["a", "b", "s", "l", "z", "bits", "hll", "h2"] {
-        assert!(before_flush.contains(&format!("0 {key} +")), "{key}: {before_flush}");
+        assert!(
+            before_flush.contains(&format!("0 {key} +")),
+            "{key}: {before_flush}"
+        );
     }
     assert!(before_flush.contains("3 t1 +string $1 2"), "{before_flush}");
-    assert_eq!(states.last().unwrap().1.lines().count(), 4, "{}", states.last().unwrap().1);
+    assert_eq!(
+        states.last().unwrap().1.lines().count(),
+        4,
+        "{}",
+        states.last().unwrap().1
+    );
     let journal = cap.0.lock().clone();
     // Served blocking commands are journaled in their non-blocking form.
-    for blocking in [&b"BLPOP"[..], b"BRPOP", b"BLMOVE", b"BLMPOP", b"BZPOPMIN", b"BZMPOP", b"SPOP"] {
-        assert!(!journal.windows(blocking.len()).any(|w| w == blocking), "{}", String::from_utf8_lossy(blocking));
+    for blocking in [
+        &b"BLPOP"[..],
+        b"BRPOP",
+        b"BLMOVE",
+        b"BLMPOP",
+        b"BZPOPMIN",
+        b"BZMPOP",
+        b"SPOP",
+    ] {
+        assert!(
+            !journal.windows(blocking.len()).any(|w| w == blocking),
+            "{}",
+            String::from_utf8_lossy(blocking)
+        );
     }
     // Exactly one batch per state change: no command wrote two batches.
     let (full, _) = replay_cut(&shared, &journal);
@@ -168,7 +196,11 @@ fn replay_of_every_cut_is_a_prefix_of_the_writes() {
     assert_eq!(render(&shared), states.last().unwrap().1);
     for cut in 0..=journal.len() {
         let (good, end) = replay_cut(&shared, &journal[..cut]);
-        let want = states.iter().rev().find(|(l, _)| *l <= cut.max(16)).unwrap();
+        let want = states
+            .iter()
+            .rev()
+            .find(|(l, _)| *l <= cut.max(16))
+            .unwrap();
         assert_eq!(good.max(16), want.0, "cut {cut}: good end");
         assert_eq!(render(&shared), want.1, "cut {cut}: state");
         if cut == want.0 {

@@ -468,7 +468,13 @@ fn move_one(ctx: &mut Ctx, from: End, to: End, timeout_ms: Option<u64>) -> CmdRe
     let retry = timeout_ms.is_some() && ctx.is_retry();
     if timeout_ms.is_some() {
         // BLMOVE/BRPOPLPUSH are journaled as LMOVE (their non-blocking form).
-        let side = |x: End| -> &'static [u8] { if x == End::Left { b"LEFT" } else { b"RIGHT" } };
+        let side = |x: End| -> &'static [u8] {
+            if x == End::Left {
+                b"LEFT"
+            } else {
+                b"RIGHT"
+            }
+        };
         let rec: [&[u8]; 5] = [b"LMOVE", src.bytes, dst.bytes, side(from), side(to)];
         cairn_engine::record::stage(e, ctx.db(), &rec);
     }

@@ -771,9 +771,11 @@ fn debug_journal_fault(ctx: &mut Ctx) -> CmdResult {
     let j = &ctx.shared.journal;
     let kind = ctx.arg(2);
     if args::is(kind, "write") {
-        j.fault_writes.store(n, std::sync::atomic::Ordering::Relaxed);
+        j.fault_writes
+            .store(n, std::sync::atomic::Ordering::Relaxed);
     } else if args::is(kind, "fsync") {
-        j.fault_fsyncs.store(n, std::sync::atomic::Ordering::Relaxed);
+        j.fault_fsyncs
+            .store(n, std::sync::atomic::Ordering::Relaxed);
     } else {
         return Err(CmdError::Syntax);
     }

@@ -73,7 +73,11 @@ fn set(ctx: &mut Ctx) -> CmdResult {
         // Journaled with an absolute time (Redis: SET ... PXAT).
         let at = itoa::Buffer::new().format(at).to_owned();
         let v = ctx.arg(2);
-        record::stage(e, ctx.client.db, &[b"SET", k.bytes, v, b"PXAT", at.as_bytes()]);
+        record::stage(
+            e,
+            ctx.client.db,
+            &[b"SET", k.bytes, v, b"PXAT", at.as_bytes()],
+        );
     }
     let res = op::set(
         &mut g,
@@ -131,7 +135,11 @@ fn set_with_ttl(ctx: &mut Ctx, kind: TtlKind, cmd: &'static str) -> CmdResult {
         .parse_deadline(ctx.arg(2), g.now)
         .map_err(|err| expire_error(err, cmd))?;
     let t = itoa::Buffer::new().format(at).to_owned();
-    record::stage(e, ctx.client.db, &[b"SET", k.bytes, ctx.arg(3), b"PXAT", t.as_bytes()]);
+    record::stage(
+        e,
+        ctx.client.db,
+        &[b"SET", k.bytes, ctx.arg(3), b"PXAT", t.as_bytes()],
+    );
     op::set(
         &mut g,
         ctx.client.db,
