@@ -35,6 +35,10 @@ impl Engine {
     /// done, whichever comes first.
     pub fn active_expire(&self, state: &mut ExpireCycle, deadline: Instant) -> ExpireReport {
         let mut report = ExpireReport::default();
+        // Nothing expires while the journal is replayed (`record`).
+        if self.journal.loading.load(Ordering::Relaxed) {
+            return report;
+        }
         let n = self.shard_count();
         for _ in 0..n {
             let i = state.shard % n;

@@ -47,12 +47,24 @@ pub struct Shard {
     /// watcher. Kept per shard, under the shard's lock, so a write checks
     /// it without any global lock (one `is_empty` when nobody watches).
     pub(crate) watched: Watchers,
+    /// The snapshot epoch this shard was last serialized for
+    /// (`crate::snapshot`): equal to the running snapshot's epoch once the
+    /// shard is in it, so it is never serialized twice.
+    pub(crate) snap_epoch: u64,
 }
 
 /// Cache-line alignment so two threads locking neighbouring shards do not
 /// bounce one line between cores.
+/// `changes` sits beside the mutex, on the line the lock holder already
+/// writes, so counting costs no extra cache traffic.
 #[repr(align(64))]
-struct Padded(Mutex<Shard>);
+struct Padded(Mutex<Shard>, ShardChanges);
+
+/// Keys changed in one shard since start (Redis's `server.dirty`, kept per
+/// shard). Written only under the shard's lock, with a plain load and store
+/// (no read-modify-write), and read without the lock by `Engine::changes`.
+#[derive(Default)]
+struct ShardChanges(std::sync::atomic::AtomicU64);
 
 /// Tunables the engine reads on the request path; set from config.
 pub struct Limits {
@@ -99,6 +111,8 @@ pub struct Engine {
     pub blocked: AtomicUsize,
     /// Where writes are recorded while the journal is on (`record`).
     pub(crate) journal: crate::record::Hook,
+    /// The running snapshot, if any (`crate::snapshot`).
+    pub(crate) snap: crate::snapshot::SnapState,
 }
 
 /// A key and its hash, computed once per command.
@@ -130,12 +144,16 @@ impl Engine {
         let databases = opts.databases.max(1);
         let shards = (0..n)
             .map(|_| {
-                Padded(Mutex::new(Shard {
-                    dbs: (0..databases).map(|_| Table::default()).collect(),
-                    expire_cursor: vec![0; databases].into_boxed_slice(),
-                    stats: ShardStats::default(),
-                    watched: hashbrown::HashMap::new(),
-                }))
+                Padded(
+                    Mutex::new(Shard {
+                        dbs: (0..databases).map(|_| Table::default()).collect(),
+                        expire_cursor: vec![0; databases].into_boxed_slice(),
+                        stats: ShardStats::default(),
+                        watched: hashbrown::HashMap::new(),
+                        snap_epoch: 0,
+                    }),
+                    ShardChanges::default(),
+                )
             })
             .collect();
         Engine {
@@ -158,6 +176,7 @@ impl Engine {
             },
             blocked: AtomicUsize::new(0),
             journal: Default::default(),
+            snap: Default::default(),
         }
     }
 
@@ -214,8 +233,38 @@ impl Engine {
     fn take_shard(&self, i: usize) -> ShardRef<'_> {
         match self.held_base() {
             Some(base) => ShardRef::Held(base[i]),
-            None => ShardRef::Locked(self.shards[i].0.lock()),
+            None => ShardRef::Locked(self.lock_shard(i)),
         }
+    }
+
+    /// Locks shard `i`. Every lock of a shard goes through here so that a
+    /// running snapshot sees the shard before anyone can change it (the
+    /// holder may write; we cannot know yet): see `crate::snapshot`.
+    fn lock_shard(&self, i: usize) -> MutexGuard<'_, Shard> {
+        let mut g = self.shards[i].0.lock();
+        self.snap.before_use(i, &mut g);
+        g
+    }
+
+    /// The raw lock of shard `i`, without the snapshot hook: only for
+    /// starting a snapshot, which must lock every shard as it is.
+    pub(crate) fn lock_shard_raw(&self, i: usize) -> MutexGuard<'_, Shard> {
+        self.shards[i].0.lock()
+    }
+
+    /// Keys changed since start, all shards together: one per key a write
+    /// changed (`Guard::modified`), Redis's `server.dirty` in all but
+    /// detail. Monotonic; callers keep their own baseline.
+    pub fn changes(&self) -> u64 {
+        self.shards
+            .iter()
+            .map(|s| s.1 .0.load(Ordering::Relaxed))
+            .sum()
+    }
+
+    /// True if this thread holds every shard (`hold_all`).
+    pub(crate) fn holds_all_here(&self) -> bool {
+        self.held_base().is_some()
     }
 
     /// The shards this thread holds through `hold_all`, if any.
@@ -266,7 +315,7 @@ impl Engine {
     pub fn hold_all(&self) -> HoldAll<'_> {
         assert!(self.held_base().is_none(), "hold_all does not nest");
         let mut locks: Vec<MutexGuard<'_, Shard>> =
-            self.shards.iter().map(|s| s.0.lock()).collect();
+            (0..self.shards.len()).map(|i| self.lock_shard(i)).collect();
         let ptrs: Box<[*mut Shard]> = locks.iter_mut().map(|g| &mut **g as *mut Shard).collect();
         let hold = HoldAll {
             engine: self,
@@ -342,6 +391,11 @@ impl Shard {
 
     pub fn db_mut(&mut self, db: usize) -> &mut Table {
         &mut self.dbs[db]
+    }
+
+    /// Number of databases (one table each).
+    pub fn databases(&self) -> usize {
+        self.dbs.len()
     }
 
     /// Flags every client watching `key` in `db` (Redis `touchWatchedKey`).
@@ -486,6 +540,9 @@ impl<'e> Guard<'e> {
     /// call it themselves.
     pub fn modified(&mut self, db: usize, k: &Key) {
         self.wrote = true;
+        let c = &self.engine.shards[self.engine.shard_of(k)].1 .0;
+        // Only the lock holder writes this counter: no atomic add needed.
+        c.store(c.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
         self.shard(k).touch_watched(db, k.bytes);
     }
 

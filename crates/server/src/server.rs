@@ -57,6 +57,7 @@ pub fn build_shared(cfg: Config) -> Result<Arc<Shared>, String> {
         blocking: Default::default(),
         memcache: crate::memcache::McShared::new(threads),
         journal: Arc::new(crate::journal::Journal::new(threads)),
+        snapshots: Default::default(),
     });
     let _ = shared.journal.server.set(Arc::downgrade(&shared));
     shared.refresh_hot();
@@ -116,10 +117,6 @@ pub fn run(cfg: Config) -> Result<(), String> {
     let pidfile = cfg.pidfile.clone();
     let appendonly = cfg.appendonly;
     let shared = build_shared(cfg)?;
-    if appendonly {
-        // Before any client is served: clients wait in the listen backlog.
-        crate::journal::open_at_startup(&shared)?;
-    }
     let port = listeners[0].local_addr().map(|a| a.port()).unwrap_or(0);
     shared.tcp_port.store(port, Ordering::Relaxed);
 
@@ -159,6 +156,29 @@ pub fn run(cfg: Config) -> Result<(), String> {
             .spawn(move || cron(s))
             .map_err(|e| format!("spawn cron: {e}"))?;
     }
+    // Flag the load before anyone can connect: clients get -LOADING.
+    // With the journal on, the snapshot file is not read (as Redis ignores
+    // its RDB file when AOF is on): the journal's base and files are.
+    let snapshot = if appendonly {
+        shared.snapshots.loading.store(true, Ordering::Relaxed);
+        None
+    } else {
+        crate::snapshots::prepare_load(&shared)
+    };
+    {
+        let s = shared.clone();
+        std::thread::Builder::new()
+            .name("cairn-aof-rewrite".into())
+            .spawn(move || crate::journal::rewrite::thread(s))
+            .map_err(|e| format!("spawn the journal rewriter: {e}"))?;
+    }
+    {
+        let s = shared.clone();
+        std::thread::Builder::new()
+            .name("cairn-saver".into())
+            .spawn(move || crate::snapshots::saver(s))
+            .map_err(|e| format!("spawn saver: {e}"))?;
+    }
     for l in listeners {
         let addr = l.local_addr().map_err(|e| e.to_string())?;
         let s = shared.clone();
@@ -194,11 +214,30 @@ pub fn run(cfg: Config) -> Result<(), String> {
         libc::signal(libc::SIGTERM, handler as libc::sighandler_t);
         libc::signal(libc::SIGINT, handler as libc::sighandler_t);
     }
-    while !SIGNALLED.load(Ordering::SeqCst) && !shared.shutdown.load(Ordering::SeqCst) {
-        std::thread::sleep(Duration::from_millis(50));
+    // The listeners are up, as in Redis: clients connecting now are told
+    // -LOADING until the snapshot is in.
+    if let Some(p) = snapshot {
+        crate::snapshots::load(&shared, &p)?;
     }
-    if SIGNALLED.load(Ordering::SeqCst) {
+    if appendonly {
+        crate::journal::open_at_startup(&shared)?;
+        shared.snapshots.loading.store(false, Ordering::Relaxed);
+    }
+    loop {
+        while !SIGNALLED.load(Ordering::SeqCst) && !shared.shutdown.load(Ordering::SeqCst) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        if !SIGNALLED.swap(false, Ordering::SeqCst) {
+            break;
+        }
         log::warning("Received SIGTERM scheduling shutdown...");
+        // As Redis: with save rules, save first; if that fails, keep running.
+        if crate::snapshots::final_save(&shared, false, false, false).is_ok() {
+            break;
+        }
+        log::warning(
+            "SIGTERM received but errors trying to shut down the server, check the logs for more information",
+        );
     }
     shutdown(&shared, &pidfile)
 }

@@ -139,6 +139,8 @@ pub struct Shared {
     pub memcache: crate::memcache::McShared,
     /// The journal (appendonly): its buffer, writer and positions.
     pub journal: Arc<crate::journal::Journal>,
+    /// Snapshots: BGSAVE state, save rules, loading (`snapshots.rs`).
+    pub snapshots: crate::snapshots::Snapshots,
 }
 
 impl Shared {
@@ -217,6 +219,9 @@ impl Shared {
         h.pubsub_obuf_soft.store(ps.soft_bytes, Ordering::Relaxed);
         h.pubsub_obuf_soft_secs
             .store(ps.soft_seconds, Ordering::Relaxed);
+        drop(c);
+        // `save` or `stop-writes-on-bgsave-error` may have changed.
+        self.snapshots.refresh_deny(self);
     }
 
     /// Microseconds since the server started.

@@ -32,7 +32,6 @@ impl Manifest {
         format!("{appendfilename}.{seq}.incr.journal")
     }
 
-    #[allow(dead_code)] // compaction (rewrite.rs) uses it once wired
     pub fn base_name(appendfilename: &str, seq: u64) -> String {
         format!("{appendfilename}.{seq}.base.snapshot")
     }

@@ -30,6 +30,7 @@ pub mod check;
 pub mod frame;
 pub mod manifest;
 pub mod replay;
+pub mod rewrite;
 
 use crate::config::AppendFsync;
 use crate::log;
@@ -109,6 +110,8 @@ pub struct Journal {
     pub server: std::sync::OnceLock<std::sync::Weak<Shared>>,
     /// The manifest in force while the journal is on.
     manifest: Mutex<Manifest>,
+    /// Compaction (BGREWRITEAOF) state.
+    pub rewrite: rewrite::Rewrite,
 }
 
 impl Journal {
@@ -133,6 +136,7 @@ impl Journal {
             writer: Mutex::new(None),
             server: std::sync::OnceLock::new(),
             manifest: Mutex::new(Manifest::default()),
+            rewrite: Default::default(),
         }
     }
 
@@ -292,12 +296,11 @@ pub fn on_config_appendonly(shared: &Shared) -> Result<(), String> {
         .map(|d| shared.engine.db_counts(d).0)
         .sum();
     if keys > 0 {
-        return Err(
-            "turning appendonly on at run time with data in memory needs a \
-                    compaction (BGREWRITEAOF) to write that data first, which this build \
-                    cannot do yet; set appendonly yes in the config and restart"
-                .into(),
-        );
+        // The data in memory becomes the base of the new journal: a
+        // compaction whose cut is where recording starts (Redis starts an
+        // AOF rewrite here too).
+        rewrite::request_enable(shared);
+        return Ok(());
     }
     let paths = Paths::from_config(shared);
     std::fs::create_dir_all(&paths.dir)
@@ -459,7 +462,6 @@ fn switch_on(shared: &Arc<Shared>) {
 }
 
 /// A run-time start whose cut could not be made: stop the writer again.
-#[allow(dead_code)]
 fn abandon_enable(shared: &Shared) {
     shared.journal.enabled.store(true, Ordering::SeqCst);
     stop(shared);
@@ -468,7 +470,6 @@ fn abandon_enable(shared: &Shared) {
 impl Journal {
     /// At a compaction's cut (every shard locked): the writer goes on in
     /// `next` from the current position on.
-    #[allow(dead_code)]
     fn rotate_at_cut(&self, next: File) {
         let mut p = self.pending.lock();
         p.rotate = Some((self.appended(), next));
@@ -717,21 +718,40 @@ fn inject(counter: &AtomicU64) -> std::io::Result<()> {
 pub fn info_fields(shared: &Shared, field: &mut dyn FnMut(&str, String)) {
     let j = &shared.journal;
     let on = j.enabled();
-    field("aof_enabled", u8::from(on).to_string());
-    field("aof_rewrite_in_progress", "0".into());
-    field("aof_rewrite_scheduled", "0".into());
-    field("aof_last_rewrite_time_sec", "-1".into());
-    field("aof_current_rewrite_time_sec", "-1".into());
-    field("aof_last_bgrewrite_status", "ok".into());
-    field("aof_rewrites", "0".into());
-    field("aof_rewrites_consecutive_failures", "0".into());
+    let r = &j.rewrite;
+    let enabling = r.enabling.load(Ordering::Relaxed);
+    let flag = |b: bool| u8::from(b).to_string();
+    field("aof_enabled", flag(on || enabling));
+    field(
+        "aof_rewrite_in_progress",
+        flag(r.in_progress.load(Ordering::Relaxed)),
+    );
+    field(
+        "aof_rewrite_scheduled",
+        flag(r.scheduled.load(Ordering::Relaxed) && !r.in_progress.load(Ordering::Relaxed)),
+    );
+    field(
+        "aof_last_rewrite_time_sec",
+        r.last_secs.load(Ordering::Relaxed).to_string(),
+    );
+    field("aof_current_rewrite_time_sec", r.current_secs().to_string());
+    let ok = if r.last_ok.load(Ordering::Relaxed) { "ok" } else { "err" };
+    field("aof_last_bgrewrite_status", ok.into());
+    field("aof_rewrites", r.rewrites.load(Ordering::Relaxed).to_string());
+    field(
+        "aof_rewrites_consecutive_failures",
+        r.consecutive_failures.load(Ordering::Relaxed).to_string(),
+    );
     let status = if j.failed.load(Ordering::Relaxed) {
         "err"
     } else {
         "ok"
     };
     field("aof_last_write_status", status.into());
-    field("aof_last_cow_size", "0".into());
+    field(
+        "aof_last_cow_size",
+        r.last_cow.load(Ordering::Relaxed).to_string(),
+    );
     field("module_fork_in_progress", "0".into());
     field("module_fork_last_cow_size", "0".into());
     if on {
@@ -740,7 +760,10 @@ pub fn info_fields(shared: &Shared, field: &mut dyn FnMut(&str, String)) {
             "aof_base_size",
             j.base_size.load(Ordering::Relaxed).to_string(),
         );
-        field("aof_pending_rewrite", "0".into());
+        field(
+            "aof_pending_rewrite",
+            flag(r.scheduled.load(Ordering::Relaxed)),
+        );
         let buffered = j
             .appended()
             .saturating_sub(j.written.load(Ordering::Relaxed));

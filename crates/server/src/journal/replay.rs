@@ -132,10 +132,13 @@ pub fn load(
 ) -> Result<u64, String> {
     let started = Instant::now();
     if let Some((name, _)) = &m.base {
-        return Err(format!(
-            "The journal manifest names a base snapshot ({name}) but this build cannot load \
-             snapshots yet"
-        ));
+        let path = paths.dir.join(name);
+        log::notice(&format!("Loading the journal's base {}", path.display()));
+        shared.engine.set_loading(true);
+        let r = super::rewrite::load_base(shared, &path);
+        shared.engine.set_loading(false);
+        let keys = r.map_err(|e| format!("Fatal error loading the journal's base: {e}"))?;
+        log::notice(&format!("Journal base loaded: {keys} keys"));
     }
     shared.engine.set_loading(true);
     let r = load_files(shared, paths, m, load_truncated);

@@ -100,7 +100,7 @@ pub fn request(shared: &Shared, in_exec: bool) -> Result<Started, &'static str> 
     if r.in_progress.load(Ordering::Acquire) {
         return Err("ERR Background append only file rewriting already in progress");
     }
-    if in_exec || shared.snapshots.in_progress.load(Ordering::Acquire) {
+    if in_exec || shared.engine.snapshot_running() {
         r.scheduled.store(true, Ordering::Relaxed);
         r.kick();
         return Ok(Started::Scheduled);
@@ -140,7 +140,7 @@ pub fn thread(shared: Arc<Shared>) {
         }
         let mut run = r.in_progress.load(Ordering::Acquire);
         if !run && r.scheduled.load(Ordering::Relaxed) {
-            if shared.snapshots.in_progress.load(Ordering::Acquire) {
+            if shared.engine.snapshot_running() {
                 continue;
             }
             if r.in_progress

@@ -235,6 +235,28 @@ pub fn process(
 }
 
 fn execute(cx: &mut Ctx, req: Request) {
+    if cx.shared.snapshots.loading.load(Ordering::Relaxed) {
+        // The keyspace is half loaded: only commands that do not touch it
+        // run (RESP clients get -LOADING meanwhile).
+        let noreply = match &req {
+            Request::Version
+            | Request::Quit
+            | Request::Stats { .. }
+            | Request::Verbosity { .. }
+            | Request::MetaNoop => None,
+            Request::Store(s) => Some(s.noreply),
+            Request::Delete { noreply, .. }
+            | Request::Arith { noreply, .. }
+            | Request::Touch { noreply, .. }
+            | Request::FlushAll { noreply, .. }
+            | Request::Refused { noreply, .. } => Some(*noreply),
+            _ => Some(false),
+        };
+        if let Some(noreply) = noreply {
+            cx.reply("SERVER_ERROR loading the dataset in memory", noreply);
+            return;
+        }
+    }
     match req {
         Request::Get { cas, touch, keys } => retrieval::get(cx, cas, touch, keys),
         Request::Store(s) => storage::store(cx, &s),

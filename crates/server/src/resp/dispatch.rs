@@ -183,6 +183,14 @@ fn refusal(shared: &Shared, client: &Client, cmd: &Command, args: &Args) -> Opti
             ));
         }
     }
+    // Redis 7.0 processCommand: a failed background save stops writes
+    // (and PING) while save rules exist; then the start-up load.
+    let snapshots = &shared.snapshots;
+    if snapshots.deny_writes.load(Ordering::Relaxed)
+        && (cmd.has(flags::WRITE) || cmd.name == "ping")
+    {
+        return Some(CmdError::text(crate::snapshots::MISCONF));
+    }
     // Redis 7.0 `writeCommandsDeniedByDiskError`: while the journal cannot
     // be written, writes (and PING) are refused; reads go on.
     if let Some(err) = shared.journal.failure() {
@@ -191,6 +199,9 @@ fn refusal(shared: &Shared, client: &Client, cmd: &Command, args: &Args) -> Opti
                 "MISCONF Errors writing to the AOF file: {err}"
             )));
         }
+    }
+    if snapshots.loading.load(Ordering::Relaxed) && !cmd.has(flags::LOADING) {
+        return Some(CmdError::text(crate::snapshots::LOADING));
     }
     None
 }

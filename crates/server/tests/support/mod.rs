@@ -147,9 +147,16 @@ fn parse_ready_port(log: &str) -> Option<u16> {
 /// Starts the `cairn` binary on an ephemeral port (`--port 0 --bind 127.0.0.1`
 /// plus `args`) and waits for its ready line. Panics if it does not start.
 pub fn start_cairn(args: &[&str]) -> Server {
+    start_cairn_env(args, &[])
+}
+
+/// `start_cairn` with extra environment variables for the process (test
+/// knobs such as `CAIRN_TEST_SNAPSHOT_FAULT_AFTER`).
+pub fn start_cairn_env(args: &[&str], env: &[(&str, &str)]) -> Server {
     let bin = env!("CARGO_BIN_EXE_cairn");
     let mut cmd = Command::new(bin);
     cmd.args(["--port", "0", "--bind", "127.0.0.1"]).args(args);
+    cmd.envs(env.iter().copied());
     let (child, log_path) =
         spawn_logged(cmd, "cairn").unwrap_or_else(|e| panic!("cannot run {bin}: {e}"));
     // The port is unknown until the ready line; 0 keeps Drop usable meanwhile.

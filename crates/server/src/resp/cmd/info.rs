@@ -18,7 +18,7 @@
 //! cannot zero them from another thread without racing. Instead it takes a
 //! snapshot, and INFO reports `current - snapshot`.
 use crate::resp::ctx::{CmdResult, Ctx};
-use crate::resp::table::{flags, Def};
+use crate::resp::table::Def;
 use crate::shared::Shared;
 use parking_lot::{const_mutex, Mutex};
 use std::fmt::{Display, Write as _};
@@ -706,26 +706,8 @@ fn persistence_section(out: &mut String, shared: &Shared, totals: &Counters) {
 }
 
 /// Loading state and snapshot (`rdb_*`) fields: the snapshot work owns these.
-fn rdb_fields(out: &mut String, shared: &Shared, totals: &Counters) {
-    // Cairn has no persistence yet: nothing loads, nothing is saved. What
-    // Redis calls "changes since last save" (its dirty counter) is here
-    // the number of write commands that succeeded since start.
-    let changes: u64 = shared
-        .table
-        .all()
-        .iter()
-        .zip(&totals.cmd)
-        .filter(|(c, _)| c.has(flags::WRITE))
-        .map(|(_, s)| s[0].saturating_sub(s[3]))
-        .sum();
-    let started_unix = cairn_engine::clock::now_ms() / 1000 - shared.uptime_secs();
-    field(out, "loading", 0);
-    field(out, "async_loading", 0);
-    field(out, "rdb_changes_since_last_save", changes);
-    field(out, "rdb_bgsave_in_progress", 0);
-    // Redis's lastsave starts at the server's start time.
-    field(out, "rdb_last_save_time", started_unix);
-    field(out, "rdb_saves", 0);
+fn rdb_fields(out: &mut String, shared: &Shared, _totals: &Counters) {
+    crate::snapshots::info_fields(shared, &mut |name, value| field(out, name, value));
 }
 
 /// Journal (`aof_*`) fields: the journal work owns these.

@@ -486,6 +486,7 @@ fn flushall(ctx: &mut Ctx) -> CmdResult {
     let lazy = flush_mode(ctx)?;
     let old = ctx.engine().flush(None);
     free_tables(old, lazy);
+    crate::snapshots::after_flushall(ctx.shared);
     ctx.ok()
 }
 

@@ -641,9 +641,10 @@ fn time(ctx: &mut Ctx) -> CmdResult {
 }
 
 /// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT] → no reply: the process
-/// exits. Cairn has no persistence yet, so SAVE cannot be honoured: it
-/// fails unless FORCE says to exit despite errors; there is never a
-/// shutdown in progress to ABORT.
+/// exits. As in Redis, it first saves a snapshot when save rules exist
+/// (unless NOSAVE) or SAVE is given; if that fails it answers an error
+/// and keeps running, unless FORCE. Shutdown is immediate, so there is
+/// never one in progress to ABORT.
 fn shutdown(ctx: &mut Ctx) -> CmdResult {
     let (mut save, mut nosave, mut force, mut abort, mut now) = (false, false, false, false, false);
     for a in ctx.args.iter_from(1) {
@@ -667,15 +668,8 @@ fn shutdown(ctx: &mut Ctx) -> CmdResult {
     if abort {
         return Err(CmdError::text("ERR No shutdown in progress."));
     }
-    if save {
-        let why = "Cairn has no persistence yet, so the dataset cannot be saved";
-        if !force {
-            log::warning(&format!("SHUTDOWN SAVE refused: {why}."));
-            return Err(CmdError::text(format!(
-                "ERR Errors trying to SHUTDOWN: {why}. Use SHUTDOWN NOSAVE to exit without saving."
-            )));
-        }
-        log::warning(&format!("SHUTDOWN SAVE FORCE: {why}; exiting anyway."));
+    if crate::snapshots::final_save(ctx.shared, save, nosave, force).is_err() {
+        return Err(CmdError::text("ERR Errors trying to SHUTDOWN. Check logs."));
     }
     // NOW (don't wait for replicas) changes nothing: there are none.
     let pidfile = ctx.shared.config.read().pidfile.clone();

@@ -1,0 +1,497 @@
+//! The snapshot file format, version 1: constants, tags, and the encoding
+//! and decoding of one key. Drawn byte by byte in docs/design.md
+//! ("Snapshot file format"); the short form:
+//!
+//! ```text
+//! header  "CAIRNSNP" | version u32 | flags u32 | cut_ms u64 | databases u32 | crc u32      (32 bytes)
+//! block*  'B' | records u32 | payload_len u64 | crc u32 | payload (records)               (17 + len)
+//! end     'E' | keys u64 | blocks u64 | crc u32                                          (21 bytes)
+//! record  tag u8 | db varint | expire_ms varint | key | value (by tag, below)
+//! ```
+//!
+//! Integers are little-endian; `varint` is unsigned LEB128; a byte string
+//! is a varint length and the bytes. Each CRC is CRC-32 (IEEE, as zlib) of
+//! everything before it in its section, a block's CRC including its
+//! payload; a CRC of 0 means "not computed" (`rdbchecksum no`) and is not
+//! checked. Values are written logically (the elements through the value
+//! types' public APIs), never as their in-memory encodings, so a change of
+//! encoding never changes the file, and a loaded value is built by the
+//! same constructors the commands use, in the encodings the limits in
+//! force choose.
+//!
+//! Tags are append-only: a number, once given, keeps its meaning forever
+//! (the `tags_are_pinned` test fails if one changes). A reader refuses a
+//! version or tag it does not know rather than guessing.
+use cairn_engine::value::zset::ZSetLimits;
+use cairn_engine::value::{HashLimits, HashValue, ListValue, SetValue, StrValue, ZSetValue};
+use cairn_engine::{Entry, Value};
+
+/// The first eight bytes of every snapshot file.
+pub const MAGIC: &[u8; 8] = b"CAIRNSNP";
+/// The format version this code writes and reads.
+pub const VERSION: u32 = 1;
+/// Header size in bytes.
+pub const HEADER_LEN: usize = 32;
+/// Block header size in bytes (before the payload).
+pub const BLOCK_HEADER_LEN: usize = 17;
+/// End section size in bytes.
+pub const END_LEN: usize = 21;
+/// A block is closed after the record that takes its payload past this,
+/// so loading works on buffers of about this size (a single larger
+/// record makes one larger block).
+pub const BLOCK_TARGET_BYTES: usize = 1 << 20;
+/// The first bytes of a Redis RDB file, recognised only to say so.
+pub const REDIS_MAGIC: &[u8; 5] = b"REDIS";
+
+/// Section tags: what follows in the file.
+#[repr(u8)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Section {
+    Block = b'B',
+    End = b'E',
+}
+
+/// Record tags: the kind of value a record holds. Append-only.
+#[repr(u8)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tag {
+    /// A string: its bytes (an integer-looking string is stored as text).
+    Str = 1,
+    /// A hash: count, then field and value of each pair.
+    Hash = 2,
+    /// A list: count, then each element from head to tail.
+    List = 3,
+    /// A set: count, then each member.
+    Set = 4,
+    /// A sorted set: count, then each (score f64 LE, member) in rank order.
+    ZSet = 5,
+    /// A memcached item: client flags u32 LE, item bits u8, then its bytes.
+    McStr = 6,
+}
+
+impl Tag {
+    pub fn from_u8(b: u8) -> Option<Tag> {
+        Some(match b {
+            1 => Tag::Str,
+            2 => Tag::Hash,
+            3 => Tag::List,
+            4 => Tag::Set,
+            5 => Tag::ZSet,
+            6 => Tag::McStr,
+            _ => return None,
+        })
+    }
+}
+
+/// CRC-32 of `parts`, in order.
+pub fn crc(parts: &[&[u8]]) -> u32 {
+    let mut h = crc32fast::Hasher::new();
+    for p in parts {
+        h.update(p);
+    }
+    // 0 marks "not computed"; a real 0 is mapped to 1 so it stays checked.
+    match h.finalize() {
+        0 => 1,
+        c => c,
+    }
+}
+
+pub fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push(v as u8 | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+pub fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
+    put_varint(out, b.len() as u64);
+    out.extend_from_slice(b);
+}
+
+/// The header for a snapshot cut at `cut_ms` of an engine with `databases`.
+pub fn header(cut_ms: u64, databases: u32, checksum: bool) -> [u8; HEADER_LEN] {
+    let mut h = [0u8; HEADER_LEN];
+    h[0..8].copy_from_slice(MAGIC);
+    h[8..12].copy_from_slice(&VERSION.to_le_bytes());
+    // 12..16: flags, none defined in version 1.
+    h[16..24].copy_from_slice(&cut_ms.to_le_bytes());
+    h[24..28].copy_from_slice(&databases.to_le_bytes());
+    let c = if checksum { crc(&[&h[..28]]) } else { 0 };
+    h[28..32].copy_from_slice(&c.to_le_bytes());
+    h
+}
+
+/// A block's 17-byte header for `payload`.
+pub fn block_header(records: u32, payload: &[u8], checksum: bool) -> [u8; BLOCK_HEADER_LEN] {
+    let mut h = [0u8; BLOCK_HEADER_LEN];
+    h[0] = Section::Block as u8;
+    h[1..5].copy_from_slice(&records.to_le_bytes());
+    h[5..13].copy_from_slice(&(payload.len() as u64).to_le_bytes());
+    let c = if checksum {
+        crc(&[&h[..13], payload])
+    } else {
+        0
+    };
+    h[13..17].copy_from_slice(&c.to_le_bytes());
+    h
+}
+
+/// The end section.
+pub fn end(keys: u64, blocks: u64, checksum: bool) -> [u8; END_LEN] {
+    let mut e = [0u8; END_LEN];
+    e[0] = Section::End as u8;
+    e[1..9].copy_from_slice(&keys.to_le_bytes());
+    e[9..17].copy_from_slice(&blocks.to_le_bytes());
+    let c = if checksum { crc(&[&e[..17]]) } else { 0 };
+    e[17..21].copy_from_slice(&c.to_le_bytes());
+    e
+}
+
+/// Appends one key as a record.
+pub fn put_entry(out: &mut Vec<u8>, db: usize, e: &Entry) {
+    let tag = match &e.value {
+        Value::Str(StrValue::Mc { .. }) => Tag::McStr,
+        Value::Str(_) => Tag::Str,
+        Value::Hash(_) => Tag::Hash,
+        Value::List(_) => Tag::List,
+        Value::Set(_) => Tag::Set,
+        Value::ZSet(_) => Tag::ZSet,
+    };
+    out.push(tag as u8);
+    put_varint(out, db as u64);
+    put_varint(out, e.expire_at());
+    put_bytes(out, e.key());
+    match &e.value {
+        Value::Str(s) => {
+            if tag == Tag::McStr {
+                out.extend_from_slice(&s.mc_flags().to_le_bytes());
+                out.push(s.mc_bits());
+            }
+            s.with_bytes(|b| put_bytes(out, b));
+        }
+        Value::Hash(h) => {
+            put_varint(out, h.len() as u64);
+            for (f, v) in h.iter() {
+                put_bytes(out, f);
+                put_bytes(out, v);
+            }
+        }
+        Value::List(l) => {
+            put_varint(out, l.len() as u64);
+            for el in l.iter() {
+                el.with_bytes(|b| put_bytes(out, b));
+            }
+        }
+        Value::Set(s) => {
+            put_varint(out, s.len() as u64);
+            for m in s.iter() {
+                m.with_bytes(|b| put_bytes(out, b));
+            }
+        }
+        Value::ZSet(z) => {
+            put_varint(out, z.len() as u64);
+            for (m, score) in z.iter() {
+                out.extend_from_slice(&score.to_le_bytes());
+                put_bytes(out, m);
+            }
+        }
+    }
+}
+
+/// The encoding limits loaded values are built under (the config in
+/// force, read from the engine).
+#[derive(Clone, Copy, Debug)]
+pub struct BuildLimits {
+    pub hash: HashLimits,
+    pub zset: ZSetLimits,
+    pub list_fill: i64,
+    pub max_intset: usize,
+}
+
+impl BuildLimits {
+    pub fn of(engine: &cairn_engine::Engine) -> BuildLimits {
+        use std::sync::atomic::Ordering::Relaxed;
+        let l = &engine.limits;
+        BuildLimits {
+            hash: l.hash(),
+            zset: ZSetLimits {
+                max_listpack_entries: l.zset_max_listpack_entries.load(Relaxed),
+                max_listpack_value: l.zset_max_listpack_value.load(Relaxed),
+            },
+            list_fill: l.list_max_listpack_size.load(Relaxed),
+            max_intset: l.set_max_intset_entries.load(Relaxed),
+        }
+    }
+}
+
+impl Default for BuildLimits {
+    fn default() -> Self {
+        BuildLimits {
+            hash: HashLimits::default(),
+            zset: ZSetLimits::default(),
+            list_fill: -2,
+            max_intset: 512,
+        }
+    }
+}
+
+/// One decoded key.
+#[derive(Debug)]
+pub struct Record<'a> {
+    pub db: usize,
+    /// Unix ms; 0 = no expiry.
+    pub expire_at: u64,
+    pub key: &'a [u8],
+    pub value: Value,
+}
+
+/// Reads records out of one block's payload. Every read is checked
+/// against the payload's end, so a corrupt length can never make it
+/// allocate or read past the block.
+pub struct Decoder<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+/// Why a record could not be decoded, and where in the payload.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DecodeError {
+    pub pos: usize,
+    pub reason: String,
+}
+
+type DResult<T> = Result<T, DecodeError>;
+
+impl<'a> Decoder<'a> {
+    pub fn new(buf: &'a [u8]) -> Self {
+        Decoder { buf, pos: 0 }
+    }
+
+    pub fn pos(&self) -> usize {
+        self.pos
+    }
+
+    pub fn at_end(&self) -> bool {
+        self.pos >= self.buf.len()
+    }
+
+    fn fail<T>(&self, reason: impl Into<String>) -> DResult<T> {
+        Err(DecodeError {
+            pos: self.pos,
+            reason: reason.into(),
+        })
+    }
+
+    fn u8(&mut self) -> DResult<u8> {
+        match self.buf.get(self.pos) {
+            Some(&b) => {
+                self.pos += 1;
+                Ok(b)
+            }
+            None => self.fail("record runs past the end of its block"),
+        }
+    }
+
+    fn take(&mut self, n: usize) -> DResult<&'a [u8]> {
+        if n > self.buf.len() - self.pos {
+            return self.fail(format!(
+                "length {n} runs past the end of its block ({} bytes left)",
+                self.buf.len() - self.pos
+            ));
+        }
+        let s = &self.buf[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(s)
+    }
+
+    fn varint(&mut self) -> DResult<u64> {
+        let start = self.pos;
+        let mut v = 0u64;
+        for shift in (0..64).step_by(7) {
+            let b = self.u8()?;
+            if shift == 63 && b > 1 {
+                break;
+            }
+            v |= u64::from(b & 0x7f) << shift;
+            if b & 0x80 == 0 {
+                return Ok(v);
+            }
+        }
+        self.pos = start;
+        self.fail("malformed varint")
+    }
+
+    /// A count of items each taking at least `min_bytes`: bounded by the
+    /// bytes left, so a corrupt count cannot make a huge allocation.
+    fn count(&mut self, min_bytes: usize) -> DResult<usize> {
+        let n = self.varint()?;
+        let left = (self.buf.len() - self.pos) as u64;
+        if n == 0 {
+            return self.fail("empty value (count 0)");
+        }
+        if n.saturating_mul(min_bytes as u64) > left {
+            return self.fail(format!("count {n} cannot fit in the {left} bytes left"));
+        }
+        Ok(n as usize)
+    }
+
+    fn bytes(&mut self) -> DResult<&'a [u8]> {
+        let n = self.varint()?;
+        let n = usize::try_from(n).or_else(|_| self.fail("length too large"))?;
+        self.take(n)
+    }
+
+    fn f64(&mut self) -> DResult<f64> {
+        let b = self.take(8)?;
+        Ok(f64::from_le_bytes(b.try_into().expect("took 8 bytes")))
+    }
+
+    /// The next record; the caller checks `at_end` first.
+    pub fn record(&mut self, limits: &BuildLimits) -> DResult<Record<'a>> {
+        let tag_pos = self.pos;
+        let tag_byte = self.u8()?;
+        let Some(tag) = Tag::from_u8(tag_byte) else {
+            self.pos = tag_pos;
+            return self.fail(format!("unknown record tag {tag_byte}"));
+        };
+        let db = self.varint()?;
+        let db = usize::try_from(db).or_else(|_| self.fail("database index too large"))?;
+        let expire_at = self.varint()?;
+        let key = self.bytes()?;
+        let value = match tag {
+            Tag::Str => Value::Str(StrValue::from_vec(self.bytes()?.to_vec())),
+            Tag::McStr => {
+                let flags = u32::from_le_bytes(self.take(4)?.try_into().expect("took 4"));
+                let bits = self.u8()?;
+                let data = self.bytes()?;
+                let mut s = StrValue::mc(data.into(), flags);
+                *s.as_mc().3 = bits;
+                Value::Str(s)
+            }
+            Tag::Hash => {
+                let n = self.count(2)?;
+                let mut h = HashValue::new();
+                for _ in 0..n {
+                    let f = self.bytes()?;
+                    let v = self.bytes()?;
+                    if !h.set(f, v, &limits.hash) {
+                        return self.fail("duplicate field in a hash");
+                    }
+                }
+                Value::Hash(Box::new(h))
+            }
+            Tag::List => {
+                let n = self.count(1)?;
+                let mut l = ListValue::with_fill(limits.list_fill);
+                for _ in 0..n {
+                    l.push_back(self.bytes()?);
+                }
+                Value::List(Box::new(l))
+            }
+            Tag::Set => {
+                let n = self.count(1)?;
+                let mut first = true;
+                let mut s = SetValue::new();
+                for _ in 0..n {
+                    let m = self.bytes()?;
+                    if first {
+                        // The encoding SADD would create for this member.
+                        s = SetValue::for_member(m);
+                        first = false;
+                    }
+                    if !s.add(m, limits.max_intset) {
+                        return self.fail("duplicate member in a set");
+                    }
+                }
+                Value::Set(Box::new(s))
+            }
+            Tag::ZSet => {
+                let n = self.count(9)?;
+                let mut items: Vec<(f64, &[u8])> = Vec::with_capacity(n);
+                for _ in 0..n {
+                    let score = self.f64()?;
+                    let m = self.bytes()?;
+                    if score.is_nan() {
+                        return self.fail("NaN score in a sorted set");
+                    }
+                    if let Some(&(ps, pm)) = items.last() {
+                        // Rank order: by score, then member bytes. Strict,
+                        // so a duplicate member cannot slip in beside itself.
+                        if (ps, pm) >= (score, m) {
+                            return self.fail("sorted set members out of order");
+                        }
+                    }
+                    items.push((score, m));
+                }
+                let z = ZSetValue::from_sorted(&items, &limits.zset);
+                if z.len() != n {
+                    return self.fail("duplicate member in a sorted set");
+                }
+                Value::ZSet(Box::new(z))
+            }
+        };
+        Ok(Record {
+            db,
+            expire_at,
+            key,
+            value,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The numbers are the file format: changing one breaks every file
+    /// written before. Add new tags; never renumber.
+    #[test]
+    fn tags_are_pinned() {
+        assert_eq!(Tag::Str as u8, 1);
+        assert_eq!(Tag::Hash as u8, 2);
+        assert_eq!(Tag::List as u8, 3);
+        assert_eq!(Tag::Set as u8, 4);
+        assert_eq!(Tag::ZSet as u8, 5);
+        assert_eq!(Tag::McStr as u8, 6);
+        for b in 0..=255u8 {
+            if let Some(t) = Tag::from_u8(b) {
+                assert_eq!(t as u8, b);
+            }
+        }
+        assert_eq!(Section::Block as u8, 0x42);
+        assert_eq!(Section::End as u8, 0x45);
+        assert_eq!(MAGIC, b"CAIRNSNP");
+        assert_eq!(VERSION, 1);
+    }
+
+    #[test]
+    fn varints_round_trip() {
+        for v in [0, 1, 127, 128, 300, u32::MAX as u64, u64::MAX - 1, u64::MAX] {
+            let mut b = Vec::new();
+            put_varint(&mut b, v);
+            let mut d = Decoder::new(&b);
+            assert_eq!(d.varint().unwrap(), v);
+            assert!(d.at_end());
+        }
+        // Eleven continuation bytes: malformed, not a panic.
+        let bad = [0xffu8; 11];
+        assert!(Decoder::new(&bad).varint().is_err());
+    }
+
+    #[test]
+    fn golden_header_and_end() {
+        let h = header(0x0102030405060708, 16, true);
+        assert_eq!(&h[..8], b"CAIRNSNP");
+        assert_eq!(&h[8..12], &[1, 0, 0, 0]);
+        assert_eq!(&h[12..16], &[0, 0, 0, 0]);
+        assert_eq!(&h[16..24], &[8, 7, 6, 5, 4, 3, 2, 1]);
+        assert_eq!(&h[24..28], &[16, 0, 0, 0]);
+        assert_eq!(&h[28..32], &crc(&[&h[..28]]).to_le_bytes());
+        let e = end(3, 2, false);
+        assert_eq!(
+            e,
+            [b'E', 3, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]
+        );
+    }
+}

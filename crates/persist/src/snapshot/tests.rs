@@ -1,0 +1,552 @@
+//! Format and round-trip tests: every type and encoding, memcached flags
+//! and expiries, encodings following the limits in force, corruption and
+//! truncation found, failed writes leaving the previous file whole, and a
+//! snapshot taken under concurrent writes equal to one instant.
+use super::*;
+use cairn_engine::value::string::mc_bits;
+use cairn_engine::value::zset::ZSetLimits;
+use cairn_engine::value::{HashValue, ListValue, SetValue, StrValue, ZSetValue};
+use cairn_engine::{Engine, Expiry, Options as EngineOptions, Value};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+fn engine() -> Engine {
+    Engine::new(EngineOptions {
+        databases: 16,
+        shards: 64,
+    })
+}
+
+fn tmpdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!(
+        "cairn-snap-test-{}-{name}-{}",
+        std::process::id(),
+        rand_suffix()
+    ));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn rand_suffix() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u8(0);
+    h.finish()
+}
+
+fn put(e: &Engine, db: usize, key: &[u8], v: Value, exp: u64) {
+    let k = e.key(key);
+    let mut g = e.lock(&k);
+    let expiry = if exp == 0 {
+        Expiry::Clear
+    } else {
+        Expiry::At(exp)
+    };
+    g.set(db, &k, v, expiry);
+}
+
+/// One key of every type in each encoding, some with TTLs, in two dbs.
+fn fill(e: &Engine) {
+    let later = cairn_engine::clock::now_ms() + 3_600_000;
+    let hl = Default::default();
+    put(e, 0, b"int", Value::Str(StrValue::from_bytes(b"-12345")), 0);
+    put(
+        e,
+        0,
+        b"emb",
+        Value::Str(StrValue::from_bytes(b"hello")),
+        later,
+    );
+    put(
+        e,
+        0,
+        b"raw",
+        Value::Str(StrValue::from_bytes(&[7u8; 100])),
+        0,
+    );
+    put(
+        e,
+        0,
+        b"edited",
+        Value::Str(StrValue::edited(b"ab".to_vec())),
+        0,
+    );
+    put(
+        e,
+        0,
+        b"bin\0key\xff",
+        Value::Str(StrValue::from_bytes(b"\0\x01\xff")),
+        0,
+    );
+    let mut mc = StrValue::mc(b"item"[..].into(), 0xdead_beef);
+    *mc.as_mc().3 = mc_bits::KEY_BINARY | mc_bits::FETCHED;
+    put(e, 0, b"mc", Value::Str(mc), later + 1);
+    put(
+        e,
+        0,
+        b"mc0",
+        Value::Str(StrValue::mc(b"7"[..].into(), 0)),
+        0,
+    );
+    let mut small = HashValue::new();
+    small.set(b"f1", b"v1", &hl);
+    small.set(b"f2", b"", &hl);
+    put(e, 0, b"hsmall", Value::Hash(Box::new(small)), 0);
+    let mut big = HashValue::new();
+    for i in 0..600 {
+        big.set(format!("f{i}").as_bytes(), format!("v{i}").as_bytes(), &hl);
+    }
+    put(e, 3, b"hbig", Value::Hash(Box::new(big)), later);
+    let items: Vec<Vec<u8>> = (0..1000).map(|i| format!("e{i}").into_bytes()).collect();
+    put(
+        e,
+        0,
+        b"lbig",
+        Value::List(Box::new(ListValue::from_elements(
+            -2,
+            items.iter().map(|v| v.as_slice()),
+        ))),
+        0,
+    );
+    put(
+        e,
+        0,
+        b"lsmall",
+        Value::List(Box::new(ListValue::from_elements(
+            -2,
+            [&b"1"[..], b"x", b""],
+        ))),
+        0,
+    );
+    put(
+        e,
+        0,
+        b"sint",
+        Value::Set(Box::new(SetValue::from_members(
+            [&b"3"[..], b"-1", b"2"],
+            512,
+        ))),
+        0,
+    );
+    put(
+        e,
+        0,
+        b"sstr",
+        Value::Set(Box::new(SetValue::from_members(
+            [&b"a"[..], b"1", b"b"],
+            512,
+        ))),
+        0,
+    );
+    let zl = ZSetLimits::default();
+    let zs: Vec<(f64, &[u8])> = vec![
+        (-1.5, b"a"),
+        (0.0, b"b"),
+        (0.0, b"c"),
+        (f64::INFINITY, b"z"),
+    ];
+    put(
+        e,
+        0,
+        b"zsmall",
+        Value::ZSet(Box::new(ZSetValue::from_sorted(&zs, &zl))),
+        0,
+    );
+    let names: Vec<String> = (0..300).map(|i| format!("m{i:04}")).collect();
+    let zb: Vec<(f64, &[u8])> = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (i as f64 / 3.0, n.as_bytes()))
+        .collect();
+    put(
+        e,
+        5,
+        b"zbig",
+        Value::ZSet(Box::new(ZSetValue::from_sorted(&zb, &zl))),
+        0,
+    );
+}
+
+/// Everything observable about every key: (db, key) -> (type, encoding,
+/// content, expire, mc flags, mc bits, is Mc).
+type Digest = BTreeMap<(usize, Vec<u8>), (String, String, Vec<Vec<u8>>, u64, u32, u8, bool)>;
+
+fn digest(e: &Engine) -> Digest {
+    let mut out = BTreeMap::new();
+    e.for_each_shard(|_, s| {
+        for db in 0..s.databases() {
+            for en in s.db(db).iter() {
+                let v = &en.value;
+                let content: Vec<Vec<u8>> = match v {
+                    Value::Str(s) => vec![s.to_vec()],
+                    Value::Hash(h) => {
+                        let mut p: Vec<Vec<u8>> =
+                            h.iter().map(|(f, v)| [f, b"=", v].concat()).collect();
+                        p.sort();
+                        p
+                    }
+                    Value::List(l) => l.iter().map(|x| x.to_vec()).collect(),
+                    Value::Set(s) => {
+                        let mut m: Vec<Vec<u8>> = s.iter().map(|x| x.to_vec()).collect();
+                        m.sort();
+                        m
+                    }
+                    Value::ZSet(z) => z
+                        .iter()
+                        .map(|(m, sc)| [m, b"@", sc.to_string().as_bytes()].concat())
+                        .collect(),
+                };
+                let (flags, bits, is_mc) = match v {
+                    Value::Str(s) => (s.mc_flags(), s.mc_bits(), matches!(s, StrValue::Mc { .. })),
+                    _ => (0, 0, false),
+                };
+                out.insert(
+                    (db, en.key().to_vec()),
+                    (
+                        v.kind().name().to_string(),
+                        v.encoding().to_string(),
+                        content,
+                        en.expire_at(),
+                        flags,
+                        bits,
+                        is_mc,
+                    ),
+                );
+            }
+        }
+    });
+    out
+}
+
+fn no_progress(_: &LoadProgress) {}
+
+#[test]
+fn round_trip_every_type_and_encoding() {
+    let dir = tmpdir("rt");
+    let path = dir.join("dump.cairn");
+    let a = engine();
+    fill(&a);
+    let stats = save(&a, &path, &Options::default(), || ()).unwrap();
+    assert_eq!(stats.keys, 15);
+    assert_eq!(stats.bytes, std::fs::metadata(&path).unwrap().len());
+    let b = engine();
+    let ls = load(&b, &path, &LoadOptions::default(), &mut no_progress).unwrap();
+    assert_eq!(ls.keys, 15);
+    assert_eq!(ls.cut_ms, stats.cut_ms);
+    let (da, db) = (digest(&a), digest(&b));
+    assert_eq!(da.len(), 15);
+    assert_eq!(without_encoding(&da), without_encoding(&db));
+    for (k, v) in &da {
+        if k.1 != b"edited" {
+            assert_eq!(v, &db[k], "{k:?}");
+        }
+    }
+    // Spot checks of what the digest covers.
+    let mc = &db[&(0, b"mc".to_vec())];
+    assert_eq!(
+        (mc.4, mc.5, mc.6),
+        (0xdead_beef, mc_bits::KEY_BINARY | mc_bits::FETCHED, true)
+    );
+    assert_eq!(db[&(0, b"int".to_vec())].1, "int");
+    assert_eq!(
+        db[&(0, b"edited".to_vec())].1,
+        "embstr",
+        "rebuilt as a new string is"
+    );
+    assert_eq!(db[&(3, b"hbig".to_vec())].1, "hashtable");
+    assert_eq!(db[&(0, b"hsmall".to_vec())].1, "listpack");
+    assert_eq!(db[&(0, b"sint".to_vec())].1, "intset");
+    assert_eq!(db[&(0, b"sstr".to_vec())].1, "hashtable");
+    assert_eq!(db[&(5, b"zbig".to_vec())].1, "skiplist");
+    assert_eq!(db[&(0, b"zsmall".to_vec())].1, "listpack");
+    assert_eq!(check(&path).unwrap().keys, 15);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The first digest with the encoding taken out (it may differ by design).
+type Plain<'a> = Vec<(&'a (usize, Vec<u8>), &'a Vec<Vec<u8>>, u64)>;
+
+fn without_encoding(d: &Digest) -> Plain<'_> {
+    d.iter().map(|(k, v)| (k, &v.2, v.3)).collect()
+}
+
+#[test]
+fn loaded_encodings_follow_the_limits_in_force() {
+    let dir = tmpdir("limits");
+    let path = dir.join("s");
+    let a = engine();
+    fill(&a);
+    save(&a, &path, &Options::default(), || ()).unwrap();
+    let b = engine();
+    b.limits
+        .zset_max_listpack_entries
+        .store(0, Ordering::Relaxed);
+    b.limits
+        .hash_max_listpack_entries
+        .store(1, Ordering::Relaxed);
+    b.limits.set_max_intset_entries.store(2, Ordering::Relaxed);
+    load(&b, &path, &LoadOptions::default(), &mut no_progress).unwrap();
+    let d = digest(&b);
+    assert_eq!(d[&(0, b"zsmall".to_vec())].1, "skiplist");
+    assert_eq!(d[&(0, b"hsmall".to_vec())].1, "hashtable");
+    assert_eq!(d[&(0, b"sint".to_vec())].1, "hashtable");
+    assert_eq!(without_encoding(&digest(&a)), without_encoding(&d));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn expired_keys_are_left_out() {
+    let dir = tmpdir("exp");
+    let path = dir.join("s");
+    let a = engine();
+    let now = cairn_engine::clock::now_ms();
+    put(
+        &a,
+        0,
+        b"gone",
+        Value::Str(StrValue::from_bytes(b"x")),
+        now - 10,
+    );
+    put(
+        &a,
+        0,
+        b"soon",
+        Value::Str(StrValue::from_bytes(b"x")),
+        now + 300,
+    );
+    put(&a, 0, b"stays", Value::Str(StrValue::from_bytes(b"x")), 0);
+    let st = save(&a, &path, &Options::default(), || ()).unwrap();
+    assert_eq!(st.keys, 2, "expired at the cut: not written");
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    let b = engine();
+    let ls = load(&b, &path, &LoadOptions::default(), &mut no_progress).unwrap();
+    assert_eq!(
+        (ls.keys, ls.expired),
+        (1, 1),
+        "expired by load time: skipped"
+    );
+    assert_eq!(digest(&b).len(), 1);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn small_file(dir: &std::path::Path, checksum: bool) -> Vec<u8> {
+    let path = dir.join("small");
+    let a = engine();
+    put(&a, 0, b"k", Value::Str(StrValue::from_bytes(b"value")), 0);
+    put(&a, 1, b"k", Value::Str(StrValue::mc(b"v"[..].into(), 9)), 0);
+    let mut h = HashValue::new();
+    h.set(b"f", b"v", &Default::default());
+    put(
+        &a,
+        0,
+        b"h",
+        Value::Hash(Box::new(h)),
+        cairn_engine::clock::now_ms() + 100_000,
+    );
+    let opts = Options {
+        checksum,
+        ..Options::default()
+    };
+    save(&a, &path, &opts, || ()).unwrap();
+    std::fs::read(&path).unwrap()
+}
+
+#[test]
+fn every_flipped_bit_is_caught() {
+    let dir = tmpdir("flip");
+    let bytes = small_file(&dir, true);
+    let path = dir.join("flipped");
+    for i in 0..bytes.len() {
+        for bit in [0x01u8, 0x80] {
+            let mut b = bytes.clone();
+            b[i] ^= bit;
+            std::fs::write(&path, &b).unwrap();
+            let e = check(&path).expect_err(&format!("flip at {i} not caught"));
+            // Reported at the damaged section (its start or its CRC).
+            assert!(e.offset <= (i as u64).max(28), "flip at {i}: {e}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn every_truncation_is_caught_and_trailing_bytes_too() {
+    let dir = tmpdir("trunc");
+    let bytes = small_file(&dir, true);
+    let path = dir.join("cut");
+    for n in 0..bytes.len() {
+        std::fs::write(&path, &bytes[..n]).unwrap();
+        let e = check(&path).expect_err(&format!("truncation at {n} not caught"));
+        assert!(
+            e.reason.contains("truncated") || e.reason.contains("past the end"),
+            "{e}"
+        );
+    }
+    let mut more = bytes.clone();
+    more.push(0);
+    std::fs::write(&path, &more).unwrap();
+    assert!(check(&path)
+        .unwrap_err()
+        .reason
+        .contains("after the end marker"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn without_checksums_crcs_are_zero_and_still_load() {
+    let dir = tmpdir("nocrc");
+    let bytes = small_file(&dir, false);
+    assert_eq!(&bytes[28..32], &[0, 0, 0, 0]);
+    assert_eq!(check(&dir.join("small")).unwrap().keys, 3);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn foreign_files_are_named() {
+    let dir = tmpdir("foreign");
+    let p = dir.join("dump.rdb");
+    std::fs::write(&p, b"REDIS0010\xfa\x09redis-ver").unwrap();
+    let mut pad = std::fs::read(&p).unwrap();
+    pad.resize(64, 0);
+    std::fs::write(&p, &pad).unwrap();
+    assert!(check(&p).unwrap_err().reason.contains("Redis RDB"));
+    std::fs::write(&p, [0u8; 64]).unwrap();
+    assert!(check(&p).unwrap_err().reason.contains("bad magic"));
+    let mut v2 = small_file(&dir, true);
+    v2[8] = 2;
+    std::fs::write(&p, &v2).unwrap();
+    assert!(check(&p).unwrap_err().reason.contains("version 2"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_failed_write_leaves_the_previous_file_whole() {
+    let dir = tmpdir("fault");
+    let path = dir.join("dump.cairn");
+    let a = engine();
+    fill(&a);
+    save(&a, &path, &Options::default(), || ()).unwrap();
+    let before = std::fs::read(&path).unwrap();
+    put(&a, 0, b"new", Value::Str(StrValue::from_bytes(b"x")), 0);
+    let opts = Options {
+        fail_after_bytes: Some(100),
+        ..Options::default()
+    };
+    let err = save(&a, &path, &opts, || ()).unwrap_err();
+    assert!(err.to_string().contains("No space left"), "{err}");
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+    let names: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names.len(), 1, "temporary file removed: {names:?}");
+    // The engine is free again: the next snapshot works.
+    assert!(!a.snapshot_running());
+    save(&a, &path, &Options::default(), || ()).unwrap();
+    assert_eq!(check(&path).unwrap().keys, 16);
+    // A directory that does not exist: an error, nothing written.
+    let missing = dir.join("no-such-dir").join("x");
+    assert!(matches!(
+        save(&a, &missing, &Options::default(), || ()),
+        Err(SaveError::Io { op: "create", .. })
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_snapshot_under_concurrent_writes_is_one_instant() {
+    // One writer sets k0..kN-1 to round r, in order, one lock per key, for
+    // r = 1, 2, ... At any instant the keys read r for a prefix and r-1
+    // after it; a snapshot must show exactly such a state.
+    const N: usize = 2000;
+    let dir = tmpdir("consistent");
+    let e = Arc::new(engine());
+    for i in 0..N {
+        put(
+            &e,
+            0,
+            format!("k{i}").as_bytes(),
+            Value::Str(StrValue::Int(0)),
+            0,
+        );
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (e, stop) = (e.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut r = 0i64;
+            while !stop.load(Ordering::Relaxed) {
+                r += 1;
+                for i in 0..N {
+                    put(
+                        &e,
+                        0,
+                        format!("k{i}").as_bytes(),
+                        Value::Str(StrValue::Int(r)),
+                        0,
+                    );
+                }
+            }
+            r
+        })
+    };
+    let mut peak = 0;
+    for round in 0..8 {
+        let path = dir.join(format!("s{round}"));
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        let st = save(&e, &path, &Options::default(), || ()).unwrap();
+        peak = peak.max(st.peak_queued_bytes);
+        let b = engine();
+        load(&b, &path, &LoadOptions::default(), &mut no_progress).unwrap();
+        let vals: Vec<i64> = (0..N)
+            .map(|i| {
+                let k = format!("k{i}");
+                let key = b.key(k.as_bytes());
+                let mut g = b.lock(&key);
+                match &g.peek(0, &key).unwrap().value {
+                    Value::Str(s) => s.as_i64().unwrap(),
+                    _ => unreachable!(),
+                }
+            })
+            .collect();
+        let r = vals[0];
+        let split = vals.iter().position(|&v| v != r).unwrap_or(N);
+        assert!(
+            vals[split..].iter().all(|&v| v == r - 1),
+            "round {round}: not one instant: first {r}, then {:?}",
+            &vals[split..(split + 5).min(N)]
+        );
+    }
+    stop.store(true, Ordering::Relaxed);
+    assert!(writer.join().unwrap() > 0);
+    assert!(peak > 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn on_cut_runs_inside_the_cut_and_begin_is_exclusive() {
+    let e = engine();
+    fill(&e);
+    let mut ran = false;
+    let cut = begin(&e, &Options::default(), || ran = true).unwrap();
+    assert!(ran);
+    assert!(matches!(
+        begin(&e, &Options::default(), || ()),
+        Err(SaveError::InProgress)
+    ));
+    // A write after the cut is not in the file.
+    put(&e, 0, b"after", Value::Str(StrValue::from_bytes(b"x")), 0);
+    let dir = tmpdir("oncut");
+    let path = dir.join("s");
+    let progress = cut.progress();
+    let st = write(&e, cut, &path).unwrap();
+    assert_eq!(st.keys, 15);
+    assert_eq!(progress.queued_bytes.load(Ordering::Relaxed), 0);
+    assert!(!e.snapshot_running());
+    let cut = begin(&e, &Options::default(), || ()).unwrap();
+    cut.abandon(&e);
+    assert!(!e.snapshot_running());
+    let _ = std::fs::remove_dir_all(&dir);
+}

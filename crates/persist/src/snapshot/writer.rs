@@ -1,0 +1,404 @@
+//! Writing a snapshot: the cut, the queue the shards are serialized into,
+//! and the file (temporary name, fsync, rename, directory fsync).
+//!
+//! `begin` makes the cut (`Engine::begin_snapshot`) with a `Queue` as the
+//! engine's sink; `write` then sweeps the shards (each lock hands an
+//! undumped shard to the queue) and writes the queue out after every
+//! shard, so the queue holds at most one shard plus whatever other
+//! threads dumped ahead of the sweep by touching shards first. That is the
+//! snapshot's only extra memory (Redis's copy-on-write size), tracked in
+//! `Progress::queued_bytes` and its peak.
+//!
+//! The file is written as `<dir>/temp-<pid>-<epoch>-<name>`, fsynced,
+//! renamed over `<dir>/<name>`, and the directory fsynced, so the previous
+//! snapshot stays whole until the new one is complete and durable.
+use super::format::{self, BLOCK_TARGET_BYTES};
+use cairn_engine::keyspace::Shard;
+use cairn_engine::snapshot::{BeginError, ShardSink};
+use cairn_engine::Engine;
+use parking_lot::Mutex;
+use std::fmt;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How a snapshot is written.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Compute CRCs (`rdbchecksum yes`); without, they are written as 0.
+    pub checksum: bool,
+    /// Test knob: fail with an I/O error ("no space left") once this many
+    /// bytes were written, as a full disk would.
+    pub fail_after_bytes: Option<u64>,
+    /// Test knob (Redis's `rdb-key-save-delay`): the writer sleeps this
+    /// long per key it writes (after each block, with no lock held), so
+    /// tests can keep a snapshot running while they write.
+    pub key_delay: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            checksum: true,
+            fail_after_bytes: None,
+            key_delay: Duration::ZERO,
+        }
+    }
+}
+
+/// Live figures of one snapshot, shared with whoever reports on it (INFO).
+#[derive(Default, Debug)]
+pub struct Progress {
+    /// Keys serialized so far.
+    pub keys: AtomicU64,
+    /// Bytes written to the file so far.
+    pub bytes_written: AtomicU64,
+    /// Serialized bytes waiting in memory to be written: the extra memory
+    /// the snapshot costs now (Redis's `current_cow_size`).
+    pub queued_bytes: AtomicU64,
+    /// The most `queued_bytes` ever was during this snapshot.
+    pub peak_queued_bytes: AtomicU64,
+    /// Set to stop the snapshot early (FLUSHALL stops a BGSAVE as Redis
+    /// kills its child); the file is then not written.
+    pub abort: AtomicBool,
+}
+
+/// What a finished snapshot did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    pub keys: u64,
+    pub bytes: u64,
+    pub blocks: u64,
+    /// Peak extra memory (serialized bytes queued), see `Progress`.
+    pub peak_queued_bytes: u64,
+    /// Unix ms of the cut.
+    pub cut_ms: u64,
+}
+
+/// Why a snapshot failed.
+#[derive(Debug)]
+pub enum SaveError {
+    /// Another snapshot (BGSAVE, journal rewrite) holds the engine's cut.
+    InProgress,
+    /// Called from inside `hold_all` (EXEC): schedule it instead.
+    InsideHold,
+    /// Stopped through `Progress::abort`.
+    Aborted,
+    /// A file operation failed.
+    Io {
+        op: &'static str,
+        path: PathBuf,
+        error: io::Error,
+    },
+}
+
+impl fmt::Display for SaveError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SaveError::InProgress => write!(f, "another snapshot is in progress"),
+            SaveError::InsideHold => write!(f, "cannot snapshot inside a transaction"),
+            SaveError::Aborted => write!(f, "snapshot aborted"),
+            SaveError::Io { op, path, error } => {
+                write!(f, "{op} {}: {error}", path.display())
+            }
+        }
+    }
+}
+
+impl std::error::Error for SaveError {}
+
+impl From<BeginError> for SaveError {
+    fn from(e: BeginError) -> Self {
+        match e {
+            BeginError::InProgress => SaveError::InProgress,
+            BeginError::InsideHold => SaveError::InsideHold,
+        }
+    }
+}
+
+/// One serialized block, waiting to be written.
+struct Block {
+    records: u32,
+    payload: Vec<u8>,
+}
+
+/// The engine's sink for one snapshot: shards serialized into blocks.
+struct Queue {
+    blocks: Mutex<Vec<Block>>,
+    progress: Arc<Progress>,
+    /// Keys expired at the cut are left out (as a lookup then would).
+    cut_ms: AtomicU64,
+}
+
+impl Queue {
+    fn push(&self, b: Block) {
+        let p = &self.progress;
+        let now = p
+            .queued_bytes
+            .fetch_add(b.payload.len() as u64, Ordering::Relaxed)
+            + b.payload.len() as u64;
+        p.peak_queued_bytes.fetch_max(now, Ordering::Relaxed);
+        p.keys.fetch_add(u64::from(b.records), Ordering::Relaxed);
+        self.blocks.lock().push(b);
+    }
+
+    fn take(&self) -> Vec<Block> {
+        std::mem::take(&mut *self.blocks.lock())
+    }
+}
+
+impl ShardSink for Queue {
+    fn dump(&self, _index: usize, shard: &Shard) {
+        let cut = self.cut_ms.load(Ordering::Relaxed);
+        let mut cur = Block {
+            records: 0,
+            payload: Vec::new(),
+        };
+        for db in 0..shard.databases() {
+            for e in shard.db(db).iter() {
+                if e.is_expired(cut) {
+                    continue;
+                }
+                format::put_entry(&mut cur.payload, db, e);
+                cur.records += 1;
+                if cur.payload.len() >= BLOCK_TARGET_BYTES || cur.records == u32::MAX {
+                    let full = std::mem::replace(
+                        &mut cur,
+                        Block {
+                            records: 0,
+                            payload: Vec::new(),
+                        },
+                    );
+                    self.push(full);
+                }
+            }
+        }
+        if cur.records > 0 {
+            self.push(cur);
+        }
+    }
+}
+
+/// A snapshot that has made its cut and must now be written (`write`) or
+/// abandoned (`abandon`); until then every shard lock feeds its queue.
+#[must_use = "a cut must be written or abandoned, or the engine keeps snapshotting"]
+pub struct Cut {
+    epoch: u64,
+    queue: Arc<Queue>,
+    /// Unix ms of the cut.
+    pub cut_ms: u64,
+    /// `Engine::changes()` at the cut: the dirty baseline once it is saved.
+    pub changes_at_cut: u64,
+    opts: Options,
+}
+
+impl Cut {
+    /// The live figures, for reporting while `write` runs on another thread.
+    pub fn progress(&self) -> Arc<Progress> {
+        self.queue.progress.clone()
+    }
+
+    /// Ends the snapshot without writing anything.
+    pub fn abandon(self, engine: &Engine) {
+        engine.end_snapshot(self.epoch);
+    }
+}
+
+/// Makes the cut: a point-in-time image of `engine` starts now. `on_cut`
+/// runs while every shard is locked (the journal rotates its file there).
+/// Fast: it costs one pass over the shard locks.
+pub fn begin(engine: &Engine, opts: &Options, on_cut: impl FnOnce()) -> Result<Cut, SaveError> {
+    let queue = Arc::new(Queue {
+        blocks: Mutex::new(Vec::new()),
+        progress: Arc::new(Progress::default()),
+        cut_ms: AtomicU64::new(0),
+    });
+    let mut at = (0, 0);
+    let epoch = engine.begin_snapshot(queue.clone(), || {
+        at = (cairn_engine::clock::now_ms(), engine.changes());
+        queue.cut_ms.store(at.0, Ordering::Relaxed);
+        on_cut();
+    })?;
+    Ok(Cut {
+        epoch,
+        queue,
+        cut_ms: at.0,
+        changes_at_cut: at.1,
+        opts: opts.clone(),
+    })
+}
+
+/// Ends the engine's snapshot however `write` leaves.
+struct EndOnDrop<'a>(&'a Engine, u64);
+
+impl Drop for EndOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.end_snapshot(self.1);
+    }
+}
+
+/// Writes the snapshot `cut` started to `path`, atomically: a temporary
+/// file in the same directory, fsynced, then renamed over `path`, then the
+/// directory fsynced. On any failure the temporary file is removed and
+/// `path` is untouched. Takes as long as the data takes to write; run it
+/// on its own thread for a background save.
+pub fn write(engine: &Engine, cut: Cut, path: &Path) -> Result<Stats, SaveError> {
+    let _end = EndOnDrop(engine, cut.epoch);
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "snapshot".into());
+    let tmp = dir.join(format!("temp-{}-{}-{name}", std::process::id(), cut.epoch));
+    let result = write_file(engine, &cut, &tmp).and_then(|stats| {
+        fs::rename(&tmp, path).map_err(|error| SaveError::Io {
+            op: "rename to",
+            path: path.to_path_buf(),
+            error,
+        })?;
+        // The rename is durable only once the directory is.
+        File::open(&dir)
+            .and_then(|d| d.sync_all())
+            .map_err(|error| SaveError::Io {
+                op: "fsync directory",
+                path: dir.clone(),
+                error,
+            })?;
+        Ok(stats)
+    });
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// Begins and writes on this thread (SAVE; a journal rewrite's base file).
+pub fn save(
+    engine: &Engine,
+    path: &Path,
+    opts: &Options,
+    on_cut: impl FnOnce(),
+) -> Result<Stats, SaveError> {
+    let cut = begin(engine, opts, on_cut)?;
+    write(engine, cut, path)
+}
+
+/// A `Write` that counts bytes and can fail on purpose (`fail_after_bytes`).
+struct Counted<W> {
+    inner: W,
+    written: u64,
+    fail_after: Option<u64>,
+}
+
+impl<W: Write> Write for Counted<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        if let Some(limit) = self.fail_after {
+            if self.written + buf.len() as u64 > limit {
+                return Err(io::Error::other("No space left on device (injected fault)"));
+            }
+        }
+        let n = self.inner.write(buf)?;
+        self.written += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+fn write_file(engine: &Engine, cut: &Cut, tmp: &Path) -> Result<Stats, SaveError> {
+    let io_err = |op: &'static str| {
+        let path = tmp.to_path_buf();
+        move |error| SaveError::Io { op, path, error }
+    };
+    let file = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(tmp)
+        .map_err(io_err("create"))?;
+    let mut out = BufWriter::with_capacity(
+        1 << 20,
+        Counted {
+            inner: file,
+            written: 0,
+            fail_after: cut.opts.fail_after_bytes,
+        },
+    );
+    let checksum = cut.opts.checksum;
+    let progress = cut.progress();
+    out.write_all(&format::header(
+        cut.cut_ms,
+        engine.databases() as u32,
+        checksum,
+    ))
+    .map_err(io_err("write"))?;
+    let mut stats = Stats {
+        cut_ms: cut.cut_ms,
+        ..Stats::default()
+    };
+    let mut failed: Option<SaveError> = None;
+    engine.snapshot_sweep(|_| {
+        if progress.abort.load(Ordering::Relaxed) {
+            failed = Some(SaveError::Aborted);
+            return false;
+        }
+        for b in cut.queue.take() {
+            let r = out
+                .write_all(&format::block_header(b.records, &b.payload, checksum))
+                .and_then(|()| out.write_all(&b.payload));
+            progress
+                .queued_bytes
+                .fetch_sub(b.payload.len() as u64, Ordering::Relaxed);
+            if let Err(e) = r {
+                failed = Some(io_err("write")(e));
+                return false;
+            }
+            stats.keys += u64::from(b.records);
+            stats.blocks += 1;
+            if !cut.opts.key_delay.is_zero() {
+                std::thread::sleep(cut.opts.key_delay * b.records);
+            }
+        }
+        progress
+            .bytes_written
+            .store(out.get_ref().written, Ordering::Relaxed);
+        true
+    });
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    // Every shard went through the sweep, so every dump is in the queue.
+    debug_assert!(cut.queue.take().is_empty());
+    out.write_all(&format::end(stats.keys, stats.blocks, checksum))
+        .map_err(io_err("write"))?;
+    let counted = out
+        .into_inner()
+        .map_err(|e| io_err("write")(e.into_error()))?;
+    stats.bytes = counted.written;
+    counted.inner.sync_all().map_err(io_err("fsync"))?;
+    stats.peak_queued_bytes = progress.peak_queued_bytes.load(Ordering::Relaxed);
+    progress.bytes_written.store(stats.bytes, Ordering::Relaxed);
+    Ok(stats)
+}
+
+/// Sleeps in small steps until `engine` has no snapshot running or
+/// `timeout` passes; true if it is free. SAVE waits this way for a journal
+/// rewrite's cut to finish rather than failing.
+pub fn wait_free(engine: &Engine, timeout: Duration) -> bool {
+    let start = Instant::now();
+    while engine.snapshot_running() {
+        if start.elapsed() >= timeout {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    true
+}
