@@ -59,7 +59,24 @@ fn start(dir: &TempDir, extra: &[&str]) -> Server {
         "yes",
     ];
     args.extend_from_slice(extra);
-    start_cairn(&args)
+    let server = start_cairn(&args);
+    wait_loaded(&server);
+    server
+}
+
+/// Clients get -LOADING until the journal is replayed (as in Redis).
+fn wait_loaded(server: &Server) {
+    let mut c = server.conn();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let r = c.cmd(&["PING"]);
+        if r == b"+PONG\r\n" {
+            return;
+        }
+        assert!(r.starts_with(b"-LOADING"), "{}", text(&r));
+        assert!(Instant::now() < deadline, "still loading");
+        std::thread::sleep(Duration::from_millis(5));
+    }
 }
 
 fn text(b: &[u8]) -> String {
@@ -299,17 +316,26 @@ fn info_and_config() {
     let info = text(&c.cmd(&["INFO", "persistence"]));
     assert!(info.contains("aof_enabled:0\r\n"), "{info}");
     assert!(!info.contains("aof_current_size"), "{info}");
-    // On again with data in memory needs a rewrite.
-    let e = text(&c.cmd(&["CONFIG", "SET", "appendonly", "yes"]));
-    assert!(
-        e.starts_with("-ERR CONFIG SET failed (possibly related to argument 'appendonly')"),
-        "{e}"
-    );
-    assert_eq!(
-        text(&c.cmd(&["CONFIG", "GET", "appendonly"])),
-        "*2\r\n$10\r\nappendonly\r\n$2\r\nno\r\n"
-    );
-    // On an empty keyspace it starts a fresh journal.
+    // Written while the journal is off: only in memory.
+    ok(&mut c, &["SET", "while-off", "1"]);
+    // On again with data in memory: a compaction writes it as the base,
+    // and recording starts at its cut.
+    ok(&mut c, &["CONFIG", "SET", "appendonly", "yes"]);
+    ok(&mut c, &["SET", "after-on", "1"]);
+    wait_info(&mut c, "aof_rewrites", "1");
+    wait_info(&mut c, "aof_rewrite_in_progress", "0");
+    ok(&mut c, &["SET", "after-rewrite", "1"]);
+    let m = std::fs::read_to_string(dir.0.join("appendonlydir/appendonly.aof.manifest")).unwrap();
+    assert!(m.contains("type b"), "{m}");
+    drop(c);
+    drop(server);
+    let server = start(&dir, &["--appendfsync", "always"]);
+    let mut c = server.conn();
+    let mut keys = text(&c.cmd(&["KEYS", "*"])).lines().filter(|l| !l.starts_with(['*', '$'])).map(String::from).collect::<Vec<_>>();
+    keys.sort();
+    assert_eq!(keys, ["after-on", "after-rewrite", "k", "while-off"]);
+    // On an empty keyspace it starts a fresh journal at once.
+    ok(&mut c, &["CONFIG", "SET", "appendonly", "no"]);
     ok(&mut c, &["FLUSHALL"]);
     ok(&mut c, &["CONFIG", "SET", "appendonly", "yes"]);
     ok(&mut c, &["SET", "fresh", "1"]);
@@ -535,6 +561,165 @@ fn misconf_while_journal_writes_fail() {
 #[test]
 fn misconf_while_journal_fsyncs_fail() {
     misconf("FSYNC");
+}
+
+fn files(dir: &TempDir) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir.0.join("appendonlydir"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn bgrewriteaof_compacts_while_clients_write() {
+    let dir = TempDir::new("rewrite");
+    let server = start(&dir, &["--appendfsync", "always"]);
+    let mut c = server.conn();
+    for i in 0..100 {
+        ok(&mut c, &["SET", "counter", &i.to_string()]);
+        ok(&mut c, &["RPUSH", "list", &i.to_string()]);
+    }
+    ok(&mut c, &["SET", "ttl", "v", "EX", "1000"]);
+    let before_size = std::fs::metadata(dir.journal_file()).unwrap().len();
+    // Slow the base down (the snapshot writer's test knob) so the
+    // compaction is seen running.
+    ok(&mut c, &["CONFIG", "SET", "rdb-key-save-delay", "500000"]);
+    assert_eq!(
+        text(&c.cmd(&["BGREWRITEAOF"])),
+        "+Background append only file rewriting started\r\n"
+    );
+    assert_eq!(
+        text(&c.cmd(&["BGREWRITEAOF"])),
+        "-ERR Background append only file rewriting already in progress\r\n"
+    );
+    wait_info(&mut c, "aof_rewrite_in_progress", "1");
+    // Clients go on writing meanwhile; these land in the new journal file.
+    for i in 100..120 {
+        ok(&mut c, &["RPUSH", "list", &i.to_string()]);
+    }
+    ok(&mut c, &["SET", "during", "1"]);
+    // A BGSAVE waits for the engine's one cut.
+    let r = text(&c.cmd(&["BGSAVE"]));
+    assert!(r.starts_with("-ERR") || r.contains("scheduled"), "{r}");
+    ok(&mut c, &["CONFIG", "SET", "rdb-key-save-delay", "0"]);
+    wait_info(&mut c, "aof_rewrite_in_progress", "0");
+    let info = text(&c.cmd(&["INFO", "persistence"]));
+    for f in ["aof_rewrites:1\r\n", "aof_last_bgrewrite_status:ok\r\n"] {
+        assert!(info.contains(f), "{f}: {info}");
+    }
+    assert!(!info.contains("aof_base_size:0\r\n"), "{info}");
+    assert!(!info.contains("aof_last_rewrite_time_sec:-1\r\n"), "{info}");
+    // The old journal file is gone; base 2 and journal 2 remain.
+    assert_eq!(
+        files(&dir),
+        [
+            "appendonly.aof.2.base.snapshot",
+            "appendonly.aof.2.incr.journal",
+            "appendonly.aof.manifest"
+        ]
+    );
+    let incr2 = dir.0.join("appendonlydir/appendonly.aof.2.incr.journal");
+    assert!(std::fs::metadata(&incr2).unwrap().len() < before_size);
+    ok(&mut c, &["SET", "after", "1"]);
+    let before = render(&mut c);
+    drop(c);
+    drop(server); // SIGKILL
+    let server = start(&dir, &[]);
+    let mut c = server.conn();
+    assert_eq!(render(&mut c), before);
+    assert_eq!(text(&c.cmd(&["LLEN", "list"])), ":120\r\n");
+    assert_eq!(text(&c.cmd(&["GET", "counter"])), "$2\r\n99\r\n");
+}
+
+#[test]
+fn crash_during_compaction_loses_nothing() {
+    let dir = TempDir::new("rewrite-crash");
+    let server = start(&dir, &["--appendfsync", "always"]);
+    let mut c = server.conn();
+    for i in 0..50 {
+        ok(&mut c, &["SET", &format!("k{i}"), &i.to_string()]);
+    }
+    ok(&mut c, &["CONFIG", "SET", "rdb-key-save-delay", "200000"]);
+    assert!(c.cmd(&["BGREWRITEAOF"]).starts_with(b"+Background"));
+    // Wait until the base is being written (its temporary file exists).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !files(&dir).iter().any(|f| f.starts_with("temp-")) {
+        assert!(Instant::now() < deadline, "{:?}", files(&dir));
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    for i in 50..60 {
+        ok(&mut c, &["SET", &format!("k{i}"), &i.to_string()]);
+    }
+    drop(c);
+    drop(server); // SIGKILL in the middle of writing the base
+    // The manifest named the new journal file before the cut.
+    let m = std::fs::read_to_string(dir.0.join("appendonlydir/appendonly.aof.manifest")).unwrap();
+    assert!(m.contains("appendonly.aof.1.incr.journal") && m.contains("appendonly.aof.2.incr.journal"), "{m}");
+    assert!(!m.contains("type b"), "{m}");
+    let server = start(&dir, &[]);
+    let mut c = server.conn();
+    assert_eq!(text(&c.cmd(&["DBSIZE"])), ":60\r\n");
+    // The next compaction starts from there.
+    assert!(c.cmd(&["BGREWRITEAOF"]).starts_with(b"+Background"));
+    wait_info(&mut c, "aof_rewrites", "1");
+    assert_eq!(
+        files(&dir),
+        [
+            "appendonly.aof.3.base.snapshot",
+            "appendonly.aof.3.incr.journal",
+            "appendonly.aof.manifest"
+        ]
+    );
+    drop(c);
+    drop(server);
+    let server = start(&dir, &[]);
+    let mut c = server.conn();
+    assert_eq!(text(&c.cmd(&["DBSIZE"])), ":60\r\n");
+}
+
+#[test]
+fn automatic_compaction_by_growth() {
+    let dir = TempDir::new("auto");
+    let server = start(
+        &dir,
+        &[
+            "--auto-aof-rewrite-percentage",
+            "100",
+            "--auto-aof-rewrite-min-size",
+            "4kb",
+        ],
+    );
+    let mut c = server.conn();
+    let v = "x".repeat(100);
+    for i in 0..60 {
+        ok(&mut c, &["SET", &format!("k{}", i % 5), &v]);
+    }
+    wait_info(&mut c, "aof_rewrites", "1");
+    assert!(server.log().contains("Starting automatic rewriting of AOF on"), "{}", server.log());
+}
+
+#[test]
+fn bgrewriteaof_with_appendonly_off_writes_a_base() {
+    let dir = TempDir::new("off");
+    let server = start_cairn(&["--dir", dir.path(), "--appendfsync", "always"]);
+    let mut c = server.conn();
+    ok(&mut c, &["SET", "a", "1"]);
+    assert!(c.cmd(&["BGREWRITEAOF"]).starts_with(b"+Background append only file rewriting started"));
+    wait_info(&mut c, "aof_rewrites", "1");
+    drop(c);
+    drop(server);
+    // Started with the journal on, it loads that base.
+    let server = start(&dir, &["--appendfsync", "always"]);
+    let mut c = server.conn();
+    assert_eq!(text(&c.cmd(&["GET", "a"])), "$1\r\n1\r\n");
+    ok(&mut c, &["SET", "b", "2"]);
+    drop(c);
+    drop(server);
+    let server = start(&dir, &[]);
+    let mut c = server.conn();
+    assert_eq!(text(&c.cmd(&["DBSIZE"])), ":2\r\n");
 }
 
 /// The crash test: writers under `appendfsync always`, SIGKILL at a random

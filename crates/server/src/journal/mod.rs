@@ -280,7 +280,9 @@ impl Paths {
 /// CONFIG SET appendonly changed: start or stop the journal. Starting at
 /// run time needs the existing data in the journal's base, which
 /// compaction writes; until then it is allowed on an empty keyspace only.
-pub fn on_config_appendonly(shared: &Shared) -> Result<(), String> {
+/// `worker`: the worker running the CONFIG SET (it is between commands of
+/// its own as far as the switch is concerned, and must not wait for itself).
+pub fn on_config_appendonly(shared: &Shared, worker: usize) -> Result<(), String> {
     let want = shared.config.read().appendonly;
     if !want {
         stop(shared);
@@ -319,7 +321,7 @@ pub fn on_config_appendonly(shared: &Shared) -> Result<(), String> {
     for (name, _) in old.incr.iter().chain(old.base.iter()) {
         let _ = std::fs::remove_file(paths.dir.join(name));
     }
-    start(&arc, f, size);
+    start(&arc, f, size, Some(worker));
     Ok(())
 }
 
@@ -335,6 +337,14 @@ pub fn open_at_startup(shared: &Arc<Shared>) -> Result<(), String> {
         )
     })?;
     let load_truncated = shared.config.read().aof_load_truncated;
+    // A compaction that crashed leaves its temporary base behind.
+    if let Ok(dir) = std::fs::read_dir(&paths.dir) {
+        for e in dir.flatten() {
+            if e.file_name().to_string_lossy().starts_with("temp-") {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
     let manifest = Manifest::load(&paths.dir, &paths.appendfilename)?;
     let (manifest, file, size) = match manifest {
         Some(m) if !m.incr.is_empty() => {
@@ -394,7 +404,7 @@ pub fn open_at_startup(shared: &Arc<Shared>) -> Result<(), String> {
         Ordering::Relaxed,
     );
     *j.manifest.lock() = manifest;
-    start(shared, file, size);
+    start(shared, file, size, None);
     Ok(())
 }
 
@@ -419,9 +429,9 @@ fn create_file(paths: &Paths, seq: u64) -> Result<(File, u64), String> {
 
 /// Starts the writer on `file` (whose good data ends at `size`) and turns
 /// recording on.
-fn start(shared: &Arc<Shared>, file: File, size: u64) {
+fn start(shared: &Arc<Shared>, file: File, size: u64, caller: Option<usize>) {
     spawn_writer(shared, file, size);
-    arm(shared);
+    arm(shared, caller);
     // Under every shard lock: the journal holds exactly the writes after
     // this instant.
     let g = shared.engine.lock_all();
@@ -446,9 +456,9 @@ fn spawn_writer(shared: &Arc<Shared>, file: File, size: u64) {
 /// Commands lend their arguments from now on; returns once every worker is
 /// past the command it was running, so none that started unarmed can
 /// write after the switch.
-fn arm(shared: &Shared) {
+fn arm(shared: &Shared, caller: Option<usize>) {
     shared.engine.arm_journal(true);
-    barrier(shared);
+    barrier(shared, caller);
 }
 
 /// Turns recording on. The caller holds every shard lock (`lock_all`, or
@@ -487,16 +497,19 @@ impl Journal {
     }
 }
 
-/// Returns once every worker has handled a message sent now (so has
-/// finished the command it was running), or after 5 seconds.
-fn barrier(shared: &Shared) {
+/// Returns once every worker but `caller` has handled a message sent now
+/// (so has finished the command it was running), or after 5 seconds.
+fn barrier(shared: &Shared, caller: Option<usize>) {
     let workers = shared.workers();
-    if workers.is_empty() {
+    let others = workers.len() - usize::from(caller.is_some_and(|c| c < workers.len()));
+    if others == 0 {
         return;
     }
-    let left = Arc::new(std::sync::atomic::AtomicUsize::new(workers.len()));
-    for w in workers {
-        w.send(Msg::Barrier(left.clone()));
+    let left = Arc::new(std::sync::atomic::AtomicUsize::new(others));
+    for (i, w) in workers.iter().enumerate() {
+        if Some(i) != caller {
+            w.send(Msg::Barrier(left.clone()));
+        }
     }
     let until = Instant::now() + Duration::from_secs(5);
     while left.load(Ordering::SeqCst) > 0 && Instant::now() < until {

@@ -241,7 +241,7 @@ fn compact(shared: &Arc<Shared>) -> Result<bool, String> {
         let (f, size) = super::create_file(&paths, seq)?;
         if enabling {
             super::spawn_writer(shared, f, size);
-            super::arm(shared);
+            super::arm(shared, None);
         } else {
             // 1: the manifest names the new file before anything goes in it.
             let mut m = old.clone();

@@ -532,7 +532,7 @@ fn config_set(ctx: &mut Ctx) -> CmdResult {
     // Starting or stopping the journal needs the config lock released
     // (it locks every shard).
     if changed.contains(&"appendonly") {
-        if let Err(why) = crate::journal::on_config_appendonly(ctx.shared) {
+        if let Err(why) = crate::journal::on_config_appendonly(ctx.shared, ctx.client.info.worker) {
             *ctx.shared.config.write() = before;
             return Err(CmdError::text(format!(
                 "ERR CONFIG SET failed (possibly related to argument 'appendonly') - {why}"
