@@ -331,7 +331,11 @@ fn info_and_config() {
     drop(server);
     let server = start(&dir, &["--appendfsync", "always"]);
     let mut c = server.conn();
-    let mut keys = text(&c.cmd(&["KEYS", "*"])).lines().filter(|l| !l.starts_with(['*', '$'])).map(String::from).collect::<Vec<_>>();
+    let mut keys = text(&c.cmd(&["KEYS", "*"]))
+        .lines()
+        .filter(|l| !l.starts_with(['*', '$']))
+        .map(String::from)
+        .collect::<Vec<_>>();
     keys.sort();
     assert_eq!(keys, ["after-on", "after-rewrite", "k", "while-off"]);
     // On an empty keyspace it starts a fresh journal at once.
@@ -654,9 +658,12 @@ fn crash_during_compaction_loses_nothing() {
     }
     drop(c);
     drop(server); // SIGKILL in the middle of writing the base
-    // The manifest named the new journal file before the cut.
+                  // The manifest named the new journal file before the cut.
     let m = std::fs::read_to_string(dir.0.join("appendonlydir/appendonly.aof.manifest")).unwrap();
-    assert!(m.contains("appendonly.aof.1.incr.journal") && m.contains("appendonly.aof.2.incr.journal"), "{m}");
+    assert!(
+        m.contains("appendonly.aof.1.incr.journal") && m.contains("appendonly.aof.2.incr.journal"),
+        "{m}"
+    );
     assert!(!m.contains("type b"), "{m}");
     let server = start(&dir, &[]);
     let mut c = server.conn();
@@ -697,7 +704,13 @@ fn automatic_compaction_by_growth() {
         ok(&mut c, &["SET", &format!("k{}", i % 5), &v]);
     }
     wait_info(&mut c, "aof_rewrites", "1");
-    assert!(server.log().contains("Starting automatic rewriting of AOF on"), "{}", server.log());
+    assert!(
+        server
+            .log()
+            .contains("Starting automatic rewriting of AOF on"),
+        "{}",
+        server.log()
+    );
 }
 
 #[test]
@@ -706,7 +719,9 @@ fn bgrewriteaof_with_appendonly_off_writes_a_base() {
     let server = start_cairn(&["--dir", dir.path(), "--appendfsync", "always"]);
     let mut c = server.conn();
     ok(&mut c, &["SET", "a", "1"]);
-    assert!(c.cmd(&["BGREWRITEAOF"]).starts_with(b"+Background append only file rewriting started"));
+    assert!(c
+        .cmd(&["BGREWRITEAOF"])
+        .starts_with(b"+Background append only file rewriting started"));
     wait_info(&mut c, "aof_rewrites", "1");
     drop(c);
     drop(server);

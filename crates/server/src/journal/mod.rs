@@ -748,9 +748,16 @@ pub fn info_fields(shared: &Shared, field: &mut dyn FnMut(&str, String)) {
         r.last_secs.load(Ordering::Relaxed).to_string(),
     );
     field("aof_current_rewrite_time_sec", r.current_secs().to_string());
-    let ok = if r.last_ok.load(Ordering::Relaxed) { "ok" } else { "err" };
+    let ok = if r.last_ok.load(Ordering::Relaxed) {
+        "ok"
+    } else {
+        "err"
+    };
     field("aof_last_bgrewrite_status", ok.into());
-    field("aof_rewrites", r.rewrites.load(Ordering::Relaxed).to_string());
+    field(
+        "aof_rewrites",
+        r.rewrites.load(Ordering::Relaxed).to_string(),
+    );
     field(
         "aof_rewrites_consecutive_failures",
         r.consecutive_failures.load(Ordering::Relaxed).to_string(),

@@ -152,14 +152,14 @@ pub fn thread(shared: Arc<Shared>) {
                 run = true;
             }
         }
-        if !run && auto_due(&shared) {
-            if r.in_progress
+        if !run
+            && auto_due(&shared)
+            && r.in_progress
                 .compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed)
                 .is_ok()
-            {
-                *r.started.lock() = Some(Instant::now());
-                run = true;
-            }
+        {
+            *r.started.lock() = Some(Instant::now());
+            run = true;
         }
         if !run {
             continue;
