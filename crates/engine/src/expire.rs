@@ -35,6 +35,10 @@ impl Engine {
     /// done, whichever comes first.
     pub fn active_expire(&self, state: &mut ExpireCycle, deadline: Instant) -> ExpireReport {
         let mut report = ExpireReport::default();
+        // Nothing expires while the journal is replayed (`record`).
+        if self.journal.loading.load(Ordering::Relaxed) {
+            return report;
+        }
         let n = self.shard_count();
         for _ in 0..n {
             let i = state.shard % n;
@@ -63,6 +67,7 @@ impl Engine {
                         let notify = self.limits.notify.load(Ordering::Relaxed)
                             & crate::events::class::EXPIRED
                             != 0;
+                        let journal = self.journal_on();
                         let mut gone: Vec<Box<Entry>> = Vec::new();
                         for _ in 0..CHUNK_BUCKETS {
                             cursor = shard.dbs[db].retain_bucket(
@@ -70,7 +75,7 @@ impl Engine {
                                 |e| e.is_expired(now),
                                 |e| {
                                     removed += 1;
-                                    if notify || !shard_watched_empty {
+                                    if notify || journal || !shard_watched_empty {
                                         gone.push(e);
                                     }
                                 },
@@ -79,6 +84,11 @@ impl Engine {
                             if cursor == 0 {
                                 break;
                             }
+                        }
+                        // Journaled as DEL, under the shard's lock (Redis
+                        // propagates an expiry as a DEL: `deleteExpiredKeyAndPropagate`).
+                        if journal {
+                            crate::record::deleted(self, db, gone.iter().map(|e| e.key()));
                         }
                         // As a lookup that finds the key expired: WATCH
                         // sees a change, `expired` is notified.

@@ -109,6 +109,8 @@ pub struct Engine {
     /// Clients blocked on keys (maintained by the server). While zero, no
     /// write records ready keys.
     pub blocked: AtomicUsize,
+    /// Where writes are recorded while the journal is on (`record`).
+    pub(crate) journal: crate::record::Hook,
     /// The running snapshot, if any (`crate::snapshot`).
     pub(crate) snap: crate::snapshot::SnapState,
 }
@@ -174,6 +176,7 @@ impl Engine {
                 zset_max_listpack_value: AtomicUsize::new(1024),
             },
             blocked: AtomicUsize::new(0),
+            journal: Default::default(),
             snap: Default::default(),
         }
     }
@@ -278,10 +281,17 @@ impl Engine {
     /// A guard over shards already locked in ascending order, with the
     /// command's clock.
     fn guard<'e>(&'e self, shards: SmallVec<[(usize, ShardRef<'e>); 16]>) -> Guard<'e> {
+        let now = if self.journal.loading.load(Ordering::Relaxed) {
+            0
+        } else {
+            crate::clock::now_ms()
+        };
         Guard {
             engine: self,
             shards,
-            now: crate::clock::now_ms(),
+            now,
+            wrote: false,
+            expired: false,
         }
     }
 
@@ -327,6 +337,7 @@ impl Engine {
             (0..self.shards.len()).map(|i| self.lock_shard(i)).collect();
         let ptrs: Box<[*mut Shard]> = locks.iter_mut().map(|g| &mut **g as *mut Shard).collect();
         let hold = HoldAll {
+            engine: self,
             _locks: locks,
             ptrs,
         };
@@ -347,6 +358,7 @@ thread_local! {
 
 /// Every shard of an engine, locked by this thread (see `Engine::hold_all`).
 pub struct HoldAll<'e> {
+    engine: &'e Engine,
     _locks: Vec<MutexGuard<'e, Shard>>,
     ptrs: Box<[*mut Shard]>,
 }
@@ -354,6 +366,11 @@ pub struct HoldAll<'e> {
 impl Drop for HoldAll<'_> {
     fn drop(&mut self) {
         HELD.with(|h| h.set(None));
+        // The transaction's records go out as one unit while every shard
+        // is still locked (the locks drop after this body).
+        if self.engine.journal.on() {
+            crate::record::commit_tx(self.engine);
+        }
     }
 }
 
@@ -456,6 +473,27 @@ pub struct Guard<'e> {
     shards: SmallVec<[(usize, ShardRef<'e>); 16]>,
     /// The command's notion of "now", fixed for its whole run as Redis does.
     pub now: u64,
+    /// Something changed through this guard (Redis's dirty counter): its
+    /// command is journaled when the guard drops.
+    wrote: bool,
+    /// A lookup removed an expired key: a `DEL` is journaled.
+    expired: bool,
+}
+
+impl Drop for Guard<'_> {
+    /// Commits the journal records of what this guard did while its locks
+    /// are still held (the shard guards drop after this body), so records
+    /// of one key are in the order the writes took effect.
+    fn drop(&mut self) {
+        if self.engine.journal.on() {
+            if self.wrote || self.expired {
+                let held = matches!(self.shards.first(), Some((_, ShardRef::Held(_))));
+                crate::record::commit(self.engine, self.wrote, held);
+            } else {
+                crate::record::discard();
+            }
+        }
+    }
 }
 
 impl<'e> Guard<'e> {
@@ -492,6 +530,9 @@ impl<'e> Guard<'e> {
             drop(table.remove_at(i));
             shard.stats.expired_keys += 1;
             shard.touch_watched(db, k.bytes);
+            if crate::record::expired(self.engine, db, k.bytes) {
+                self.expired = true;
+            }
             self.notify(crate::events::class::EXPIRED, "expired", db, k);
             return None;
         }
@@ -517,6 +558,7 @@ impl<'e> Guard<'e> {
     /// `peek` must call it; `set`, `set_entry`, `remove` and `set_expire`
     /// call it themselves.
     pub fn modified(&mut self, db: usize, k: &Key) {
+        self.wrote = true;
         let c = &self.engine.shards[self.engine.shard_of(k)].1 .0;
         // Only the lock holder writes this counter: no atomic add needed.
         c.store(c.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
@@ -545,6 +587,7 @@ impl<'e> Guard<'e> {
     /// Flags the watchers of keys of `db` that exist now (in `db`, or in
     /// `other` for SWAPDB). Needs every shard locked (`lock_all`).
     pub fn modified_db(&mut self, db: usize, other: Option<usize>) {
+        self.wrote = true;
         let engine = self.engine;
         let now = self.now;
         for s in self.shards_mut() {

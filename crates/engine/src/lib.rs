@@ -8,6 +8,7 @@
 //! - `expire`, `iterate`: the active expiry sweep and whole-keyspace walks.
 //! - `snapshot`: the copy-on-lock cut behind point-in-time snapshots.
 //! - `ops`: one module per command family, e.g. `ops::string::set`.
+//! - `record`: the deterministic record of each write, for the journal.
 pub mod clock;
 pub mod entry;
 pub mod error;
@@ -17,6 +18,7 @@ pub mod iterate;
 pub mod keyspace;
 pub mod lazyfree;
 pub mod ops;
+pub mod record;
 pub mod snapshot;
 pub mod table;
 pub mod util;

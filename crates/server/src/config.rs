@@ -658,12 +658,14 @@ fn no_daemonize(v: Value, _: &Ctx) -> Result<Value, String> {
     }
 }
 
-fn no_aof(v: Value, _: &Ctx) -> Result<Value, String> {
-    match v {
-        Value::Bool(true) => Err("appendonly yes is not supported: Cairn has no AOF \
-             persistence yet; only 'no' is accepted"
-            .into()),
-        other => Ok(other),
+/// Redis's isValidAOFdirname.
+fn valid_appenddirname(v: Value, _: &Ctx) -> Result<Value, String> {
+    match &v {
+        Value::Str(s) if s.is_empty() => Err("appenddirname can't be empty".into()),
+        Value::Str(s) if !is_base_name(s) => {
+            Err("appenddirname can't be a path, just a dirname".into())
+        }
+        _ => Ok(v),
     }
 }
 
@@ -876,8 +878,22 @@ directives! {
     /// `dump.rdb`), so a Redis RDB file left in `dir` is never mistaken
     /// for a Cairn snapshot.
     dbfilename: String = "dbfilename", STR, "dump.cairn", PROTECTED, valid_dbfilename;
-    /// `appendonly`: only `no` until Cairn has AOF persistence.
-    appendonly: bool = "appendonly", Kind::Bool, "no", MUTABLE, no_aof;
+    /// `appendonly`: record every write in the journal (Cairn's AOF).
+    appendonly: bool = "appendonly", Kind::Bool, "no", MUTABLE, keep;
+    /// `appenddirname`: the journal's directory, under `dir`. Immutable, as in Redis.
+    appenddirname: String = "appenddirname", STR, "appendonlydir", IMMUTABLE, valid_appenddirname;
+    /// `auto-aof-rewrite-percentage`: compact when the journal grew by this
+    /// much over its size after the last compaction; 0 = never.
+    auto_aof_rewrite_percentage: u32 = "auto-aof-rewrite-percentage", int(0, I32_MAX), "100", MUTABLE, keep;
+    /// `auto-aof-rewrite-min-size`: no automatic compaction below this size.
+    auto_aof_rewrite_min_size: u64 = "auto-aof-rewrite-min-size", mem(0, I64_MAX), "64mb", MUTABLE, keep;
+    /// `aof-load-truncated`: start with a warning when the last journal
+    /// batch is torn (a crash mid-write), instead of refusing to start.
+    aof_load_truncated: bool = "aof-load-truncated", Kind::Bool, "yes", MUTABLE, keep;
+    /// `no-appendfsync-on-rewrite`: accepted for compatibility. Cairn's
+    /// compaction does not fork and its fsyncs do not compete with a child,
+    /// so fsyncs go on during a rewrite.
+    no_appendfsync_on_rewrite: bool = "no-appendfsync-on-rewrite", Kind::Bool, "no", MUTABLE, keep;
     /// `appendfilename`. Immutable, as in Redis.
     appendfilename: String = "appendfilename", STR, "appendonly.aof", IMMUTABLE, valid_appendfilename;
     /// `appendfsync`.
@@ -2266,11 +2282,9 @@ mod tests {
 
     #[test]
     fn unsupported_values_are_refused_clearly() {
-        let (_, _, reason) = parse_err("appendonly yes");
-        assert!(
-            reason.contains("appendonly yes is not supported") && reason.contains("only 'no'"),
-            "{reason}"
-        );
+        assert!(parse_str("appendonly yes", "t").unwrap().appendonly);
+        let (_, _, reason) = parse_err("appenddirname a/b");
+        assert_eq!(reason, "appenddirname can't be a path, just a dirname");
         assert_eq!(
             parse_str("save 3600 1\nsave 60 5", "t").unwrap().save,
             vec![
@@ -2296,8 +2310,6 @@ mod tests {
         );
 
         let mut c = Config::default();
-        let e = c.set(&pairs(&[("appendonly", "yes")])).unwrap_err();
-        assert!(e.starts_with("ERR CONFIG SET failed (possibly related to argument 'appendonly') - appendonly yes is not supported"), "{e}");
         assert_eq!(c, Config::default());
         c.set(&pairs(&[("save", "3600 1")])).unwrap();
         let rule = SaveRule {

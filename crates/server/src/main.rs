@@ -6,6 +6,7 @@ static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 mod blocking;
 mod client;
 mod config;
+mod journal;
 mod keyevents;
 mod listener;
 mod log;
@@ -32,6 +33,7 @@ fn main() {
             print!("{}", config::usage());
             return;
         }
+        Some("check-journal") => std::process::exit(journal::check::run(&argv[1..])),
         Some("check-snapshot") => std::process::exit(check_snapshot(&argv[1..])),
         Some("--version" | "-v") => {
             println!(

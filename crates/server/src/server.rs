@@ -61,8 +61,10 @@ pub fn build_shared(cfg: Config) -> Result<Arc<Shared>, String> {
         stat_reset_at: Mutex::new(Instant::now()),
         blocking: Default::default(),
         memcache: crate::memcache::McShared::new(threads),
+        journal: Arc::new(crate::journal::Journal::new(threads)),
         snapshots: Default::default(),
     });
+    let _ = shared.journal.server.set(Arc::downgrade(&shared));
     shared.refresh_hot();
     Ok(shared)
 }
@@ -118,6 +120,7 @@ pub fn run(cfg: Config) -> Result<(), String> {
             .map_err(|e| format!("Can't chdir to '{}': {e}", cfg.dir))?;
     }
     let pidfile = cfg.pidfile.clone();
+    let appendonly = cfg.appendonly;
     let shared = build_shared(cfg)?;
     let port = listeners[0].local_addr().map(|a| a.port()).unwrap_or(0);
     shared.tcp_port.store(port, Ordering::Relaxed);
@@ -159,7 +162,21 @@ pub fn run(cfg: Config) -> Result<(), String> {
             .map_err(|e| format!("spawn cron: {e}"))?;
     }
     // Flag the load before anyone can connect: clients get -LOADING.
-    let snapshot = crate::snapshots::prepare_load(&shared);
+    // With the journal on, the snapshot file is not read (as Redis ignores
+    // its RDB file when AOF is on): the journal's base and files are.
+    let snapshot = if appendonly {
+        shared.snapshots.loading.store(true, Ordering::Relaxed);
+        None
+    } else {
+        crate::snapshots::prepare_load(&shared)
+    };
+    {
+        let s = shared.clone();
+        std::thread::Builder::new()
+            .name("cairn-aof-rewrite".into())
+            .spawn(move || crate::journal::rewrite::thread(s))
+            .map_err(|e| format!("spawn the journal rewriter: {e}"))?;
+    }
     {
         let s = shared.clone();
         std::thread::Builder::new()
@@ -207,6 +224,10 @@ pub fn run(cfg: Config) -> Result<(), String> {
     if let Some(p) = snapshot {
         crate::snapshots::load(&shared, &p)?;
     }
+    if appendonly {
+        crate::journal::open_at_startup(&shared)?;
+        shared.snapshots.loading.store(false, Ordering::Relaxed);
+    }
     loop {
         while !SIGNALLED.load(Ordering::SeqCst) && !shared.shutdown.load(Ordering::SeqCst) {
             std::thread::sleep(Duration::from_millis(50));
@@ -232,7 +253,10 @@ pub fn shutdown(shared: &Shared, pidfile: &str) -> ! {
     if !pidfile.is_empty() {
         let _ = std::fs::remove_file(pidfile);
     }
-    let _ = shared;
+    if shared.journal.enabled() {
+        log::notice("Calling fsync() on the journal (append only) file.");
+        crate::journal::stop(shared);
+    }
     log::warning("Cairn is now ready to exit, bye bye...");
     std::process::exit(0)
 }

@@ -26,6 +26,11 @@ pub enum Msg {
     /// Run the blocked request of this client again: a key it waits on is
     /// ready, or CLIENT UNBLOCK asked it to stop waiting.
     Wake(u64),
+    /// The journal's durable position moved: release output held for it.
+    Durable,
+    /// Count down once this message is reached (a barrier between
+    /// commands on every worker: see `journal::start`).
+    Barrier(Arc<std::sync::atomic::AtomicUsize>),
 }
 
 /// How other threads reach a worker.
@@ -138,6 +143,8 @@ pub struct Shared {
     pub blocking: crate::blocking::Registry,
     /// The memcached protocol's statistics and server-wide state.
     pub memcache: crate::memcache::McShared,
+    /// The journal (appendonly): its buffer, writer and positions.
+    pub journal: Arc<crate::journal::Journal>,
     /// Snapshots: BGSAVE state, save rules, loading (`snapshots.rs`).
     pub snapshots: crate::snapshots::Snapshots,
 }
@@ -212,6 +219,7 @@ impl Shared {
             .zset_max_listpack_value
             .store(c.zset_max_listpack_value, Ordering::Relaxed);
         self.slowlog.lock().set_max_len(c.slowlog_max_len as usize);
+        self.journal.set_policy(c.appendfsync);
         let ps = &c.client_output_buffer_limit.pubsub;
         h.pubsub_obuf_hard.store(ps.hard_bytes, Ordering::Relaxed);
         h.pubsub_obuf_soft.store(ps.soft_bytes, Ordering::Relaxed);

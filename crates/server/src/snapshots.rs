@@ -112,7 +112,7 @@ pub fn path(shared: &Shared) -> PathBuf {
     PathBuf::from(&c.dir).join(&c.dbfilename)
 }
 
-fn options(shared: &Shared) -> snap::Options {
+pub(crate) fn options(shared: &Shared) -> snap::Options {
     let c = shared.config.read();
     snap::Options {
         checksum: c.rdbchecksum,

@@ -96,6 +96,12 @@ struct Conn {
     /// The deadline already in the worker's timer heap for this wait.
     armed: u64,
     closing: bool,
+    /// `appendfsync always`: the output may leave only once the journal is
+    /// durable up to here (where it was when this connection's commands
+    /// ran).
+    hold: u64,
+    /// Listed in the worker's `held`.
+    held: bool,
     last_active: Instant,
     /// A connection of `memcached-port`: its protocol state. None: RESP.
     mc: Option<Box<crate::memcache::McConn>>,
@@ -139,6 +145,8 @@ pub struct Worker {
     /// Deadlines of blocked clients, earliest first: (unix ms, client id).
     /// An entry whose client has moved on is skipped when it comes up.
     deadlines: BinaryHeap<Reverse<(u64, u64)>>,
+    /// Connections whose output waits for the journal (`Conn::hold`).
+    held: Vec<usize>,
 }
 
 impl Worker {
@@ -155,6 +163,7 @@ impl Worker {
             pending_writes: Vec::new(),
             by_id: std::collections::HashMap::new(),
             deadlines: BinaryHeap::new(),
+            held: Vec::new(),
         }
     }
 
@@ -217,6 +226,9 @@ impl Worker {
                 self.on_event(i, true, false);
             }
             self.write_pending();
+            if self.release_held() {
+                self.write_pending();
+            }
             if self.now >= next_cron {
                 self.cron();
                 next_cron = self.now + CRON_EVERY;
@@ -239,6 +251,12 @@ impl Worker {
                 Msg::Monitor(id, line) => self.deliver_monitor(id, &line),
                 Msg::Poke => self.cron(),
                 Msg::Wake(id) => self.wake(id),
+                Msg::Durable => {
+                    self.release_held();
+                }
+                Msg::Barrier(left) => {
+                    left.fetch_sub(1, Ordering::SeqCst);
+                }
             }
         }
     }
@@ -289,6 +307,8 @@ impl Worker {
             wake: false,
             armed: 0,
             closing: false,
+            hold: 0,
+            held: false,
             last_active: self.now,
             mc: mc.then(crate::memcache::McConn::new),
             block_in: None,
@@ -314,6 +334,7 @@ impl Worker {
             if again {
                 self.ready.push(i);
             }
+            note_hold(conn, &self.shared);
         }
         let conn = self.conns[i].as_mut().expect("checked above");
         if let Some(b) = &conn.client.blocked {
@@ -345,6 +366,10 @@ impl Worker {
             };
             conn.write_queued = false;
             flush(conn, &self.shared, self.id);
+            if conn.pending_out() > 0 && !conn.held && conn.hold > self.shared.journal.durable() {
+                conn.held = true;
+                self.held.push(i);
+            }
             if conn.ready_again && conn.pending_out() < OUT_HIGH_WATER {
                 conn.ready_again = false;
                 self.ready.push(i);
@@ -357,6 +382,41 @@ impl Worker {
                 self.pending_writes.push(i);
             }
         }
+    }
+
+    /// Queues for writing the held connections whose output the journal
+    /// has made durable; asks to be woken for the rest. True if any was
+    /// queued.
+    fn release_held(&mut self) -> bool {
+        if self.held.is_empty() {
+            return false;
+        }
+        let j = &self.shared.journal;
+        // Ask first, then look: the writer publishes `durable` before it
+        // reads the flag, so one of the two sees the other.
+        j.want_wake(self.id);
+        let durable = j.durable();
+        let mut queued = false;
+        let mut i = 0;
+        while i < self.held.len() {
+            let slot = self.held[i];
+            let Some(Some(conn)) = self.conns.get_mut(slot) else {
+                self.held.swap_remove(i);
+                continue;
+            };
+            if conn.hold > durable {
+                i += 1;
+                continue;
+            }
+            self.held.swap_remove(i);
+            conn.held = false;
+            if !conn.write_queued {
+                conn.write_queued = true;
+                self.pending_writes.push(slot);
+                queued = true;
+            }
+        }
+        queued
     }
 
     fn close(&mut self, i: usize) {
@@ -1014,9 +1074,26 @@ fn process_memcache(conn: &mut Conn, shared: &Shared, worker: usize) -> Stop {
     stop
 }
 
+/// `appendfsync always`: the connection's output waits until the journal is
+/// durable past the writes its commands just made (appended on this thread
+/// while they ran).
+#[inline]
+fn note_hold(conn: &mut Conn, shared: &Shared) {
+    let end = crate::journal::take_last_end();
+    if end > conn.hold && shared.journal.holds_replies() {
+        conn.hold = end;
+    }
+}
+
 /// Writes pending replies, referenced large values included (`writev`);
 /// leaves the rest for the next writable event.
 fn flush(conn: &mut Conn, shared: &Shared, worker: usize) {
+    note_hold(conn, shared);
+    // Held for the journal (`appendfsync always`): the worker writes it
+    // when the journal says it is durable.
+    if conn.hold > shared.journal.durable() {
+        return;
+    }
     conn.write_more = false;
     let mut budget = WRITE_BUDGET;
     while conn.pending_out() > 0 {

@@ -213,6 +213,7 @@ pub fn store(g: &mut Guard, db: usize, k: &Key, req: &Store) -> Stored {
         Next::Done(r) => r,
         Next::Edited(cas) => {
             g.modified(db, k);
+            crate::record::stage_item(g, db, k);
             // Redis has no PREPEND: a Redis client would rewrite the value.
             let event = if req.mode == Append { "append" } else { "set" };
             g.notify(class::STRING, event, db, k);
@@ -244,6 +245,7 @@ fn finish_store(
 ) -> Stored {
     let cas = if want_cas { v.cas() } else { 0 };
     g.set(db, k, Value::Str(v), expiry);
+    crate::record::stage_item(g, db, k);
     g.notify(class::STRING, "set", db, k);
     if matches!(expiry, Expiry::At(_)) {
         g.notify(class::GENERIC, "expire", db, k);
@@ -262,6 +264,7 @@ pub fn touch(g: &mut Guard, db: usize, k: &Key, expiry: Expiry) -> bool {
     }
     let had_ttl = e.expire_at() != 0;
     set_ttl(g, db, k, expiry, had_ttl);
+    crate::record::stage_item(g, db, k);
     true
 }
 
@@ -326,9 +329,11 @@ pub fn delete(
         *bits = (*bits | mc_bits::STALE) & !mc_bits::TOKEN_SENT;
         g.modified(db, k);
         set_ttl(g, db, k, expiry, had_ttl);
+        crate::record::stage_item(g, db, k);
         return Deleted::Invalidated;
     }
     drop(g.remove(db, k));
+    crate::record::stage_item(g, db, k);
     g.notify(class::GENERIC, "del", db, k);
     Deleted::Deleted
 }
@@ -368,6 +373,7 @@ pub fn arith(
         };
         let text = itoa::Buffer::new().format(initial).as_bytes().into();
         g.set(db, k, Value::Str(StrValue::mc(text, 0)), expiry);
+        crate::record::stage_item(g, db, k);
         g.notify(class::STRING, "set", db, k);
         if matches!(expiry, Expiry::At(_)) {
             g.notify(class::GENERIC, "expire", db, k);
@@ -396,6 +402,7 @@ pub fn arith(
         StrValue::from_vec(text)
     };
     g.modified(db, k);
+    crate::record::stage_item(g, db, k);
     g.notify(class::STRING, "incrby", db, k);
     Arith::Value(new)
 }
@@ -409,6 +416,7 @@ pub fn vivify(g: &mut Guard, db: usize, k: &Key, expiry: Expiry, key_binary: boo
         *bits = if key_binary { mc_bits::KEY_BINARY } else { 0 };
     }
     g.set(db, k, Value::Str(v), expiry);
+    crate::record::stage_item(g, db, k);
     g.notify(class::STRING, "set", db, k);
     if matches!(expiry, Expiry::At(_)) {
         g.notify(class::GENERIC, "expire", db, k);

@@ -316,10 +316,13 @@ pub fn getex_str<R>(
     let had_ttl = e.expire_at() != 0;
     match (action, deadline) {
         (_, Some(at)) if at <= now => {
+            crate::record::stage(g.engine(), db, &[b"DEL", k.bytes]);
             drop(g.remove(db, k));
             g.notify(class::GENERIC, "del", db, k);
         }
         (_, Some(at)) => {
+            let t = itoa::Buffer::new().format(at).to_owned();
+            crate::record::stage(g.engine(), db, &[b"PEXPIREAT", k.bytes, t.as_bytes()]);
             g.set_expire(db, k, at);
             g.notify(class::GENERIC, "expire", db, k);
         }

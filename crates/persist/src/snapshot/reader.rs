@@ -72,6 +72,10 @@ pub struct LoadOptions {
     /// Threads that decode and insert: 0 picks one per core (at most
     /// `MAX_LOAD_THREADS`) for files of 4 MiB or more, else 1.
     pub threads: usize,
+    /// Load keys whose expire time has passed too (the journal's base:
+    /// the journal after it may write to them as they were at the cut,
+    /// as Redis loads an AOF's RDB preamble). They go on first lookup.
+    pub keep_expired: bool,
 }
 
 /// Reads the snapshot at `path` into `engine` (which should be empty:
@@ -100,7 +104,7 @@ pub fn load(
                 rec.db
             ));
         }
-        if rec.expire_at != 0 && rec.expire_at < now {
+        if !opts.keep_expired && rec.expire_at != 0 && rec.expire_at < now {
             expired.fetch_add(1, Ordering::Relaxed);
             return Ok(());
         }

@@ -27,6 +27,7 @@ pub fn flush_all(cx: &mut Ctx, delay: i32, noreply: bool) {
         mc.flush_at.store(at, Ordering::Relaxed);
     } else {
         mc.flush_at.store(0, Ordering::Relaxed);
+        cairn_engine::record::stage(&cx.shared.engine, DB, &[b"FLUSHDB"]);
         drop(cx.shared.engine.flush(Some(DB)));
     }
     cx.reply("OK", noreply);

@@ -72,6 +72,7 @@ pub fn run_due_flush(shared: &Shared) {
         .compare_exchange(at, 0, Ordering::Relaxed, Ordering::Relaxed)
         .is_ok()
     {
+        cairn_engine::record::stage(&shared.engine, DB, &[b"FLUSHDB"]);
         drop(shared.engine.flush(Some(DB)));
     }
 }

@@ -76,6 +76,7 @@ pub fn refused(cx: &mut Ctx, why: Refusal, key: &[u8], deletes: bool, noreply: b
     if deletes {
         let engine = &cx.shared.engine;
         let k = engine.key(key);
+        cairn_engine::record::stage(engine, DB, &[b"DEL", key]);
         let mut g = engine.lock(&k);
         if g.remove(DB, &k).is_some() {
             g.notify(cairn_engine::events::class::GENERIC, "del", DB, &k);

@@ -48,6 +48,17 @@ impl<'a> Args<'a> {
     }
 }
 
+/// The journal records a command as its arguments (`cairn_engine::record`).
+impl cairn_engine::record::ArgSource for Args<'_> {
+    fn argc(&self) -> usize {
+        self.len()
+    }
+
+    fn arg(&self, i: usize) -> &[u8] {
+        self.get(i)
+    }
+}
+
 /// Everything a handler may touch.
 pub struct Ctx<'a> {
     pub shared: &'a Shared,

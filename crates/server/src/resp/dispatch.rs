@@ -194,6 +194,15 @@ fn refusal(shared: &Shared, client: &Client, cmd: &Command, args: &Args) -> Opti
     {
         return Some(CmdError::text(crate::snapshots::MISCONF));
     }
+    // Redis 7.0 `writeCommandsDeniedByDiskError`: while the journal cannot
+    // be written, writes (and PING) are refused; reads go on.
+    if let Some(err) = shared.journal.failure() {
+        if cmd.has(flags::WRITE) || cmd.name == "ping" {
+            return Some(CmdError::text(format!(
+                "MISCONF Errors writing to the AOF file: {err}"
+            )));
+        }
+    }
     if snapshots.loading.load(Ordering::Relaxed) && !cmd.has(flags::LOADING) {
         return Some(CmdError::text(crate::snapshots::LOADING));
     }
@@ -220,6 +229,12 @@ pub fn invoke(
     let started_us = cairn_engine::clock::start_command();
     let handler = cmd.handler.expect("resolve returns runnable commands");
     let reply_start = out.len();
+    // The journal records the command as sent unless its handler stages
+    // another form; the engine reads the arguments while the command runs.
+    let _scope = shared
+        .engine
+        .journal_armed()
+        .then(|| cairn_engine::record::CommandScope::new(client.db, &args));
     let result = {
         let mut ctx = Ctx {
             shared,

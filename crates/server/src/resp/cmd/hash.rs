@@ -226,6 +226,8 @@ fn hincrbyfloat(ctx: &mut Ctx) -> CmdResult {
     let k = e.key(ctx.arg(1));
     let mut g = e.lock(&k);
     let text = op::hincrbyfloat(&mut g, ctx.db(), &k, ctx.arg(2), incr)?;
+    // Journaled as the result (Redis: HSET key field result).
+    cairn_engine::record::stage(e, ctx.db(), &[b"HSET", k.bytes, ctx.arg(2), &text]);
     drop(g);
     ctx.bulk(&text)
 }

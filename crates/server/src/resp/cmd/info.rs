@@ -709,7 +709,6 @@ fn allocator_name() -> String {
 fn persistence_section(out: &mut String, shared: &Shared, totals: &Counters) {
     rdb_fields(out, shared, totals);
     aof_fields(out, shared);
-    field(out, "module_fork_in_progress", 0);
 }
 
 /// Loading state and snapshot (`rdb_*`) fields: the snapshot work owns these.
@@ -718,11 +717,9 @@ fn rdb_fields(out: &mut String, shared: &Shared, _totals: &Counters) {
 }
 
 /// Journal (`aof_*`) fields: the journal work owns these.
-fn aof_fields(out: &mut String, _shared: &Shared) {
-    field(out, "aof_enabled", 0);
-    field(out, "aof_rewrite_in_progress", 0);
-    field(out, "aof_rewrite_scheduled", 0);
-    field(out, "aof_rewrites", 0);
+/// (With `module_fork_*`, which Redis prints between them.)
+fn aof_fields(out: &mut String, shared: &Shared) {
+    crate::journal::info_fields(shared, &mut |name, value| field(out, name, value));
 }
 
 fn stats_section(out: &mut String, shared: &Shared, raw: &Counters, c: &Counters) {

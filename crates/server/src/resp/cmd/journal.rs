@@ -1,4 +1,29 @@
-//! BGREWRITEAOF: journal compaction (issue 6).
+//! BGREWRITEAOF: journal compaction (issue 6). Replies and error texts are
+//! Redis 7.0's (`aof.c` bgrewriteaofCommand); the work is
+//! `crate::journal::rewrite`.
+use crate::journal::rewrite::{self, Started};
+use crate::resp::ctx::{CmdResult, Ctx};
+use crate::resp::errors::CmdError;
 use crate::resp::table::Def;
 
-pub const COMMANDS: &[Def] = &[];
+pub const COMMANDS: &[Def] = &[Def::new("bgrewriteaof", bgrewriteaof)];
+
+/// BGREWRITEAOF → +Background append only file rewriting started, or
+/// +...scheduled while a snapshot runs (or inside EXEC), or an error if one
+/// is already running. Works with `appendonly no` too (it writes a base
+/// that a later `appendonly yes` start-up loads), as in Redis.
+fn bgrewriteaof(ctx: &mut Ctx) -> CmdResult {
+    match rewrite::request(ctx.shared, ctx.client.in_exec) {
+        Ok(Started::Started) => {
+            ctx.reply()
+                .simple("Background append only file rewriting started");
+            Ok(())
+        }
+        Ok(Started::Scheduled) => {
+            ctx.reply()
+                .simple("Background append only file rewriting scheduled");
+            Ok(())
+        }
+        Err(e) => Err(CmdError::text(e)),
+    }
+}

@@ -189,6 +189,18 @@ fn expire_generic(ctx: &mut Ctx, unit: Unit, relative: bool, name: &'static str)
     let mut g = e.lock(&k);
     let base = if relative { g.now as i64 } else { 0 };
     let when = deadline(n, unit, base).ok_or(CmdError::InvalidExpire(name))?;
+    // Journaled with an absolute time, options kept (Redis: PEXPIREAT),
+    // or as DEL when the time has already passed and the key goes now.
+    if e.journal_on() {
+        if when <= g.now as i64 {
+            cairn_engine::record::stage(e, ctx.db(), &[b"DEL", k.bytes]);
+        } else {
+            let t = itoa::Buffer::new().format(when).to_owned();
+            let mut rec: Vec<&[u8]> = vec![b"PEXPIREAT", k.bytes, t.as_bytes()];
+            rec.extend(ctx.args.iter_from(3));
+            cairn_engine::record::stage(e, ctx.db(), &rec);
+        }
+    }
     let outcome = op::expire(&mut g, ctx.db(), &k, when, cond);
     drop(g);
     ctx.int(match outcome {

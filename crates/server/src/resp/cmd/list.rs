@@ -256,6 +256,14 @@ fn mpop(
     let (out, proto) = (&mut *ctx.out, ctx.client.proto);
     let mut g = e.lock_keys(keys);
     let served = op::pop_first(&mut g, db, keys, end, count, retry, |i, it| {
+        // Journaled as the pop it did, on the key served (Redis: LMPOP's
+        // and BLMPOP's non-blocking form).
+        if e.journal_on() {
+            let c = itoa::Buffer::new().format(count).to_owned();
+            let side: &[u8] = if end == End::Left { b"LEFT" } else { b"RIGHT" };
+            let rec: [&[u8]; 6] = [b"LMPOP", b"1", keys[i].bytes, side, b"COUNT", c.as_bytes()];
+            cairn_engine::record::stage(e, db, &rec);
+        }
         let mut w = ReplyWriter::new(out, proto);
         w.array(2);
         w.bulk(keys[i].bytes);
@@ -458,6 +466,18 @@ fn move_one(ctx: &mut Ctx, from: End, to: End, timeout_ms: Option<u64>) -> CmdRe
     let src = e.key(ctx.arg(1));
     let dst = e.key(ctx.arg(2));
     let retry = timeout_ms.is_some() && ctx.is_retry();
+    if timeout_ms.is_some() {
+        // BLMOVE/BRPOPLPUSH are journaled as LMOVE (their non-blocking form).
+        let side = |x: End| -> &'static [u8] {
+            if x == End::Left {
+                b"LEFT"
+            } else {
+                b"RIGHT"
+            }
+        };
+        let rec: [&[u8]; 5] = [b"LMOVE", src.bytes, dst.bytes, side(from), side(to)];
+        cairn_engine::record::stage(e, ctx.db(), &rec);
+    }
     let mut g = e.lock_keys(&[src, dst]);
     let moved = op::lmove(&mut g, ctx.db(), &src, &dst, from, to, retry)?;
     drop(g);
@@ -503,6 +523,9 @@ fn bpop(ctx: &mut Ctx, end: End) -> CmdResult {
     let (out, proto) = (&mut *ctx.out, ctx.client.proto);
     let mut g = e.lock_keys(&keys);
     let served = op::pop_first(&mut g, db, &keys, end, 1, retry, |i, mut it| {
+        // Journaled as the non-blocking pop it did, on the key served.
+        let name: &[u8] = if end == End::Left { b"LPOP" } else { b"RPOP" };
+        cairn_engine::record::stage(e, db, &[name, keys[i].bytes]);
         let mut w = ReplyWriter::new(out, proto);
         w.array(2);
         w.bulk(keys[i].bytes);

@@ -519,13 +519,24 @@ fn config_set(ctx: &mut Ctx) -> CmdResult {
         })
         .collect();
     let local = is_local(ctx.client);
-    {
+    let (before, changed) = {
         let mut cfg = ctx.shared.config.write();
         let before = cfg.clone();
         let changed = cfg.set_from(&pairs, local).map_err(CmdError::text)?;
         if let Err(e) = apply_config_changes(&cfg, &changed) {
             *cfg = before;
             return Err(e);
+        }
+        (before, changed)
+    };
+    // Starting or stopping the journal needs the config lock released
+    // (it locks every shard).
+    if changed.contains(&"appendonly") {
+        if let Err(why) = crate::journal::on_config_appendonly(ctx.shared, ctx.client.info.worker) {
+            *ctx.shared.config.write() = before;
+            return Err(CmdError::text(format!(
+                "ERR CONFIG SET failed (possibly related to argument 'appendonly') - {why}"
+            )));
         }
     }
     ctx.shared.refresh_hot();
@@ -689,6 +700,7 @@ fn debug(ctx: &mut Ctx) -> CmdResult {
         3 if args::is(sub, "sleep") => debug_sleep(ctx),
         3 if args::is(sub, "object") => debug_object(ctx),
         3 if args::is(sub, "jump-clock") => debug_jump_clock(ctx),
+        4 if args::is(sub, "journal-fault") => debug_journal_fault(ctx),
         _ => Err(subcommand_syntax_error(ctx)),
     }
 }
@@ -697,6 +709,9 @@ fn debug_help(ctx: &mut Ctx) -> CmdResult {
     reply_help(
         ctx,
         &[
+            "JOURNAL-FAULT WRITE|FSYNC <count>",
+            "    Cairn test extension: make the next <count> journal writes (or fsyncs)",
+            "    fail with EIO, as a full or failing disk would.",
             "JUMP-CLOCK <milliseconds>",
             "    Cairn test extension: move the clock used for expiry, TIME and the slow",
             "    log by <milliseconds> (negative: back), so tests need not sleep.",
@@ -739,6 +754,25 @@ fn strtod_prefix(s: &[u8]) -> f64 {
 fn debug_jump_clock(ctx: &mut Ctx) -> CmdResult {
     let ms = args::int(ctx.arg(2))?;
     cairn_engine::clock::jump(ms);
+    ctx.ok()
+}
+
+/// DEBUG JOURNAL-FAULT WRITE|FSYNC count → +OK. Cairn's test extension:
+/// the next `count` journal writes (or fsyncs) fail with EIO, so tests can
+/// see MISCONF and the recovery without filling a disk.
+fn debug_journal_fault(ctx: &mut Ctx) -> CmdResult {
+    let n = args::int(ctx.arg(3))?.max(0) as u64;
+    let j = &ctx.shared.journal;
+    let kind = ctx.arg(2);
+    if args::is(kind, "write") {
+        j.fault_writes
+            .store(n, std::sync::atomic::Ordering::Relaxed);
+    } else if args::is(kind, "fsync") {
+        j.fault_fsyncs
+            .store(n, std::sync::atomic::Ordering::Relaxed);
+    } else {
+        return Err(CmdError::Syntax);
+    }
     ctx.ok()
 }
 

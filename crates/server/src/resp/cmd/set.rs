@@ -174,9 +174,20 @@ fn spop(ctx: &mut Ctx) -> CmdResult {
         2 => {
             let mut g = e.lock(&k);
             let mut w = ctx.reply();
-            let popped = op::spop_one(&mut g, db, &k, |m| match m {
-                Elem::Int(n) => w.bulk_int(n),
-                Elem::Bytes(b) => w.bulk(b),
+            let popped = op::spop_one(&mut g, db, &k, |m| {
+                // Journaled as its outcome (Redis: SREM key member).
+                if e.journal_on() {
+                    let mut b = itoa::Buffer::new();
+                    let m: &[u8] = match m {
+                        Elem::Int(n) => b.format(n).as_bytes(),
+                        Elem::Bytes(b) => b,
+                    };
+                    cairn_engine::record::stage(e, db, &[b"SREM", k.bytes, m]);
+                }
+                match m {
+                    Elem::Int(n) => w.bulk_int(n),
+                    Elem::Bytes(b) => w.bulk(b),
+                }
             })?;
             if popped.is_none() {
                 w.null();
@@ -186,10 +197,43 @@ fn spop(ctx: &mut Ctx) -> CmdResult {
         3 => {
             let count = positive(ctx.arg(2))?;
             let mut g = e.lock(&k);
-            op::spop_count(&mut g, db, &k, count, &mut Members::new(ctx.reply(), true))?;
+            let mut sink = Recording {
+                inner: Members::new(ctx.reply(), true),
+                popped: e.journal_on().then(Vec::new),
+            };
+            op::spop_count(&mut g, db, &k, count, &mut sink)?;
+            // Journaled as its outcome (Redis: SREM of the popped members).
+            if let Some(popped) = sink.popped.filter(|p| !p.is_empty()) {
+                let mut rec: Vec<&[u8]> = vec![b"SREM", k.bytes];
+                rec.extend(popped.iter().map(|m| m.as_slice()));
+                cairn_engine::record::stage(e, db, &rec);
+            }
+            drop(g);
             Ok(())
         }
         _ => Err(CmdError::Syntax),
+    }
+}
+
+/// A sink that also keeps the members it passes on (SPOP's journal record).
+struct Recording<S> {
+    inner: S,
+    popped: Option<Vec<Vec<u8>>>,
+}
+
+impl<S: Sink> Sink for Recording<S> {
+    fn len(&mut self, n: usize) {
+        self.inner.len(n);
+    }
+
+    fn elem(&mut self, e: Elem<'_>) -> bool {
+        if let Some(p) = &mut self.popped {
+            p.push(match e {
+                Elem::Int(n) => itoa::Buffer::new().format(n).as_bytes().to_vec(),
+                Elem::Bytes(b) => b.to_vec(),
+            });
+        }
+        self.inner.elem(e)
     }
 }
 

@@ -10,6 +10,7 @@ use crate::resp::ctx::{CmdResult, Ctx};
 use crate::resp::errors::CmdError;
 use crate::resp::table::Def;
 use cairn_engine::ops::string::{self as op, Cond, GetExAction, TtlKind};
+use cairn_engine::record;
 use cairn_engine::util::lcs::{self, LcsError};
 use cairn_engine::{Error, Expiry, Key};
 use cairn_protocol::resp::ReplyWriter;
@@ -66,6 +67,16 @@ fn set(ctx: &mut Ctx) -> CmdResult {
     let mut g = e.lock(&k);
     // Redis checks the time argument before GET's type check.
     let expiry = opts.expiry(g.now, "set")?;
+    if let Expiry::At(at) = expiry {
+        // Journaled with an absolute time (Redis: SET ... PXAT).
+        let at = itoa::Buffer::new().format(at).to_owned();
+        let v = ctx.arg(2);
+        record::stage(
+            e,
+            ctx.client.db,
+            &[b"SET", k.bytes, v, b"PXAT", at.as_bytes()],
+        );
+    }
     let res = op::set_value(
         &mut g,
         ctx.client.db,
@@ -123,6 +134,12 @@ fn set_with_ttl(ctx: &mut Ctx, kind: TtlKind, cmd: &'static str) -> CmdResult {
     let at = kind
         .parse_deadline(ctx.arg(2), g.now)
         .map_err(|err| expire_error(err, cmd))?;
+    let t = itoa::Buffer::new().format(at).to_owned();
+    record::stage(
+        e,
+        ctx.client.db,
+        &[b"SET", k.bytes, ctx.arg(3), b"PXAT", t.as_bytes()],
+    );
     op::set_value(
         &mut g,
         ctx.client.db,
@@ -325,7 +342,13 @@ fn incrbyfloat(ctx: &mut Ctx) -> CmdResult {
     let mut g = e.lock(&k);
     let incr = ctx.arg(2);
     let mut w = ReplyWriter::new(ctx.out, ctx.client.proto);
-    op::incr_by_float(&mut g, ctx.client.db, &k, incr, |b| w.bulk(b))?;
+    let db = ctx.client.db;
+    op::incr_by_float(&mut g, db, &k, incr, |b| {
+        // Journaled as the result (Redis: SET key result KEEPTTL), so a
+        // replay on another machine's `long double` cannot differ.
+        record::stage(e, db, &[b"SET", k.bytes, b, b"KEEPTTL"]);
+        w.bulk(b)
+    })?;
     Ok(())
 }
 

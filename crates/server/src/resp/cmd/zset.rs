@@ -514,6 +514,13 @@ fn pop_and_reply(
     let (out, proto) = (&mut *ctx.out, ctx.client.proto);
     let mut g = e.lock_keys(keys);
     let mut write = |key: &[u8], n: usize, items: &mut dyn Iterator<Item = (&[u8], f64)>| {
+        // BZPOPMIN/BZPOPMAX/ZMPOP/BZMPOP are journaled as the pop they did
+        // (Redis: the non-blocking form, on the key that was served).
+        if !matches!(shape, PopReply::Plain { .. }) && n > 0 {
+            let c = itoa::Buffer::new().format(n).to_owned();
+            let name: &[u8] = if max { b"ZPOPMAX" } else { b"ZPOPMIN" };
+            cairn_engine::record::stage(e, db, &[name, key, c.as_bytes()]);
+        }
         let mut w = ReplyWriter::new(&mut *out, proto);
         match shape {
             PopReply::Plain { nested } => {

@@ -1,0 +1,532 @@
+//! The deterministic record of each write, for the journal (issue 6).
+//!
+//! The engine knows no files: it only says, for every write, what to
+//! append, and hands the bytes to a sink the server registers
+//! (`Engine::set_journal`). What it records follows Redis 7.0's
+//! propagation rules (`alsoPropagate`, `rewriteClientCommandVector`):
+//!
+//! - by default a command is recorded as it was sent (its argument vector,
+//!   which the server lends for the command's duration: `CommandScope`),
+//!   with the database it ran in, and only if it changed something (a
+//!   `Guard` that wrote: Redis's dirty counter);
+//! - a command whose effect depends on the clock or on chance stages its
+//!   replacement with `stage` before its guard is dropped (SET EX ->
+//!   SET PXAT, SPOP -> SREM of the popped members, INCRBYFLOAT -> SET of
+//!   the result, ...);
+//! - a key removed because it expired (lazily by a lookup, or by the active
+//!   sweep) is recorded as `DEL key` before whatever the command did;
+//! - a memcached write is recorded as the item's resulting state
+//!   (`stage_item`: an `ITEM` record, with its client flags and absolute
+//!   expire time), which only replay understands.
+//!
+//! Ordering: a guard commits its records when it is dropped, while its
+//! shard locks are still held, so two writes to one key reach the journal
+//! in the order they took effect. Inside EXEC (`Engine::hold_all`) the
+//! records of every queued command are collected and committed as one
+//! unit when the hold is released, so a transaction replays entirely or
+//! not at all.
+//!
+//! With no journal the cost is one relaxed load at each guard's drop.
+//!
+//! A record's bytes (the journal frames them; see docs/design.md):
+//! ```text
+//! record := tag:u8  db:varint  argc:varint  ( len:varint  bytes )*
+//! ```
+//! varints are LEB128 (7 bits per byte, low first). Tags are append-only.
+use crate::keyspace::{Engine, Guard, Key};
+use crate::value::{StrValue, Value};
+use std::cell::{Cell, RefCell};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+/// Record tags. On disk: never renumber, only append.
+#[repr(u8)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tag {
+    /// A command's argument vector, run in `db` on replay.
+    Command = 1,
+    /// A memcached item's whole state: args = key, value, client flags
+    /// (u32 LE), expire time (Unix ms, u64 LE, 0 = none). Only replay
+    /// accepts it; no client can send it.
+    Item = 2,
+}
+
+impl Tag {
+    pub fn from_u8(b: u8) -> Option<Tag> {
+        match b {
+            1 => Some(Tag::Command),
+            2 => Some(Tag::Item),
+            _ => None,
+        }
+    }
+}
+
+/// Where committed records go: the server's journal buffer.
+pub trait Sink: Send + Sync {
+    /// Appends one unit of records (one command's, or one transaction's)
+    /// that must replay as a whole. Called with the writing command's shard
+    /// locks held, so it must not block for long and never take a shard
+    /// lock.
+    fn append(&self, unit: &[u8]);
+}
+
+/// The argument vector of the running command, lent by the server.
+pub trait ArgSource {
+    fn argc(&self) -> usize;
+    fn arg(&self, i: usize) -> &[u8];
+}
+
+/// The engine's journal hook: a sink while the journal is on.
+#[derive(Default)]
+pub struct Hook {
+    /// Commands lend their arguments (`CommandScope`): set before `on`, so
+    /// no command can write after the switch without a record.
+    armed: std::sync::atomic::AtomicBool,
+    on: std::sync::atomic::AtomicBool,
+    /// Replaying the journal: nothing expires (Redis: "don't expire
+    /// anything while loading"), because every expiry that happened is in
+    /// the journal as a DEL at the point it happened.
+    pub(crate) loading: std::sync::atomic::AtomicBool,
+    sink: parking_lot::RwLock<Option<Arc<dyn Sink>>>,
+}
+
+impl Hook {
+    #[inline]
+    pub fn on(&self) -> bool {
+        self.on.load(Ordering::Relaxed)
+    }
+
+    fn sink(&self) -> Option<Arc<dyn Sink>> {
+        self.sink.read().clone()
+    }
+}
+
+impl Engine {
+    /// Starts (Some) or stops (None) recording writes. Call with every
+    /// shard locked (or before serving) so the switch falls between two
+    /// writes of every key: the journal then holds exactly the writes after
+    /// that instant.
+    pub fn set_journal(&self, sink: Option<Arc<dyn Sink>>) {
+        let on = sink.is_some();
+        if on {
+            self.arm_journal(true);
+        }
+        *self.journal.sink.write() = sink;
+        self.journal.on.store(on, Ordering::SeqCst);
+        if !on {
+            self.arm_journal(false);
+        }
+    }
+
+    pub fn journal_on(&self) -> bool {
+        self.journal.on()
+    }
+
+    /// From now on every command lends its arguments. The server arms,
+    /// waits until every worker has finished the command it was running,
+    /// then turns the journal on (`set_journal`).
+    pub fn arm_journal(&self, armed: bool) {
+        self.journal.armed.store(armed, Ordering::SeqCst);
+    }
+
+    /// While loading, guards see the time as 0, so no key expires: the
+    /// journal's own DEL records replay every expiry where it happened.
+    pub fn set_loading(&self, on: bool) {
+        self.journal.loading.store(on, Ordering::SeqCst);
+    }
+
+    #[inline]
+    pub fn journal_armed(&self) -> bool {
+        self.journal.armed.load(Ordering::Relaxed)
+    }
+}
+
+/// What this thread has staged for its current guard.
+#[derive(Default)]
+struct Staged {
+    /// Encoded records that go first (expiry deletions found by lookups).
+    pre: Vec<u8>,
+    /// An explicit record replacing the command's own (`stage`).
+    explicit: Vec<u8>,
+    has_explicit: bool,
+    /// Records of an EXEC, committed together when the hold ends.
+    tx: Vec<u8>,
+    /// Scratch for one unit.
+    unit: Vec<u8>,
+}
+
+thread_local! {
+    static STAGED: RefCell<Staged> = RefCell::new(Staged::default());
+    /// The running command: (db, its arguments). The pointer is valid while
+    /// the `CommandScope` that set it lives.
+    static COMMAND: Cell<Option<(usize, *const (dyn ArgSource + 'static))>> = const { Cell::new(None) };
+}
+
+/// Lends the running command's arguments to the engine for its duration.
+pub struct CommandScope {
+    prev: Option<(usize, *const (dyn ArgSource + 'static))>,
+}
+
+impl CommandScope {
+    /// `db` is the database the command runs in (the client's SELECTed
+    /// one). Scopes nest (EXEC runs queued commands inside its own).
+    pub fn new(db: usize, args: &dyn ArgSource) -> CommandScope {
+        // SAFETY: the lifetime is erased only for the thread-local; the
+        // pointer is removed when this scope drops, and the scope cannot
+        // outlive `args` because callers create it from a borrow that
+        // lives across the command.
+        let ptr: *const (dyn ArgSource + 'static) = unsafe {
+            std::mem::transmute::<*const dyn ArgSource, *const (dyn ArgSource + 'static)>(args)
+        };
+        let prev = COMMAND.with(|c| c.replace(Some((db, ptr))));
+        CommandScope { prev }
+    }
+}
+
+impl Drop for CommandScope {
+    fn drop(&mut self) {
+        COMMAND.with(|c| c.set(self.prev));
+    }
+}
+
+/// Appends a LEB128 varint.
+pub fn put_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// Reads a LEB128 varint at `*pos`; None if truncated or over 64 bits.
+pub fn get_varint(b: &[u8], pos: &mut usize) -> Option<u64> {
+    let mut v = 0u64;
+    for shift in (0..64).step_by(7) {
+        let byte = *b.get(*pos)?;
+        *pos += 1;
+        if shift == 63 && byte > 1 {
+            return None;
+        }
+        v |= u64::from(byte & 0x7f) << shift;
+        if byte & 0x80 == 0 {
+            return Some(v);
+        }
+    }
+    None
+}
+
+/// Encodes one record.
+pub fn encode<'a>(
+    out: &mut Vec<u8>,
+    tag: Tag,
+    db: usize,
+    args: impl ExactSizeIterator<Item = &'a [u8]>,
+) {
+    out.push(tag as u8);
+    put_varint(out, db as u64);
+    put_varint(out, args.len() as u64);
+    for a in args {
+        put_varint(out, a.len() as u64);
+        out.extend_from_slice(a);
+    }
+}
+
+/// One decoded record, borrowing the unit's bytes.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Record<'a> {
+    pub tag: Tag,
+    pub db: usize,
+    pub args: Vec<&'a [u8]>,
+}
+
+/// Decodes the records of one unit; Err names the byte offset within the
+/// unit and what is wrong.
+pub fn decode_unit(b: &[u8]) -> Result<Vec<Record<'_>>, (usize, &'static str)> {
+    let mut out = Vec::new();
+    let mut pos = 0;
+    while pos < b.len() {
+        let start = pos;
+        let tag = Tag::from_u8(b[pos]).ok_or((start, "unknown record tag"))?;
+        pos += 1;
+        let db = get_varint(b, &mut pos).ok_or((start, "bad database number"))?;
+        let argc = get_varint(b, &mut pos).ok_or((start, "bad argument count"))?;
+        if argc == 0 || argc > (b.len() - pos) as u64 + 1 {
+            return Err((start, "bad argument count"));
+        }
+        let mut args = Vec::with_capacity(argc as usize);
+        for _ in 0..argc {
+            let len = get_varint(b, &mut pos).ok_or((start, "bad argument length"))?;
+            if len > (b.len() - pos) as u64 {
+                return Err((start, "argument runs past the end of its batch"));
+            }
+            args.push(&b[pos..pos + len as usize]);
+            pos += len as usize;
+        }
+        out.push(Record {
+            tag,
+            db: db as usize,
+            args,
+        });
+    }
+    Ok(out)
+}
+
+/// Replaces the running command's record with `args` (in `db`) for the
+/// next guard that writes. Call before that guard is dropped; a guard that
+/// changes nothing drops it unrecorded.
+pub fn stage(engine: &Engine, db: usize, args: &[&[u8]]) {
+    if !engine.journal_on() {
+        return;
+    }
+    STAGED.with(|s| {
+        let mut s = s.borrow_mut();
+        s.explicit.clear();
+        encode(&mut s.explicit, Tag::Command, db, args.iter().copied());
+        s.has_explicit = true;
+    });
+}
+
+/// Like `stage`, appending one more record to what is staged (a
+/// rewrite that takes two commands, e.g. SET then PEXPIREAT).
+pub fn stage_more(engine: &Engine, db: usize, args: &[&[u8]]) {
+    if !engine.journal_on() {
+        return;
+    }
+    STAGED.with(|s| {
+        let mut s = s.borrow_mut();
+        if !s.has_explicit {
+            s.explicit.clear();
+        }
+        encode(&mut s.explicit, Tag::Command, db, args.iter().copied());
+        s.has_explicit = true;
+    });
+}
+
+/// Stages the state of a memcached item after a write: an `ITEM` record,
+/// or `DEL` if the key no longer holds a string.
+pub fn stage_item(g: &mut Guard, db: usize, k: &Key) {
+    if !g.engine().journal_on() {
+        return;
+    }
+    let rec = match g.peek(db, k) {
+        Some(e) => {
+            let at = e.expire_at();
+            match &e.value {
+                Value::Str(s) => {
+                    let flags = match s {
+                        StrValue::Mc { flags, .. } => *flags,
+                        _ => 0,
+                    };
+                    let data = s.to_vec();
+                    let mut out = Vec::with_capacity(data.len() + k.bytes.len() + 24);
+                    let f = flags.to_le_bytes();
+                    let t = at.to_le_bytes();
+                    let args: [&[u8]; 4] = [k.bytes, &data, &f, &t];
+                    encode(&mut out, Tag::Item, db, args.into_iter());
+                    out
+                }
+                _ => return,
+            }
+        }
+        None => {
+            let mut out = Vec::new();
+            encode(
+                &mut out,
+                Tag::Command,
+                db,
+                [&b"DEL"[..], k.bytes].into_iter(),
+            );
+            out
+        }
+    };
+    STAGED.with(|s| {
+        let mut s = s.borrow_mut();
+        s.explicit = rec;
+        s.has_explicit = true;
+    });
+}
+
+/// A key was removed because it expired (a lookup found it so): record
+/// `DEL key` ahead of the command's own record.
+pub(crate) fn expired(engine: &Engine, db: usize, key: &[u8]) -> bool {
+    if !engine.journal_on() {
+        return false;
+    }
+    STAGED.with(|s| {
+        let mut s = s.borrow_mut();
+        encode(&mut s.pre, Tag::Command, db, [&b"DEL"[..], key].into_iter());
+    });
+    true
+}
+
+/// Records deletions that happened outside any command while the shard
+/// was locked by the caller (the active expiry sweep, eviction): one unit
+/// of `DEL` records, committed now.
+pub fn deleted<'a>(engine: &Engine, db: usize, keys: impl Iterator<Item = &'a [u8]>) {
+    if !engine.journal_on() {
+        return;
+    }
+    let mut unit = Vec::new();
+    for k in keys {
+        encode(&mut unit, Tag::Command, db, [&b"DEL"[..], k].into_iter());
+    }
+    if !unit.is_empty() {
+        if let Some(sink) = engine.journal.sink() {
+            sink.append(&unit);
+        }
+    }
+}
+
+/// Called by a guard being dropped: commits its records (expiry deletions
+/// it found, then the command's record if it wrote) while its locks are
+/// still held. `held`: inside `hold_all`, collect for the transaction.
+pub(crate) fn commit(engine: &Engine, wrote: bool, held: bool) {
+    let Some(sink) = engine.journal.sink() else {
+        discard();
+        return;
+    };
+    STAGED.with(|s| {
+        let mut s = s.borrow_mut();
+        let s = &mut *s;
+        s.unit.clear();
+        s.unit.append(&mut s.pre);
+        if wrote {
+            if s.has_explicit {
+                s.unit.extend_from_slice(&s.explicit);
+                s.has_explicit = false;
+            } else if let Some((db, args)) = COMMAND.with(Cell::get) {
+                // SAFETY: see `CommandScope::new`.
+                let args = unsafe { &*args };
+                s.unit.push(Tag::Command as u8);
+                put_varint(&mut s.unit, db as u64);
+                put_varint(&mut s.unit, args.argc() as u64);
+                for i in 0..args.argc() {
+                    let a = args.arg(i);
+                    put_varint(&mut s.unit, a.len() as u64);
+                    s.unit.extend_from_slice(a);
+                }
+            } else {
+                unsourced();
+            }
+        } else {
+            s.has_explicit = false;
+        }
+        if s.unit.is_empty() {
+            return;
+        }
+        if held {
+            s.tx.extend_from_slice(&s.unit);
+        } else {
+            sink.append(&s.unit);
+        }
+    });
+}
+
+/// A guard dropped without committing (no journal): forget what it staged.
+#[inline]
+pub(crate) fn discard() {
+    STAGED.with(|s| {
+        let mut s = s.borrow_mut();
+        s.has_explicit = false;
+        s.pre.clear();
+    });
+}
+
+/// The hold of an EXEC ends: commit its records as one unit.
+pub(crate) fn commit_tx(engine: &Engine) {
+    let tx = STAGED.with(|s| std::mem::take(&mut s.borrow_mut().tx));
+    if tx.is_empty() {
+        return;
+    }
+    if let Some(sink) = engine.journal.sink() {
+        sink.append(&tx);
+    }
+    STAGED.with(|s| {
+        let mut s = s.borrow_mut();
+        if s.tx.is_empty() {
+            // Keep the allocation for the next transaction.
+            s.tx = tx;
+            s.tx.clear();
+        }
+    });
+}
+
+static UNSOURCED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// A write with neither an explicit record nor a command to name: a bug
+/// in a caller (a write path outside any command that forgot to `stage`).
+/// Counted, and reported once on standard error, rather than guessed at.
+fn unsourced() {
+    if UNSOURCED.fetch_add(1, Ordering::Relaxed) == 0 {
+        eprintln!("cairn: BUG: a write with no journal record (see record.rs)");
+    }
+}
+
+/// How many writes had no record (tests assert 0).
+pub fn unsourced_count() -> u64 {
+    UNSOURCED.load(Ordering::Relaxed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tags_are_pinned() {
+        assert_eq!(Tag::Command as u8, 1);
+        assert_eq!(Tag::Item as u8, 2);
+        assert_eq!(Tag::from_u8(3), None);
+        assert_eq!(Tag::from_u8(0), None);
+    }
+
+    #[test]
+    fn varints_round_trip() {
+        for v in [0u64, 1, 127, 128, 300, 1 << 35, u64::MAX] {
+            let mut b = Vec::new();
+            put_varint(&mut b, v);
+            let mut pos = 0;
+            assert_eq!(get_varint(&b, &mut pos), Some(v));
+            assert_eq!(pos, b.len());
+            // Every strict prefix is truncated.
+            for cut in 0..b.len() {
+                let mut pos = 0;
+                assert_eq!(get_varint(&b[..cut], &mut pos), None);
+            }
+        }
+        // 11 bytes of continuation: too long.
+        let mut pos = 0;
+        assert_eq!(get_varint(&[0xff; 11], &mut pos), None);
+    }
+
+    #[test]
+    fn records_round_trip() {
+        let mut b = Vec::new();
+        encode(
+            &mut b,
+            Tag::Command,
+            3,
+            [&b"SET"[..], b"k", b""].into_iter(),
+        );
+        encode(
+            &mut b,
+            Tag::Item,
+            0,
+            [&b"k"[..], b"v", b"\0\0\0\0", b"12345678"].into_iter(),
+        );
+        assert_eq!(&b[..6], &[1, 3, 3, 3, b'S', b'E']);
+        let recs = decode_unit(&b).unwrap();
+        assert_eq!(recs.len(), 2);
+        assert_eq!(recs[0].tag, Tag::Command);
+        assert_eq!(recs[0].db, 3);
+        assert_eq!(recs[0].args, vec![&b"SET"[..], b"k", b""]);
+        assert_eq!(recs[1].tag, Tag::Item);
+        // tag, db, argc, then (len, bytes) for SET, k and "".
+        let first = 3 + 4 + 2 + 1;
+        assert_eq!(decode_unit(&b[..first]).unwrap().len(), 1);
+        // A cut record is an error, never a shorter record.
+        for cut in (1..b.len()).filter(|&c| c != first) {
+            let r = decode_unit(&b[..cut]);
+            assert!(r.is_err(), "cut {cut}: {r:?}");
+        }
+    }
+}

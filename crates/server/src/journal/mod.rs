@@ -1,0 +1,800 @@
+//! The journal (Redis's append-only file, in Cairn's own framing): every
+//! write is appended, in the order writes took effect, to a buffer that a
+//! writer thread writes to the current journal file and fsyncs according
+//! to `appendfsync`.
+//!
+//! - The engine produces the records (`cairn_engine::record`) and appends
+//!   each command's unit while the command's shard locks are held; this
+//!   module frames them (`frame`) and is the engine's `Sink`.
+//! - `always`: group commit. The writer takes everything appended so far,
+//!   writes and fsyncs it once, and publishes the durable position; a
+//!   worker holds back a connection's output (every reply after a write,
+//!   so pipelined order is kept) until the journal is durable past that
+//!   connection's last write, and is woken (`Msg::Durable`) when it is.
+//!   A reply to a write never leaves before the write is on disk. A read
+//!   on another connection may see a write whose fsync is still running
+//!   (Redis, single-threaded, fsyncs before any reply of the loop turn);
+//!   holding every reply for every write would stop reads while a disk
+//!   fails, and reads must keep working then.
+//! - `everysec`: the writer writes as data arrives and fsyncs once a
+//!   second; `no`: it only writes. Replies are not held.
+//! - A failed write or fsync sets `failed`: write commands are refused with
+//!   Redis's MISCONF error, held replies stay held, and the writer retries
+//!   every 100 ms (rewriting everything not known durable under `always`,
+//!   since after a failed fsync the page cache can no longer be trusted),
+//!   until it succeeds.
+//! - Files: a directory (`appenddirname`) with a manifest, an optional base
+//!   snapshot and journal files (`manifest`); start-up replays them
+//!   (`replay`); `cairn check-journal` checks and repairs one (`check`).
+pub mod check;
+pub mod frame;
+pub mod manifest;
+pub mod replay;
+pub mod rewrite;
+
+use crate::config::AppendFsync;
+use crate::log;
+use crate::shared::{Msg, Shared};
+use manifest::Manifest;
+use parking_lot::{Condvar, Mutex};
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicU8, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How long the writer waits before retrying after a failed write/fsync.
+const RETRY_EVERY: Duration = Duration::from_millis(100);
+
+const POLICY_NO: u8 = 0;
+const POLICY_EVERYSEC: u8 = 1;
+const POLICY_ALWAYS: u8 = 2;
+
+fn policy_code(p: AppendFsync) -> u8 {
+    match p {
+        AppendFsync::No => POLICY_NO,
+        AppendFsync::Everysec => POLICY_EVERYSEC,
+        AppendFsync::Always => POLICY_ALWAYS,
+    }
+}
+
+/// Appended frames the writer has not taken yet.
+#[derive(Default)]
+struct Pending {
+    data: Vec<u8>,
+    /// The writer waits on the condvar: an append must wake it.
+    sleeping: bool,
+    stop: bool,
+    /// A compaction's cut: at this logical position, go on in this file.
+    rotate: Option<(u64, File)>,
+}
+
+/// The journal's shared state. Positions are logical: bytes appended since
+/// the journal was opened in this process, so they never go back when a
+/// file is rotated.
+pub struct Journal {
+    pending: Mutex<Pending>,
+    cond: Condvar,
+    /// End of everything appended.
+    appended: AtomicU64,
+    /// End of what has been handed to write(2).
+    written: AtomicU64,
+    /// End of what is known to be on disk (fsynced).
+    durable: AtomicU64,
+    /// appendonly is on and the journal is open.
+    enabled: AtomicBool,
+    policy: AtomicU8,
+    /// A write or fsync failed and has not succeeded since.
+    failed: AtomicBool,
+    /// errno of the last failure (INFO, the MISCONF text).
+    errno: AtomicI32,
+    /// Per worker: some connection's output waits for `durable`.
+    waiters: Box<[AtomicBool]>,
+    /// Test fault knob (DEBUG JOURNAL-FAULT): fail this many of the next
+    /// writes / fsyncs with EIO.
+    pub fault_writes: AtomicU64,
+    pub fault_fsyncs: AtomicU64,
+    /// Size of the current journal file, of the older journal files the
+    /// manifest still names, and of the base (INFO, auto-rewrite).
+    current_size: AtomicU64,
+    incr_before: AtomicU64,
+    base_size: AtomicU64,
+    /// fsyncs the everysec writer postponed because one was still running
+    /// (INFO `aof_delayed_fsync`); always 0 here since the writer does both.
+    delayed_fsync: AtomicU64,
+    /// The writer thread's handle, to join on shutdown.
+    writer: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// The server, for the writer thread started by CONFIG SET (handlers
+    /// only borrow it).
+    pub server: std::sync::OnceLock<std::sync::Weak<Shared>>,
+    /// The manifest in force while the journal is on.
+    manifest: Mutex<Manifest>,
+    /// Compaction (BGREWRITEAOF) state.
+    pub rewrite: rewrite::Rewrite,
+}
+
+impl Journal {
+    pub fn new(workers: usize) -> Journal {
+        Journal {
+            pending: Mutex::new(Pending::default()),
+            cond: Condvar::new(),
+            appended: AtomicU64::new(0),
+            written: AtomicU64::new(0),
+            durable: AtomicU64::new(0),
+            enabled: AtomicBool::new(false),
+            policy: AtomicU8::new(POLICY_EVERYSEC),
+            failed: AtomicBool::new(false),
+            errno: AtomicI32::new(0),
+            waiters: (0..workers).map(|_| AtomicBool::new(false)).collect(),
+            fault_writes: AtomicU64::new(0),
+            fault_fsyncs: AtomicU64::new(0),
+            current_size: AtomicU64::new(0),
+            incr_before: AtomicU64::new(0),
+            base_size: AtomicU64::new(0),
+            delayed_fsync: AtomicU64::new(0),
+            writer: Mutex::new(None),
+            server: std::sync::OnceLock::new(),
+            manifest: Mutex::new(Manifest::default()),
+            rewrite: Default::default(),
+        }
+    }
+
+    pub fn enabled(&self) -> bool {
+        self.enabled.load(Ordering::Relaxed)
+    }
+
+    /// True when replies must wait for fsync (`appendfsync always`).
+    #[inline]
+    pub fn holds_replies(&self) -> bool {
+        self.policy.load(Ordering::Relaxed) == POLICY_ALWAYS && self.enabled()
+    }
+
+    pub fn set_policy(&self, p: AppendFsync) {
+        self.policy.store(policy_code(p), Ordering::Relaxed);
+        // A policy change may release held replies (always -> everysec)
+        // or need an fsync now.
+        self.kick();
+    }
+
+    #[inline]
+    pub fn appended(&self) -> u64 {
+        self.appended.load(Ordering::Acquire)
+    }
+
+    #[inline]
+    pub fn durable(&self) -> u64 {
+        self.durable.load(Ordering::SeqCst)
+    }
+
+    /// Writes are refused (MISCONF) while this is Some.
+    #[inline]
+    pub fn failure(&self) -> Option<String> {
+        if !self.failed.load(Ordering::Relaxed) {
+            return None;
+        }
+        Some(strerror(self.errno.load(Ordering::Relaxed)))
+    }
+
+    /// Worker `w` has output waiting for durability: wake it when the
+    /// durable position moves. The caller re-checks `durable` afterwards.
+    pub fn want_wake(&self, w: usize) {
+        if let Some(f) = self.waiters.get(w) {
+            f.store(true, Ordering::SeqCst);
+        }
+    }
+
+    /// Wakes the writer if it sleeps.
+    fn kick(&self) {
+        let mut p = self.pending.lock();
+        if p.sleeping {
+            p.sleeping = false;
+            self.cond.notify_one();
+        }
+    }
+
+    fn mark_failed(&self, what: &str, e: &std::io::Error) {
+        let errno = e.raw_os_error().unwrap_or(libc::EIO);
+        self.errno.store(errno, Ordering::Relaxed);
+        if !self.failed.swap(true, Ordering::SeqCst) {
+            log::warning(&format!(
+                "Error {what} the journal (append only) file: {}; refusing writes until it succeeds",
+                strerror(errno)
+            ));
+        }
+    }
+
+    fn mark_ok(&self) {
+        if self.failed.swap(false, Ordering::SeqCst) {
+            log::warning(
+                "Journal (append only) file write error resolved: writes are accepted again",
+            );
+        }
+    }
+}
+
+impl cairn_engine::record::Sink for Journal {
+    fn append(&self, unit: &[u8]) {
+        if unit.len() > frame::MAX_FRAME as usize {
+            // Cannot be framed: refuse writes from now on rather than
+            // write a frame replay would reject.
+            self.mark_failed(
+                "framing a unit for",
+                &std::io::Error::from_raw_os_error(libc::EFBIG),
+            );
+            return;
+        }
+        let h = frame::frame_header(unit);
+        let mut p = self.pending.lock();
+        p.data.extend_from_slice(&h);
+        p.data.extend_from_slice(unit);
+        let end = self.appended.load(Ordering::Relaxed) + (h.len() + unit.len()) as u64;
+        self.appended.store(end, Ordering::Release);
+        LAST_END.with(|c| c.set(end));
+        if p.sleeping {
+            p.sleeping = false;
+            self.cond.notify_one();
+        }
+    }
+}
+
+thread_local! {
+    /// End of the last unit this thread appended: the worker reads it
+    /// after serving a connection to know what that connection's output
+    /// must wait for.
+    static LAST_END: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// End of what this thread appended since the last call (0: nothing).
+#[inline]
+pub fn take_last_end() -> u64 {
+    LAST_END.with(|c| c.replace(0))
+}
+
+/// C's strerror text, as Redis puts it in MISCONF and the log.
+pub fn strerror(errno: i32) -> String {
+    std::io::Error::from_raw_os_error(errno)
+        .to_string()
+        .split(" (os error")
+        .next()
+        .unwrap_or("")
+        .to_string()
+}
+
+/// The journal directory and file names, from the config.
+pub struct Paths {
+    pub dir: PathBuf,
+    pub appendfilename: String,
+}
+
+impl Paths {
+    pub fn from_config(shared: &Shared) -> Paths {
+        let c = shared.config.read();
+        Paths {
+            dir: PathBuf::from(&c.appenddirname),
+            appendfilename: c.appendfilename.clone(),
+        }
+    }
+}
+
+/// CONFIG SET appendonly changed: start or stop the journal. Starting at
+/// run time needs the existing data in the journal's base, which
+/// compaction writes; until then it is allowed on an empty keyspace only.
+/// `worker`: the worker running the CONFIG SET (it is between commands of
+/// its own as far as the switch is concerned, and must not wait for itself).
+pub fn on_config_appendonly(shared: &Shared, worker: usize) -> Result<(), String> {
+    let want = shared.config.read().appendonly;
+    if !want {
+        stop(shared);
+        return Ok(());
+    }
+    if shared.journal.enabled() {
+        return Ok(());
+    }
+    let Some(arc) = shared.journal.server.get().and_then(|w| w.upgrade()) else {
+        return Err("the server is not fully started".into());
+    };
+    let keys: usize = (0..shared.engine.databases())
+        .map(|d| shared.engine.db_counts(d).0)
+        .sum();
+    if keys > 0 {
+        // The data in memory becomes the base of the new journal: a
+        // compaction whose cut is where recording starts (Redis starts an
+        // AOF rewrite here too).
+        rewrite::request_enable(shared);
+        return Ok(());
+    }
+    let paths = Paths::from_config(shared);
+    std::fs::create_dir_all(&paths.dir)
+        .map_err(|e| format!("Can't create the journal directory: {e}"))?;
+    let old = Manifest::load(&paths.dir, &paths.appendfilename)?.unwrap_or_default();
+    let seq = old.last_seq() + 1;
+    let (f, size) = create_file(&paths, seq)?;
+    let m = Manifest {
+        base: None,
+        incr: vec![(Manifest::incr_name(&paths.appendfilename, seq), seq)],
+    };
+    m.store(&paths.dir, &paths.appendfilename)
+        .map_err(|e| format!("Can't write the journal manifest: {e}"))?;
+    // The old files hold data from before; the new manifest no longer
+    // names them.
+    for (name, _) in old.incr.iter().chain(old.base.iter()) {
+        let _ = std::fs::remove_file(paths.dir.join(name));
+    }
+    start(&arc, f, size, Some(worker));
+    Ok(())
+}
+
+/// Start-up with `appendonly yes`: loads what the journal directory holds
+/// (base, then journal files in order), then opens the last journal file
+/// for appending and starts recording writes. Before any client is served.
+pub fn open_at_startup(shared: &Arc<Shared>) -> Result<(), String> {
+    let paths = Paths::from_config(shared);
+    std::fs::create_dir_all(&paths.dir).map_err(|e| {
+        format!(
+            "Can't create the journal directory {}: {e}",
+            paths.dir.display()
+        )
+    })?;
+    let load_truncated = shared.config.read().aof_load_truncated;
+    // A compaction that crashed leaves its temporary base behind.
+    if let Ok(dir) = std::fs::read_dir(&paths.dir) {
+        for e in dir.flatten() {
+            if e.file_name().to_string_lossy().starts_with("temp-") {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
+    let manifest = Manifest::load(&paths.dir, &paths.appendfilename)?;
+    let (manifest, file, size) = match manifest {
+        Some(m) if !m.incr.is_empty() => {
+            let last = replay::load(shared, &paths, &m, load_truncated)?;
+            let (name, _) = m.incr.last().expect("checked non-empty");
+            let path = paths.dir.join(name);
+            let f = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .open(&path)
+                .map_err(|e| format!("Can't open the journal file {}: {e}", path.display()))?;
+            // A torn tail was dropped on load: cut it off the file too, so
+            // new frames follow the last good one (redis-check-aof --fix).
+            let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+            if len != last {
+                f.set_len(last)
+                    .and_then(|_| f.sync_all())
+                    .map_err(|e| format!("Can't truncate {}: {e}", path.display()))?;
+            }
+            if last < frame::HEADER_LEN {
+                f.write_all_at(&frame::header(), 0)
+                    .and_then(|_| f.sync_all())
+                    .map_err(|e| format!("Can't write {}: {e}", path.display()))?;
+            }
+            (m, f, last.max(frame::HEADER_LEN))
+        }
+        other => {
+            if let Some(m) = &other {
+                if m.base.is_some() {
+                    replay::load(shared, &paths, m, load_truncated)?;
+                }
+            }
+            let mut m = other.unwrap_or_default();
+            let seq = m.last_seq() + 1;
+            let (f, size) = create_file(&paths, seq)?;
+            m.incr
+                .push((Manifest::incr_name(&paths.appendfilename, seq), seq));
+            m.store(&paths.dir, &paths.appendfilename)
+                .map_err(|e| format!("Can't write the journal manifest: {e}"))?;
+            (m, f, size)
+        }
+    };
+    // Sizes for INFO and auto-rewrite: the base and older journal files.
+    let size_of = |name: &str| {
+        std::fs::metadata(paths.dir.join(name))
+            .map(|m| m.len())
+            .unwrap_or(0)
+    };
+    let j = &shared.journal;
+    j.base_size.store(
+        manifest.base.as_ref().map(|(n, _)| size_of(n)).unwrap_or(0),
+        Ordering::Relaxed,
+    );
+    let older = &manifest.incr[..manifest.incr.len().saturating_sub(1)];
+    j.incr_before.store(
+        older.iter().map(|(n, _)| size_of(n)).sum(),
+        Ordering::Relaxed,
+    );
+    *j.manifest.lock() = manifest;
+    start(shared, file, size, None);
+    Ok(())
+}
+
+/// Creates journal file `seq` with its header, fsynced.
+fn create_file(paths: &Paths, seq: u64) -> Result<(File, u64), String> {
+    let path = paths
+        .dir
+        .join(Manifest::incr_name(&paths.appendfilename, seq));
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&path)
+        .map_err(|e| format!("Can't create the journal file {}: {e}", path.display()))?;
+    f.write_all_at(&frame::header(), 0)
+        .and_then(|_| f.sync_all())
+        .and_then(|_| manifest::sync_dir(&paths.dir))
+        .map_err(|e| format!("Can't write the journal file {}: {e}", path.display()))?;
+    Ok((f, frame::HEADER_LEN))
+}
+
+/// Starts the writer on `file` (whose good data ends at `size`) and turns
+/// recording on.
+fn start(shared: &Arc<Shared>, file: File, size: u64, caller: Option<usize>) {
+    spawn_writer(shared, file, size);
+    arm(shared, caller);
+    // Under every shard lock: the journal holds exactly the writes after
+    // this instant.
+    let g = shared.engine.lock_all();
+    switch_on(shared);
+    drop(g);
+}
+
+/// Starts the writer thread on `file`, whose good data ends at `size`.
+fn spawn_writer(shared: &Arc<Shared>, file: File, size: u64) {
+    let j = &shared.journal;
+    j.set_policy(shared.config.read().appendfsync);
+    j.current_size.store(size, Ordering::Relaxed);
+    j.pending.lock().stop = false;
+    let s = shared.clone();
+    let handle = std::thread::Builder::new()
+        .name("cairn-journal".into())
+        .spawn(move || writer(s, file, size))
+        .expect("spawn the journal writer");
+    *j.writer.lock() = Some(handle);
+}
+
+/// Commands lend their arguments from now on; returns once every worker is
+/// past the command it was running, so none that started unarmed can
+/// write after the switch.
+fn arm(shared: &Shared, caller: Option<usize>) {
+    shared.engine.arm_journal(true);
+    barrier(shared, caller);
+}
+
+/// Turns recording on. The caller holds every shard lock (`lock_all`, or
+/// inside a snapshot's cut), so the switch falls between two writes of
+/// every key.
+fn switch_on(shared: &Arc<Shared>) {
+    shared.journal.enabled.store(true, Ordering::SeqCst);
+    shared.engine.set_journal(Some(
+        shared.journal.clone() as Arc<dyn cairn_engine::record::Sink>
+    ));
+}
+
+/// A run-time start whose cut could not be made: stop the writer again.
+fn abandon_enable(shared: &Shared) {
+    shared.journal.enabled.store(true, Ordering::SeqCst);
+    stop(shared);
+}
+
+impl Journal {
+    /// At a compaction's cut (every shard locked): the writer goes on in
+    /// `next` from the current position on.
+    fn rotate_at_cut(&self, next: File) {
+        let mut p = self.pending.lock();
+        p.rotate = Some((self.appended(), next));
+        if p.sleeping {
+            p.sleeping = false;
+            self.cond.notify_one();
+        }
+    }
+
+    /// Base + every journal file the manifest names (`aof_current_size`).
+    pub fn total_size(&self) -> u64 {
+        self.base_size.load(Ordering::Relaxed)
+            + self.incr_before.load(Ordering::Relaxed)
+            + self.current_size.load(Ordering::Relaxed)
+    }
+}
+
+/// Returns once every worker but `caller` has handled a message sent now
+/// (so has finished the command it was running), or after 5 seconds.
+fn barrier(shared: &Shared, caller: Option<usize>) {
+    let workers = shared.workers();
+    let others = workers.len() - usize::from(caller.is_some_and(|c| c < workers.len()));
+    if others == 0 {
+        return;
+    }
+    let left = Arc::new(std::sync::atomic::AtomicUsize::new(others));
+    for (i, w) in workers.iter().enumerate() {
+        if Some(i) != caller {
+            w.send(Msg::Barrier(left.clone()));
+        }
+    }
+    let until = Instant::now() + Duration::from_secs(5);
+    while left.load(Ordering::SeqCst) > 0 && Instant::now() < until {
+        std::thread::sleep(Duration::from_micros(200));
+    }
+}
+
+/// Stops recording, writes and fsyncs what is pending, and stops the
+/// writer (CONFIG SET appendonly no, shutdown).
+pub fn stop(shared: &Shared) {
+    let j = &shared.journal;
+    if !j.enabled() {
+        return;
+    }
+    {
+        let g = shared.engine.lock_all();
+        shared.engine.set_journal(None);
+        drop(g);
+    }
+    j.pending.lock().stop = true;
+    j.cond.notify_one();
+    if let Some(h) = j.writer.lock().take() {
+        let _ = h.join();
+    }
+    j.enabled.store(false, Ordering::SeqCst);
+    j.mark_ok();
+    // Nothing waits for durability any more.
+    j.durable.store(j.appended(), Ordering::SeqCst);
+    wake_waiters(shared);
+}
+
+/// Tells every worker with held output that `durable` moved.
+fn wake_waiters(shared: &Shared) {
+    for (i, w) in shared.journal.waiters.iter().enumerate() {
+        if w.load(Ordering::SeqCst) && w.swap(false, Ordering::SeqCst) {
+            shared.worker(i).send(Msg::Durable);
+        }
+    }
+}
+
+/// The writer thread: takes what was appended, writes it at the end of the
+/// file, fsyncs per policy, publishes positions, retries after failures,
+/// and switches to a new file at a compaction's cut (`Pending::rotate`).
+fn writer(shared: Arc<Shared>, mut file: File, mut file_len: u64) {
+    let j = &shared.journal;
+    // Bytes after `file_len` not yet durable (under `always`), or not yet
+    // written (after a failed write).
+    let mut out: Vec<u8> = Vec::new();
+    // How much of `out` is written.
+    let mut out_written = 0usize;
+    // Logical end that `out` reaches.
+    let mut out_end = j.appended();
+    // A compaction's cut: the next file, and the bytes appended after the
+    // cut, which go there once `out` (before the cut) is on disk.
+    let mut switch: Option<(File, Vec<u8>, u64)> = None;
+    let mut last_fsync = Instant::now();
+    let mut unsynced = false;
+    let mut retry_at: Option<Instant> = None;
+    loop {
+        let stop;
+        {
+            let mut p = j.pending.lock();
+            loop {
+                let policy = j.policy.load(Ordering::Relaxed);
+                let everysec_due = policy == POLICY_EVERYSEC
+                    && unsynced
+                    && last_fsync.elapsed() >= Duration::from_secs(1);
+                let retry_due = retry_at.is_some_and(|t| Instant::now() >= t);
+                let work = retry_at.is_none()
+                    && (!p.data.is_empty()
+                        || out_written < out.len()
+                        || (policy == POLICY_ALWAYS && unsynced)
+                        || switch.is_some()
+                        || p.rotate.is_some());
+                if p.stop || work || everysec_due || retry_due {
+                    break;
+                }
+                let wait = match retry_at {
+                    Some(t) => t.saturating_duration_since(Instant::now()),
+                    None if unsynced && policy == POLICY_EVERYSEC => {
+                        Duration::from_secs(1).saturating_sub(last_fsync.elapsed())
+                    }
+                    None => Duration::from_secs(1),
+                };
+                p.sleeping = true;
+                j.cond.wait_for(&mut p, wait.max(Duration::from_millis(1)));
+                p.sleeping = false;
+            }
+            stop = p.stop;
+            let data_start = out_end;
+            let mut data = std::mem::take(&mut p.data);
+            let data_end = j.appended();
+            if let Some((cut, next)) = p.rotate.take() {
+                // Bytes appended before the cut stay in this file.
+                let keep = (cut.saturating_sub(data_start) as usize).min(data.len());
+                let after = data.split_off(keep);
+                switch = Some((next, after, data_end));
+                out_end = cut.max(data_start);
+            } else if let Some((_, after, end)) = &mut switch {
+                after.extend_from_slice(&data);
+                *end = data_end;
+                data.clear();
+            } else {
+                out_end = data_end;
+            }
+            if out.is_empty() {
+                out = data;
+            } else {
+                out.extend_from_slice(&data);
+            }
+        }
+        retry_at = None;
+        let policy = j.policy.load(Ordering::Relaxed);
+        // Write what is not written yet, at its place in the file (a failed
+        // partial write is simply overwritten on the next attempt).
+        if out_written < out.len() {
+            let r = inject(&j.fault_writes).and_then(|_| {
+                file.write_all_at(&out[out_written..], file_len + out_written as u64)
+            });
+            match r {
+                Ok(()) => {
+                    out_written = out.len();
+                    unsynced = true;
+                    j.written.store(out_end, Ordering::SeqCst);
+                    j.current_size
+                        .store(file_len + out.len() as u64, Ordering::Relaxed);
+                }
+                Err(e) => {
+                    j.mark_failed("writing", &e);
+                    retry_at = Some(Instant::now() + RETRY_EVERY);
+                    if stop {
+                        log::warning("Journal writer stopping with unwritten data after an error");
+                        return;
+                    }
+                    continue;
+                }
+            }
+        }
+        let fsync_now = unsynced
+            && match policy {
+                POLICY_ALWAYS => true,
+                POLICY_EVERYSEC => {
+                    stop || switch.is_some() || last_fsync.elapsed() >= Duration::from_secs(1)
+                }
+                _ => stop || switch.is_some(),
+            };
+        if fsync_now {
+            match inject(&j.fault_fsyncs).and_then(|_| file.sync_data()) {
+                Ok(()) => {
+                    last_fsync = Instant::now();
+                    unsynced = false;
+                    file_len += out.len() as u64;
+                    out.clear();
+                    out_written = 0;
+                    j.durable.store(out_end, Ordering::SeqCst);
+                    j.mark_ok();
+                    wake_waiters(&shared);
+                }
+                Err(e) => {
+                    j.mark_failed("fsyncing", &e);
+                    // After a failed fsync the kernel may have dropped the
+                    // dirty pages: write everything since the last good
+                    // fsync again before trusting the file (PostgreSQL's
+                    // "fsyncgate" lesson).
+                    out_written = 0;
+                    retry_at = Some(Instant::now() + RETRY_EVERY);
+                    if stop {
+                        return;
+                    }
+                    continue;
+                }
+            }
+        } else if out_written == out.len() && policy != POLICY_ALWAYS {
+            // Written; under everysec/no the OS owns it now. Held replies
+            // (if the policy just changed) need not wait any more.
+            j.mark_ok();
+            file_len += out.len() as u64;
+            out.clear();
+            out_written = 0;
+            j.durable.store(out_end, Ordering::SeqCst);
+            wake_waiters(&shared);
+        }
+        if out.is_empty() && !unsynced {
+            if let Some((next, after, end)) = switch.take() {
+                // Everything before the cut is on disk: go on in the new
+                // file with what came after it.
+                j.incr_before.fetch_add(file_len, Ordering::Relaxed);
+                file = next;
+                file_len = frame::HEADER_LEN;
+                out = after;
+                out_written = 0;
+                out_end = end;
+                j.current_size.store(file_len, Ordering::Relaxed);
+                continue;
+            }
+        }
+        if stop && out.is_empty() && switch.is_none() {
+            let p = j.pending.lock();
+            if p.data.is_empty() {
+                return;
+            }
+        }
+    }
+}
+
+/// The fault knob: fail with EIO while the counter is above zero.
+fn inject(counter: &AtomicU64) -> std::io::Result<()> {
+    let mut n = counter.load(Ordering::Relaxed);
+    while n > 0 {
+        match counter.compare_exchange(n, n - 1, Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(_) => return Err(std::io::Error::from_raw_os_error(libc::EIO)),
+            Err(cur) => n = cur,
+        }
+    }
+    Ok(())
+}
+
+/// INFO persistence's `aof_*` fields (Redis 7.0 `genRedisInfoString`).
+pub fn info_fields(shared: &Shared, field: &mut dyn FnMut(&str, String)) {
+    let j = &shared.journal;
+    let on = j.enabled();
+    let r = &j.rewrite;
+    let enabling = r.enabling.load(Ordering::Relaxed);
+    let flag = |b: bool| u8::from(b).to_string();
+    field("aof_enabled", flag(on || enabling));
+    field(
+        "aof_rewrite_in_progress",
+        flag(r.in_progress.load(Ordering::Relaxed)),
+    );
+    field(
+        "aof_rewrite_scheduled",
+        flag(r.scheduled.load(Ordering::Relaxed) && !r.in_progress.load(Ordering::Relaxed)),
+    );
+    field(
+        "aof_last_rewrite_time_sec",
+        r.last_secs.load(Ordering::Relaxed).to_string(),
+    );
+    field("aof_current_rewrite_time_sec", r.current_secs().to_string());
+    let ok = if r.last_ok.load(Ordering::Relaxed) {
+        "ok"
+    } else {
+        "err"
+    };
+    field("aof_last_bgrewrite_status", ok.into());
+    field(
+        "aof_rewrites",
+        r.rewrites.load(Ordering::Relaxed).to_string(),
+    );
+    field(
+        "aof_rewrites_consecutive_failures",
+        r.consecutive_failures.load(Ordering::Relaxed).to_string(),
+    );
+    let status = if j.failed.load(Ordering::Relaxed) {
+        "err"
+    } else {
+        "ok"
+    };
+    field("aof_last_write_status", status.into());
+    field(
+        "aof_last_cow_size",
+        r.last_cow.load(Ordering::Relaxed).to_string(),
+    );
+    field("module_fork_in_progress", "0".into());
+    field("module_fork_last_cow_size", "0".into());
+    if on {
+        field("aof_current_size", j.total_size().to_string());
+        field(
+            "aof_base_size",
+            j.base_size.load(Ordering::Relaxed).to_string(),
+        );
+        field(
+            "aof_pending_rewrite",
+            flag(r.scheduled.load(Ordering::Relaxed)),
+        );
+        let buffered = j
+            .appended()
+            .saturating_sub(j.written.load(Ordering::Relaxed));
+        field("aof_buffer_length", buffered.to_string());
+        field("aof_pending_bio_fsync", "0".into());
+        field(
+            "aof_delayed_fsync",
+            j.delayed_fsync.load(Ordering::Relaxed).to_string(),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests;
