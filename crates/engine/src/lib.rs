@@ -5,12 +5,14 @@
 //! - `keyspace`: shards, keys, and the `Guard` every operation works through.
 //! - `table`: one database's slice of one shard (open addressing, SCAN-safe).
 //! - `entry`, `value`: what is stored and how it is encoded.
+//! - `evict`: which key goes under `maxmemory` (Redis's eviction pool).
 //! - `expire`, `iterate`: the active expiry sweep and whole-keyspace walks.
 //! - `ops`: one module per command family, e.g. `ops::string::set`.
 pub mod clock;
 pub mod entry;
 pub mod error;
 pub mod events;
+pub mod evict;
 pub mod expire;
 pub mod iterate;
 pub mod keyspace;
