@@ -298,7 +298,7 @@ fn populate(engine: &Engine, policy: Policy, samples: usize, pool: &mut Pool) ->
     let n = engine.shard_count();
     let volatile = policy.volatile_only();
     let mut found = 0;
-    let mut sample_shard = |i: usize, pool: &mut Pool, found: &mut usize| {
+    let sample_shard = |i: usize, pool: &mut Pool, found: &mut usize| {
         engine.with_shard(i, |s| {
             let now = crate::clock::now_ms();
             for db in 0..s.dbs.len() {

@@ -226,6 +226,16 @@ fn set(cx: &mut Ctx, m: &Meta) {
     } else {
         mode
     };
+    if !crate::memory::make_room(cx.shared, m.data.len() as u64) {
+        super::storage::refused(
+            cx,
+            cairn_protocol::memcache::Refusal::NoMemory,
+            m.key.as_bytes(),
+            true,
+            false,
+        );
+        return;
+    }
     let engine = &cx.shared.engine;
     let k = engine.key(m.key.as_bytes());
     let max_len = cx.max_value();
