@@ -38,6 +38,8 @@
 //! thread finishes the job in the background.
 use crate::shared::Shared;
 use cairn_engine::evict::{self, Policy, Pool, Step};
+use parking_lot::RwLock;
+#[cfg(test)]
 use parking_lot::Mutex;
 use std::cell::{Cell, RefCell};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU8, AtomicUsize, Ordering};
@@ -46,7 +48,11 @@ use std::time::{Duration, Instant};
 // ------------------------------------------------------------ counting ---
 
 /// Change a thread keeps to itself before publishing it to `NET`.
-pub const SLACK: i64 = 64 << 10;
+pub const SLACK: i64 = 32 << 10;
+
+/// Registered threads: `used_fast` is within `SLACK` of the truth for
+/// each of them.
+static THREADS: AtomicUsize = AtomicUsize::new(0);
 
 /// Sum of the figures every thread last published.
 static NET: AtomicI64 = AtomicI64::new(0);
@@ -63,6 +69,8 @@ struct Counters {
 // SAFETY: the pointers are only read, and only while the owning thread is
 // registered (it unregisters in its thread-local destructor).
 unsafe impl Send for Counters {}
+// SAFETY: as above: shared readers only load through the pointers.
+unsafe impl Sync for Counters {}
 
 impl Counters {
     fn own() -> Option<Counters> {
@@ -88,7 +96,7 @@ impl Counters {
 }
 
 /// Every registered thread: (id, counters).
-static REGISTRY: Mutex<Vec<(u64, Counters)>> = Mutex::new(Vec::new());
+static REGISTRY: RwLock<Vec<(u64, Counters)>> = RwLock::new(Vec::new());
 static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 /// This thread's registration.
@@ -103,7 +111,8 @@ impl Acct {
         let counters = Counters::own();
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         if let Some(c) = counters {
-            REGISTRY.lock().push((id, c));
+            REGISTRY.write().push((id, c));
+            THREADS.fetch_add(1, Ordering::Relaxed);
         }
         Acct {
             id,
@@ -136,9 +145,10 @@ impl Drop for Acct {
         if self.counters.is_none() {
             return;
         }
-        let mut reg = REGISTRY.lock();
+        let mut reg = REGISTRY.write();
         let net = self.net();
         reg.retain(|(id, _)| *id != self.id);
+        THREADS.fetch_sub(1, Ordering::Relaxed);
         RETIRED.fetch_add(net, Ordering::Relaxed);
         NET.fetch_add(net - self.published.get(), Ordering::Relaxed);
     }
@@ -163,6 +173,11 @@ fn counters_available() -> bool {
     ACCT.with(|a| a.counters.is_some())
 }
 
+/// How far `used_fast` may be from the truth.
+fn fast_error() -> u64 {
+    SLACK as u64 * THREADS.load(Ordering::Relaxed) as u64
+}
+
 /// Bytes held, for the limit check: exact for this thread's own
 /// allocations, within `SLACK` per other thread.
 pub fn used_fast() -> u64 {
@@ -178,7 +193,7 @@ pub fn used_exact() -> u64 {
     if !counters_available() {
         return allocated() as u64;
     }
-    let reg = REGISTRY.lock();
+    let reg = REGISTRY.read();
     let live: i64 = reg.iter().map(|(_, c)| c.net()).sum();
     (live + RETIRED.load(Ordering::Relaxed)).max(0) as u64
 }
@@ -299,7 +314,14 @@ pub fn make_room(shared: &Shared, incoming: u64) -> bool {
     if max == 0 {
         return true;
     }
-    if used_fast().saturating_add(incoming) <= max {
+    // Far enough under the limit that the fast figure's error cannot
+    // matter: two loads, one compare. Near it, the exact sum decides.
+    if used_fast()
+        .saturating_add(incoming)
+        .saturating_add(fast_error())
+        <= max
+        || used_exact().saturating_add(incoming) <= max
+    {
         return true;
     }
     let ok = evict_until(shared, max, incoming, true);
@@ -334,12 +356,11 @@ fn evict_until(shared: &Shared, max: u64, incoming: u64, foreground: bool) -> bo
             match evict::evict_one(&shared.engine, policy, samples, pool) {
                 Step::Freed(entry) => drop(entry),
                 Step::Nothing => {
-                    // Evicted keys' notifications still go out.
-                    return used_fast().saturating_add(incoming) <= max;
+                    return used_exact().saturating_add(incoming) <= max;
                 }
             }
             steps += 1;
-            let used = used_fast();
+            let used = used_exact();
             if used.saturating_add(incoming) <= max {
                 return true;
             }
@@ -374,7 +395,7 @@ pub fn watch(shared: &Shared) {
             // Background eviction (Redis's evictionTimeProc): 1 ms steps.
             evict_until(shared, max, 0, false);
             crate::keyevents::after_command(shared);
-            busy = used_fast() > max;
+            busy = used_exact() > max;
         } else {
             shared.memory.pending.store(false, Ordering::Relaxed);
         }
