@@ -16,9 +16,12 @@
 //! - `used_fast()` (the limit check on the request path) reads the calling
 //!   thread's own counters (two loads from its own cache lines) and adds
 //!   `NET`, the sum of what every thread last published. A thread publishes
-//!   its change once it passes `SLACK` bytes, so the figure is off by less
-//!   than `SLACK` per other thread (64 KiB each), and exact for what this
-//!   thread did itself, e.g. the keys it just evicted.
+//!   its change once it passes `SLACK` bytes, and the memory watcher
+//!   publishes every thread's every 10 ms (so a sleeping thread's change is
+//!   not missed), so the figure is off by less than `SLACK` per other
+//!   thread plus what it allocated since the watcher's last tick, and exact
+//!   for what this thread did itself, e.g. the keys it just evicted. Near
+//!   the limit the exact sum decides.
 //!
 //! Other threads' counters are read while they are being written: each is
 //! an aligned 8-byte word, which x86-64 and AArch64 load atomically, and a
@@ -41,7 +44,8 @@ use cairn_engine::evict::{self, Policy, Pool, Step};
 use parking_lot::RwLock;
 #[cfg(test)]
 use parking_lot::Mutex;
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU8, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
@@ -95,62 +99,81 @@ impl Counters {
     }
 }
 
-/// Every registered thread: (id, counters).
-static REGISTRY: RwLock<Vec<(u64, Counters)>> = RwLock::new(Vec::new());
+/// Every registered thread: id, counters, and what `NET` holds of it.
+static REGISTRY: RwLock<Vec<(u64, Counters, Arc<AtomicI64>)>> = RwLock::new(Vec::new());
 static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+/// Moves a thread's change since its last publication into `NET` if it
+/// is at least `min` bytes; returns what is left unpublished. The owner
+/// (on its requests) and the memory watcher (for every thread, so a
+/// sleeping thread's startup allocations are not missed) both call it; the
+/// compare-exchange on the thread's slot makes each change count once.
+fn publish(c: Counters, slot: &AtomicI64, min: i64) -> i64 {
+    let net = c.net();
+    let old = slot.load(Ordering::Relaxed);
+    let delta = net - old;
+    if delta.abs() >= min
+        && slot
+            .compare_exchange(old, net, Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+    {
+        NET.fetch_add(delta, Ordering::Relaxed);
+        return 0;
+    }
+    delta
+}
 
 /// This thread's registration.
 struct Acct {
     id: u64,
     counters: Option<Counters>,
-    published: Cell<i64>,
+    published: Arc<AtomicI64>,
 }
 
 impl Acct {
     fn new() -> Acct {
         let counters = Counters::own();
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        let published = Arc::new(AtomicI64::new(0));
         if let Some(c) = counters {
-            REGISTRY.write().push((id, c));
+            REGISTRY.write().push((id, c, Arc::clone(&published)));
             THREADS.fetch_add(1, Ordering::Relaxed);
         }
         Acct {
             id,
             counters,
-            published: Cell::new(0),
+            published,
         }
-    }
-
-    fn net(&self) -> i64 {
-        self.counters.map_or(0, Counters::net)
     }
 
     /// Publishes this thread's change if it passed `SLACK`; returns the
     /// part not yet published.
     fn sync(&self) -> i64 {
-        let net = self.net();
-        let delta = net - self.published.get();
-        if delta.abs() >= SLACK {
-            NET.fetch_add(delta, Ordering::Relaxed);
-            self.published.set(net);
-            0
-        } else {
-            delta
+        match self.counters {
+            Some(c) => publish(c, &self.published, SLACK),
+            None => 0,
         }
     }
 }
 
 impl Drop for Acct {
     fn drop(&mut self) {
-        if self.counters.is_none() {
+        let Some(c) = self.counters else {
             return;
-        }
+        };
         let mut reg = REGISTRY.write();
-        let net = self.net();
-        reg.retain(|(id, _)| *id != self.id);
+        publish(c, &self.published, 0);
+        reg.retain(|(id, _, _)| *id != self.id);
         THREADS.fetch_sub(1, Ordering::Relaxed);
-        RETIRED.fetch_add(net, Ordering::Relaxed);
-        NET.fetch_add(net - self.published.get(), Ordering::Relaxed);
+        RETIRED.fetch_add(c.net(), Ordering::Relaxed);
+    }
+}
+
+/// Publishes every registered thread's change (the memory watcher, each
+/// tick).
+fn publish_all() {
+    for (_, c, slot) in REGISTRY.read().iter() {
+        publish(*c, slot, 0);
     }
 }
 
@@ -194,7 +217,7 @@ pub fn used_exact() -> u64 {
         return allocated() as u64;
     }
     let reg = REGISTRY.read();
-    let live: i64 = reg.iter().map(|(_, c)| c.net()).sum();
+    let live: i64 = reg.iter().map(|(_, c, _)| c.net()).sum();
     (live + RETIRED.load(Ordering::Relaxed)).max(0) as u64
 }
 
@@ -254,8 +277,8 @@ fn policy_of(code: u8) -> Policy {
     }
 }
 
-/// How often the watcher wakes with a limit set (and ten times less often
-/// without one, when only INFO's peak needs it).
+/// How often the watcher wakes: publishes every thread's figure, keeps the
+/// peak, and evicts what commands left over (a few dozen loads when idle).
 pub const CHECK_EVERY: Duration = Duration::from_millis(10);
 
 impl Guard {
@@ -268,6 +291,8 @@ impl Guard {
             .store(c.maxmemory_eviction_tenacity, Ordering::Relaxed);
         evict::LFU_LOG_FACTOR.store(c.lfu_log_factor, Ordering::Relaxed);
         evict::LFU_DECAY_TIME.store(c.lfu_decay_time, Ordering::Relaxed);
+        // A new limit applies to up-to-date figures from the first command.
+        publish_all();
     }
 
     pub fn policy(&self) -> Policy {
@@ -389,6 +414,7 @@ pub fn watch(shared: &Shared) {
     register_thread();
     loop {
         let max = shared.hot.maxmemory.load(Ordering::Relaxed);
+        publish_all();
         let used = shared.memory.refresh();
         let mut busy = false;
         if max > 0 && used > max && shared.memory.policy() != Policy::NoEviction {
@@ -408,10 +434,8 @@ pub fn watch(shared: &Shared) {
         register_thread();
         std::thread::sleep(if busy {
             Duration::from_millis(1)
-        } else if max > 0 {
-            CHECK_EVERY
         } else {
-            CHECK_EVERY * 10
+            CHECK_EVERY
         });
     }
 }

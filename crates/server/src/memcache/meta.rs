@@ -76,13 +76,15 @@ fn get(cx: &mut Ctx, m: &Meta) {
     let k = engine.key(m.key.as_bytes());
     let lfu = engine.limits.lfu.load(Ordering::Relaxed);
     let bump = !f.no_bump;
+    // Asked before locking: making room evicts, which locks other shards.
+    let room = f.vivify.is_some() && !cx.over_memory();
     let mut g = engine.lock(&k);
     let now = g.now;
     // Vivify: a stub item whose creator wins the right to fill it. Not
     // over another type's key, nor while memory is full (a miss then).
     let mut created = None;
     if let Some(n) = f.vivify {
-        if !cx.over_memory() && g.peek(DB, &k).is_none() {
+        if room && g.peek(DB, &k).is_none() {
             let exp = expiry(n, now);
             mc::vivify(&mut g, DB, &k, exp, m.key.is_binary());
             created = Some(deadline(exp));

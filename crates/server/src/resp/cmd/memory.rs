@@ -164,7 +164,7 @@ fn stats(ctx: &mut Ctx) -> CmdResult {
     let o = Overhead::read(ctx.shared);
     let net = o.net();
     let mut w = ctx.reply();
-    w.map(26 + o.dbs.len());
+    w.map(27 + o.dbs.len());
     let int = |w: &mut cairn_protocol::resp::ReplyWriter, k: &str, v: i64| {
         w.bulk(k.as_bytes());
         w.int(v);
