@@ -47,7 +47,10 @@ pub fn key(i: u64, out: &mut Vec<u8>) {
     out.extend_from_slice(b"hr:");
     let mut b = itoa::Buffer::new();
     let digits = b.format(i);
-    out.extend(std::iter::repeat_n(b'0', 10usize.saturating_sub(digits.len())));
+    out.extend(std::iter::repeat_n(
+        b'0',
+        10usize.saturating_sub(digits.len()),
+    ));
     out.extend_from_slice(digits.as_bytes());
 }
 
@@ -271,11 +274,19 @@ fn measure(
             config_get(c, "maxmemory").map_err(|e| e.to_string())?,
             config_get(c, "maxmemory-policy").map_err(|e| e.to_string())?,
         );
-        simple(c, &[b"CONFIG", b"SET", b"maxmemory-policy", policy.as_bytes()])
-            .map_err(|e| format!("{}: CONFIG SET maxmemory-policy {policy}: {e}", t.name))?;
         simple(
             c,
-            &[b"CONFIG", b"SET", b"maxmemory", maxmemory.to_string().as_bytes()],
+            &[b"CONFIG", b"SET", b"maxmemory-policy", policy.as_bytes()],
+        )
+        .map_err(|e| format!("{}: CONFIG SET maxmemory-policy {policy}: {e}", t.name))?;
+        simple(
+            c,
+            &[
+                b"CONFIG",
+                b"SET",
+                b"maxmemory",
+                maxmemory.to_string().as_bytes(),
+            ],
         )
         .map_err(|e| format!("{}: CONFIG SET maxmemory: {e}", t.name))?;
         old
@@ -295,9 +306,16 @@ fn measure(
     };
     let warm = {
         let c = resp(&mut conn, t)?;
-        cache_phase(c, &mut zipf, &mut rng, a.warmup, a.pipeline, &val, None, |x| {
-            say("warm-up", x, a.warmup)
-        })
+        cache_phase(
+            c,
+            &mut zipf,
+            &mut rng,
+            a.warmup,
+            a.pipeline,
+            &val,
+            None,
+            |x| say("warm-up", x, a.warmup),
+        )
         .map_err(|e| format!("{}: warm-up: {e}", t.name))?
     };
     let before = server_counts(&mut conn);
@@ -308,9 +326,16 @@ fn measure(
     let t0 = Instant::now();
     let tally = {
         let c = resp(&mut conn, t)?;
-        cache_phase(c, &mut zipf, &mut rng, a.ops, a.pipeline, &val, Some(&mut rec), |x| {
-            say("measured", x, a.ops)
-        })
+        cache_phase(
+            c,
+            &mut zipf,
+            &mut rng,
+            a.ops,
+            a.pipeline,
+            &val,
+            Some(&mut rec),
+            |x| say("measured", x, a.ops),
+        )
         .map_err(|e| format!("{}: run: {e}", t.name))?
     };
     let duration_s = t0.elapsed().as_secs_f64();
@@ -323,7 +348,12 @@ fn measure(
         let _ = simple(c, &[b"CONFIG", b"SET", b"maxmemory", old_max.as_bytes()]);
         let _ = simple(
             c,
-            &[b"CONFIG", b"SET", b"maxmemory-policy", old_policy.as_bytes()],
+            &[
+                b"CONFIG",
+                b"SET",
+                b"maxmemory-policy",
+                old_policy.as_bytes(),
+            ],
         );
     }
     let _ = conn.flush_all();

@@ -48,7 +48,10 @@ impl Policy {
     pub fn volatile_only(self) -> bool {
         matches!(
             self,
-            Policy::VolatileLru | Policy::VolatileLfu | Policy::VolatileRandom | Policy::VolatileTtl
+            Policy::VolatileLru
+                | Policy::VolatileLfu
+                | Policy::VolatileRandom
+                | Policy::VolatileTtl
         )
     }
 
@@ -111,9 +114,7 @@ pub fn score(policy: Policy, e: &Entry, now_ms: u64) -> u64 {
         return u64::MAX;
     }
     match policy {
-        Policy::AllkeysLfu | Policy::VolatileLfu => {
-            255 - u64::from(lfu_decayed(e.freq, e.access))
-        }
+        Policy::AllkeysLfu | Policy::VolatileLfu => 255 - u64::from(lfu_decayed(e.freq, e.access)),
         Policy::VolatileTtl => u64::MAX - 1 - e.expire_at(),
         // LRU, and anything else: idle seconds.
         _ => e.idle_secs(),
@@ -509,7 +510,10 @@ mod tests {
             let slots: Vec<usize> = (0..t.capacity()).collect();
             for i in slots {
                 if let Some(en) = t.slot_mut(i) {
-                    let n: usize = std::str::from_utf8(&en.key()[1..]).unwrap().parse().unwrap();
+                    let n: usize = std::str::from_utf8(&en.key()[1..])
+                        .unwrap()
+                        .parse()
+                        .unwrap();
                     if n % 2 == 0 {
                         en.access = en.access.wrapping_sub(3600);
                     }

@@ -2605,11 +2605,21 @@ mod tests {
 
         assert_eq!(
             names("maxmemory*"),
-            args(&["maxmemory", "maxmemory-policy", "maxmemory-samples", "maxmemory-eviction-tenacity"])
+            args(&[
+                "maxmemory",
+                "maxmemory-policy",
+                "maxmemory-samples",
+                "maxmemory-eviction-tenacity"
+            ])
         );
         assert_eq!(
             names("MAXMEM*"),
-            args(&["maxmemory", "maxmemory-policy", "maxmemory-samples", "maxmemory-eviction-tenacity"])
+            args(&[
+                "maxmemory",
+                "maxmemory-policy",
+                "maxmemory-samples",
+                "maxmemory-eviction-tenacity"
+            ])
         );
         assert_eq!(
             names("*ziplist*"),

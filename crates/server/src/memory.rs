@@ -41,12 +41,12 @@
 //! thread finishes the job in the background.
 use crate::shared::Shared;
 use cairn_engine::evict::{self, Policy, Pool, Step};
-use parking_lot::RwLock;
 #[cfg(test)]
 use parking_lot::Mutex;
+use parking_lot::RwLock;
 use std::cell::RefCell;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU8, AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 // ------------------------------------------------------------ counting ---
@@ -93,8 +93,8 @@ impl Counters {
     fn net(self) -> i64 {
         // SAFETY: valid while the owner is registered; aligned u64 loads.
         unsafe {
-            std::ptr::read_volatile(self.alloc)
-                .wrapping_sub(std::ptr::read_volatile(self.dealloc)) as i64
+            std::ptr::read_volatile(self.alloc).wrapping_sub(std::ptr::read_volatile(self.dealloc))
+                as i64
         }
     }
 }

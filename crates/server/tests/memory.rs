@@ -133,7 +133,12 @@ fn every_evicting_policy_keeps_memory_under_the_limit() {
 
 #[test]
 fn volatile_policies_never_evict_keys_without_ttl() {
-    for policy in ["volatile-lru", "volatile-lfu", "volatile-random", "volatile-ttl"] {
+    for policy in [
+        "volatile-lru",
+        "volatile-lfu",
+        "volatile-random",
+        "volatile-ttl",
+    ] {
         let (_s, mut c, max) = limited(policy, 3 << 20);
         // 1 MB of keys without a TTL, then 6 MB with one.
         assert!(burst_writes(&mut c, max, "p", 2_500, 400, None).is_empty());
@@ -192,8 +197,12 @@ fn lru_keeps_recently_read_keys() {
     assert!(burst_writes(&mut c, max, "new", 2_500, 400, None).is_empty());
     let gone = evicted(&mut c) - before;
     assert!(gone > 800, "{gone} evicted");
-    let hot = (0..1_000).filter(|i| exists(&mut c, &format!("hot{i}"))).count();
-    let old = (0..3_000).filter(|i| exists(&mut c, &format!("old{i}"))).count();
+    let hot = (0..1_000)
+        .filter(|i| exists(&mut c, &format!("hot{i}")))
+        .count();
+    let old = (0..3_000)
+        .filter(|i| exists(&mut c, &format!("old{i}")))
+        .count();
     assert!(hot >= 950, "hot keys kept: {hot} ({gone} evicted)");
     let old_gone = 3_000 - old as u64;
     assert!(
@@ -219,7 +228,9 @@ fn lfu_keeps_frequently_read_keys() {
     let f = int(&mut c, &["OBJECT", "FREQ", "hot1"]);
     assert!(f > 5, "OBJECT FREQ {f}");
     assert!(burst_writes(&mut c, max, "new", 4_000, 400, None).is_empty());
-    let hot = (0..1_000).filter(|i| exists(&mut c, &format!("hot{i}"))).count();
+    let hot = (0..1_000)
+        .filter(|i| exists(&mut c, &format!("hot{i}")))
+        .count();
     assert!(hot >= 950, "hot keys kept: {hot}");
 }
 
@@ -274,11 +285,18 @@ fn a_value_larger_than_the_remaining_room() {
     // write, whatever the build's speed; with one, the rest would be made
     // in the background.
     let (_s, mut c, max) = limited("allkeys-lru", 2 << 20);
-    ok(&mut c, &["CONFIG", "SET", "maxmemory-eviction-tenacity", "100"]);
+    ok(
+        &mut c,
+        &["CONFIG", "SET", "maxmemory-eviction-tenacity", "100"],
+    );
     assert!(burst_writes(&mut c, max, "k", 4_000, 400, None).is_empty());
     let before = evicted(&mut c);
     let big = "b".repeat(600_000);
-    let _: () = redis::cmd("SET").arg("big").arg(&big).query(&mut c).unwrap();
+    let _: () = redis::cmd("SET")
+        .arg("big")
+        .arg(&big)
+        .query(&mut c)
+        .unwrap();
     assert!(evicted(&mut c) > before + 600, "room was made by evicting");
     assert_settles(&mut c, max);
     let n: usize = q(&mut c, &["STRLEN", "big"]);
@@ -327,7 +345,8 @@ fn evictions_are_counted_notified_and_seen_by_watch() {
     let mut keys = Vec::new();
     while (keys.len() as u64) < ev {
         match sub.read_frame() {
-            cairn_protocol::resp::Frame::Array(items) | cairn_protocol::resp::Frame::Push(items) => {
+            cairn_protocol::resp::Frame::Array(items)
+            | cairn_protocol::resp::Frame::Push(items) => {
                 if let Some(cairn_protocol::resp::Frame::Bulk(k)) = items.get(2) {
                     keys.push(String::from_utf8_lossy(k).into_owned());
                 }
@@ -361,8 +380,14 @@ fn used_memory_is_the_allocators_count() {
     assert!(after < before + 14_000_000, "{before} -> {after}");
     // jemalloc's stats.allocated also counts objects parked in thread
     // caches, so it is a little above, never below by more than a race.
-    assert!(alloc + (256 << 10) >= after, "allocated {alloc} used {after}");
-    assert!(alloc - after < (4 << 20).max(after / 10), "allocated {alloc} used {after}");
+    assert!(
+        alloc + (256 << 10) >= after,
+        "allocated {alloc} used {after}"
+    );
+    assert!(
+        alloc - after < (4 << 20).max(after / 10),
+        "allocated {alloc} used {after}"
+    );
     // MEMORY STATS agrees with INFO.
     let stats: Vec<Value> = q(&mut c, &["MEMORY", "STATS"]);
     let total = stats
@@ -389,13 +414,22 @@ fn memory_command_replies_and_errors() {
     assert_eq!(r.cmd(&["MEMORY", "USAGE", "a", "SAMPLES", "0"]), u);
     assert_eq!(r.cmd(&["MEMORY", "USAGE", "nokey"]), b"$-1\r\n");
     for (args, want) in [
-        (&["MEMORY", "USAGE", "a", "SAMPLES"][..], "-ERR syntax error\r\n"),
-        (&["MEMORY", "USAGE", "a", "SAMPLES", "-1"], "-ERR syntax error\r\n"),
+        (
+            &["MEMORY", "USAGE", "a", "SAMPLES"][..],
+            "-ERR syntax error\r\n",
+        ),
+        (
+            &["MEMORY", "USAGE", "a", "SAMPLES", "-1"],
+            "-ERR syntax error\r\n",
+        ),
         (
             &["MEMORY", "USAGE", "a", "SAMPLES", "x"],
             "-ERR value is not an integer or out of range\r\n",
         ),
-        (&["MEMORY", "USAGE", "a", "foo", "1"], "-ERR syntax error\r\n"),
+        (
+            &["MEMORY", "USAGE", "a", "foo", "1"],
+            "-ERR syntax error\r\n",
+        ),
         (
             &["MEMORY", "USAGE"],
             "-ERR wrong number of arguments for 'memory|usage' command\r\n",
@@ -413,14 +447,23 @@ fn memory_command_replies_and_errors() {
         assert_eq!(escape(&r.cmd(args)), escape(want.as_bytes()), "{args:?}");
     }
     // A value grows: so does its usage.
-    let n = |b: &[u8]| -> i64 { std::str::from_utf8(&b[1..b.len() - 2]).unwrap().parse().unwrap() };
+    let n = |b: &[u8]| -> i64 {
+        std::str::from_utf8(&b[1..b.len() - 2])
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
     r.cmd(&["SET", "big", &"x".repeat(10_000)]);
     assert!(n(&r.cmd(&["MEMORY", "USAGE", "big"])) > 10_000);
 
     // STATS: a RESP2 flat array of name/value pairs; RESP3 a map with
     // doubles, and db.0 a nested map.
     let stats = r.cmd(&["MEMORY", "STATS"]);
-    assert!(stats.starts_with(b"*56\r\n$14\r\npeak.allocated\r\n:"), "{}", escape(&stats));
+    assert!(
+        stats.starts_with(b"*56\r\n$14\r\npeak.allocated\r\n:"),
+        "{}",
+        escape(&stats)
+    );
     let text = String::from_utf8_lossy(&stats).into_owned();
     assert!(text.contains("$4\r\ndb.0\r\n*6\r\n$23\r\noverhead.hashtable.main\r\n:"));
     assert!(text.contains("$18\r\ndataset.percentage\r\n$"));
@@ -461,7 +504,10 @@ fn memcached_writes_evict_or_are_refused() {
     let mut c = redis_client(s.port);
     let max = used(&mut c) + (2 << 20);
     ok(&mut c, &["CONFIG", "SET", "maxmemory", &max.to_string()]);
-    ok(&mut c, &["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"]);
+    ok(
+        &mut c,
+        &["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"],
+    );
     let mut mc = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
     mc.set_nodelay(true).unwrap();
     use std::io::{BufRead, BufReader, Write};

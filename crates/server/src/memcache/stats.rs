@@ -236,9 +236,5 @@ fn items(shared: &Shared, out: &mut String) {
 /// Cairn has no slabs: values are allocated by jemalloc one by one.
 fn slabs(_shared: &Shared, out: &mut String) {
     stat(out, "active_slabs", 0);
-    stat(
-        out,
-        "total_malloced",
-        crate::memory::used_exact(),
-    );
+    stat(out, "total_malloced", crate::memory::used_exact());
 }

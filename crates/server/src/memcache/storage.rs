@@ -23,7 +23,13 @@ pub fn store(cx: &mut Ctx, s: &Store) {
     // The value's bytes must fit under maxmemory (evicting first if the
     // policy allows), as for a RESP write.
     if !crate::memory::make_room(cx.shared, s.data.len() as u64) {
-        refused(cx, Refusal::NoMemory, s.key, s.mode == StoreMode::Set, s.noreply);
+        refused(
+            cx,
+            Refusal::NoMemory,
+            s.key,
+            s.mode == StoreMode::Set,
+            s.noreply,
+        );
         return;
     }
     let engine = &cx.shared.engine;
