@@ -114,7 +114,13 @@ pub fn score(policy: Policy, e: &Entry, now_ms: u64) -> u64 {
         return u64::MAX;
     }
     match policy {
-        Policy::AllkeysLfu | Policy::VolatileLfu => 255 - u64::from(lfu_decayed(e.freq, e.access)),
+        // Least frequently used first; among equal counters (the counter
+        // is logarithmic, so many keys share one) the longest idle, from
+        // the last access, which `access` keeps under LFU.
+        Policy::AllkeysLfu | Policy::VolatileLfu => {
+            let rarity = 255 - u64::from(lfu_decayed(e.freq, e.access));
+            (rarity << 32) | e.idle_secs().min(u64::from(u32::MAX))
+        }
         Policy::VolatileTtl => u64::MAX - 1 - e.expire_at(),
         // LRU, and anything else: idle seconds.
         _ => e.idle_secs(),
