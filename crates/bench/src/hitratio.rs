@@ -47,10 +47,7 @@ pub fn key(i: u64, out: &mut Vec<u8>) {
     out.extend_from_slice(b"hr:");
     let mut b = itoa::Buffer::new();
     let digits = b.format(i);
-    out.extend(std::iter::repeat_n(
-        b'0',
-        10usize.saturating_sub(digits.len()),
-    ));
+    out.resize(3 + 10usize.saturating_sub(digits.len()), b'0');
     out.extend_from_slice(digits.as_bytes());
 }
 

@@ -520,7 +520,7 @@ mod tests {
                         .unwrap()
                         .parse()
                         .unwrap();
-                    if n % 2 == 0 {
+                    if n.is_multiple_of(2) {
                         en.access = en.access.wrapping_sub(3600);
                     }
                 }

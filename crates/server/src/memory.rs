@@ -389,7 +389,7 @@ fn evict_until(shared: &Shared, max: u64, incoming: u64, foreground: bool) -> bo
             if used.saturating_add(incoming) <= max {
                 return true;
             }
-            if steps % 16 == 0 {
+            if steps.is_multiple_of(16) {
                 let spent = started.elapsed();
                 let over_budget = match limit {
                     // Over the limit even without the command: Redis's

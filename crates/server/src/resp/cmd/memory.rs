@@ -192,7 +192,7 @@ fn stats(ctx: &mut Ctx) -> CmdResult {
     int(
         &mut w,
         "keys.bytes-per-key",
-        if o.keys > 0 { (net / o.keys) as i64 } else { 0 },
+        net.checked_div(o.keys).unwrap_or(0) as i64,
     );
     int(&mut w, "dataset.bytes", o.dataset as i64);
     let dbl = |w: &mut cairn_protocol::resp::ReplyWriter, k: &str, v: f64| {
