@@ -497,7 +497,7 @@ fn hit_ratio_under_maxmemory_per_policy() {
     let json = dir.path("h.json");
     let out = run_ok(
         &format!(
-            "hitratio --target {} --keys 20000 --warmup 20000 --ops 20000 --fraction 0.2 \
+            "hitratio --target {} --keys 50000 --warmup 20000 --ops 20000 --fraction 0.2 \
              --policy allkeys-lru --policy allkeys-lfu --policy noeviction --json {}",
             url_r(&rs),
             p(&json)
@@ -508,14 +508,15 @@ fn hit_ratio_under_maxmemory_per_policy() {
     let r = report(&json);
     let max = r.config["maxmemory"].as_u64().unwrap();
     let data = r.config["data_bytes_on_first_target"].as_u64().unwrap();
-    // 20,000 keys of 13 + 100 bytes take well over 2 MB in Redis.
-    assert!(data > 2_000_000, "{data}");
+    // 50,000 keys of 13 + 100 bytes take well over 5 MB in Redis; a fifth
+    // of that is a limit above Redis's own footprint (about 1 MB).
+    assert!(data > 5_000_000, "{data}");
     assert_eq!(max, (data as f64 * 0.2) as u64);
     for policy in ["allkeys-lru", "allkeys-lfu"] {
         let run = runs(&r, "r", policy)[0];
         let x = &run.extra;
         let ratio = x["hit_ratio"].as_f64().unwrap();
-        // Zipfian 0.99 with a fifth of the keys cached: most GETs hit,
+        // Zipfian 0.99 with a good part of the keys cached: most GETs hit,
         // but not all (the limit is real).
         assert!((0.3..0.99).contains(&ratio), "{policy}: {ratio}");
         assert_eq!(x["gets"], serde_json::json!(20000));
