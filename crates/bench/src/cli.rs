@@ -35,6 +35,10 @@ pub enum Cmd {
     Batch(BatchCmd),
     /// GET/SET as redis-benchmark does them (-c, -P, -n, -r, -d).
     GetSet(GetSetCmd),
+    /// Hit ratio of a zipfian GET / SET-on-miss cache workload under
+    /// maxmemory, per eviction policy (issue 5).
+    #[command(name = "hitratio")]
+    HitRatio(HitRatioCmd),
     /// Checks a JSON report file against the schema.
     CheckJson {
         /// The report to check.
@@ -135,6 +139,40 @@ pub struct MemoryCmd {
     /// Do not empty the targets before loading.
     #[arg(long)]
     pub no_flush: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct HitRatioCmd {
+    #[command(flatten)]
+    pub common: Common,
+    /// Distinct keys (`hr:` and ten digits) the GETs are drawn from.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub keys: u64,
+    /// Bytes of the value SET on a miss.
+    #[arg(long, default_value_t = 100)]
+    pub value_size: usize,
+    /// Zipfian skew (YCSB's zipfian constant).
+    #[arg(long, default_value_t = 0.99)]
+    pub theta: f64,
+    /// maxmemory as a fraction of the data size on the first target.
+    #[arg(long, default_value_t = 0.10)]
+    pub fraction: f64,
+    /// maxmemory in bytes (K, M, G accepted), instead of --fraction.
+    #[arg(long, value_parser = parse_size)]
+    pub maxmemory: Option<usize>,
+    /// A maxmemory-policy to run (repeat for several; default
+    /// allkeys-lru and allkeys-lfu).
+    #[arg(long = "policy", value_name = "POLICY")]
+    pub policies: Vec<String>,
+    /// GETs before measuring (the cache fills itself on misses).
+    #[arg(long, default_value_t = 1_000_000)]
+    pub warmup: u64,
+    /// GETs measured.
+    #[arg(long, default_value_t = 2_000_000)]
+    pub ops: u64,
+    /// Commands per pipeline.
+    #[arg(long, default_value_t = 64)]
+    pub pipeline: usize,
 }
 
 #[derive(Args, Debug)]
@@ -334,6 +372,7 @@ pub fn run(cli: Cli) -> Result<(), String> {
         Cmd::Values(a) => crate::values::command(a),
         Cmd::Batch(a) => crate::batch::command(a),
         Cmd::GetSet(a) => crate::getset::command(a),
+        Cmd::HitRatio(a) => crate::hitratio::command(a),
         Cmd::CheckJson { file } => {
             let text =
                 std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;

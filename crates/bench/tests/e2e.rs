@@ -489,6 +489,85 @@ fn get_set_like_redis_benchmark() {
 }
 
 #[test]
+fn hit_ratio_under_maxmemory_per_policy() {
+    let Some(rs) = redis() else {
+        return;
+    };
+    let dir = TempDir::new("hitratio");
+    let json = dir.path("h.json");
+    let out = run_ok(
+        &format!(
+            "hitratio --target {} --keys 50000 --warmup 20000 --ops 20000 --fraction 0.2 \
+             --policy allkeys-lru --policy allkeys-lfu --policy noeviction --json {}",
+            url_r(&rs),
+            p(&json)
+        ),
+        &chart_args(&dir, "c"),
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("| r | allkeys-lru |"));
+    let r = report(&json);
+    let max = r.config["maxmemory"].as_u64().unwrap();
+    let data = r.config["data_bytes_on_first_target"].as_u64().unwrap();
+    // 50,000 keys of 13 + 100 bytes take well over 5 MB in Redis; a fifth
+    // of that is a limit above Redis's own footprint (about 1 MB).
+    assert!(data > 5_000_000, "{data}");
+    assert_eq!(max, (data as f64 * 0.2) as u64);
+    for policy in ["allkeys-lru", "allkeys-lfu"] {
+        let run = runs(&r, "r", policy)[0];
+        let x = &run.extra;
+        let ratio = x["hit_ratio"].as_f64().unwrap();
+        // Zipfian 0.99 with a good part of the keys cached: most GETs hit,
+        // but not all (the limit is real).
+        assert!((0.3..0.99).contains(&ratio), "{policy}: {ratio}");
+        assert_eq!(x["gets"], serde_json::json!(20000));
+        assert!(x["evictions"].as_u64().unwrap() > 0, "{policy}");
+        assert!(x["used_memory_end"].as_u64().unwrap() <= max + max / 20);
+        // The client's count and the server's agree (the server also
+        // counts nothing else in this phase).
+        let server = x["server_hit_ratio"].as_f64().unwrap();
+        assert!((server - ratio).abs() < 1e-9, "{server} vs {ratio}");
+        assert_eq!(run.per_op[0].op, "GET");
+    }
+    // noeviction: misses cannot be stored once full; a note says so.
+    let x = &runs(&r, "r", "noeviction")[0].extra;
+    assert!(x["set_errors"].as_u64().unwrap() > 0);
+    assert_eq!(x["evictions"], serde_json::json!(0));
+    assert!(
+        r.notes.iter().any(|n| n.contains("SETs refused")),
+        "{:?}",
+        r.notes
+    );
+    // The target is left as it was found.
+    let cfg = redis_cmd(rs.port, &[b"CONFIG", b"GET", b"maxmemory*"]);
+    let items: Vec<Vec<u8>> = cfg.array().iter().map(|v| v.bytes()).collect();
+    let get = |k: &str| {
+        let i = items.iter().position(|x| x == k.as_bytes()).unwrap();
+        String::from_utf8_lossy(&items[i + 1]).into_owned()
+    };
+    assert_eq!(get("maxmemory"), "0");
+    assert_eq!(get("maxmemory-policy"), "noeviction");
+    if chart_args(&dir, "c").iter().any(|a| a == "--chart") {
+        assert!(dir.path("c-hitratio.png").is_file());
+    }
+    // An explicit limit is used as given; memcached targets are refused.
+    let json2 = dir.path("h2.json");
+    run_ok(
+        &format!(
+            "hitratio --target {} --keys 1000 --warmup 100 --ops 1000 --maxmemory 3M --json {}",
+            url_r(&rs),
+            p(&json2)
+        ),
+        &[],
+    );
+    assert_eq!(
+        report(&json2).config["maxmemory"],
+        serde_json::json!(3 << 20)
+    );
+    let out = run_cmd("hitratio --target m=memcached://127.0.0.1:1 --keys 10");
+    assert!(!out.status.success());
+}
+
+#[test]
 fn bad_arguments_are_refused() {
     for line in [
         "ycsb",
@@ -498,6 +577,8 @@ fn bad_arguments_are_refused() {
         "ycsb --target x=redis://127.0.0.1:1 --workload zz",
         "values --target x=redis://127.0.0.1:1 --sizes lots",
         "batch --target x=redis://127.0.0.1:1 --phases mset-sideways",
+        "hitratio --target x=redis://127.0.0.1:1 --fraction 2",
+        "hitratio --target x=redis://127.0.0.1:1 --keys 1",
     ] {
         assert!(!run_cmd(line).status.success(), "{line} should fail");
     }

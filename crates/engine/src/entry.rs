@@ -86,7 +86,10 @@ impl Entry {
     /// LRU time (Redis updates one or the other, never both: `lookupKey`).
     pub fn touch(&mut self, lfu: bool) {
         if lfu {
-            self.freq = lfu_log_incr(self.freq);
+            // Under LFU, `access` is the counter's last decrement time
+            // (Redis keeps its "ldt" in the same field).
+            self.freq = crate::evict::lfu_on_access(self.freq, self.access);
+            self.access = lru_clock();
         } else {
             self.access = lru_clock();
         }
@@ -110,21 +113,6 @@ pub const LFU_INIT_VAL: u8 = 5;
 
 fn lru_clock() -> u32 {
     crate::clock::lru_secs()
-}
-
-/// Redis's logarithmic counter increment (evict.c `LFULogIncr`, factor 10).
-fn lfu_log_incr(counter: u8) -> u8 {
-    if counter == 255 {
-        return 255;
-    }
-    let r: f64 = rand::random();
-    let base = (counter.saturating_sub(LFU_INIT_VAL)) as f64;
-    let p = 1.0 / (base * 10.0 + 1.0);
-    if r < p {
-        counter + 1
-    } else {
-        counter
-    }
 }
 
 #[cfg(test)]

@@ -29,6 +29,8 @@ pub struct ShardStats {
     pub expired_keys: u64,
     /// Keys whose expiry was found by the active cycle rather than a lookup.
     pub expired_active: u64,
+    /// Keys evicted because of `maxmemory` (`evict::evict_key`).
+    pub evicted_keys: u64,
 }
 
 /// A WATCHing client's flag: set when a key it watches changes, read by

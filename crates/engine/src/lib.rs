@@ -5,6 +5,7 @@
 //! - `keyspace`: shards, keys, and the `Guard` every operation works through.
 //! - `table`: one database's slice of one shard (open addressing, SCAN-safe).
 //! - `entry`, `value`: what is stored and how it is encoded.
+//! - `evict`: which key goes under `maxmemory` (Redis's eviction pool).
 //! - `expire`, `iterate`: the active expiry sweep and whole-keyspace walks.
 //! - `snapshot`: the copy-on-lock cut behind point-in-time snapshots.
 //! - `ops`: one module per command family, e.g. `ops::string::set`.
@@ -13,6 +14,7 @@ pub mod clock;
 pub mod entry;
 pub mod error;
 pub mod events;
+pub mod evict;
 pub mod expire;
 pub mod iterate;
 pub mod keyspace;

@@ -332,6 +332,47 @@ fn next_cursor(cursor: u64, mask: u64) -> u64 {
     v.reverse_bits().wrapping_add(1).reverse_bits()
 }
 
+/// Eviction sampling (issue 5), kept apart from the table's core so
+/// layout changes above merge cleanly.
+impl Table {
+    /// Number of slots (occupied or not).
+    pub fn capacity(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// The entry in slot `i`, if that slot is occupied.
+    pub fn slot_mut(&mut self, i: usize) -> Option<&mut Entry> {
+        let s = *self.slots.get(i)?;
+        if s == 0 {
+            return None;
+        }
+        // SAFETY: a nonzero slot holds a pointer this table owns, and
+        // `&mut self` makes the access unique.
+        Some(unsafe { &mut *ptr_of(s) })
+    }
+
+    /// Walks at most `max_steps` consecutive slots from slot `start` (taken
+    /// modulo the capacity, wrapping), calling `visit` on each occupied one
+    /// until it answers false. Consecutive slots hold keys of unrelated
+    /// hashes, so this samples like Redis's `dictGetSomeKeys` (which walks
+    /// consecutive buckets) at one cache-friendly pass.
+    pub fn sample_walk(&self, start: u64, max_steps: usize, mut visit: impl FnMut(&Entry) -> bool) {
+        if self.len == 0 {
+            return;
+        }
+        let mask = self.mask();
+        let mut i = start as usize & mask;
+        for _ in 0..max_steps.min(self.slots.len()) {
+            if let Some(e) = self.entry(i) {
+                if !visit(e) {
+                    return;
+                }
+            }
+            i = (i + 1) & mask;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

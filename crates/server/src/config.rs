@@ -922,6 +922,12 @@ directives! {
     maxmemory_policy: MaxmemoryPolicy = "maxmemory-policy", Kind::Enum(MaxmemoryPolicy::NAMES), "noeviction", MUTABLE, keep;
     /// `maxmemory-samples`.
     maxmemory_samples: u32 = "maxmemory-samples", int(1, I32_MAX), "5", MUTABLE, keep;
+    /// `maxmemory-eviction-tenacity`: eviction time budget per command.
+    maxmemory_eviction_tenacity: u32 = "maxmemory-eviction-tenacity", int(0, 100), "10", MUTABLE, keep;
+    /// `lfu-log-factor`: how slowly the LFU counter saturates.
+    lfu_log_factor: u32 = "lfu-log-factor", int(0, I32_MAX), "10", MUTABLE, keep;
+    /// `lfu-decay-time`: minutes per LFU counter decrement (0: never).
+    lfu_decay_time: u32 = "lfu-decay-time", int(0, I32_MAX), "1", MUTABLE, keep;
     /// `hz`: any value is accepted and clamped to 1..=500, as Redis does.
     hz: u32 = "hz", int(0, I32_MAX), "10", MUTABLE, clamp_hz;
     /// `dynamic-hz`.
@@ -2639,11 +2645,21 @@ mod tests {
 
         assert_eq!(
             names("maxmemory*"),
-            args(&["maxmemory", "maxmemory-policy", "maxmemory-samples"])
+            args(&[
+                "maxmemory",
+                "maxmemory-policy",
+                "maxmemory-samples",
+                "maxmemory-eviction-tenacity"
+            ])
         );
         assert_eq!(
             names("MAXMEM*"),
-            args(&["maxmemory", "maxmemory-policy", "maxmemory-samples"])
+            args(&[
+                "maxmemory",
+                "maxmemory-policy",
+                "maxmemory-samples",
+                "maxmemory-eviction-tenacity"
+            ])
         );
         assert_eq!(
             names("*ziplist*"),

@@ -65,6 +65,7 @@ fn bind_one(addr: SocketAddr, backlog: i32) -> std::io::Result<TcpListener> {
 pub fn accept_loop(l: TcpListener, shared: Arc<Shared>, memcache: bool) {
     let mut next = 0usize;
     loop {
+        crate::memory::register_thread();
         let (mut stream, addr) = match l.accept() {
             Ok(x) => x,
             Err(e) => {

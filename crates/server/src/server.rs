@@ -102,13 +102,7 @@ pub fn run(cfg: Config) -> Result<(), String> {
     } else {
         log::notice("No config file specified, using the default config");
     }
-    if cfg.maxmemory > 0 && cfg.maxmemory_policy != crate::config::MaxmemoryPolicy::Noeviction {
-        log::warning(&format!(
-            "maxmemory-policy {} is accepted but eviction is not built yet: over maxmemory, \
-             writes are refused with -OOM as under noeviction, and nothing stored is lost",
-            cfg.maxmemory_policy
-        ));
-    }
+    crate::memory::register_thread();
     let listeners = crate::listener::bind_all(&cfg.bind, cfg.port, cfg.tcp_backlog as i32)?;
     // memcached clients on their own port, same addresses (issue 7).
     let mc_listeners = match cfg.memcached_port {
@@ -174,14 +168,20 @@ pub fn run(cfg: Config) -> Result<(), String> {
         let s = shared.clone();
         std::thread::Builder::new()
             .name("cairn-aof-rewrite".into())
-            .spawn(move || crate::journal::rewrite::thread(s))
+            .spawn(move || {
+                crate::memory::register_thread();
+                crate::journal::rewrite::thread(s)
+            })
             .map_err(|e| format!("spawn the journal rewriter: {e}"))?;
     }
     {
         let s = shared.clone();
         std::thread::Builder::new()
             .name("cairn-saver".into())
-            .spawn(move || crate::snapshots::saver(s))
+            .spawn(move || {
+                crate::memory::register_thread();
+                crate::snapshots::saver(s)
+            })
             .map_err(|e| format!("spawn saver: {e}"))?;
     }
     for l in listeners {
@@ -209,6 +209,10 @@ pub fn run(cfg: Config) -> Result<(), String> {
             log::warning(&format!("Failed to write PID file {pidfile}: {e}"));
         }
     }
+    shared
+        .memory
+        .startup
+        .store(crate::memory::used_exact() as usize, Ordering::Relaxed);
     log::notice(&format!(
         "Server initialized threads={n} shards={}",
         shared.engine.shard_count()
@@ -264,6 +268,7 @@ pub fn shutdown(shared: &Shared, pidfile: &str) -> ! {
 /// Background work at `hz` times a second: active expiry within a quarter
 /// of each period (Redis's default effort).
 fn cron(shared: Arc<Shared>) {
+    crate::memory::register_thread();
     let mut state = ExpireCycle::default();
     loop {
         let hz = shared.config.read().hz.clamp(1, 500) as u64;

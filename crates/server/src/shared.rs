@@ -179,6 +179,7 @@ impl Shared {
             .store(c.slowlog_log_slower_than >= 0, Ordering::Relaxed);
         h.slowlog_slower_than_us
             .store(c.slowlog_log_slower_than.max(0) as u64, Ordering::Relaxed);
+        self.memory.configure(&c);
         let limits = &self.engine.limits;
         limits.lfu.store(
             matches!(

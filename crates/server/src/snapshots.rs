@@ -447,6 +447,7 @@ pub fn load(shared: &Shared, path: &std::path::Path) -> Result<(), String> {
     let mut last_log = Instant::now();
     let opts = snap::LoadOptions {
         key_delay: delay(shared.config.read().key_load_delay),
+        thread_start: Some(crate::memory::register_thread),
         ..Default::default()
     };
     let result = snap::load(&shared.engine, path, &opts, &mut |p| {

@@ -168,6 +168,7 @@ impl Worker {
     }
 
     pub fn run(mut self) {
+        crate::memory::register_thread();
         let mut events = Events::with_capacity(1024);
         let mut next_cron = Instant::now() + CRON_EVERY;
         let mut busy_since: Option<Instant> = None;

@@ -308,18 +308,11 @@ pub fn object(g: &mut Guard, db: usize, k: &Key) -> Option<ObjectInfo> {
             encoding: e.value.encoding(),
             shared_integer: matches!(e.value, Value::Str(StrValue::Int(n)) if (0..SHARED_INTEGERS).contains(&n)),
             idle_secs,
-            freq: lfu_decayed(e.freq, idle_secs),
+            freq: crate::evict::lfu_decayed(e.freq, e.access),
         }
     });
     count_lookup(g, k, info.is_some());
     info
-}
-
-/// Redis's LFU decay with the default `lfu-decay-time` of one minute: the
-/// counter loses one for every whole minute since the last access.
-fn lfu_decayed(freq: u8, idle_secs: u64) -> u8 {
-    let periods = idle_secs / 60;
-    freq.saturating_sub(periods.min(u64::from(u8::MAX)) as u8)
 }
 
 /// RANDOMKEY: a live key of `db` chosen uniformly, None if it has none.
@@ -555,9 +548,6 @@ mod tests {
         assert_eq!(info(b"none"), None);
         let k = e.key(b"h");
         assert_eq!(key_type(&mut e.lock(&k), 0, &k), Some(Kind::Hash));
-        assert_eq!(lfu_decayed(5, 59), 5);
-        assert_eq!(lfu_decayed(5, 120), 3);
-        assert_eq!(lfu_decayed(5, 1 << 40), 0);
     }
 
     fn run_expire(e: &Engine, key: &[u8], when: i64, cond: ExpireCond) -> u8 {

@@ -72,6 +72,10 @@ pub struct LoadOptions {
     /// Threads that decode and insert: 0 picks one per core (at most
     /// `MAX_LOAD_THREADS`) for files of 4 MiB or more, else 1.
     pub threads: usize,
+    /// Run first on each loading thread this crate starts: the server
+    /// registers the thread with its memory accounting, since the keys it
+    /// allocates outlive it.
+    pub thread_start: Option<fn()>,
     /// Load keys whose expire time has passed too (the journal's base:
     /// the journal after it may write to them as they were at the cut,
     /// as Redis loads an AOF's RDB preamble). They go on first lookup.
@@ -243,7 +247,11 @@ fn read(
         if threads > 1 {
             for _ in 0..threads {
                 let (rx, run) = (&rx, &run);
+                let start = opts.thread_start;
                 workers.push(scope.spawn(move || loop {
+                    if let Some(f) = start {
+                        f();
+                    }
                     let next = rx.lock().recv();
                     match next {
                         Ok(w) => run(w),

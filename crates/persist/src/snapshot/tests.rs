@@ -199,7 +199,7 @@ fn digest(e: &Engine) -> Digest {
                     Value::Str(s) => vec![s.to_vec()],
                     Value::Hash(h) => {
                         let mut p: Vec<Vec<u8>> =
-                            h.iter().map(|(f, v)| [f, b"=", v].concat()).collect();
+                            h.view().iter().map(|(f, v)| [f, b"=", v].concat()).collect();
                         p.sort();
                         p
                     }

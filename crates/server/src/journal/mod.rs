@@ -448,7 +448,10 @@ fn spawn_writer(shared: &Arc<Shared>, file: File, size: u64) {
     let s = shared.clone();
     let handle = std::thread::Builder::new()
         .name("cairn-journal".into())
-        .spawn(move || writer(s, file, size))
+        .spawn(move || {
+            crate::memory::register_thread();
+            writer(s, file, size)
+        })
         .expect("spawn the journal writer");
     *j.writer.lock() = Some(handle);
 }

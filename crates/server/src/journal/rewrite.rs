@@ -332,6 +332,7 @@ fn compact(shared: &Arc<Shared>) -> Result<bool, String> {
 pub fn load_base(shared: &Shared, path: &std::path::Path) -> Result<u64, String> {
     let opts = snap::LoadOptions {
         keep_expired: true,
+        thread_start: Some(crate::memory::register_thread),
         ..Default::default()
     };
     let mut last = Instant::now();

@@ -76,13 +76,15 @@ fn get(cx: &mut Ctx, m: &Meta) {
     let k = engine.key(m.key.as_bytes());
     let lfu = engine.limits.lfu.load(Ordering::Relaxed);
     let bump = !f.no_bump;
+    // Asked before locking: making room evicts, which locks other shards.
+    let room = f.vivify.is_some() && !cx.over_memory();
     let mut g = engine.lock(&k);
     let now = g.now;
     // Vivify: a stub item whose creator wins the right to fill it. Not
     // over another type's key, nor while memory is full (a miss then).
     let mut created = None;
     if let Some(n) = f.vivify {
-        if !cx.over_memory() && g.peek(DB, &k).is_none() {
+        if room && g.peek(DB, &k).is_none() {
             let exp = expiry(n, now);
             mc::vivify(&mut g, DB, &k, exp, m.key.is_binary());
             created = Some(deadline(exp));
@@ -236,6 +238,16 @@ fn set(cx: &mut Ctx, m: &Meta) {
     } else {
         mode
     };
+    if !crate::memory::make_room(cx.shared, m.data.len() as u64) {
+        super::storage::refused(
+            cx,
+            cairn_protocol::memcache::Refusal::NoMemory,
+            m.key.as_bytes(),
+            true,
+            false,
+        );
+        return;
+    }
     let engine = &cx.shared.engine;
     let k = engine.key(m.key.as_bytes());
     let max_len = cx.max_value();

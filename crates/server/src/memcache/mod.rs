@@ -144,9 +144,10 @@ impl Ctx<'_> {
         self.shared.hot.proto_max_bulk_len.load(Ordering::Relaxed)
     }
 
-    /// Over `maxmemory` (noeviction): writes that may grow memory fail.
+    /// Over `maxmemory` and no room can be made (noeviction, or nothing
+    /// evictable): writes that may grow memory fail.
     pub fn over_memory(&self) -> bool {
-        self.shared.memory.over_limit.load(Ordering::Relaxed)
+        !crate::memory::make_room(self.shared, 0)
     }
 }
 
@@ -209,7 +210,8 @@ pub fn process(
         }
         let limits = Limits {
             max_value: shared.hot.proto_max_bulk_len.load(Ordering::Relaxed),
-            no_memory: shared.memory.over_limit.load(Ordering::Relaxed),
+            // Eviction runs before each request, as for RESP commands.
+            no_memory: !crate::memory::make_room(shared, 0),
             big_value: BIG_VALUE,
         };
         match st.decoder.decode_with(buf, &limits, st.block.as_ref()) {

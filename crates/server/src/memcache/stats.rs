@@ -176,11 +176,11 @@ fn general(shared: &Shared, out: &mut String) {
     stat(out, "accepting_conns", 1);
     stat(out, "threads", shared.worker_stats.len());
     // Cairn's whole allocation (jemalloc), not only item bytes.
-    stat(out, "bytes", shared.memory.used.load(Ordering::Relaxed));
+    stat(out, "bytes", crate::memory::used_exact());
     stat(out, "curr_items", shared.engine.db_counts(DB).0);
     stat(out, "total_items", total(shared, Stat::TotalItems));
-    // Cairn does not evict (every maxmemory policy is noeviction for now).
-    stat(out, "evictions", 0);
+    // Keys evicted under maxmemory (every database: one counter).
+    stat(out, "evictions", crate::memory::evicted_total(shared));
 }
 
 fn settings(shared: &Shared, out: &mut String) {
@@ -195,7 +195,9 @@ fn settings(shared: &Shared, out: &mut String) {
         "verbosity",
         shared.memcache.verbosity.load(Ordering::Relaxed),
     );
-    stat(out, "evictions", "off");
+    // memcached's -M turns evictions off; Cairn's switch is the policy.
+    let evicts = cfg.maxmemory_policy != crate::config::MaxmemoryPolicy::Noeviction;
+    stat(out, "evictions", if evicts { "on" } else { "off" });
     stat(out, "domain_socket", "NULL");
     stat(out, "num_threads", shared.worker_stats.len());
     stat(out, "cas_enabled", "yes");
@@ -223,7 +225,7 @@ fn items(shared: &Shared, out: &mut String) {
         return;
     }
     stat(out, "items:1:number", n);
-    stat(out, "items:1:evicted", 0);
+    stat(out, "items:1:evicted", crate::memory::evicted_total(shared));
     stat(
         out,
         "items:1:outofmemory",
@@ -232,11 +234,7 @@ fn items(shared: &Shared, out: &mut String) {
 }
 
 /// Cairn has no slabs: values are allocated by jemalloc one by one.
-fn slabs(shared: &Shared, out: &mut String) {
+fn slabs(_shared: &Shared, out: &mut String) {
     stat(out, "active_slabs", 0);
-    stat(
-        out,
-        "total_malloced",
-        shared.memory.used.load(Ordering::Relaxed),
-    );
+    stat(out, "total_malloced", crate::memory::used_exact());
 }

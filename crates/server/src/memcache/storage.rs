@@ -20,6 +20,18 @@ pub fn mode(m: StoreMode) -> mc::StoreMode {
 /// A text storage command whose data block arrived whole.
 pub fn store(cx: &mut Ctx, s: &Store) {
     cx.stats.inc(Stat::CmdSet);
+    // The value's bytes must fit under maxmemory (evicting first if the
+    // policy allows), as for a RESP write.
+    if !crate::memory::make_room(cx.shared, s.data.len() as u64) {
+        refused(
+            cx,
+            Refusal::NoMemory,
+            s.key,
+            s.mode == StoreMode::Set,
+            s.noreply,
+        );
+        return;
+    }
     let engine = &cx.shared.engine;
     let k = engine.key(s.key);
     let max_len = cx.max_value();

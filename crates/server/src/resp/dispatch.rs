@@ -170,7 +170,14 @@ fn refusal(shared: &Shared, client: &Client, cmd: &Command, args: &Args) -> Opti
             "ERR Command not allowed inside a transaction",
         ));
     }
-    if shared.memory.over_limit.load(Ordering::Relaxed) {
+    // Redis's performEvictions before every command while maxmemory is
+    // set; a command that may grow memory brings its arguments' bytes.
+    let incoming = if cmd.has(flags::DENYOOM) {
+        args.iter_from(1).map(|a| a.len() as u64).sum()
+    } else {
+        0
+    };
+    if !crate::memory::make_room(shared, incoming) {
         // Queueing may itself use unbounded memory, so under the limit
         // every command but EXEC/DISCARD/QUIT/RESET is refused in MULTI;
         // EXEC is refused if it would run a command that may grow memory.

@@ -10,7 +10,7 @@
 //! (replication, AOF, eviction, pub/sub, defrag) is reported with the value
 //! that is true of a server without it (`aof_enabled:0`, `evicted_keys:0`);
 //! a field Cairn cannot measure (scripting memory, latency percentiles,
-//! `expired_stale_perc`, `used_memory_startup`) is left out rather than
+//! `expired_stale_perc`) is left out rather than
 //! invented. Cairn adds `cairn_version` to `# Server`.
 //!
 //! Statistics are owned by the threads that produce them (each worker
@@ -188,6 +188,7 @@ struct EngineTotals {
     hits: u64,
     misses: u64,
     expired: u64,
+    evicted: u64,
 }
 
 impl EngineTotals {
@@ -201,6 +202,7 @@ impl EngineTotals {
             hits: 0,
             misses: 0,
             expired: 0,
+            evicted: 0,
         };
         shared.engine.for_each_shard_read(|_, shard| {
             for db in 0..dbs {
@@ -212,6 +214,7 @@ impl EngineTotals {
             t.hits += shard.stats.keyspace_hits;
             t.misses += shard.stats.keyspace_misses;
             t.expired += shard.stats.expired_keys;
+            t.evicted += shard.stats.evicted_keys;
         });
         t
     }
@@ -229,6 +232,7 @@ struct Counters {
     hits: u64,
     misses: u64,
     expired: u64,
+    evicted: u64,
     /// Per command id: calls, microseconds, rejected calls, failed calls.
     cmd: Vec<[u64; 4]>,
 }
@@ -247,6 +251,7 @@ impl Counters {
             c.hits = e.hits;
             c.misses = e.misses;
             c.expired = e.expired;
+            c.evicted = e.evicted;
         }
         for w in shared.worker_stats.iter() {
             c.commands += w.commands.load(Ordering::Relaxed);
@@ -280,6 +285,7 @@ impl Counters {
             hits: d(self.hits, b.hits),
             misses: d(self.misses, b.misses),
             expired: d(self.expired, b.expired),
+            evicted: d(self.evicted, b.evicted),
             cmd: self
                 .cmd
                 .iter()
@@ -607,9 +613,11 @@ fn ratio(a: u64, b: u64) -> String {
 
 fn memory_section(out: &mut String, shared: &Shared, engine: Option<&EngineTotals>) {
     let alloc = allocator_stats();
-    let used = alloc.allocated;
+    // Every byte live in the heap, from jemalloc's per-thread counters
+    // (see memory.rs); the watcher keeps the peak between readings.
+    let used = shared.memory.refresh();
+    let startup = shared.memory.startup.load(Ordering::Relaxed) as u64;
     let rss = rss_bytes().unwrap_or(alloc.resident);
-    // The memory guard samples the allocator every few milliseconds.
     let peak = (shared.memory.peak.load(Ordering::Relaxed) as u64).max(used);
     let client_buffers: u64 = shared
         .clients
@@ -621,11 +629,11 @@ fn memory_section(out: &mut String, shared: &Shared, engine: Option<&EngineTotal
                 + c.omem.load(Ordering::Relaxed)) as u64
         })
         .sum();
-    // Overhead: what is not the data itself, i.e. the keyspace's hash
-    // indexes and the clients' buffers (Redis also counts its startup
-    // footprint, which Cairn does not record).
-    let overhead = engine.map_or(0, |e| e.index_bytes) + client_buffers;
+    // Overhead: what is not the data itself: the startup footprint, the
+    // keyspace's hash indexes and the clients' buffers, as Redis counts it.
+    let overhead = startup + engine.map_or(0, |e| e.index_bytes) + client_buffers;
     let dataset = used.saturating_sub(overhead);
+    let net = used.saturating_sub(startup);
     let (maxmemory, policy) = {
         let c = shared.config.read();
         (c.maxmemory, c.maxmemory_policy.as_str())
@@ -647,8 +655,9 @@ fn memory_section(out: &mut String, shared: &Shared, engine: Option<&EngineTotal
     field(out, "used_memory_peak_human", bytes_to_human(peak));
     field(out, "used_memory_peak_perc", percent(used, peak));
     field(out, "used_memory_overhead", overhead);
+    field(out, "used_memory_startup", startup);
     field(out, "used_memory_dataset", dataset);
-    field(out, "used_memory_dataset_perc", percent(dataset, used));
+    field(out, "used_memory_dataset_perc", percent(dataset, net));
     field(out, "allocator_allocated", alloc.allocated);
     field(out, "allocator_active", alloc.active);
     field(out, "allocator_resident", alloc.resident);
@@ -740,7 +749,7 @@ fn stats_section(out: &mut String, shared: &Shared, raw: &Counters, c: &Counters
     field(out, "sync_partial_ok", 0);
     field(out, "sync_partial_err", 0);
     field(out, "expired_keys", c.expired);
-    field(out, "evicted_keys", 0);
+    field(out, "evicted_keys", c.evicted);
     field(out, "evicted_clients", 0);
     field(out, "total_eviction_exceeded_time", 0);
     field(out, "current_eviction_exceeded_time", 0);

@@ -117,7 +117,10 @@ fn free_in_background(garbage: Box<dyn Send>) {
         let (tx, rx) = mpsc::channel::<Box<dyn Send>>();
         std::thread::Builder::new()
             .name("lazyfree".into())
-            .spawn(move || rx.into_iter().for_each(drop))
+            .spawn(move || {
+                crate::memory::register_thread();
+                rx.into_iter().for_each(drop)
+            })
             .ok()
             .map(|_| tx)
     });
