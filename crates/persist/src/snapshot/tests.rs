@@ -198,8 +198,11 @@ fn digest(e: &Engine) -> Digest {
                 let content: Vec<Vec<u8>> = match v {
                     Value::Str(s) => vec![s.to_vec()],
                     Value::Hash(h) => {
-                        let mut p: Vec<Vec<u8>> =
-                            h.view().iter().map(|(f, v)| [f, b"=", v].concat()).collect();
+                        let mut p: Vec<Vec<u8>> = h
+                            .view()
+                            .iter()
+                            .map(|(f, v)| [f, b"=", v].concat())
+                            .collect();
                         p.sort();
                         p
                     }

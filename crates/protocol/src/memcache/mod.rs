@@ -17,6 +17,6 @@ mod request;
 
 pub use reply::{push_i64, push_u64, value_line};
 pub use request::{
-    key_ok, Auth, DataBlock, Decoded, Decoder, KeyBytes, Keys, Limits, Meta, MetaCmd, MetaFlags, Refusal,
-    Request, Store, StoreMode, Words, KEY_MAX, LINE_MAX, OPAQUE_MAX,
+    key_ok, Auth, DataBlock, Decoded, Decoder, KeyBytes, Keys, Limits, Meta, MetaCmd, MetaFlags,
+    Refusal, Request, Store, StoreMode, Words, KEY_MAX, LINE_MAX, OPAQUE_MAX,
 };
