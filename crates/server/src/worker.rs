@@ -366,8 +366,11 @@ impl Worker {
                 continue;
             };
             conn.write_queued = false;
-            flush(conn, &self.shared, self.id);
-            if conn.pending_out() > 0 && !conn.held && conn.hold > self.shared.journal.durable() {
+            // Decided once, by `flush`: re-reading `durable` here could see
+            // it pass after `flush` held the output, and the connection
+            // would then be neither written nor listed as held (its client
+            // waiting forever). `release_held` re-checks under `want_wake`.
+            if flush(conn, &self.shared, self.id) && !conn.held {
                 conn.held = true;
                 self.held.push(i);
             }
@@ -1087,13 +1090,15 @@ fn note_hold(conn: &mut Conn, shared: &Shared) {
 }
 
 /// Writes pending replies, referenced large values included (`writev`);
-/// leaves the rest for the next writable event.
-fn flush(conn: &mut Conn, shared: &Shared, worker: usize) {
+/// leaves the rest for the next writable event. Returns true when the
+/// output was held back for the journal (`appendfsync always`): the caller
+/// must then list the connection as held, whatever `durable` reads by then.
+fn flush(conn: &mut Conn, shared: &Shared, worker: usize) -> bool {
     note_hold(conn, shared);
-    // Held for the journal (`appendfsync always`): the worker writes it
-    // when the journal says it is durable.
-    if conn.hold > shared.journal.durable() {
-        return;
+    // Held for the journal: the worker writes it when the journal says it
+    // is durable (`release_held`).
+    if conn.pending_out() > 0 && conn.hold > shared.journal.durable() {
+        return true;
     }
     conn.write_more = false;
     let mut budget = WRITE_BUDGET;
@@ -1127,7 +1132,7 @@ fn flush(conn: &mut Conn, shared: &Shared, worker: usize) {
                 conn.wbuf.clear();
                 conn.wpos = 0;
                 conn.client.out_refs.clear();
-                return;
+                return false;
             }
         }
     }
@@ -1135,4 +1140,5 @@ fn flush(conn: &mut Conn, shared: &Shared, worker: usize) {
         conn.wbuf.clear();
         conn.wpos = 0;
     }
+    false
 }

@@ -44,6 +44,11 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// everysec / no: how long the writer lets appends gather before one
+/// write(2), unless this many bytes are already waiting.
+const COALESCE: Duration = Duration::from_millis(1);
+const COALESCE_BYTES: usize = 256 * 1024;
+
 /// How long the writer waits before retrying after a failed write/fsync.
 const RETRY_EVERY: Duration = Duration::from_millis(100);
 
@@ -600,6 +605,20 @@ fn writer(shared: Arc<Shared>, mut file: File, mut file_len: u64) {
                 p.sleeping = true;
                 j.cond.wait_for(&mut p, wait.max(Duration::from_millis(1)));
                 p.sleeping = false;
+            }
+            if !p.stop
+                && j.policy.load(Ordering::Relaxed) != POLICY_ALWAYS
+                && retry_at.is_none()
+                && p.rotate.is_none()
+                && p.data.len() < COALESCE_BYTES
+            {
+                // everysec / no: no reply waits for this write, so let
+                // appends gather for a moment and carry them in one
+                // write(2). Meanwhile `sleeping` is false, so appends do
+                // not signal: one wake-up per interval instead of one per
+                // write command (which cost the workers ~40% of their
+                // throughput on 2 cores).
+                parking_lot::MutexGuard::unlocked(&mut p, || std::thread::sleep(COALESCE));
             }
             stop = p.stop;
             let data_start = out_end;
