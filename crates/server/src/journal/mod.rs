@@ -45,8 +45,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// everysec / no: how long the writer lets appends gather before one
-/// write(2), unless this many bytes are already waiting.
-const COALESCE: Duration = Duration::from_millis(1);
+/// write(2), unless this many bytes are already waiting. Each interval is
+/// one wake-up of the writer thread; at 1 ms those wake-ups cost the
+/// workers 20-30% of their unpipelined throughput on 2 shared cores
+/// (BENCHMARKS.md). It is also what a crash of the process (not of the
+/// machine) can lose under these policies (README, "Durability").
+const COALESCE: Duration = Duration::from_millis(10);
 const COALESCE_BYTES: usize = 256 * 1024;
 
 /// How long the writer waits before retrying after a failed write/fsync.
