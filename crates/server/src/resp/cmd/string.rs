@@ -209,10 +209,7 @@ fn mget(ctx: &mut Ctx) -> CmdResult {
 /// The key/value pairs of MSET and MSETNX, and their keys for locking.
 /// An even argument count is Redis's arity error.
 fn pairs<'a>(ctx: &Ctx<'a>, cmd: &'static str) -> Result<(Keys<'a>, Pairs<'a>), CmdError> {
-    // An even count (command name included) leaves a key without a value.
-    if ctx.argc() & 1 == 0 {
-        return Err(CmdError::WrongArity(cmd));
-    }
+    check_pairs(ctx, cmd)?;
     let e = ctx.engine();
     let pairs: Pairs = (1..ctx.argc())
         .step_by(2)
@@ -222,17 +219,27 @@ fn pairs<'a>(ctx: &Ctx<'a>, cmd: &'static str) -> Result<(Keys<'a>, Pairs<'a>), 
     Ok((keys, pairs))
 }
 
+/// An even count (command name included) leaves a key without a value.
+fn check_pairs(ctx: &Ctx, cmd: &'static str) -> Result<(), CmdError> {
+    if ctx.argc() & 1 == 0 {
+        return Err(CmdError::WrongArity(cmd));
+    }
+    Ok(())
+}
+
 /// MSET key value [key value ...] → +OK.
 fn mset(ctx: &mut Ctx) -> CmdResult {
-    let (keys, pairs) = pairs(ctx, "mset")?;
-    // Values built before locking; large ones keep their read buffers.
-    let values: Vec<_> = (0..pairs.len()).map(|i| ctx.value_arg(2 + 2 * i)).collect();
-    let mut g = ctx.engine().lock_keys(&keys);
-    op::mset_values(
-        &mut g,
-        ctx.client.db,
-        pairs.into_iter().map(|p| p.0).zip(values),
-    );
+    check_pairs(ctx, "mset")?;
+    let e = ctx.engine();
+    // Values built before locking (large ones keep their read buffers),
+    // straight into the pairs the engine stores: one vector, not two.
+    let pairs: Vec<_> = (1..ctx.argc())
+        .step_by(2)
+        .map(|i| (e.key(ctx.arg(i)), ctx.value_arg(i + 1)))
+        .collect();
+    let keys: Keys = pairs.iter().map(|p| p.0).collect();
+    let mut g = e.lock_keys(&keys);
+    op::mset_values(&mut g, ctx.client.db, pairs);
     drop(g);
     ctx.ok()
 }
