@@ -169,6 +169,7 @@ impl Worker {
 
     pub fn run(mut self) {
         crate::memory::register_thread();
+        crate::journal::defer_kicks();
         let mut events = Events::with_capacity(1024);
         let mut next_cron = Instant::now() + CRON_EVERY;
         let mut busy_since: Option<Instant> = None;
@@ -195,6 +196,9 @@ impl Worker {
                 }
                 t
             };
+            // Whatever ran since the last turn's writes (cron, mailbox)
+            // may owe the journal writer a wake-up; never sleep on it.
+            crate::journal::end_of_turn(&self.shared);
             if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
                 if e.kind() != ErrorKind::Interrupted {
                     log::warning(&format!("worker {} poll failed: {e}", self.id));
@@ -226,6 +230,7 @@ impl Worker {
             for i in ready {
                 self.on_event(i, true, false);
             }
+            crate::journal::end_of_turn(&self.shared);
             self.write_pending();
             if self.release_held() {
                 self.write_pending();

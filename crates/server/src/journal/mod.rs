@@ -74,6 +74,10 @@ struct Pending {
     data: Vec<u8>,
     /// The writer waits on the condvar: an append must wake it.
     sleeping: bool,
+    /// Under `always`, `data` is complete enough to fsync: a worker's
+    /// loop turn that appended has ended, or a thread that is not a
+    /// worker appended (see `end_of_turn`).
+    turn_ended: bool,
     stop: bool,
     /// A compaction's cut: at this logical position, go on in this file.
     rotate: Option<(u64, File)>,
@@ -194,8 +198,9 @@ impl Journal {
     }
 
     /// Wakes the writer if it sleeps.
-    fn kick(&self) {
+    pub(crate) fn kick(&self) {
         let mut p = self.pending.lock();
+        p.turn_ended = true;
         if p.sleeping {
             p.sleeping = false;
             self.cond.notify_one();
@@ -240,10 +245,39 @@ impl cairn_engine::record::Sink for Journal {
         let end = self.appended.load(Ordering::Relaxed) + (h.len() + unit.len()) as u64;
         self.appended.store(end, Ordering::Release);
         LAST_END.with(|c| c.set(end));
-        if p.sleeping {
-            p.sleeping = false;
-            self.cond.notify_one();
+        if DEFER_KICK.with(|d| d.get()) && self.policy.load(Ordering::Relaxed) == POLICY_ALWAYS {
+            // A worker mid-turn: the writer starts the next fsync when the
+            // turn ends (`end_of_turn`), so one fsync carries every write
+            // of the turn, as Redis's one fsync per event-loop turn does.
+            // Its replies leave at the end of the turn anyway.
+            KICK_OWED.with(|k| k.set(true));
+        } else {
+            p.turn_ended = true;
+            if p.sleeping {
+                p.sleeping = false;
+                self.cond.notify_one();
+            }
         }
+    }
+}
+
+/// Marks this thread as a worker whose appends may wait for the end of
+/// its loop turn to wake the writer (see `end_of_turn`).
+pub fn defer_kicks() {
+    DEFER_KICK.with(|d| d.set(true));
+}
+
+/// A worker finished serving a loop turn: if the turn appended under
+/// `always`, tells the writer that the data is ready to fsync (waking it
+/// if it sleeps). Under `always` the writer fsyncs only on such a signal
+/// (or an append from a thread that is not a worker), so one fsync
+/// carries every write the turn made. Measured with 50 unpipelined
+/// clients (strace -c): one fdatasync per ~6 writes when every append woke
+/// the writer, against Redis's one per ~24.
+#[inline]
+pub fn end_of_turn(shared: &Shared) {
+    if KICK_OWED.with(|k| k.replace(false)) {
+        shared.journal.kick();
     }
 }
 
@@ -252,6 +286,10 @@ thread_local! {
     /// after serving a connection to know what that connection's output
     /// must wait for.
     static LAST_END: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// This thread is a worker that calls `end_of_turn` after every turn.
+    static DEFER_KICK: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// An append found the writer asleep and did not wake it.
+    static KICK_OWED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 /// End of what this thread appended since the last call (0: nothing).
@@ -590,8 +628,10 @@ fn writer(shared: Arc<Shared>, mut file: File, mut file_len: u64) {
                     && unsynced
                     && last_fsync.elapsed() >= Duration::from_secs(1);
                 let retry_due = retry_at.is_some_and(|t| Instant::now() >= t);
+                let data_ready =
+                    !p.data.is_empty() && (policy != POLICY_ALWAYS || p.turn_ended);
                 let work = retry_at.is_none()
-                    && (!p.data.is_empty()
+                    && (data_ready
                         || out_written < out.len()
                         || (policy == POLICY_ALWAYS && unsynced)
                         || switch.is_some()
@@ -625,6 +665,7 @@ fn writer(shared: Arc<Shared>, mut file: File, mut file_len: u64) {
                 parking_lot::MutexGuard::unlocked(&mut p, || std::thread::sleep(COALESCE));
             }
             stop = p.stop;
+            p.turn_ended = false;
             let data_start = out_end;
             let mut data = std::mem::take(&mut p.data);
             let data_end = j.appended();
