@@ -88,6 +88,22 @@ pub struct Hook {
     /// the journal as a DEL at the point it happened.
     pub(crate) loading: std::sync::atomic::AtomicBool,
     sink: parking_lot::RwLock<Option<Arc<dyn Sink>>>,
+    /// Changes with every `set_journal` (drawn from `SINK_GENERATION`, so
+    /// no two engines share one): a thread's cached sink is current while
+    /// this matches its cache.
+    generation: std::sync::atomic::AtomicU64,
+}
+
+/// Source of `Hook::generation` values; 0 is "never set" (no sink).
+static SINK_GENERATION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+thread_local! {
+    /// This thread's copy of the last sink it used, with its generation.
+    /// Reading the shared `RwLock` and cloning the `Arc` on every write
+    /// were two atomic read-modify-writes on lines every worker writes,
+    /// on the path of every write command; the cache makes it one shared
+    /// load that stays in every core's cache.
+    static SINK_CACHE: RefCell<(u64, Option<Arc<dyn Sink>>)> = const { RefCell::new((0, None)) };
 }
 
 impl Hook {
@@ -96,8 +112,18 @@ impl Hook {
         self.on.load(Ordering::Relaxed)
     }
 
-    fn sink(&self) -> Option<Arc<dyn Sink>> {
-        self.sink.read().clone()
+    /// Runs `f` with the current sink. Callers hold a shard lock, and
+    /// `set_journal` runs with every shard locked, so the generation read
+    /// here is the one in force.
+    fn with_sink<R>(&self, f: impl FnOnce(Option<&Arc<dyn Sink>>) -> R) -> R {
+        let generation = self.generation.load(Ordering::Acquire);
+        SINK_CACHE.with(|c| {
+            let mut c = c.borrow_mut();
+            if c.0 != generation {
+                *c = (generation, self.sink.read().clone());
+            }
+            f(c.1.as_ref())
+        })
     }
 }
 
@@ -112,6 +138,8 @@ impl Engine {
             self.arm_journal(true);
         }
         *self.journal.sink.write() = sink;
+        let generation = SINK_GENERATION.fetch_add(1, Ordering::Relaxed);
+        self.journal.generation.store(generation, Ordering::Release);
         self.journal.on.store(on, Ordering::SeqCst);
         if !on {
             self.arm_journal(false);
@@ -371,9 +399,11 @@ pub fn deleted<'a>(engine: &Engine, db: usize, keys: impl Iterator<Item = &'a [u
         encode(&mut unit, Tag::Command, db, [&b"DEL"[..], k].into_iter());
     }
     if !unit.is_empty() {
-        if let Some(sink) = engine.journal.sink() {
-            sink.append(&unit);
-        }
+        engine.journal.with_sink(|sink| {
+            if let Some(sink) = sink {
+                sink.append(&unit);
+            }
+        });
     }
 }
 
@@ -381,10 +411,13 @@ pub fn deleted<'a>(engine: &Engine, db: usize, keys: impl Iterator<Item = &'a [u
 /// it found, then the command's record if it wrote) while its locks are
 /// still held. `held`: inside `hold_all`, collect for the transaction.
 pub(crate) fn commit(engine: &Engine, wrote: bool, held: bool) {
-    let Some(sink) = engine.journal.sink() else {
-        discard();
-        return;
-    };
+    engine.journal.with_sink(|sink| match sink {
+        None => discard(),
+        Some(sink) => commit_to(sink.as_ref(), wrote, held),
+    });
+}
+
+fn commit_to(sink: &dyn Sink, wrote: bool, held: bool) {
     STAGED.with(|s| {
         let mut s = s.borrow_mut();
         let s = &mut *s;
@@ -438,9 +471,11 @@ pub(crate) fn commit_tx(engine: &Engine) {
     if tx.is_empty() {
         return;
     }
-    if let Some(sink) = engine.journal.sink() {
-        sink.append(&tx);
-    }
+    engine.journal.with_sink(|sink| {
+        if let Some(sink) = sink {
+            sink.append(&tx);
+        }
+    });
     STAGED.with(|s| {
         let mut s = s.borrow_mut();
         if s.tx.is_empty() {
