@@ -100,6 +100,10 @@ struct Conn {
     /// durable up to here (where it was when this connection's commands
     /// ran).
     hold: u64,
+    /// Journal position the output must also wait for because it may show
+    /// other clients' writes (`note_served`); unlike `hold`, not waited for
+    /// while the journal is failing.
+    seen: u64,
     /// Listed in the worker's `held`.
     held: bool,
     last_active: Instant,
@@ -314,6 +318,7 @@ impl Worker {
             armed: 0,
             closing: false,
             hold: 0,
+            seen: 0,
             held: false,
             last_active: self.now,
             mc: mc.then(crate::memcache::McConn::new),
@@ -340,7 +345,7 @@ impl Worker {
             if again {
                 self.ready.push(i);
             }
-            note_hold(conn, &self.shared);
+            note_served(conn, &self.shared);
         }
         let conn = self.conns[i].as_mut().expect("checked above");
         if let Some(b) = &conn.client.blocked {
@@ -413,7 +418,7 @@ impl Worker {
                 self.held.swap_remove(i);
                 continue;
             };
-            if conn.hold > durable {
+            if must_wait(conn, &self.shared, durable) {
                 i += 1;
                 continue;
             }
@@ -1087,6 +1092,31 @@ fn process_memcache(conn: &mut Conn, shared: &Shared, worker: usize) -> Stop {
 /// durable past the writes its commands just made (appended on this thread
 /// while they ran).
 #[inline]
+/// After a connection's requests ran: its replies wait for its own writes
+/// (`note_hold`) and, under `always`, for every write appended before them
+/// by any client, because a reply can reveal another client's write: Redis
+/// sends no reply of a loop turn before that turn's fsync, so no client
+/// ever sees data a crash could still take back. Not while the journal is
+/// failing: reads keep working then (they may show writes not on disk).
+/// Only here, when new replies were made, never when held output is
+/// flushed: a later `appended` would keep a reader waiting behind a
+/// stream of other clients' writes.
+fn note_served(conn: &mut Conn, shared: &Shared) {
+    note_hold(conn, shared);
+    let j = &shared.journal;
+    if conn.pending_out() > 0 && j.holds_replies() && !j.is_failing() {
+        conn.seen = conn.seen.max(j.appended());
+    }
+}
+
+/// The connection's output waits for the journal to be durable past its
+/// own writes, and (unless the journal is failing) past what its replies
+/// may show.
+#[inline]
+fn must_wait(conn: &Conn, shared: &Shared, durable: u64) -> bool {
+    conn.hold > durable || (conn.seen > durable && !shared.journal.is_failing())
+}
+
 fn note_hold(conn: &mut Conn, shared: &Shared) {
     let end = crate::journal::take_last_end();
     if end > conn.hold && shared.journal.holds_replies() {
@@ -1102,7 +1132,7 @@ fn flush(conn: &mut Conn, shared: &Shared, worker: usize) -> bool {
     note_hold(conn, shared);
     // Held for the journal: the worker writes it when the journal says it
     // is durable (`release_held`).
-    if conn.pending_out() > 0 && conn.hold > shared.journal.durable() {
+    if conn.pending_out() > 0 && must_wait(conn, shared, shared.journal.durable()) {
         return true;
     }
     conn.write_more = false;

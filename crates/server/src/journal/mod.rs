@@ -11,11 +11,12 @@
 //!   worker holds back a connection's output (every reply after a write,
 //!   so pipelined order is kept) until the journal is durable past that
 //!   connection's last write, and is woken (`Msg::Durable`) when it is.
-//!   A reply to a write never leaves before the write is on disk. A read
-//!   on another connection may see a write whose fsync is still running
-//!   (Redis, single-threaded, fsyncs before any reply of the loop turn);
-//!   holding every reply for every write would stop reads while a disk
-//!   fails, and reads must keep working then.
+//!   A reply to a write never leaves before the write is on disk, and no
+//!   reply leaves before every write appended before it is on disk (a
+//!   read may show another client's write; Redis, single-threaded, fsyncs
+//!   before any reply of the loop turn). While the journal is failing,
+//!   reads are not held (they must keep working), so they may then show
+//!   writes that are not on disk.
 //! - `everysec`: the writer writes as data arrives and fsyncs once a
 //!   second; `no`: it only writes. Replies are not held.
 //! - A failed write or fsync sets `failed`: write commands are refused with
@@ -108,6 +109,8 @@ pub struct Journal {
     /// writes / fsyncs with EIO.
     pub fault_writes: AtomicU64,
     pub fault_fsyncs: AtomicU64,
+    /// Test knob: every fsync sleeps this many milliseconds first.
+    pub fault_fsync_delay_ms: AtomicU64,
     /// Size of the current journal file, of the older journal files the
     /// manifest still names, and of the base (INFO, auto-rewrite).
     current_size: AtomicU64,
@@ -142,6 +145,7 @@ impl Journal {
             waiters: (0..workers).map(|_| AtomicBool::new(false)).collect(),
             fault_writes: AtomicU64::new(0),
             fault_fsyncs: AtomicU64::new(0),
+            fault_fsync_delay_ms: AtomicU64::new(0),
             current_size: AtomicU64::new(0),
             incr_before: AtomicU64::new(0),
             base_size: AtomicU64::new(0),
@@ -178,6 +182,12 @@ impl Journal {
     #[inline]
     pub fn durable(&self) -> u64 {
         self.durable.load(Ordering::SeqCst)
+    }
+
+    /// A write or fsync failed and has not succeeded since.
+    #[inline]
+    pub fn is_failing(&self) -> bool {
+        self.failed.load(Ordering::Relaxed)
     }
 
     /// Writes are refused (MISCONF) while this is Some.
@@ -628,8 +638,7 @@ fn writer(shared: Arc<Shared>, mut file: File, mut file_len: u64) {
                     && unsynced
                     && last_fsync.elapsed() >= Duration::from_secs(1);
                 let retry_due = retry_at.is_some_and(|t| Instant::now() >= t);
-                let data_ready =
-                    !p.data.is_empty() && (policy != POLICY_ALWAYS || p.turn_ended);
+                let data_ready = !p.data.is_empty() && (policy != POLICY_ALWAYS || p.turn_ended);
                 let work = retry_at.is_none()
                     && (data_ready
                         || out_written < out.len()
@@ -706,6 +715,8 @@ fn writer(shared: Arc<Shared>, mut file: File, mut file_len: u64) {
                 }
                 Err(e) => {
                     j.mark_failed("writing", &e);
+                    // Replies held only for what they show go out now.
+                    wake_waiters(&shared);
                     retry_at = Some(Instant::now() + RETRY_EVERY);
                     if stop {
                         log::warning("Journal writer stopping with unwritten data after an error");
@@ -724,6 +735,10 @@ fn writer(shared: Arc<Shared>, mut file: File, mut file_len: u64) {
                 _ => stop || switch.is_some(),
             };
         if fsync_now {
+            let delay = j.fault_fsync_delay_ms.load(Ordering::Relaxed);
+            if delay > 0 {
+                std::thread::sleep(Duration::from_millis(delay));
+            }
             match inject(&j.fault_fsyncs).and_then(|_| file.sync_data()) {
                 Ok(()) => {
                     last_fsync = Instant::now();
@@ -737,6 +752,8 @@ fn writer(shared: Arc<Shared>, mut file: File, mut file_len: u64) {
                 }
                 Err(e) => {
                     j.mark_failed("fsyncing", &e);
+                    // Replies held only for what they show go out now.
+                    wake_waiters(&shared);
                     // After a failed fsync the kernel may have dropped the
                     // dirty pages: write everything since the last good
                     // fsync again before trusting the file (PostgreSQL's

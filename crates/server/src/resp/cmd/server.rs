@@ -709,7 +709,7 @@ fn debug_help(ctx: &mut Ctx) -> CmdResult {
     reply_help(
         ctx,
         &[
-            "JOURNAL-FAULT WRITE|FSYNC <count>",
+            "JOURNAL-FAULT WRITE|FSYNC <count> | FSYNC-DELAY <ms>",
             "    Cairn test extension: make the next <count> journal writes (or fsyncs)",
             "    fail with EIO, as a full or failing disk would.",
             "JUMP-CLOCK <milliseconds>",
@@ -759,7 +759,9 @@ fn debug_jump_clock(ctx: &mut Ctx) -> CmdResult {
 
 /// DEBUG JOURNAL-FAULT WRITE|FSYNC count → +OK. Cairn's test extension:
 /// the next `count` journal writes (or fsyncs) fail with EIO, so tests can
-/// see MISCONF and the recovery without filling a disk.
+/// see MISCONF and the recovery without filling a disk. `FSYNC-DELAY ms`
+/// makes every fsync take at least that long (0: off), so tests can look
+/// at the server while an fsync runs.
 fn debug_journal_fault(ctx: &mut Ctx) -> CmdResult {
     let n = args::int(ctx.arg(3))?.max(0) as u64;
     let j = &ctx.shared.journal;
@@ -769,6 +771,9 @@ fn debug_journal_fault(ctx: &mut Ctx) -> CmdResult {
             .store(n, std::sync::atomic::Ordering::Relaxed);
     } else if args::is(kind, "fsync") {
         j.fault_fsyncs
+            .store(n, std::sync::atomic::Ordering::Relaxed);
+    } else if args::is(kind, "fsync-delay") {
+        j.fault_fsync_delay_ms
             .store(n, std::sync::atomic::Ordering::Relaxed);
     } else {
         return Err(CmdError::Syntax);
