@@ -514,7 +514,12 @@ fn wait_info(c: &mut RawConn, field: &str, value: &str) {
 
 fn misconf(fault: &str) {
     let dir = TempDir::new(fault);
-    let server = start(&dir, &["--appendfsync", "always"]);
+    let mcp = free_port().to_string();
+    let server = start(
+        &dir,
+        &["--appendfsync", "always", "--memcached-port", mcp.as_str()],
+    );
+    let mcport: u16 = mcp.parse().unwrap();
     let mut c = server.conn();
     ok(&mut c, &["SET", "before", "1"]);
     // The next 20 writes (or fsyncs) fail: about 2 s of retries.
@@ -530,6 +535,27 @@ fn misconf(fault: &str) {
     );
     assert!(text(&r.cmd(&["PING"])).starts_with("-MISCONF"));
     assert_eq!(text(&r.cmd(&["GET", "before"])), "$1\r\n1\r\n");
+    // memcached writes are refused the same way; its reads go on.
+    let refused = "SERVER_ERROR MISCONF Errors writing to the AOF file: Input/output error\r\n";
+    assert_eq!(mc(mcport, "set m 0 0 1\r\nx\r\n", "\r\n"), refused);
+    assert_eq!(mc(mcport, "ms m 1\r\nx\r\n", "\r\n"), refused);
+    assert_eq!(mc(mcport, "delete before\r\n", "\r\n"), refused);
+    assert_eq!(mc(mcport, "incr before 1\r\n", "\r\n"), refused);
+    assert_eq!(mc(mcport, "touch before 10\r\n", "\r\n"), refused);
+    assert_eq!(mc(mcport, "mg before T10\r\n", "\r\n"), refused);
+    // noreply silences the error as it silences every reply.
+    assert_eq!(
+        mc(mcport, "set m 0 0 1 noreply\r\nx\r\nmn\r\n", "MN\r\n"),
+        "MN\r\n"
+    );
+    assert_eq!(
+        mc(mcport, "get before\r\n", "END\r\n"),
+        "VALUE before 0 1\r\n1\r\nEND\r\n"
+    );
+    assert_eq!(
+        mc(mcport, "mg before v\r\n", "VA 1\r\n1\r\n"),
+        "VA 1\r\n1\r\n"
+    );
     // The write that ran before the failure is not acknowledged yet: its
     // batch is not on disk.
     w.stream().set_nonblocking(true).unwrap();

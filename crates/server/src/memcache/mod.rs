@@ -24,7 +24,7 @@ mod storage;
 use crate::client::Client;
 use crate::shared::{bump, Shared};
 use cairn_engine::Expiry;
-use cairn_protocol::memcache::{Auth, DataBlock, Decoded, Decoder, Limits, Request};
+use cairn_protocol::memcache::{Auth, DataBlock, Decoded, Decoder, Limits, MetaCmd, Request};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 /// The database memcached items live in.
@@ -258,6 +258,43 @@ pub fn process(
     Stop::NeedInput
 }
 
+/// Why writes are refused now, as RESP's MISCONF says it: a failed
+/// background save while save rules exist, or a journal that cannot be
+/// written (see `resp::dispatch`).
+fn writes_denied(shared: &Shared) -> Option<String> {
+    if shared.snapshots.deny_writes.load(Ordering::Relaxed) {
+        return Some(crate::snapshots::MISCONF.to_string());
+    }
+    shared
+        .journal
+        .failure()
+        .map(|err| format!("MISCONF Errors writing to the AOF file: {err}"))
+}
+
+/// Some(noreply) if the request changes the keyspace (so is refused while
+/// writes are denied); meta commands always answer errors.
+fn write_of(req: &Request) -> Option<bool> {
+    match req {
+        Request::Store(s) => Some(s.noreply),
+        Request::Delete { noreply, .. }
+        | Request::Arith { noreply, .. }
+        | Request::Touch { noreply, .. }
+        | Request::FlushAll { noreply, .. } => Some(*noreply),
+        // A refused set still drops the old item (memcached does).
+        Request::Refused {
+            deletes: true,
+            noreply,
+            ..
+        } => Some(*noreply),
+        Request::Get { touch: Some(_), .. } => Some(false),
+        Request::Meta(m) => match m.cmd {
+            MetaCmd::Get if m.flags.ttl.is_none() && m.flags.vivify.is_none() => None,
+            _ => Some(false),
+        },
+        _ => None,
+    }
+}
+
 fn execute(cx: &mut Ctx, req: Request) {
     if cx.shared.snapshots.loading.load(Ordering::Relaxed) {
         // The keyspace is half loaded: only commands that do not touch it
@@ -278,6 +315,15 @@ fn execute(cx: &mut Ctx, req: Request) {
         };
         if let Some(noreply) = noreply {
             cx.reply("SERVER_ERROR loading the dataset in memory", noreply);
+            return;
+        }
+    }
+    if let Some(noreply) = write_of(&req) {
+        if let Some(why) = writes_denied(cx.shared) {
+            // As RESP writes get MISCONF: nothing is stored that the
+            // journal or the save rules could not keep. memcached has no
+            // disk; its error line for "cannot store now" is SERVER_ERROR.
+            cx.reply(&format!("SERVER_ERROR {why}"), noreply);
             return;
         }
     }
