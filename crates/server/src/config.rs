@@ -986,6 +986,10 @@ directives! {
     /// `worker-spin-us` (Cairn only): how long a busy worker keeps polling
     /// without sleeping after its last request, 0 = never spin.
     worker_spin_us: u64 = "worker-spin-us", int(0, 1_000_000), "50", MUTABLE, keep;
+    /// `worker-retain-locks` (Cairn only): a worker keeps a shard's lock
+    /// from one command to the next while they hit the same shard, for at
+    /// most one loop turn (`cairn_engine::keyspace::retain_locks`).
+    worker_retain_locks: bool = "worker-retain-locks", Kind::Bool, "yes", IMMUTABLE, keep;
     /// `memcached-port` (Cairn): memcached protocol port, 0 = off.
     memcached_port: u16 = "memcached-port", int(0, 65535), "0", IMMUTABLE, keep;
     /// `io-threads`: accepted and shown as Redis does, otherwise ignored;

@@ -174,6 +174,7 @@ impl Worker {
     pub fn run(mut self) {
         crate::memory::register_thread();
         crate::journal::defer_kicks();
+        cairn_engine::keyspace::retain_locks(self.shared.config.read().worker_retain_locks);
         let mut events = Events::with_capacity(1024);
         let mut next_cron = Instant::now() + CRON_EVERY;
         let mut busy_since: Option<Instant> = None;
@@ -202,6 +203,7 @@ impl Worker {
             };
             // Whatever ran since the last turn's writes (cron, mailbox)
             // may owe the journal writer a wake-up; never sleep on it.
+            cairn_engine::keyspace::release_retained();
             crate::journal::end_of_turn(&self.shared);
             if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
                 if e.kind() != ErrorKind::Interrupted {
@@ -234,6 +236,9 @@ impl Worker {
             for i in ready {
                 self.on_event(i, true, false);
             }
+            // A shard lock kept through the turn's commands is not held
+            // over the writes (`retain_locks`).
+            cairn_engine::keyspace::release_retained();
             crate::journal::end_of_turn(&self.shared);
             self.write_pending();
             if self.release_held() {

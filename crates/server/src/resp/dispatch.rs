@@ -233,6 +233,13 @@ pub fn invoke(
     out: &mut Vec<u8>,
     stats: &WorkerStats,
 ) -> Outcome {
+    if !cmd.has(flags::FAST) {
+        // A shard lock kept from the previous command (`retain_locks`)
+        // goes before anything that may wait for another thread (SAVE,
+        // DEBUG SLEEP, CONFIG SET appendonly's barrier, FLUSHALL, EXEC,
+        // blocking commands); "fast" commands only lock their keys.
+        cairn_engine::keyspace::release_retained();
+    }
     let started_us = cairn_engine::clock::start_command();
     let handler = cmd.handler.expect("resolve returns runnable commands");
     let reply_start = out.len();
