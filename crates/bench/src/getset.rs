@@ -210,6 +210,80 @@ impl Pacer {
     }
 }
 
+/// A one-shot monotonic timer the event loop polls like a socket, so a
+/// paced loop wakes when the next request is due with microsecond
+/// precision (a poll time-out is rounded up to whole milliseconds, which
+/// would send a paced pipeline up to 1 ms late and then a burst to catch
+/// up) without sleeping while replies of other connections arrive.
+struct PaceTimer {
+    fd: libc::c_int,
+    /// The due time it is armed for.
+    armed: Option<Instant>,
+}
+
+/// The poll token of the pacing timer (connections use 0..conns).
+const TIMER: Token = Token(usize::MAX - 1);
+
+impl PaceTimer {
+    fn new(poll: &Poll) -> io::Result<PaceTimer> {
+        // SAFETY: plain syscall; the result is checked.
+        let fd = unsafe {
+            libc::timerfd_create(
+                libc::CLOCK_MONOTONIC,
+                libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
+            )
+        };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let t = PaceTimer { fd, armed: None };
+        poll.registry()
+            .register(&mut mio::unix::SourceFd(&t.fd), TIMER, Interest::READABLE)?;
+        Ok(t)
+    }
+
+    /// Fires once at `due` (now + `wait`); a no-op if already armed for it.
+    fn arm(&mut self, due: Instant, wait: Duration) {
+        if self.armed == Some(due) {
+            return;
+        }
+        // A zero it_value would disarm: at least 1 ns.
+        let wait = wait.max(Duration::from_nanos(1));
+        let spec = libc::itimerspec {
+            it_interval: libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            },
+            it_value: libc::timespec {
+                tv_sec: wait.as_secs().min(i32::MAX as u64) as libc::time_t,
+                tv_nsec: wait.subsec_nanos() as libc::c_long,
+            },
+        };
+        // SAFETY: valid fd and pointers; the old value is not asked for.
+        let rc = unsafe { libc::timerfd_settime(self.fd, 0, &spec, std::ptr::null_mut()) };
+        self.armed = (rc == 0).then_some(due);
+    }
+
+    /// Clears the expiry count (so the next expiry is a new edge).
+    fn fired(&mut self) {
+        let mut buf = [0u8; 8];
+        // SAFETY: reads at most 8 bytes into a local buffer; EAGAIN is fine.
+        unsafe {
+            libc::read(self.fd, buf.as_mut_ptr().cast(), buf.len());
+        }
+        self.armed = None;
+    }
+}
+
+impl Drop for PaceTimer {
+    fn drop(&mut self) {
+        // SAFETY: the fd is ours and closed once.
+        unsafe {
+            libc::close(self.fd);
+        }
+    }
+}
+
 /// The per-thread share of a total rate over `threads` event loops.
 pub fn thread_rate(total: Option<f64>, threads: usize) -> Option<f64> {
     total
@@ -399,15 +473,29 @@ fn event_loop(
     let mut events = Events::with_capacity(1024);
     let tick = (p.timeout / 4).clamp(Duration::from_millis(1), Duration::from_millis(100));
     let mut last_check = Instant::now();
+    // Without a timer (timerfd refused) pacing falls back to the poll
+    // time-out's millisecond resolution.
+    let mut timer = pacer.and_then(|_| PaceTimer::new(&poll).ok());
     while finished < share {
         let mut wait = tick;
         if let (Some(pc), false) = (pacer, idle.is_empty()) {
-            wait = wait.min(pc.wait(issued, Instant::now()));
+            let now = Instant::now();
+            let w = pc.wait(issued, now);
+            match timer.as_mut() {
+                Some(t) if !w.is_zero() => t.arm(pc.due(issued), w),
+                _ => wait = wait.min(w),
+            }
         }
         if poll.poll(&mut events, Some(wait)).is_err() {
             continue;
         }
         for ev in events.iter() {
+            if ev.token() == TIMER {
+                if let Some(t) = timer.as_mut() {
+                    t.fired();
+                }
+                continue;
+            }
             let i = ev.token().0;
             let Some(c) = conns[i].as_mut() else { continue };
             let mut failed = None;
