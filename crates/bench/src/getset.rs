@@ -10,6 +10,13 @@
 //! the answer. A test ends when N requests have been answered.
 //! `--vs-redis-benchmark` runs redis-benchmark itself with the same options
 //! against each RESP target, interleaved, and puts its figures beside.
+//!
+//! `--target-rate R` paces the requests to R per second (see [`Pacer`]);
+//! `--equal-load` runs redis-benchmark first and paces cairn-bench to the
+//! rate it reached, then compares the two clients' p50/p99 at that load
+//! ([`check_latency`]). Equal rate is not equal concurrency: paced,
+//! cairn-bench's connections are not all outstanding at once as a saturated
+//! closed-loop redis-benchmark's are, so the server queues fewer requests.
 
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};
