@@ -263,6 +263,11 @@ pub struct GetSetCmd {
     /// target, interleaved, and report it beside (this executable).
     #[arg(long, value_name = "PATH", num_args = 0..=1, default_missing_value = "redis-benchmark")]
     pub vs_redis_benchmark: Option<String>,
+    /// With --vs-redis-benchmark: run redis-benchmark first, then pace
+    /// cairn-bench to the rate redis-benchmark reached, and compare the two
+    /// clients' p50/p99 at that same load (flagged beyond 10%).
+    #[arg(long)]
+    pub equal_load: bool,
 }
 
 /// Parses "8,16,32".

@@ -10,7 +10,15 @@
 //! the answer. A test ends when N requests have been answered.
 //! `--vs-redis-benchmark` runs redis-benchmark itself with the same options
 //! against each RESP target, interleaved, and puts its figures beside.
+//!
+//! `--target-rate R` paces the requests to R per second (see [`Pacer`]);
+//! `--equal-load` runs redis-benchmark first and paces cairn-bench to the
+//! rate it reached, then compares the two clients' p50/p99 at that load
+//! ([`check_latency`]). Equal rate is not equal concurrency: paced,
+//! cairn-bench's connections are not all outstanding at once as a saturated
+//! closed-loop redis-benchmark's are, so the server queues fewer requests.
 
+use std::collections::VecDeque;
 use std::io::{self, Read, Write};
 use std::net::TcpStream as StdStream;
 use std::process::Command;
@@ -115,12 +123,27 @@ pub fn benchmark_data(n: usize) -> Vec<u8> {
         .collect()
 }
 
-/// Writes `v` as `KEY_DIGITS` zero-padded decimal digits.
+/// "00" "01" … "99": two digits per division halves the key formatting
+/// cost (it was a third of get-set's client instructions per request).
+const DIGIT_PAIRS: [[u8; 2]; 100] = {
+    let mut t = [[0u8; 2]; 100];
+    let mut i = 0;
+    while i < 100 {
+        t[i] = [b'0' + (i / 10) as u8, b'0' + (i % 10) as u8];
+        i += 1;
+    }
+    t
+};
+
+/// Writes `v` as `KEY_DIGITS` zero-padded decimal digits (its low 12
+/// digits, as redis-benchmark's `%012zu` of a value below 10^12).
 #[inline]
 pub fn put_digits(dst: &mut [u8], mut v: u64) {
-    for i in (0..KEY_DIGITS).rev() {
-        dst[i] = b'0' + (v % 10) as u8;
-        v /= 10;
+    let dst = &mut dst[..KEY_DIGITS];
+    for i in (0..KEY_DIGITS / 2).rev() {
+        let pair = DIGIT_PAIRS[(v % 100) as usize];
+        dst[2 * i..2 * i + 2].copy_from_slice(&pair);
+        v /= 100;
     }
 }
 
@@ -145,6 +168,134 @@ struct Params<'a> {
     pipeline: usize,
     keyspace: u64,
     timeout: Duration,
+    /// Requests per second for this event-loop thread, if paced.
+    rate: Option<f64>,
+}
+
+/// Paces one event loop to a request rate while staying closed-loop: the
+/// pipeline that starts with the thread's m-th request is not sent before
+/// `start + m / rate`, and, as without pacing, not before its connection's
+/// previous pipeline is answered. A loop that falls behind catches up
+/// without waiting (as YCSB's throttle), so the long-run rate is the target
+/// whenever the server can sustain it.
+///
+/// Latency is still measured from the *actual* start of the write (as
+/// redis-benchmark measures it, closed-loop), not from the intended send
+/// time: a request held back by the pacer is not yet sent, and one sent late
+/// because the loop fell behind is timed from when it went out. That keeps
+/// the two clients' figures comparable; it does not correct coordinated
+/// omission (neither does redis-benchmark).
+#[derive(Debug, Clone, Copy)]
+pub struct Pacer {
+    start: Instant,
+    /// Seconds per request.
+    per_request: f64,
+}
+
+impl Pacer {
+    /// A pacer for `rate` requests per second; `None` for no pacing (a
+    /// rate that is not a positive finite number).
+    pub fn new(rate: Option<f64>, start: Instant) -> Option<Pacer> {
+        let r = rate.filter(|r| r.is_finite() && *r > 0.0)?;
+        Some(Pacer {
+            start,
+            per_request: 1.0 / r,
+        })
+    }
+
+    /// When the request numbered `issued` (0-based, in this loop) is due.
+    #[inline]
+    pub fn due(&self, issued: u64) -> Instant {
+        // f64 seconds: exact enough (ns) for any run shorter than days.
+        self.start + Duration::from_secs_f64((issued as f64 * self.per_request).min(1e9))
+    }
+
+    /// How long to wait at `now` before request `issued` may go out.
+    #[inline]
+    pub fn wait(&self, issued: u64, now: Instant) -> Duration {
+        self.due(issued).saturating_duration_since(now)
+    }
+}
+
+/// A one-shot monotonic timer the event loop polls like a socket, so a
+/// paced loop wakes when the next request is due with microsecond
+/// precision (a poll time-out is rounded up to whole milliseconds, which
+/// would send a paced pipeline up to 1 ms late and then a burst to catch
+/// up) without sleeping while replies of other connections arrive.
+struct PaceTimer {
+    fd: libc::c_int,
+    /// The due time it is armed for.
+    armed: Option<Instant>,
+}
+
+/// The poll token of the pacing timer (connections use 0..conns).
+const TIMER: Token = Token(usize::MAX - 1);
+
+impl PaceTimer {
+    fn new(poll: &Poll) -> io::Result<PaceTimer> {
+        // SAFETY: plain syscall; the result is checked.
+        let fd = unsafe {
+            libc::timerfd_create(
+                libc::CLOCK_MONOTONIC,
+                libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
+            )
+        };
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let t = PaceTimer { fd, armed: None };
+        poll.registry()
+            .register(&mut mio::unix::SourceFd(&t.fd), TIMER, Interest::READABLE)?;
+        Ok(t)
+    }
+
+    /// Fires once at `due` (now + `wait`); a no-op if already armed for it.
+    fn arm(&mut self, due: Instant, wait: Duration) {
+        if self.armed == Some(due) {
+            return;
+        }
+        // A zero it_value would disarm: at least 1 ns.
+        let wait = wait.max(Duration::from_nanos(1));
+        let spec = libc::itimerspec {
+            it_interval: libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            },
+            it_value: libc::timespec {
+                tv_sec: wait.as_secs().min(i32::MAX as u64) as libc::time_t,
+                tv_nsec: wait.subsec_nanos() as libc::c_long,
+            },
+        };
+        // SAFETY: valid fd and pointers; the old value is not asked for.
+        let rc = unsafe { libc::timerfd_settime(self.fd, 0, &spec, std::ptr::null_mut()) };
+        self.armed = (rc == 0).then_some(due);
+    }
+
+    /// Clears the expiry count (so the next expiry is a new edge).
+    fn fired(&mut self) {
+        let mut buf = [0u8; 8];
+        // SAFETY: reads at most 8 bytes into a local buffer; EAGAIN is fine.
+        unsafe {
+            libc::read(self.fd, buf.as_mut_ptr().cast(), buf.len());
+        }
+        self.armed = None;
+    }
+}
+
+impl Drop for PaceTimer {
+    fn drop(&mut self) {
+        // SAFETY: the fd is ours and closed once.
+        unsafe {
+            libc::close(self.fd);
+        }
+    }
+}
+
+/// The per-thread share of a total rate over `threads` event loops.
+pub fn thread_rate(total: Option<f64>, threads: usize) -> Option<f64> {
+    total
+        .filter(|r| r.is_finite() && *r > 0.0)
+        .map(|r| r / threads.max(1) as f64)
 }
 
 fn open(p: &Params, poll: &Poll, token: Token) -> io::Result<Conn> {
@@ -308,8 +459,16 @@ fn event_loop(
     let mut issued: u64 = 0;
     let mut finished: u64 = 0;
     let batch = |issued: u64| (share - issued).min(p.pipeline as u64) as usize;
-    for c in conns.iter_mut().flatten() {
+    let pacer = Pacer::new(p.rate, Instant::now());
+    // Connections with nothing in flight, waiting for the pacer (FIFO).
+    let mut idle: VecDeque<usize> = VecDeque::with_capacity(conns_n);
+    for (i, c) in conns.iter_mut().enumerate() {
+        let Some(c) = c.as_mut() else { continue };
         if issued < share {
+            if pacer.is_some_and(|pc| !pc.wait(issued, Instant::now()).is_zero()) {
+                idle.push_back(i);
+                continue;
+            }
             let k = batch(issued);
             issued += k as u64;
             if let Err(e) = issue(c, p, k, &mut rng) {
@@ -321,11 +480,29 @@ fn event_loop(
     let mut events = Events::with_capacity(1024);
     let tick = (p.timeout / 4).clamp(Duration::from_millis(1), Duration::from_millis(100));
     let mut last_check = Instant::now();
+    // Without a timer (timerfd refused) pacing falls back to the poll
+    // time-out's millisecond resolution.
+    let mut timer = pacer.and_then(|_| PaceTimer::new(&poll).ok());
     while finished < share {
-        if poll.poll(&mut events, Some(tick)).is_err() {
+        let mut wait = tick;
+        if let (Some(pc), false) = (pacer, idle.is_empty()) {
+            let now = Instant::now();
+            let w = pc.wait(issued, now);
+            match timer.as_mut() {
+                Some(t) if !w.is_zero() => t.arm(pc.due(issued), w),
+                _ => wait = wait.min(w),
+            }
+        }
+        if poll.poll(&mut events, Some(wait)).is_err() {
             continue;
         }
         for ev in events.iter() {
+            if ev.token() == TIMER {
+                if let Some(t) = timer.as_mut() {
+                    t.fired();
+                }
+                continue;
+            }
             let i = ev.token().0;
             let Some(c) = conns[i].as_mut() else { continue };
             let mut failed = None;
@@ -365,7 +542,9 @@ fn event_loop(
                 }
                 finished += c.inflight as u64;
                 c.inflight = 0;
-                if issued < share {
+                if issued < share && pacer.is_some_and(|pc| pc.due(issued) > now) {
+                    idle.push_back(i);
+                } else if issued < share {
                     let k = batch(issued);
                     issued += k as u64;
                     if let Err(e) = issue(c, p, k, &mut rng) {
@@ -374,6 +553,25 @@ fn event_loop(
                         c.inflight = 0;
                         conns[i] = reopen(p, &poll, i, &mut issued, share, &mut rng);
                     }
+                }
+            }
+        }
+        // Paced connections whose turn has come.
+        if let Some(pc) = pacer {
+            let now = Instant::now();
+            while issued < share && pc.due(issued) <= now {
+                let Some(i) = idle.pop_front() else { break };
+                let Some(c) = conns[i].as_mut() else { continue };
+                if c.inflight > 0 {
+                    continue;
+                }
+                let k = batch(issued);
+                issued += k as u64;
+                if let Err(e) = issue(c, p, k, &mut rng) {
+                    rec.err(0, &OpError::from(e), k as u64);
+                    finished += k as u64;
+                    c.inflight = 0;
+                    conns[i] = reopen(p, &poll, i, &mut issued, share, &mut rng);
                 }
             }
         }
@@ -397,8 +595,9 @@ fn event_loop(
                 rec.err(0, &OpError::Io("no connection to the server".into()), left);
                 return;
             }
-            if issued < share {
-                // A connection that was down gets work again.
+            if issued < share && pacer.is_none() {
+                // A connection that was down gets work again (paced loops
+                // hand work out through `idle`).
                 for c in conns.iter_mut().flatten() {
                     if c.inflight == 0 && issued < share {
                         let k = batch(issued);
@@ -442,17 +641,28 @@ impl Params<'_> {
     }
 }
 
+/// One test against one target; `rate` (total requests per second) paces
+/// it, see [`Pacer`].
 #[allow(clippy::too_many_arguments)]
-fn run_test(ctx: &Ctx, t: &Target, test: Test, a: &GetSetCmd, seed: u64, round: u32) -> Outcome {
+fn run_test(
+    ctx: &Ctx,
+    t: &Target,
+    test: Test,
+    a: &GetSetCmd,
+    seed: u64,
+    round: u32,
+    rate: Option<f64>,
+) -> Outcome {
     let tpl = template(t.protocol, test, a.keyspace > 0, a.data_size);
+    let threads = a.client_threads.clamp(1, a.clients);
     let p = Params {
         target: t,
         tpl: &tpl,
         pipeline: a.pipeline,
         keyspace: a.keyspace.max(1),
         timeout: ctx.timeout,
+        rate: thread_rate(rate, threads),
     };
-    let threads = a.client_threads.clamp(1, a.clients);
     let names = if test == Test::Set {
         SET_NAMES
     } else {
@@ -576,6 +786,195 @@ fn redis_benchmark(
     })
 }
 
+/// Runs redis-benchmark against `t`, says its figures, and registers its
+/// report target (`<name>:redis-benchmark`) once.
+#[allow(clippy::too_many_arguments)]
+fn run_redis_benchmark(
+    ctx: &Ctx,
+    bin: &str,
+    t: &Target,
+    test: Test,
+    a: &GetSetCmd,
+    round: u32,
+    infos: &[TargetInfo],
+    extra_targets: &mut Vec<TargetInfo>,
+) -> Result<Run, String> {
+    let name = format!("{}:redis-benchmark", t.name);
+    let run = redis_benchmark(bin, t, test, a, round, &name)?;
+    ctx.say(&format!(
+        "{name} {} round {round}: {} ops/s, p50 {} µs, p99 {} µs",
+        test.name(),
+        crate::report::thousands(run.ops_per_sec),
+        crate::report::micros(run.per_op[0].latency.p50_us),
+        crate::report::micros(run.per_op[0].latency.p99_us)
+    ));
+    if !extra_targets.iter().any(|x| x.name == name) {
+        let base = infos.iter().find(|i| i.name == t.name).cloned();
+        extra_targets.push(TargetInfo {
+            name,
+            url: t.url.clone(),
+            protocol: t.protocol,
+            server_version: base.and_then(|b| b.server_version),
+            pid: t.pid,
+            pid_source: t.pid_source.map(String::from),
+        });
+    }
+    Ok(run)
+}
+
+/// Relative tolerance of the latency bar (issue 4: within 10% at p50 and
+/// p99 at the same load).
+pub const LATENCY_TOLERANCE: f64 = 0.10;
+/// How far below redis-benchmark's rate cairn-bench may end and still be
+/// "at the same load".
+pub const RATE_TOLERANCE: f64 = 0.05;
+
+/// cairn-bench's latency against redis-benchmark's at the same load.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct LatencyCheck {
+    pub target: String,
+    pub test: String,
+    /// 0 for the median over the rounds.
+    pub round: u32,
+    pub rb_ops_per_sec: f64,
+    pub cb_ops_per_sec: f64,
+    pub rb_p50_us: f64,
+    pub cb_p50_us: f64,
+    /// (cairn-bench - redis-benchmark) / redis-benchmark.
+    pub p50_diff: Option<f64>,
+    pub rb_p99_us: f64,
+    pub cb_p99_us: f64,
+    pub p99_diff: Option<f64>,
+    /// cairn-bench reached redis-benchmark's rate (within
+    /// [`RATE_TOLERANCE`]): only then are the loads equal.
+    pub same_load: bool,
+    /// Both percentiles within [`LATENCY_TOLERANCE`].
+    pub agrees: bool,
+}
+
+/// `(cb - rb) / rb`; `None` when the reference is not positive.
+pub fn rel_diff(cb: f64, rb: f64) -> Option<f64> {
+    (rb > 0.0 && rb.is_finite() && cb.is_finite()).then(|| (cb - rb) / rb)
+}
+
+/// Compares one pair of runs: `(ops/s, latency)` of redis-benchmark, then
+/// of cairn-bench.
+pub fn check_latency(
+    target: &str,
+    test: &str,
+    round: u32,
+    rb: (f64, &Latency),
+    cb: (f64, &Latency),
+) -> LatencyCheck {
+    let p50_diff = rel_diff(cb.1.p50_us, rb.1.p50_us);
+    let p99_diff = rel_diff(cb.1.p99_us, rb.1.p99_us);
+    let within = |d: Option<f64>| d.is_some_and(|d| d.abs() <= LATENCY_TOLERANCE + 1e-12);
+    LatencyCheck {
+        target: target.to_string(),
+        test: test.to_string(),
+        round,
+        rb_ops_per_sec: rb.0,
+        cb_ops_per_sec: cb.0,
+        rb_p50_us: rb.1.p50_us,
+        cb_p50_us: cb.1.p50_us,
+        p50_diff,
+        rb_p99_us: rb.1.p99_us,
+        cb_p99_us: cb.1.p99_us,
+        p99_diff,
+        same_load: rb.0 > 0.0 && cb.0 >= rb.0 * (1.0 - RATE_TOLERANCE),
+        agrees: within(p50_diff) && within(p99_diff),
+    }
+}
+
+/// Per target and test, the check of the rounds' medians (round 0).
+pub fn median_checks(checks: &[LatencyCheck]) -> Vec<LatencyCheck> {
+    let mut keys: Vec<(&str, &str)> = Vec::new();
+    for c in checks {
+        if !keys.contains(&(c.target.as_str(), c.test.as_str())) {
+            keys.push((c.target.as_str(), c.test.as_str()));
+        }
+    }
+    keys.into_iter()
+        .map(|(target, test)| {
+            let of: Vec<&LatencyCheck> = checks
+                .iter()
+                .filter(|c| c.target == target && c.test == test && c.round > 0)
+                .collect();
+            let med = |f: &dyn Fn(&LatencyCheck) -> f64| {
+                crate::stats::median(&of.iter().map(|c| f(c)).collect::<Vec<_>>()).unwrap_or(0.0)
+            };
+            let rb_lat = Latency {
+                p50_us: med(&|c| c.rb_p50_us),
+                p99_us: med(&|c| c.rb_p99_us),
+                ..Latency::default()
+            };
+            let cb_lat = Latency {
+                p50_us: med(&|c| c.cb_p50_us),
+                p99_us: med(&|c| c.cb_p99_us),
+                ..Latency::default()
+            };
+            check_latency(
+                target,
+                test,
+                0,
+                (med(&|c| c.rb_ops_per_sec), &rb_lat),
+                (med(&|c| c.cb_ops_per_sec), &cb_lat),
+            )
+        })
+        .collect()
+}
+
+/// The equal-load table: one line per round, then the medians.
+pub fn render_checks(checks: &[LatencyCheck]) -> String {
+    let pct = |d: Option<f64>| d.map_or("n/a".to_string(), |d| format!("{:+.1}%", d * 100.0));
+    let mut out = String::from(
+        "equal load: cairn-bench paced to redis-benchmark's measured rate (latency from the actual write, both clients)\n",
+    );
+    out.push_str(&format!(
+        "{:<12} {:<4} {:>6} {:>10} {:>10} {:>9} {:>9} {:>7} {:>9} {:>9} {:>7}  {}\n",
+        "target",
+        "test",
+        "round",
+        "rb ops/s",
+        "cb ops/s",
+        "rb p50",
+        "cb p50",
+        "p50",
+        "rb p99",
+        "cb p99",
+        "p99",
+        "verdict"
+    ));
+    let medians = median_checks(checks);
+    for c in checks.iter().chain(&medians) {
+        let verdict = match (c.same_load, c.agrees) {
+            (false, _) => "NOT SAME LOAD (cairn-bench below the rate)",
+            (true, true) => "ok (within 10%)",
+            (true, false) => "DIFFERS BY MORE THAN 10%",
+        };
+        out.push_str(&format!(
+            "{:<12} {:<4} {:>6} {:>10} {:>10} {:>9} {:>9} {:>7} {:>9} {:>9} {:>7}  {}\n",
+            c.target,
+            c.test,
+            if c.round == 0 {
+                "median".to_string()
+            } else {
+                c.round.to_string()
+            },
+            crate::report::thousands(c.rb_ops_per_sec),
+            crate::report::thousands(c.cb_ops_per_sec),
+            crate::report::micros(c.rb_p50_us),
+            crate::report::micros(c.cb_p50_us),
+            pct(c.p50_diff),
+            crate::report::micros(c.rb_p99_us),
+            crate::report::micros(c.cb_p99_us),
+            pct(c.p99_diff),
+            verdict
+        ));
+    }
+    out
+}
+
 /// Parses redis-benchmark 7's `--csv` output: the header, then
 /// `"SET","rps","avg","min","p50","p95","p99","max"` (milliseconds).
 pub fn parse_rb_csv(text: &str, test: &str) -> Option<(f64, Latency)> {
@@ -625,11 +1024,38 @@ pub fn command(a: GetSetCmd) -> Result<(), String> {
     let seed = runner::seed_base(&ctx);
     let mut records = Vec::new();
     let mut extra_targets: Vec<TargetInfo> = Vec::new();
+    let mut checks: Vec<LatencyCheck> = Vec::new();
+    if a.equal_load && a.vs_redis_benchmark.is_none() {
+        return Err("--equal-load needs --vs-redis-benchmark".into());
+    }
     for round in 1..=ctx.rounds {
         for &test in &tests {
             for t in &ctx.targets {
-                let out = run_test(&ctx, t, test, &a, seed, round);
-                let run = make_run(
+                let vs = match (&a.vs_redis_benchmark, t.protocol) {
+                    (Some(bin), Protocol::Redis) => Some(bin.as_str()),
+                    _ => None,
+                };
+                // With --equal-load redis-benchmark goes first and its
+                // measured rate becomes cairn-bench's target rate.
+                let mut rb_run = None;
+                if let (Some(bin), true) = (vs, a.equal_load) {
+                    rb_run = Some(run_redis_benchmark(
+                        &ctx,
+                        bin,
+                        t,
+                        test,
+                        &a,
+                        round,
+                        &infos,
+                        &mut extra_targets,
+                    )?);
+                }
+                let rate = match &rb_run {
+                    Some(r) => Some(r.ops_per_sec),
+                    None => ctx.target_rate,
+                };
+                let out = run_test(&ctx, t, test, &a, seed, round, rate);
+                let mut run = make_run(
                     &t.name,
                     test.name(),
                     round,
@@ -640,41 +1066,57 @@ pub fn command(a: GetSetCmd) -> Result<(), String> {
                     "ops",
                     out.server_cpu,
                 );
+                if let Some(r) = rate {
+                    run.extra.insert("target_rate".into(), serde_json::json!(r));
+                }
                 ctx.say(&format!(
-                    "{} {} round {round}: {} ops/s, p50 {} µs, p99 {} µs, {} errors",
+                    "{} {} round {round}: {} ops/s{}, p50 {} µs, p99 {} µs, {} errors",
                     t.name,
                     test.name(),
                     crate::report::thousands(run.ops_per_sec),
+                    rate.map_or(String::new(), |r| format!(
+                        " (target {})",
+                        crate::report::thousands(r)
+                    )),
                     crate::report::micros(run.per_op.first().map_or(0.0, |o| o.latency.p50_us)),
                     crate::report::micros(run.per_op.first().map_or(0.0, |o| o.latency.p99_us)),
                     run.errors
                 ));
+                if let Some(rb) = &rb_run {
+                    if let (Some(cb_op), Some(rb_op)) = (run.per_op.first(), rb.per_op.first()) {
+                        checks.push(check_latency(
+                            &t.name,
+                            test.name(),
+                            round,
+                            (rb.ops_per_sec, &rb_op.latency),
+                            (run.ops_per_sec, &cb_op.latency),
+                        ));
+                    }
+                }
                 records.push(Record {
                     run,
                     merged: Some(out.merged),
                 });
-                if let (Some(bin), Protocol::Redis) = (&a.vs_redis_benchmark, t.protocol) {
-                    let name = format!("{}:redis-benchmark", t.name);
-                    let run = redis_benchmark(bin, t, test, &a, round, &name)?;
-                    ctx.say(&format!(
-                        "{name} {} round {round}: {} ops/s, p50 {} µs, p99 {} µs",
-                        test.name(),
-                        crate::report::thousands(run.ops_per_sec),
-                        crate::report::micros(run.per_op[0].latency.p50_us),
-                        crate::report::micros(run.per_op[0].latency.p99_us)
-                    ));
-                    if !extra_targets.iter().any(|x| x.name == name) {
-                        let base = infos.iter().find(|i| i.name == t.name).cloned();
-                        extra_targets.push(TargetInfo {
-                            name: name.clone(),
-                            url: t.url.clone(),
-                            protocol: t.protocol,
-                            server_version: base.and_then(|b| b.server_version),
-                            pid: t.pid,
-                            pid_source: t.pid_source.map(String::from),
-                        });
-                    }
-                    records.push(Record { run, merged: None });
+                if let Some(rb) = rb_run {
+                    records.push(Record {
+                        run: rb,
+                        merged: None,
+                    });
+                } else if let Some(bin) = vs {
+                    let rb = run_redis_benchmark(
+                        &ctx,
+                        bin,
+                        t,
+                        test,
+                        &a,
+                        round,
+                        &infos,
+                        &mut extra_targets,
+                    )?;
+                    records.push(Record {
+                        run: rb,
+                        merged: None,
+                    });
                 }
             }
         }
@@ -699,9 +1141,36 @@ pub fn command(a: GetSetCmd) -> Result<(), String> {
         "rounds": ctx.rounds,
         "timeout_s": ctx.timeout.as_secs_f64(),
         "vs_redis_benchmark": a.vs_redis_benchmark,
-        "latency_definition": "from the start of a pipeline's write to the first byte of its answer, for every request of the pipeline (as redis-benchmark)",
+        "latency_definition": "from the start of a pipeline's write to the first byte of its answer, for every request of the pipeline (as redis-benchmark); with a target rate, from the actual write, not the intended send time",
+        "target_rate": ctx.target_rate,
+        "equal_load": a.equal_load,
+        "equal_load_checks": checks.iter().cloned().chain(median_checks(&checks)).collect::<Vec<_>>(),
     });
-    let rep = runner::finish(&ctx, "get-set", infos, config, &records, vec![], started)?;
+    let mut notes = Vec::new();
+    for c in median_checks(&checks) {
+        notes.push(format!(
+            "{} {}: at redis-benchmark's rate ({} ops/s; cairn-bench {}), median p50 {} vs {} µs, p99 {} vs {} µs (cairn-bench vs redis-benchmark): {}",
+            c.target,
+            c.test,
+            crate::report::thousands(c.rb_ops_per_sec),
+            crate::report::thousands(c.cb_ops_per_sec),
+            crate::report::micros(c.cb_p50_us),
+            crate::report::micros(c.rb_p50_us),
+            crate::report::micros(c.cb_p99_us),
+            crate::report::micros(c.rb_p99_us),
+            if !c.same_load {
+                "not the same load"
+            } else if c.agrees {
+                "within 10%"
+            } else {
+                "differs by more than 10%"
+            }
+        ));
+    }
+    let rep = runner::finish(&ctx, "get-set", infos, config, &records, notes, started)?;
+    if !checks.is_empty() {
+        print!("{}", render_checks(&checks));
+    }
     if let Some(prefix) = &ctx.chart {
         let files = crate::cli::phases_chart(
             &ctx,
@@ -738,6 +1207,22 @@ mod tests {
             cmd,
             b"*3\r\n$3\r\nSET\r\n$16\r\nkey:000000000042\r\n$3\r\nVXK\r\n"
         );
+        for v in [
+            0u64,
+            7,
+            99,
+            100,
+            123_456_789_012,
+            999_999_999_999,
+            1_000_000_000_001,
+        ] {
+            let mut d = [0u8; KEY_DIGITS];
+            put_digits(&mut d, v);
+            assert_eq!(
+                d.as_slice(),
+                format!("{:012}", v % 1_000_000_000_000).as_bytes()
+            );
+        }
         // What redis-benchmark 7.0 stores for -d 8.
         assert_eq!(benchmark_data(8), b"VXKeHogK");
         let t = template(Protocol::Redis, Test::Get, false, 3);
@@ -762,5 +1247,131 @@ mod tests {
         assert!((l.p99_us - 999.0).abs() < 1e-9);
         assert!((l.max_us - 3151.0).abs() < 1e-9);
         assert!(parse_rb_csv(csv, "GET").is_none());
+    }
+    #[test]
+    fn pacer_spaces_requests_at_the_rate() {
+        let t0 = Instant::now();
+        assert!(Pacer::new(None, t0).is_none());
+        assert!(Pacer::new(Some(0.0), t0).is_none());
+        assert!(Pacer::new(Some(-5.0), t0).is_none());
+        assert!(Pacer::new(Some(f64::NAN), t0).is_none());
+        let p = Pacer::new(Some(1000.0), t0).unwrap();
+        // Request m is due m ms after the start.
+        assert_eq!(p.due(0), t0);
+        assert_eq!(p.due(1), t0 + Duration::from_millis(1));
+        assert_eq!(p.due(16), t0 + Duration::from_millis(16));
+        assert_eq!(p.due(50_000), t0 + Duration::from_secs(50));
+        // Waiting: before the due time the rest, after it nothing.
+        assert_eq!(p.wait(16, t0), Duration::from_millis(16));
+        assert_eq!(
+            p.wait(16, t0 + Duration::from_millis(10)),
+            Duration::from_millis(6)
+        );
+        assert!(p.wait(16, t0 + Duration::from_millis(17)).is_zero());
+        // Pipelines of 16 at 1000 req/s: one pipeline every 16 ms, so by
+        // 1 s at most 63 pipelines (1008 requests' due times) have come.
+        let due_by = |t: Duration| {
+            (0..)
+                .step_by(16)
+                .take_while(|&m| p.due(m) <= t0 + t)
+                .count()
+        };
+        assert_eq!(due_by(Duration::from_secs(1)), 63);
+        // A total rate is split evenly over the event loops.
+        assert_eq!(thread_rate(Some(90_000.0), 3), Some(30_000.0));
+        assert_eq!(thread_rate(Some(90_000.0), 0), Some(90_000.0));
+        assert_eq!(thread_rate(Some(0.0), 3), None);
+        assert_eq!(thread_rate(None, 3), None);
+    }
+
+    fn lat(p50: f64, p99: f64) -> Latency {
+        Latency {
+            p50_us: p50,
+            p99_us: p99,
+            ..Latency::default()
+        }
+    }
+
+    #[test]
+    fn latency_verdicts() {
+        // Within 10% both ways, at the same rate.
+        let c = check_latency(
+            "r",
+            "SET",
+            1,
+            (50_000.0, &lat(500.0, 1000.0)),
+            (49_900.0, &lat(540.0, 910.0)),
+        );
+        assert!(c.same_load && c.agrees);
+        assert!((c.p50_diff.unwrap() - 0.08).abs() < 1e-12);
+        assert!((c.p99_diff.unwrap() + 0.09).abs() < 1e-12);
+        // Exactly 10% still agrees; p99 12% above does not.
+        let c = check_latency(
+            "r",
+            "SET",
+            1,
+            (50_000.0, &lat(500.0, 1000.0)),
+            (50_000.0, &lat(550.0, 1120.0)),
+        );
+        assert!(c.same_load && !c.agrees);
+        // 15% below on p50 fails too.
+        let c = check_latency(
+            "r",
+            "GET",
+            1,
+            (50_000.0, &lat(500.0, 1000.0)),
+            (50_000.0, &lat(425.0, 1000.0)),
+        );
+        assert!(!c.agrees);
+        // cairn-bench 6% below redis-benchmark's rate: not the same load.
+        let c = check_latency(
+            "r",
+            "GET",
+            1,
+            (50_000.0, &lat(500.0, 1000.0)),
+            (47_000.0, &lat(500.0, 1000.0)),
+        );
+        assert!(!c.same_load && c.agrees);
+        // No reference figure: no verdict of agreement.
+        let c = check_latency(
+            "r",
+            "GET",
+            1,
+            (50_000.0, &lat(0.0, 1000.0)),
+            (50_000.0, &lat(500.0, 1000.0)),
+        );
+        assert_eq!(c.p50_diff, None);
+        assert!(!c.agrees);
+        assert_eq!(rel_diff(110.0, 100.0).map(|d| (d * 1e9).round()), Some(1e8));
+    }
+
+    #[test]
+    fn median_of_rounds_and_table() {
+        let mk = |round, rb50: f64, cb50: f64| {
+            check_latency(
+                "r",
+                "SET",
+                round,
+                (50_000.0, &lat(rb50, 1000.0)),
+                (50_000.0, &lat(cb50, 1000.0)),
+            )
+        };
+        let rounds = vec![
+            mk(1, 500.0, 900.0),
+            mk(2, 500.0, 520.0),
+            mk(3, 510.0, 530.0),
+        ];
+        let m = median_checks(&rounds);
+        assert_eq!(m.len(), 1);
+        assert_eq!(
+            (m[0].round, m[0].rb_p50_us, m[0].cb_p50_us),
+            (0, 500.0, 530.0)
+        );
+        assert!(m[0].agrees, "the outlier round does not decide the median");
+        let table = render_checks(&rounds);
+        assert_eq!(table.lines().count(), 2 + 3 + 1);
+        assert!(table.contains("DIFFERS BY MORE THAN 10%"));
+        assert!(table.lines().last().unwrap().contains("median"));
+        assert!(table.lines().last().unwrap().contains("+6.0%"));
     }
 }

@@ -292,6 +292,15 @@ pub struct Skimmed {
 /// Finds the end of the first complete RESP2/RESP3 reply in `buf`. Returns
 /// `Ok(None)` when more bytes are needed.
 pub fn skim(buf: &[u8]) -> Result<Option<Skimmed>, String> {
+    // The reply of SET and most writes: skipped without a line search
+    // (a quarter of get-set's per-request client instructions otherwise).
+    if buf.starts_with(b"+OK\r\n") {
+        return Ok(Some(Skimmed {
+            len: 5,
+            error: false,
+            nil: false,
+        }));
+    }
     let mut pos = 0usize;
     let mut pending = 1usize;
     let mut first = true;
@@ -316,7 +325,11 @@ pub fn skim(buf: &[u8]) -> Result<Option<Skimmed>, String> {
             b'$' | b'=' => {
                 let n = parse_i64(body).ok_or("bad bulk length")?;
                 if n >= 0 {
-                    let need = pos + n as usize + 2;
+                    // Checked: a hostile length must not wrap around.
+                    let need = usize::try_from(n)
+                        .ok()
+                        .and_then(|n| pos.checked_add(n)?.checked_add(2))
+                        .ok_or("bulk length out of range")?;
                     if buf.len() < need {
                         return Ok(None);
                     }
@@ -329,7 +342,7 @@ pub fn skim(buf: &[u8]) -> Result<Option<Skimmed>, String> {
                 let n = parse_i64(body).ok_or("bad aggregate length")?;
                 if n > 0 {
                     let mult = if matches!(t, b'%' | b'|') { 2 } else { 1 };
-                    pending += n as usize * mult;
+                    pending = pending.saturating_add((n as usize).saturating_mul(mult));
                 } else if n < 0 && first {
                     nil = true;
                 }
@@ -364,5 +377,20 @@ mod tests {
         assert!(skim(b"*-1\r\n").unwrap().unwrap().nil);
         assert!(skim(b"?\r\n").is_err());
         assert!(skim(b"+OK\n").is_err());
+    }
+
+    #[test]
+    fn skim_fast_path_and_hostile_lengths() {
+        // The +OK shortcut stops at the first reply, like the general path.
+        let s = skim(b"+OK\r\n+OK\r\n").unwrap().unwrap();
+        assert_eq!((s.len, s.error, s.nil), (5, false, false));
+        assert_eq!(skim(b"+OKAY\r\n").unwrap().unwrap().len, 7);
+        // Lengths near the integer limits: an error or "need more", never
+        // a wrap-around or a panic.
+        assert!(
+            skim(b"$9223372036854775807\r\n").is_err()
+                || skim(b"$9223372036854775807\r\n").unwrap().is_none()
+        );
+        assert_eq!(skim(b"*9223372036854775807\r\n:1\r\n").unwrap(), None);
     }
 }

@@ -489,6 +489,96 @@ fn get_set_like_redis_benchmark() {
 }
 
 #[test]
+fn get_set_paced_and_equal_load() {
+    let Some(rs) = redis() else {
+        return;
+    };
+    let dir = TempDir::new("paced");
+    // 1,500 requests at 3,000/s: the last is due 0.4997 s after the start,
+    // so the run cannot be faster than that, whatever the machine.
+    for (pipeline, rate, n) in [(1, 3000.0, 1500u64), (4, 8000.0, 2000)] {
+        let json = dir.path(&format!("p{pipeline}.json"));
+        run_ok(
+            &format!(
+                "get-set --target {} -n {n} -c 4 -P {pipeline} -r 500 --tests set --target-rate {rate} --json {}",
+                url_r(&rs),
+                p(&json)
+            ),
+            &[],
+        );
+        let r = report(&json);
+        let run = runs(&r, "r", "SET")[0];
+        assert_eq!((run.ops, run.errors), (n, 0));
+        let least = (n - pipeline as u64) as f64 / rate;
+        assert!(
+            run.duration_s >= least * 0.98,
+            "{} s < {least} s",
+            run.duration_s
+        );
+        assert!(
+            run.ops_per_sec <= rate * 1.05,
+            "{} ops/s above {rate}",
+            run.ops_per_sec
+        );
+        assert_eq!(
+            run.extra.get("target_rate").and_then(|v| v.as_f64()),
+            Some(rate)
+        );
+    }
+    let out = run_cmd(&format!(
+        "get-set --target {} -n 10 --equal-load",
+        url_r(&rs)
+    ));
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("--equal-load needs --vs-redis-benchmark")
+    );
+    let have_rb = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).any(|d| d.join("redis-benchmark").is_file()))
+        .unwrap_or(false);
+    if !have_rb {
+        return;
+    }
+    let json = dir.path("eq.json");
+    let out = run_ok(
+        &format!(
+            "get-set --target {} -n 3000 -c 4 -P 1 -r 500 --vs-redis-benchmark --equal-load --json {}",
+            url_r(&rs),
+            p(&json)
+        ),
+        &[],
+    );
+    let r = report(&json);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("equal load:"), "{stdout}");
+    let checks = r.config["equal_load_checks"].as_array().expect("checks");
+    // SET and GET of round 1, then their medians.
+    assert_eq!(checks.len(), 4, "{checks:?}");
+    for test in ["SET", "GET"] {
+        let rb = runs(&r, "r:redis-benchmark", test)[0].ops_per_sec;
+        let cb = runs(&r, "r", test)[0];
+        // Paced to redis-benchmark's rate: never (much) above it.
+        assert_eq!(
+            cb.extra.get("target_rate").and_then(|v| v.as_f64()),
+            Some(rb)
+        );
+        assert!(
+            cb.ops_per_sec <= rb * 1.05,
+            "{test}: {} vs {rb}",
+            cb.ops_per_sec
+        );
+        let c = checks
+            .iter()
+            .find(|c| c["test"] == test && c["round"] == 1)
+            .expect("round 1 check");
+        assert_eq!(c["rb_ops_per_sec"].as_f64(), Some(rb));
+        let want = (c["cb_p50_us"].as_f64().unwrap() - c["rb_p50_us"].as_f64().unwrap())
+            / c["rb_p50_us"].as_f64().unwrap();
+        assert!((c["p50_diff"].as_f64().unwrap() - want).abs() < 1e-9);
+    }
+}
+
+#[test]
 fn hit_ratio_under_maxmemory_per_policy() {
     let Some(rs) = redis() else {
         return;
