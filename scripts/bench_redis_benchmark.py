@@ -10,14 +10,15 @@ table of medians (progress goes to stderr) and optionally an SVG chart.
 
 Usage: scripts/bench_redis_benchmark.py [--requests N] [--rounds R]
            [--tests set,get,incr,hset,mset] [--cairn PATH]
-           [--cairn-threads 1,2] [--out FILE] [--svg FILE] [--pin]
+           [--cairn-threads 1,2] [--also LABEL=CMD ...] [--out FILE]
+           [--svg FILE] [--pin]
 
 --pin runs every server on CPU 1 and redis-benchmark on CPU 0 (taskset), so
 the scheduler cannot put a server on the client's core for a whole run; on
 a 2-core machine unpinned runs vary by up to 40% from that alone. Use it
 with one-thread servers only.
 """
-import argparse, os, socket, statistics, subprocess, sys, tempfile, time
+import argparse, os, shlex, socket, statistics, subprocess, sys, tempfile, time
 
 TICK = os.sysconf("SC_CLK_TCK")
 PIN = False
@@ -75,6 +76,10 @@ def main():
     ap.add_argument("--cairn", default="target/release/cairn")
     ap.add_argument("--cairn-threads", default="0",
                     help="comma list of server-threads values, one Cairn per value (0 = default)")
+    ap.add_argument("--also", action="append", default=[], metavar="LABEL=CMD",
+                    help="another server to compare, e.g. 'Cairn old=/tmp/old/cairn' or "
+                         "'Cairn no-retain=target/release/cairn --worker-retain-locks no'; "
+                         "started with --port/--bind added (repeatable)")
     ap.add_argument("--out", default="")
     ap.add_argument("--svg", default="", help="also draw the medians as an SVG bar chart")
     ap.add_argument("--pin", action="store_true",
@@ -99,6 +104,13 @@ def main():
             label = "Cairn" if t == "0" else f"Cairn {t}t"
             procs.append(subprocess.Popen(
                 server_prefix + [a.cairn, "--port", str(p), "--bind", "127.0.0.1", "--server-threads", t],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+            servers[label] = (p, procs[-1].pid)
+        for spec in a.also:
+            label, cmd = spec.split("=", 1)
+            p = free_port()
+            procs.append(subprocess.Popen(
+                server_prefix + shlex.split(cmd) + ["--port", str(p), "--bind", "127.0.0.1"],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
             servers[label] = (p, procs[-1].pid)
         for port, _ in servers.values():
