@@ -80,6 +80,8 @@ def main():
                     help="another server to compare, e.g. 'Cairn old=/tmp/old/cairn' or "
                          "'Cairn no-retain=target/release/cairn --worker-retain-locks no'; "
                          "started with --port/--bind added (repeatable)")
+    ap.add_argument("--modes", default="plain,P16",
+                    help="comma list of plain (no pipelining) and P16 (-P 16)")
     ap.add_argument("--out", default="")
     ap.add_argument("--svg", default="", help="also draw the medians as an SVG bar chart")
     ap.add_argument("--pin", action="store_true",
@@ -119,7 +121,7 @@ def main():
         labels = list(servers)
         results = {}  # (mode, test, label) -> [(rps, cpu_us_per_req)]
         tests = a.tests.split(",")
-        modes = [("plain", 1), ("P16", 16)]
+        modes = [m for m in [("plain", 1), ("P16", 16)] if m[0] in a.modes.split(",")]
         total = len(modes) * a.rounds * len(tests) * len(labels)
         done = 0
         for mode, pipe in modes:
