@@ -29,7 +29,8 @@ use crate::ops::{as_str, as_str_mut};
 use crate::util::num;
 use crate::value::string::EMBSTR_MAX;
 use crate::value::{StrValue, Value};
-use crate::{Entry, Error, Result};
+use crate::entry::StrRef;
+use crate::{Error, Result};
 
 /// SET's existence condition.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -112,10 +113,15 @@ pub enum GetExAction<'a> {
 
 /// GET key: the string's bytes, None if absent, WRONGTYPE otherwise.
 pub fn get<R>(g: &mut Guard, db: usize, k: &Key, f: impl FnOnce(Option<&[u8]>) -> R) -> Result<R> {
-    match g.read(db, k) {
+    match g.read_ref(db, k) {
         None => Ok(f(None)),
-        Some(e) => Ok(as_str(&e.value)?.with_bytes(|b| f(Some(b)))),
+        Some(e) => Ok(str_of(e)?.with_bytes(|b| f(Some(b)))),
     }
+}
+
+/// The string a key holds, in either stored form; WRONGTYPE otherwise.
+fn str_of(e: crate::entry::Ref<'_>) -> Result<StrRef<'_>> {
+    e.str().ok_or(Error::WrongType)
 }
 
 /// GET key for a reply written after the lock is released: `f` sees the
@@ -125,21 +131,18 @@ pub fn get_str<R>(
     g: &mut Guard,
     db: usize,
     k: &Key,
-    f: impl FnOnce(Option<&StrValue>) -> R,
+    f: impl FnOnce(Option<StrRef<'_>>) -> R,
 ) -> Result<R> {
-    match g.read(db, k) {
+    match g.read_ref(db, k) {
         None => Ok(f(None)),
-        Some(e) => Ok(f(Some(as_str(&e.value)?))),
+        Some(e) => Ok(f(Some(str_of(e)?))),
     }
 }
 
 /// MGET with the values themselves (see `get_str`); non-strings are None.
-pub fn mget_str(g: &mut Guard, db: usize, keys: &[Key], mut f: impl FnMut(Option<&StrValue>)) {
+pub fn mget_str(g: &mut Guard, db: usize, keys: &[Key], mut f: impl FnMut(Option<StrRef<'_>>)) {
     for k in keys {
-        match g.read(db, k).map(|e| &e.value) {
-            Some(Value::Str(s)) => f(Some(s)),
-            _ => f(None),
-        }
+        f(g.read_ref(db, k).and_then(|e| e.str()));
     }
 }
 
@@ -155,6 +158,17 @@ pub fn set(
     expiry: Expiry,
     want_old: bool,
 ) -> Result<SetOutcome> {
+    // A small plain string goes straight into a compact block: no
+    // `StrValue` buffer is built only to be copied and freed.
+    let plain = num::should_store_as_int(value).is_none()
+        && crate::compact::fits(k.bytes.len(), value.len());
+    if plain && cond == Cond::Always && !want_old {
+        store_bytes(g, db, k, value, expiry);
+        return Ok(SetOutcome {
+            written: true,
+            old: None,
+        });
+    }
     set_value(
         g,
         db,
@@ -164,6 +178,15 @@ pub fn set(
         expiry,
         want_old,
     )
+}
+
+/// SET's write of a plain string that fits a compact block.
+fn store_bytes(g: &mut Guard, db: usize, k: &Key, value: &[u8], expiry: Expiry) {
+    drop(g.set_compact(db, k, value, value.len() > EMBSTR_MAX, expiry));
+    g.notify(class::STRING, "set", db, k);
+    if matches!(expiry, Expiry::At(_)) {
+        g.notify(class::GENERIC, "expire", db, k);
+    }
 }
 
 /// SET with the new value already built (outside the lock: a large value
@@ -187,9 +210,9 @@ pub fn set_value(
     }
     let mut old = None;
     let exists = if want_old {
-        match g.read(db, k) {
+        match g.read_ref(db, k) {
             Some(e) => {
-                old = Some(as_str(&e.value)?.to_vec());
+                old = Some(str_of(e)?.to_vec());
                 true
             }
             None => false,
@@ -217,16 +240,28 @@ pub fn set_value(
 /// SET's write (`setGenericCommand`): the value, then the `set`
 /// notification, then `expire` if a time was given.
 fn store(g: &mut Guard, db: usize, k: &Key, value: StrValue, expiry: Expiry) {
-    g.set(db, k, Value::Str(value), expiry);
+    set_str(g, db, k, value, expiry);
     g.notify(class::STRING, "set", db, k);
     if matches!(expiry, Expiry::At(_)) {
         g.notify(class::GENERIC, "expire", db, k);
     }
 }
 
-/// The string of an entry that was just taken out of the keyspace.
-fn entry_value(e: Entry) -> StrValue {
-    match e.value {
+/// Stores a string value, dropping the old one without materializing it
+/// (`Guard::set` hands an old compact string back as a new `Value`).
+fn set_str(g: &mut Guard, db: usize, k: &Key, value: StrValue, expiry: Expiry) {
+    if let StrValue::Bytes { data, raw } = &value {
+        if crate::compact::fits(k.bytes.len(), data.len()) {
+            drop(g.set_compact(db, k, data, *raw, expiry));
+            return;
+        }
+    }
+    drop(g.set(db, k, Value::Str(value), expiry));
+}
+
+/// The string of a value that was just taken out of the keyspace.
+fn entry_value(v: Value) -> StrValue {
+    match v {
         Value::Str(s) => s,
         // Callers check the type before removing or replacing the entry.
         _ => StrValue::Int(0),
@@ -270,7 +305,7 @@ pub fn getdel_value(g: &mut Guard, db: usize, k: &Key) -> Result<Option<StrValue
         None => return Ok(None),
         Some(e) => as_str(&e.value)?,
     };
-    let old = g.remove(db, k).map(|e| entry_value(*e));
+    let old = g.remove(db, k).map(|e| entry_value(e.into_value()));
     if old.is_some() {
         g.notify(class::GENERIC, "del", db, k);
     }
@@ -340,9 +375,9 @@ pub fn getex_str<R>(
 /// None when the key is absent or holds another type (MGET never fails).
 pub fn mget(g: &mut Guard, db: usize, keys: &[Key], mut f: impl FnMut(Option<&[u8]>)) {
     for k in keys {
-        match g.read(db, k).map(|e| &e.value) {
-            Some(Value::Str(s)) => s.with_bytes(|b| f(Some(b))),
-            _ => f(None),
+        match g.read_ref(db, k).and_then(|e| e.str()) {
+            Some(s) => s.with_bytes(|b| f(Some(b))),
+            None => f(None),
         }
     }
 }
@@ -364,7 +399,7 @@ pub fn mset_values<'a>(
     pairs: impl IntoIterator<Item = (Key<'a>, StrValue)>,
 ) {
     for (k, v) in pairs {
-        g.set(db, &k, Value::Str(v), Expiry::Clear);
+        set_str(g, db, &k, v, Expiry::Clear);
         g.notify(class::STRING, "set", db, &k);
     }
 }
@@ -426,9 +461,9 @@ pub fn append(g: &mut Guard, db: usize, k: &Key, value: &[u8]) -> Result<usize> 
 
 /// STRLEN key → the length, 0 if absent.
 pub fn strlen(g: &mut Guard, db: usize, k: &Key) -> Result<usize> {
-    match g.read(db, k) {
+    match g.read_ref(db, k) {
         None => Ok(0),
-        Some(e) => Ok(as_str(&e.value)?.len()),
+        Some(e) => Ok(str_of(e)?.len()),
     }
 }
 
@@ -467,10 +502,10 @@ pub fn getrange<R>(
     end: i64,
     f: impl FnOnce(&[u8]) -> R,
 ) -> Result<R> {
-    match g.read(db, k) {
+    match g.read_ref(db, k) {
         None => Ok(f(b"")),
         Some(e) => Ok(
-            as_str(&e.value)?.with_bytes(|b| match range_of(b.len(), start, end) {
+            str_of(e)?.with_bytes(|b| match range_of(b.len(), start, end) {
                 Some(r) => f(&b[r]),
                 None => f(b""),
             }),
@@ -589,12 +624,9 @@ fn float_text(data: Vec<u8>) -> StrValue {
 /// either key holds another type (LCS words that error its own way).
 pub fn lcs_operands(g: &mut Guard, db: usize, a: &Key, b: &Key) -> Result<(Vec<u8>, Vec<u8>)> {
     let mut fetch = |k: &Key| -> Result<Option<Vec<u8>>> {
-        match g.read(db, k) {
+        match g.read_ref(db, k) {
             None => Ok(None),
-            Some(e) => match &e.value {
-                Value::Str(s) => Ok(Some(s.to_vec())),
-                _ => Err(Error::WrongType),
-            },
+            Some(e) => Ok(Some(str_of(e)?.to_vec())),
         }
     };
     // Redis looks both keys up before checking either type.
