@@ -162,11 +162,9 @@ pub fn set(
     // `StrValue` buffer is built only to be copied and freed.
     let plain = num::should_store_as_int(value).is_none()
         && crate::compact::fits(k.bytes.len(), value.len());
-    if plain && cond == Cond::Always && !want_old {
-        store_bytes(g, db, k, value, expiry);
-        return Ok(SetOutcome {
-            written: true,
-            old: None,
+    if plain {
+        return set_with(g, db, k, cond, want_old, |g| {
+            store_bytes(g, db, k, value, expiry)
         });
     }
     set_value(
@@ -200,9 +198,21 @@ pub fn set_value(
     expiry: Expiry,
     want_old: bool,
 ) -> Result<SetOutcome> {
+    set_with(g, db, k, cond, want_old, |g| store(g, db, k, value, expiry))
+}
+
+/// SET's conditions and GET option around `write`, the store itself.
+fn set_with(
+    g: &mut Guard,
+    db: usize,
+    k: &Key,
+    cond: Cond,
+    want_old: bool,
+    write: impl FnOnce(&mut Guard),
+) -> Result<SetOutcome> {
     if cond == Cond::Always && !want_old {
         // The plain SET of redis-benchmark: one lookup, not two.
-        store(g, db, k, value, expiry);
+        write(g);
         return Ok(SetOutcome {
             written: true,
             old: None,
@@ -233,7 +243,7 @@ pub fn set_value(
     }
     // A deadline already in the past is stored as given, as Redis 7.0 does;
     // lazy expiry then hides the key from the next lookup.
-    store(g, db, k, value, expiry);
+    write(g);
     Ok(SetOutcome { written: true, old })
 }
 
@@ -336,13 +346,13 @@ pub fn getex_str<R>(
     db: usize,
     k: &Key,
     action: GetExAction,
-    f: impl FnOnce(Option<&StrValue>) -> R,
+    f: impl FnOnce(Option<StrRef<'_>>) -> R,
 ) -> Result<R> {
     let now = g.now;
-    let Some(e) = g.read(db, k) else {
+    let Some(e) = g.read_ref(db, k) else {
         return Ok(f(None));
     };
-    let s = as_str(&e.value)?;
+    let s = str_of(e)?;
     let deadline = match action {
         GetExAction::Expire(kind, arg) => Some(kind.parse_deadline(arg, now)?),
         _ => None,
