@@ -271,7 +271,7 @@ pub fn evict_one(engine: &Engine, policy: Policy, samples: usize, pool: &mut Poo
             let k = engine.key(&c.key);
             let mut g = engine.lock(&k);
             let now = g.now;
-            let Some(e) = g.peek(c.db, &k) else {
+            let Some(e) = g.peek_ref(c.db, &k) else {
                 // Gone since sampled (deleted, evicted by another thread,
                 // or just removed as expired: memory freed either way).
                 drop(g);
@@ -283,7 +283,7 @@ pub fn evict_one(engine: &Engine, policy: Policy, samples: usize, pool: &mut Poo
                 pool.recycle(c);
                 continue;
             }
-            let now_score = score(policy, e, now);
+            let now_score = score(policy, e.meta(), now);
             if now_score < c.score && rescored < RESCORES {
                 // Used since it was sampled: it goes back with its new
                 // score, and the next best is looked at.
@@ -388,7 +388,7 @@ fn evict_random(engine: &Engine, policy: Policy) -> Step {
     let k = engine.key(&key);
     let mut g = engine.lock(&k);
     // peek removes it if it expired meanwhile; that frees memory too.
-    if g.peek(db, &k).is_none() {
+    if g.peek_ref(db, &k).is_none() {
         return Step::Freed(None);
     }
     let freed = evict_key(&mut g, db, &k);
