@@ -268,12 +268,17 @@ impl Table {
         entry
     }
 
+    /// Shrinks a sparse table; an empty one gives its slot array back
+    /// (the next insert allocates it again), so emptied tables cost only
+    /// their header.
     fn maybe_shrink(&mut self) {
-        if self.slots.len() > MIN_SLOTS && self.len * 10 < self.slots.len() {
+        if self.len == 0 {
+            if !self.slots.is_empty() {
+                self.slots = Vec::new();
+            }
+        } else if self.slots.len() > MIN_SLOTS && self.len * 10 < self.slots.len() {
             let cap = (self.len * 2).next_power_of_two().max(MIN_SLOTS);
             self.resize(cap);
-        } else if self.len == 0 && !self.slots.is_empty() {
-            self.slots = Vec::new();
         }
     }
 
@@ -548,6 +553,46 @@ mod tests {
                 String::from_utf8_lossy(k)
             );
         }
+    }
+
+    #[test]
+    fn slot_array_exists_only_while_keys_do() {
+        let mut t = Table::default();
+        assert_eq!(t.index_bytes(), 0);
+        let keys: Vec<Vec<u8>> = (0..100).map(|i| format!("k{i}").into_bytes()).collect();
+        for k in &keys {
+            t.insert_new(hash(k), entry(k, 0));
+        }
+        assert!(t.index_bytes() >= 100 * 8);
+        for k in &keys {
+            let i = t.find(hash(k), k).unwrap();
+            t.remove_at(i);
+        }
+        assert_eq!(t.index_bytes(), 0, "emptied table keeps its slots");
+        // Compact blocks and entries side by side, moved by growth.
+        for (n, k) in keys.iter().enumerate() {
+            let m = crate::compact::Meta::new(0);
+            let o = if n % 2 == 0 {
+                Owned::string(k, b"value", false, m)
+            } else {
+                Owned::Full(entry(k, 0))
+            };
+            t.insert_new(hash(k), o);
+        }
+        for (n, k) in keys.iter().enumerate() {
+            let i = t.find(hash(k), k).unwrap();
+            assert_eq!(t.at(i).is_compact(), n % 2 == 0);
+            assert_eq!(t.at(i).str().unwrap().to_vec(), if n % 2 == 0 { &b"value"[..] } else { b"v" });
+        }
+        // Materializing keeps the key where it is, with its metadata.
+        let i = t.find(hash(&keys[0]), &keys[0]).unwrap();
+        t.meta_mut(i).freq = 42;
+        assert_eq!(t.at_mut(i).freq, 42);
+        assert!(!t.at(i).is_compact());
+        assert_eq!(t.find(hash(&keys[0]), &keys[0]), Some(i));
+        let old = t.take_all();
+        assert_eq!(old.len(), 100);
+        assert_eq!(t.index_bytes(), 0);
     }
 
     #[test]
