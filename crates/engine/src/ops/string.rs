@@ -395,11 +395,36 @@ pub fn mget(g: &mut Guard, db: usize, keys: &[Key], mut f: impl FnMut(Option<&[u
 /// MSET key value...: every pair stored in order (a repeated key keeps the
 /// last value), each with no TTL. The caller locked every key.
 pub fn mset<'a>(g: &mut Guard, db: usize, pairs: impl IntoIterator<Item = (Key<'a>, &'a [u8])>) {
-    mset_values(
-        g,
-        db,
-        pairs.into_iter().map(|(k, v)| (k, StrValue::from_bytes(v))),
-    );
+    mset_new(g, db, pairs.into_iter().map(|(k, v)| (k, NewStr::Bytes(v))));
+}
+
+/// A string to store: request bytes (copied once, into a compact block
+/// when they fit) or a value already built (a large one keeps the buffer
+/// it was read into).
+pub enum NewStr<'a> {
+    Bytes(&'a [u8]),
+    Value(StrValue),
+}
+
+/// MSET with each value as the request gave it (see `NewStr`).
+pub fn mset_new<'a>(
+    g: &mut Guard,
+    db: usize,
+    pairs: impl IntoIterator<Item = (Key<'a>, NewStr<'a>)>,
+) {
+    for (k, v) in pairs {
+        match v {
+            NewStr::Bytes(b)
+                if num::should_store_as_int(b).is_none()
+                    && crate::compact::fits(k.bytes.len(), b.len()) =>
+            {
+                drop(g.set_compact(db, &k, b, b.len() > EMBSTR_MAX, Expiry::Clear));
+            }
+            NewStr::Bytes(b) => set_str(g, db, &k, StrValue::from_bytes(b), Expiry::Clear),
+            NewStr::Value(v) => set_str(g, db, &k, v, Expiry::Clear),
+        }
+        g.notify(class::STRING, "set", db, &k);
+    }
 }
 
 /// MSET with the values already built (large ones keep their buffers).

@@ -225,15 +225,21 @@ fn check_pairs(ctx: &Ctx, cmd: &'static str) -> Result<(), CmdError> {
 fn mset(ctx: &mut Ctx) -> CmdResult {
     check_pairs(ctx, "mset")?;
     let e = ctx.engine();
-    // Values built before locking (large ones keep their read buffers),
-    // straight into the pairs the engine stores: one vector, not two.
+    // Large values keep their read buffers (built before locking); small
+    // ones are copied once, into their compact blocks. One vector.
     let pairs: Vec<_> = (1..ctx.argc())
         .step_by(2)
-        .map(|i| (e.key(ctx.arg(i)), ctx.value_arg(i + 1)))
+        .map(|i| {
+            let v = match ctx.args.block(i + 1) {
+                Some(_) => op::NewStr::Value(ctx.value_arg(i + 1)),
+                None => op::NewStr::Bytes(ctx.arg(i + 1)),
+            };
+            (e.key(ctx.arg(i)), v)
+        })
         .collect();
     let keys: Keys = pairs.iter().map(|p| p.0).collect();
     let mut g = e.lock_keys(&keys);
-    op::mset_values(&mut g, ctx.client.db, pairs);
+    op::mset_new(&mut g, ctx.client.db, pairs);
     drop(g);
     ctx.ok()
 }
