@@ -310,7 +310,7 @@ mod tests {
         assert_eq!(std::mem::offset_of!(Meta, klen), 18);
         assert_eq!(std::mem::offset_of!(Meta, vlen), 20);
         // The hit-ratio bench's key: 13 + 100 bytes fit jemalloc's 160 class.
-        assert!(HEADER + 13 + 100 <= 160);
+        const { assert!(HEADER + 13 + 100 <= 160) };
     }
 
     #[test]

@@ -39,10 +39,10 @@ fn op() -> impl Strategy<Value = Op> {
     let key = 0u16..60;
     let val = any::<u16>();
     prop_oneof![
-        8 => (db.clone(), key.clone(), val.clone(), any::<bool>(), any::<bool>())
+        8 => (db.clone(), key.clone(), val, any::<bool>(), any::<bool>())
             .prop_map(|(db, key, val, ttl, keepttl)| Op::Set { db, key, val, ttl, keepttl }),
         3 => (db.clone(), key.clone()).prop_map(|(db, key)| Op::Get { db, key }),
-        2 => (db.clone(), key.clone(), val.clone()).prop_map(|(db, key, val)| Op::Append { db, key, val }),
+        2 => (db.clone(), key.clone(), val).prop_map(|(db, key, val)| Op::Append { db, key, val }),
         1 => (db.clone(), key.clone(), any::<u8>(), val).prop_map(|(db, key, off, val)| Op::SetRange { db, key, off, val }),
         2 => (db.clone(), key.clone()).prop_map(|(db, key)| Op::Incr { db, key }),
         2 => (db.clone(), key.clone(), 1u16..5000).prop_map(|(db, key, secs)| Op::Expire { db, key, secs }),
