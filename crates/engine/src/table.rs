@@ -103,9 +103,13 @@ unsafe fn borrow<'a>(slot: Slot) -> Ref<'a> {
 /// The keys of one database that hash to one shard. Owns its entries.
 #[derive(Default)]
 pub struct Table {
-    slots: Vec<Slot>,
-    len: usize,
-    volatile: usize,
+    // A boxed slice and u32 counts keep the header at 24 bytes: every
+    // shard holds one table per database (16,384 of them by default),
+    // which is most of an empty keyspace's memory. A table never holds
+    // 2^32 keys (that would be hundreds of GB in one shard's database).
+    slots: Box<[Slot]>,
+    len: u32,
+    volatile: u32,
 }
 
 impl Drop for Table {
@@ -122,7 +126,7 @@ impl Drop for Table {
 impl Table {
     /// Number of keys, expired-but-not-yet-removed ones included.
     pub fn len(&self) -> usize {
-        self.len
+        self.len as usize
     }
 
     pub fn is_empty(&self) -> bool {
@@ -131,12 +135,12 @@ impl Table {
 
     /// Number of keys that carry an expire time.
     pub fn volatile(&self) -> usize {
-        self.volatile
+        self.volatile as usize
     }
 
     /// Heap bytes held by the index itself (not the entries).
     pub fn index_bytes(&self) -> usize {
-        self.slots.capacity() * std::mem::size_of::<Slot>()
+        self.slots.len() * std::mem::size_of::<Slot>()
     }
 
     fn mask(&self) -> usize {
@@ -210,7 +214,7 @@ impl Table {
     pub fn insert_new(&mut self, hash: u64, entry: impl Into<Owned>) -> usize {
         let mut entry = entry.into();
         entry.meta_mut().hash = hash as u32;
-        if (self.len + 1) * 4 > self.slots.len() * 3 {
+        if (self.len as usize + 1) * 4 > self.slots.len() * 3 {
             let cap = (self.slots.len() * 2).max(MIN_SLOTS);
             self.resize(cap);
         }
@@ -274,17 +278,17 @@ impl Table {
     fn maybe_shrink(&mut self) {
         if self.len == 0 {
             if !self.slots.is_empty() {
-                self.slots = Vec::new();
+                self.slots = Box::default();
             }
-        } else if self.slots.len() > MIN_SLOTS && self.len * 10 < self.slots.len() {
-            let cap = (self.len * 2).next_power_of_two().max(MIN_SLOTS);
+        } else if self.slots.len() > MIN_SLOTS && self.len() * 10 < self.slots.len() {
+            let cap = (self.len() * 2).next_power_of_two().max(MIN_SLOTS);
             self.resize(cap);
         }
     }
 
     fn resize(&mut self, cap: usize) {
-        debug_assert!(cap.is_power_of_two() && cap * 3 >= self.len * 4);
-        let old = std::mem::replace(&mut self.slots, vec![0; cap]);
+        debug_assert!(cap.is_power_of_two() && cap * 3 >= self.len() * 4);
+        let old = std::mem::replace(&mut self.slots, vec![0; cap].into_boxed_slice());
         for slot in old {
             if slot != 0 {
                 self.place(slot);
@@ -557,6 +561,8 @@ mod tests {
 
     #[test]
     fn slot_array_exists_only_while_keys_do() {
+        // The header every (shard, database) pays even when empty.
+        assert_eq!(std::mem::size_of::<Table>(), 24);
         let mut t = Table::default();
         assert_eq!(t.index_bytes(), 0);
         let keys: Vec<Vec<u8>> = (0..100).map(|i| format!("k{i}").into_bytes()).collect();
