@@ -267,9 +267,7 @@ impl<'a> CRef<'a> {
     pub fn value(&self) -> &'a [u8] {
         let m = self.meta();
         // SAFETY: `vlen` value bytes follow the key (written in `new`).
-        unsafe {
-            std::slice::from_raw_parts(self.data().add(m.klen as usize), m.vlen as usize)
-        }
+        unsafe { std::slice::from_raw_parts(self.data().add(m.klen as usize), m.vlen as usize) }
     }
 
     /// Redis's encoding bit: `raw` rather than `embstr`.
@@ -315,7 +313,15 @@ mod tests {
 
     #[test]
     fn blocks_hold_key_value_and_meta_at_the_bounds() {
-        for (kl, vl) in [(0, 0), (1, 0), (0, 1), (13, 100), (255, 0), (255, VALUE_MAX), (23, 44)] {
+        for (kl, vl) in [
+            (0, 0),
+            (1, 0),
+            (0, 1),
+            (13, 100),
+            (255, 0),
+            (255, VALUE_MAX),
+            (23, 44),
+        ] {
             let key: Vec<u8> = (0..kl).map(|i| (i * 3) as u8).collect();
             let val: Vec<u8> = (0..vl).map(|i| (i * 7) as u8).collect();
             let mut m = Meta::new(1234);

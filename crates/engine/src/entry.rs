@@ -327,7 +327,9 @@ impl Owned {
     pub fn duplicate(r: Ref<'_>, key: &[u8]) -> Owned {
         match r {
             Ref::Full(e) => Owned::Full(e.duplicate(key, crate::ops::keys::clone_value(&e.value))),
-            Ref::Compact(c) => Owned::string(key, c.value(), c.raw(), Meta::new(c.meta().expire_at())),
+            Ref::Compact(c) => {
+                Owned::string(key, c.value(), c.raw(), Meta::new(c.meta().expire_at()))
+            }
         }
     }
 

@@ -16,7 +16,13 @@ impl Engine {
     /// `table`). Like Redis, it stops once `count` keys were visited or after
     /// `count * 10` buckets, and returns the next cursor (0 = done). `visit`
     /// sees live entries only; expired ones are skipped.
-    pub fn scan(&self, db: usize, cursor: u64, count: usize, mut visit: impl FnMut(Ref<'_>)) -> u64 {
+    pub fn scan(
+        &self,
+        db: usize,
+        cursor: u64,
+        count: usize,
+        mut visit: impl FnMut(Ref<'_>),
+    ) -> u64 {
         let bits = self.shard_bits();
         let n = self.shard_count() as u64;
         let mut shard = cursor & (n - 1);

@@ -157,7 +157,11 @@ impl Table {
     fn home(&self, i: usize) -> usize {
         let s = self.slots[i];
         // SAFETY: as in `meta`.
-        let h = if s == 0 { 0 } else { unsafe { (*meta_ptr(s)).hash } };
+        let h = if s == 0 {
+            0
+        } else {
+            unsafe { (*meta_ptr(s)).hash }
+        };
         h as usize & self.mask()
     }
 
@@ -443,7 +447,12 @@ impl Table {
     /// until it answers false. Consecutive slots hold keys of unrelated
     /// hashes, so this samples like Redis's `dictGetSomeKeys` (which walks
     /// consecutive buckets) at one cache-friendly pass.
-    pub fn sample_walk(&self, start: u64, max_steps: usize, mut visit: impl FnMut(Ref<'_>) -> bool) {
+    pub fn sample_walk(
+        &self,
+        start: u64,
+        max_steps: usize,
+        mut visit: impl FnMut(Ref<'_>) -> bool,
+    ) {
         if self.len == 0 {
             return;
         }
@@ -588,7 +597,10 @@ mod tests {
         for (n, k) in keys.iter().enumerate() {
             let i = t.find(hash(k), k).unwrap();
             assert_eq!(t.at(i).is_compact(), n % 2 == 0);
-            assert_eq!(t.at(i).str().unwrap().to_vec(), if n % 2 == 0 { &b"value"[..] } else { b"v" });
+            assert_eq!(
+                t.at(i).str().unwrap().to_vec(),
+                if n % 2 == 0 { &b"value"[..] } else { b"v" }
+            );
         }
         // Materializing keeps the key where it is, with its metadata.
         let i = t.find(hash(&keys[0]), &keys[0]).unwrap();

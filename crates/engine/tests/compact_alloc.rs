@@ -17,7 +17,11 @@ fn cache_traffic_never_materializes_compact_strings() {
     for (i, k) in keys.iter().enumerate() {
         let kk = e.key(k);
         let mut g = e.lock(&kk);
-        let exp = if i % 3 == 0 { Expiry::At(cairn_engine::clock::now_ms() + 3_600_000) } else { Expiry::Clear };
+        let exp = if i % 3 == 0 {
+            Expiry::At(cairn_engine::clock::now_ms() + 3_600_000)
+        } else {
+            Expiry::Clear
+        };
         sops::set(&mut g, 0, &kk, &val, Cond::Always, exp, false).unwrap();
         // Overwrite half of them (SET on an existing compact key).
         if i % 2 == 0 {
@@ -35,7 +39,13 @@ fn cache_traffic_never_materializes_compact_strings() {
         assert_eq!(sops::strlen(&mut g, 0, &kk).unwrap(), 100);
         sops::getrange(&mut g, 0, &kk, 0, 4, |b| assert_eq!(b, b"vvvvv")).unwrap();
         kops::ttl(&mut g, 0, &kk);
-        kops::expire(&mut g, 0, &kk, (cairn_engine::clock::now_ms() + 7_200_000) as i64, ExpireCond::default());
+        kops::expire(
+            &mut g,
+            0,
+            &kk,
+            (cairn_engine::clock::now_ms() + 7_200_000) as i64,
+            ExpireCond::default(),
+        );
         kops::persist(&mut g, 0, &kk);
         assert!(kops::key_type(&mut g, 0, &kk).is_some());
         let info = kops::object(&mut g, 0, &kk).unwrap();
@@ -53,7 +63,10 @@ fn cache_traffic_never_materializes_compact_strings() {
     // Eviction and DEL free blocks as they are.
     let mut pool = evict::Pool::default();
     for _ in 0..100 {
-        assert!(matches!(evict::evict_one(&e, evict::Policy::AllkeysLru, 5, &mut pool), evict::Step::Freed(_)));
+        assert!(matches!(
+            evict::evict_one(&e, evict::Policy::AllkeysLru, 5, &mut pool),
+            evict::Step::Freed(_)
+        ));
     }
     for k in &keys[..1000] {
         let kk = e.key(k);

@@ -18,20 +18,68 @@ const VAL_LENS: [usize; 10] = [0, 1, 44, 45, 100, 1000, 32_766, 32_767, 32_768, 
 
 #[derive(Debug, Clone)]
 enum Op {
-    Set { db: usize, key: u16, val: u16, ttl: bool, keepttl: bool },
-    Get { db: usize, key: u16 },
-    Append { db: usize, key: u16, val: u16 },
-    SetRange { db: usize, key: u16, off: u8, val: u16 },
-    Incr { db: usize, key: u16 },
-    Expire { db: usize, key: u16, secs: u16 },
-    Persist { db: usize, key: u16 },
-    Del { db: usize, key: u16 },
-    Rename { db: usize, from: u16, to: u16 },
-    Copy { db: usize, from: u16, to: u16, to_db: usize },
-    Move { db: usize, key: u16 },
-    Evict { db: usize, key: u16 },
+    Set {
+        db: usize,
+        key: u16,
+        val: u16,
+        ttl: bool,
+        keepttl: bool,
+    },
+    Get {
+        db: usize,
+        key: u16,
+    },
+    Append {
+        db: usize,
+        key: u16,
+        val: u16,
+    },
+    SetRange {
+        db: usize,
+        key: u16,
+        off: u8,
+        val: u16,
+    },
+    Incr {
+        db: usize,
+        key: u16,
+    },
+    Expire {
+        db: usize,
+        key: u16,
+        secs: u16,
+    },
+    Persist {
+        db: usize,
+        key: u16,
+    },
+    Del {
+        db: usize,
+        key: u16,
+    },
+    Rename {
+        db: usize,
+        from: u16,
+        to: u16,
+    },
+    Copy {
+        db: usize,
+        from: u16,
+        to: u16,
+        to_db: usize,
+    },
+    Move {
+        db: usize,
+        key: u16,
+    },
+    Evict {
+        db: usize,
+        key: u16,
+    },
     /// Many keys at once, then most of them deleted: table growth/shrink.
-    Burst { db: usize },
+    Burst {
+        db: usize,
+    },
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -74,7 +122,9 @@ fn value(v: u16) -> Vec<u8> {
         3 => b"007".to_vec(),
         _ => {
             let len = VAL_LENS[(v / 13) as usize % VAL_LENS.len()];
-            (0..len).map(|i| b'a' + ((i + v as usize) % 26) as u8).collect()
+            (0..len)
+                .map(|i| b'a' + ((i + v as usize) % 26) as u8)
+                .collect()
         }
     }
 }
@@ -116,10 +166,19 @@ fn check(e: &Engine, model: &Model) -> Result<(), TestCaseError> {
             let r = g.peek_ref(db, &key).expect("model key present");
             let got = r.str().expect("a string").to_vec();
             prop_assert_eq!(&got, &want.val);
-            prop_assert_eq!(r.encoding(), want.enc, "encoding of {:?}", String::from_utf8_lossy(k));
+            prop_assert_eq!(
+                r.encoding(),
+                want.enc,
+                "encoding of {:?}",
+                String::from_utf8_lossy(k)
+            );
             prop_assert_eq!(r.expire_at(), want.at);
             if want.compact {
-                prop_assert!(r.is_compact(), "{:?} not compact", String::from_utf8_lossy(k));
+                prop_assert!(
+                    r.is_compact(),
+                    "{:?} not compact",
+                    String::from_utf8_lossy(k)
+                );
                 prop_assert_eq!(r.mem_bytes(), HEADER + k.len() + want.val.len());
             }
             if r.is_compact() {
@@ -142,7 +201,13 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
     let mut model: Model = vec![HashMap::new(); DBS];
     for op in ops {
         match op {
-            Op::Set { db, key: ki, val, ttl, keepttl } => {
+            Op::Set {
+                db,
+                key: ki,
+                val,
+                ttl,
+                keepttl,
+            } => {
                 let (k, v) = (key(ki), value(val));
                 let kk = e.key(&k);
                 let mut g = e.lock(&kk);
@@ -181,7 +246,12 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                 prop_assert_eq!(n, m.val.len());
                 model[db].insert(k, m);
             }
-            Op::SetRange { db, key: ki, off, val } => {
+            Op::SetRange {
+                db,
+                key: ki,
+                off,
+                val,
+            } => {
                 let (k, v) = (key(ki), value(val));
                 let kk = e.key(&k);
                 let mut g = e.lock(&kk);
@@ -205,7 +275,15 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                         data.extend_from_slice(&v);
                         let compact = k.len() <= 255 && data.len() < 32 * 1024;
                         prop_assert_eq!(n, data.len());
-                        model[db].insert(k, M { val: data, enc: "raw", at: 0, compact });
+                        model[db].insert(
+                            k,
+                            M {
+                                val: data,
+                                enc: "raw",
+                                at: 0,
+                                compact,
+                            },
+                        );
                     }
                 }
             }
@@ -217,11 +295,20 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                 match model[db].get_mut(&k) {
                     None => {
                         prop_assert_eq!(r.unwrap(), 1);
-                        model[db].insert(k, M { val: b"1".to_vec(), enc: "int", at: 0, compact: false });
+                        model[db].insert(
+                            k,
+                            M {
+                                val: b"1".to_vec(),
+                                enc: "int",
+                                at: 0,
+                                compact: false,
+                            },
+                        );
                     }
                     Some(m) => {
                         // Redis's strict integer text: canonical, no sign but '-'.
-                        let cur = std::str::from_utf8(&m.val).ok()
+                        let cur = std::str::from_utf8(&m.val)
+                            .ok()
                             .and_then(|s| s.parse::<i64>().ok())
                             .filter(|n| n.to_string().as_bytes() == m.val.as_slice());
                         m.compact = false;
@@ -232,7 +319,9 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                                 m.enc = "int";
                             }
                             (None, Err(_)) => {}
-                            (want, got) => prop_assert!(false, "INCR {:?}: {:?} vs {:?}", m.val, want, got),
+                            (want, got) => {
+                                prop_assert!(false, "INCR {:?}: {:?} vs {:?}", m.val, want, got)
+                            }
                         }
                     }
                 }
@@ -251,14 +340,23 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                     }
                     None => prop_assert!(!set),
                 }
-                prop_assert_eq!(kops::ttl(&mut g, db, &kk), if model[db].contains_key(&k) { Ttl::At(at) } else { Ttl::Missing });
+                prop_assert_eq!(
+                    kops::ttl(&mut g, db, &kk),
+                    if model[db].contains_key(&k) {
+                        Ttl::At(at)
+                    } else {
+                        Ttl::Missing
+                    }
+                );
             }
             Op::Persist { db, key: ki } => {
                 let k = key(ki);
                 let kk = e.key(&k);
                 let mut g = e.lock(&kk);
                 let done = kops::persist(&mut g, db, &kk);
-                let want = model[db].get_mut(&k).is_some_and(|m| std::mem::replace(&mut m.at, 0) != 0);
+                let want = model[db]
+                    .get_mut(&k)
+                    .is_some_and(|m| std::mem::replace(&mut m.at, 0) != 0);
                 prop_assert_eq!(done, want);
             }
             Op::Del { db, key: ki } => {
@@ -289,7 +387,12 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                     }
                 }
             }
-            Op::Copy { db, from, to, to_db } => {
+            Op::Copy {
+                db,
+                from,
+                to,
+                to_db,
+            } => {
                 let (f, t) = (key(from), key(to));
                 let (fk, tk) = (e.key(&f), e.key(&t));
                 let mut g = e.lock_keys(&[fk, tk]);
@@ -337,7 +440,16 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                     let k = format!("burst:{i}").into_bytes();
                     let kk = e.key(&k);
                     let mut g = e.lock(&kk);
-                    sops::set(&mut g, db, &kk, b"some value", Cond::Always, Expiry::Clear, false).unwrap();
+                    sops::set(
+                        &mut g,
+                        db,
+                        &kk,
+                        b"some value",
+                        Cond::Always,
+                        Expiry::Clear,
+                        false,
+                    )
+                    .unwrap();
                 }
                 for i in 0..300u32 {
                     let k = format!("burst:{i}").into_bytes();

@@ -23,13 +23,13 @@
 //! append and incr keep them; a whole-value write (SET, GETSET, MSET...)
 //! stores a plain string. Either way the value is a new version, so its
 //! memcached CAS changes.
+use crate::entry::StrRef;
 use crate::events::class;
 use crate::keyspace::{Expiry, Guard, Key};
 use crate::ops::{as_str, as_str_mut};
 use crate::util::num;
 use crate::value::string::EMBSTR_MAX;
 use crate::value::{StrValue, Value};
-use crate::entry::StrRef;
 use crate::{Error, Result};
 
 /// SET's existence condition.

@@ -104,8 +104,7 @@ fn free_entry(ctx: &Ctx, e: Owned, lazy: bool) {
         Owned::Full(e) => op::free_effort(&e.value),
         Owned::Compact(_) => 1,
     };
-    if effort > op::LAZYFREE_THRESHOLD
-        && (lazy || ctx.shared.config.read().lazyfree_lazy_user_del)
+    if effort > op::LAZYFREE_THRESHOLD && (lazy || ctx.shared.config.read().lazyfree_lazy_user_del)
     {
         free_in_background(Box::new(e));
     } else {
