@@ -97,19 +97,15 @@ fn set(ctx: &mut Ctx) -> CmdResult {
 
 /// SETNX key value → :1 if set, :0 if the key existed.
 fn setnx(ctx: &mut Ctx) -> CmdResult {
-    let value = ctx.value_arg(2);
+    let big = ctx.args.block(2).map(|_| ctx.value_arg(2));
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
     let mut g = e.lock(&k);
-    let res = op::set_value(
-        &mut g,
-        ctx.client.db,
-        &k,
-        value,
-        Cond::IfAbsent,
-        Expiry::Clear,
-        false,
-    )?;
+    let (db, cond) = (ctx.client.db, Cond::IfAbsent);
+    let res = match big {
+        Some(v) => op::set_value(&mut g, db, &k, v, cond, Expiry::Clear, false)?,
+        None => op::set(&mut g, db, &k, ctx.arg(2), cond, Expiry::Clear, false)?,
+    };
     drop(g);
     ctx.int(res.written as i64)
 }
