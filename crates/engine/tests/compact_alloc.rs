@@ -3,6 +3,7 @@
 //! SCAN, eviction sampling and DEL all work on the block as it is. One test
 //! only in this binary, because the materialization counter is global.
 use cairn_engine::compact::{materialized, HEADER};
+use cairn_engine::ops::bitmap;
 use cairn_engine::ops::keys::{self as kops, ExpireCond};
 use cairn_engine::ops::string::{self as sops, Cond};
 use cairn_engine::{evict, Engine, Expiry, Options};
@@ -51,6 +52,14 @@ fn cache_traffic_never_materializes_compact_strings() {
         let info = kops::object(&mut g, 0, &kk).unwrap();
         assert_eq!(info.encoding, "raw");
         assert_eq!(kops::exists(&mut g, 0, &[kk]), 1);
+        // 'v' is 0b0111_0110: bit 1 set, bit 0 clear; 100 x 5 bits set.
+        assert!(bitmap::getbit(&mut g, 0, &kk, 1).unwrap());
+        let n = bitmap::bitcount(&mut g, 0, &kk, || {
+            Ok::<_, cairn_engine::Error>(bitmap::CountArgs::Whole)
+        });
+        assert_eq!(n.unwrap(), 500);
+        let p = bitmap::bitpos(&mut g, 0, &kk, true, || Ok::<_, cairn_engine::Error>(None));
+        assert_eq!(p.unwrap(), 1);
         let r = g.peek_ref(0, &kk).unwrap();
         assert!(r.is_compact());
         bytes += r.mem_bytes();
