@@ -1,12 +1,21 @@
 //! A stored key: its bytes, its value, its expire time and access metadata.
 //!
-//! The expire time lives in the entry (no second table, unlike Redis's
-//! `expires` dict), so a key with a TTL costs no extra index slot. A key of
-//! up to 23 bytes sits inside the entry (`KeyBuf`), so a small key costs no
-//! allocation of its own: the entry is one 80-byte block (a jemalloc size
-//! class) holding key, value header, expiry and LRU/LFU bits. See
-//! docs/design.md, "Memory layout".
-use crate::value::Value;
+//! The expire time lives with the key (no second table, unlike Redis's
+//! `expires` dict), so a key with a TTL costs no extra index slot. A key
+//! is stored in one of two forms (docs/design.md, "Memory layout"):
+//!
+//! - an `Entry`: one 80-byte block (a jemalloc size class) holding the
+//!   metadata, the value header and a key of up to 23 bytes inline
+//!   (`KeyBuf`), for every value;
+//! - a compact block (`crate::compact`): metadata, key and the bytes of a
+//!   small plain string in ONE allocation, for the commonest cache key.
+//!
+//! Both start with the same 24-byte `Meta`, so everything that only needs
+//! expiry and access data reads it without caring which form it has.
+//! `Ref` borrows either form, `Owned` owns either; code that wants a full
+//! `&mut Entry` gets one by materializing a compact block (`Table::at_mut`).
+use crate::compact::{Block, CRef, Meta};
+use crate::value::{Kind, StrValue, Value};
 
 use crate::util::smallbytes::SmallBytes as KeyBuf;
 
@@ -14,53 +23,46 @@ use crate::util::smallbytes::SmallBytes as KeyBuf;
 pub const INLINE_KEY_MAX: usize = crate::util::smallbytes::INLINE_MAX;
 
 /// One key and everything stored with it. `repr(C)` so the layout drawn in
-/// docs/design.md ("Memory layout") is the real one: value at 0, expire_at
-/// at 32, access at 40, hash at 44, key at 48..72, freq at 72; 80 bytes.
+/// docs/design.md ("Memory layout") is the real one: meta at 0 (expire_at
+/// 0, access 8, hash 12, freq 16), value at 24, key at 56..80; 80 bytes.
+/// `Deref` to `Meta` gives `e.access`, `e.freq`, `e.expire_at()`, ...
 #[derive(Debug)]
 #[repr(C)]
 pub struct Entry {
+    pub(crate) meta: Meta,
     pub value: Value,
-    /// Unix milliseconds after which the key is gone; 0 means no expiry.
-    expire_at: u64,
-    /// Seconds on the engine's LRU clock at the last access (OBJECT IDLETIME).
-    pub access: u32,
-    /// Low 32 bits of the key's hash, set by the table that holds the
-    /// entry: its slots keep only a pointer and a 16-bit tag, and find an
-    /// entry's home bucket here when they move it (resize, deletion).
-    pub(crate) hash: u32,
     key: KeyBuf,
-    /// Logarithmic access counter for LFU (OBJECT FREQ).
-    pub freq: u8,
+}
+
+impl std::ops::Deref for Entry {
+    type Target = Meta;
+    fn deref(&self) -> &Meta {
+        &self.meta
+    }
+}
+
+impl std::ops::DerefMut for Entry {
+    fn deref_mut(&mut self) -> &mut Meta {
+        &mut self.meta
+    }
 }
 
 impl Entry {
     pub fn new(key: &[u8], value: Value, expire_at: u64) -> Box<Entry> {
+        Entry::with_meta(key, value, Meta::new(expire_at))
+    }
+
+    /// An entry carrying metadata from another form of the same key.
+    pub(crate) fn with_meta(key: &[u8], value: Value, meta: Meta) -> Box<Entry> {
         Box::new(Entry {
-            key: KeyBuf::new(key),
+            meta: meta.carried(),
             value,
-            expire_at,
-            access: lru_clock(),
-            freq: LFU_INIT_VAL,
-            hash: 0,
+            key: KeyBuf::new(key),
         })
     }
 
     pub fn key(&self) -> &[u8] {
         &self.key
-    }
-
-    pub fn expire_at(&self) -> u64 {
-        self.expire_at
-    }
-
-    /// True once `now_ms` is past the expire time (Redis: `now > when`).
-    pub fn is_expired(&self, now_ms: u64) -> bool {
-        self.expire_at != 0 && now_ms > self.expire_at
-    }
-
-    /// Only the table may change this, because it counts volatile keys.
-    pub(crate) fn set_expire_at_raw(&mut self, at: u64) {
-        self.expire_at = at;
     }
 
     /// The same entry under another name (RENAME, MOVE).
@@ -74,30 +76,7 @@ impl Entry {
     /// A copy of the value and TTL under another name (COPY). Access
     /// metadata starts fresh, as for any new key.
     pub fn duplicate(&self, key: &[u8], value: Value) -> Box<Entry> {
-        Entry::new(key, value, self.expire_at)
-    }
-
-    /// A new value in an old entry: LRU time starts now, LFU counter kept.
-    pub fn restart_access(&mut self) {
-        self.access = lru_clock();
-    }
-
-    /// Records an access: the LFU counter under an LFU policy, else the
-    /// LRU time (Redis updates one or the other, never both: `lookupKey`).
-    pub fn touch(&mut self, lfu: bool) {
-        if lfu {
-            // Under LFU, `access` is the counter's last decrement time
-            // (Redis keeps its "ldt" in the same field).
-            self.freq = crate::evict::lfu_on_access(self.freq, self.access);
-            self.access = lru_clock();
-        } else {
-            self.access = lru_clock();
-        }
-    }
-
-    /// Seconds since the last access.
-    pub fn idle_secs(&self) -> u64 {
-        lru_clock().wrapping_sub(self.access) as u64
+        Entry::new(key, value, self.expire_at())
     }
 
     /// Heap bytes held by this entry: the entry block, a key longer than
@@ -108,12 +87,260 @@ impl Entry {
     }
 }
 
+/// A compact block turned into a full entry (same key, value, metadata).
+fn materialize(c: CRef<'_>) -> Box<Entry> {
+    crate::compact::count_materialized();
+    let value = Value::Str(StrValue::Bytes {
+        data: c.value().to_vec(),
+        raw: c.raw(),
+    });
+    Entry::with_meta(c.key(), value, *c.meta())
+}
+
+/// A string value borrowed from either form of key: the bytes of a compact
+/// block, or a `StrValue` of an entry. GET and friends reply from it
+/// without materializing anything.
+#[derive(Clone, Copy, Debug)]
+pub enum StrRef<'a> {
+    Bytes(&'a [u8]),
+    Value(&'a StrValue),
+}
+
+impl<'a> From<&'a StrValue> for StrRef<'a> {
+    fn from(v: &'a StrValue) -> StrRef<'a> {
+        StrRef::Value(v)
+    }
+}
+
+impl StrRef<'_> {
+    pub fn len(&self) -> usize {
+        match self {
+            StrRef::Bytes(b) => b.len(),
+            StrRef::Value(v) => v.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn with_bytes<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
+        match self {
+            StrRef::Bytes(b) => f(b),
+            StrRef::Value(v) => v.with_bytes(f),
+        }
+    }
+
+    /// A large string's shared buffer (`StrValue::share`); compact
+    /// strings are small and never shared.
+    pub fn share(&self) -> Option<crate::value::string::BigBytes> {
+        match self {
+            StrRef::Bytes(_) => None,
+            StrRef::Value(v) => v.share(),
+        }
+    }
+
+    pub fn to_vec(&self) -> Vec<u8> {
+        self.with_bytes(|b| b.to_vec())
+    }
+}
+
+/// A stored key borrowed in either form.
+#[derive(Clone, Copy, Debug)]
+pub enum Ref<'a> {
+    Full(&'a Entry),
+    Compact(CRef<'a>),
+}
+
+impl<'a> Ref<'a> {
+    pub fn meta(&self) -> &'a Meta {
+        match self {
+            Ref::Full(e) => &e.meta,
+            Ref::Compact(c) => c.meta(),
+        }
+    }
+
+    pub fn key(&self) -> &'a [u8] {
+        match self {
+            Ref::Full(e) => e.key(),
+            Ref::Compact(c) => c.key(),
+        }
+    }
+
+    pub fn expire_at(&self) -> u64 {
+        self.meta().expire_at()
+    }
+
+    pub fn is_expired(&self, now_ms: u64) -> bool {
+        self.meta().is_expired(now_ms)
+    }
+
+    pub fn idle_secs(&self) -> u64 {
+        self.meta().idle_secs()
+    }
+
+    pub fn kind(&self) -> Kind {
+        match self {
+            Ref::Full(e) => e.value.kind(),
+            Ref::Compact(_) => Kind::String,
+        }
+    }
+
+    /// OBJECT ENCODING's answer.
+    pub fn encoding(&self) -> &'static str {
+        match self {
+            Ref::Full(e) => e.value.encoding(),
+            Ref::Compact(c) if c.raw() => "raw",
+            Ref::Compact(_) => "embstr",
+        }
+    }
+
+    /// The string held, None for another type.
+    pub fn str(&self) -> Option<StrRef<'a>> {
+        match self {
+            Ref::Full(e) => match &e.value {
+                Value::Str(s) => Some(StrRef::Value(s)),
+                _ => None,
+            },
+            Ref::Compact(c) => Some(StrRef::Bytes(c.value())),
+        }
+    }
+
+    /// The full value, when this is an `Entry`.
+    pub fn value(&self) -> Option<&'a Value> {
+        match self {
+            Ref::Full(e) => Some(&e.value),
+            Ref::Compact(_) => None,
+        }
+    }
+
+    /// Heap bytes held by the key (MEMORY USAGE): for a compact block its
+    /// exact requested size.
+    pub fn mem_bytes(&self) -> usize {
+        match self {
+            Ref::Full(e) => e.mem_bytes(),
+            Ref::Compact(c) => c.size(),
+        }
+    }
+
+    /// True for a compact block.
+    pub fn is_compact(&self) -> bool {
+        matches!(self, Ref::Compact(_))
+    }
+}
+
+/// A stored key owned in either form: what the table hands back when a
+/// key leaves it (DEL, eviction, expiry, RENAME) and takes when one is put.
+#[derive(Debug)]
+pub enum Owned {
+    Full(Box<Entry>),
+    Compact(Block),
+}
+
+impl From<Box<Entry>> for Owned {
+    fn from(e: Box<Entry>) -> Owned {
+        Owned::Full(e)
+    }
+}
+
+impl Owned {
+    /// A new key holding the string `value`: a compact block when it fits
+    /// (`compact::fits`), else an entry. `value` must not be an integer
+    /// text the `int` encoding would take (the caller checked).
+    pub fn string(key: &[u8], value: &[u8], raw: bool, meta: Meta) -> Owned {
+        if crate::compact::fits(key.len(), value.len()) {
+            Owned::Compact(Block::new(key, value, raw, meta))
+        } else {
+            Owned::Full(Entry::with_meta(
+                key,
+                Value::Str(StrValue::Bytes {
+                    data: value.to_vec(),
+                    raw,
+                }),
+                meta,
+            ))
+        }
+    }
+
+    pub fn as_ref(&self) -> Ref<'_> {
+        match self {
+            Owned::Full(e) => Ref::Full(e),
+            Owned::Compact(b) => Ref::Compact(b.as_ref()),
+        }
+    }
+
+    pub fn key(&self) -> &[u8] {
+        self.as_ref().key()
+    }
+
+    pub fn expire_at(&self) -> u64 {
+        self.as_ref().expire_at()
+    }
+
+    pub fn meta_mut(&mut self) -> &mut Meta {
+        match self {
+            Owned::Full(e) => &mut e.meta,
+            Owned::Compact(b) => b.meta_mut(),
+        }
+    }
+
+    /// The full entry, materializing a compact block.
+    pub fn into_entry(self) -> Box<Entry> {
+        match self {
+            Owned::Full(e) => e,
+            Owned::Compact(b) => materialize(b.as_ref()),
+        }
+    }
+
+    /// The value, moved out of an entry or copied out of a block.
+    pub fn into_value(self) -> Value {
+        match self {
+            Owned::Full(e) => e.value,
+            Owned::Compact(b) => {
+                let c = b.as_ref();
+                Value::Str(StrValue::Bytes {
+                    data: c.value().to_vec(),
+                    raw: c.raw(),
+                })
+            }
+        }
+    }
+
+    /// The same key under another name (RENAME, MOVE), keeping value, TTL
+    /// and access metadata. A compact block is rebuilt at its new size
+    /// (still compact when the new name fits).
+    pub fn rekey(self, key: &[u8]) -> Owned {
+        match self {
+            Owned::Full(e) => Owned::Full(e.rekey(key)),
+            Owned::Compact(b) => {
+                let c = b.as_ref();
+                if c.key() == key {
+                    return Owned::Compact(b);
+                }
+                Owned::string(key, c.value(), c.raw(), *c.meta())
+            }
+        }
+    }
+
+    /// A copy of the value and TTL under another name (COPY), with fresh
+    /// access metadata and the same encoding.
+    pub fn duplicate(r: Ref<'_>, key: &[u8]) -> Owned {
+        match r {
+            Ref::Full(e) => Owned::Full(e.duplicate(key, crate::ops::keys::clone_value(&e.value))),
+            Ref::Compact(c) => {
+                Owned::string(key, c.value(), c.raw(), Meta::new(c.meta().expire_at()))
+            }
+        }
+    }
+
+    /// Heap bytes held (MEMORY USAGE, lazyfree effort decisions).
+    pub fn mem_bytes(&self) -> usize {
+        self.as_ref().mem_bytes()
+    }
+}
+
 /// Redis's initial LFU counter, so new keys are not evicted at once.
 pub const LFU_INIT_VAL: u8 = 5;
-
-fn lru_clock() -> u32 {
-    crate::clock::lru_secs()
-}
 
 #[cfg(test)]
 mod tests {
@@ -127,11 +354,12 @@ mod tests {
         assert_eq!(std::mem::size_of::<Entry>(), 80);
         assert_eq!(std::mem::size_of::<Value>(), 32);
         assert_eq!(std::mem::size_of::<KeyBuf>(), 24);
-        assert_eq!(std::mem::offset_of!(Entry, expire_at), 32);
-        assert_eq!(std::mem::offset_of!(Entry, access), 40);
-        assert_eq!(std::mem::offset_of!(Entry, hash), 44);
-        assert_eq!(std::mem::offset_of!(Entry, key), 48);
-        assert_eq!(std::mem::offset_of!(Entry, freq), 72);
+        // The shared metadata prefix first, so a slot's pointer reads it
+        // the same way for an entry and for a compact block.
+        assert_eq!(std::mem::offset_of!(Entry, meta), 0);
+        assert_eq!(std::mem::size_of::<Meta>(), crate::compact::HEADER);
+        assert_eq!(std::mem::offset_of!(Entry, value), 24);
+        assert_eq!(std::mem::offset_of!(Entry, key), 56);
         assert_eq!(std::mem::size_of::<crate::value::HashValue>(), 32);
     }
 

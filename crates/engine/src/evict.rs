@@ -26,7 +26,8 @@
 //! keyspace because of memory: statistics, the `evicted` keyspace
 //! notification and WATCH are handled there (and persistence can record
 //! the deletion there).
-use crate::entry::Entry;
+use crate::compact::Meta;
+use crate::entry::Owned;
 use crate::keyspace::{Engine, Guard, Key};
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -109,7 +110,7 @@ pub fn lfu_on_access(counter: u8, since_secs: u32) -> u8 {
 
 /// How much `e` deserves eviction under `policy`: higher goes first.
 /// An expired key scores highest under every policy (it is garbage).
-pub fn score(policy: Policy, e: &Entry, now_ms: u64) -> u64 {
+pub fn score(policy: Policy, e: &Meta, now_ms: u64) -> u64 {
     if e.is_expired(now_ms) {
         return u64::MAX;
     }
@@ -222,7 +223,7 @@ impl Pool {
 /// keyspace notification and flags WATCHers (through `remove`), as Redis's
 /// `performEvictions` does around `dbGenericDelete`. Returns the entry so
 /// the caller can drop it after unlocking. None if the key is not there.
-pub fn evict_key(g: &mut Guard, db: usize, k: &Key) -> Option<Box<Entry>> {
+pub fn evict_key(g: &mut Guard, db: usize, k: &Key) -> Option<Owned> {
     let e = g.remove(db, k)?;
     // Journaled as a DEL while the shard is still locked (Redis propagates
     // an eviction as DEL), so replay never resurrects an evicted key.
@@ -237,7 +238,7 @@ pub fn evict_key(g: &mut Guard, db: usize, k: &Key) -> Option<Box<Entry>> {
 pub enum Step {
     /// A key was evicted (or, found expired, deleted as expired); drop the
     /// entry after every lock is released so its memory is returned.
-    Freed(Option<Box<Entry>>),
+    Freed(Option<Owned>),
     /// Nothing under this policy can be evicted.
     Nothing,
 }
@@ -270,7 +271,7 @@ pub fn evict_one(engine: &Engine, policy: Policy, samples: usize, pool: &mut Poo
             let k = engine.key(&c.key);
             let mut g = engine.lock(&k);
             let now = g.now;
-            let Some(e) = g.peek(c.db, &k) else {
+            let Some(e) = g.peek_ref(c.db, &k) else {
                 // Gone since sampled (deleted, evicted by another thread,
                 // or just removed as expired: memory freed either way).
                 drop(g);
@@ -282,7 +283,7 @@ pub fn evict_one(engine: &Engine, policy: Policy, samples: usize, pool: &mut Poo
                 pool.recycle(c);
                 continue;
             }
-            let now_score = score(policy, e, now);
+            let now_score = score(policy, e.meta(), now);
             if now_score < c.score && rescored < RESCORES {
                 // Used since it was sampled: it goes back with its new
                 // score, and the next best is looked at.
@@ -319,7 +320,7 @@ fn populate(engine: &Engine, policy: Policy, samples: usize, pool: &mut Pool) ->
                 let mut taken = 0;
                 t.sample_walk(rand::random(), WALK, |e| {
                     if !volatile || e.expire_at() != 0 {
-                        pool.offer(score(policy, e, now), db, e.key());
+                        pool.offer(score(policy, e.meta(), now), db, e.key());
                         taken += 1;
                     }
                     taken < samples
@@ -387,7 +388,7 @@ fn evict_random(engine: &Engine, policy: Policy) -> Step {
     let k = engine.key(&key);
     let mut g = engine.lock(&k);
     // peek removes it if it expired meanwhile; that frees memory too.
-    if g.peek(db, &k).is_none() {
+    if g.peek_ref(db, &k).is_none() {
         return Step::Freed(None);
     }
     let freed = evict_key(&mut g, db, &k);
@@ -518,11 +519,11 @@ mod tests {
             let t = s.db_mut(0);
             let slots: Vec<usize> = (0..t.capacity()).collect();
             for i in slots {
+                let Some(key) = t.slot(i).map(|r| r.key().to_vec()) else {
+                    continue;
+                };
                 if let Some(en) = t.slot_mut(i) {
-                    let n: usize = std::str::from_utf8(&en.key()[1..])
-                        .unwrap()
-                        .parse()
-                        .unwrap();
+                    let n: usize = std::str::from_utf8(&key[1..]).unwrap().parse().unwrap();
                     if n.is_multiple_of(2) {
                         en.access = en.access.wrapping_sub(3600);
                     }

@@ -9,7 +9,7 @@
 //! tick (Redis spends up to 25% of a core: `ACTIVE_EXPIRE_CYCLE_SLOW_TIME_PERC`);
 //! within it the sweep keeps going round the keyspace, so the share of
 //! expired-but-unread keys stays bounded by how fast one pass completes.
-use crate::entry::Entry;
+use crate::entry::Owned;
 use crate::keyspace::Engine;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
@@ -68,7 +68,7 @@ impl Engine {
                             & crate::events::class::EXPIRED
                             != 0;
                         let journal = self.journal_on();
-                        let mut gone: Vec<Box<Entry>> = Vec::new();
+                        let mut gone: Vec<Owned> = Vec::new();
                         for _ in 0..CHUNK_BUCKETS {
                             cursor = shard.dbs[db].retain_bucket(
                                 cursor,

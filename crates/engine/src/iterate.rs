@@ -1,7 +1,7 @@
 //! Whole-keyspace operations: SCAN, KEYS, DBSIZE, FLUSHDB,
 //! FLUSHALL and SWAPDB. They work shard by shard; the ones that must be
 //! atomic (flushes, SWAPDB) lock every shard first.
-use crate::entry::Entry;
+use crate::entry::Ref;
 use crate::keyspace::Engine;
 use crate::table::Table;
 
@@ -16,7 +16,13 @@ impl Engine {
     /// `table`). Like Redis, it stops once `count` keys were visited or after
     /// `count * 10` buckets, and returns the next cursor (0 = done). `visit`
     /// sees live entries only; expired ones are skipped.
-    pub fn scan(&self, db: usize, cursor: u64, count: usize, mut visit: impl FnMut(&Entry)) -> u64 {
+    pub fn scan(
+        &self,
+        db: usize,
+        cursor: u64,
+        count: usize,
+        mut visit: impl FnMut(Ref<'_>),
+    ) -> u64 {
         let bits = self.shard_bits();
         let n = self.shard_count() as u64;
         let mut shard = cursor & (n - 1);
@@ -64,7 +70,7 @@ impl Engine {
 
     /// Calls `visit` with every live key of `db` (KEYS). Not a snapshot:
     /// keys written while it runs may or may not be seen.
-    pub fn for_each_key(&self, db: usize, mut visit: impl FnMut(&Entry)) {
+    pub fn for_each_key(&self, db: usize, mut visit: impl FnMut(Ref<'_>)) {
         let now = crate::clock::now_ms();
         self.for_each_shard_read(|_, s| {
             for e in s.db(db).iter() {

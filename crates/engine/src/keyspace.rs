@@ -11,9 +11,10 @@
 //!
 //! The guard also applies lazy expiry: a lookup that finds an expired key
 //! removes it and reports it absent, so expired keys never appear in a reply.
-use crate::entry::Entry;
+use crate::compact::Meta;
+use crate::entry::{Entry, Owned, Ref};
 use crate::table::Table;
-use crate::value::Value;
+use crate::value::{StrValue, Value};
 use parking_lot::{Mutex, MutexGuard};
 use smallvec::SmallVec;
 use std::cell::Cell;
@@ -530,6 +531,16 @@ pub enum Expiry {
     At(u64),
 }
 
+/// The expire time a write leaves on a key that had `old` (0: none):
+/// None when it stays as it is.
+fn new_expiry(expiry: Expiry, old: u64) -> Option<u64> {
+    match expiry {
+        Expiry::Keep => None,
+        Expiry::Clear => (old != 0).then_some(0),
+        Expiry::At(t) => Some(t),
+    }
+}
+
 /// Exclusive access to the shards of the keys a command named.
 pub struct Guard<'e> {
     engine: &'e Engine,
@@ -707,6 +718,45 @@ impl<'e> Guard<'e> {
         }
     }
 
+    /// `read` without materializing a compact string: the key borrowed in
+    /// whichever form it is stored (GET, MGET, STRLEN, GETRANGE, ...).
+    pub fn read_ref(&mut self, db: usize, k: &Key) -> Option<Ref<'_>> {
+        let found = self.live_slot(db, k);
+        let lfu = self.engine.limits.lfu.load(Ordering::Relaxed);
+        if found.is_none() {
+            self.notify(crate::events::class::KEY_MISS, "keymiss", db, k);
+        }
+        let shard = self.shard(k);
+        match found {
+            Some(i) => {
+                shard.stats.keyspace_hits += 1;
+                let t = &mut shard.dbs[db];
+                t.meta_mut(i).touch(lfu);
+                Some(t.at(i))
+            }
+            None => {
+                shard.stats.keyspace_misses += 1;
+                None
+            }
+        }
+    }
+
+    /// `peek` without materializing (TYPE, TTL, OBJECT, MEMORY USAGE, ...).
+    pub fn peek_ref(&mut self, db: usize, k: &Key) -> Option<Ref<'_>> {
+        let i = self.live_slot(db, k)?;
+        Some(self.shard(k).dbs[db].at(i))
+    }
+
+    /// `write` without materializing: records the access and returns the
+    /// key's metadata (EXPIRE, PERSIST, RENAME and MOVE's existence check).
+    pub fn write_meta(&mut self, db: usize, k: &Key) -> Option<&mut Meta> {
+        let i = self.live_slot(db, k)?;
+        let lfu = self.engine.limits.lfu.load(Ordering::Relaxed);
+        let m = self.shard(k).dbs[db].meta_mut(i);
+        m.touch(lfu);
+        Some(m)
+    }
+
     /// A lookup for a write or a metadata query: no hit/miss counting and no
     /// access recorded (Redis's LOOKUP_NOTOUCH for TYPE, TTL, OBJECT, ...).
     pub fn peek(&mut self, db: usize, k: &Key) -> Option<&mut Entry> {
@@ -731,13 +781,32 @@ impl<'e> Guard<'e> {
     /// the old value so the caller can drop a large one after unlocking.
     /// Overwriting reuses the entry and its key (as Redis's `dbOverwrite`
     /// reuses the dict entry): only the value changes hands, the LRU time
-    /// restarts and the LFU counter is kept.
+    /// restarts and the LFU counter is kept. A small plain string is
+    /// stored as a compact block (`crate::compact`) instead.
     pub fn set(&mut self, db: usize, k: &Key, value: Value, expiry: Expiry) -> Option<Value> {
+        if let Value::Str(StrValue::Bytes { data, raw }) = &value {
+            if crate::compact::fits(k.bytes.len(), data.len()) {
+                return self
+                    .set_compact(db, k, data, *raw, expiry)
+                    .map(Owned::into_value);
+            }
+        }
         let found = self.live_slot(db, k);
         self.signal_ready(db, k, &value);
         self.modified(db, k);
         let table = &mut self.shard(k).dbs[db];
         match found {
+            Some(i) if table.at(i).is_compact() => {
+                // A block cannot hold another kind of value: a new entry
+                // with the block's metadata takes its place.
+                let mut meta = *table.at(i).meta();
+                meta.restart_access();
+                if let Some(at) = new_expiry(expiry, meta.expire_at()) {
+                    meta.set_expire_at_raw(at);
+                }
+                let e = Entry::with_meta(k.bytes, value, meta);
+                Some(table.replace_at(i, e).into_value())
+            }
             Some(i) => {
                 let e = table.at_mut(i);
                 let old = std::mem::replace(&mut e.value, value);
@@ -761,11 +830,51 @@ impl<'e> Guard<'e> {
         }
     }
 
-    /// Inserts a whole entry (MOVE, COPY, RENAME keep metadata this way).
-    pub fn set_entry(&mut self, db: usize, k: &Key, entry: Box<Entry>) -> Option<Box<Entry>> {
+    /// Stores the plain string `value` (not an integer text: the caller
+    /// checked `num::should_store_as_int`) as SET does, as a compact block
+    /// when it fits, without building a `StrValue` first: one allocation
+    /// for a new key. The same semantics as `set` (LFU counter kept, LRU
+    /// restarted, `expiry` applied, WATCH and `new` notified). Returns the
+    /// old key, for the caller to drop (after unlocking, if it likes).
+    pub fn set_compact(
+        &mut self,
+        db: usize,
+        k: &Key,
+        value: &[u8],
+        raw: bool,
+        expiry: Expiry,
+    ) -> Option<Owned> {
+        let found = self.live_slot(db, k);
+        self.modified(db, k);
+        let table = &mut self.shard(k).dbs[db];
+        match found {
+            Some(i) => {
+                let mut meta = *table.at(i).meta();
+                meta.restart_access();
+                if let Some(at) = new_expiry(expiry, meta.expire_at()) {
+                    meta.set_expire_at_raw(at);
+                }
+                let new = Owned::string(k.bytes, value, raw, meta);
+                Some(table.replace_at(i, new))
+            }
+            None => {
+                let at = new_expiry(expiry, 0).unwrap_or(0);
+                let new = Owned::string(k.bytes, value, raw, Meta::new(at));
+                table.insert_new(k.hash, new);
+                self.notify(crate::events::class::NEW, "new", db, k);
+                None
+            }
+        }
+    }
+
+    /// Inserts a whole key (MOVE, COPY, RENAME keep metadata this way).
+    pub fn set_entry(&mut self, db: usize, k: &Key, entry: impl Into<Owned>) -> Option<Owned> {
+        let entry = entry.into();
         debug_assert_eq!(entry.key(), k.bytes);
         let found = self.live_slot(db, k);
-        self.signal_ready(db, k, &entry.value);
+        if let Some(v) = entry.as_ref().value() {
+            self.signal_ready(db, k, v);
+        }
         self.modified(db, k);
         let table = &mut self.shard(k).dbs[db];
         match found {
@@ -779,7 +888,7 @@ impl<'e> Guard<'e> {
     }
 
     /// Removes the key; None if it did not exist (or had just expired).
-    pub fn remove(&mut self, db: usize, k: &Key) -> Option<Box<Entry>> {
+    pub fn remove(&mut self, db: usize, k: &Key) -> Option<Owned> {
         let i = self.live_slot(db, k)?;
         self.modified(db, k);
         Some(self.shard(k).dbs[db].remove_at(i))

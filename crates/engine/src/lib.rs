@@ -11,6 +11,7 @@
 //! - `ops`: one module per command family, e.g. `ops::string::set`.
 //! - `record`: the deterministic record of each write, for the journal.
 pub mod clock;
+pub mod compact;
 pub mod entry;
 pub mod error;
 pub mod events;
@@ -26,7 +27,7 @@ pub mod table;
 pub mod util;
 pub mod value;
 
-pub use entry::Entry;
+pub use entry::{Entry, Owned, Ref, StrRef};
 pub use error::Error;
 pub use keyspace::{Engine, Expiry, Guard, HoldAll, Key, Options, WatchFlag};
 pub use value::{Kind, Value};

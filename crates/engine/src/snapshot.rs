@@ -152,7 +152,7 @@ mod tests {
             let mut kv = Vec::new();
             for d in 0..shard.databases() {
                 for e in shard.db(d).iter() {
-                    if let Value::Str(s) = &e.value {
+                    if let Some(s) = e.str() {
                         kv.push((e.key().to_vec(), s.to_vec()));
                     }
                 }

@@ -22,49 +22,102 @@
 //! Why the address fits in 48 bits: user-space addresses on x86-64 and
 //! aarch64 Linux are below 2^47 (2^48 with 52-bit VA only on request via
 //! an mmap hint, which jemalloc does not give); `pack` checks it.
-use crate::entry::Entry;
+//!
+//! A slot's lowest address bit tells which form the key has (`entry`): 0
+//! for a `Box<Entry>`, 1 for a compact block (both are 8-byte aligned, so
+//! the bit is free). Both forms start with the same `Meta`, so reading a
+//! home bucket, an expire time or access data needs no branch on it.
+use crate::compact::{Block, CRef, Meta};
+use crate::entry::{Entry, Owned, Ref};
 
 const MIN_SLOTS: usize = 8;
 
 const ADDR_BITS: u32 = 48;
 const ADDR_MASK: u64 = (1 << ADDR_BITS) - 1;
+/// The address bit that marks a compact block.
+const COMPACT: u64 = 1;
 
-/// An 8-byte slot: 0 (empty) or `tag << 48 | address of a Box<Entry>`.
+/// An 8-byte slot: 0 (empty) or `tag << 48 | address | compact bit`.
 type Slot = u64;
 
 fn tag_of(hash: u64) -> u64 {
     (hash >> 32) & 0xffff
 }
 
-/// Turns a box into a slot, taking ownership of the entry.
-fn pack(hash: u64, entry: Box<Entry>) -> Slot {
-    let addr = Box::into_raw(entry) as u64;
+/// Turns an owned key into a slot, taking ownership of it.
+fn pack(hash: u64, owned: Owned) -> Slot {
+    let addr = raw_of(owned);
     assert!(
-        addr & !ADDR_MASK == 0 && addr != 0,
+        addr & !ADDR_MASK == 0 && addr & !COMPACT != 0,
         "entry address above 2^48"
     );
     addr | (tag_of(hash) << ADDR_BITS)
 }
 
+/// The address (with the compact bit) of an owned key, given up.
+fn raw_of(owned: Owned) -> u64 {
+    match owned {
+        Owned::Full(e) => {
+            let a = Box::into_raw(e) as u64;
+            debug_assert!(a & COMPACT == 0);
+            a
+        }
+        Owned::Compact(b) => b.into_raw() as u64 | COMPACT,
+    }
+}
+
+/// The metadata every occupied slot points at (offset 0 of either form).
+fn meta_ptr(slot: Slot) -> *mut Meta {
+    (slot & ADDR_MASK & !COMPACT) as usize as *mut Meta
+}
+
 fn ptr_of(slot: Slot) -> *mut Entry {
+    debug_assert!(slot & COMPACT == 0);
     (slot & ADDR_MASK) as usize as *mut Entry
+}
+
+/// Takes ownership back from a slot.
+///
+/// # Safety
+/// `slot` must be occupied and owned by the caller, and taken back once.
+unsafe fn unpack(slot: Slot) -> Owned {
+    if slot & COMPACT != 0 {
+        Owned::Compact(Block::from_raw(meta_ptr(slot)))
+    } else {
+        Owned::Full(Box::from_raw(ptr_of(slot)))
+    }
+}
+
+/// Borrows the key a slot holds.
+///
+/// # Safety
+/// `slot` must be occupied by a key that outlives `'a` unchanged.
+unsafe fn borrow<'a>(slot: Slot) -> Ref<'a> {
+    if slot & COMPACT != 0 {
+        Ref::Compact(CRef::from_raw(meta_ptr(slot)))
+    } else {
+        Ref::Full(&*ptr_of(slot))
+    }
 }
 
 /// The keys of one database that hash to one shard. Owns its entries.
 #[derive(Default)]
 pub struct Table {
-    slots: Vec<Slot>,
-    len: usize,
-    volatile: usize,
+    // A boxed slice and u32 counts keep the header at 24 bytes: every
+    // shard holds one table per database (16,384 of them by default),
+    // which is most of an empty keyspace's memory. A table never holds
+    // 2^32 keys (that would be hundreds of GB in one shard's database).
+    slots: Box<[Slot]>,
+    len: u32,
+    volatile: u32,
 }
 
 impl Drop for Table {
     fn drop(&mut self) {
         for &s in &self.slots {
             if s != 0 {
-                // SAFETY: every nonzero slot holds a pointer from
-                // `Box::into_raw` that this table owns.
-                drop(unsafe { Box::from_raw(ptr_of(s)) });
+                // SAFETY: every nonzero slot holds a key this table owns.
+                drop(unsafe { unpack(s) });
             }
         }
     }
@@ -73,7 +126,7 @@ impl Drop for Table {
 impl Table {
     /// Number of keys, expired-but-not-yet-removed ones included.
     pub fn len(&self) -> usize {
-        self.len
+        self.len as usize
     }
 
     pub fn is_empty(&self) -> bool {
@@ -82,27 +135,34 @@ impl Table {
 
     /// Number of keys that carry an expire time.
     pub fn volatile(&self) -> usize {
-        self.volatile
+        self.volatile as usize
     }
 
     /// Heap bytes held by the index itself (not the entries).
     pub fn index_bytes(&self) -> usize {
-        self.slots.capacity() * std::mem::size_of::<Slot>()
+        self.slots.len() * std::mem::size_of::<Slot>()
     }
 
     fn mask(&self) -> usize {
         self.slots.len() - 1
     }
 
-    fn entry(&self, i: usize) -> Option<&Entry> {
+    fn entry(&self, i: usize) -> Option<Ref<'_>> {
         let s = self.slots[i];
-        // SAFETY: a nonzero slot points to a live entry owned by the table,
+        // SAFETY: a nonzero slot points to a live key owned by the table,
         // and `&self` keeps it from being removed meanwhile.
-        (s != 0).then(|| unsafe { &*ptr_of(s) })
+        (s != 0).then(|| unsafe { borrow(s) })
     }
 
     fn home(&self, i: usize) -> usize {
-        self.entry(i).map_or(0, |e| e.hash as usize) & self.mask()
+        let s = self.slots[i];
+        // SAFETY: as in `meta`.
+        let h = if s == 0 {
+            0
+        } else {
+            unsafe { (*meta_ptr(s)).hash }
+        };
+        h as usize & self.mask()
     }
 
     /// Slot index of `key`, if present.
@@ -125,21 +185,40 @@ impl Table {
         }
     }
 
-    pub fn at(&self, i: usize) -> &Entry {
+    pub fn at(&self, i: usize) -> Ref<'_> {
         self.entry(i).expect("slot index came from find")
     }
 
+    /// The metadata of the key in slot `i`, for access tracking. Its
+    /// expire time must change through `set_expire_at` (volatile count).
+    pub fn meta_mut(&mut self, i: usize) -> &mut Meta {
+        let s = self.slots[i];
+        assert!(s != 0, "slot index came from find");
+        // SAFETY: as in `meta`, and `&mut self` makes the access unique.
+        unsafe { &mut *meta_ptr(s) }
+    }
+
+    /// The full entry in slot `i`, materializing a compact block first:
+    /// every caller that edits a value in place works on either form.
     pub fn at_mut(&mut self, i: usize) -> &mut Entry {
         let s = self.slots[i];
         assert!(s != 0, "slot index came from find");
+        if s & COMPACT != 0 {
+            // SAFETY: the slot owns the block; it is replaced right away by
+            // the entry made from it (same key: same hash, tag and home).
+            let owned = unsafe { unpack(s) };
+            let addr = Box::into_raw(owned.into_entry()) as u64;
+            self.slots[i] = (s & !ADDR_MASK) | addr;
+        }
         // SAFETY: as in `entry`, and `&mut self` makes the access unique.
-        unsafe { &mut *ptr_of(s) }
+        unsafe { &mut *ptr_of(self.slots[i]) }
     }
 
-    /// Inserts an entry whose key is known to be absent; returns its slot.
-    pub fn insert_new(&mut self, hash: u64, mut entry: Box<Entry>) -> usize {
-        entry.hash = hash as u32;
-        if (self.len + 1) * 4 > self.slots.len() * 3 {
+    /// Inserts a key known to be absent; returns its slot.
+    pub fn insert_new(&mut self, hash: u64, entry: impl Into<Owned>) -> usize {
+        let mut entry = entry.into();
+        entry.meta_mut().hash = hash as u32;
+        if (self.len as usize + 1) * 4 > self.slots.len() * 3 {
             let cap = (self.slots.len() * 2).max(MIN_SLOTS);
             self.resize(cap);
         }
@@ -154,7 +233,7 @@ impl Table {
     fn place(&mut self, slot: Slot) -> usize {
         let mask = self.mask();
         // SAFETY: `slot` is occupied and owned by this table.
-        let home = unsafe { (*ptr_of(slot)).hash } as usize;
+        let home = unsafe { (*meta_ptr(slot)).hash } as usize;
         let mut i = home & mask;
         while self.slots[i] != 0 {
             i = (i + 1) & mask;
@@ -164,7 +243,7 @@ impl Table {
     }
 
     /// Removes the entry at slot `i` and returns it. Shrinks if sparse.
-    pub fn remove_at(&mut self, i: usize) -> Box<Entry> {
+    pub fn remove_at(&mut self, i: usize) -> Owned {
         let e = self.take_at(i);
         self.maybe_shrink();
         e
@@ -172,12 +251,12 @@ impl Table {
 
     /// Removes without shrinking, so slot positions of other entries in the
     /// same run stay meaningful to a caller that is walking the run.
-    fn take_at(&mut self, i: usize) -> Box<Entry> {
+    fn take_at(&mut self, i: usize) -> Owned {
         let mask = self.mask();
         let s = std::mem::take(&mut self.slots[i]);
         assert!(s != 0, "remove_at on an occupied slot");
-        // SAFETY: the slot owned this pointer; it is now out of the table.
-        let entry = unsafe { Box::from_raw(ptr_of(s)) };
+        // SAFETY: the slot owned this key; it is now out of the table.
+        let entry = unsafe { unpack(s) };
         let mut hole = i;
         let mut j = (i + 1) & mask;
         while self.slots[j] != 0 {
@@ -197,18 +276,23 @@ impl Table {
         entry
     }
 
+    /// Shrinks a sparse table; an empty one gives its slot array back
+    /// (the next insert allocates it again), so emptied tables cost only
+    /// their header.
     fn maybe_shrink(&mut self) {
-        if self.slots.len() > MIN_SLOTS && self.len * 10 < self.slots.len() {
-            let cap = (self.len * 2).next_power_of_two().max(MIN_SLOTS);
+        if self.len == 0 {
+            if !self.slots.is_empty() {
+                self.slots = Box::default();
+            }
+        } else if self.slots.len() > MIN_SLOTS && self.len() * 10 < self.slots.len() {
+            let cap = (self.len() * 2).next_power_of_two().max(MIN_SLOTS);
             self.resize(cap);
-        } else if self.len == 0 && !self.slots.is_empty() {
-            self.slots = Vec::new();
         }
     }
 
     fn resize(&mut self, cap: usize) {
-        debug_assert!(cap.is_power_of_two() && cap * 3 >= self.len * 4);
-        let old = std::mem::replace(&mut self.slots, vec![0; cap]);
+        debug_assert!(cap.is_power_of_two() && cap * 3 >= self.len() * 4);
+        let old = std::mem::replace(&mut self.slots, vec![0; cap].into_boxed_slice());
         for slot in old {
             if slot != 0 {
                 self.place(slot);
@@ -219,7 +303,7 @@ impl Table {
     /// Sets the expire time of the entry at slot `i` (0 clears it), keeping
     /// the count of volatile keys right.
     pub fn set_expire_at(&mut self, i: usize, at_ms: u64) {
-        let e = self.at_mut(i);
+        let e = self.meta_mut(i);
         let was = e.expire_at() != 0;
         e.set_expire_at_raw(at_ms);
         match (was, at_ms != 0) {
@@ -230,15 +314,16 @@ impl Table {
     }
 
     /// Replaces the entry at slot `i` (same key), returning the old one.
-    pub fn replace_at(&mut self, i: usize, mut entry: Box<Entry>) -> Box<Entry> {
+    pub fn replace_at(&mut self, i: usize, entry: impl Into<Owned>) -> Owned {
+        let mut entry = entry.into();
         let new_volatile = entry.expire_at() != 0;
         let s = self.slots[i];
         assert!(s != 0, "replace_at on occupied");
-        // SAFETY: the slot owned this pointer; the new entry takes its place
+        // SAFETY: the slot owned this key; the new one takes its place
         // (same key, so same hash and tag).
-        let old = unsafe { Box::from_raw(ptr_of(s)) };
-        entry.hash = old.hash;
-        self.slots[i] = (s & !ADDR_MASK) | (Box::into_raw(entry) as u64 & ADDR_MASK);
+        let old = unsafe { unpack(s) };
+        entry.meta_mut().hash = old.as_ref().meta().hash;
+        self.slots[i] = (s & !ADDR_MASK) | (raw_of(entry) & ADDR_MASK);
         match (old.expire_at() != 0, new_volatile) {
             (false, true) => self.volatile += 1,
             (true, false) => self.volatile -= 1,
@@ -250,7 +335,7 @@ impl Table {
     /// Visits every entry whose home bucket is `cursor & mask` and returns
     /// the next cursor in reverse-binary order, 0 when the walk is complete.
     /// `visit` may not remove entries; see `retain_bucket` for that.
-    pub fn scan_bucket(&self, cursor: u64, mut visit: impl FnMut(&Entry)) -> u64 {
+    pub fn scan_bucket(&self, cursor: u64, mut visit: impl FnMut(Ref<'_>)) -> u64 {
         if self.slots.is_empty() {
             return 0;
         }
@@ -258,7 +343,7 @@ impl Table {
         let b = cursor as usize & mask;
         let mut i = b;
         while let Some(e) = self.entry(i) {
-            if e.hash as usize & mask == b {
+            if e.meta().hash as usize & mask == b {
                 visit(e);
             }
             i = (i + 1) & mask;
@@ -274,8 +359,8 @@ impl Table {
     pub fn retain_bucket(
         &mut self,
         cursor: u64,
-        mut drop_it: impl FnMut(&Entry) -> bool,
-        mut removed: impl FnMut(Box<Entry>),
+        mut drop_it: impl FnMut(Ref<'_>) -> bool,
+        mut removed: impl FnMut(Owned),
     ) -> u64 {
         if self.slots.is_empty() {
             return 0;
@@ -313,7 +398,7 @@ impl Table {
         }
     }
 
-    pub fn iter(&self) -> impl Iterator<Item = &Entry> {
+    pub fn iter(&self) -> impl Iterator<Item = Ref<'_>> {
         (0..self.slots.len()).filter_map(|i| self.entry(i))
     }
 
@@ -340,15 +425,21 @@ impl Table {
         self.slots.len()
     }
 
-    /// The entry in slot `i`, if that slot is occupied.
-    pub fn slot_mut(&mut self, i: usize) -> Option<&mut Entry> {
+    /// The metadata in slot `i`, if that slot is occupied.
+    pub fn slot_mut(&mut self, i: usize) -> Option<&mut Meta> {
         let s = *self.slots.get(i)?;
         if s == 0 {
             return None;
         }
-        // SAFETY: a nonzero slot holds a pointer this table owns, and
-        // `&mut self` makes the access unique.
-        Some(unsafe { &mut *ptr_of(s) })
+        Some(self.meta_mut(i))
+    }
+
+    /// The key in slot `i`, if that slot is occupied.
+    pub fn slot(&self, i: usize) -> Option<Ref<'_>> {
+        if i >= self.slots.len() {
+            return None;
+        }
+        self.entry(i)
     }
 
     /// Walks at most `max_steps` consecutive slots from slot `start` (taken
@@ -356,7 +447,12 @@ impl Table {
     /// until it answers false. Consecutive slots hold keys of unrelated
     /// hashes, so this samples like Redis's `dictGetSomeKeys` (which walks
     /// consecutive buckets) at one cache-friendly pass.
-    pub fn sample_walk(&self, start: u64, max_steps: usize, mut visit: impl FnMut(&Entry) -> bool) {
+    pub fn sample_walk(
+        &self,
+        start: u64,
+        max_steps: usize,
+        mut visit: impl FnMut(Ref<'_>) -> bool,
+    ) {
         if self.len == 0 {
             return;
         }
@@ -470,6 +566,51 @@ mod tests {
                 String::from_utf8_lossy(k)
             );
         }
+    }
+
+    #[test]
+    fn slot_array_exists_only_while_keys_do() {
+        // The header every (shard, database) pays even when empty.
+        assert_eq!(std::mem::size_of::<Table>(), 24);
+        let mut t = Table::default();
+        assert_eq!(t.index_bytes(), 0);
+        let keys: Vec<Vec<u8>> = (0..100).map(|i| format!("k{i}").into_bytes()).collect();
+        for k in &keys {
+            t.insert_new(hash(k), entry(k, 0));
+        }
+        assert!(t.index_bytes() >= 100 * 8);
+        for k in &keys {
+            let i = t.find(hash(k), k).unwrap();
+            t.remove_at(i);
+        }
+        assert_eq!(t.index_bytes(), 0, "emptied table keeps its slots");
+        // Compact blocks and entries side by side, moved by growth.
+        for (n, k) in keys.iter().enumerate() {
+            let m = crate::compact::Meta::new(0);
+            let o = if n % 2 == 0 {
+                Owned::string(k, b"value", false, m)
+            } else {
+                Owned::Full(entry(k, 0))
+            };
+            t.insert_new(hash(k), o);
+        }
+        for (n, k) in keys.iter().enumerate() {
+            let i = t.find(hash(k), k).unwrap();
+            assert_eq!(t.at(i).is_compact(), n % 2 == 0);
+            assert_eq!(
+                t.at(i).str().unwrap().to_vec(),
+                if n % 2 == 0 { &b"value"[..] } else { b"v" }
+            );
+        }
+        // Materializing keeps the key where it is, with its metadata.
+        let i = t.find(hash(&keys[0]), &keys[0]).unwrap();
+        t.meta_mut(i).freq = 42;
+        assert_eq!(t.at_mut(i).freq, 42);
+        assert!(!t.at(i).is_compact());
+        assert_eq!(t.find(hash(&keys[0]), &keys[0]), Some(i));
+        let old = t.take_all();
+        assert_eq!(old.len(), 100);
+        assert_eq!(t.index_bytes(), 0);
     }
 
     #[test]

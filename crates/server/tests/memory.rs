@@ -553,3 +553,45 @@ fn memcached_writes_evict_or_are_refused() {
     rd.read_line(&mut line).unwrap();
     assert_eq!(line, "SERVER_ERROR out of memory storing object\r\n");
 }
+
+/// The hit-ratio bench's keys (13 bytes, 100-byte values) cost one compact
+/// block each: used memory per key, index included, stays near 170 bytes
+/// (jemalloc's 160 class plus a slot at 3/4 load at worst) after a SET and
+/// a GET of every key, where a full entry and a value buffer took ~206.
+/// OBJECT ENCODING and MEMORY USAGE answer as before.
+#[test]
+fn small_string_keys_cost_one_block() {
+    let s = start_cairn(&[]);
+    let mut c = redis_client(s.port);
+    let before = used(&mut c);
+    let n = 60_000u32;
+    let v = "v".repeat(100);
+    for chunk in (0..n).collect::<Vec<_>>().chunks(2000) {
+        let mut p = redis::pipe();
+        for i in chunk {
+            p.cmd("SET").arg(format!("hr:{i:010}")).arg(&v).ignore();
+        }
+        let _: () = p.query(&mut c).unwrap();
+        let mut p = redis::pipe();
+        for i in chunk {
+            p.cmd("GET").arg(format!("hr:{i:010}"));
+        }
+        let got: Vec<String> = p.query(&mut c).unwrap();
+        assert!(got.iter().all(|g| *g == v));
+    }
+    // The connection's grown buffers go back at the next cron.
+    std::thread::sleep(Duration::from_millis(300));
+    let per_key = (used(&mut c) - before) / n as u64;
+    assert!(per_key <= 180, "{per_key} bytes per key");
+    let enc: String = q(&mut c, &["OBJECT", "ENCODING", "hr:0000000001"]);
+    assert_eq!(enc, "raw");
+    ok(&mut c, &["SET", "short", "hello"]);
+    let enc: String = q(&mut c, &["OBJECT", "ENCODING", "short"]);
+    assert_eq!(enc, "embstr");
+    // Block (24-byte header + key + value) plus its slot.
+    let usage: i64 = q(&mut c, &["MEMORY", "USAGE", "hr:0000000001"]);
+    let usage_short: i64 = q(&mut c, &["MEMORY", "USAGE", "short"]);
+    assert_eq!(usage - usage_short, (13 + 100) - (5 + 5));
+    // 24-byte header, key and value, plus MEMORY USAGE's 16 for the slot.
+    assert_eq!(usage, 24 + 13 + 100 + 16);
+}

@@ -612,10 +612,10 @@ pub fn setbit(g: &mut Guard, db: usize, k: &Key, offset: u64, on: bool) -> Resul
 
 /// GETBIT key offset → the bit (0 past the end or for a missing key).
 pub fn getbit(g: &mut Guard, db: usize, k: &Key, offset: u64) -> Result<bool> {
-    let Some(e) = g.read(db, k) else {
+    let Some(e) = g.read_ref(db, k) else {
         return Ok(false);
     };
-    let s = as_str(&e.value)?;
+    let s = e.str().ok_or(Error::WrongType)?;
     Ok(s.with_bytes(|b| {
         usize::try_from(offset >> 3)
             .ok()
@@ -633,10 +633,10 @@ pub fn bitcount<E: From<Error>>(
     k: &Key,
     parse: impl FnOnce() -> std::result::Result<CountArgs, E>,
 ) -> std::result::Result<i64, E> {
-    let Some(e) = g.read(db, k) else {
+    let Some(e) = g.read_ref(db, k) else {
         return Ok(0);
     };
-    let s = as_str(&e.value)?;
+    let s = e.str().ok_or(Error::WrongType)?;
     let args = parse()?;
     Ok(s.with_bytes(|b| count_bits(b, args)))
 }
@@ -651,10 +651,10 @@ pub fn bitpos<E: From<Error>>(
     bit: bool,
     parse: impl FnOnce() -> std::result::Result<Option<PosArgs>, E>,
 ) -> std::result::Result<i64, E> {
-    let Some(e) = g.read(db, k) else {
+    let Some(e) = g.read_ref(db, k) else {
         return Ok(if bit { -1 } else { 0 });
     };
-    let s = as_str(&e.value)?;
+    let s = e.str().ok_or(Error::WrongType)?;
     let args = parse()?;
     Ok(s.with_bytes(|b| find_bit(b, bit, args)))
 }

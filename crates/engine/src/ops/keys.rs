@@ -16,7 +16,7 @@
 //! `persist`, `rename_from` + `rename_to`, `move_from` + `move_to`, and
 //! `copy_to`; a destination that is replaced is deleted first, so it gets
 //! the `new` event of a key created, as Redis's `dbDelete` + `dbAdd` do.
-use crate::entry::Entry;
+use crate::entry::Owned;
 use crate::events::class;
 use crate::keyspace::{Engine, Guard, Key};
 use crate::util::glob::glob_match;
@@ -53,7 +53,7 @@ fn read_lookup(g: &mut Guard, db: usize, k: &Key, hit: bool) {
 /// DEL / UNLINK: removes each key that exists and hands the removed entry
 /// to `removed`, so the caller can free it after unlocking (or on another
 /// thread). A key named twice is removed once. Returns how many were removed.
-pub fn del(g: &mut Guard, db: usize, keys: &[Key], mut removed: impl FnMut(Box<Entry>)) -> usize {
+pub fn del(g: &mut Guard, db: usize, keys: &[Key], mut removed: impl FnMut(Owned)) -> usize {
     let mut n = 0;
     for k in keys {
         if let Some(e) = g.remove(db, k) {
@@ -94,12 +94,12 @@ pub fn exists(g: &mut Guard, db: usize, keys: &[Key]) -> usize {
 
 /// TOUCH: how many of `keys` exist; each one found has its access recorded.
 pub fn touch(g: &mut Guard, db: usize, keys: &[Key]) -> usize {
-    keys.iter().filter(|k| g.read(db, k).is_some()).count()
+    keys.iter().filter(|k| g.read_ref(db, k).is_some()).count()
 }
 
 /// TYPE: the kind of value the key holds, None if it does not exist.
 pub fn key_type(g: &mut Guard, db: usize, k: &Key) -> Option<Kind> {
-    let kind = g.peek(db, k).map(|e| e.value.kind());
+    let kind = g.peek_ref(db, k).map(|e| e.kind());
     read_lookup(g, db, k, kind.is_some());
     kind
 }
@@ -126,7 +126,7 @@ pub enum ExpireOutcome {
     Set,
     /// The time was not in the future, so the key was deleted (reply 1);
     /// the entry is handed back to be freed outside the lock.
-    Deleted(Box<Entry>),
+    Deleted(Owned),
 }
 
 /// EXPIRE / PEXPIRE / EXPIREAT / PEXPIREAT with the absolute deadline
@@ -134,7 +134,7 @@ pub enum ExpireOutcome {
 /// order: existence, then NX, XX, GT, LT, then "already expired?"
 /// (`when <= now` deletes the key, as `checkAlreadyExpired` does).
 pub fn expire(g: &mut Guard, db: usize, k: &Key, when_ms: i64, cond: ExpireCond) -> ExpireOutcome {
-    let Some(e) = g.write(db, k) else {
+    let Some(e) = g.write_meta(db, k) else {
         return ExpireOutcome::Unchanged;
     };
     // Redis's getExpire answers -1 for "no expire time".
@@ -174,7 +174,7 @@ pub enum Ttl {
 
 /// TTL / PTTL / EXPIRETIME / PEXPIRETIME lookup.
 pub fn ttl(g: &mut Guard, db: usize, k: &Key) -> Ttl {
-    let t = match g.peek(db, k) {
+    let t = match g.peek_ref(db, k) {
         None => Ttl::Missing,
         Some(e) => match e.expire_at() {
             0 => Ttl::Persistent,
@@ -187,7 +187,7 @@ pub fn ttl(g: &mut Guard, db: usize, k: &Key) -> Ttl {
 
 /// PERSIST: clears the expire time; false if the key is missing or had none.
 pub fn persist(g: &mut Guard, db: usize, k: &Key) -> bool {
-    match g.write(db, k) {
+    match g.write_meta(db, k) {
         Some(e) if e.expire_at() != 0 => {
             g.set_expire(db, k, 0);
             g.notify(class::GENERIC, "persist", db, k);
@@ -203,7 +203,7 @@ pub fn persist(g: &mut Guard, db: usize, k: &Key) -> bool {
 /// true for RENAME, false for RENAMENX; RENAMENX onto an existing key
 /// answers false. The value keeps its TTL. Both keys must be locked.
 pub fn rename(g: &mut Guard, db: usize, from: &Key, to: &Key, nx: bool) -> Result<bool> {
-    if g.write(db, from).is_none() {
+    if g.write_meta(db, from).is_none() {
         return Err(Error::NoSuchKey);
     }
     if from.bytes == to.bytes {
@@ -229,7 +229,7 @@ pub fn move_key(g: &mut Guard, from_db: usize, to_db: usize, k: &Key) -> Result<
     if from_db == to_db {
         return Err(Error::SameObject);
     }
-    if g.write(from_db, k).is_none() || g.exists(to_db, k) {
+    if g.write_meta(from_db, k).is_none() || g.exists(to_db, k) {
         return Ok(false);
     }
     g.rename_entry(from_db, k, to_db, k);
@@ -250,19 +250,19 @@ pub fn copy(
     dst_db: usize,
     to: &Key,
     replace: bool,
-    removed: impl FnOnce(Box<Entry>),
+    removed: impl FnOnce(Owned),
 ) -> Result<bool> {
     if src_db == dst_db && from.bytes == to.bytes {
         return Err(Error::SameObject);
     }
-    if g.read(src_db, from).is_none() {
+    if g.read_ref(src_db, from).is_none() {
         return Ok(false);
     }
     if !replace && g.exists(dst_db, to) {
         return Ok(false);
     }
-    let dup = match g.peek(src_db, from) {
-        Some(e) => e.duplicate(to.bytes, clone_value(&e.value)),
+    let dup = match g.peek_ref(src_db, from) {
+        Some(e) => Owned::duplicate(e, to.bytes),
         None => return Ok(false),
     };
     // A replaced destination is deleted first, so the copy is a key
@@ -302,13 +302,13 @@ pub struct ObjectInfo {
 
 /// OBJECT ENCODING / REFCOUNT / IDLETIME / FREQ lookup (no access recorded).
 pub fn object(g: &mut Guard, db: usize, k: &Key) -> Option<ObjectInfo> {
-    let info = g.peek(db, k).map(|e| {
+    let info = g.peek_ref(db, k).map(|e| {
         let idle_secs = e.idle_secs();
         ObjectInfo {
-            encoding: e.value.encoding(),
-            shared_integer: matches!(e.value, Value::Str(StrValue::Int(n)) if (0..SHARED_INTEGERS).contains(&n)),
+            encoding: e.encoding(),
+            shared_integer: matches!(e.value(), Some(Value::Str(StrValue::Int(n))) if (0..SHARED_INTEGERS).contains(n)),
             idle_secs,
-            freq: crate::evict::lfu_decayed(e.freq, e.access),
+            freq: crate::evict::lfu_decayed(e.meta().freq, e.meta().access),
         }
     });
     count_lookup(g, k, info.is_some());
@@ -397,7 +397,7 @@ pub fn scan(
             TypeFilter::Any => true,
             TypeFilter::Only(kind) => {
                 type_checked += 1;
-                e.value.kind() == kind
+                e.kind() == kind
             }
             TypeFilter::Nothing => {
                 type_checked += 1;

@@ -23,13 +23,14 @@
 //! append and incr keep them; a whole-value write (SET, GETSET, MSET...)
 //! stores a plain string. Either way the value is a new version, so its
 //! memcached CAS changes.
+use crate::entry::StrRef;
 use crate::events::class;
 use crate::keyspace::{Expiry, Guard, Key};
 use crate::ops::{as_str, as_str_mut};
 use crate::util::num;
 use crate::value::string::EMBSTR_MAX;
 use crate::value::{StrValue, Value};
-use crate::{Entry, Error, Result};
+use crate::{Error, Result};
 
 /// SET's existence condition.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -112,10 +113,15 @@ pub enum GetExAction<'a> {
 
 /// GET key: the string's bytes, None if absent, WRONGTYPE otherwise.
 pub fn get<R>(g: &mut Guard, db: usize, k: &Key, f: impl FnOnce(Option<&[u8]>) -> R) -> Result<R> {
-    match g.read(db, k) {
+    match g.read_ref(db, k) {
         None => Ok(f(None)),
-        Some(e) => Ok(as_str(&e.value)?.with_bytes(|b| f(Some(b)))),
+        Some(e) => Ok(str_of(e)?.with_bytes(|b| f(Some(b)))),
     }
+}
+
+/// The string a key holds, in either stored form; WRONGTYPE otherwise.
+fn str_of(e: crate::entry::Ref<'_>) -> Result<StrRef<'_>> {
+    e.str().ok_or(Error::WrongType)
 }
 
 /// GET key for a reply written after the lock is released: `f` sees the
@@ -125,21 +131,18 @@ pub fn get_str<R>(
     g: &mut Guard,
     db: usize,
     k: &Key,
-    f: impl FnOnce(Option<&StrValue>) -> R,
+    f: impl FnOnce(Option<StrRef<'_>>) -> R,
 ) -> Result<R> {
-    match g.read(db, k) {
+    match g.read_ref(db, k) {
         None => Ok(f(None)),
-        Some(e) => Ok(f(Some(as_str(&e.value)?))),
+        Some(e) => Ok(f(Some(str_of(e)?))),
     }
 }
 
 /// MGET with the values themselves (see `get_str`); non-strings are None.
-pub fn mget_str(g: &mut Guard, db: usize, keys: &[Key], mut f: impl FnMut(Option<&StrValue>)) {
+pub fn mget_str(g: &mut Guard, db: usize, keys: &[Key], mut f: impl FnMut(Option<StrRef<'_>>)) {
     for k in keys {
-        match g.read(db, k).map(|e| &e.value) {
-            Some(Value::Str(s)) => f(Some(s)),
-            _ => f(None),
-        }
+        f(g.read_ref(db, k).and_then(|e| e.str()));
     }
 }
 
@@ -155,6 +158,15 @@ pub fn set(
     expiry: Expiry,
     want_old: bool,
 ) -> Result<SetOutcome> {
+    // A small plain string goes straight into a compact block: no
+    // `StrValue` buffer is built only to be copied and freed.
+    let plain = num::should_store_as_int(value).is_none()
+        && crate::compact::fits(k.bytes.len(), value.len());
+    if plain {
+        return set_with(g, db, k, cond, want_old, |g| {
+            store_bytes(g, db, k, value, expiry)
+        });
+    }
     set_value(
         g,
         db,
@@ -164,6 +176,15 @@ pub fn set(
         expiry,
         want_old,
     )
+}
+
+/// SET's write of a plain string that fits a compact block.
+fn store_bytes(g: &mut Guard, db: usize, k: &Key, value: &[u8], expiry: Expiry) {
+    drop(g.set_compact(db, k, value, value.len() > EMBSTR_MAX, expiry));
+    g.notify(class::STRING, "set", db, k);
+    if matches!(expiry, Expiry::At(_)) {
+        g.notify(class::GENERIC, "expire", db, k);
+    }
 }
 
 /// SET with the new value already built (outside the lock: a large value
@@ -177,9 +198,21 @@ pub fn set_value(
     expiry: Expiry,
     want_old: bool,
 ) -> Result<SetOutcome> {
+    set_with(g, db, k, cond, want_old, |g| store(g, db, k, value, expiry))
+}
+
+/// SET's conditions and GET option around `write`, the store itself.
+fn set_with(
+    g: &mut Guard,
+    db: usize,
+    k: &Key,
+    cond: Cond,
+    want_old: bool,
+    write: impl FnOnce(&mut Guard),
+) -> Result<SetOutcome> {
     if cond == Cond::Always && !want_old {
         // The plain SET of redis-benchmark: one lookup, not two.
-        store(g, db, k, value, expiry);
+        write(g);
         return Ok(SetOutcome {
             written: true,
             old: None,
@@ -187,9 +220,9 @@ pub fn set_value(
     }
     let mut old = None;
     let exists = if want_old {
-        match g.read(db, k) {
+        match g.read_ref(db, k) {
             Some(e) => {
-                old = Some(as_str(&e.value)?.to_vec());
+                old = Some(str_of(e)?.to_vec());
                 true
             }
             None => false,
@@ -210,23 +243,35 @@ pub fn set_value(
     }
     // A deadline already in the past is stored as given, as Redis 7.0 does;
     // lazy expiry then hides the key from the next lookup.
-    store(g, db, k, value, expiry);
+    write(g);
     Ok(SetOutcome { written: true, old })
 }
 
 /// SET's write (`setGenericCommand`): the value, then the `set`
 /// notification, then `expire` if a time was given.
 fn store(g: &mut Guard, db: usize, k: &Key, value: StrValue, expiry: Expiry) {
-    g.set(db, k, Value::Str(value), expiry);
+    set_str(g, db, k, value, expiry);
     g.notify(class::STRING, "set", db, k);
     if matches!(expiry, Expiry::At(_)) {
         g.notify(class::GENERIC, "expire", db, k);
     }
 }
 
-/// The string of an entry that was just taken out of the keyspace.
-fn entry_value(e: Entry) -> StrValue {
-    match e.value {
+/// Stores a string value, dropping the old one without materializing it
+/// (`Guard::set` hands an old compact string back as a new `Value`).
+fn set_str(g: &mut Guard, db: usize, k: &Key, value: StrValue, expiry: Expiry) {
+    if let StrValue::Bytes { data, raw } = &value {
+        if crate::compact::fits(k.bytes.len(), data.len()) {
+            drop(g.set_compact(db, k, data, *raw, expiry));
+            return;
+        }
+    }
+    drop(g.set(db, k, Value::Str(value), expiry));
+}
+
+/// The string of a value that was just taken out of the keyspace.
+fn entry_value(v: Value) -> StrValue {
+    match v {
         Value::Str(s) => s,
         // Callers check the type before removing or replacing the entry.
         _ => StrValue::Int(0),
@@ -270,7 +315,7 @@ pub fn getdel_value(g: &mut Guard, db: usize, k: &Key) -> Result<Option<StrValue
         None => return Ok(None),
         Some(e) => as_str(&e.value)?,
     };
-    let old = g.remove(db, k).map(|e| entry_value(*e));
+    let old = g.remove(db, k).map(|e| entry_value(e.into_value()));
     if old.is_some() {
         g.notify(class::GENERIC, "del", db, k);
     }
@@ -301,13 +346,13 @@ pub fn getex_str<R>(
     db: usize,
     k: &Key,
     action: GetExAction,
-    f: impl FnOnce(Option<&StrValue>) -> R,
+    f: impl FnOnce(Option<StrRef<'_>>) -> R,
 ) -> Result<R> {
     let now = g.now;
-    let Some(e) = g.read(db, k) else {
+    let Some(e) = g.read_ref(db, k) else {
         return Ok(f(None));
     };
-    let s = as_str(&e.value)?;
+    let s = str_of(e)?;
     let deadline = match action {
         GetExAction::Expire(kind, arg) => Some(kind.parse_deadline(arg, now)?),
         _ => None,
@@ -340,9 +385,9 @@ pub fn getex_str<R>(
 /// None when the key is absent or holds another type (MGET never fails).
 pub fn mget(g: &mut Guard, db: usize, keys: &[Key], mut f: impl FnMut(Option<&[u8]>)) {
     for k in keys {
-        match g.read(db, k).map(|e| &e.value) {
-            Some(Value::Str(s)) => s.with_bytes(|b| f(Some(b))),
-            _ => f(None),
+        match g.read_ref(db, k).and_then(|e| e.str()) {
+            Some(s) => s.with_bytes(|b| f(Some(b))),
+            None => f(None),
         }
     }
 }
@@ -350,11 +395,36 @@ pub fn mget(g: &mut Guard, db: usize, keys: &[Key], mut f: impl FnMut(Option<&[u
 /// MSET key value...: every pair stored in order (a repeated key keeps the
 /// last value), each with no TTL. The caller locked every key.
 pub fn mset<'a>(g: &mut Guard, db: usize, pairs: impl IntoIterator<Item = (Key<'a>, &'a [u8])>) {
-    mset_values(
-        g,
-        db,
-        pairs.into_iter().map(|(k, v)| (k, StrValue::from_bytes(v))),
-    );
+    mset_new(g, db, pairs.into_iter().map(|(k, v)| (k, NewStr::Bytes(v))));
+}
+
+/// A string to store: request bytes (copied once, into a compact block
+/// when they fit) or a value already built (a large one keeps the buffer
+/// it was read into).
+pub enum NewStr<'a> {
+    Bytes(&'a [u8]),
+    Value(StrValue),
+}
+
+/// MSET with each value as the request gave it (see `NewStr`).
+pub fn mset_new<'a>(
+    g: &mut Guard,
+    db: usize,
+    pairs: impl IntoIterator<Item = (Key<'a>, NewStr<'a>)>,
+) {
+    for (k, v) in pairs {
+        match v {
+            NewStr::Bytes(b)
+                if num::should_store_as_int(b).is_none()
+                    && crate::compact::fits(k.bytes.len(), b.len()) =>
+            {
+                drop(g.set_compact(db, &k, b, b.len() > EMBSTR_MAX, Expiry::Clear));
+            }
+            NewStr::Bytes(b) => set_str(g, db, &k, StrValue::from_bytes(b), Expiry::Clear),
+            NewStr::Value(v) => set_str(g, db, &k, v, Expiry::Clear),
+        }
+        g.notify(class::STRING, "set", db, &k);
+    }
 }
 
 /// MSET with the values already built (large ones keep their buffers).
@@ -364,7 +434,7 @@ pub fn mset_values<'a>(
     pairs: impl IntoIterator<Item = (Key<'a>, StrValue)>,
 ) {
     for (k, v) in pairs {
-        g.set(db, &k, Value::Str(v), Expiry::Clear);
+        set_str(g, db, &k, v, Expiry::Clear);
         g.notify(class::STRING, "set", db, &k);
     }
 }
@@ -426,9 +496,9 @@ pub fn append(g: &mut Guard, db: usize, k: &Key, value: &[u8]) -> Result<usize> 
 
 /// STRLEN key → the length, 0 if absent.
 pub fn strlen(g: &mut Guard, db: usize, k: &Key) -> Result<usize> {
-    match g.read(db, k) {
+    match g.read_ref(db, k) {
         None => Ok(0),
-        Some(e) => Ok(as_str(&e.value)?.len()),
+        Some(e) => Ok(str_of(e)?.len()),
     }
 }
 
@@ -467,10 +537,10 @@ pub fn getrange<R>(
     end: i64,
     f: impl FnOnce(&[u8]) -> R,
 ) -> Result<R> {
-    match g.read(db, k) {
+    match g.read_ref(db, k) {
         None => Ok(f(b"")),
         Some(e) => Ok(
-            as_str(&e.value)?.with_bytes(|b| match range_of(b.len(), start, end) {
+            str_of(e)?.with_bytes(|b| match range_of(b.len(), start, end) {
                 Some(r) => f(&b[r]),
                 None => f(b""),
             }),
@@ -589,12 +659,9 @@ fn float_text(data: Vec<u8>) -> StrValue {
 /// either key holds another type (LCS words that error its own way).
 pub fn lcs_operands(g: &mut Guard, db: usize, a: &Key, b: &Key) -> Result<(Vec<u8>, Vec<u8>)> {
     let mut fetch = |k: &Key| -> Result<Option<Vec<u8>>> {
-        match g.read(db, k) {
+        match g.read_ref(db, k) {
             None => Ok(None),
-            Some(e) => match &e.value {
-                Value::Str(s) => Ok(Some(s.to_vec())),
-                _ => Err(Error::WrongType),
-            },
+            Some(e) => Ok(Some(str_of(e)?.to_vec())),
         }
     };
     // Redis looks both keys up before checking either type.

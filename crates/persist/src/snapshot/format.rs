@@ -24,7 +24,7 @@
 //! version or tag it does not know rather than guessing.
 use cairn_engine::value::zset::ZSetLimits;
 use cairn_engine::value::{HashLimits, HashValue, ListValue, SetValue, StrValue, ZSetValue};
-use cairn_engine::{Entry, Value};
+use cairn_engine::{Ref, Value};
 
 /// The first eight bytes of every snapshot file.
 pub const MAGIC: &[u8; 8] = b"CAIRNSNP";
@@ -149,7 +149,20 @@ pub fn end(keys: u64, blocks: u64, checksum: bool) -> [u8; END_LEN] {
 }
 
 /// Appends one key as a record.
-pub fn put_entry(out: &mut Vec<u8>, db: usize, e: &Entry) {
+pub fn put_entry(out: &mut Vec<u8>, db: usize, r: Ref<'_>) {
+    let e = match r {
+        Ref::Full(e) => e,
+        // A compact block is a plain string: the record a `Str` entry of
+        // the same bytes writes (the loader stores it compact again).
+        Ref::Compact(c) => {
+            out.push(Tag::Str as u8);
+            put_varint(out, db as u64);
+            put_varint(out, c.meta().expire_at());
+            put_bytes(out, c.key());
+            put_bytes(out, c.value());
+            return;
+        }
+    };
     let tag = match &e.value {
         Value::Str(StrValue::Mc { .. }) => Tag::McStr,
         Value::Str(_) => Tag::Str,

@@ -194,7 +194,18 @@ fn digest(e: &Engine) -> Digest {
     e.for_each_shard(|_, s| {
         for db in 0..s.databases() {
             for en in s.db(db).iter() {
-                let v = &en.value;
+                // A compact string digests as the `Str` value it stands for.
+                let owned;
+                let v = match en.value() {
+                    Some(v) => v,
+                    None => {
+                        owned = Value::Str(StrValue::Bytes {
+                            data: en.str().unwrap().to_vec(),
+                            raw: en.encoding() == "raw",
+                        });
+                        &owned
+                    }
+                };
                 let content: Vec<Vec<u8>> = match v {
                     Value::Str(s) => vec![s.to_vec()],
                     Value::Hash(h) => {

@@ -4,7 +4,7 @@ use crate::client::{BlockOn, Client, Unblock};
 use crate::resp::errors::CmdError;
 use crate::shared::Shared;
 use cairn_engine::value::StrValue;
-use cairn_engine::Engine;
+use cairn_engine::{Engine, StrRef};
 use cairn_protocol::resp::{ArgList, ReplyWriter};
 use std::sync::Arc;
 
@@ -122,13 +122,13 @@ impl<'a> Ctx<'a> {
     /// A string value as a bulk reply. A large one is not copied: the reply
     /// references its shared buffer (`crate::outref`), so the copy of
     /// megabytes neither happens under the shard lock nor at all.
-    pub fn bulk_str(&mut self, s: &StrValue) {
+    pub fn bulk_str(&mut self, s: StrRef<'_>) {
         self.bulk_str_range(s, None);
     }
 
     /// `bulk_str` of `range` of the value's bytes (GETRANGE), all of them
     /// when None.
-    pub fn bulk_str_range(&mut self, s: &StrValue, range: Option<std::ops::Range<usize>>) {
+    pub fn bulk_str_range(&mut self, s: StrRef<'_>, range: Option<std::ops::Range<usize>>) {
         if let Some(data) = s.share() {
             let range = range.unwrap_or(0..data.len());
             if range.len() >= crate::outref::MIN_REF {
@@ -150,9 +150,9 @@ impl<'a> Ctx<'a> {
     }
 
     /// `bulk_str`, or a null when absent.
-    pub fn bulk_str_or_null(&mut self, s: Option<&StrValue>) {
+    pub fn bulk_str_or_null<'s>(&mut self, s: Option<impl Into<StrRef<'s>>>) {
         match s {
-            Some(s) => self.bulk_str(s),
+            Some(s) => self.bulk_str(s.into()),
             None => {
                 self.reply().null();
             }

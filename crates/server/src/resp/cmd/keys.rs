@@ -16,7 +16,7 @@ use crate::resp::ctx::{CmdResult, Ctx};
 use crate::resp::errors::CmdError;
 use crate::resp::table::Def;
 use cairn_engine::ops::keys::{self as op, ExpireCond, ExpireOutcome, ScanFilter, Ttl, TypeFilter};
-use cairn_engine::{Entry, Error as EngineError, Key, Kind};
+use cairn_engine::{Error as EngineError, Key, Kind, Owned};
 use cairn_protocol::resp::ReplyWriter;
 use smallvec::SmallVec;
 use std::sync::mpsc;
@@ -85,7 +85,7 @@ fn unlink(ctx: &mut Ctx) -> CmdResult {
 /// set (Redis `delCommand`).
 fn remove_keys(ctx: &mut Ctx, lazy: bool) -> CmdResult {
     let keys = keys_from(ctx, 1);
-    let mut removed: SmallVec<[Box<Entry>; 4]> = SmallVec::new();
+    let mut removed: SmallVec<[Owned; 4]> = SmallVec::new();
     let n = op::del(&mut ctx.engine().lock_keys(&keys), ctx.db(), &keys, |e| {
         removed.push(e)
     });
@@ -99,9 +99,12 @@ fn remove_keys(ctx: &mut Ctx, lazy: bool) -> CmdResult {
 /// lazy freeing applies (Redis `dbAsyncDelete`: effort above
 /// `LAZYFREE_THRESHOLD`), here otherwise. The config is read only for the
 /// costly case, so small deletes never touch its lock.
-fn free_entry(ctx: &Ctx, e: Box<Entry>, lazy: bool) {
-    if op::free_effort(&e.value) > op::LAZYFREE_THRESHOLD
-        && (lazy || ctx.shared.config.read().lazyfree_lazy_user_del)
+fn free_entry(ctx: &Ctx, e: Owned, lazy: bool) {
+    let effort = match &e {
+        Owned::Full(e) => op::free_effort(&e.value),
+        Owned::Compact(_) => 1,
+    };
+    if effort > op::LAZYFREE_THRESHOLD && (lazy || ctx.shared.config.read().lazyfree_lazy_user_del)
     {
         free_in_background(Box::new(e));
     } else {

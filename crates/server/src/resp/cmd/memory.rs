@@ -50,7 +50,7 @@ fn usage(ctx: &mut Ctx) -> CmdResult {
     let k = e.key(ctx.arg(2));
     let size = {
         let mut g = e.lock(&k);
-        g.peek(ctx.db(), &k).map(|en| en.mem_bytes() as u64)
+        g.peek_ref(ctx.db(), &k).map(|en| en.mem_bytes() as u64)
     };
     match size {
         Some(n) => ctx.int((n + SLOT_BYTES) as i64),

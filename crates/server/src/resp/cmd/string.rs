@@ -61,7 +61,9 @@ fn get(ctx: &mut Ctx) -> CmdResult {
 /// → +OK, null when NX/XX stopped it, or with GET the old value (or null).
 fn set(ctx: &mut Ctx) -> CmdResult {
     let opts = parse_extended(ctx, Family::Set)?;
-    let value = ctx.value_arg(2);
+    // A large value keeps the buffer it was read into; a small one is
+    // copied once, into its compact block (`op::set`).
+    let big = ctx.args.block(2).map(|_| ctx.value_arg(2));
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
     let mut g = e.lock(&k);
@@ -77,15 +79,11 @@ fn set(ctx: &mut Ctx) -> CmdResult {
             &[b"SET", k.bytes, v, b"PXAT", at.as_bytes()],
         );
     }
-    let res = op::set_value(
-        &mut g,
-        ctx.client.db,
-        &k,
-        value,
-        opts.cond,
-        expiry,
-        opts.get,
-    )?;
+    let db = ctx.client.db;
+    let res = match big {
+        Some(v) => op::set_value(&mut g, db, &k, v, opts.cond, expiry, opts.get)?,
+        None => op::set(&mut g, db, &k, ctx.arg(2), opts.cond, expiry, opts.get)?,
+    };
     drop(g);
     if opts.get {
         return ctx.bulk_or_null(res.old.as_deref());
@@ -99,19 +97,15 @@ fn set(ctx: &mut Ctx) -> CmdResult {
 
 /// SETNX key value → :1 if set, :0 if the key existed.
 fn setnx(ctx: &mut Ctx) -> CmdResult {
-    let value = ctx.value_arg(2);
+    let big = ctx.args.block(2).map(|_| ctx.value_arg(2));
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
     let mut g = e.lock(&k);
-    let res = op::set_value(
-        &mut g,
-        ctx.client.db,
-        &k,
-        value,
-        Cond::IfAbsent,
-        Expiry::Clear,
-        false,
-    )?;
+    let (db, cond) = (ctx.client.db, Cond::IfAbsent);
+    let res = match big {
+        Some(v) => op::set_value(&mut g, db, &k, v, cond, Expiry::Clear, false)?,
+        None => op::set(&mut g, db, &k, ctx.arg(2), cond, Expiry::Clear, false)?,
+    };
     drop(g);
     ctx.int(res.written as i64)
 }
@@ -127,7 +121,7 @@ fn psetex(ctx: &mut Ctx) -> CmdResult {
 }
 
 fn set_with_ttl(ctx: &mut Ctx, kind: TtlKind, cmd: &'static str) -> CmdResult {
-    let value = ctx.value_arg(3);
+    let big = ctx.args.block(3).map(|_| ctx.value_arg(3));
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
     let mut g = e.lock(&k);
@@ -140,15 +134,11 @@ fn set_with_ttl(ctx: &mut Ctx, kind: TtlKind, cmd: &'static str) -> CmdResult {
         ctx.client.db,
         &[b"SET", k.bytes, ctx.arg(3), b"PXAT", t.as_bytes()],
     );
-    op::set_value(
-        &mut g,
-        ctx.client.db,
-        &k,
-        value,
-        Cond::Always,
-        Expiry::At(at),
-        false,
-    )?;
+    let (db, exp) = (ctx.client.db, Expiry::At(at));
+    match big {
+        Some(v) => op::set_value(&mut g, db, &k, v, Cond::Always, exp, false)?,
+        None => op::set(&mut g, db, &k, ctx.arg(3), Cond::Always, exp, false)?,
+    };
     drop(g);
     ctx.ok()
 }
@@ -231,15 +221,21 @@ fn check_pairs(ctx: &Ctx, cmd: &'static str) -> Result<(), CmdError> {
 fn mset(ctx: &mut Ctx) -> CmdResult {
     check_pairs(ctx, "mset")?;
     let e = ctx.engine();
-    // Values built before locking (large ones keep their read buffers),
-    // straight into the pairs the engine stores: one vector, not two.
+    // Large values keep their read buffers (built before locking); small
+    // ones are copied once, into their compact blocks. One vector.
     let pairs: Vec<_> = (1..ctx.argc())
         .step_by(2)
-        .map(|i| (e.key(ctx.arg(i)), ctx.value_arg(i + 1)))
+        .map(|i| {
+            let v = match ctx.args.block(i + 1) {
+                Some(_) => op::NewStr::Value(ctx.value_arg(i + 1)),
+                None => op::NewStr::Bytes(ctx.arg(i + 1)),
+            };
+            (e.key(ctx.arg(i)), v)
+        })
         .collect();
     let keys: Keys = pairs.iter().map(|p| p.0).collect();
     let mut g = e.lock_keys(&keys);
-    op::mset_values(&mut g, ctx.client.db, pairs);
+    op::mset_new(&mut g, ctx.client.db, pairs);
     drop(g);
     ctx.ok()
 }
