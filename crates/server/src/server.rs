@@ -102,6 +102,11 @@ pub fn run(cfg: Config) -> Result<(), String> {
     } else {
         log::notice("No config file specified, using the default config");
     }
+    if let Err(e) = crate::process::set_jemalloc_bg_thread(cfg.jemalloc_bg_thread) {
+        log::warning(&format!("Failed to set jemalloc background_thread: {e}"));
+    }
+    // Failure is logged and start-up goes on, as in Redis.
+    let _ = crate::process::set_oom_score_adj(&cfg);
     crate::memory::register_thread();
     let listeners = crate::listener::bind_all(&cfg.bind, cfg.port, cfg.tcp_backlog as i32)?;
     // memcached clients on their own port, same addresses (issue 7).

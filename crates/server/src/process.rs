@@ -1,0 +1,115 @@
+//! Process-level settings Redis applies to itself: `daemonize`,
+//! `oom-score-adj` / `oom-score-adj-values` and `jemalloc-bg-thread`.
+use crate::config::{Config, OomScoreAdj};
+use crate::log;
+use parking_lot::Mutex;
+
+/// The pid file a daemonized Cairn writes when `pidfile` is not set (Redis:
+/// `/var/run/redis.pid`).
+pub const DEFAULT_PIDFILE: &str = "/var/run/cairn.pid";
+
+/// Redis's daemonize(): forks, the parent exits 0 at once, the child starts
+/// a new session and points stdin, stdout and stderr at /dev/null (so with
+/// no `logfile` the log goes nowhere, as in Redis).
+///
+/// Must run while the process has a single thread: `main` calls it right
+/// after loading the config, before the server starts any thread and
+/// before jemalloc's background threads are enabled (`set_jemalloc_bg_thread`
+/// runs later, in `server::run`). A forked child only keeps the calling
+/// thread, so any other thread's locks would stay held forever.
+pub fn daemonize() -> Result<(), String> {
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().flush();
+    // SAFETY: the process is single-threaded here (see above), so the child
+    // is a full copy; the parent only calls _exit.
+    match unsafe { libc::fork() } {
+        -1 => return Err(format!("fork: {}", std::io::Error::last_os_error())),
+        0 => {}
+        // SAFETY: _exit ends the parent without running destructors or
+        // flushing anything twice (both were flushed above).
+        _ => unsafe { libc::_exit(0) },
+    }
+    // SAFETY: plain system calls on the child's own descriptors.
+    unsafe {
+        libc::setsid();
+        let fd = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR, 0);
+        if fd != -1 {
+            libc::dup2(fd, libc::STDIN_FILENO);
+            libc::dup2(fd, libc::STDOUT_FILENO);
+            libc::dup2(fd, libc::STDERR_FILENO);
+            if fd > libc::STDERR_FILENO {
+                libc::close(fd);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `jemalloc-bg-thread`: jemalloc's background threads purge unused dirty
+/// pages instead of the allocating threads. Returns jemalloc's error text
+/// if it refuses.
+pub fn set_jemalloc_bg_thread(on: bool) -> Result<(), String> {
+    tikv_jemalloc_ctl::background_thread::write(on).map_err(|e| e.to_string())
+}
+
+/// The score the process had before Cairn first changed it; `Some` while
+/// Cairn's setting is applied (Redis's oom_score_adj_base and
+/// oom_score_adjusted_by_redis).
+static OOM_BASE: Mutex<Option<i32>> = Mutex::new(None);
+
+const OOM_FILE: &str = "/proc/self/oom_score_adj";
+
+/// Redis's setOOMScoreAdj for a master: with `oom-score-adj` on, writes the
+/// first `oom-score-adj-values` (added to the score found before Cairn
+/// first changed it, in relative mode), clamped to -1000..=1000; when
+/// turned off, restores that original score. Failures are logged, as Redis
+/// does, and returned so CONFIG SET can refuse the change.
+pub fn set_oom_score_adj(cfg: &Config) -> Result<(), ()> {
+    let mut base = OOM_BASE.lock();
+    let value = match cfg.oom_score_adj {
+        OomScoreAdj::No => match base.take() {
+            Some(original) => original,
+            None => return Ok(()),
+        },
+        mode => {
+            let fresh = base.is_none();
+            let original = match *base {
+                Some(b) => b,
+                None => {
+                    let read = std::fs::read_to_string(OOM_FILE).map_err(|e| {
+                        log::warning(&format!("Unable to read oom_score_adj: {}", strerror(&e)))
+                    })?;
+                    let b = read.trim().parse::<i32>().unwrap_or(0);
+                    *base = Some(b);
+                    b
+                }
+            };
+            let mut v = cfg.oom_score_adj_values.0[0];
+            if mode != OomScoreAdj::Absolute {
+                v += original;
+            }
+            let v = v.clamp(-1000, 1000);
+            if let Err(e) = std::fs::write(OOM_FILE, format!("{v}\n")) {
+                // Nothing changed: the next attempt reads the score again.
+                if fresh {
+                    *base = None;
+                }
+                log::warning(&format!("Unable to write oom_score_adj: {}", strerror(&e)));
+                return Err(());
+            }
+            return Ok(());
+        }
+    };
+    std::fs::write(OOM_FILE, format!("{value}\n"))
+        .map_err(|e| log::warning(&format!("Unable to write oom_score_adj: {}", strerror(&e))))
+}
+
+/// An io::Error's text without Rust's " (os error N)" suffix: strerror().
+fn strerror(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    match text.rfind(" (os error ") {
+        Some(i) if text.ends_with(')') => text[..i].to_string(),
+        _ => text,
+    }
+}
