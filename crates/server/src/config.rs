@@ -490,10 +490,7 @@ enum Kind {
 impl Kind {
     /// Redis's MULTI_ARG_CONFIG: the value is a list of words.
     fn multi_arg(&self) -> bool {
-        matches!(
-            self,
-            Kind::Bind | Kind::Save | Kind::Obuf | Kind::OomValues
-        )
+        matches!(self, Kind::Bind | Kind::Save | Kind::Obuf | Kind::OomValues)
     }
 
     /// Parses the arguments of one directive. `current` is needed because
@@ -1181,6 +1178,10 @@ directives! {
     stream_node_max_bytes: u64 = "stream-node-max-bytes", mem(0, I64_MAX), "4096", MUTABLE, keep;
     /// `stream-node-max-entries`: no effect (no streams).
     stream_node_max_entries: u64 = "stream-node-max-entries", int(0, I64_MAX), "100", MUTABLE, keep;
+    /// `replicaof` (alias `slaveof`): always empty, Cairn is only ever a
+    /// master. Here so CONFIG GET and SET answer as Redis does (empty;
+    /// immutable); a config line naming it is refused with the reason.
+    replicaof: String = "replicaof" | "slaveof", NULLABLE_STR, "", IMMUTABLE, keep;
 }
 
 /// Directives only meaningful while reading a file; CONFIG REWRITE keeps
@@ -1525,7 +1526,12 @@ impl Loader {
         }
         let argv = bytes_to_strings(words).ok_or_else(|| fail("argument is not valid UTF-8"))?;
         let name = argv[0].to_ascii_lowercase();
-        if let Some((d, _)) = lookup(&name) {
+        if name == "replicaof" || name == "slaveof" {
+            // In the table only for CONFIG GET/SET; never from a file.
+            Err(fail(&format!(
+                "{name} is not supported: Cairn has no replication and runs only as a master"
+            )))
+        } else if let Some((d, _)) = lookup(&name) {
             self.apply(d, &argv[1..]).map_err(|e| fail(&e))
         } else if name == "include" && argv.len() == 2 {
             if self.depth >= MAX_INCLUDE_DEPTH {
@@ -1536,10 +1542,6 @@ impl Loader {
             self.include(&argv[1])
         } else if name == "rename-command" {
             Err(fail("rename-command is not supported by Cairn"))
-        } else if name == "replicaof" || name == "slaveof" {
-            Err(fail(&format!(
-                "{name} is not supported: Cairn has no replication and runs only as a master"
-            )))
         } else {
             Err(fail("Bad directive or wrong number of arguments"))
         }
@@ -2498,11 +2500,18 @@ mod tests {
                 }
             ]
         );
-        let (_, _, reason) = parse_err("daemonize yes");
-        assert!(
-            reason.contains("daemonize is not supported") && reason.contains("service manager"),
-            "{reason}"
-        );
+        assert!(parse_str("daemonize yes", "t").unwrap().daemonize);
+        for line in [
+            "replicaof 127.0.0.1 6379",
+            "slaveof 127.0.0.1 6379",
+            "REPLICAOF no one",
+        ] {
+            let (_, _, reason) = parse_err(line);
+            assert!(
+                reason.contains("is not supported: Cairn has no replication"),
+                "{line}: {reason}"
+            );
+        }
         assert!(
             !parse_str("daemonize no\nappendonly no\nsave ''", "t")
                 .unwrap()
@@ -2517,6 +2526,179 @@ mod tests {
             changes: 1,
         };
         assert_eq!(c.save, vec![rule]);
+    }
+
+    #[test]
+    fn proc_title_template_validation_follows_redis() {
+        for ok in [
+            "{title} {listen-addr} {server-mode}",
+            "{{",
+            "}",
+            "x{{y}",
+            "{port}",
+            "{tls-port}",
+            "{config-file}",
+            "plain",
+            " {title} {port} ",
+        ] {
+            assert!(proc_title_template_is_valid(ok), "{ok}");
+        }
+        for bad in [
+            "",
+            "  ",
+            "{title}",
+            "{server-mode}",
+            "{unixsocket}",
+            "{title} {server-mode}",
+            "{",
+            "a{",
+            "{title",
+            "{nosuch}",
+            "{port",
+            "{}",
+        ] {
+            assert!(!proc_title_template_is_valid(bad), "{bad}");
+        }
+        let mut c = Config::default();
+        let e = c
+            .set(&pairs(&[("proc-title-template", "{title}")]))
+            .unwrap_err();
+        assert_eq!(e, "ERR CONFIG SET failed (possibly related to argument 'proc-title-template') - template format is invalid or contains unknown variables");
+        let (_, _, reason) = parse_err("proc-title-template \"{nosuch}\"");
+        assert_eq!(
+            reason,
+            "template format is invalid or contains unknown variables"
+        );
+    }
+
+    #[test]
+    fn oom_score_adj_values_follow_redis() {
+        let parse = |a: &[&str]| parse_oom_values(&args(a));
+        assert_eq!(
+            parse(&["0", "200", "800"]),
+            Ok(Value::Oom(OomScoreAdjValues([0, 200, 800])))
+        );
+        // strtoll: sign and leading spaces are fine, an empty word is 0.
+        assert_eq!(
+            parse(&["+1", " -2", ""]),
+            Ok(Value::Oom(OomScoreAdjValues([1, -2, 0])))
+        );
+        assert_eq!(
+            parse(&["-2000", "2000", "0"]),
+            Ok(Value::Oom(OomScoreAdjValues([-2000, 2000, 0])))
+        );
+        const RANGE: &str =
+            "Invalid oom-score-adj-values, elements must be between -2000 and 2000.";
+        for bad in [
+            &["1", "2", "2001"][..],
+            &["-2001", "0", "0"],
+            &["1", "2", "x"],
+            &["1", "2", "3 "],
+        ] {
+            assert_eq!(parse(bad), Err(RANGE.to_string()), "{bad:?}");
+        }
+        for bad in [&["1", "2"][..], &["1", "2", "3", "4"], &[]] {
+            assert_eq!(
+                parse(bad),
+                Err("wrong number of arguments".to_string()),
+                "{bad:?}"
+            );
+        }
+        // CONFIG SET splits on single spaces: a double space is a 4th word.
+        let mut c = Config::default();
+        let e = c
+            .set(&pairs(&[("oom-score-adj-values", "1  2 3")]))
+            .unwrap_err();
+        assert!(e.ends_with("- wrong number of arguments"), "{e}");
+        c.set(&pairs(&[("oom-score-adj-values", "10 20 30")]))
+            .unwrap();
+        assert_eq!(get1(&c, "oom-score-adj-values"), "10 20 30");
+        // From a file and the command line: words, or one quoted argument.
+        let f = parse_str("oom-score-adj-values -5 0 900", "t").unwrap();
+        assert_eq!(f.oom_score_adj_values, OomScoreAdjValues([-5, 0, 900]));
+        let l = load_args(&["--oom-score-adj-values", "1 2 3"]).unwrap();
+        assert_eq!(l.oom_score_adj_values, OomScoreAdjValues([1, 2, 3]));
+        let text = String::from_utf8(l.rewrite_text(b"")).unwrap();
+        assert!(text.contains("\noom-score-adj-values 1 2 3\n"), "{text}");
+    }
+
+    #[test]
+    fn oom_score_adj_relative_reads_back_as_yes() {
+        let mut c = Config::default();
+        assert_eq!(get1(&c, "oom-score-adj"), "no");
+        c.set(&pairs(&[("oom-score-adj", "RELATIVE")])).unwrap();
+        assert_eq!(c.oom_score_adj, OomScoreAdj::Relative);
+        assert_eq!(get1(&c, "oom-score-adj"), "yes");
+        // `yes` after `relative` is no change.
+        assert_eq!(
+            c.set(&pairs(&[("oom-score-adj", "yes")])).unwrap(),
+            Vec::<&str>::new()
+        );
+        c.set(&pairs(&[("oom-score-adj", "absolute")])).unwrap();
+        assert_eq!(get1(&c, "oom-score-adj"), "absolute");
+        assert_eq!(
+            parse_str("oom-score-adj relative", "t")
+                .unwrap()
+                .oom_score_adj,
+            OomScoreAdj::Relative
+        );
+        let e = c.set(&pairs(&[("oom-score-adj", "on")])).unwrap_err();
+        assert!(
+            e.ends_with("argument(s) must be one of the following: no, yes, relative, absolute"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn stock_redis_conf_directives_parse_with_redis_defaults() {
+        let c = parse_str(
+            include_str!("../tests/data/redis-7.0-stock.conf")
+                .replace("dir /var/lib/redis", "dir /")
+                .as_str(),
+            "redis.conf",
+        )
+        .unwrap();
+        assert!(c.daemonize);
+        assert_eq!(c.pidfile, "/run/redis/redis-server.pid");
+        // Stored exactly as Redis shows them (a sample; the integration
+        // test config_compat checks every one over the wire).
+        for (name, want) in [
+            ("repl-diskless-load", "disabled"),
+            ("hll-sparse-max-bytes", "3000"),
+            ("oom-score-adj-values", "0 200 800"),
+            ("slave-priority", "100"),
+            ("replicaof", ""),
+            ("stream-node-max-bytes", "4096"),
+            ("proc-title-template", "{title} {listen-addr} {server-mode}"),
+        ] {
+            assert_eq!(get1(&c, name), want, "{name}");
+        }
+        // Immutable as in Redis.
+        let mut c = Config::default();
+        for name in [
+            "always-show-logo",
+            "set-proc-title",
+            "disable-thp",
+            "daemonize",
+            "replicaof",
+            "slaveof",
+        ] {
+            let e = c.set(&pairs(&[(name, "no")])).unwrap_err();
+            assert!(e.ends_with("- can't set immutable config"), "{name}: {e}");
+        }
+        // Bounds.
+        let e = c.set(&pairs(&[("replica-priority", "-1")])).unwrap_err();
+        assert!(
+            e.ends_with("argument must be between 0 and 2147483647 inclusive"),
+            "{e}"
+        );
+        let e = c
+            .set(&pairs(&[("hll-sparse-max-bytes", "99999999999999999999")]))
+            .unwrap_err();
+        assert!(
+            e.ends_with("argument must be between 0 and 9223372036854775807 inclusive"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -2631,8 +2813,10 @@ mod tests {
             (text.as_str(), reason.as_str()),
             ("nosuch \"x\"", "Bad directive or wrong number of arguments")
         );
-        let (_, _, _, reason) = line_error(load_args(&["--daemonize", "yes"]).unwrap_err());
-        assert!(reason.contains("daemonize is not supported"));
+        assert!(load_args(&["--daemonize", "yes"]).unwrap().daemonize);
+        let (_, _, _, reason) =
+            line_error(load_args(&["--replicaof", "127.0.0.1", "6379"]).unwrap_err());
+        assert!(reason.contains("replicaof is not supported"), "{reason}");
     }
 
     #[test]
@@ -2888,6 +3072,7 @@ mod tests {
                 "protected-mode",
                 "proto-max-bulk-len",
                 "pidfile",
+                "proc-title-template",
                 "timeout"
             ]
         );
