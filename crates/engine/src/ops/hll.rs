@@ -1007,6 +1007,34 @@ mod tests {
             .collect()
     }
 
+    /// `hll-sparse-max-bytes` as given by the caller: a sparse value that
+    /// would grow past it turns dense, in PFADD and in PFMERGE.
+    #[test]
+    fn sparse_max_bytes_is_the_callers() {
+        let e = engine();
+        with(&e, |g| {
+            let enc = |g: &mut Guard, name: &[u8]| {
+                let k = g.key(name);
+                pfdebug(g, 0, &k, Some(PfDebug::Encoding))
+            };
+            let elements: Vec<Vec<u8>> = (0..40).map(|i| format!("e{i}").into_bytes()).collect();
+            let (a, b, m) = (g.key(b"a"), g.key(b"b"), g.key(b"m"));
+            pfadd(
+                g,
+                0,
+                &a,
+                SPARSE_MAX_BYTES,
+                elements.iter().map(Vec::as_slice),
+            )
+            .unwrap();
+            assert_eq!(enc(g, b"a"), Ok(PfDebugReply::Encoding("sparse")));
+            pfadd(g, 0, &b, 40, elements.iter().map(Vec::as_slice)).unwrap();
+            assert_eq!(enc(g, b"b"), Ok(PfDebugReply::Encoding("dense")));
+            pfmerge(g, 0, &m, 40, &[a]).unwrap();
+            assert_eq!(enc(g, b"m"), Ok(PfDebugReply::Encoding("dense")));
+        });
+    }
+
     #[test]
     fn pfadd_pfcount_cache_and_events() {
         let e = engine();
