@@ -161,6 +161,19 @@ impl ProtectedAction {
 }
 
 config_enum! {
+    /// `supervised`: how Cairn tells a service manager it is ready
+    /// (`crate::process::supervise`).
+    Supervised {
+        No = "no",
+        Upstart = "upstart",
+        Systemd = "systemd",
+        /// Upstart if `UPSTART_JOB` is set, else systemd if `NOTIFY_SOCKET`
+        /// is; CONFIG GET then shows the one found.
+        Auto = "auto",
+    }
+}
+
+config_enum! {
     /// `repl-diskless-load` (accepted and shown; Cairn has no replication).
     ReplDisklessLoad {
         Disabled = "disabled",
@@ -982,6 +995,9 @@ directives! {
     /// (`crate::process::daemonize`); with no `pidfile`, one is written at
     /// `process::DEFAULT_PIDFILE`.
     daemonize: bool = "daemonize", Kind::Bool, "no", IMMUTABLE, keep;
+    /// `supervised`: no, upstart, systemd or auto; when supervision is
+    /// found, `daemonize` is ignored, as in Redis.
+    supervised: Supervised = "supervised", Kind::Enum(Supervised::NAMES), "no", IMMUTABLE, keep;
     /// `dir`: working directory. Parsing checks it exists and stores its
     /// absolute path; changing the process's directory is the caller's job.
     /// Protected, as in Redis.

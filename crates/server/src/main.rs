@@ -53,7 +53,10 @@ fn main() {
             std::process::exit(1);
         }
     };
-    if cfg.daemonize {
+    // Before daemonizing: a supervised server stays in the foreground.
+    let (mode, supervised) = process::supervise(cfg.supervised);
+    cfg.supervised = mode;
+    if cfg.daemonize && !supervised {
         // As Redis: a daemon always has a pid file.
         if cfg.pidfile.is_empty() {
             cfg.pidfile = process::DEFAULT_PIDFILE.to_string();

@@ -1,6 +1,7 @@
 //! Process-level settings Redis applies to itself: `daemonize`,
-//! `oom-score-adj` / `oom-score-adj-values` and `jemalloc-bg-thread`.
-use crate::config::{Config, OomScoreAdj};
+//! `supervised`, `oom-score-adj` / `oom-score-adj-values` and
+//! `jemalloc-bg-thread`.
+use crate::config::{Config, OomScoreAdj, Supervised};
 use crate::log;
 use parking_lot::Mutex;
 
@@ -112,4 +113,68 @@ fn strerror(e: &std::io::Error) -> String {
         Some(i) if text.ends_with(')') => text[..i].to_string(),
         _ => text,
     }
+}
+
+/// Redis's redisIsSupervised, at start-up before any thread exists: `auto`
+/// becomes upstart or systemd by the environment; upstart stops the
+/// process (SIGSTOP, upstart's readiness signal) and clears `UPSTART_JOB`;
+/// systemd is told the server is loading. Returns the mode found (stored
+/// back into the config, so CONFIG GET shows it, as in Redis) and whether
+/// the process is supervised, in which case it must not daemonize.
+pub fn supervise(mode: Supervised) -> (Supervised, bool) {
+    let mode = match mode {
+        Supervised::Auto if std::env::var_os("UPSTART_JOB").is_some() => Supervised::Upstart,
+        Supervised::Auto if std::env::var_os("NOTIFY_SOCKET").is_some() => Supervised::Systemd,
+        m => m,
+    };
+    let supervised = match mode {
+        Supervised::Upstart => {
+            if std::env::var_os("UPSTART_JOB").is_none() {
+                log::warning("upstart supervision requested, but UPSTART_JOB not found!");
+                false
+            } else {
+                log::notice("supervised by upstart, will stop to signal readiness.");
+                // SAFETY: raising a signal at ourselves; the process stays
+                // stopped until upstart continues it.
+                unsafe { libc::raise(libc::SIGSTOP) };
+                // Single-threaded here, so changing the environment is safe.
+                std::env::remove_var("UPSTART_JOB");
+                true
+            }
+        }
+        Supervised::Systemd => {
+            if notify_systemd("STATUS=Cairn is loading...\n") {
+                log::notice("Supervised by systemd. Please make sure you set appropriate values for TimeoutStartSec and TimeoutStopSec in your service unit.");
+                true
+            } else {
+                log::warning("systemd supervision requested or auto-detected, but NOTIFY_SOCKET is not set or cannot be reached!");
+                false
+            }
+        }
+        _ => false,
+    };
+    (mode, supervised)
+}
+
+/// sd_notify(3) without libsystemd: one datagram to the Unix socket named
+/// by `NOTIFY_SOCKET` (a leading `@` names an abstract socket). False when
+/// the variable is unset or the send fails.
+pub fn notify_systemd(message: &str) -> bool {
+    use std::os::unix::net::UnixDatagram;
+    let Some(target) = std::env::var_os("NOTIFY_SOCKET") else {
+        return false;
+    };
+    let Ok(sock) = UnixDatagram::unbound() else {
+        return false;
+    };
+    let bytes = target.as_encoded_bytes();
+    let sent = match bytes.strip_prefix(b"@") {
+        Some(name) => {
+            use std::os::linux::net::SocketAddrExt;
+            std::os::unix::net::SocketAddr::from_abstract_name(name)
+                .and_then(|addr| sock.send_to_addr(message.as_bytes(), &addr))
+        }
+        None => sock.send_to(message.as_bytes(), &target),
+    };
+    sent.is_ok()
 }

@@ -237,6 +237,10 @@ pub fn run(cfg: Config) -> Result<(), String> {
         crate::journal::open_at_startup(&shared)?;
         shared.snapshots.loading.store(false, Ordering::Relaxed);
     }
+    if supervised_by_systemd(&shared) {
+        crate::process::notify_systemd("STATUS=Ready to accept connections\n");
+        crate::process::notify_systemd("READY=1\n");
+    }
     loop {
         while !SIGNALLED.load(Ordering::SeqCst) && !shared.shutdown.load(Ordering::SeqCst) {
             std::thread::sleep(Duration::from_millis(50));
@@ -259,6 +263,9 @@ pub fn run(cfg: Config) -> Result<(), String> {
 /// Final steps before the process exits (SHUTDOWN, SIGTERM).
 pub fn shutdown(shared: &Shared, pidfile: &str) -> ! {
     log::warning("User requested shutdown...");
+    if supervised_by_systemd(shared) {
+        crate::process::notify_systemd("STOPPING=1\n");
+    }
     if !pidfile.is_empty() {
         let _ = std::fs::remove_file(pidfile);
     }
@@ -268,6 +275,12 @@ pub fn shutdown(shared: &Shared, pidfile: &str) -> ! {
     }
     log::warning("Cairn is now ready to exit, bye bye...");
     std::process::exit(0)
+}
+
+/// `supervised systemd` (set, or found by `auto`): systemd is told when
+/// the server is ready and when it stops.
+fn supervised_by_systemd(shared: &Shared) -> bool {
+    shared.config.read().supervised == crate::config::Supervised::Systemd
 }
 
 /// Background work at `hz` times a second: active expiry within a quarter

@@ -10,7 +10,7 @@ use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use support::{err, ok, q, redis_client, start_cairn, start_cairn_conf};
+use support::{err, ok, q, redis_client, start_cairn, start_cairn_conf, start_cairn_env};
 
 /// A fresh directory under the system temp dir, removed on drop.
 struct TempDir(PathBuf);
@@ -361,4 +361,36 @@ fn daemonize_forks_writes_the_pid_file_and_removes_it_on_shutdown() {
         );
         std::thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// `supervised auto` with NOTIFY_SOCKET set is systemd supervision: Cairn
+/// stays in the foreground even with `daemonize yes` (start_cairn_env sees
+/// its ready line on stderr, which a daemon would have sent to /dev/null),
+/// and tells systemd it is loading, ready, then stopping.
+#[test]
+fn supervised_systemd_notifies_and_does_not_daemonize() {
+    use std::os::unix::net::UnixDatagram;
+    let dir = TempDir::new("notify");
+    let path = dir.0.join("notify.sock");
+    let sock = UnixDatagram::bind(&path).unwrap();
+    sock.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let notify = path.to_str().unwrap();
+    let s = start_cairn_env(
+        &["--supervised", "auto", "--daemonize", "yes"],
+        &[("NOTIFY_SOCKET", notify)],
+    );
+    let recv = || {
+        let mut buf = [0u8; 256];
+        let n = sock.recv(&mut buf).expect("a notification within 10 s");
+        String::from_utf8_lossy(&buf[..n]).into_owned()
+    };
+    assert_eq!(recv(), "STATUS=Cairn is loading...\n");
+    assert_eq!(recv(), "STATUS=Ready to accept connections\n");
+    assert_eq!(recv(), "READY=1\n");
+    let mut c = redis_client(s.port);
+    let got: Vec<String> = q(&mut c, &["CONFIG", "GET", "supervised"]);
+    assert_eq!(got[1], "systemd");
+    let _ = redis::cmd("SHUTDOWN").arg("NOSAVE").query::<()>(&mut c);
+    assert_eq!(recv(), "STOPPING=1\n");
 }

@@ -583,8 +583,12 @@ fn apply_config_changes(cfg: &Config, changed: &[&str]) -> Result<(), CmdError> 
             {
                 log::warning("The oom-score-adj-values configuration may not work for non-privileged processes! Please consult the documentation.");
             }
-            crate::process::set_oom_score_adj(cfg)
-                .map_err(|()| failed(name, "Failed to set current oom_score_adj. Check server logs."))?;
+            crate::process::set_oom_score_adj(cfg).map_err(|()| {
+                failed(
+                    name,
+                    "Failed to set current oom_score_adj. Check server logs.",
+                )
+            })?;
             break;
         }
     }
