@@ -160,21 +160,65 @@ pub fn supervise(mode: Supervised) -> (Supervised, bool) {
 /// by `NOTIFY_SOCKET` (a leading `@` names an abstract socket). False when
 /// the variable is unset or the send fails.
 pub fn notify_systemd(message: &str) -> bool {
+    match std::env::var_os("NOTIFY_SOCKET") {
+        Some(target) => notify_to(&target, message),
+        None => false,
+    }
+}
+
+/// Sends `message` as one datagram to the socket `target` names.
+fn notify_to(target: &std::ffi::OsStr, message: &str) -> bool {
     use std::os::unix::net::UnixDatagram;
-    let Some(target) = std::env::var_os("NOTIFY_SOCKET") else {
-        return false;
-    };
     let Ok(sock) = UnixDatagram::unbound() else {
         return false;
     };
     let bytes = target.as_encoded_bytes();
     let sent = match bytes.strip_prefix(b"@") {
+        #[cfg(target_os = "linux")]
         Some(name) => {
             use std::os::linux::net::SocketAddrExt;
             std::os::unix::net::SocketAddr::from_abstract_name(name)
                 .and_then(|addr| sock.send_to_addr(message.as_bytes(), &addr))
         }
-        None => sock.send_to(message.as_bytes(), &target),
+        // Abstract sockets exist only on Linux.
+        #[cfg(not(target_os = "linux"))]
+        Some(_) => return false,
+        None => sock.send_to(message.as_bytes(), target),
     };
     sent.is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::net::UnixDatagram;
+
+    fn recv(sock: &UnixDatagram) -> String {
+        let mut buf = [0u8; 64];
+        let n = sock.recv(&mut buf).unwrap();
+        String::from_utf8_lossy(&buf[..n]).into_owned()
+    }
+
+    #[test]
+    fn notify_reaches_path_and_abstract_sockets() {
+        let path = std::env::temp_dir().join(format!("cairn-notify-{}", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let sock = UnixDatagram::bind(&path).unwrap();
+        assert!(notify_to(path.as_os_str(), "READY=1\n"));
+        assert_eq!(recv(&sock), "READY=1\n");
+        let _ = std::fs::remove_file(&path);
+        assert!(
+            !notify_to(path.as_os_str(), "READY=1\n"),
+            "no socket any more"
+        );
+        #[cfg(target_os = "linux")]
+        {
+            use std::os::linux::net::SocketAddrExt;
+            let name = format!("cairn-notify-test-{}", std::process::id());
+            let addr = std::os::unix::net::SocketAddr::from_abstract_name(&name).unwrap();
+            let sock = UnixDatagram::bind_addr(&addr).unwrap();
+            assert!(notify_to(format!("@{name}").as_ref(), "STOPPING=1\n"));
+            assert_eq!(recv(&sock), "STOPPING=1\n");
+        }
+    }
 }
