@@ -391,6 +391,8 @@ fn supervised_systemd_notifies_and_does_not_daemonize() {
     let mut c = redis_client(s.port);
     let got: Vec<String> = q(&mut c, &["CONFIG", "GET", "supervised"]);
     assert_eq!(got[1], "systemd");
+    let info: String = q(&mut c, &["INFO", "server"]);
+    assert!(info.contains("process_supervised:systemd\r\n"), "{info}");
     let _ = redis::cmd("SHUTDOWN").arg("NOSAVE").query::<()>(&mut c);
     assert_eq!(recv(), "STOPPING=1\n");
 }
