@@ -122,6 +122,24 @@ fn strerror(e: &std::io::Error) -> String {
 /// back into the config, so CONFIG GET shows it, as in Redis) and whether
 /// the process is supervised, in which case it must not daemonize.
 pub fn supervise(mode: Supervised) -> (Supervised, bool) {
+    let (mode, supervised) = find_supervisor(mode);
+    if supervised {
+        let _ = SUPERVISOR.set(mode);
+    }
+    (mode, supervised)
+}
+
+/// The service manager found at start-up, if any (INFO's
+/// `process_supervised`; systemd gets READY=1 and STOPPING=1).
+static SUPERVISOR: std::sync::OnceLock<Supervised> = std::sync::OnceLock::new();
+
+/// `upstart` or `systemd` when the process is supervised, else `no`, as
+/// Redis's INFO `process_supervised` says.
+pub fn supervisor() -> Supervised {
+    SUPERVISOR.get().copied().unwrap_or(Supervised::No)
+}
+
+fn find_supervisor(mode: Supervised) -> (Supervised, bool) {
     let mode = match mode {
         Supervised::Auto if std::env::var_os("UPSTART_JOB").is_some() => Supervised::Upstart,
         Supervised::Auto if std::env::var_os("NOTIFY_SOCKET").is_some() => Supervised::Systemd,

@@ -237,7 +237,7 @@ pub fn run(cfg: Config) -> Result<(), String> {
         crate::journal::open_at_startup(&shared)?;
         shared.snapshots.loading.store(false, Ordering::Relaxed);
     }
-    if supervised_by_systemd(&shared) {
+    if supervised_by_systemd() {
         crate::process::notify_systemd("STATUS=Ready to accept connections\n");
         crate::process::notify_systemd("READY=1\n");
     }
@@ -263,7 +263,7 @@ pub fn run(cfg: Config) -> Result<(), String> {
 /// Final steps before the process exits (SHUTDOWN, SIGTERM).
 pub fn shutdown(shared: &Shared, pidfile: &str) -> ! {
     log::warning("User requested shutdown...");
-    if supervised_by_systemd(shared) {
+    if supervised_by_systemd() {
         crate::process::notify_systemd("STOPPING=1\n");
     }
     if !pidfile.is_empty() {
@@ -277,10 +277,10 @@ pub fn shutdown(shared: &Shared, pidfile: &str) -> ! {
     std::process::exit(0)
 }
 
-/// `supervised systemd` (set, or found by `auto`): systemd is told when
-/// the server is ready and when it stops.
-fn supervised_by_systemd(shared: &Shared) -> bool {
-    shared.config.read().supervised == crate::config::Supervised::Systemd
+/// Supervised by systemd (`supervised systemd` or `auto`, and systemd was
+/// reached at start-up): it is told when the server is ready and stops.
+fn supervised_by_systemd() -> bool {
+    crate::process::supervisor() == crate::config::Supervised::Systemd
 }
 
 /// Background work at `hz` times a second: active expiry within a quarter

@@ -141,8 +141,17 @@ fn replicaof_is_refused_with_a_reason() {
 
 #[test]
 fn config_set_validation_of_the_new_directives() {
-    let s = start_cairn(&[]);
+    let s = start_cairn_env(
+        &["--supervised", "systemd"],
+        &[("NOTIFY_SOCKET", "/nonexistent/cairn-notify.sock")],
+    );
     let mut c = redis_client(s.port);
+    // systemd asked for but not reachable: not
+    // supervised, as Redis says in INFO, though CONFIG GET keeps the mode.
+    let info: String = q(&mut c, &["INFO", "server"]);
+    assert!(info.contains("process_supervised:no\r\n"), "{info}");
+    let got: Vec<String> = q(&mut c, &["CONFIG", "GET", "supervised"]);
+    assert_eq!(got[1], "systemd");
     let failed = |name: &str, why: &str| {
         format!("ERR CONFIG SET failed (possibly related to argument '{name}') - {why}")
     };

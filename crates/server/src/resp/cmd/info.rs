@@ -431,13 +431,13 @@ fn errorstats_section(out: &mut String) {
 // ------------------------------------------------------------- sections ---
 
 fn server_section(out: &mut String, shared: &Shared) {
-    let (hz, config_file, supervised) = {
+    let (hz, config_file) = {
         let c = shared.config.read();
         let file = c
             .config_file()
             .map(|p| p.display().to_string())
             .unwrap_or_default();
-        (c.hz, file, c.supervised.as_str())
+        (c.hz, file)
     };
     let uptime = shared.uptime_secs();
     let exe = std::env::current_exe()
@@ -452,8 +452,11 @@ fn server_section(out: &mut String, shared: &Shared) {
     field(out, "monotonic_clock", "POSIX clock_gettime");
     field(out, "multiplexing_api", multiplexing_api());
     field(out, "process_id", std::process::id());
-    // The mode found at start-up (`auto` stays `auto` if none was).
-    field(out, "process_supervised", supervised);
+    field(
+        out,
+        "process_supervised",
+        crate::process::supervisor().as_str(),
+    );
     field(out, "run_id", &shared.run_id);
     field(out, "tcp_port", shared.tcp_port.load(Ordering::Relaxed));
     field(out, "server_time_usec", cairn_engine::clock::now_us());
