@@ -217,6 +217,16 @@ mod tests {
         String::from_utf8_lossy(&buf[..n]).into_owned()
     }
 
+    /// jemalloc-bg-thread switches jemalloc's own setting (this test binary
+    /// uses jemalloc too: the global allocator is declared in main.rs).
+    #[test]
+    fn jemalloc_background_thread_follows_the_setting() {
+        set_jemalloc_bg_thread(true).unwrap();
+        assert!(tikv_jemalloc_ctl::background_thread::read().unwrap());
+        set_jemalloc_bg_thread(false).unwrap();
+        assert!(!tikv_jemalloc_ctl::background_thread::read().unwrap());
+    }
+
     #[test]
     fn notify_reaches_path_and_abstract_sockets() {
         let path = std::env::temp_dir().join(format!("cairn-notify-{}", std::process::id()));
