@@ -13,6 +13,7 @@ mod log;
 mod memcache;
 mod memory;
 mod outref;
+mod process;
 mod pubsub;
 #[cfg(test)]
 mod readme;
@@ -45,13 +46,27 @@ fn main() {
         }
         _ => {}
     }
-    let cfg = match config::load(&argv) {
+    let mut cfg = match config::load(&argv) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("{e}");
             std::process::exit(1);
         }
     };
+    // Before daemonizing: a supervised server stays in the foreground.
+    let (mode, supervised) = process::supervise(cfg.supervised);
+    cfg.supervised = mode;
+    if cfg.daemonize && !supervised {
+        // As Redis: a daemon always has a pid file.
+        if cfg.pidfile.is_empty() {
+            cfg.pidfile = process::DEFAULT_PIDFILE.to_string();
+        }
+        // Before any thread exists (see `process::daemonize`).
+        if let Err(e) = process::daemonize() {
+            eprintln!("Can't daemonize: {e}");
+            std::process::exit(1);
+        }
+    }
     if let Err(e) = server::run(cfg) {
         log::warning(&e);
         std::process::exit(1);

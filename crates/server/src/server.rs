@@ -102,6 +102,11 @@ pub fn run(cfg: Config) -> Result<(), String> {
     } else {
         log::notice("No config file specified, using the default config");
     }
+    if let Err(e) = crate::process::set_jemalloc_bg_thread(cfg.jemalloc_bg_thread) {
+        log::warning(&format!("Failed to set jemalloc background_thread: {e}"));
+    }
+    // Failure is logged and start-up goes on, as in Redis.
+    let _ = crate::process::set_oom_score_adj(&cfg);
     crate::memory::register_thread();
     let listeners = crate::listener::bind_all(&cfg.bind, cfg.port, cfg.tcp_backlog as i32)?;
     // memcached clients on their own port, same addresses (issue 7).
@@ -232,6 +237,10 @@ pub fn run(cfg: Config) -> Result<(), String> {
         crate::journal::open_at_startup(&shared)?;
         shared.snapshots.loading.store(false, Ordering::Relaxed);
     }
+    if supervised_by_systemd() {
+        crate::process::notify_systemd("STATUS=Ready to accept connections\n");
+        crate::process::notify_systemd("READY=1\n");
+    }
     loop {
         while !SIGNALLED.load(Ordering::SeqCst) && !shared.shutdown.load(Ordering::SeqCst) {
             std::thread::sleep(Duration::from_millis(50));
@@ -254,6 +263,9 @@ pub fn run(cfg: Config) -> Result<(), String> {
 /// Final steps before the process exits (SHUTDOWN, SIGTERM).
 pub fn shutdown(shared: &Shared, pidfile: &str) -> ! {
     log::warning("User requested shutdown...");
+    if supervised_by_systemd() {
+        crate::process::notify_systemd("STOPPING=1\n");
+    }
     if !pidfile.is_empty() {
         let _ = std::fs::remove_file(pidfile);
     }
@@ -263,6 +275,12 @@ pub fn shutdown(shared: &Shared, pidfile: &str) -> ! {
     }
     log::warning("Cairn is now ready to exit, bye bye...");
     std::process::exit(0)
+}
+
+/// Supervised by systemd (`supervised systemd` or `auto`, and systemd was
+/// reached at start-up): it is told when the server is ready and stops.
+fn supervised_by_systemd() -> bool {
+    crate::process::supervisor() == crate::config::Supervised::Systemd
 }
 
 /// Background work at `hz` times a second: active expiry within a quarter

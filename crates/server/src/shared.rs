@@ -105,6 +105,8 @@ pub struct Hot {
     pub normal_obuf_hard: AtomicU64,
     pub normal_obuf_soft: AtomicU64,
     pub normal_obuf_soft_secs: AtomicU64,
+    /// `hll-sparse-max-bytes`, read by PFADD and PFMERGE.
+    pub hll_sparse_max_bytes: AtomicUsize,
 }
 
 /// CLIENT PAUSE state.
@@ -172,6 +174,10 @@ impl Shared {
         h.requirepass
             .store(!c.requirepass.is_empty(), Ordering::Relaxed);
         h.maxmemory.store(c.maxmemory, Ordering::Relaxed);
+        h.hll_sparse_max_bytes.store(
+            usize::try_from(c.hll_sparse_max_bytes).unwrap_or(usize::MAX),
+            Ordering::Relaxed,
+        );
         h.worker_spin_us.store(c.worker_spin_us, Ordering::Relaxed);
         h.maxclients.store(c.maxclients as usize, Ordering::Relaxed);
         h.timeout_secs.store(c.timeout as u64, Ordering::Relaxed);

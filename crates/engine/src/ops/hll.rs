@@ -12,8 +12,8 @@
 //!   XZERO `01xxxxxx yyyyyyyy` (1-16384 zero registers), VAL `1vvvvvxx`
 //!   (1-4 registers of value 1-32). A new HyperLogLog is sparse; it turns
 //!   dense when a register needs a value above 32 or the string would pass
-//!   `hll-sparse-max-bytes` (3000: Cairn has no such config directive yet,
-//!   so the default is fixed, see [`SPARSE_MAX_BYTES`]).
+//!   `hll-sparse-max-bytes` (3000 by default, [`SPARSE_MAX_BYTES`]; the
+//!   server passes the configured value to PFADD and PFMERGE).
 //!
 //! Elements are hashed with MurmurHash64A (seed 0xadc83b19): the low 14
 //! bits pick the register, the run of zeros above them plus one is the
@@ -44,8 +44,8 @@ const Q: usize = 64 - P as usize;
 pub const REGISTERS: usize = 1 << P;
 /// Size of a dense HyperLogLog, header included.
 pub const DENSE_SIZE: usize = HDR + (REGISTERS * 6).div_ceil(8);
-/// `hll-sparse-max-bytes`' default. Cairn's config has no such directive
-/// yet, so the sparse representation always gives way at this size.
+/// `hll-sparse-max-bytes`' default: the size past which a sparse
+/// HyperLogLog turns dense.
 pub const SPARSE_MAX_BYTES: usize = 3000;
 
 const DENSE: u8 = 0;
@@ -576,16 +576,18 @@ fn open_hll(v: &mut Value) -> Result<&mut Vec<u8>> {
 /// PFADD key [element ...] → true if the key was created or a register
 /// changed (then `pfadd` is notified). A corrupted sparse value fails
 /// with INVALIDOBJ, keeping what the elements before added (as Redis).
+/// `sparse_max_bytes` is `hll-sparse-max-bytes`.
 pub fn pfadd<'a>(
     g: &mut Guard,
     db: usize,
     k: &Key,
+    sparse_max_bytes: usize,
     elements: impl IntoIterator<Item = &'a [u8]>,
 ) -> Result<bool> {
     let Some(e) = g.write(db, k) else {
         let mut hll = new_sparse();
         for ele in elements {
-            add(&mut hll, ele, SPARSE_MAX_BYTES).map_err(|_| CORRUPT)?;
+            add(&mut hll, ele, sparse_max_bytes).map_err(|_| CORRUPT)?;
         }
         invalidate(&mut hll);
         g.set(db, k, Value::Str(StrValue::edited(hll)), Expiry::Clear);
@@ -595,7 +597,7 @@ pub fn pfadd<'a>(
     let hll = open_hll(&mut e.value)?;
     let mut updated = false;
     for ele in elements {
-        updated |= add(hll, ele, SPARSE_MAX_BYTES).map_err(|_| CORRUPT)?;
+        updated |= add(hll, ele, sparse_max_bytes).map_err(|_| CORRUPT)?;
     }
     if updated {
         invalidate(hll);
@@ -635,8 +637,15 @@ pub fn pfcount(g: &mut Guard, db: usize, keys: &[Key]) -> Result<u64> {
 
 /// PFMERGE dest [src ...]: `dest` gets the register-wise maximum of
 /// itself and every source (missing ones are empty); it turns dense if
-/// any of them is dense. Notifies `pfadd`. The caller locked every key.
-pub fn pfmerge(g: &mut Guard, db: usize, dest: &Key, srcs: &[Key]) -> Result<()> {
+/// any of them is dense, or when it grows past `sparse_max_bytes`
+/// (`hll-sparse-max-bytes`). Notifies `pfadd`. The caller locked every key.
+pub fn pfmerge(
+    g: &mut Guard,
+    db: usize,
+    dest: &Key,
+    sparse_max_bytes: usize,
+    srcs: &[Key],
+) -> Result<()> {
     let mut max = [0u8; REGISTERS];
     let mut use_dense = false;
     for k in std::iter::once(dest).chain(srcs) {
@@ -658,7 +667,7 @@ pub fn pfmerge(g: &mut Guard, db: usize, dest: &Key, srcs: &[Key]) -> Result<()>
                 dense_raise(&mut hll[HDR..], j, m);
             } else {
                 // Valid sparse data (checked by the merge above).
-                let _ = sparse_set(hll, j, m, SPARSE_MAX_BYTES);
+                let _ = sparse_set(hll, j, m, sparse_max_bytes);
             }
         }
         invalidate(hll);
@@ -998,6 +1007,34 @@ mod tests {
             .collect()
     }
 
+    /// `hll-sparse-max-bytes` as given by the caller: a sparse value that
+    /// would grow past it turns dense, in PFADD and in PFMERGE.
+    #[test]
+    fn sparse_max_bytes_is_the_callers() {
+        let e = engine();
+        with(&e, |g| {
+            let enc = |g: &mut Guard, name: &[u8]| {
+                let k = g.key(name);
+                pfdebug(g, 0, &k, Some(PfDebug::Encoding))
+            };
+            let elements: Vec<Vec<u8>> = (0..40).map(|i| format!("e{i}").into_bytes()).collect();
+            let (a, b, m) = (g.key(b"a"), g.key(b"b"), g.key(b"m"));
+            pfadd(
+                g,
+                0,
+                &a,
+                SPARSE_MAX_BYTES,
+                elements.iter().map(Vec::as_slice),
+            )
+            .unwrap();
+            assert_eq!(enc(g, b"a"), Ok(PfDebugReply::Encoding("sparse")));
+            pfadd(g, 0, &b, 40, elements.iter().map(Vec::as_slice)).unwrap();
+            assert_eq!(enc(g, b"b"), Ok(PfDebugReply::Encoding("dense")));
+            pfmerge(g, 0, &m, 40, &[a]).unwrap();
+            assert_eq!(enc(g, b"m"), Ok(PfDebugReply::Encoding("dense")));
+        });
+    }
+
     #[test]
     fn pfadd_pfcount_cache_and_events() {
         let e = engine();
@@ -1007,8 +1044,11 @@ mod tests {
         with(&e, |g| {
             events::take();
             let k = g.key(b"h");
-            assert_eq!(pfadd(g, 0, &k, [&b"a"[..], b"b", b"c"]), Ok(true));
-            assert_eq!(pfadd(g, 0, &k, [&b"a"[..]]), Ok(false));
+            assert_eq!(
+                pfadd(g, 0, &k, SPARSE_MAX_BYTES, [&b"a"[..], b"b", b"c"]),
+                Ok(true)
+            );
+            assert_eq!(pfadd(g, 0, &k, SPARSE_MAX_BYTES, [&b"a"[..]]), Ok(false));
             assert_eq!(notes(), ["pfadd"]);
             let (v, enc) = get(g, b"h").unwrap();
             assert_eq!(enc, "raw");
@@ -1023,8 +1063,8 @@ mod tests {
             assert_eq!(pfcount(g, 0, &[k]), Ok(42));
             // A new empty key from PFADD with no elements.
             let n = g.key(b"n");
-            assert_eq!(pfadd(g, 0, &n, []), Ok(true));
-            assert_eq!(pfadd(g, 0, &n, []), Ok(false));
+            assert_eq!(pfadd(g, 0, &n, SPARSE_MAX_BYTES, []), Ok(true));
+            assert_eq!(pfadd(g, 0, &n, SPARSE_MAX_BYTES, []), Ok(false));
             assert_eq!(pfcount(g, 0, &[n]), Ok(0));
             let missing = g.key(b"missing");
             assert_eq!(pfcount(g, 0, &[missing]), Ok(0));
@@ -1032,20 +1072,23 @@ mod tests {
             // Not a HyperLogLog.
             put(g, b"s", b"HYLL");
             let s = g.key(b"s");
-            assert_eq!(pfadd(g, 0, &s, [&b"x"[..]]), Err(NOT_HLL));
+            assert_eq!(pfadd(g, 0, &s, SPARSE_MAX_BYTES, [&b"x"[..]]), Err(NOT_HLL));
             assert_eq!(pfcount(g, 0, &[s]), Err(NOT_HLL));
             put(g, b"i", b"12345678901234567");
             let i = g.key(b"i");
             assert_eq!(pfcount(g, 0, &[i, k]), Err(NOT_HLL));
             let hk = g.key(b"hash");
             g.set(0, &hk, Value::Hash(Box::default()), Expiry::Clear);
-            assert_eq!(pfadd(g, 0, &hk, []), Err(Error::WrongType));
+            assert_eq!(
+                pfadd(g, 0, &hk, SPARSE_MAX_BYTES, []),
+                Err(Error::WrongType)
+            );
             // Corrupted: a sparse header with no opcodes.
             put(g, b"c", b"HYLL\x01\0\0\0\0\0\0\x80\0\0\0\x80");
             let c = g.key(b"c");
             assert_eq!(pfcount(g, 0, &[c]), Err(CORRUPT));
             assert_eq!(pfcount(g, 0, &[c, k]), Err(CORRUPT));
-            assert_eq!(pfadd(g, 0, &c, [&b"x"[..]]), Err(CORRUPT));
+            assert_eq!(pfadd(g, 0, &c, SPARSE_MAX_BYTES, [&b"x"[..]]), Err(CORRUPT));
         });
     }
 
@@ -1054,9 +1097,9 @@ mod tests {
         let e = engine();
         with(&e, |g| {
             let (a, b, d) = (g.key(b"a"), g.key(b"b"), g.key(b"d"));
-            pfadd(g, 0, &a, [&b"1"[..], b"2", b"3"]).unwrap();
-            pfadd(g, 0, &b, [&b"3"[..], b"4"]).unwrap();
-            assert_eq!(pfmerge(g, 0, &d, &[a, b]), Ok(()));
+            pfadd(g, 0, &a, SPARSE_MAX_BYTES, [&b"1"[..], b"2", b"3"]).unwrap();
+            pfadd(g, 0, &b, SPARSE_MAX_BYTES, [&b"3"[..], b"4"]).unwrap();
+            assert_eq!(pfmerge(g, 0, &d, SPARSE_MAX_BYTES, &[a, b]), Ok(()));
             assert_eq!(pfcount(g, 0, &[d]), Ok(4));
             assert_eq!(
                 pfdebug(g, 0, &d, Some(PfDebug::Encoding)),
@@ -1075,7 +1118,7 @@ mod tests {
                 Err(Error::Msg("ERR HLL encoding is not sparse"))
             );
             // A dense source makes the destination dense.
-            assert_eq!(pfmerge(g, 0, &d, &[b]), Ok(()));
+            assert_eq!(pfmerge(g, 0, &d, SPARSE_MAX_BYTES, &[b]), Ok(()));
             assert_eq!(
                 pfdebug(g, 0, &d, Some(PfDebug::Encoding)),
                 Ok(PfDebugReply::Encoding("dense"))
@@ -1131,9 +1174,9 @@ mod tests {
             let flag = crate::WatchFlag::default();
             g.watch(0, &k, &flag);
             let seen = || flag.swap(false, Ordering::Relaxed);
-            pfadd(g, 0, &k, [&b"a"[..]]).unwrap();
+            pfadd(g, 0, &k, SPARSE_MAX_BYTES, [&b"a"[..]]).unwrap();
             assert!(seen(), "created");
-            pfadd(g, 0, &k, [&b"a"[..]]).unwrap();
+            pfadd(g, 0, &k, SPARSE_MAX_BYTES, [&b"a"[..]]).unwrap();
             assert!(!seen(), "no change");
             pfcount(g, 0, &[k]).unwrap();
             assert!(seen(), "cache refreshed");
@@ -1142,7 +1185,7 @@ mod tests {
             let other = g.key(b"other");
             pfcount(g, 0, &[k, other]).unwrap();
             assert!(!seen(), "union");
-            pfmerge(g, 0, &k, &[other]).unwrap();
+            pfmerge(g, 0, &k, SPARSE_MAX_BYTES, &[other]).unwrap();
             assert!(seen(), "merge");
         });
     }

@@ -153,8 +153,21 @@ pub fn start_cairn(args: &[&str]) -> Server {
 /// `start_cairn` with extra environment variables for the process (test
 /// knobs such as `CAIRN_TEST_SNAPSHOT_FAULT_AFTER`).
 pub fn start_cairn_env(args: &[&str], env: &[(&str, &str)]) -> Server {
+    start_cairn_from(None, args, env)
+}
+
+/// `start_cairn` with a config file as the first argument (the options
+/// still override it).
+pub fn start_cairn_conf(conf: &Path, args: &[&str]) -> Server {
+    start_cairn_from(Some(conf), args, &[])
+}
+
+fn start_cairn_from(conf: Option<&Path>, args: &[&str], env: &[(&str, &str)]) -> Server {
     let bin = env!("CARGO_BIN_EXE_cairn");
     let mut cmd = Command::new(bin);
+    if let Some(conf) = conf {
+        cmd.arg(conf);
+    }
     cmd.args(["--port", "0", "--bind", "127.0.0.1"]).args(args);
     cmd.envs(env.iter().copied());
     let (child, log_path) =

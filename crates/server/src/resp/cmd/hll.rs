@@ -20,13 +20,22 @@ pub const COMMANDS: &[Def] = &[
 
 type Keys<'a> = SmallVec<[Key<'a>; 8]>;
 
+/// `hll-sparse-max-bytes`, from the hot copy (no config lock per write).
+fn sparse_max_bytes(ctx: &Ctx) -> usize {
+    ctx.shared
+        .hot
+        .hll_sparse_max_bytes
+        .load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// PFADD key [element ...] → 1 if the key was created or a register
 /// changed, else 0.
 fn pfadd(ctx: &mut Ctx) -> CmdResult {
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
+    let max = sparse_max_bytes(ctx);
     let mut g = e.lock(&k);
-    let changed = op::pfadd(&mut g, ctx.db(), &k, ctx.args.iter_from(2))?;
+    let changed = op::pfadd(&mut g, ctx.db(), &k, max, ctx.args.iter_from(2))?;
     drop(g);
     ctx.int(changed as i64)
 }
@@ -46,8 +55,9 @@ fn pfcount(ctx: &mut Ctx) -> CmdResult {
 fn pfmerge(ctx: &mut Ctx) -> CmdResult {
     let e = ctx.engine();
     let keys: Keys = ctx.args.iter_from(1).map(|a| e.key(a)).collect();
+    let max = sparse_max_bytes(ctx);
     let mut g = e.lock_keys(&keys);
-    op::pfmerge(&mut g, ctx.db(), &keys[0], &keys[1..])?;
+    op::pfmerge(&mut g, ctx.db(), &keys[0], max, &keys[1..])?;
     drop(g);
     ctx.ok()
 }

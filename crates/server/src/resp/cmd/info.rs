@@ -452,7 +452,11 @@ fn server_section(out: &mut String, shared: &Shared) {
     field(out, "monotonic_clock", "POSIX clock_gettime");
     field(out, "multiplexing_api", multiplexing_api());
     field(out, "process_id", std::process::id());
-    field(out, "process_supervised", "no");
+    field(
+        out,
+        "process_supervised",
+        crate::process::supervisor().as_str(),
+    );
     field(out, "run_id", &shared.run_id);
     field(out, "tcp_port", shared.tcp_port.load(Ordering::Relaxed));
     field(out, "server_time_usec", cairn_engine::clock::now_us());

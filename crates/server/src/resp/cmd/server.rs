@@ -569,6 +569,29 @@ fn apply_config_changes(cfg: &Config, changed: &[&str]) -> Result<(), CmdError> 
             log::set_level(level);
         }
     }
+    if changed.contains(&"jemalloc-bg-thread") {
+        // Redis ignores a failure here too (updateJemallocBgThread).
+        if let Err(e) = crate::process::set_jemalloc_bg_thread(cfg.jemalloc_bg_thread) {
+            log::warning(&format!("Failed to set jemalloc background_thread: {e}"));
+        }
+    }
+    // Last, as it can fail: the effects above are not undone if it does.
+    for name in ["oom-score-adj", "oom-score-adj-values"] {
+        if changed.contains(&name) {
+            if cfg.oom_score_adj_values.0[1] < cfg.oom_score_adj_values.0[0]
+                || cfg.oom_score_adj_values.0[2] < cfg.oom_score_adj_values.0[1]
+            {
+                log::warning("The oom-score-adj-values configuration may not work for non-privileged processes! Please consult the documentation.");
+            }
+            crate::process::set_oom_score_adj(cfg).map_err(|()| {
+                failed(
+                    name,
+                    "Failed to set current oom_score_adj. Check server logs.",
+                )
+            })?;
+            break;
+        }
+    }
     Ok(())
 }
 

@@ -1,0 +1,252 @@
+//! Process-level settings Redis applies to itself: `daemonize`,
+//! `supervised`, `oom-score-adj` / `oom-score-adj-values` and
+//! `jemalloc-bg-thread`.
+use crate::config::{Config, OomScoreAdj, Supervised};
+use crate::log;
+use parking_lot::Mutex;
+
+/// The pid file a daemonized Cairn writes when `pidfile` is not set (Redis:
+/// `/var/run/redis.pid`).
+pub const DEFAULT_PIDFILE: &str = "/var/run/cairn.pid";
+
+/// Redis's daemonize(): forks, the parent exits 0 at once, the child starts
+/// a new session and points stdin, stdout and stderr at /dev/null (so with
+/// no `logfile` the log goes nowhere, as in Redis).
+///
+/// Must run while the process has a single thread: `main` calls it right
+/// after loading the config, before the server starts any thread and
+/// before jemalloc's background threads are enabled (`set_jemalloc_bg_thread`
+/// runs later, in `server::run`). A forked child only keeps the calling
+/// thread, so any other thread's locks would stay held forever.
+pub fn daemonize() -> Result<(), String> {
+    use std::io::Write;
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().flush();
+    // SAFETY: the process is single-threaded here (see above), so the child
+    // is a full copy; the parent only calls _exit.
+    match unsafe { libc::fork() } {
+        -1 => return Err(format!("fork: {}", std::io::Error::last_os_error())),
+        0 => {}
+        // SAFETY: _exit ends the parent without running destructors or
+        // flushing anything twice (both were flushed above).
+        _ => unsafe { libc::_exit(0) },
+    }
+    // SAFETY: plain system calls on the child's own descriptors.
+    unsafe {
+        libc::setsid();
+        let fd = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR, 0);
+        if fd != -1 {
+            libc::dup2(fd, libc::STDIN_FILENO);
+            libc::dup2(fd, libc::STDOUT_FILENO);
+            libc::dup2(fd, libc::STDERR_FILENO);
+            if fd > libc::STDERR_FILENO {
+                libc::close(fd);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `jemalloc-bg-thread`: jemalloc's background threads purge unused dirty
+/// pages instead of the allocating threads. Returns jemalloc's error text
+/// if it refuses.
+pub fn set_jemalloc_bg_thread(on: bool) -> Result<(), String> {
+    tikv_jemalloc_ctl::background_thread::write(on).map_err(|e| e.to_string())
+}
+
+/// The score the process had before Cairn first changed it; `Some` while
+/// Cairn's setting is applied (Redis's oom_score_adj_base and
+/// oom_score_adjusted_by_redis).
+static OOM_BASE: Mutex<Option<i32>> = Mutex::new(None);
+
+const OOM_FILE: &str = "/proc/self/oom_score_adj";
+
+/// Redis's setOOMScoreAdj for a master: with `oom-score-adj` on, writes the
+/// first `oom-score-adj-values` (added to the score found before Cairn
+/// first changed it, in relative mode), clamped to -1000..=1000; when
+/// turned off, restores that original score. Failures are logged, as Redis
+/// does, and returned so CONFIG SET can refuse the change.
+pub fn set_oom_score_adj(cfg: &Config) -> Result<(), ()> {
+    let mut base = OOM_BASE.lock();
+    let value = match cfg.oom_score_adj {
+        OomScoreAdj::No => match base.take() {
+            Some(original) => original,
+            None => return Ok(()),
+        },
+        mode => {
+            let fresh = base.is_none();
+            let original = match *base {
+                Some(b) => b,
+                None => {
+                    let read = std::fs::read_to_string(OOM_FILE).map_err(|e| {
+                        log::warning(&format!("Unable to read oom_score_adj: {}", strerror(&e)))
+                    })?;
+                    let b = read.trim().parse::<i32>().unwrap_or(0);
+                    *base = Some(b);
+                    b
+                }
+            };
+            let mut v = cfg.oom_score_adj_values.0[0];
+            if mode != OomScoreAdj::Absolute {
+                v += original;
+            }
+            let v = v.clamp(-1000, 1000);
+            if let Err(e) = std::fs::write(OOM_FILE, format!("{v}\n")) {
+                // Nothing changed: the next attempt reads the score again.
+                if fresh {
+                    *base = None;
+                }
+                log::warning(&format!("Unable to write oom_score_adj: {}", strerror(&e)));
+                return Err(());
+            }
+            return Ok(());
+        }
+    };
+    std::fs::write(OOM_FILE, format!("{value}\n"))
+        .map_err(|e| log::warning(&format!("Unable to write oom_score_adj: {}", strerror(&e))))
+}
+
+/// An io::Error's text without Rust's " (os error N)" suffix: strerror().
+fn strerror(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    match text.rfind(" (os error ") {
+        Some(i) if text.ends_with(')') => text[..i].to_string(),
+        _ => text,
+    }
+}
+
+/// Redis's redisIsSupervised, at start-up before any thread exists: `auto`
+/// becomes upstart or systemd by the environment; upstart stops the
+/// process (SIGSTOP, upstart's readiness signal) and clears `UPSTART_JOB`;
+/// systemd is told the server is loading. Returns the mode found (stored
+/// back into the config, so CONFIG GET shows it, as in Redis) and whether
+/// the process is supervised, in which case it must not daemonize.
+pub fn supervise(mode: Supervised) -> (Supervised, bool) {
+    let (mode, supervised) = find_supervisor(mode);
+    if supervised {
+        let _ = SUPERVISOR.set(mode);
+    }
+    (mode, supervised)
+}
+
+/// The service manager found at start-up, if any (INFO's
+/// `process_supervised`; systemd gets READY=1 and STOPPING=1).
+static SUPERVISOR: std::sync::OnceLock<Supervised> = std::sync::OnceLock::new();
+
+/// `upstart` or `systemd` when the process is supervised, else `no`, as
+/// Redis's INFO `process_supervised` says.
+pub fn supervisor() -> Supervised {
+    SUPERVISOR.get().copied().unwrap_or(Supervised::No)
+}
+
+fn find_supervisor(mode: Supervised) -> (Supervised, bool) {
+    let mode = match mode {
+        Supervised::Auto if std::env::var_os("UPSTART_JOB").is_some() => Supervised::Upstart,
+        Supervised::Auto if std::env::var_os("NOTIFY_SOCKET").is_some() => Supervised::Systemd,
+        m => m,
+    };
+    let supervised = match mode {
+        Supervised::Upstart => {
+            if std::env::var_os("UPSTART_JOB").is_none() {
+                log::warning("upstart supervision requested, but UPSTART_JOB not found!");
+                false
+            } else {
+                log::notice("supervised by upstart, will stop to signal readiness.");
+                // SAFETY: raising a signal at ourselves; the process stays
+                // stopped until upstart continues it.
+                unsafe { libc::raise(libc::SIGSTOP) };
+                // Single-threaded here, so changing the environment is safe.
+                std::env::remove_var("UPSTART_JOB");
+                true
+            }
+        }
+        Supervised::Systemd => {
+            if notify_systemd("STATUS=Cairn is loading...\n") {
+                log::notice("Supervised by systemd. Please make sure you set appropriate values for TimeoutStartSec and TimeoutStopSec in your service unit.");
+                true
+            } else {
+                log::warning("systemd supervision requested or auto-detected, but NOTIFY_SOCKET is not set or cannot be reached!");
+                false
+            }
+        }
+        _ => false,
+    };
+    (mode, supervised)
+}
+
+/// sd_notify(3) without libsystemd: one datagram to the Unix socket named
+/// by `NOTIFY_SOCKET` (a leading `@` names an abstract socket). False when
+/// the variable is unset or the send fails.
+pub fn notify_systemd(message: &str) -> bool {
+    match std::env::var_os("NOTIFY_SOCKET") {
+        Some(target) => notify_to(&target, message),
+        None => false,
+    }
+}
+
+/// Sends `message` as one datagram to the socket `target` names.
+fn notify_to(target: &std::ffi::OsStr, message: &str) -> bool {
+    use std::os::unix::net::UnixDatagram;
+    let Ok(sock) = UnixDatagram::unbound() else {
+        return false;
+    };
+    let bytes = target.as_encoded_bytes();
+    let sent = match bytes.strip_prefix(b"@") {
+        #[cfg(target_os = "linux")]
+        Some(name) => {
+            use std::os::linux::net::SocketAddrExt;
+            std::os::unix::net::SocketAddr::from_abstract_name(name)
+                .and_then(|addr| sock.send_to_addr(message.as_bytes(), &addr))
+        }
+        // Abstract sockets exist only on Linux.
+        #[cfg(not(target_os = "linux"))]
+        Some(_) => return false,
+        None => sock.send_to(message.as_bytes(), target),
+    };
+    sent.is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::net::UnixDatagram;
+
+    fn recv(sock: &UnixDatagram) -> String {
+        let mut buf = [0u8; 64];
+        let n = sock.recv(&mut buf).unwrap();
+        String::from_utf8_lossy(&buf[..n]).into_owned()
+    }
+
+    /// jemalloc-bg-thread switches jemalloc's own setting (this test binary
+    /// uses jemalloc too: the global allocator is declared in main.rs).
+    #[test]
+    fn jemalloc_background_thread_follows_the_setting() {
+        set_jemalloc_bg_thread(true).unwrap();
+        assert!(tikv_jemalloc_ctl::background_thread::read().unwrap());
+        set_jemalloc_bg_thread(false).unwrap();
+        assert!(!tikv_jemalloc_ctl::background_thread::read().unwrap());
+    }
+
+    #[test]
+    fn notify_reaches_path_and_abstract_sockets() {
+        let path = std::env::temp_dir().join(format!("cairn-notify-{}", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let sock = UnixDatagram::bind(&path).unwrap();
+        assert!(notify_to(path.as_os_str(), "READY=1\n"));
+        assert_eq!(recv(&sock), "READY=1\n");
+        let _ = std::fs::remove_file(&path);
+        assert!(
+            !notify_to(path.as_os_str(), "READY=1\n"),
+            "no socket any more"
+        );
+        #[cfg(target_os = "linux")]
+        {
+            use std::os::linux::net::SocketAddrExt;
+            let name = format!("cairn-notify-test-{}", std::process::id());
+            let addr = std::os::unix::net::SocketAddr::from_abstract_name(&name).unwrap();
+            let sock = UnixDatagram::bind_addr(&addr).unwrap();
+            assert!(notify_to(format!("@{name}").as_ref(), "STOPPING=1\n"));
+            assert_eq!(recv(&sock), "STOPPING=1\n");
+        }
+    }
+}
