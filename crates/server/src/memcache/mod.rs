@@ -258,19 +258,6 @@ pub fn process(
     Stop::NeedInput
 }
 
-/// Why writes are refused now, as RESP's MISCONF says it: a failed
-/// background save while save rules exist, or a journal that cannot be
-/// written (see `resp::dispatch`).
-fn writes_denied(shared: &Shared) -> Option<String> {
-    if shared.snapshots.deny_writes.load(Ordering::Relaxed) {
-        return Some(crate::snapshots::MISCONF.to_string());
-    }
-    shared
-        .journal
-        .failure()
-        .map(|err| format!("MISCONF Errors writing to the AOF file: {err}"))
-}
-
 /// Some(noreply) if the request changes the keyspace (so is refused while
 /// writes are denied); meta commands always answer errors.
 fn write_of(req: &Request) -> Option<bool> {
@@ -319,7 +306,7 @@ fn execute(cx: &mut Ctx, req: Request) {
         }
     }
     if let Some(noreply) = write_of(&req) {
-        if let Some(why) = writes_denied(cx.shared) {
+        if let Some(why) = crate::resp::dispatch::writes_denied(cx.shared) {
             // As RESP writes get MISCONF: nothing is stored that the
             // journal or the save rules could not keep. memcached has no
             // disk; its error line for "cannot store now" is SERVER_ERROR.

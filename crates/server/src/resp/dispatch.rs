@@ -193,27 +193,29 @@ fn refusal(shared: &Shared, client: &Client, cmd: &Command, args: &Args) -> Opti
             ));
         }
     }
-    // Redis 7.0 processCommand: a failed background save stops writes
-    // (and PING) while save rules exist; then the start-up load.
-    let snapshots = &shared.snapshots;
-    if snapshots.deny_writes.load(Ordering::Relaxed)
-        && (cmd.has(flags::WRITE) || cmd.name == "ping")
-    {
-        return Some(CmdError::text(crate::snapshots::MISCONF));
-    }
-    // Redis 7.0 `writeCommandsDeniedByDiskError`: while the journal cannot
-    // be written, writes (and PING) are refused; reads go on.
-    if let Some(err) = shared.journal.failure() {
-        if cmd.has(flags::WRITE) || cmd.name == "ping" {
-            return Some(CmdError::text(format!(
-                "MISCONF Errors writing to the AOF file: {err}"
-            )));
+    if cmd.has(flags::WRITE) || cmd.name == "ping" {
+        if let Some(why) = writes_denied(shared) {
+            return Some(CmdError::text(why));
         }
     }
-    if snapshots.loading.load(Ordering::Relaxed) && !cmd.has(flags::LOADING) {
+    if shared.snapshots.loading.load(Ordering::Relaxed) && !cmd.has(flags::LOADING) {
         return Some(CmdError::text(crate::snapshots::LOADING));
     }
     None
+}
+
+/// Why writes (and PING) are refused now, in Redis 7.0's words, or None:
+/// a failed background save while save rules exist (`processCommand`),
+/// or a journal that cannot be written (`writeCommandsDeniedByDiskError`).
+/// Reads go on. The memcached port refuses its writes with the same text.
+pub(crate) fn writes_denied(shared: &Shared) -> Option<String> {
+    if shared.snapshots.deny_writes.load(Ordering::Relaxed) {
+        return Some(crate::snapshots::MISCONF.to_string());
+    }
+    shared
+        .journal
+        .failure()
+        .map(|err| format!("MISCONF Errors writing to the AOF file: {err}"))
 }
 
 /// Inside MULTI, an error while queueing makes EXEC fail (`flagTransaction`).
