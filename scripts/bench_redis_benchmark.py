@@ -5,7 +5,10 @@ Runs `redis-benchmark -t <test> -c 50 -n N -r 100000 -q --csv` for each test,
 unpipelined and with -P 16, against redis-server and one or more Cairn
 configurations, rotating the order every round so the machine's drift hits
 all alike, and reads each server's utime+stime from /proc/PID/stat around
-every run to report server CPU microseconds per request. Prints a Markdown
+every run to report server CPU microseconds per request, and redis-benchmark's
+own utime+stime (getrusage of the finished child) as client CPU per request:
+on a machine the client shares, a server that makes the client work harder
+per request shows there. Prints a Markdown
 table of medians (progress goes to stderr) and optionally an SVG chart.
 
 Usage: scripts/bench_redis_benchmark.py [--requests N] [--rounds R]
@@ -18,7 +21,7 @@ the scheduler cannot put a server on the client's core for a whole run; on
 a 2-core machine unpinned runs vary by up to 40% from that alone. Use it
 with one-thread servers only.
 """
-import argparse, os, shlex, socket, statistics, subprocess, sys, tempfile, time
+import argparse, os, resource, shlex, socket, statistics, subprocess, sys, tempfile, time
 
 TICK = os.sysconf("SC_CLK_TCK")
 PIN = False
@@ -56,7 +59,10 @@ def run_one(port, test, n, pipeline):
            "-r", "100000", "-q", "--csv"]
     if pipeline > 1:
         cmd += ["-P", str(pipeline)]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    client = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
     # CSV: "test","rps",... one line per test after a header line. Some
     # tests run a preparation step first (lrange_100 prints an
     # "LPUSH (needed to benchmark LRANGE)" line): take the line named
@@ -64,7 +70,7 @@ def run_one(port, test, n, pipeline):
     for line in out.strip().splitlines():
         cells = [c.strip('"') for c in line.split(",")]
         if len(cells) >= 2 and cells[0].split(" ")[0].upper() == test.upper():
-            return float(cells[1])
+            return float(cells[1]), client
     raise SystemExit(f"could not parse redis-benchmark output: {out!r}")
 
 
@@ -132,32 +138,37 @@ def main():
                     for label in order:
                         port, pid = servers[label]
                         c0 = cpu_secs(pid)
-                        rps = run_one(port, test, a.requests, pipe)
+                        rps, client = run_one(port, test, a.requests, pipe)
                         c1 = cpu_secs(pid)
                         cpu_us = (c1 - c0) * 1e6 / a.requests
-                        results.setdefault((mode, test, label), []).append((rps, cpu_us))
+                        client_us = client * 1e6 / a.requests
+                        results.setdefault((mode, test, label), []).append(
+                            (rps, cpu_us, client_us))
                         done += 1
                         print(f"[{done}/{total}] {mode} round {r+1} {test:5} {label:9} "
-                              f"{rps:>12,.0f} req/s  {cpu_us:6.2f} CPU us/req",
+                              f"{rps:>12,.0f} req/s  {cpu_us:6.2f} CPU us/req  "
+                              f"client {client_us:6.2f} us/req",
                               file=sys.stderr, flush=True)
 
-        med = {k: (statistics.median(x[0] for x in v), statistics.median(x[1] for x in v))
+        med = {k: tuple(statistics.median(x[i] for x in v) for i in range(3))
                for k, v in results.items()}
         others = labels[1:]
         head = "| test | mode | Redis req/s | " + " | ".join(
             f"{o} req/s | {o}/Redis" for o in others) + " | Redis CPU µs/req | " + " | ".join(
-            f"{o} CPU µs/req" for o in others) + " |"
-        sep = "|---|---|" + "---:|" * (1 + 2 * len(others) + 1 + len(others))
+            f"{o} CPU µs/req" for o in others) + " | " + " | ".join(
+            f"client CPU µs/req ({l})" for l in labels) + " |"
+        sep = "|---|---|" + "---:|" * (1 + 2 * len(others) + 1 + len(others) + len(labels))
         lines = [head, sep]
         for mode, _ in modes:
             for test in tests:
-                r_rps, r_cpu = med[(mode, test, "Redis")]
+                r_rps, r_cpu, _ = med[(mode, test, "Redis")]
                 cells = [test.upper(), mode, f"{r_rps:,.0f}"]
                 for o in others:
                     c_rps = med[(mode, test, o)][0]
                     cells += [f"{c_rps:,.0f}", f"{c_rps / r_rps:.2f}"]
                 cells.append(f"{r_cpu:.2f}")
                 cells += [f"{med[(mode, test, o)][1]:.2f}" for o in others]
+                cells += [f"{med[(mode, test, l)][2]:.2f}" for l in labels]
                 lines.append("| " + " | ".join(cells) + " |")
         table = "\n".join(lines)
         print(table)
