@@ -28,7 +28,9 @@ pub struct ClientInfo {
     pub addr: SocketAddr,
     pub laddr: SocketAddr,
     pub fd: i32,
-    pub worker: usize,
+    /// The worker serving the connection; changes when `balance` moves it
+    /// (only the new owner stores it, before it serves the connection).
+    worker: AtomicUsize,
     pub created: Instant,
     pub name: Mutex<Option<Vec<u8>>>,
     pub db: AtomicU32,
@@ -70,7 +72,7 @@ impl ClientInfo {
             addr,
             laddr,
             fd,
-            worker,
+            worker: AtomicUsize::new(worker),
             created: Instant::now(),
             name: Mutex::new(None),
             db: AtomicU32::new(0),
@@ -93,6 +95,15 @@ impl ClientInfo {
             dirty_cas: Arc::new(AtomicBool::new(false)),
             watching: AtomicUsize::new(0),
         }
+    }
+
+    /// The worker serving this client now.
+    pub fn worker(&self) -> usize {
+        self.worker.load(Ordering::Relaxed)
+    }
+
+    pub fn set_worker(&self, w: usize) {
+        self.worker.store(w, Ordering::Relaxed);
     }
 
     pub fn idle_secs(&self) -> u64 {

@@ -1119,6 +1119,10 @@ directives! {
     /// from one command to the next while they hit the same shard, for at
     /// most one loop turn (`cairn_engine::keyspace::retain_locks`).
     worker_retain_locks: bool = "worker-retain-locks", Kind::Bool, "yes", IMMUTABLE, keep;
+    /// `worker-balance` (Cairn only): serve clients on as many workers as
+    /// the load needs and the machine's free cores allow, moving quiet
+    /// connections between workers (`balance.rs`); no = every worker, always.
+    worker_balance: bool = "worker-balance", Kind::Bool, "yes", MUTABLE, keep;
     /// `memcached-port` (Cairn): memcached protocol port, 0 = off.
     memcached_port: u16 = "memcached-port", int(0, 65535), "0", IMMUTABLE, keep;
     /// `io-threads`: accepted and shown as Redis does, otherwise ignored;

@@ -1,5 +1,5 @@
 //! Accepting connections: one thread per bound address, blocking in
-//! `accept`, handing each socket to a worker round-robin. It enforces
+//! `accept`, handing each socket to an active worker round-robin. It enforces
 //! `maxclients` (Redis's error, then close) and protected mode before a
 //! worker ever sees the socket.
 use crate::log;
@@ -100,7 +100,9 @@ pub fn accept_loop(l: TcpListener, shared: Arc<Shared>, memcache: bool) {
             continue;
         }
         let workers = shared.workers();
-        let w = next % workers.len();
+        // Only the workers `balance` keeps active take new clients.
+        let active = shared.balance.active().clamp(1, workers.len());
+        let w = next % active;
         next = next.wrapping_add(1);
         workers[w].send(if memcache {
             Msg::NewMemcacheConn(stream, addr)

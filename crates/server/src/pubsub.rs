@@ -377,7 +377,7 @@ pub fn subscribe<'a>(
     names: impl Iterator<Item = &'a [u8]>,
 ) {
     let mut reg = shared.pubsub.lock();
-    let (id, worker) = (client.id, client.info.worker);
+    let (id, worker) = (client.id, client.info.worker());
     with_self_push(client.proto, |w| {
         for name in names {
             if client.subs.add(kind, name) {

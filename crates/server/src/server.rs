@@ -63,6 +63,7 @@ pub fn build_shared(cfg: Config) -> Result<Arc<Shared>, String> {
         memcache: crate::memcache::McShared::new(threads),
         journal: Arc::new(crate::journal::Journal::new(threads)),
         snapshots: Default::default(),
+        balance: crate::balance::Balance::new(threads),
     });
     let _ = shared.journal.server.set(Arc::downgrade(&shared));
     shared.refresh_hot();
@@ -288,6 +289,7 @@ fn supervised_by_systemd() -> bool {
 fn cron(shared: Arc<Shared>) {
     crate::memory::register_thread();
     let mut state = ExpireCycle::default();
+    let mut balancer = crate::balance::Balancer::default();
     loop {
         let hz = shared.config.read().hz.clamp(1, 500) as u64;
         let period = Duration::from_millis(1000 / hz);
@@ -299,6 +301,7 @@ fn cron(shared: Arc<Shared>) {
         // Keys it expired: `expired` notifications.
         crate::keyevents::after_command(&shared);
         crate::memcache::run_due_flush(&shared);
+        balancer.tick(&shared);
         std::thread::sleep(period.saturating_sub(started.elapsed()));
     }
 }

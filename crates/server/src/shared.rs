@@ -28,6 +28,8 @@ pub enum Msg {
     Wake(u64),
     /// The journal's durable position moved: release output held for it.
     Durable,
+    /// A connection another worker handed over (`balance`): adopt it.
+    Moved(crate::worker::Moved),
     /// Count down once this message is reached (a barrier between
     /// commands on every worker: see `journal::start`).
     Barrier(Arc<std::sync::atomic::AtomicUsize>),
@@ -58,6 +60,14 @@ pub struct WorkerStats {
     pub net_in: AtomicU64,
     pub net_out: AtomicU64,
     pub error_replies: AtomicU64,
+    /// Nanoseconds spent awake with nothing to do: polls that spun
+    /// (`worker-spin-us`) and found nothing. The thread's CPU time less
+    /// this is the work it did (`balance`).
+    pub spin_ns: AtomicU64,
+    /// The worker thread's id, for its CPU time in /proc (0: not started).
+    pub tid: AtomicU64,
+    /// Connections this worker serves.
+    pub conns: AtomicUsize,
     /// Per command id: calls, microseconds, rejected calls, failed calls.
     pub cmd: Box<[[AtomicU64; 4]]>,
 }
@@ -69,6 +79,9 @@ impl WorkerStats {
             net_in: AtomicU64::new(0),
             net_out: AtomicU64::new(0),
             error_replies: AtomicU64::new(0),
+            spin_ns: AtomicU64::new(0),
+            tid: AtomicU64::new(0),
+            conns: AtomicUsize::new(0),
             cmd: (0..commands).map(|_| Default::default()).collect(),
         }
     }
@@ -94,6 +107,7 @@ pub struct Hot {
     pub slowlog_enabled: AtomicBool,
     pub maxmemory: AtomicU64,
     pub worker_spin_us: AtomicU64,
+    pub worker_balance: AtomicBool,
     /// `client-output-buffer-limit pubsub`: hard bytes, soft bytes, soft
     /// seconds (0 = off), checked on every delivery to a subscriber.
     pub pubsub_obuf_hard: AtomicU64,
@@ -153,6 +167,8 @@ pub struct Shared {
     pub journal: Arc<crate::journal::Journal>,
     /// Snapshots: BGSAVE state, save rules, loading (`snapshots.rs`).
     pub snapshots: crate::snapshots::Snapshots,
+    /// Which workers take connections (`balance.rs`).
+    pub balance: crate::balance::Balance,
 }
 
 impl Shared {
@@ -179,6 +195,7 @@ impl Shared {
             Ordering::Relaxed,
         );
         h.worker_spin_us.store(c.worker_spin_us, Ordering::Relaxed);
+        h.worker_balance.store(c.worker_balance, Ordering::Relaxed);
         h.maxclients.store(c.maxclients as usize, Ordering::Relaxed);
         h.timeout_secs.store(c.timeout as u64, Ordering::Relaxed);
         h.query_buffer_limit

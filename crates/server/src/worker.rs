@@ -119,6 +119,9 @@ struct Conn {
     write_more: bool,
 }
 
+/// A connection on its way from one worker to another (`balance`).
+pub struct Moved(Box<Conn>);
+
 impl Conn {
     /// Reply bytes not yet written, referenced large values included.
     fn pending_out(&self) -> usize {
@@ -151,6 +154,12 @@ pub struct Worker {
     deadlines: BinaryHeap<Reverse<(u64, u64)>>,
     /// Connections whose output waits for the journal (`Conn::hold`).
     held: Vec<usize>,
+    /// Connections served (published in `WorkerStats::conns`).
+    live: usize,
+    /// The balance plan acted on last (`balance::Balance::epoch`).
+    balance_epoch: u64,
+    /// Round-robin position over the active workers for hand-overs.
+    next_home: usize,
 }
 
 impl Worker {
@@ -168,6 +177,9 @@ impl Worker {
             by_id: std::collections::HashMap::new(),
             deadlines: BinaryHeap::new(),
             held: Vec::new(),
+            live: 0,
+            balance_epoch: 0,
+            next_home: 0,
         }
     }
 
@@ -178,6 +190,12 @@ impl Worker {
         let mut events = Events::with_capacity(1024);
         let mut next_cron = Instant::now() + CRON_EVERY;
         let mut busy_since: Option<Instant> = None;
+        let mut spun_empty = false;
+        // SAFETY: gettid has no preconditions.
+        let tid = unsafe { libc::gettid() };
+        self.shared.worker_stats[self.id]
+            .tid
+            .store(tid as u64, Ordering::Relaxed);
         loop {
             // While busy, poll without sleeping for up to `worker-spin-us`
             // after the last work: on a VM, waking an idle vCPU (an IPI and
@@ -205,6 +223,14 @@ impl Worker {
             // may owe the journal writer a wake-up; never sleep on it.
             cairn_engine::keyspace::release_retained();
             crate::journal::end_of_turn(&self.shared);
+            // A spin that found nothing is the wait, done awake: its time
+            // is not work (`balance` subtracts it from the CPU time).
+            if spun_empty {
+                let spin = &self.shared.worker_stats[self.id].spin_ns;
+                let ns = self.now.elapsed().as_nanos() as u64;
+                spin.store(spin.load(Ordering::Relaxed) + ns, Ordering::Relaxed);
+            }
+            let spin_poll = timeout.is_zero();
             if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
                 if e.kind() != ErrorKind::Interrupted {
                     log::warning(&format!("worker {} poll failed: {e}", self.id));
@@ -212,6 +238,10 @@ impl Worker {
                 continue;
             }
             self.now = Instant::now();
+            spun_empty = spin_poll
+                && events.is_empty()
+                && self.ready.is_empty()
+                && self.pending_writes.is_empty();
             if !events.is_empty() {
                 busy_since = Some(self.now);
             } else if !spinning {
@@ -269,6 +299,7 @@ impl Worker {
                 Msg::Durable => {
                     self.release_held();
                 }
+                Msg::Moved(m) => self.adopt_moved(m),
                 Msg::Barrier(left) => {
                     left.fetch_sub(1, Ordering::SeqCst);
                 }
@@ -305,6 +336,7 @@ impl Worker {
         info.mark_active(self.now);
         self.shared.clients.lock().insert(id, info.clone());
         self.by_id.insert(id, slot);
+        self.count_conns(1);
         let authenticated = !self.shared.hot.requirepass.load(Ordering::Relaxed);
         self.conns[slot] = Some(Conn {
             stream,
@@ -465,6 +497,135 @@ impl Worker {
             }
             self.shared.connected.fetch_sub(1, Ordering::Relaxed);
             self.free.push(i);
+            self.count_conns(-1);
+        }
+    }
+
+    fn count_conns(&mut self, d: isize) {
+        self.live = self.live.saturating_add_signed(d);
+        self.shared.worker_stats[self.id]
+            .conns
+            .store(self.live, Ordering::Relaxed);
+    }
+
+    /// A connection that can change worker now: nothing half done on it
+    /// (no buffered input or output, no large bulk arriving, no output
+    /// held for the journal, not queued anywhere in this turn), and nothing
+    /// registered elsewhere under this worker's number (blocked clients,
+    /// subscribers and monitors are found by worker; they stay).
+    fn movable(conn: &Conn) -> bool {
+        conn.rpos == conn.filled
+            && conn.pending_out() == 0
+            && conn.block_in.is_none()
+            && !conn.write_queued
+            && !conn.write_more
+            && !conn.held
+            && !conn.paused
+            && !conn.ready_again
+            && !conn.wake
+            && !conn.closing
+            && conn.client.blocked.is_none()
+            && !conn.client.subs.active()
+            && !conn.client.info.monitor.load(Ordering::Relaxed)
+            && !conn.client.info.killed.load(Ordering::Relaxed)
+    }
+
+    /// Hands connection `i` to worker `to`: out of this poll, into the
+    /// other worker's mailbox. The socket keeps its buffered bytes; the
+    /// new owner registers it and reads (`adopt_moved`).
+    fn hand_off(&mut self, i: usize, to: usize) {
+        let Some(mut conn) = self.conns[i].take() else {
+            return;
+        };
+        if let Err(e) = self.poll.registry().deregister(&mut conn.stream) {
+            // Still ours: keep serving it here.
+            log::warning(&format!("cannot move a connection: {e}"));
+            let _ = self.poll.registry().register(
+                &mut conn.stream,
+                Token(i),
+                Interest::READABLE | Interest::WRITABLE,
+            );
+            self.conns[i] = Some(conn);
+            return;
+        }
+        self.by_id.remove(&conn.client.id);
+        self.free.push(i);
+        self.count_conns(-1);
+        self.shared.balance.moved.fetch_add(1, Ordering::Relaxed);
+        self.shared
+            .worker(to)
+            .send(Msg::Moved(Moved(Box::new(conn))));
+    }
+
+    /// A connection handed over by another worker: register it here and
+    /// serve it this turn (bytes may have arrived while it moved).
+    fn adopt_moved(&mut self, m: Moved) {
+        let mut conn = m.0;
+        let slot = self.free.pop().unwrap_or_else(|| {
+            self.conns.push(None);
+            self.conns.len() - 1
+        });
+        if let Err(e) = self.poll.registry().register(
+            &mut conn.stream,
+            Token(slot),
+            Interest::READABLE | Interest::WRITABLE,
+        ) {
+            log::warning(&format!("cannot adopt a moved connection: {e}"));
+            self.free.push(slot);
+            let id = conn.client.id;
+            crate::pubsub::drop_client(&self.shared, &mut conn.client);
+            self.shared.clients.lock().remove(&id);
+            if !conn.client.watched.is_empty() {
+                crate::resp::cmd::multi::unwatch_all(&self.shared, &mut conn.client);
+            }
+            self.shared.connected.fetch_sub(1, Ordering::Relaxed);
+            return;
+        }
+        conn.client.info.set_worker(self.id);
+        self.by_id.insert(conn.client.id, slot);
+        self.conns[slot] = Some(*conn);
+        self.count_conns(1);
+        self.ready.push(slot);
+    }
+
+    /// Follows `balance`: an inactive worker hands every movable connection
+    /// to the active ones; under a new plan, an active worker hands over
+    /// the surplus the plan names.
+    fn rebalance(&mut self) {
+        let balance = &self.shared.balance;
+        let active = balance.active();
+        let epoch = balance.epoch();
+        let mut moves: Vec<(usize, usize)> = Vec::new();
+        if epoch != self.balance_epoch {
+            self.balance_epoch = epoch;
+            if self.id < active {
+                moves = balance.moves_of(self.id);
+            }
+        }
+        if self.id >= active && self.live > 0 {
+            moves = (0..self.live)
+                .map(|n| ((self.next_home + n) % active, 1))
+                .collect();
+            self.next_home = (self.next_home + self.live) % active;
+        }
+        if moves.is_empty() {
+            return;
+        }
+        let mut slots = (0..self.conns.len()).rev();
+        'plan: for (to, count) in moves {
+            if to == self.id || to >= active {
+                continue;
+            }
+            let mut left = count;
+            while left > 0 {
+                let Some(i) = slots.next() else {
+                    break 'plan;
+                };
+                if self.conns[i].as_ref().is_some_and(Self::movable) {
+                    self.hand_off(i, to);
+                    left -= 1;
+                }
+            }
         }
     }
 
@@ -579,6 +740,7 @@ impl Worker {
 
     /// Periodic work: kills, idle timeouts, paused clients, buffer shrinking.
     fn cron(&mut self) {
+        self.rebalance();
         let timeout = self.shared.hot.timeout_secs.load(Ordering::Relaxed);
         let now = self.now;
         let pause_over =

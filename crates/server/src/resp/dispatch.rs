@@ -325,7 +325,7 @@ fn shown_arg<'a>(args: &Args<'a>, i: usize, redact: u64) -> &'a [u8] {
 fn write_error(out: &mut Vec<u8>, client: &Client, e: &CmdError, stats: &WorkerStats) {
     bump(&stats.error_replies, 1);
     let msg = e.message_bytes();
-    crate::resp::cmd::info::record_error(client.info.worker, &msg);
+    crate::resp::cmd::info::record_error(client.info.worker(), &msg);
     // Client bytes may sit in the text; CR and LF become spaces so the
     // reply stays one line (Redis: `addReplyErrorLength`).
     out.push(b'-');

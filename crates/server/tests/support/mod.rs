@@ -169,6 +169,16 @@ fn start_cairn_from(conf: Option<&Path>, args: &[&str], env: &[(&str, &str)]) ->
         cmd.arg(conf);
     }
     cmd.args(["--port", "0", "--bind", "127.0.0.1"]).args(args);
+    // A test that asks for several workers means to spread its clients
+    // over them: keep `worker-balance` from gathering them on one while
+    // the test is light (tests of the balancing itself say so explicitly).
+    let threads = args.iter().position(|a| *a == "--server-threads");
+    let several = threads
+        .and_then(|i| args.get(i + 1))
+        .is_some_and(|n| *n != "1");
+    if several && !args.contains(&"--worker-balance") {
+        cmd.args(["--worker-balance", "no"]);
+    }
     cmd.envs(env.iter().copied());
     let (child, log_path) =
         spawn_logged(cmd, "cairn").unwrap_or_else(|e| panic!("cannot run {bin}: {e}"));

@@ -63,7 +63,7 @@ fn unblock(ctx: &mut Ctx) -> CmdResult {
         return ctx.int(0);
     };
     info.unblock_req.store(how, Ordering::Relaxed);
-    ctx.shared.worker(info.worker).send(Msg::Wake(info.id));
+    ctx.shared.worker(info.worker()).send(Msg::Wake(info.id));
     ctx.int(1)
 }
 
@@ -432,8 +432,8 @@ fn kill(ctx: &mut Ctx) -> CmdResult {
                 subscribers.push(c.id);
             }
             victims.push(c.id);
-            if !wake.contains(&c.worker) {
-                wake.push(c.worker);
+            if !wake.contains(&c.worker()) {
+                wake.push(c.worker());
             }
         }
         for v in victims {

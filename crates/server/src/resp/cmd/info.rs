@@ -11,7 +11,8 @@
 //! that is true of a server without it (`aof_enabled:0`, `evicted_keys:0`);
 //! a field Cairn cannot measure (scripting memory, latency percentiles,
 //! `expired_stale_perc`) is left out rather than
-//! invented. Cairn adds `cairn_version` to `# Server`.
+//! invented. Cairn adds `cairn_version` and its worker fields
+//! (`cairn_workers`, `cairn_active_workers`, ...) to `# Server`.
 //!
 //! Statistics are owned by the threads that produce them (each worker
 //! writes its own counters with a plain load + store), so CONFIG RESETSTAT
@@ -468,6 +469,23 @@ fn server_section(out: &mut String, shared: &Shared) {
     field(out, "lru_clock", lru_clock());
     field(out, "executable", exe);
     field(out, "config_file", config_file);
+    // Cairn's threads (`balance.rs`): workers started, workers serving
+    // clients now, connections moved between them, and the last second's
+    // measurements the choice came from.
+    let b = &shared.balance;
+    field(out, "cairn_workers", shared.worker_stats.len());
+    field(out, "cairn_active_workers", b.active());
+    field(out, "cairn_worker_moves", b.moved.load(Ordering::Relaxed));
+    let per_worker: Vec<String> = shared
+        .worker_stats
+        .iter()
+        .map(|w| w.conns.load(Ordering::Relaxed).to_string())
+        .collect();
+    field(out, "cairn_worker_clients", per_worker.join(","));
+    if let Some(s) = *b.last.lock() {
+        field(out, "cairn_worker_load", format!("{:.2}", s.work));
+        field(out, "cairn_cpu_others", format!("{:.2}", s.others));
+    }
 }
 
 /// Redis's 24-bit LRU clock in seconds (`LRU_CLOCK_RESOLUTION` 1000 ms).

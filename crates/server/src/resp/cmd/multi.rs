@@ -137,7 +137,7 @@ fn exec(ctx: &mut Ctx) -> CmdResult {
     }
     unwatch_all(shared, ctx.client);
     ctx.reply().array(m.queued.len());
-    let stats = &shared.worker_stats[ctx.client.info.worker];
+    let stats = &shared.worker_stats[ctx.client.info.worker()];
     ctx.client.in_exec = true;
     for (id, list) in &m.queued {
         let cmd = shared.table.get(*id);

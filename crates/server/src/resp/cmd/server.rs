@@ -532,7 +532,8 @@ fn config_set(ctx: &mut Ctx) -> CmdResult {
     // Starting or stopping the journal needs the config lock released
     // (it locks every shard).
     if changed.contains(&"appendonly") {
-        if let Err(why) = crate::journal::on_config_appendonly(ctx.shared, ctx.client.info.worker) {
+        if let Err(why) = crate::journal::on_config_appendonly(ctx.shared, ctx.client.info.worker())
+        {
             *ctx.shared.config.write() = before;
             return Err(CmdError::text(format!(
                 "ERR CONFIG SET failed (possibly related to argument 'appendonly') - {why}"
@@ -724,6 +725,7 @@ fn debug(ctx: &mut Ctx) -> CmdResult {
         3 if args::is(sub, "object") => debug_object(ctx),
         3 if args::is(sub, "jump-clock") => debug_jump_clock(ctx),
         4 if args::is(sub, "journal-fault") => debug_journal_fault(ctx),
+        3 if args::is(sub, "balance") => debug_balance(ctx),
         _ => Err(subcommand_syntax_error(ctx)),
     }
 }
@@ -732,6 +734,9 @@ fn debug_help(ctx: &mut Ctx) -> CmdResult {
     reply_help(
         ctx,
         &[
+            "BALANCE <workers>|AUTO",
+            "    Cairn test extension: serve clients on workers 0..<workers-1> only, moving",
+            "    connections now, or (AUTO) let the load choose again (`worker-balance`).",
             "JOURNAL-FAULT WRITE|FSYNC <count> | FSYNC-DELAY <ms>",
             "    Cairn test extension: make the next <count> journal writes (or fsyncs)",
             "    fail with EIO, as a full or failing disk would.",
@@ -745,6 +750,30 @@ fn debug_help(ctx: &mut Ctx) -> CmdResult {
             "    Decimals allowed. Connections on other workers are still served.",
         ],
     )
+}
+
+/// DEBUG BALANCE k|AUTO → +OK: fixes the active worker count (1..=workers)
+/// or hands the choice back to the measurements.
+fn debug_balance(ctx: &mut Ctx) -> CmdResult {
+    let arg = ctx.arg(2);
+    let n = ctx.shared.worker_stats.len();
+    let k = if args::is(arg, "auto") {
+        0
+    } else {
+        match std::str::from_utf8(arg)
+            .ok()
+            .and_then(|s| s.parse::<usize>().ok())
+        {
+            Some(k) if (1..=n).contains(&k) => k,
+            _ => {
+                return Err(CmdError::text(format!(
+                    "ERR workers must be AUTO or between 1 and {n}"
+                )))
+            }
+        }
+    };
+    ctx.shared.balance.force(ctx.shared, k);
+    ctx.ok()
 }
 
 /// DEBUG SLEEP seconds → +OK after blocking this worker thread; the number
@@ -1093,7 +1122,7 @@ fn monitor(ctx: &mut Ctx) -> CmdResult {
     }
     {
         let mut m = ctx.shared.monitors.lock();
-        m.push((info.id, info.worker));
+        m.push((info.id, info.worker()));
         ctx.shared.monitor_count.store(m.len(), Ordering::Relaxed);
     }
     ctx.ok()

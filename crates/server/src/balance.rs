@@ -1,0 +1,404 @@
+//! How many workers serve clients (`worker-balance`).
+//!
+//! Cairn starts one worker per core, but a worker only pays for itself when
+//! it has a core to run on. On a machine whose other cores are busy (the
+//! usual case on a small box, where the clients run beside the server) two
+//! half-idle workers cost more than one busy one: each sleeps and is woken
+//! separately, they take turns on the cores with the clients, and two
+//! workers hitting one key contend for its shard. Measured on the 2-vCPU
+//! development machine with redis-benchmark beside the server, one worker
+//! served unpipelined SET/GET 8-13% faster than two, and every `-P 16`
+//! line of part 2 6-55% faster (BENCHMARKS.md, session 5).
+//!
+//! So once a second the cron thread measures how much work the workers do
+//! (each worker thread's CPU time from /proc, less the time it spent
+//! spinning on empty polls: `WorkerStats::spin_ns`) and how much CPU the rest of the machine takes (/proc/stat minus this
+//! process), and chooses how many workers are *active* (`target`): enough
+//! that none runs above `SPREAD_AT` of a core, but no more than the cores
+//! other processes leave free. Active workers are 0..k; the acceptor gives
+//! new connections to them only, and an inactive worker hands each of its
+//! connections to an active one as soon as the connection is quiet (no
+//! pending input or output, not blocked, subscribed or monitoring: see
+//! `worker::Worker::movable`). When k grows, the busiest workers hand
+//! their surplus connections to the new ones (`Plan`).
+//!
+//! Spreading is quick (one window of measurement) and consolidating slow
+//! (`SHRINK_AFTER` windows), so a burst spreads at once and a lull does not
+//! shuffle connections back and forth. A worker never moves a connection
+//! mid-request: the keyspace does not care which worker runs a command (no
+//! worker owns data), so a move only changes which poll the socket is in.
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+/// A worker busier than this fraction of a core wants company.
+pub const SPREAD_AT: f64 = 0.7;
+/// Windows in a row a smaller target must hold before workers are retired.
+pub const SHRINK_AFTER: u32 = 3;
+/// Length of one measurement window.
+pub const WINDOW: Duration = Duration::from_secs(1);
+
+/// Shared state: the active count and the current plan of moves.
+pub struct Balance {
+    /// Workers 0..active take new connections and keep theirs.
+    active: AtomicUsize,
+    /// 0: automatic; k > 0: fixed at k by `DEBUG BALANCE` (tests).
+    forced: AtomicUsize,
+    /// Bumped with every new plan; a worker acts on a plan once.
+    epoch: AtomicU64,
+    /// Connections each worker should hand over: (from, to, count).
+    plan: Mutex<Vec<(usize, usize, usize)>>,
+    /// Connections moved since start (INFO `worker_moves`).
+    pub moved: AtomicU64,
+    /// The last window's measurements (INFO).
+    pub last: Mutex<Option<Sample>>,
+}
+
+impl Balance {
+    pub fn new(workers: usize) -> Self {
+        Balance {
+            active: AtomicUsize::new(workers.max(1)),
+            forced: AtomicUsize::new(0),
+            epoch: AtomicU64::new(0),
+            plan: Mutex::new(Vec::new()),
+            moved: AtomicU64::new(0),
+            last: Mutex::new(None),
+        }
+    }
+
+    /// Workers currently taking connections (0..this).
+    pub fn active(&self) -> usize {
+        self.active.load(Ordering::Relaxed)
+    }
+
+    pub fn epoch(&self) -> u64 {
+        self.epoch.load(Ordering::Acquire)
+    }
+
+    /// The moves `from` owes under the current plan: (to, count) pairs.
+    pub fn moves_of(&self, from: usize) -> Vec<(usize, usize)> {
+        self.plan
+            .lock()
+            .iter()
+            .filter(|m| m.0 == from)
+            .map(|m| (m.1, m.2))
+            .collect()
+    }
+
+    /// `DEBUG BALANCE k` (0: back to automatic).
+    pub fn force(&self, shared: &crate::shared::Shared, k: usize) {
+        self.forced.store(k, Ordering::Relaxed);
+        if k > 0 {
+            self.apply(shared, k.min(shared.worker_stats.len()));
+        }
+    }
+
+    /// Makes `k` the active count, plans the moves that spread connections
+    /// when it grows, and pokes every worker so they act now.
+    fn apply(&self, shared: &crate::shared::Shared, k: usize) {
+        let n = shared.worker_stats.len();
+        let old = self.active.swap(k, Ordering::Relaxed);
+        let counts: Vec<usize> = shared
+            .worker_stats
+            .iter()
+            .map(|w| w.conns.load(Ordering::Relaxed))
+            .collect();
+        *self.plan.lock() = if k > old {
+            spread(&counts[..n], k)
+        } else {
+            Vec::new()
+        };
+        self.epoch.fetch_add(1, Ordering::Release);
+        if k != old {
+            crate::log::verbose(&format!("Active workers: {old} -> {k}"));
+        }
+        for w in shared.workers() {
+            w.send(crate::shared::Msg::Poke);
+        }
+    }
+}
+
+/// One window's measurements, in cores (1.0 = one core busy for the
+/// whole window).
+#[derive(Clone, Copy, Debug)]
+pub struct Sample {
+    /// Work the workers did: the sum of their busy fractions.
+    pub work: f64,
+    /// Busiest active worker's busy fraction.
+    pub peak: f64,
+    /// CPU the rest of the machine used (other processes, interrupts, and
+    /// time the hypervisor took).
+    pub others: f64,
+    /// Cores this process may use.
+    pub cores: f64,
+}
+
+/// The active count for a window: enough workers that the work fits at
+/// `SPREAD_AT` each (twice the current count when the busiest is saturated,
+/// since a saturated worker under-reports the work waiting for it), but no
+/// more than the cores left free by everyone else, at least one and at
+/// most `n`.
+pub fn target(s: &Sample, current: usize, n: usize) -> usize {
+    let mut need = (s.work / SPREAD_AT).ceil().max(1.0) as usize;
+    if s.peak > 0.9 {
+        need = need.max(current * 2);
+    }
+    // A quarter core of slack: 0.8 of a free core still counts as one.
+    let room = ((s.cores - s.others) + 0.25).floor().max(1.0) as usize;
+    need.min(room).clamp(1, n.max(1))
+}
+
+/// Moves that even out connection counts over workers 0..k: each worker
+/// above the share gives its surplus to those below it.
+pub fn spread(counts: &[usize], k: usize) -> Vec<(usize, usize, usize)> {
+    let k = k.min(counts.len());
+    if k == 0 {
+        return Vec::new();
+    }
+    let total: usize = counts[..k].iter().sum();
+    let share = total.div_ceil(k);
+    let mut give: Vec<(usize, usize)> = (0..k)
+        .filter(|&w| counts[w] > share)
+        .map(|w| (w, counts[w] - share))
+        .collect();
+    let mut take: Vec<(usize, usize)> = (0..k)
+        .filter(|&w| counts[w] < share)
+        .map(|w| (w, share - counts[w]))
+        .collect();
+    let mut out = Vec::new();
+    while let (Some(g), Some(t)) = (give.last_mut(), take.last_mut()) {
+        let n = g.1.min(t.1);
+        out.push((g.0, t.0, n));
+        g.1 -= n;
+        t.1 -= n;
+        if g.1 == 0 {
+            give.pop();
+        }
+        if t.1 == 0 {
+            take.pop();
+        }
+    }
+    out
+}
+
+/// The cron thread's side: the previous window's counters and the pending
+/// decision.
+pub struct Balancer {
+    at: Instant,
+    busy: Vec<u64>,
+    machine: Option<(u64, u64)>,
+    own: Option<u64>,
+    /// A smaller target and how many windows in a row it has held.
+    shrink: Option<(usize, u32)>,
+}
+
+impl Default for Balancer {
+    fn default() -> Self {
+        Balancer {
+            at: Instant::now(),
+            busy: Vec::new(),
+            machine: None,
+            own: None,
+            shrink: None,
+        }
+    }
+}
+
+impl Balancer {
+    /// Called by the cron thread on every tick; measures and decides once
+    /// per `WINDOW`.
+    pub fn tick(&mut self, shared: &crate::shared::Shared) {
+        let now = Instant::now();
+        let elapsed = now.duration_since(self.at);
+        if elapsed < WINDOW && !self.busy.is_empty() {
+            return;
+        }
+        let tick = clock_ticks();
+        // Per worker, cumulative: CPU time less spinning, in ns.
+        let busy: Vec<u64> = shared
+            .worker_stats
+            .iter()
+            .map(|w| {
+                let cpu = thread_jiffies(w.tid.load(Ordering::Relaxed)).unwrap_or(0);
+                let cpu_ns = (cpu as f64 / tick * 1e9) as u64;
+                cpu_ns.saturating_sub(w.spin_ns.load(Ordering::Relaxed))
+            })
+            .collect();
+        let machine = machine_jiffies();
+        let own = own_jiffies();
+        let first = self.busy.is_empty();
+        let prev = std::mem::replace(&mut self.busy, busy);
+        let prev_machine = std::mem::replace(&mut self.machine, machine);
+        let prev_own = std::mem::replace(&mut self.own, own);
+        self.at = now;
+        if first {
+            return;
+        }
+        let secs = elapsed.as_secs_f64();
+        let balance = &shared.balance;
+        let k = balance.active();
+        let fractions: Vec<f64> = self
+            .busy
+            .iter()
+            .zip(&prev)
+            .map(|(b, p)| (b.saturating_sub(*p) as f64 / 1e9 / secs).clamp(0.0, 1.0))
+            .collect();
+        let work: f64 = fractions.iter().sum();
+        let peak = fractions[..k.min(fractions.len())]
+            .iter()
+            .fold(0.0f64, |a, &b| a.max(b));
+        // Without /proc (or in a container hiding it) nobody else is seen
+        // to use the machine: the count then follows the work alone.
+        let others = match (machine, prev_machine, own, prev_own) {
+            (Some((b1, t1)), Some((b0, t0)), Some(o1), Some(o0)) if t1 > t0 => {
+                let busy = (b1.saturating_sub(b0)) as f64 / tick / secs;
+                (busy - o1.saturating_sub(o0) as f64 / tick / secs).max(0.0)
+            }
+            _ => 0.0,
+        };
+        let cores = std::thread::available_parallelism()
+            .map(|n| n.get() as f64)
+            .unwrap_or(1.0);
+        let sample = Sample {
+            work,
+            peak,
+            others,
+            cores,
+        };
+        *balance.last.lock() = Some(sample);
+        let forced = balance.forced.load(Ordering::Relaxed);
+        let n = shared.worker_stats.len();
+        if forced > 0 || !shared.hot.worker_balance.load(Ordering::Relaxed) {
+            let want = if forced > 0 { forced.min(n) } else { n };
+            if want != k {
+                balance.apply(shared, want);
+            }
+            self.shrink = None;
+            return;
+        }
+        let t = target(&sample, k, n);
+        if t > k {
+            self.shrink = None;
+            balance.apply(shared, t);
+        } else if t < k {
+            let held = match self.shrink {
+                Some((prev, windows)) if prev == t => windows + 1,
+                _ => 1,
+            };
+            if held >= SHRINK_AFTER {
+                self.shrink = None;
+                balance.apply(shared, t);
+            } else {
+                self.shrink = Some((t, held));
+            }
+        } else {
+            self.shrink = None;
+        }
+    }
+}
+
+/// (busy, total) jiffies of the whole machine from /proc/stat; busy
+/// includes interrupts and steal (time the hypervisor gave elsewhere).
+fn machine_jiffies() -> Option<(u64, u64)> {
+    let s = std::fs::read_to_string("/proc/stat").ok()?;
+    let line = s.lines().next()?;
+    let v: Vec<u64> = line
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    // user nice system idle iowait irq softirq steal [guest guest_nice]
+    if v.len() < 8 {
+        return None;
+    }
+    let idle = v[3] + v[4];
+    let total: u64 = v[..8].iter().sum();
+    Some((total - idle, total))
+}
+
+/// This process's utime + stime in jiffies.
+fn own_jiffies() -> Option<u64> {
+    stat_jiffies("/proc/self/stat")
+}
+
+/// One thread's utime + stime in jiffies.
+fn thread_jiffies(tid: u64) -> Option<u64> {
+    if tid == 0 {
+        return None;
+    }
+    stat_jiffies(&format!("/proc/self/task/{tid}/stat"))
+}
+
+fn stat_jiffies(path: &str) -> Option<u64> {
+    let s = std::fs::read_to_string(path).ok()?;
+    let rest = s.rsplit_once(')')?.1;
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
+}
+
+fn clock_ticks() -> f64 {
+    // SAFETY: sysconf has no preconditions.
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if t > 0 {
+        t as f64
+    } else {
+        100.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(work: f64, peak: f64, others: f64, cores: f64) -> Sample {
+        Sample {
+            work,
+            peak,
+            others,
+            cores,
+        }
+    }
+
+    #[test]
+    fn a_client_beside_the_server_leaves_room_for_one_worker() {
+        // The benchmark on 2 cores: the client takes about one core.
+        assert_eq!(target(&s(0.9, 0.45, 1.0, 2.0), 2, 2), 1);
+        assert_eq!(target(&s(0.95, 0.95, 1.1, 2.0), 1, 2), 1);
+    }
+
+    #[test]
+    fn an_idle_machine_gets_as_many_workers_as_the_work_needs() {
+        assert_eq!(target(&s(0.0, 0.0, 0.0, 16.0), 16, 16), 1);
+        assert_eq!(target(&s(2.0, 0.5, 0.1, 16.0), 4, 16), 3);
+        assert_eq!(target(&s(0.6, 0.6, 0.0, 2.0), 1, 2), 1);
+        assert_eq!(target(&s(0.8, 0.8, 0.0, 2.0), 1, 2), 2);
+    }
+
+    #[test]
+    fn a_saturated_worker_doubles_the_count_within_the_room() {
+        assert_eq!(target(&s(1.0, 1.0, 0.0, 16.0), 1, 16), 2);
+        assert_eq!(target(&s(2.0, 1.0, 0.0, 16.0), 2, 16), 4);
+        assert_eq!(target(&s(2.0, 1.0, 13.0, 16.0), 2, 16), 3);
+        assert_eq!(target(&s(8.0, 1.0, 0.0, 16.0), 8, 8), 8);
+    }
+
+    #[test]
+    fn never_fewer_than_one_worker() {
+        assert_eq!(target(&s(3.0, 1.0, 40.0, 2.0), 2, 2), 1);
+        assert_eq!(target(&s(0.0, 0.0, 0.0, 1.0), 1, 1), 1);
+    }
+
+    #[test]
+    fn spread_evens_out_counts_over_the_active_workers() {
+        assert_eq!(spread(&[50, 0], 2), vec![(0, 1, 25)]);
+        let moves = spread(&[30, 10, 0, 0], 4);
+        let mut counts = [30i64, 10, 0, 0];
+        for (f, t, n) in moves {
+            counts[f] -= n as i64;
+            counts[t] += n as i64;
+        }
+        assert!(counts.iter().all(|&c| c == 10), "{counts:?}");
+        assert!(spread(&[5, 5], 2).is_empty());
+        assert!(spread(&[], 0).is_empty());
+    }
+}
