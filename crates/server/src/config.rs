@@ -1045,6 +1045,11 @@ directives! {
     /// `rdb-key-save-delay`: microseconds to wait per key written by a
     /// snapshot (a Redis debugging knob that keeps a BGSAVE running).
     rdb_key_save_delay: i32 = "rdb-key-save-delay", int(I32_MIN, I32_MAX), "0", MUTABLE, keep;
+    /// `snapshot-queue-limit` (Cairn only): serialized bytes a running
+    /// snapshot may hold in memory (its copy-on-write cost) before the
+    /// thread that adds to them writes them to the file itself; 0 = no
+    /// limit.
+    snapshot_queue_limit: u64 = "snapshot-queue-limit", mem(0, U64_MAX), "64mb", MUTABLE, keep;
     /// `maxmemory`: bytes, 0 = no limit.
     maxmemory: u64 = "maxmemory", mem(0, U64_MAX), "0", MUTABLE, keep;
     /// `maxmemory-policy`.

@@ -118,6 +118,7 @@ pub(crate) fn options(shared: &Shared) -> snap::Options {
         checksum: c.rdbchecksum,
         fail_after_bytes: fault_after_bytes(),
         key_delay: delay(c.rdb_key_save_delay),
+        max_queued_bytes: c.snapshot_queue_limit,
     }
 }
 

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use support::{start_cairn, start_cairn_env, RawConn};
+use support::{redis_client, start_cairn, start_cairn_env, RawConn};
 
 /// A fresh directory for one test's snapshot files, removed on drop.
 struct Dir(PathBuf);
@@ -721,4 +721,47 @@ fn sigterm_during_a_load_exits_at_once() {
     assert!(s.log().contains("during loading"), "{}", s.log_tail(5));
     // Nothing half-loaded was saved over the snapshot.
     assert_eq!(std::fs::read(dir.file()).unwrap(), before);
+}
+
+/// Peak extra memory (INFO `rdb_last_cow_size`) of a slow BGSAVE while a
+/// client overwrites every key, under `snapshot-queue-limit`.
+fn cow_peak_under_storm(limit: &str) -> u64 {
+    let dir = Dir::new("cow-limit");
+    let s = start_cairn(&[
+        "--dir",
+        dir.s(),
+        "--rdb-key-save-delay",
+        "100",
+        "--snapshot-queue-limit",
+        limit,
+    ]);
+    let mut c = s.conn();
+    let mut r = redis_client(s.port);
+    let big = "x".repeat(2000);
+    let mut p = redis::pipe();
+    for i in 0..4000 {
+        p.cmd("SET").arg(format!("k{i}")).arg(&big).ignore();
+    }
+    let _: () = p.query(&mut r).unwrap();
+    assert_eq!(c.cmd(&["BGSAVE"]), b"+Background saving started\r\n");
+    std::thread::sleep(Duration::from_millis(20));
+    let mut p = redis::pipe();
+    for i in (0..4000).rev() {
+        p.cmd("SET").arg(format!("k{i}")).arg("new").ignore();
+    }
+    let _: () = p.query(&mut r).unwrap();
+    wait_bgsave_done(&mut c);
+    info_field(&mut c, "rdb_last_cow_size").parse().unwrap()
+}
+
+#[test]
+fn snapshot_queue_limit_bounds_the_extra_memory_of_a_bgsave() {
+    // 8 MB of values; the overwrites reach most shards before the sweep.
+    let unbounded = cow_peak_under_storm("0");
+    assert!(unbounded > 3 << 20, "no limit: peak {unbounded}");
+    let bounded = cow_peak_under_storm("1mb");
+    assert!(
+        bounded <= (1 << 20) + (64 << 10),
+        "1mb limit: peak {bounded}"
+    );
 }

@@ -644,3 +644,77 @@ mod fuzz {
         }
     }
 }
+
+/// Writes `n` 1 KB strings into `e`, cuts a snapshot whose sweep is slow,
+/// and once the file is open overwrites keys in every shard from this
+/// thread, each write handing its shard to the queue ahead of the sweep.
+/// Returns the peak queued bytes and the loaded image's `k0` value.
+fn storm_during_snapshot(limit: u64, n: usize) -> (u64, Vec<u8>) {
+    let dir = tmpdir("storm");
+    let e = Arc::new(engine());
+    let old = vec![b'o'; 1000];
+    for i in 0..n {
+        put(
+            &e,
+            0,
+            format!("k{i}").as_bytes(),
+            Value::Str(StrValue::from_bytes(&old)),
+            0,
+        );
+    }
+    let opts = Options {
+        key_delay: std::time::Duration::from_micros(50),
+        max_queued_bytes: limit,
+        ..Options::default()
+    };
+    let cut = begin(&e, &opts, || ()).unwrap();
+    let progress = cut.progress();
+    let path = dir.join("storm");
+    let writer = {
+        let (e, path) = (e.clone(), path.clone());
+        std::thread::spawn(move || write(&e, cut, &path).unwrap())
+    };
+    // The file is open once the sweep has written its first shard.
+    while progress.bytes_written.load(Ordering::Relaxed) == 0 {
+        std::thread::sleep(std::time::Duration::from_micros(200));
+    }
+    for i in (0..n).rev() {
+        put(
+            &e,
+            0,
+            format!("k{i}").as_bytes(),
+            Value::Str(StrValue::from_bytes(b"new")),
+            0,
+        );
+    }
+    let stats = writer.join().unwrap();
+    assert_eq!(stats.keys, n as u64);
+    let b = engine();
+    load(&b, &path, &LoadOptions::default(), &mut no_progress).unwrap();
+    let key = b.key(b"k0");
+    let mut g = b.lock(&key);
+    let v = match &g.peek(0, &key).unwrap().value {
+        Value::Str(s) => s.to_vec(),
+        _ => unreachable!(),
+    };
+    (stats.peak_queued_bytes, v)
+}
+
+#[test]
+fn a_write_storm_during_a_snapshot_stays_within_the_queue_limit() {
+    const N: usize = 12_800; // 64 shards of ~200 KB serialized
+    let (unbounded, v) = storm_during_snapshot(0, N);
+    assert_eq!(v, vec![b'o'; 1000], "the image is the cut's");
+    assert!(
+        unbounded > 6 << 20,
+        "without a limit the storm queues most shards: {unbounded}"
+    );
+    let limit = 1 << 20;
+    let (bounded, v) = storm_during_snapshot(limit, N);
+    assert_eq!(v, vec![b'o'; 1000], "the image is the cut's");
+    // At most the limit plus the shard being added when it was crossed.
+    assert!(
+        bounded <= limit + (300 << 10),
+        "peak {bounded} over the limit {limit}"
+    );
+}

@@ -9,6 +9,16 @@
 //! snapshot's only extra memory (Redis's copy-on-write size), tracked in
 //! `Progress::queued_bytes` and its peak.
 //!
+//! It is bounded: once the file is open, a thread whose dump takes the
+//! queue over `Options::max_queued_bytes` writes the queue out itself,
+//! under the shard lock it holds. Memory then stays within the limit plus
+//! one block (`BLOCK_TARGET_BYTES`), and the cost of a write storm during
+//! a snapshot moves from memory to the latency of the commands that
+//! touch undumped shards (at disk speed) instead of growing without bound
+//! as Redis's copy-on-write pages can (up to the whole dataset). Between
+//! the cut and the opening of the file (microseconds) the queue only
+//! grows.
+//!
 //! The file is written as `<dir>/temp-<pid>-<epoch>-<name>`, fsynced,
 //! renamed over `<dir>/<name>`, and the directory fsynced, so the previous
 //! snapshot stays whole until the new one is complete and durable.
@@ -37,6 +47,9 @@ pub struct Options {
     /// long per key it writes (after each block, with no lock held), so
     /// tests can keep a snapshot running while they write.
     pub key_delay: Duration,
+    /// Serialized bytes the queue may hold before the thread that adds to
+    /// it writes it out (0: no limit).
+    pub max_queued_bytes: u64,
 }
 
 impl Default for Options {
@@ -45,6 +58,7 @@ impl Default for Options {
             checksum: true,
             fail_after_bytes: None,
             key_delay: Duration::ZERO,
+            max_queued_bytes: 64 << 20,
         }
     }
 }
@@ -125,12 +139,27 @@ struct Block {
     payload: Vec<u8>,
 }
 
+/// The open snapshot file and what went into it.
+struct Out {
+    w: BufWriter<Counted<File>>,
+    keys: u64,
+    blocks: u64,
+    /// The first write error; later blocks are dropped, the sweep stops.
+    failed: Option<io::Error>,
+}
+
 /// The engine's sink for one snapshot: shards serialized into blocks.
 struct Queue {
     blocks: Mutex<Vec<Block>>,
     progress: Arc<Progress>,
     /// Keys expired at the cut are left out (as a lookup then would).
     cut_ms: AtomicU64,
+    checksum: bool,
+    /// `Options::max_queued_bytes` (0: none).
+    limit: u64,
+    /// The file, once `write` has opened it; any thread may write the
+    /// queue out into it (`drain`). Taken before `blocks` when both are.
+    out: Mutex<Option<Out>>,
 }
 
 impl Queue {
@@ -143,10 +172,46 @@ impl Queue {
         p.peak_queued_bytes.fetch_max(now, Ordering::Relaxed);
         p.keys.fetch_add(u64::from(b.records), Ordering::Relaxed);
         self.blocks.lock().push(b);
+        if self.limit > 0 && now > self.limit {
+            self.drain();
+        }
     }
 
     fn take(&self) -> Vec<Block> {
         std::mem::take(&mut *self.blocks.lock())
+    }
+
+    /// Writes every queued block to the file, if it is open; returns the
+    /// records written.
+    fn drain(&self) -> u64 {
+        let mut guard = self.out.lock();
+        let Some(out) = guard.as_mut() else {
+            return 0;
+        };
+        let mut records = 0;
+        for b in self.take() {
+            if out.failed.is_none() {
+                let r = out
+                    .w
+                    .write_all(&format::block_header(b.records, &b.payload, self.checksum))
+                    .and_then(|()| out.w.write_all(&b.payload));
+                match r {
+                    Ok(()) => {
+                        out.keys += u64::from(b.records);
+                        out.blocks += 1;
+                        records += u64::from(b.records);
+                    }
+                    Err(e) => out.failed = Some(e),
+                }
+            }
+            self.progress
+                .queued_bytes
+                .fetch_sub(b.payload.len() as u64, Ordering::Relaxed);
+        }
+        self.progress
+            .bytes_written
+            .store(out.w.get_ref().written, Ordering::Relaxed);
+        records
     }
 }
 
@@ -215,6 +280,9 @@ pub fn begin(engine: &Engine, opts: &Options, on_cut: impl FnOnce()) -> Result<C
         blocks: Mutex::new(Vec::new()),
         progress: Arc::new(Progress::default()),
         cut_ms: AtomicU64::new(0),
+        checksum: opts.checksum,
+        limit: opts.max_queued_bytes,
+        out: Mutex::new(None),
     });
     let mut at = (0, 0);
     let epoch = engine.begin_snapshot(queue.clone(), || {
@@ -324,7 +392,7 @@ fn write_file(engine: &Engine, cut: &Cut, tmp: &Path) -> Result<Stats, SaveError
         .truncate(true)
         .open(tmp)
         .map_err(io_err("create"))?;
-    let mut out = BufWriter::with_capacity(
+    let mut w = BufWriter::with_capacity(
         1 << 20,
         Counted {
             inner: file,
@@ -334,49 +402,65 @@ fn write_file(engine: &Engine, cut: &Cut, tmp: &Path) -> Result<Stats, SaveError
     );
     let checksum = cut.opts.checksum;
     let progress = cut.progress();
-    out.write_all(&format::header(
+    w.write_all(&format::header(
         cut.cut_ms,
         engine.databases() as u32,
         checksum,
     ))
     .map_err(io_err("write"))?;
+    *cut.queue.out.lock() = Some(Out {
+        w,
+        keys: 0,
+        blocks: 0,
+        failed: None,
+    });
     let mut stats = Stats {
         cut_ms: cut.cut_ms,
         ..Stats::default()
     };
-    let mut failed: Option<SaveError> = None;
+    let mut aborted = false;
     engine.snapshot_sweep(|_| {
         if progress.abort.load(Ordering::Relaxed) {
-            failed = Some(SaveError::Aborted);
+            aborted = true;
             return false;
         }
-        for b in cut.queue.take() {
-            let r = out
-                .write_all(&format::block_header(b.records, &b.payload, checksum))
-                .and_then(|()| out.write_all(&b.payload));
-            progress
-                .queued_bytes
-                .fetch_sub(b.payload.len() as u64, Ordering::Relaxed);
-            if let Err(e) = r {
-                failed = Some(io_err("write")(e));
-                return false;
-            }
-            stats.keys += u64::from(b.records);
-            stats.blocks += 1;
-            if !cut.opts.key_delay.is_zero() {
-                std::thread::sleep(cut.opts.key_delay * b.records);
-            }
+        let records = cut.queue.drain();
+        if !cut.opts.key_delay.is_zero() {
+            // Only the sweep sleeps: a client's thread that wrote the
+            // queue out must not.
+            std::thread::sleep(cut.opts.key_delay * records.min(u64::from(u32::MAX)) as u32);
         }
-        progress
-            .bytes_written
-            .store(out.get_ref().written, Ordering::Relaxed);
-        true
+        cut.queue
+            .out
+            .lock()
+            .as_ref()
+            .is_some_and(|o| o.failed.is_none())
     });
-    if let Some(e) = failed {
-        return Err(e);
+    cut.queue.drain();
+    let out = cut.queue.out.lock().take();
+    if aborted {
+        return Err(SaveError::Aborted);
     }
-    // Every shard went through the sweep, so every dump is in the queue.
+    // Installed above and only taken here.
+    let Some(Out {
+        w,
+        keys,
+        blocks,
+        failed,
+    }) = out
+    else {
+        return Err(io_err("write")(io::Error::other(
+            "snapshot file closed early",
+        )));
+    };
+    if let Some(e) = failed {
+        return Err(io_err("write")(e));
+    }
+    // Every shard went through the sweep, so every dump is written.
     debug_assert!(cut.queue.take().is_empty());
+    stats.keys = keys;
+    stats.blocks = blocks;
+    let mut out = w;
     out.write_all(&format::end(stats.keys, stats.blocks, checksum))
         .map_err(io_err("write"))?;
     let counted = out
