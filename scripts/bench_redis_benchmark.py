@@ -21,7 +21,7 @@ the scheduler cannot put a server on the client's core for a whole run; on
 a 2-core machine unpinned runs vary by up to 40% from that alone. Use it
 with one-thread servers only.
 """
-import argparse, os, resource, shlex, socket, statistics, subprocess, sys, tempfile, time
+import argparse, os, resource, shlex, shutil, socket, statistics, subprocess, sys, tempfile, time
 
 TICK = os.sysconf("SC_CLK_TCK")
 PIN = False
@@ -90,6 +90,10 @@ def main():
                     help="comma list of plain (no pipelining) and P16 (-P 16)")
     ap.add_argument("--out", default="")
     ap.add_argument("--svg", default="", help="also draw the medians as an SVG bar chart")
+    ap.add_argument("--redis-args", default="",
+                    help="extra redis-server arguments, e.g. '--appendonly yes --appendfsync always'")
+    ap.add_argument("--cairn-args", default="",
+                    help="extra arguments for every Cairn started through --cairn-threads")
     ap.add_argument("--pin", action="store_true",
                     help="servers on CPU 1, the client on CPU 0 (taskset)")
     a = ap.parse_args()
@@ -104,21 +108,31 @@ def main():
         p = free_port()
         procs.append(subprocess.Popen(
             server_prefix + ["redis-server", "--port", str(p), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", tmp], stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL))
+             "--appendonly", "no", "--dir", tmp] + shlex.split(a.redis_args),
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         servers["Redis"] = (p, procs[-1].pid)
         for t in a.cairn_threads.split(","):
             p = free_port()
             label = "Cairn" if t == "0" else f"Cairn {t}t"
+            d = os.path.join(tmp, f"cairn-{t}")
+            os.makedirs(d)
             procs.append(subprocess.Popen(
-                server_prefix + [a.cairn, "--port", str(p), "--bind", "127.0.0.1", "--server-threads", t],
+                server_prefix + [a.cairn, "--port", str(p), "--bind", "127.0.0.1", "--server-threads", t,
+                                 "--dir", d, "--save", ""] + shlex.split(a.cairn_args),
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
             servers[label] = (p, procs[-1].pid)
-        for spec in a.also:
+        for n, spec in enumerate(a.also):
             label, cmd = spec.split("=", 1)
             p = free_port()
+            argv = shlex.split(cmd)
+            if "--dir" not in argv:
+                d = os.path.join(tmp, f"also-{n}")
+                os.makedirs(d)
+                argv += ["--dir", d]
+            if "--save" not in argv:
+                argv += ["--save", ""]
             procs.append(subprocess.Popen(
-                server_prefix + shlex.split(cmd) + ["--port", str(p), "--bind", "127.0.0.1"],
+                server_prefix + argv + ["--port", str(p), "--bind", "127.0.0.1"],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
             servers[label] = (p, procs[-1].pid)
         for port, _ in servers.values():
@@ -187,6 +201,7 @@ def main():
                 pr.wait(5)
             except subprocess.TimeoutExpired:
                 pr.kill()
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def svg_chart(medians, modes, tests, labels):
