@@ -657,8 +657,9 @@ fn bgrewriteaof_compacts_while_clients_write() {
     ok(&mut c, &["SET", "ttl", "v", "EX", "1000"]);
     let before_size = std::fs::metadata(dir.journal_file()).unwrap().len();
     // Slow the base down (the snapshot writer's test knob) so the
-    // compaction is seen running.
-    ok(&mut c, &["CONFIG", "SET", "rdb-key-save-delay", "500000"]);
+    // compaction is seen running: 3 keys, 1 s each, long enough for the
+    // writes below even on a loaded machine (each waits for an fsync).
+    ok(&mut c, &["CONFIG", "SET", "rdb-key-save-delay", "1000000"]);
     assert_eq!(
         text(&c.cmd(&["BGREWRITEAOF"])),
         "+Background append only file rewriting started\r\n"
