@@ -187,6 +187,12 @@ fn volatile_ttl_evicts_the_nearest_expiry_first() {
 
 #[test]
 fn lru_keeps_recently_read_keys() {
+    // A 400-byte string key costs ~466 bytes: old + hot (~1.9 MB) fit in
+    // 3 MB, and 4,000 new keys (~1.9 MB) must push out ~1,500. (With 2,500
+    // new keys they barely overflowed it, and how many went depended on
+    // buffer timing: it failed now and then on a loaded machine. Evicting
+    // most old keys would test sampling luck instead: once few idle keys
+    // are left, samples miss them, in Redis too.)
     let (_s, mut c, max) = limited("allkeys-lru", 3 << 20);
     assert!(burst_writes(&mut c, max, "old", 3_000, 400, None).is_empty());
     assert!(burst_writes(&mut c, max, "hot", 1_000, 400, None).is_empty());
@@ -201,9 +207,9 @@ fn lru_keeps_recently_read_keys() {
     // is approximate, as in Redis: once few old keys are left, a sample
     // may hold none of them, and then a recent key goes.)
     let before = evicted(&mut c);
-    assert!(burst_writes(&mut c, max, "new", 2_500, 400, None).is_empty());
+    assert!(burst_writes(&mut c, max, "new", 4_000, 400, None).is_empty());
     let gone = evicted(&mut c) - before;
-    assert!(gone > 800, "{gone} evicted");
+    assert!(gone > 600, "{gone} evicted");
     let hot = (0..1_000)
         .filter(|i| exists(&mut c, &format!("hot{i}")))
         .count();
