@@ -351,8 +351,8 @@ impl Packed {
 const MAX_LEVEL: usize = 32;
 /// No node (a NULL pointer in Redis).
 const NIL: u32 = u32::MAX;
-/// The header node, whose levels live in `SkipList::head`.
-const HEAD: u32 = u32::MAX - 1;
+/// The header node: arena slot 0.
+const HEAD: u32 = 0;
 
 /// One level of a node: the next node at this level and how many nodes
 /// that step passes (Redis `zskiplistLevel`). A step to NIL spans the
@@ -434,6 +434,27 @@ impl Arena {
     }
 }
 
+impl Arena {
+    /// The node in slot `i`, without bounds checks, for the descent loops.
+    ///
+    /// # Safety
+    /// `i` must be a slot of this arena (`i < self.len()`): the skiplist
+    /// only follows forward links, which always name live slots, and
+    /// `HEAD`, which is slot 0 from the start.
+    #[inline(always)]
+    unsafe fn get_unchecked(&self, i: u32) -> &Node {
+        let i = i as usize;
+        debug_assert!(i < self.len());
+        // SAFETY: `i < len()`, so chunk `i / CHUNK` exists and holds slot
+        // `i % CHUNK` (every chunk but the last is full).
+        unsafe {
+            self.chunks
+                .get_unchecked(i / CHUNK)
+                .get_unchecked(i % CHUNK)
+        }
+    }
+}
+
 impl std::ops::Index<usize> for Arena {
     type Output = Node;
     fn index(&self, i: usize) -> &Node {
@@ -451,12 +472,19 @@ impl std::ops::IndexMut<usize> for Arena {
 /// arena addressed by `u32` (so a sorted set holds at most about 4 billion
 /// members, far beyond any memory it could use), plus a hash index from
 /// member to node.
+///
+/// The header is arena slot 0 ([`HEAD`]), a node with `MAX_LEVEL` levels
+/// and no member, so the descent loops read every level the same way,
+/// without a branch for the header. A node keeps its slot (and so its
+/// index entry and its levels) for as long as its member is in the set:
+/// a score change that moves it unlinks and relinks the same node, as a
+/// fresh insert with the same random level would (the level is drawn
+/// independently of the position, so reusing it keeps the distribution).
 #[derive(Clone)]
 pub struct SkipList {
     nodes: Arena,
-    /// Arena slots free for reuse.
+    /// Arena slots free for reuse (never `HEAD`).
     free: Vec<u32>,
-    head: [Level; MAX_LEVEL],
     /// Levels in use (Redis `zsl->level`), at least 1.
     level: usize,
     len: usize,
@@ -466,14 +494,14 @@ pub struct SkipList {
     /// xorshift64 state for node levels.
     rng: u64,
     /// Heap bytes of members longer than 23 bytes plus spilled level
-    /// arrays, for `mem_bytes`.
+    /// arrays (the header's included), for `mem_bytes`.
     payload: usize,
 }
 
 impl std::fmt::Debug for SkipList {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let mut l = f.debug_list();
-        let mut x = self.head[0].forward;
+        let mut x = self.lv(HEAD, 0).forward;
         while x != NIL {
             let n = &self.nodes[x as usize];
             l.entry(&(String::from_utf8_lossy(&n.member), n.score));
@@ -483,12 +511,21 @@ impl std::fmt::Debug for SkipList {
     }
 }
 
+/// The predecessor of a position on every level (Redis's `update[]`).
+type Path = [u32; MAX_LEVEL];
+
 impl SkipList {
     fn new() -> SkipList {
+        let mut nodes = Arena::default();
+        nodes.push(Node {
+            member: SmallBytes::default(),
+            score: 0.0,
+            backward: NIL,
+            levels: SmallVec::from_elem(EMPTY_LEVEL, MAX_LEVEL),
+        });
         SkipList {
-            nodes: Arena::default(),
+            nodes,
             free: Vec::new(),
-            head: [EMPTY_LEVEL; MAX_LEVEL],
             level: 1,
             len: 0,
             tail: NIL,
@@ -497,26 +534,21 @@ impl SkipList {
             // Any nonzero seed works; vary it so that sets do not share
             // level patterns.
             rng: rand::random::<u64>() | 1,
-            payload: 0,
+            payload: MAX_LEVEL * std::mem::size_of::<Level>(),
         }
     }
 
+    #[inline(always)]
     fn lv(&self, x: u32, i: usize) -> Level {
-        if x == HEAD {
-            self.head[i]
-        } else {
-            self.nodes[x as usize].levels[i]
-        }
+        self.nodes[x as usize].levels[i]
     }
 
+    #[inline(always)]
     fn lv_mut(&mut self, x: u32, i: usize) -> &mut Level {
-        if x == HEAD {
-            &mut self.head[i]
-        } else {
-            &mut self.nodes[x as usize].levels[i]
-        }
+        &mut self.nodes[x as usize].levels[i]
     }
 
+    #[inline(always)]
     fn node(&self, x: u32) -> &Node {
         &self.nodes[x as usize]
     }
@@ -538,6 +570,7 @@ impl SkipList {
         }
     }
 
+    /// A new, unlinked node in a free or fresh arena slot.
     fn alloc(&mut self, member: SmallBytes, score: f64, level: usize) -> u32 {
         self.payload += member.heap_bytes();
         if level > 2 {
@@ -624,73 +657,118 @@ impl SkipList {
         }
     }
 
-    /// Redis `zslInsert`: links a new node for a member known to be absent
-    /// (from the index too: the caller adds it there).
-    fn insert(&mut self, score: f64, member: SmallBytes) -> u32 {
-        let mut update = [HEAD; MAX_LEVEL];
-        let mut rank = [0u32; MAX_LEVEL];
+    /// The descent of Redis's `zslInsert`/`zslDelete`: on every level in
+    /// use, the last node before (score, member), and, when `RANKS`, its
+    /// 1-based rank (0 for the header). The member is compared only on a
+    /// score tie, and the current node is carried as a reference so each
+    /// step costs one arena lookup.
+    #[inline(always)]
+    fn search<const RANKS: bool>(
+        &self,
+        score: f64,
+        member: &[u8],
+        update: &mut Path,
+        rank: &mut Path,
+    ) {
         let mut x = HEAD;
+        let mut xn = self.node(HEAD);
+        let mut r = 0u32;
         for i in (0..self.level).rev() {
-            rank[i] = if i == self.level - 1 { 0 } else { rank[i + 1] };
             loop {
-                let l = self.lv(x, i);
+                debug_assert!(i < xn.levels.len());
+                // SAFETY: the descent is on level `i` of node `xn`, which is
+                // the header (MAX_LEVEL levels, and `i < self.level <=
+                // MAX_LEVEL`) or a node reached by a level-`i` or higher
+                // forward link, and a node is linked only on levels it has.
+                let l = unsafe { *xn.levels.get_unchecked(i) };
                 if l.forward == NIL {
                     break;
                 }
-                let f = self.node(l.forward);
-                if before(f.score, &f.member, score, &member) {
-                    rank[i] += l.span;
+                // SAFETY: a forward link other than NIL names a live slot.
+                let f = unsafe { self.nodes.get_unchecked(l.forward) };
+                if f.score < score || (f.score == score && *f.member < *member) {
+                    if RANKS {
+                        r += l.span;
+                    }
                     x = l.forward;
+                    xn = f;
                 } else {
                     break;
                 }
             }
             update[i] = x;
+            if RANKS {
+                rank[i] = r;
+            }
         }
-        let level = self.random_level();
+    }
+
+    /// Redis `zslInsert` for a node already in the arena but not linked
+    /// (new, or just unlinked by a score change): finds its place by its
+    /// score and member and links it on each of its levels.
+    fn link(&mut self, x: u32) {
+        let mut update = [HEAD; MAX_LEVEL];
+        let mut rank = [0u32; MAX_LEVEL];
+        {
+            let n = self.node(x);
+            self.search::<true>(n.score, &n.member, &mut update, &mut rank);
+        }
+        let level = self.nodes[x as usize].levels.len();
         if level > self.level {
             for i in self.level..level {
                 rank[i] = 0;
                 update[i] = HEAD;
-                self.head[i].span = self.len as u32;
+                self.lv_mut(HEAD, i).span = self.len as u32;
             }
             self.level = level;
         }
-        let x = self.alloc(member, score, level);
         for i in 0..level {
             let u = self.lv(update[i], i);
+            let passed = rank[0] - rank[i];
             self.nodes[x as usize].levels[i] = Level {
                 forward: u.forward,
-                span: u.span - (rank[0] - rank[i]),
+                span: u.span - passed,
             };
-            let um = self.lv_mut(update[i], i);
-            um.forward = x;
-            um.span = (rank[0] - rank[i]) + 1;
+            *self.lv_mut(update[i], i) = Level {
+                forward: x,
+                span: passed + 1,
+            };
         }
         for (i, &u) in update.iter().enumerate().take(self.level).skip(level) {
             self.lv_mut(u, i).span += 1;
         }
-        self.nodes[x as usize].backward = if update[0] == HEAD { NIL } else { update[0] };
-        let next = self.nodes[x as usize].levels[0].forward;
+        let back = if update[0] == HEAD { NIL } else { update[0] };
+        let n = &mut self.nodes[x as usize];
+        n.backward = back;
+        let next = n.levels[0].forward;
         if next != NIL {
             self.nodes[next as usize].backward = x;
         } else {
             self.tail = x;
         }
         self.len += 1;
+    }
+
+    /// Adds a new node for a member known to be absent (from the index
+    /// too: the caller adds it there).
+    fn insert(&mut self, score: f64, member: SmallBytes) -> u32 {
+        let level = self.random_level();
+        let x = self.alloc(member, score, level);
+        self.link(x);
         x
     }
 
     /// Redis `zslDeleteNode`: unlinks `x`, whose predecessors per level are
-    /// `update`.
-    fn unlink(&mut self, x: u32, update: &[u32; MAX_LEVEL]) {
+    /// `update`. The node keeps its slot, member and level count.
+    fn unlink(&mut self, x: u32, update: &Path) {
         for (i, &u) in update.iter().enumerate().take(self.level) {
             let ul = self.lv(u, i);
             if ul.forward == x {
-                let xl = self.nodes[x as usize].levels[i];
-                let um = self.lv_mut(u, i);
-                um.span = um.span - 1 + xl.span;
-                um.forward = xl.forward;
+                let xl = self.lv(x, i);
+                *self.lv_mut(u, i) = Level {
+                    forward: xl.forward,
+                    span: ul.span - 1 + xl.span,
+                };
             } else {
                 self.lv_mut(u, i).span -= 1;
             }
@@ -704,47 +782,27 @@ impl SkipList {
         } else {
             self.tail = back;
         }
-        while self.level > 1 && self.head[self.level - 1].forward == NIL {
+        while self.level > 1 && self.lv(HEAD, self.level - 1).forward == NIL {
             self.level -= 1;
         }
         self.len -= 1;
     }
 
-    /// The predecessors of (score, member) on every level.
-    fn predecessors(&self, score: f64, member: &[u8]) -> [u32; MAX_LEVEL] {
-        let mut update = [HEAD; MAX_LEVEL];
-        let mut x = HEAD;
-        for i in (0..self.level).rev() {
-            loop {
-                let l = self.lv(x, i);
-                if l.forward == NIL {
-                    break;
-                }
-                let f = self.node(l.forward);
-                if before(f.score, &f.member, score, member) {
-                    x = l.forward;
-                } else {
-                    break;
-                }
-            }
-            update[i] = x;
-        }
-        update
-    }
-
     /// Unlinks the node `x` (found through the index) from the list.
     fn unlink_node(&mut self, x: u32) {
-        let update = {
+        let mut update = [HEAD; MAX_LEVEL];
+        {
             let n = self.node(x);
-            self.predecessors(n.score, &n.member)
-        };
+            self.search::<false>(n.score, &n.member, &mut update, &mut [0; MAX_LEVEL]);
+        }
         debug_assert_eq!(self.lv(update[0], 0).forward, x);
         self.unlink(x, &update);
     }
 
     /// Redis `zslUpdateScore`: moves node `x` to `new`, in place when its
-    /// position does not change. Returns the node now holding the member.
-    fn update_score(&mut self, x: u32, new: f64) -> u32 {
+    /// position does not change, else by unlinking and relinking the same
+    /// node (so the index entry stays valid).
+    fn update_score(&mut self, x: u32, new: f64) {
         let (back, next) = {
             let n = self.node(x);
             (n.backward, n.levels[0].forward)
@@ -753,19 +811,11 @@ impl SkipList {
             && (next == NIL || self.node(next).score > new)
         {
             self.nodes[x as usize].score = new;
-            return x;
+            return;
         }
         self.unlink_node(x);
-        let member = self.release(x);
-        let y = self.insert(new, member);
-        if y != x {
-            // The index points at the old slot; repoint it.
-            let h = self.hash(&self.nodes[y as usize].member);
-            if let Some(slot) = self.index.find_mut(h, |&i| i == x) {
-                *slot = y;
-            }
-        }
-        y
+        self.nodes[x as usize].score = new;
+        self.link(x);
     }
 
     /// Redis `zslGetRank`: 1-based rank of a member with this score.
@@ -1165,7 +1215,7 @@ impl ZSetValue {
         match self {
             ZSetValue::Packed(p) => p.first(),
             ZSetValue::Skip(s) => {
-                let x = s.head[0].forward;
+                let x = s.lv(HEAD, 0).forward;
                 (x != NIL).then(|| (&*s.node(x).member, s.node(x).score))
             }
         }
@@ -1578,7 +1628,7 @@ mod tests {
     /// tail, index, and the order.
     fn check_skiplist(s: &SkipList) {
         let mut order = Vec::new();
-        let mut x = s.head[0].forward;
+        let mut x = s.lv(HEAD, 0).forward;
         let mut back = NIL;
         while x != NIL {
             let n = s.node(x);
