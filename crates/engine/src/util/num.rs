@@ -125,8 +125,8 @@ pub fn parse_f64_strict(s: &[u8]) -> Option<f64> {
 /// (exponents, hex, inf, longer numbers) is None and goes to `strtod`.
 fn parse_f64_plain(s: &[u8]) -> Option<f64> {
     const POW10: [f64; 23] = [
-        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
-        1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+        1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
     ];
     let (neg, body) = match s.first()? {
         b'-' => (true, &s[1..]),

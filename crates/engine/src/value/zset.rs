@@ -455,6 +455,24 @@ impl Arena {
     }
 }
 
+impl Arena {
+    /// Mutable [`get_unchecked`](Self::get_unchecked).
+    ///
+    /// # Safety
+    /// As for `get_unchecked`: `i < self.len()`.
+    #[inline(always)]
+    unsafe fn get_unchecked_mut(&mut self, i: u32) -> &mut Node {
+        let i = i as usize;
+        debug_assert!(i < self.len());
+        // SAFETY: as in `get_unchecked`.
+        unsafe {
+            self.chunks
+                .get_unchecked_mut(i / CHUNK)
+                .get_unchecked_mut(i % CHUNK)
+        }
+    }
+}
+
 impl std::ops::Index<usize> for Arena {
     type Output = Node;
     fn index(&self, i: usize) -> &Node {
@@ -546,6 +564,22 @@ impl SkipList {
     #[inline(always)]
     fn lv_mut(&mut self, x: u32, i: usize) -> &mut Level {
         &mut self.nodes[x as usize].levels[i]
+    }
+
+    /// Level `i` of a node on a search path, without bounds checks.
+    ///
+    /// # Safety
+    /// `x` is `HEAD` or a live node, and has more than `i` levels: true of
+    /// every `update[i]` a [`search`](Self::search) returned (with `i <
+    /// self.level`) until the list is next changed on level `i`.
+    #[inline(always)]
+    unsafe fn path_lv(&mut self, x: u32, i: usize) -> &mut Level {
+        // SAFETY: the caller's promise.
+        unsafe {
+            let n = self.nodes.get_unchecked_mut(x);
+            debug_assert!(i < n.levels.len());
+            n.levels.get_unchecked_mut(i)
+        }
     }
 
     #[inline(always)]
@@ -723,19 +757,23 @@ impl SkipList {
             self.level = level;
         }
         for i in 0..level {
-            let u = self.lv(update[i], i);
             let passed = rank[0] - rank[i];
+            // SAFETY: `update[i]` comes from the search above, or is HEAD
+            // on a level just added; nothing has changed on level `i` yet.
+            let ul = unsafe { self.path_lv(update[i], i) };
+            let u = *ul;
+            *ul = Level {
+                forward: x,
+                span: passed + 1,
+            };
             self.nodes[x as usize].levels[i] = Level {
                 forward: u.forward,
                 span: u.span - passed,
             };
-            *self.lv_mut(update[i], i) = Level {
-                forward: x,
-                span: passed + 1,
-            };
         }
-        for (i, &u) in update.iter().enumerate().take(self.level).skip(level) {
-            self.lv_mut(u, i).span += 1;
+        for i in level..self.level {
+            // SAFETY: as above; levels at or above `level` are untouched.
+            unsafe { self.path_lv(update[i], i) }.span += 1;
         }
         let back = if update[0] == HEAD { NIL } else { update[0] };
         let n = &mut self.nodes[x as usize];
@@ -759,18 +797,25 @@ impl SkipList {
     }
 
     /// Redis `zslDeleteNode`: unlinks `x`, whose predecessors per level are
-    /// `update`. The node keeps its slot, member and level count.
+    /// `update`, which must be the path a [`search`](Self::search) for `x`
+    /// returned (or one built the same way, as `remove_range` does). The
+    /// node keeps its slot, member and level count.
     fn unlink(&mut self, x: u32, update: &Path) {
-        for (i, &u) in update.iter().enumerate().take(self.level) {
-            let ul = self.lv(u, i);
-            if ul.forward == x {
+        let height = self.nodes[x as usize].levels.len();
+        for i in 0..self.level {
+            // SAFETY: `update` is a search path (the caller's promise), and
+            // each step changes only level `i`.
+            let ul = unsafe { self.path_lv(update[i], i) };
+            if i < height && ul.forward == x {
+                let ul = *ul;
                 let xl = self.lv(x, i);
-                *self.lv_mut(u, i) = Level {
+                // SAFETY: as above.
+                *unsafe { self.path_lv(update[i], i) } = Level {
                     forward: xl.forward,
                     span: ul.span - 1 + xl.span,
                 };
             } else {
-                self.lv_mut(u, i).span -= 1;
+                ul.span -= 1;
             }
         }
         let (next, back) = {
@@ -945,34 +990,86 @@ impl SkipList {
     /// O(1) per removal.
     fn maybe_compact(&mut self) {
         if self.nodes.len() >= 64 && self.free.len() * 2 > self.nodes.len() {
-            let mut fresh = SkipList::new();
-            fresh.nodes.reserve(self.len);
-            // Tail to head: each insert stops at the header (as Redis's
-            // zsetDup does), so the rebuild is linear.
-            let mut x = self.tail;
-            while x != NIL {
-                let n = &mut self.nodes[x as usize];
-                let back = n.backward;
-                let member = std::mem::take(&mut n.member);
-                let score = n.score;
-                let y = fresh.insert(score, member);
-                fresh.index_insert(y);
-                x = back;
-            }
-            *self = fresh;
-        } else if self.index.capacity() > 64 && self.index.len() * 8 < self.index.capacity() {
-            let SkipList {
-                index,
-                nodes,
-                hasher,
-                ..
-            } = self;
-            index.shrink_to(index.len() * 2, |&i| {
-                let mut s = hasher.build_hasher();
-                s.write(&nodes[i as usize].member);
-                s.finish()
-            });
+            self.compact();
         }
+        if self.index.capacity() > 64 && self.index.len() * 8 < self.index.capacity() {
+            self.shrink_index(self.index.len() * 2);
+        }
+    }
+
+    /// Moves the live nodes, in order, into a fresh arena with no free
+    /// slots, in one pass: each node keeps its height, and its levels are
+    /// relinked from the ranks as it is placed (no searches, no hashing;
+    /// the index is renumbered in place), then the index is resized to
+    /// the live count.
+    fn compact(&mut self) {
+        let mut fresh = Arena::default();
+        fresh.reserve(self.len + 1);
+        fresh.push(Node {
+            member: SmallBytes::default(),
+            score: 0.0,
+            backward: NIL,
+            levels: SmallVec::from_elem(EMPTY_LEVEL, MAX_LEVEL),
+        });
+        let mut remap = vec![NIL; self.nodes.len()];
+        let mut last = [HEAD; MAX_LEVEL];
+        let mut last_rank = [0u32; MAX_LEVEL];
+        let mut rank = 0u32;
+        let mut back = NIL;
+        let mut x = self.lv(HEAD, 0).forward;
+        while x != NIL {
+            let old = &mut self.nodes[x as usize];
+            let next = old.levels[0].forward;
+            let mut n = Node {
+                member: std::mem::take(&mut old.member),
+                score: old.score,
+                backward: back,
+                levels: std::mem::take(&mut old.levels),
+            };
+            rank += 1;
+            let y = fresh.len() as u32;
+            remap[x as usize] = y;
+            for (i, l) in n.levels.iter_mut().enumerate() {
+                fresh[last[i] as usize].levels[i] = Level {
+                    forward: y,
+                    span: rank - last_rank[i],
+                };
+                last[i] = y;
+                last_rank[i] = rank;
+                *l = EMPTY_LEVEL;
+            }
+            fresh.push(n);
+            back = y;
+            x = next;
+        }
+        for i in 0..self.level {
+            fresh[last[i] as usize].levels[i] = Level {
+                forward: NIL,
+                span: rank - last_rank[i],
+            };
+        }
+        for slot in self.index.iter_mut() {
+            *slot = remap[*slot as usize];
+        }
+        self.nodes = fresh;
+        self.free = Vec::new();
+        self.tail = back;
+        self.shrink_index(self.len);
+    }
+
+    /// Resizes the index for `n` entries (never below its length).
+    fn shrink_index(&mut self, n: usize) {
+        let SkipList {
+            index,
+            nodes,
+            hasher,
+            ..
+        } = self;
+        index.shrink_to(n, |&i| {
+            let mut s = hasher.build_hasher();
+            s.write(&nodes[i as usize].member);
+            s.finish()
+        });
     }
 }
 
@@ -2064,6 +2161,57 @@ mod tests {
         let mut v: Vec<(Vec<u8>, f64)> = m.iter().map(|(k, s)| (k.clone(), *s)).collect();
         v.sort_by(|a, b| a.1.partial_cmp(&b.1).unwrap().then_with(|| a.0.cmp(&b.0)));
         v
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(40))]
+
+        /// A big skiplist (hundreds of members, so nodes of many levels)
+        /// under score moves, removals, pops and range removals, against a
+        /// map model: the moved-in-place nodes, the relinking and the
+        /// compaction keep every invariant, the order and the ranks.
+        #[test]
+        fn big_skiplist_matches_a_map(ops in proptest::collection::vec((0u8..4, 0u16..400, -60i16..60), 200..1500)) {
+            let l = lim(0, 0);
+            let mut z = ZSetValue::new_skiplist();
+            let mut model: BTreeMap<Vec<u8>, f64> = BTreeMap::new();
+            for (step, (kind, m, s)) in ops.into_iter().enumerate() {
+                let m = format!("member:{m}").into_bytes();
+                let s = f64::from(s) / 4.0;
+                match kind {
+                    0 | 1 => {
+                        let want = match model.insert(m.clone(), s) {
+                            None => Added::Added(s),
+                            Some(old) if old == s => Added::Same(s),
+                            Some(_) => Added::Updated(s),
+                        };
+                        prop_assert_eq!(z.add(&m, s, PLAIN, &l), Ok(want));
+                    }
+                    2 => prop_assert_eq!(z.remove(&m), model.remove(&m).is_some()),
+                    _ => {
+                        // ZPOPMIN of one, or a short rank range.
+                        let v = model_sorted(&model);
+                        let n = (usize::from(s.abs() as u8) % 3 + 1).min(v.len());
+                        for (m, _) in &v[..n] {
+                            model.remove(m);
+                        }
+                        if n > 0 {
+                            prop_assert_eq!(z.remove_range(0, n - 1), n);
+                        }
+                    }
+                }
+                if step % 97 == 0 {
+                    check(&z);
+                }
+            }
+            check(&z);
+            let v = model_sorted(&model);
+            prop_assert_eq!(&all(&z), &v);
+            for (i, (m, s)) in v.iter().enumerate() {
+                prop_assert_eq!(z.rank(m), Some((i, *s)));
+                prop_assert_eq!(z.get(i), Some((&m[..], *s)));
+            }
+        }
     }
 
     proptest! {
