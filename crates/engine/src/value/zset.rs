@@ -692,18 +692,15 @@ impl SkipList {
     }
 
     /// The descent of Redis's `zslInsert`/`zslDelete`: on every level in
-    /// use, the last node before (score, member), and, when `RANKS`, its
-    /// 1-based rank (0 for the header). The member is compared only on a
-    /// score tie, and the current node is carried as a reference so each
-    /// step costs one arena lookup.
+    /// use, the last node before node `x`'s (score, member) (`x` itself
+    /// may be linked or not), and, when `RANKS`, its 1-based rank (0 for
+    /// the header). Members are compared only on a score tie, and never
+    /// against `x` itself; the current node is carried as a reference so
+    /// each step costs one arena lookup.
     #[inline(always)]
-    fn search<const RANKS: bool>(
-        &self,
-        score: f64,
-        member: &[u8],
-        update: &mut Path,
-        rank: &mut Path,
-    ) {
+    fn search<const RANKS: bool>(&self, x: u32, update: &mut Path, rank: &mut [u32]) {
+        let key = self.node(x);
+        let (score, member, target) = (key.score, &*key.member, x);
         let mut x = HEAD;
         let mut xn = self.node(HEAD);
         let mut r = 0u32;
@@ -720,7 +717,9 @@ impl SkipList {
                 }
                 // SAFETY: a forward link other than NIL names a live slot.
                 let f = unsafe { self.nodes.get_unchecked(l.forward) };
-                if f.score < score || (f.score == score && *f.member < *member) {
+                if f.score < score
+                    || (f.score == score && l.forward != target && *f.member < *member)
+                {
                     if RANKS {
                         r += l.span;
                     }
@@ -743,10 +742,7 @@ impl SkipList {
     fn link(&mut self, x: u32) {
         let mut update = [HEAD; MAX_LEVEL];
         let mut rank = [0u32; MAX_LEVEL];
-        {
-            let n = self.node(x);
-            self.search::<true>(n.score, &n.member, &mut update, &mut rank);
-        }
+        self.search::<true>(x, &mut update, &mut rank);
         let level = self.nodes[x as usize].levels.len();
         if level > self.level {
             for i in self.level..level {
@@ -771,9 +767,9 @@ impl SkipList {
                 span: u.span - passed,
             };
         }
-        for i in level..self.level {
+        for (i, &u) in update.iter().enumerate().take(self.level).skip(level) {
             // SAFETY: as above; levels at or above `level` are untouched.
-            unsafe { self.path_lv(update[i], i) }.span += 1;
+            unsafe { self.path_lv(u, i) }.span += 1;
         }
         let back = if update[0] == HEAD { NIL } else { update[0] };
         let n = &mut self.nodes[x as usize];
@@ -802,15 +798,15 @@ impl SkipList {
     /// node keeps its slot, member and level count.
     fn unlink(&mut self, x: u32, update: &Path) {
         let height = self.nodes[x as usize].levels.len();
-        for i in 0..self.level {
+        for (i, &u) in update.iter().enumerate().take(self.level) {
             // SAFETY: `update` is a search path (the caller's promise), and
             // each step changes only level `i`.
-            let ul = unsafe { self.path_lv(update[i], i) };
+            let ul = unsafe { self.path_lv(u, i) };
             if i < height && ul.forward == x {
                 let ul = *ul;
                 let xl = self.lv(x, i);
                 // SAFETY: as above.
-                *unsafe { self.path_lv(update[i], i) } = Level {
+                *unsafe { self.path_lv(u, i) } = Level {
                     forward: xl.forward,
                     span: ul.span - 1 + xl.span,
                 };
@@ -836,10 +832,7 @@ impl SkipList {
     /// Unlinks the node `x` (found through the index) from the list.
     fn unlink_node(&mut self, x: u32) {
         let mut update = [HEAD; MAX_LEVEL];
-        {
-            let n = self.node(x);
-            self.search::<false>(n.score, &n.member, &mut update, &mut [0; MAX_LEVEL]);
-        }
+        self.search::<false>(x, &mut update, &mut []);
         debug_assert_eq!(self.lv(update[0], 0).forward, x);
         self.unlink(x, &update);
     }
