@@ -856,32 +856,14 @@ impl SkipList {
         self.link(x);
     }
 
-    /// Redis `zslGetRank`: 1-based rank of a member with this score.
-    fn rank_of(&self, score: f64, member: &[u8]) -> usize {
-        let mut rank = 0usize;
-        let mut x = HEAD;
-        for i in (0..self.level).rev() {
-            loop {
-                let l = self.lv(x, i);
-                if l.forward == NIL {
-                    break;
-                }
-                let f = self.node(l.forward);
-                if f.score < score || (f.score == score && *f.member <= *member) {
-                    rank += l.span as usize;
-                    x = l.forward;
-                } else {
-                    break;
-                }
-            }
-            if x != HEAD {
-                let n = self.node(x);
-                if n.score == score && *n.member == *member {
-                    return rank;
-                }
-            }
-        }
-        0
+    /// Redis `zslGetRank` for a member found through the index: the
+    /// 1-based rank of node `x`, by the same descent as an insert (one
+    /// past the rank of its predecessor).
+    fn rank_of(&self, x: u32) -> usize {
+        let mut update = [HEAD; MAX_LEVEL];
+        let mut rank = [0u32; MAX_LEVEL];
+        self.search::<true>(x, &mut update, &mut rank);
+        rank[0] as usize + 1
     }
 
     /// Redis `zslGetElementByRank` (1-based); NIL if out of range.
@@ -1288,9 +1270,7 @@ impl ZSetValue {
             ZSetValue::Packed(p) => p.find(member),
             ZSetValue::Skip(s) => {
                 let x = s.find(member)?;
-                let score = s.node(x).score;
-                let r = s.rank_of(score, member);
-                (r > 0).then(|| (r - 1, score))
+                Some((s.rank_of(x) - 1, s.node(x).score))
             }
         }
     }
