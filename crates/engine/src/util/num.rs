@@ -105,11 +105,58 @@ pub fn parse_f64_strict(s: &[u8]) -> Option<f64> {
     if s.is_empty() {
         return None;
     }
+    if let Some(v) = parse_f64_plain(s) {
+        return Some(v);
+    }
     let mut v = 0.0f64;
     // SAFETY: the pointer/length pair describes `s`, which the C side only
     // reads (it copies into its own NUL-terminated buffer).
     let ok = unsafe { cairn_string2d(s.as_ptr().cast(), s.len(), &mut v) };
     (ok == 1).then_some(v)
+}
+
+/// The common case of [`parse_f64_strict`] without the libc call: an
+/// optional sign, then decimal digits with at most one `.` (at least one
+/// digit; at most 15 digits in all, at most 22 after the point). Then the
+/// digits read as an integer `m < 10^15 < 2^53` and `10^k` (k <= 22) are
+/// both exact doubles, so `m / 10^k` is one correctly rounded division:
+/// the same double as `strtod`'s correctly rounded result (Clinger's fast
+/// path). A `-` gives -0.0 for a zero, as `strtod` does. Anything else
+/// (exponents, hex, inf, longer numbers) is None and goes to `strtod`.
+fn parse_f64_plain(s: &[u8]) -> Option<f64> {
+    const POW10: [f64; 23] = [
+        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+        1e17, 1e18, 1e19, 1e20, 1e21, 1e22,
+    ];
+    let (neg, body) = match s.first()? {
+        b'-' => (true, &s[1..]),
+        b'+' => (false, &s[1..]),
+        _ => (false, s),
+    };
+    let mut m: u64 = 0;
+    let mut digits = 0usize;
+    let mut frac: Option<usize> = None;
+    for &c in body {
+        match c {
+            b'0'..=b'9' => {
+                m = m * 10 + u64::from(c - b'0');
+                digits += 1;
+                if let Some(f) = frac.as_mut() {
+                    *f += 1;
+                }
+                if digits > 15 {
+                    return None;
+                }
+            }
+            b'.' if frac.is_none() => frac = Some(0),
+            _ => return None,
+        }
+    }
+    if digits == 0 {
+        return None;
+    }
+    let v = m as f64 / POW10[frac.unwrap_or(0)];
+    Some(if neg { -v } else { v })
 }
 
 /// A SORT weight, read as Redis's `sortCommandGeneric` reads one: libc
@@ -311,6 +358,63 @@ mod tests {
         assert_eq!(parse_f64_strict(b"abc"), None);
         let long = vec![b'1'; 300];
         assert_eq!(parse_f64_strict(&long), Some(1.111_111_111_111_111_1e299));
+        assert_eq!(parse_f64_strict(b"."), None);
+        assert_eq!(parse_f64_strict(b"-"), None);
+        assert_eq!(parse_f64_strict(b"1.2.3"), None);
+        assert_eq!(parse_f64_strict(b"--1"), None);
+        assert_eq!(parse_f64_strict(b"000000054321"), Some(54321.0));
+        assert!(parse_f64_strict(b"-0").unwrap().is_sign_negative());
+        assert!(parse_f64_strict(b"-.0").unwrap().is_sign_negative());
+    }
+
+    /// The digits-only fast path gives exactly what libc `strtod` gives.
+    #[test]
+    fn plain_decimals_match_strtod() {
+        let slow = |s: &str| {
+            let mut v = 0.0f64;
+            // SAFETY: pointer/length of a live string, only read.
+            let ok = unsafe { cairn_string2d(s.as_ptr().cast(), s.len(), &mut v) };
+            (ok == 1).then_some(v)
+        };
+        let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        let mut checked = 0;
+        for _ in 0..20_000 {
+            let digits = 1 + (next() % 18) as usize;
+            let mut s = String::new();
+            match next() % 3 {
+                0 => s.push('-'),
+                1 => s.push('+'),
+                _ => {}
+            }
+            let point = (next() % (digits as u64 + 2)) as usize;
+            for d in 0..digits {
+                if d == point {
+                    s.push('.');
+                }
+                s.push(char::from(b'0' + (next() % 10) as u8));
+            }
+            if point == digits {
+                s.push('.');
+            }
+            let fast = parse_f64_plain(s.as_bytes());
+            if let Some(v) = fast {
+                checked += 1;
+                let want = slow(&s).expect("strtod reads it");
+                assert_eq!(v.to_bits(), want.to_bits(), "{s}");
+            }
+            assert_eq!(
+                parse_f64_strict(s.as_bytes()).map(f64::to_bits),
+                slow(&s).map(f64::to_bits),
+                "{s}"
+            );
+        }
+        assert!(checked > 5_000, "fast path taken {checked} times");
     }
 
     #[test]
