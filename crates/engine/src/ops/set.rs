@@ -1037,8 +1037,10 @@ mod tests {
             assert_eq!((got.len(), uniq.len()), (count as usize, count as usize));
             assert!(got.iter().all(|m| big.contains(m.as_bytes())));
         }
+        // 600 draws of 5 of 100: a member is missed with probability
+        // 100 * 0.95^600 ~ 4e-12 (with 200 draws it was 0.35%: flaky).
         let mut seen = HashSet::new();
-        for _ in 0..200 {
+        for _ in 0..600 {
             seen.extend(rand_members(&big, 5).strs());
         }
         assert_eq!(seen.len(), 100, "every member can be picked");

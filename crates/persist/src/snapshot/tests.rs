@@ -663,7 +663,7 @@ fn storm_during_snapshot(limit: u64, n: usize) -> (u64, Vec<u8>) {
         );
     }
     let opts = Options {
-        key_delay: std::time::Duration::from_micros(50),
+        key_delay: std::time::Duration::from_micros(100),
         max_queued_bytes: limit,
         ..Options::default()
     };
@@ -705,9 +705,11 @@ fn a_write_storm_during_a_snapshot_stays_within_the_queue_limit() {
     const N: usize = 12_800; // 64 shards of ~200 KB serialized
     let (unbounded, v) = storm_during_snapshot(0, N);
     assert_eq!(v, vec![b'o'; 1000], "the image is the cut's");
+    // (Most shards when this thread runs freely; a loaded machine may
+    // let the sweep get further first.)
     assert!(
-        unbounded > 6 << 20,
-        "without a limit the storm queues most shards: {unbounded}"
+        unbounded > 3 << 20,
+        "without a limit the storm queues many shards: {unbounded}"
     );
     let limit = 1 << 20;
     let (bounded, v) = storm_during_snapshot(limit, N);
