@@ -11,9 +11,9 @@
 //! line of part 2 6-55% faster (BENCHMARKS.md, session 5).
 //!
 //! So once a second the cron thread measures how much work the workers do
-//! (each worker thread's CPU time from /proc, less the time it spent
-//! spinning on empty polls: `WorkerStats::spin_ns`) and how much CPU the rest of the machine takes (/proc/stat minus this
-//! process), and chooses how many workers are *active* (`target`): enough
+//! (`WorkerStats::work_ns`: each worker thread's CPU time, less the time
+//! it spent spinning on empty polls) and how much CPU the rest of the
+//! machine takes (/proc/stat minus this process's `getrusage`), and chooses how many workers are *active* (`target`): enough
 //! that none runs above `SPREAD_AT` of a core, but no more than the cores
 //! other processes leave free. Active workers are 0..k; the acceptor gives
 //! new connections to them only, and an inactive worker hands each of its
@@ -187,7 +187,8 @@ pub struct Balancer {
     at: Instant,
     busy: Vec<u64>,
     machine: Option<(u64, u64)>,
-    own: Option<u64>,
+    /// This process's CPU time, in µs.
+    own: u64,
     /// A smaller target and how many windows in a row it has held.
     shrink: Option<(usize, u32)>,
 }
@@ -198,7 +199,7 @@ impl Default for Balancer {
             at: Instant::now(),
             busy: Vec::new(),
             machine: None,
-            own: None,
+            own: 0,
             shrink: None,
         }
     }
@@ -213,19 +214,14 @@ impl Balancer {
         if elapsed < WINDOW && !self.busy.is_empty() {
             return;
         }
-        let tick = clock_ticks();
         // Per worker, cumulative: CPU time less spinning, in ns.
         let busy: Vec<u64> = shared
             .worker_stats
             .iter()
-            .map(|w| {
-                let cpu = thread_jiffies(w.tid.load(Ordering::Relaxed)).unwrap_or(0);
-                let cpu_ns = (cpu as f64 / tick * 1e9) as u64;
-                cpu_ns.saturating_sub(w.spin_ns.load(Ordering::Relaxed))
-            })
+            .map(|w| w.work_ns.load(Ordering::Relaxed))
             .collect();
         let machine = machine_jiffies();
-        let own = own_jiffies();
+        let own = crate::resp::cmd::info::cpu_us(libc::RUSAGE_SELF);
         let first = self.busy.is_empty();
         let prev = std::mem::replace(&mut self.busy, busy);
         let prev_machine = std::mem::replace(&mut self.machine, machine);
@@ -249,10 +245,10 @@ impl Balancer {
             .fold(0.0f64, |a, &b| a.max(b));
         // Without /proc (or in a container hiding it) nobody else is seen
         // to use the machine: the count then follows the work alone.
-        let others = match (machine, prev_machine, own, prev_own) {
-            (Some((b1, t1)), Some((b0, t0)), Some(o1), Some(o0)) if t1 > t0 => {
-                let busy = (b1.saturating_sub(b0)) as f64 / tick / secs;
-                (busy - o1.saturating_sub(o0) as f64 / tick / secs).max(0.0)
+        let others = match (machine, prev_machine) {
+            (Some((b1, t1)), Some((b0, t0))) if t1 > t0 => {
+                let busy = (b1.saturating_sub(b0)) as f64 / clock_ticks() / secs;
+                (busy - own.saturating_sub(prev_own) as f64 / 1e6 / secs).max(0.0)
             }
             _ => 0.0,
         };
@@ -314,26 +310,6 @@ fn machine_jiffies() -> Option<(u64, u64)> {
     let idle = v[3] + v[4];
     let total: u64 = v[..8].iter().sum();
     Some((total - idle, total))
-}
-
-/// This process's utime + stime in jiffies.
-fn own_jiffies() -> Option<u64> {
-    stat_jiffies("/proc/self/stat")
-}
-
-/// One thread's utime + stime in jiffies.
-fn thread_jiffies(tid: u64) -> Option<u64> {
-    if tid == 0 {
-        return None;
-    }
-    stat_jiffies(&format!("/proc/self/task/{tid}/stat"))
-}
-
-fn stat_jiffies(path: &str) -> Option<u64> {
-    let s = std::fs::read_to_string(path).ok()?;
-    let rest = s.rsplit_once(')')?.1;
-    let f: Vec<&str> = rest.split_whitespace().collect();
-    Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
 }
 
 fn clock_ticks() -> f64 {

@@ -60,12 +60,10 @@ pub struct WorkerStats {
     pub net_in: AtomicU64,
     pub net_out: AtomicU64,
     pub error_replies: AtomicU64,
-    /// Nanoseconds spent awake with nothing to do: polls that spun
-    /// (`worker-spin-us`) and found nothing. The thread's CPU time less
-    /// this is the work it did (`balance`).
-    pub spin_ns: AtomicU64,
-    /// The worker thread's id, for its CPU time in /proc (0: not started).
-    pub tid: AtomicU64,
+    /// The work the worker thread did, in ns: its CPU time less the time
+    /// it spent spinning on polls that found nothing (`worker-spin-us`).
+    /// Published at each of its cron ticks, read by `balance`.
+    pub work_ns: AtomicU64,
     /// Connections this worker serves.
     pub conns: AtomicUsize,
     /// Per command id: calls, microseconds, rejected calls, failed calls.
@@ -79,8 +77,7 @@ impl WorkerStats {
             net_in: AtomicU64::new(0),
             net_out: AtomicU64::new(0),
             error_replies: AtomicU64::new(0),
-            spin_ns: AtomicU64::new(0),
-            tid: AtomicU64::new(0),
+            work_ns: AtomicU64::new(0),
             conns: AtomicUsize::new(0),
             cmd: (0..commands).map(|_| Default::default()).collect(),
         }

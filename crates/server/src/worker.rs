@@ -160,6 +160,8 @@ pub struct Worker {
     balance_epoch: u64,
     /// Round-robin position over the active workers for hand-overs.
     next_home: usize,
+    /// Time spent spinning on polls that found nothing (not work).
+    spin_ns: u64,
 }
 
 impl Worker {
@@ -180,6 +182,7 @@ impl Worker {
             live: 0,
             balance_epoch: 0,
             next_home: 0,
+            spin_ns: 0,
         }
     }
 
@@ -191,11 +194,6 @@ impl Worker {
         let mut next_cron = Instant::now() + CRON_EVERY;
         let mut busy_since: Option<Instant> = None;
         let mut spun_empty = false;
-        // SAFETY: gettid has no preconditions.
-        let tid = unsafe { libc::gettid() };
-        self.shared.worker_stats[self.id]
-            .tid
-            .store(tid as u64, Ordering::Relaxed);
         loop {
             // While busy, poll without sleeping for up to `worker-spin-us`
             // after the last work: on a VM, waking an idle vCPU (an IPI and
@@ -224,11 +222,9 @@ impl Worker {
             cairn_engine::keyspace::release_retained();
             crate::journal::end_of_turn(&self.shared);
             // A spin that found nothing is the wait, done awake: its time
-            // is not work (`balance` subtracts it from the CPU time).
+            // is not work (`publish_work` subtracts it from the CPU time).
             if spun_empty {
-                let spin = &self.shared.worker_stats[self.id].spin_ns;
-                let ns = self.now.elapsed().as_nanos() as u64;
-                spin.store(spin.load(Ordering::Relaxed) + ns, Ordering::Relaxed);
+                self.spin_ns += self.now.elapsed().as_nanos() as u64;
             }
             let spin_poll = timeout.is_zero();
             if let Err(e) = self.poll.poll(&mut events, Some(timeout)) {
@@ -594,23 +590,20 @@ impl Worker {
     fn rebalance(&mut self) {
         let balance = &self.shared.balance;
         let active = balance.active();
-        let epoch = balance.epoch();
-        let mut moves: Vec<(usize, usize)> = Vec::new();
-        if epoch != self.balance_epoch {
-            self.balance_epoch = epoch;
-            if self.id < active {
-                moves = balance.moves_of(self.id);
+        let epoch = std::mem::replace(&mut self.balance_epoch, balance.epoch());
+        if self.id >= active {
+            for i in 0..self.conns.len() {
+                if self.conns[i].as_ref().is_some_and(Self::movable) {
+                    self.next_home = (self.next_home + 1) % active;
+                    self.hand_off(i, self.next_home);
+                }
             }
-        }
-        if self.id >= active && self.live > 0 {
-            moves = (0..self.live)
-                .map(|n| ((self.next_home + n) % active, 1))
-                .collect();
-            self.next_home = (self.next_home + self.live) % active;
-        }
-        if moves.is_empty() {
             return;
         }
+        if epoch == self.balance_epoch {
+            return;
+        }
+        let moves = balance.moves_of(self.id);
         let mut slots = (0..self.conns.len()).rev();
         'plan: for (to, count) in moves {
             if to == self.id || to >= active {
@@ -739,7 +732,17 @@ impl Worker {
     }
 
     /// Periodic work: kills, idle timeouts, paused clients, buffer shrinking.
+    /// Publishes this thread's work so far for `balance`: its CPU time
+    /// less its empty spins.
+    fn publish_work(&self) {
+        let cpu_ns = crate::resp::cmd::info::cpu_us(libc::RUSAGE_THREAD) * 1000;
+        self.shared.worker_stats[self.id]
+            .work_ns
+            .store(cpu_ns.saturating_sub(self.spin_ns), Ordering::Relaxed);
+    }
+
     fn cron(&mut self) {
+        self.publish_work();
         self.rebalance();
         let timeout = self.shared.hot.timeout_secs.load(Ordering::Relaxed);
         let now = self.now;

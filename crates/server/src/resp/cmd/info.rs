@@ -825,18 +825,29 @@ fn replication_section(out: &mut String) {
     field(out, "repl_backlog_histlen", 0);
 }
 
+fn getrusage(who: libc::c_int) -> Option<libc::rusage> {
+    // SAFETY: rusage is plain data that getrusage fills in.
+    unsafe {
+        let mut ru: libc::rusage = std::mem::zeroed();
+        (libc::getrusage(who, &mut ru) == 0).then_some(ru)
+    }
+}
+
 /// `getrusage(who)` as (system, user) seconds with six decimals.
 pub(crate) fn rusage(who: libc::c_int) -> (String, String) {
-    // SAFETY: rusage is plain data that getrusage fills in.
-    let ru = unsafe {
-        let mut ru: libc::rusage = std::mem::zeroed();
-        if libc::getrusage(who, &mut ru) != 0 {
-            return ("0.000000".into(), "0.000000".into());
-        }
-        ru
+    let Some(ru) = getrusage(who) else {
+        return ("0.000000".into(), "0.000000".into());
     };
     let t = |tv: libc::timeval| format!("{}.{:06}", tv.tv_sec, tv.tv_usec);
     (t(ru.ru_stime), t(ru.ru_utime))
+}
+
+/// System plus user CPU time of `getrusage(who)` in microseconds (0 if
+/// it fails): `RUSAGE_THREAD` for the calling thread, `RUSAGE_SELF` for
+/// the process.
+pub(crate) fn cpu_us(who: libc::c_int) -> u64 {
+    let us = |tv: libc::timeval| tv.tv_sec as u64 * 1_000_000 + tv.tv_usec as u64;
+    getrusage(who).map_or(0, |ru| us(ru.ru_stime) + us(ru.ru_utime))
 }
 
 fn cpu_section(out: &mut String) {
