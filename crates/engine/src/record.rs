@@ -67,7 +67,15 @@ pub trait Sink: Send + Sync {
     /// that must replay as a whole. Called with the writing command's shard
     /// locks held, so it must not block for long and never take a shard
     /// lock.
-    fn append(&self, unit: &[u8]);
+    fn append(&self, unit: &[u8]) {
+        self.append_with(&mut |out| out.extend_from_slice(unit));
+    }
+
+    /// Appends one unit that `fill` writes at the end of `out` (the sink's
+    /// own buffer, so a command's record is encoded once, in place, with
+    /// no copy in between). Writing nothing appends nothing. The same
+    /// rules as `append`.
+    fn append_with(&self, fill: &mut dyn FnMut(&mut Vec<u8>));
 }
 
 /// The argument vector of the running command, lent by the server.
@@ -179,8 +187,6 @@ struct Staged {
     has_explicit: bool,
     /// Records of an EXEC, committed together when the hold ends.
     tx: Vec<u8>,
-    /// Scratch for one unit.
-    unit: Vec<u8>,
 }
 
 thread_local! {
@@ -421,38 +427,48 @@ fn commit_to(sink: &dyn Sink, wrote: bool, held: bool) {
     STAGED.with(|s| {
         let mut s = s.borrow_mut();
         let s = &mut *s;
-        s.unit.clear();
-        s.unit.append(&mut s.pre);
-        if wrote {
-            if s.has_explicit {
-                s.unit.extend_from_slice(&s.explicit);
-                s.has_explicit = false;
-            } else if let Some((db, args)) = COMMAND.with(Cell::get) {
-                // SAFETY: see `CommandScope::new`.
-                let args = unsafe { &*args };
-                s.unit.push(Tag::Command as u8);
-                put_varint(&mut s.unit, db as u64);
-                put_varint(&mut s.unit, args.argc() as u64);
-                for i in 0..args.argc() {
-                    let a = args.arg(i);
-                    put_varint(&mut s.unit, a.len() as u64);
-                    s.unit.extend_from_slice(a);
-                }
-            } else {
-                unsourced();
-            }
-        } else {
+        if !wrote {
             s.has_explicit = false;
-        }
-        if s.unit.is_empty() {
-            return;
+            if s.pre.is_empty() {
+                return;
+            }
         }
         if held {
-            s.tx.extend_from_slice(&s.unit);
+            let mut tx = std::mem::take(&mut s.tx);
+            write_unit(s, wrote, &mut tx);
+            s.tx = tx;
         } else {
-            sink.append(&s.unit);
+            sink.append_with(&mut |out| write_unit(s, wrote, out));
         }
     });
+}
+
+/// Writes a guard's unit at the end of `out`: the expiry deletions it
+/// found, then (if it wrote) the staged record or the command as sent.
+fn write_unit(s: &mut Staged, wrote: bool, out: &mut Vec<u8>) {
+    out.append(&mut s.pre);
+    if !wrote {
+        return;
+    }
+    if s.has_explicit {
+        out.extend_from_slice(&s.explicit);
+        s.has_explicit = false;
+    } else if let Some((db, args)) = COMMAND.with(Cell::get) {
+        // SAFETY: see `CommandScope::new`.
+        let args = unsafe { &*args };
+        let argc = args.argc();
+        out.push(Tag::Command as u8);
+        put_varint(out, db as u64);
+        put_varint(out, argc as u64);
+        for i in 0..argc {
+            let a = args.arg(i);
+            out.reserve(a.len() + 5);
+            put_varint(out, a.len() as u64);
+            out.extend_from_slice(a);
+        }
+    } else {
+        unsourced();
+    }
 }
 
 /// A guard dropped without committing (no journal): forget what it staged.

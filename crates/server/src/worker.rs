@@ -220,7 +220,7 @@ impl Worker {
             // Whatever ran since the last turn's writes (cron, mailbox)
             // may owe the journal writer a wake-up; never sleep on it.
             cairn_engine::keyspace::release_retained();
-            crate::journal::end_of_turn(&self.shared);
+            crate::journal::end_of_turn(&self.shared, self.id);
             // A spin that found nothing is the wait, done awake: its time
             // is not work (`publish_work` subtracts it from the CPU time).
             if spun_empty {
@@ -265,7 +265,7 @@ impl Worker {
             // A shard lock kept through the turn's commands is not held
             // over the writes (`retain_locks`).
             cairn_engine::keyspace::release_retained();
-            crate::journal::end_of_turn(&self.shared);
+            crate::journal::end_of_turn(&self.shared, self.id);
             self.write_pending();
             if self.release_held() {
                 self.write_pending();

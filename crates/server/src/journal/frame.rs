@@ -36,9 +36,51 @@ pub fn header() -> [u8; 16] {
     h
 }
 
-/// CRC-32C (Castagnoli), slicing by 8; the polynomial iSCSI, ext4 and
-/// LevelDB use for the same purpose.
+/// CRC-32C (Castagnoli); the polynomial iSCSI, ext4 and LevelDB use for
+/// the same purpose. With SSE4.2 (every x86-64 server CPU since 2008) the
+/// CPU's own `crc32` instruction does 8 bytes per instruction: on the
+/// journal's path every write command's frame is checksummed, and the
+/// table walk was ~100 of the ~670 instructions per command the journal
+/// added (callgrind, INCR -P 16). Elsewhere, slicing by 8.
 pub fn crc32c(crc: u32, data: &[u8]) -> u32 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("sse4.2") {
+            // SAFETY: the feature was just detected.
+            return unsafe { crc32c_sse42(crc, data) };
+        }
+    }
+    crc32c_table(crc, data)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "sse4.2")]
+unsafe fn crc32c_sse42(crc: u32, data: &[u8]) -> u32 {
+    use std::arch::x86_64::{_mm_crc32_u16, _mm_crc32_u32, _mm_crc32_u64, _mm_crc32_u8};
+    let mut c = u64::from(!crc);
+    let mut chunks = data.chunks_exact(8);
+    for b in &mut chunks {
+        let v = u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]);
+        c = _mm_crc32_u64(c, v);
+    }
+    let mut c = c as u32;
+    let mut rest = chunks.remainder();
+    if let [a, b, x, y, tail @ ..] = rest {
+        c = _mm_crc32_u32(c, u32::from_le_bytes([*a, *b, *x, *y]));
+        rest = tail;
+    }
+    if let [a, b, tail @ ..] = rest {
+        c = _mm_crc32_u16(c, u16::from_le_bytes([*a, *b]));
+        rest = tail;
+    }
+    if let [a] = rest {
+        c = _mm_crc32_u8(c, *a);
+    }
+    !c
+}
+
+/// Slicing by 8, table-driven: the portable CRC-32C.
+fn crc32c_table(crc: u32, data: &[u8]) -> u32 {
     let mut c = !crc;
     let mut chunks = data.chunks_exact(8);
     for b in &mut chunks {
@@ -299,6 +341,18 @@ mod tests {
                 crc32c(0, &data)
             );
         }
+    }
+
+    /// The instruction and the tables agree on every length and split.
+    #[test]
+    fn crc32c_paths_agree() {
+        let data: Vec<u8> = (0..300u32).map(|i| (i * 7919 % 251) as u8).collect();
+        for len in 0..data.len() {
+            let d = &data[..len];
+            assert_eq!(crc32c(0, d), crc32c_table(0, d), "len {len}");
+            assert_eq!(crc32c(0x1234_5678, d), crc32c_table(0x1234_5678, d));
+        }
+        assert_eq!(crc32c_table(0, b"123456789"), 0xe306_9283);
     }
 
     #[test]

@@ -121,6 +121,8 @@ pub struct Journal {
     delayed_fsync: AtomicU64,
     /// The writer thread's handle, to join on shutdown.
     writer: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// The file and what is in flight to it, while the journal is open.
+    io: Mutex<Option<Io>>,
     /// The server, for the writer thread started by CONFIG SET (handlers
     /// only borrow it).
     pub server: std::sync::OnceLock<std::sync::Weak<Shared>>,
@@ -151,6 +153,7 @@ impl Journal {
             base_size: AtomicU64::new(0),
             delayed_fsync: AtomicU64::new(0),
             writer: Mutex::new(None),
+            io: Mutex::new(None),
             server: std::sync::OnceLock::new(),
             manifest: Mutex::new(Manifest::default()),
             rewrite: Default::default(),
@@ -238,28 +241,40 @@ impl Journal {
 }
 
 impl cairn_engine::record::Sink for Journal {
-    fn append(&self, unit: &[u8]) {
-        if unit.len() > frame::MAX_FRAME as usize {
+    /// Frames the unit in place: a header placeholder, the records, then
+    /// the header's length and checksum over what `fill` wrote.
+    fn append_with(&self, fill: &mut dyn FnMut(&mut Vec<u8>)) {
+        let mut p = self.pending.lock();
+        let start = p.data.len();
+        p.data.extend_from_slice(&[0; frame::FRAME_HEADER_LEN]);
+        fill(&mut p.data);
+        let payload = &p.data[start + frame::FRAME_HEADER_LEN..];
+        if payload.is_empty() {
+            p.data.truncate(start);
+            return;
+        }
+        if payload.len() > frame::MAX_FRAME as usize {
             // Cannot be framed: refuse writes from now on rather than
             // write a frame replay would reject.
+            p.data.truncate(start);
+            drop(p);
             self.mark_failed(
                 "framing a unit for",
                 &std::io::Error::from_raw_os_error(libc::EFBIG),
             );
             return;
         }
-        let h = frame::frame_header(unit);
-        let mut p = self.pending.lock();
-        p.data.extend_from_slice(&h);
-        p.data.extend_from_slice(unit);
-        let end = self.appended.load(Ordering::Relaxed) + (h.len() + unit.len()) as u64;
+        let h = frame::frame_header(payload);
+        let framed = p.data.len() - start;
+        p.data[start..start + frame::FRAME_HEADER_LEN].copy_from_slice(&h);
+        let end = self.appended.load(Ordering::Relaxed) + framed as u64;
         self.appended.store(end, Ordering::Release);
         LAST_END.with(|c| c.set(end));
         if DEFER_KICK.with(|d| d.get()) && self.policy.load(Ordering::Relaxed) == POLICY_ALWAYS {
-            // A worker mid-turn: the writer starts the next fsync when the
-            // turn ends (`end_of_turn`), so one fsync carries every write
-            // of the turn, as Redis's one fsync per event-loop turn does.
-            // Its replies leave at the end of the turn anyway.
+            // A worker mid-turn: it leads the fsync, or wakes the writer,
+            // when the turn ends (`end_of_turn`), so one fsync carries
+            // every write of the turn, as Redis's one fsync per event-loop
+            // turn does. Its replies leave at the end of the turn anyway.
             KICK_OWED.with(|k| k.set(true));
         } else {
             p.turn_ended = true;
@@ -284,9 +299,13 @@ pub fn defer_kicks() {
 /// carries every write the turn made. Measured with 50 unpipelined
 /// clients (strace -c): one fdatasync per ~6 writes when every append woke
 /// the writer, against Redis's one per ~24.
+///
+/// Worker `w` first tries to lead: to write and fsync the pending data
+/// itself (`Journal::lead`); the writer thread is woken only when it
+/// cannot.
 #[inline]
-pub fn end_of_turn(shared: &Shared) {
-    if KICK_OWED.with(|k| k.replace(false)) {
+pub fn end_of_turn(shared: &Shared, w: usize) {
+    if KICK_OWED.with(|k| k.replace(false)) && !shared.journal.lead(shared, w) {
         shared.journal.kick();
     }
 }
@@ -502,12 +521,13 @@ fn spawn_writer(shared: &Arc<Shared>, file: File, size: u64) {
     j.set_policy(shared.config.read().appendfsync);
     j.current_size.store(size, Ordering::Relaxed);
     j.pending.lock().stop = false;
+    *j.io.lock() = Some(Io::new(file, size, j.appended()));
     let s = shared.clone();
     let handle = std::thread::Builder::new()
         .name("cairn-journal".into())
         .spawn(move || {
             crate::memory::register_thread();
-            writer(s, file, size)
+            writer(s)
         })
         .expect("spawn the journal writer");
     *j.writer.lock() = Some(handle);
@@ -610,187 +630,305 @@ fn wake_waiters(shared: &Shared) {
     }
 }
 
+/// The journal file and what is in flight to it. The writer thread takes
+/// it for each step; under `always` a worker ending a turn takes it for a
+/// step of its own (`Journal::lead`), which needs it idle.
+struct Io {
+    file: File,
+    /// Where `out` goes: everything before is written (and, under
+    /// `always`, fsynced).
+    file_len: u64,
+    /// Bytes after `file_len` not yet durable (under `always`), or not yet
+    /// written (after a failed write).
+    out: Vec<u8>,
+    /// How much of `out` is written.
+    out_written: usize,
+    /// Logical end that `out` reaches.
+    out_end: u64,
+    /// A compaction's cut: the next file, and the bytes appended after the
+    /// cut, which go there once `out` (before the cut) is on disk.
+    switch: Option<(File, Vec<u8>, u64)>,
+    last_fsync: Instant,
+    unsynced: bool,
+    retry_at: Option<Instant>,
+}
+
+impl Io {
+    fn new(file: File, file_len: u64, out_end: u64) -> Io {
+        Io {
+            file,
+            file_len,
+            out: Vec::new(),
+            out_written: 0,
+            out_end,
+            switch: None,
+            last_fsync: Instant::now(),
+            unsynced: false,
+            retry_at: None,
+        }
+    }
+
+    /// Nothing in flight: everything taken is written and fsynced, no
+    /// failure is being retried, no file switch is pending.
+    fn idle(&self) -> bool {
+        self.out.is_empty() && !self.unsynced && self.switch.is_none() && self.retry_at.is_none()
+    }
+
+    /// Writes what of `out` is not written yet, at its place in the file (a
+    /// failed partial write is simply overwritten on the next attempt).
+    fn write_out(&mut self, j: &Journal) -> std::io::Result<()> {
+        if self.out_written < self.out.len() {
+            inject(&j.fault_writes).and_then(|_| {
+                self.file.write_all_at(
+                    &self.out[self.out_written..],
+                    self.file_len + self.out_written as u64,
+                )
+            })?;
+            self.out_written = self.out.len();
+            self.unsynced = true;
+            j.written.store(self.out_end, Ordering::SeqCst);
+            j.current_size
+                .store(self.file_len + self.out.len() as u64, Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    /// fsyncs; on success `out` is durable and leaves the buffer.
+    fn fsync(&mut self, j: &Journal) -> std::io::Result<()> {
+        let delay = j.fault_fsync_delay_ms.load(Ordering::Relaxed);
+        if delay > 0 {
+            std::thread::sleep(Duration::from_millis(delay));
+        }
+        inject(&j.fault_fsyncs).and_then(|_| self.file.sync_data())?;
+        self.last_fsync = Instant::now();
+        self.unsynced = false;
+        self.settle(j);
+        Ok(())
+    }
+
+    /// `out` is on disk (or, under everysec/no, in the OS's hands): it
+    /// leaves the buffer and `durable` moves to its end.
+    fn settle(&mut self, j: &Journal) {
+        self.file_len += self.out.len() as u64;
+        self.out.clear();
+        self.out_written = 0;
+        j.durable.store(self.out_end, Ordering::SeqCst);
+        j.mark_ok();
+    }
+
+    /// A write or fsync failed: refuse writes, release replies held only
+    /// for what they show, retry in a moment. After a failed fsync the
+    /// kernel may have dropped the dirty pages, so everything since the
+    /// last good fsync is written again before the file is trusted
+    /// (PostgreSQL's "fsyncgate" lesson).
+    fn failed(&mut self, j: &Journal, what: &str, e: &std::io::Error) {
+        j.mark_failed(what, e);
+        if what == "fsyncing" {
+            self.out_written = 0;
+        }
+        self.retry_at = Some(Instant::now() + RETRY_EVERY);
+    }
+}
+
+impl Journal {
+    /// Leader-based group commit (`always`): the worker `w` whose turn
+    /// appended writes and fsyncs everything pending itself, as Redis's one
+    /// thread does before it replies, instead of waking the writer thread
+    /// and being woken back: two cross-thread wake-ups per fsync, which
+    /// cost more than the fsync's own CPU on a VM. Returns false (the
+    /// caller then wakes the writer) when another thread holds the file,
+    /// or it has work of its own (a retry, a compaction's switch).
+    fn lead(&self, shared: &Shared, w: usize) -> bool {
+        let Some(mut g) = self.io.try_lock() else {
+            return false;
+        };
+        let Some(io) = g.as_mut() else {
+            return false;
+        };
+        if !io.idle() {
+            return false;
+        }
+        {
+            let mut p = self.pending.lock();
+            if p.rotate.is_some() || p.stop {
+                return false;
+            }
+            if p.data.is_empty() {
+                // Taken by a step that has finished (it held the file):
+                // on disk already.
+                return true;
+            }
+            p.turn_ended = false;
+            io.out = std::mem::take(&mut p.data);
+            io.out_end = self.appended();
+        }
+        // This worker releases its own held output right after
+        // (`release_held`); no message to itself.
+        if let Some(f) = self.waiters.get(w) {
+            f.store(false, Ordering::SeqCst);
+        }
+        let r = match io.write_out(self) {
+            Ok(()) => io.fsync(self).map_err(|e| ("fsyncing", e)),
+            Err(e) => Err(("writing", e)),
+        };
+        match r {
+            Ok(()) => {
+                drop(g);
+                wake_waiters(shared);
+            }
+            Err((what, e)) => {
+                io.failed(self, what, &e);
+                drop(g);
+                wake_waiters(shared);
+                // The writer retries.
+                self.kick();
+            }
+        }
+        true
+    }
+}
+
 /// The writer thread: takes what was appended, writes it at the end of the
 /// file, fsyncs per policy, publishes positions, retries after failures,
 /// and switches to a new file at a compaction's cut (`Pending::rotate`).
-fn writer(shared: Arc<Shared>, mut file: File, mut file_len: u64) {
+/// Its state (`Io`) is the journal's, so a worker can lead a step.
+fn writer(shared: Arc<Shared>) {
+    writer_loop(&shared);
+    *shared.journal.io.lock() = None;
+}
+
+fn writer_loop(shared: &Shared) {
     let j = &shared.journal;
-    // Bytes after `file_len` not yet durable (under `always`), or not yet
-    // written (after a failed write).
-    let mut out: Vec<u8> = Vec::new();
-    // How much of `out` is written.
-    let mut out_written = 0usize;
-    // Logical end that `out` reaches.
-    let mut out_end = j.appended();
-    // A compaction's cut: the next file, and the bytes appended after the
-    // cut, which go there once `out` (before the cut) is on disk.
-    let mut switch: Option<(File, Vec<u8>, u64)> = None;
-    let mut last_fsync = Instant::now();
-    let mut unsynced = false;
-    let mut retry_at: Option<Instant> = None;
     loop {
-        let stop;
-        {
-            let mut p = j.pending.lock();
-            loop {
-                let policy = j.policy.load(Ordering::Relaxed);
-                let everysec_due = policy == POLICY_EVERYSEC
-                    && unsynced
-                    && last_fsync.elapsed() >= Duration::from_secs(1);
-                let retry_due = retry_at.is_some_and(|t| Instant::now() >= t);
-                let data_ready = !p.data.is_empty() && (policy != POLICY_ALWAYS || p.turn_ended);
-                let work = retry_at.is_none()
-                    && (data_ready
-                        || out_written < out.len()
-                        || (policy == POLICY_ALWAYS && unsynced)
-                        || switch.is_some()
-                        || p.rotate.is_some());
-                if p.stop || work || everysec_due || retry_due {
-                    break;
-                }
-                let wait = match retry_at {
-                    Some(t) => t.saturating_duration_since(Instant::now()),
-                    None if unsynced && policy == POLICY_EVERYSEC => {
-                        Duration::from_secs(1).saturating_sub(last_fsync.elapsed())
-                    }
-                    None => Duration::from_secs(1),
-                };
-                p.sleeping = true;
-                j.cond.wait_for(&mut p, wait.max(Duration::from_millis(1)));
-                p.sleeping = false;
-            }
-            if !p.stop
-                && j.policy.load(Ordering::Relaxed) != POLICY_ALWAYS
-                && retry_at.is_none()
-                && p.rotate.is_none()
-                && p.data.len() < COALESCE_BYTES
-            {
-                // everysec / no: no reply waits for this write, so let
-                // appends gather for a moment and carry them in one
-                // write(2). Meanwhile `sleeping` is false, so appends do
-                // not signal: one wake-up per interval instead of one per
-                // write command (which cost the workers ~40% of their
-                // throughput on 2 cores).
-                parking_lot::MutexGuard::unlocked(&mut p, || std::thread::sleep(COALESCE));
-            }
-            stop = p.stop;
-            p.turn_ended = false;
-            let data_start = out_end;
-            let mut data = std::mem::take(&mut p.data);
-            let data_end = j.appended();
-            if let Some((cut, next)) = p.rotate.take() {
-                // Bytes appended before the cut stay in this file.
-                let keep = (cut.saturating_sub(data_start) as usize).min(data.len());
-                let after = data.split_off(keep);
-                switch = Some((next, after, data_end));
-                out_end = cut.max(data_start);
-            } else if let Some((_, after, end)) = &mut switch {
-                after.extend_from_slice(&data);
-                *end = data_end;
-                data.clear();
-            } else {
-                out_end = data_end;
-            }
-            if out.is_empty() {
-                out = data;
-            } else {
-                out.extend_from_slice(&data);
-            }
-        }
-        retry_at = None;
+        // Wait for work. Lock order: the file (`io`), then `pending`; the
+        // file is not held while sleeping, so a worker can lead meanwhile.
+        let mut g = j.io.lock();
+        let mut p = j.pending.lock();
+        let Some(io) = g.as_mut() else {
+            return;
+        };
         let policy = j.policy.load(Ordering::Relaxed);
-        // Write what is not written yet, at its place in the file (a failed
-        // partial write is simply overwritten on the next attempt).
-        if out_written < out.len() {
-            let r = inject(&j.fault_writes).and_then(|_| {
-                file.write_all_at(&out[out_written..], file_len + out_written as u64)
-            });
-            match r {
-                Ok(()) => {
-                    out_written = out.len();
-                    unsynced = true;
-                    j.written.store(out_end, Ordering::SeqCst);
-                    j.current_size
-                        .store(file_len + out.len() as u64, Ordering::Relaxed);
+        let everysec_due = policy == POLICY_EVERYSEC
+            && io.unsynced
+            && io.last_fsync.elapsed() >= Duration::from_secs(1);
+        let retry_due = io.retry_at.is_some_and(|t| Instant::now() >= t);
+        let data_ready = !p.data.is_empty() && (policy != POLICY_ALWAYS || p.turn_ended);
+        let work = io.retry_at.is_none()
+            && (data_ready
+                || io.out_written < io.out.len()
+                || (policy == POLICY_ALWAYS && io.unsynced)
+                || io.switch.is_some()
+                || p.rotate.is_some());
+        if !(p.stop || work || everysec_due || retry_due) {
+            let wait = match io.retry_at {
+                Some(t) => t.saturating_duration_since(Instant::now()),
+                None if io.unsynced && policy == POLICY_EVERYSEC => {
+                    Duration::from_secs(1).saturating_sub(io.last_fsync.elapsed())
                 }
-                Err(e) => {
-                    j.mark_failed("writing", &e);
-                    // Replies held only for what they show go out now.
-                    wake_waiters(&shared);
-                    retry_at = Some(Instant::now() + RETRY_EVERY);
-                    if stop {
-                        log::warning("Journal writer stopping with unwritten data after an error");
-                        return;
-                    }
-                    continue;
-                }
-            }
+                None => Duration::from_secs(1),
+            };
+            drop(g);
+            p.sleeping = true;
+            j.cond.wait_for(&mut p, wait.max(Duration::from_millis(1)));
+            p.sleeping = false;
+            continue;
         }
-        let fsync_now = unsynced
+        if !p.stop
+            && policy != POLICY_ALWAYS
+            && io.retry_at.is_none()
+            && p.rotate.is_none()
+            && p.data.len() < COALESCE_BYTES
+        {
+            // everysec / no: no reply waits for this write, so let appends
+            // gather for a moment and carry them in one write(2).
+            // Meanwhile `sleeping` is false, so appends do not signal: one
+            // wake-up per interval instead of one per write command (which
+            // cost the workers ~40% of their throughput on 2 cores).
+            drop(p);
+            drop(g);
+            std::thread::sleep(COALESCE);
+            g = j.io.lock();
+            p = j.pending.lock();
+        }
+        let Some(io) = g.as_mut() else {
+            return;
+        };
+        let stop = p.stop;
+        p.turn_ended = false;
+        let data_start = io.out_end;
+        let mut data = std::mem::take(&mut p.data);
+        let data_end = j.appended();
+        if let Some((cut, next)) = p.rotate.take() {
+            // Bytes appended before the cut stay in this file.
+            let keep = (cut.saturating_sub(data_start) as usize).min(data.len());
+            let after = data.split_off(keep);
+            io.switch = Some((next, after, data_end));
+            io.out_end = cut.max(data_start);
+        } else if let Some((_, after, end)) = &mut io.switch {
+            after.extend_from_slice(&data);
+            *end = data_end;
+            data.clear();
+        } else {
+            io.out_end = data_end;
+        }
+        drop(p);
+        if io.out.is_empty() {
+            io.out = data;
+        } else {
+            io.out.extend_from_slice(&data);
+        }
+        io.retry_at = None;
+        let policy = j.policy.load(Ordering::Relaxed);
+        if let Err(e) = io.write_out(j) {
+            io.failed(j, "writing", &e);
+            drop(g);
+            wake_waiters(shared);
+            if stop {
+                log::warning("Journal writer stopping with unwritten data after an error");
+                return;
+            }
+            continue;
+        }
+        let fsync_now = io.unsynced
             && match policy {
                 POLICY_ALWAYS => true,
                 POLICY_EVERYSEC => {
-                    stop || switch.is_some() || last_fsync.elapsed() >= Duration::from_secs(1)
+                    stop || io.switch.is_some() || io.last_fsync.elapsed() >= Duration::from_secs(1)
                 }
-                _ => stop || switch.is_some(),
+                _ => stop || io.switch.is_some(),
             };
         if fsync_now {
-            let delay = j.fault_fsync_delay_ms.load(Ordering::Relaxed);
-            if delay > 0 {
-                std::thread::sleep(Duration::from_millis(delay));
-            }
-            match inject(&j.fault_fsyncs).and_then(|_| file.sync_data()) {
-                Ok(()) => {
-                    last_fsync = Instant::now();
-                    unsynced = false;
-                    file_len += out.len() as u64;
-                    out.clear();
-                    out_written = 0;
-                    j.durable.store(out_end, Ordering::SeqCst);
-                    j.mark_ok();
-                    wake_waiters(&shared);
+            if let Err(e) = io.fsync(j) {
+                io.failed(j, "fsyncing", &e);
+                drop(g);
+                wake_waiters(shared);
+                if stop {
+                    return;
                 }
-                Err(e) => {
-                    j.mark_failed("fsyncing", &e);
-                    // Replies held only for what they show go out now.
-                    wake_waiters(&shared);
-                    // After a failed fsync the kernel may have dropped the
-                    // dirty pages: write everything since the last good
-                    // fsync again before trusting the file (PostgreSQL's
-                    // "fsyncgate" lesson).
-                    out_written = 0;
-                    retry_at = Some(Instant::now() + RETRY_EVERY);
-                    if stop {
-                        return;
-                    }
-                    continue;
-                }
+                continue;
             }
-        } else if out_written == out.len() && policy != POLICY_ALWAYS {
+            wake_waiters(shared);
+        } else if io.out_written == io.out.len() && policy != POLICY_ALWAYS {
             // Written; under everysec/no the OS owns it now. Held replies
             // (if the policy just changed) need not wait any more.
-            j.mark_ok();
-            file_len += out.len() as u64;
-            out.clear();
-            out_written = 0;
-            j.durable.store(out_end, Ordering::SeqCst);
-            wake_waiters(&shared);
+            io.settle(j);
+            wake_waiters(shared);
         }
-        if out.is_empty() && !unsynced {
-            if let Some((next, after, end)) = switch.take() {
+        if io.out.is_empty() && !io.unsynced {
+            if let Some((next, after, end)) = io.switch.take() {
                 // Everything before the cut is on disk: go on in the new
                 // file with what came after it.
-                j.incr_before.fetch_add(file_len, Ordering::Relaxed);
-                file = next;
-                file_len = frame::HEADER_LEN;
-                out = after;
-                out_written = 0;
-                out_end = end;
-                j.current_size.store(file_len, Ordering::Relaxed);
+                j.incr_before.fetch_add(io.file_len, Ordering::Relaxed);
+                io.file = next;
+                io.file_len = frame::HEADER_LEN;
+                io.out = after;
+                io.out_written = 0;
+                io.out_end = end;
+                j.current_size.store(io.file_len, Ordering::Relaxed);
                 continue;
             }
         }
-        if stop && out.is_empty() && switch.is_none() {
+        if stop && io.out.is_empty() && io.switch.is_none() {
             let p = j.pending.lock();
             if p.data.is_empty() {
                 return;

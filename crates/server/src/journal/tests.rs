@@ -18,10 +18,15 @@ use std::sync::Arc;
 struct Capture(Mutex<Vec<u8>>);
 
 impl cairn_engine::record::Sink for Capture {
-    fn append(&self, unit: &[u8]) {
+    fn append_with(&self, fill: &mut dyn FnMut(&mut Vec<u8>)) {
+        let mut unit = Vec::new();
+        fill(&mut unit);
+        if unit.is_empty() {
+            return;
+        }
         let mut f = self.0.lock();
-        f.extend_from_slice(&frame::frame_header(unit));
-        f.extend_from_slice(unit);
+        f.extend_from_slice(&frame::frame_header(&unit));
+        f.extend_from_slice(&unit);
     }
 }
 
