@@ -187,6 +187,9 @@ struct Staged {
     has_explicit: bool,
     /// Records of an EXEC, committed together when the hold ends.
     tx: Vec<u8>,
+    /// This thread's copy of the sink, with its generation (as
+    /// `SINK_CACHE`, kept here so a commit touches one thread-local).
+    sink: (u64, Option<Arc<dyn Sink>>),
 }
 
 thread_local! {
@@ -416,58 +419,95 @@ pub fn deleted<'a>(engine: &Engine, db: usize, keys: impl Iterator<Item = &'a [u
 /// Called by a guard being dropped: commits its records (expiry deletions
 /// it found, then the command's record if it wrote) while its locks are
 /// still held. `held`: inside `hold_all`, collect for the transaction.
+/// One thread-local access for the sink and the staged records together:
+/// this runs for every write command while the journal is on.
 pub(crate) fn commit(engine: &Engine, wrote: bool, held: bool) {
-    engine.journal.with_sink(|sink| match sink {
-        None => discard(),
-        Some(sink) => commit_to(sink.as_ref(), wrote, held),
-    });
-}
-
-fn commit_to(sink: &dyn Sink, wrote: bool, held: bool) {
+    let generation = engine.journal.generation.load(Ordering::Acquire);
     STAGED.with(|s| {
         let mut s = s.borrow_mut();
-        let s = &mut *s;
+        let Staged {
+            pre,
+            explicit,
+            has_explicit,
+            tx,
+            sink,
+        } = &mut *s;
+        if sink.0 != generation {
+            *sink = (generation, engine.journal.sink.read().clone());
+        }
+        let Some(sink) = &sink.1 else {
+            *has_explicit = false;
+            pre.clear();
+            return;
+        };
         if !wrote {
-            s.has_explicit = false;
-            if s.pre.is_empty() {
+            *has_explicit = false;
+            if pre.is_empty() {
                 return;
             }
         }
         if held {
-            let mut tx = std::mem::take(&mut s.tx);
-            write_unit(s, wrote, &mut tx);
-            s.tx = tx;
+            write_unit(pre, explicit, has_explicit, wrote, tx);
         } else {
-            sink.append_with(&mut |out| write_unit(s, wrote, out));
+            sink.append_with(&mut |out| write_unit(pre, explicit, has_explicit, wrote, out));
         }
     });
 }
 
 /// Writes a guard's unit at the end of `out`: the expiry deletions it
 /// found, then (if it wrote) the staged record or the command as sent.
-fn write_unit(s: &mut Staged, wrote: bool, out: &mut Vec<u8>) {
-    out.append(&mut s.pre);
+fn write_unit(
+    pre: &mut Vec<u8>,
+    explicit: &[u8],
+    has_explicit: &mut bool,
+    wrote: bool,
+    out: &mut Vec<u8>,
+) {
+    out.append(pre);
     if !wrote {
         return;
     }
-    if s.has_explicit {
-        out.extend_from_slice(&s.explicit);
-        s.has_explicit = false;
+    if *has_explicit {
+        out.extend_from_slice(explicit);
+        *has_explicit = false;
     } else if let Some((db, args)) = COMMAND.with(Cell::get) {
         // SAFETY: see `CommandScope::new`.
         let args = unsafe { &*args };
         let argc = args.argc();
+        out.reserve(24);
         out.push(Tag::Command as u8);
         put_varint(out, db as u64);
         put_varint(out, argc as u64);
         for i in 0..argc {
-            let a = args.arg(i);
-            out.reserve(a.len() + 5);
-            put_varint(out, a.len() as u64);
-            out.extend_from_slice(a);
+            put_bytes(out, args.arg(i));
         }
     } else {
         unsourced();
+    }
+}
+
+/// Appends `a` with its LEB128 length, reserving once: one capacity check
+/// per argument instead of one per byte of the length.
+#[inline]
+fn put_bytes(out: &mut Vec<u8>, a: &[u8]) {
+    out.reserve(a.len() + 10);
+    let len = out.len();
+    // SAFETY: `reserve` made room for the (at most 10-byte) varint and the
+    // bytes; `set_len` covers exactly what was written.
+    unsafe {
+        let base = out.as_mut_ptr().add(len);
+        let mut p = base;
+        let mut v = a.len() as u64;
+        while v >= 0x80 {
+            *p = (v as u8) | 0x80;
+            p = p.add(1);
+            v >>= 7;
+        }
+        *p = v as u8;
+        p = p.add(1);
+        std::ptr::copy_nonoverlapping(a.as_ptr(), p, a.len());
+        let head = p.offset_from(base) as usize;
+        out.set_len(len + head + a.len());
     }
 }
 

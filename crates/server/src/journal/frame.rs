@@ -56,8 +56,15 @@ pub fn crc32c(crc: u32, data: &[u8]) -> u32 {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "sse4.2")]
 unsafe fn crc32c_sse42(crc: u32, data: &[u8]) -> u32 {
+    !crc32c_sse42_raw(!crc, data)
+}
+
+/// The CRC register over `data`, from and to the raw (uninverted) state.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "sse4.2")]
+unsafe fn crc32c_sse42_raw(state: u32, data: &[u8]) -> u32 {
     use std::arch::x86_64::{_mm_crc32_u16, _mm_crc32_u32, _mm_crc32_u64, _mm_crc32_u8};
-    let mut c = u64::from(!crc);
+    let mut c = u64::from(state);
     let mut chunks = data.chunks_exact(8);
     for b in &mut chunks {
         let v = u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]);
@@ -76,7 +83,22 @@ unsafe fn crc32c_sse42(crc: u32, data: &[u8]) -> u32 {
     if let [a] = rest {
         c = _mm_crc32_u8(c, *a);
     }
-    !c
+    c
+}
+
+/// A frame's checksum: CRC-32C over the 4 length bytes, then the payload.
+fn frame_crc(len: [u8; 4], payload: &[u8]) -> u32 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("sse4.2") {
+            // SAFETY: the feature was just detected.
+            return unsafe {
+                let c = std::arch::x86_64::_mm_crc32_u32(!0, u32::from_le_bytes(len));
+                !crc32c_sse42_raw(c, payload)
+            };
+        }
+    }
+    crc32c_table(crc32c_table(0, &len), payload)
 }
 
 /// Slicing by 8, table-driven: the portable CRC-32C.
@@ -136,7 +158,7 @@ static TABLES: [[u32; 256]; 8] = make_tables();
 /// The frame header for `payload`.
 pub fn frame_header(payload: &[u8]) -> [u8; 8] {
     let len = (payload.len() as u32).to_le_bytes();
-    let crc = crc32c(crc32c(0, &len), payload);
+    let crc = frame_crc(len, payload);
     let mut h = [0u8; 8];
     h[..4].copy_from_slice(&len);
     h[4..].copy_from_slice(&crc.to_le_bytes());
@@ -353,6 +375,11 @@ mod tests {
             assert_eq!(crc32c(0x1234_5678, d), crc32c_table(0x1234_5678, d));
         }
         assert_eq!(crc32c_table(0, b"123456789"), 0xe306_9283);
+        for len in [0usize, 1, 5, 8, 13, 40, 299] {
+            let d = &data[..len];
+            let l = (len as u32).to_le_bytes();
+            assert_eq!(frame_crc(l, d), crc32c_table(crc32c_table(0, &l), d));
+        }
     }
 
     #[test]
