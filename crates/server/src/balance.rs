@@ -55,9 +55,10 @@ pub struct Balance {
 }
 
 impl Balance {
-    pub fn new(workers: usize) -> Self {
+    /// `active`: how many workers take connections at start.
+    pub fn new(active: usize) -> Self {
         Balance {
-            active: AtomicUsize::new(workers.max(1)),
+            active: AtomicUsize::new(active.max(1)),
             forced: AtomicUsize::new(0),
             epoch: AtomicU64::new(0),
             plan: Mutex::new(Vec::new()),

@@ -31,6 +31,10 @@ pub fn signalled() -> bool {
 pub fn build_shared(cfg: Config) -> Result<Arc<Shared>, String> {
     let table = CommandTable::build(&cmd::families())?;
     let threads = worker_threads(&cfg);
+    // With balancing on, serve on one worker until the load asks for more
+    // (`balance`: spreading takes one window, so a busy server spreads
+    // within a second, and a light one never pays for idle workers).
+    let start_active = if cfg.worker_balance { 1 } else { threads };
     let engine = Engine::new(Options {
         databases: cfg.databases,
         shards: 1024,
@@ -63,7 +67,7 @@ pub fn build_shared(cfg: Config) -> Result<Arc<Shared>, String> {
         memcache: crate::memcache::McShared::new(threads),
         journal: Arc::new(crate::journal::Journal::new(threads)),
         snapshots: Default::default(),
-        balance: crate::balance::Balance::new(threads),
+        balance: crate::balance::Balance::new(start_active),
     });
     let _ = shared.journal.server.set(Arc::downgrade(&shared));
     shared.refresh_hot();

@@ -293,9 +293,10 @@ fn blocked_clients_and_subscribers_stay_and_work() {
     }
 }
 
-/// With nothing to do, a server started with two workers gathers its
-/// clients on one within a few seconds (three one-second windows of
-/// measurement), and `worker-balance no` spreads them back.
+/// A server with balancing starts on one active worker; `worker-balance
+/// no` spreads new clients over both; back on, with nothing to do, it
+/// gathers them on one again within a few seconds (three one-second
+/// windows of measurement).
 #[test]
 fn an_idle_server_gathers_its_clients_on_one_worker() {
     let s = start_cairn(&[
@@ -307,20 +308,22 @@ fn an_idle_server_gathers_its_clients_on_one_worker() {
         "yes",
     ]);
     let mut admin = redis_client(s.port);
-    let mut others: Vec<redis::Connection> = (0..5).map(|_| redis_client(s.port)).collect();
-    assert_eq!(info_field(&mut admin, "cairn_active_workers"), "2");
+    let mut first: Vec<redis::Connection> = (0..4).map(|_| redis_client(s.port)).collect();
+    assert_eq!(info_field(&mut admin, "cairn_active_workers"), "1");
+    assert_eq!(per_worker(&mut admin)[1], 0, "worker 1 is not active yet");
+    let _: () = q(&mut admin, &["CONFIG", "SET", "worker-balance", "no"]);
+    wait_for(10, "both workers active", || {
+        info_field(&mut admin, "cairn_active_workers") == "2"
+    });
+    // New clients go to both.
+    let mut more: Vec<redis::Connection> = (0..4).map(|_| redis_client(s.port)).collect();
+    wait_for(10, "clients on worker 1", || per_worker(&mut admin)[1] > 0);
+    let _: () = q(&mut admin, &["CONFIG", "SET", "worker-balance", "yes"]);
     wait_for(15, "one active worker", || {
         info_field(&mut admin, "cairn_active_workers") == "1" && per_worker(&mut admin)[1] == 0
     });
-    for c in others.iter_mut() {
+    for c in first.iter_mut().chain(more.iter_mut()) {
         let pong: String = q(c, &["PING"]);
         assert_eq!(pong, "PONG");
     }
-    let _: () = q(&mut admin, &["CONFIG", "SET", "worker-balance", "no"]);
-    wait_for(10, "both workers active again", || {
-        info_field(&mut admin, "cairn_active_workers") == "2"
-    });
-    // New clients go to both again.
-    let _more: Vec<redis::Connection> = (0..4).map(|_| redis_client(s.port)).collect();
-    wait_for(10, "clients on worker 1", || per_worker(&mut admin)[1] > 0);
 }
