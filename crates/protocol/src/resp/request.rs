@@ -208,6 +208,7 @@ impl ArgList {
 
     /// Argument `i`. `buf` must be the buffer given to the [`parse_request`]
     /// call that filled this list. Panics if `i >= self.len()`.
+    #[inline]
     pub fn get<'a>(&'a self, buf: &'a [u8], i: usize) -> &'a [u8] {
         let s = self.spans[i];
         match s.src {

@@ -57,6 +57,10 @@ impl cairn_engine::record::ArgSource for Args<'_> {
     fn arg(&self, i: usize) -> &[u8] {
         self.get(i)
     }
+
+    fn put_args(&self, out: &mut Vec<u8>) {
+        cairn_engine::record::put_args(out, (0..self.len()).map(|i| self.get(i)));
+    }
 }
 
 /// Everything a handler may touch.
