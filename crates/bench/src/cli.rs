@@ -277,6 +277,13 @@ pub struct GetSetCmd {
         default_missing_value = "paced"
     )]
     pub equal_load: Option<crate::getset::EqualLoad>,
+    /// Write a connection's next pipeline after the other events of the
+    /// same poll round, as redis-benchmark's event loop does (its next
+    /// write waits for the next epoll_wait), not as soon as its replies are
+    /// in: the server gets requests in the same bursts. Implied by
+    /// `--equal-load closed`.
+    #[arg(long)]
+    pub defer_writes: bool,
 }
 
 /// Parses "8,16,32".

@@ -178,6 +178,13 @@ struct Params<'a> {
     timeout: Duration,
     /// Requests per second for this event-loop thread, if paced.
     rate: Option<f64>,
+    /// A connection whose replies are complete writes its next pipeline
+    /// only after every other event of the same poll round is handled, as
+    /// redis-benchmark's ae loop does (its `resetClient` re-arms the
+    /// writable event, served by the next `epoll_wait`). The server then
+    /// gets the requests in the same bursts, and, as in redis-benchmark,
+    /// the rest of the round is outside the timed interval.
+    defer_writes: bool,
 }
 
 /// Paces one event loop to a request rate while staying closed-loop: the
@@ -476,6 +483,8 @@ fn event_loop(
     let pacer = Pacer::new(p.rate, Instant::now());
     // Connections with nothing in flight, waiting for the pacer (FIFO).
     let mut idle: VecDeque<usize> = VecDeque::with_capacity(conns_n);
+    // Connections to write after this poll round (`defer_writes`).
+    let mut deferred: Vec<usize> = Vec::with_capacity(conns_n);
     for (i, c) in conns.iter_mut().enumerate() {
         let Some(c) = c.as_mut() else { continue };
         if issued < share {
@@ -558,6 +567,8 @@ fn event_loop(
                 c.inflight = 0;
                 if issued < share && pacer.is_some_and(|pc| pc.due(issued) > now) {
                     idle.push_back(i);
+                } else if issued < share && p.defer_writes {
+                    deferred.push(i);
                 } else if issued < share {
                     let k = batch(issued);
                     issued += k as u64;
@@ -568,6 +579,21 @@ fn event_loop(
                         conns[i] = reopen(p, &poll, i, &mut issued, share, &mut rng);
                     }
                 }
+            }
+        }
+        // Connections whose next pipeline waited for the end of the round.
+        for i in deferred.drain(..) {
+            let Some(c) = conns[i].as_mut() else { continue };
+            if c.inflight > 0 || issued >= share {
+                continue;
+            }
+            let k = batch(issued);
+            issued += k as u64;
+            if let Err(e) = issue(c, p, k, &mut rng) {
+                rec.err(0, &OpError::from(e), k as u64);
+                finished += k as u64;
+                c.inflight = 0;
+                conns[i] = reopen(p, &poll, i, &mut issued, share, &mut rng);
             }
         }
         // Paced connections whose turn has come.
@@ -676,6 +702,7 @@ fn run_test(
         keyspace: a.keyspace.max(1),
         timeout: ctx.timeout,
         rate: thread_rate(rate, threads),
+        defer_writes: a.defer_writes || a.equal_load == Some(EqualLoad::Closed),
     };
     let names = if test == Test::Set {
         SET_NAMES
@@ -890,7 +917,8 @@ pub enum EqualLoad {
     /// paced ones do not.
     Paced,
     /// Both clients closed-loop and unpaced with the same connections,
-    /// pipeline and threads. The loads are the same when the throughputs
+    /// pipeline and threads, cairn-bench with redis-benchmark's write
+    /// rounds (`--defer-writes`, implied). The loads are the same when the throughputs
     /// are (within [`RATE_TOLERANCE`]): the same requests in flight at the
     /// same rate spend, by Little's law, the same mean time in the system.
     /// That holds when the server, not either client, is the bottleneck
@@ -1332,6 +1360,7 @@ pub fn command(a: GetSetCmd) -> Result<(), String> {
         "latency_definition": "from the start of a pipeline's write to the moment its connection's first readiness with reply bytes is handled (the clock is read before the read, as redis-benchmark's readHandler), for every request of the pipeline; with a target rate, from the actual write, not the intended send time",
         "target_rate": ctx.target_rate,
         "equal_load": a.equal_load,
+        "defer_writes": a.defer_writes || a.equal_load == Some(EqualLoad::Closed),
         "equal_load_checks": checks.iter().cloned().chain(median_checks(&checks)).collect::<Vec<_>>(),
     });
     let mut notes = Vec::new();
