@@ -269,6 +269,8 @@ pub struct GetSetCmd {
     /// the rate redis-benchmark reached (for one connection, or a server far
     /// from busy). `closed`: both closed-loop with the same connections; the
     /// same load when the rates agree within 5% (a saturated server).
+    /// `concurrent`: both at once, same options each, against the one
+    /// server (the same load while both run; drift between runs cancels).
     #[arg(
         long,
         value_enum,

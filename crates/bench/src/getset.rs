@@ -727,6 +727,8 @@ fn run_test(
 }
 
 /// Runs redis-benchmark with the same options; its CSV becomes a [`Run`].
+/// `during`, if any, runs while redis-benchmark does (`--equal-load
+/// concurrent`).
 fn redis_benchmark(
     bin: &str,
     t: &Target,
@@ -734,6 +736,7 @@ fn redis_benchmark(
     a: &GetSetCmd,
     round: u32,
     name: &str,
+    during: Option<&mut dyn FnMut()>,
 ) -> Result<Run, String> {
     let mut cmd = Command::new(bin);
     cmd.args(["-h", &t.addr.ip().to_string(), "-p", &t.port.to_string()])
@@ -764,7 +767,20 @@ fn redis_benchmark(
     let cpu0 = t.pid.and_then(sys::cpu_ticks);
     let own0 = sys::cpu_seconds(sys::Who::Children);
     let t0 = Instant::now();
-    let out = cmd.output().map_err(|e| format!("cannot run {bin}: {e}"))?;
+    let child = cmd
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot run {bin}: {e}"))?;
+    if let Some(f) = during {
+        f();
+    }
+    // Its output is a CSV line and a progress line per 250 ms: the pipes
+    // do not fill while `during` runs.
+    let out = child
+        .wait_with_output()
+        .map_err(|e| format!("cannot run {bin}: {e}"))?;
     let wall = t0.elapsed().as_secs_f64();
     let own1 = sys::cpu_seconds(sys::Who::Children);
     let cpu1 = t.pid.and_then(sys::cpu_ticks);
@@ -871,9 +887,10 @@ fn run_redis_benchmark(
     round: u32,
     infos: &[TargetInfo],
     extra_targets: &mut Vec<TargetInfo>,
+    during: Option<&mut dyn FnMut()>,
 ) -> Result<Run, String> {
     let name = format!("{}:redis-benchmark", t.name);
-    let run = redis_benchmark(bin, t, test, a, round, &name)?;
+    let run = redis_benchmark(bin, t, test, a, round, &name, during)?;
     ctx.say(&format!(
         "{name} {} round {round}: {} ops/s, p50 {} µs, p99 {} µs",
         test.name(),
@@ -924,7 +941,17 @@ pub enum EqualLoad {
     /// That holds when the server, not either client, is the bottleneck
     /// (pipelined runs).
     Closed,
+    /// Both clients at once, each with the same options, against the same
+    /// server: each times its own requests under the one combined load, so
+    /// drift of the machine between runs cancels out. The same load while
+    /// both run: both get the same -n, so their runs overlap by the ratio
+    /// of their rates, which must be within [`OVERLAP_TOLERANCE`].
+    Concurrent,
 }
+
+/// `concurrent`: the slower client's rate at least this share below the
+/// faster's (the runs overlap by at least 90%).
+pub const OVERLAP_TOLERANCE: f64 = 0.10;
 
 /// What redis-benchmark 7 would print for a latency of `us` µs: it records
 /// whole microseconds (`ustime()` differences) in an HDR histogram made by
@@ -997,6 +1024,23 @@ pub fn rel_diff(cb: f64, rb: f64) -> Option<f64> {
     (rb > 0.0 && rb.is_finite() && cb.is_finite()).then(|| (cb - rb) / rb)
 }
 
+/// Whether two runs were at the same load: rates within
+/// [`RATE_TOLERANCE`] (one after the other), or, run at once, overlapping
+/// by all but [`OVERLAP_TOLERANCE`] of the longer run.
+pub fn same_load(mode: EqualLoad, rb_ops: f64, cb_ops: f64) -> bool {
+    if !(rb_ops > 0.0 && cb_ops > 0.0 && rb_ops.is_finite() && cb_ops.is_finite()) {
+        return false;
+    }
+    match mode {
+        EqualLoad::Paced | EqualLoad::Closed => {
+            ((cb_ops - rb_ops) / rb_ops).abs() <= RATE_TOLERANCE + 1e-12
+        }
+        EqualLoad::Concurrent => {
+            rb_ops.min(cb_ops) / rb_ops.max(cb_ops) >= 1.0 - OVERLAP_TOLERANCE - 1e-12
+        }
+    }
+}
+
 /// Compares one pair of runs, redis-benchmark's then cairn-bench's.
 pub fn check_latency(
     target: &str,
@@ -1028,8 +1072,7 @@ pub fn check_latency(
         p99_diff,
         rb_busy: rb.busy,
         cb_busy: cb.busy,
-        same_load: rel_diff(cb.ops_per_sec, rb.ops_per_sec)
-            .is_some_and(|d| d.abs() <= RATE_TOLERANCE + 1e-12),
+        same_load: same_load(mode, rb.ops_per_sec, cb.ops_per_sec),
         rb_client_bound: rb.busy.is_some_and(|b| b >= CLIENT_BOUND),
         agrees: within(p50_diff) && within(p99_diff),
     }
@@ -1039,6 +1082,9 @@ impl LatencyCheck {
     /// One line's verdict.
     pub fn verdict(&self) -> &'static str {
         match (self.same_load, self.agrees, self.rb_client_bound) {
+            (false, _, _) if self.mode == EqualLoad::Concurrent => {
+                "NOT SAME LOAD (the runs overlap by less than 90%)"
+            }
             (false, _, _) => "NOT SAME LOAD (rates differ by more than 5%)",
             (true, true, _) => "ok (within 10%)",
             (true, false, true) => {
@@ -1111,6 +1157,7 @@ pub fn render_checks(checks: &[LatencyCheck]) -> String {
         out.push_str(match m {
             EqualLoad::Paced => "equal load (paced): cairn-bench paced to redis-benchmark's measured rate",
             EqualLoad::Closed => "equal load (closed): both clients closed-loop, same connections; same load if the rates agree within 5%",
+            EqualLoad::Concurrent => "equal load (concurrent): both clients at once against the server, same options each; same load while both run (overlap 90%+)",
         });
         out.push('\n');
     }
@@ -1144,6 +1191,7 @@ pub fn render_checks(checks: &[LatencyCheck]) -> String {
             match c.mode {
                 EqualLoad::Paced => "paced",
                 EqualLoad::Closed => "closed",
+                EqualLoad::Concurrent => "concur",
             },
             if c.round == 0 {
                 "median".to_string()
@@ -1231,8 +1279,20 @@ pub fn command(a: GetSetCmd) -> Result<(), String> {
                 };
                 // With --equal-load redis-benchmark goes first and its
                 // measured rate becomes cairn-bench's target rate.
+                // (With `concurrent`, cairn-bench's run while it runs.)
                 let mut rb_run = None;
-                if let (Some(bin), Some(_)) = (vs, a.equal_load) {
+                let mut beside = None;
+                if let (Some(bin), Some(mode)) = (vs, a.equal_load) {
+                    let mut run_beside = || {
+                        let own0 = sys::cpu_seconds(sys::Who::SelfProcess);
+                        let out = run_test(&ctx, t, test, &a, seed, round, None);
+                        beside = Some((own0, out, sys::cpu_seconds(sys::Who::SelfProcess)));
+                    };
+                    let during: Option<&mut dyn FnMut()> = if mode == EqualLoad::Concurrent {
+                        Some(&mut run_beside)
+                    } else {
+                        None
+                    };
                     rb_run = Some(run_redis_benchmark(
                         &ctx,
                         bin,
@@ -1242,6 +1302,7 @@ pub fn command(a: GetSetCmd) -> Result<(), String> {
                         round,
                         &infos,
                         &mut extra_targets,
+                        during,
                     )?);
                 }
                 let rate = match (&rb_run, a.equal_load) {
@@ -1249,9 +1310,14 @@ pub fn command(a: GetSetCmd) -> Result<(), String> {
                     (Some(_), _) => None,
                     (None, _) => ctx.target_rate,
                 };
-                let own0 = sys::cpu_seconds(sys::Who::SelfProcess);
-                let out = run_test(&ctx, t, test, &a, seed, round, rate);
-                let own1 = sys::cpu_seconds(sys::Who::SelfProcess);
+                let (own0, out, own1) = match beside {
+                    Some(b) => b,
+                    None => {
+                        let own0 = sys::cpu_seconds(sys::Who::SelfProcess);
+                        let out = run_test(&ctx, t, test, &a, seed, round, rate);
+                        (own0, out, sys::cpu_seconds(sys::Who::SelfProcess))
+                    }
+                };
                 let mut run = make_run(
                     &t.name,
                     test.name(),
@@ -1328,6 +1394,7 @@ pub fn command(a: GetSetCmd) -> Result<(), String> {
                         round,
                         &infos,
                         &mut extra_targets,
+                        None,
                     )?;
                     records.push(Record {
                         run: rb,
@@ -1629,6 +1696,35 @@ mod tests {
         assert_eq!(c.p50_diff, None);
         assert!(!c.agrees);
         assert_eq!(rel_diff(110.0, 100.0).map(|d| (d * 1e9).round()), Some(1e8));
+    }
+
+    #[test]
+    fn same_load_by_mode() {
+        use EqualLoad::*;
+        // One after the other: rates within 5% either way.
+        assert!(same_load(Closed, 100.0, 105.0) && same_load(Paced, 100.0, 95.0));
+        assert!(!same_load(Closed, 100.0, 105.1) && !same_load(Paced, 100.0, 94.9));
+        // At once with the same -n: overlap = slower / faster rate.
+        assert!(same_load(Concurrent, 100.0, 111.0));
+        assert!(same_load(Concurrent, 90.0, 100.0));
+        assert!(!same_load(Concurrent, 89.0, 100.0) && !same_load(Concurrent, 100.0, 89.0));
+        for m in [Paced, Closed, Concurrent] {
+            assert!(!same_load(m, 0.0, 0.0) && !same_load(m, f64::NAN, 1.0));
+        }
+        let l = lat(503.0, 999.0);
+        let c = check_latency(
+            "r",
+            "GET",
+            1,
+            Concurrent,
+            side(300_000.0, &l, None),
+            side(250_000.0, &l, None),
+        );
+        assert!(
+            !c.same_load && c.verdict().contains("overlap"),
+            "{}",
+            c.verdict()
+        );
     }
 
     #[test]

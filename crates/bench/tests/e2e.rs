@@ -607,6 +607,9 @@ fn get_set_paced_and_equal_load() {
     let r = report(&json);
     let cb = runs(&r, "r", "GET")[0];
     assert_eq!(cb.extra.get("target_rate"), None, "closed: not paced");
+    // redis-benchmark's write rounds, every request answered.
+    assert_eq!(r.config["defer_writes"].as_bool(), Some(true));
+    assert_eq!((cb.ops, cb.errors), (4000, 0));
     let rb = runs(&r, "r:redis-benchmark", "GET")[0].ops_per_sec;
     let checks = r.config["equal_load_checks"].as_array().expect("checks");
     assert_eq!(checks.len(), 2, "{checks:?}");
@@ -617,6 +620,26 @@ fn get_set_paced_and_equal_load() {
     );
     let apart = (cb.ops_per_sec - rb).abs() / rb;
     assert_eq!(c["same_load"].as_bool(), Some(apart <= 0.05), "{apart}");
+    // Both at once: every request of both answered, in overlapping runs.
+    let json = dir.path("eqx.json");
+    let out = run_ok(
+        &format!(
+            "get-set --target {} -n 20000 -c 4 -P 4 -r 500 --tests set --vs-redis-benchmark --equal-load concurrent --json {}",
+            url_r(&rs),
+            p(&json)
+        ),
+        &[],
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("equal load (concurrent)"));
+    let r = report(&json);
+    let cb = runs(&r, "r", "SET")[0];
+    let rb = runs(&r, "r:redis-benchmark", "SET")[0];
+    assert_eq!((cb.ops, cb.errors, rb.ops), (20000, 0, 20000));
+    // They ran at the same time: each started before the other ended.
+    assert!(cb.started_unix < rb.started_unix + rb.duration_s + 1.0);
+    assert!(rb.started_unix < cb.started_unix + cb.duration_s);
+    let c = &r.config["equal_load_checks"][0];
+    assert_eq!(c["mode"].as_str(), Some("concurrent"));
 }
 
 #[test]
