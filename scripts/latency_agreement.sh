@@ -5,7 +5,11 @@
 #   scripts/latency_agreement.sh [OUT_DIR] [ROUNDS]
 #
 # Cases (each round of each case is one `cairn-bench get-set --rounds 1`
-# command, which runs redis-benchmark then cairn-bench for SET, then GET):
+# command, which runs redis-benchmark and cairn-bench for SET, then GET):
+#   p16-concurrent  -c 50 -P 16 each, both clients at once against the
+#               server: the same load by construction, and drift of the
+#               machine between runs cancels out
+#   p1-concurrent   the same unpipelined
 #   p16-closed  -c 50 -P 16, both closed-loop, cairn-bench with
 #               redis-benchmark's write rounds: the server is the
 #               bottleneck for both; same rate = same load (Little's law)
@@ -35,7 +39,7 @@ QUIET_PCT=${QUIET_PCT:-10}
 MAX_OTHERS_PCT=${MAX_OTHERS_PCT:-5}
 CB=${CAIRN_BENCH:-target/release/cairn-bench}
 RB=${RB:-redis-benchmark}
-CASES=${CASES:-"p16-closed c1-paced p1-closed p1-paced"}
+CASES=${CASES:-"p16-concurrent p1-concurrent p16-closed c1-paced p1-paced"}
 HERE=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$OUT"
 
@@ -67,6 +71,8 @@ wait_quiet() {
 
 args_of() {
     case $1 in
+        p16-concurrent) echo "-c 50 -P 16 -n 1000000 --equal-load concurrent" ;;
+        p1-concurrent) echo "-c 50 -P 1 -n 200000 --equal-load concurrent" ;;
         p16-closed) echo "-c 50 -P 16 -n 1000000 --equal-load closed" ;;
         c1-paced) echo "-c 1 -P 1 -n 40000 --equal-load paced" ;;
         p1-closed) echo "-c 50 -P 1 -n 300000 --equal-load closed" ;;
