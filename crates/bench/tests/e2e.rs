@@ -556,7 +556,7 @@ fn get_set_paced_and_equal_load() {
     );
     let r = report(&json);
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("equal load:"), "{stdout}");
+    assert!(stdout.contains("equal load (paced):"), "{stdout}");
     let checks = r.config["equal_load_checks"].as_array().expect("checks");
     // SET and GET of round 1, then their medians.
     assert_eq!(checks.len(), 4, "{checks:?}");
