@@ -10,6 +10,8 @@
 #               server: the same load by construction, and drift of the
 #               machine between runs cancels out
 #   p1-concurrent   the same unpipelined
+#   p1-concurrent-defer  and with cairn-bench's writes after its poll
+#               round (--defer-writes), as redis-benchmark's (not default)
 #   p16-closed  -c 50 -P 16, both closed-loop, cairn-bench with
 #               redis-benchmark's write rounds: the server is the
 #               bottleneck for both; same rate = same load (Little's law)
@@ -76,6 +78,7 @@ args_of() {
     case $1 in
         p16-concurrent) echo "-c 50 -P 16 -n 1000000 --equal-load concurrent" ;;
         p1-concurrent) echo "-c 50 -P 1 -n 200000 --equal-load concurrent" ;;
+        p1-concurrent-defer) echo "-c 50 -P 1 -n 200000 --equal-load concurrent --defer-writes" ;;
         p16-closed) echo "-c 50 -P 16 -n 1000000 --equal-load closed" ;;
         c1-paced) echo "-c 1 -P 1 -n 40000 --equal-load paced" ;;
         p1-closed) echo "-c 50 -P 1 -n 300000 --equal-load closed" ;;

@@ -12,10 +12,11 @@
 //! against each RESP target, interleaved, and puts its figures beside.
 //!
 //! `--target-rate R` paces the requests to R per second (see [`Pacer`]).
-//! `--equal-load [paced|closed]` runs redis-benchmark first, then
-//! cairn-bench at the same load, and compares the two clients' p50/p99
-//! ([`check_latency`]): paced to the rate redis-benchmark reached, or both
-//! closed-loop at the same concurrency ([`EqualLoad`]). The two clients
+//! `--equal-load [paced|closed|concurrent]` runs cairn-bench at
+//! redis-benchmark's load and compares the two clients' p50/p99
+//! ([`check_latency`]): after it, paced to the rate it reached or both
+//! closed-loop at the same concurrency, or both at once against the one
+//! server ([`EqualLoad`]). The two clients
 //! time the same interval: redis-benchmark 7 reads the clock in its
 //! `writeHandler` right before the write of a fresh pipeline and on entry to
 //! its `readHandler`, before reading; cairn-bench does the same (see
@@ -25,6 +26,8 @@
 //! leaves replies waiting in its sockets, and that wait is inside its
 //! timed interval; redis-benchmark unpipelined at 50 connections is such a
 //! client, so its latency there is mostly its own (see BENCHMARKS.md).
+//! `--defer-writes` sends a connection's next pipeline after the rest of
+//! the poll round, as redis-benchmark's event loop does.
 
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};
