@@ -263,11 +263,29 @@ pub struct GetSetCmd {
     /// target, interleaved, and report it beside (this executable).
     #[arg(long, value_name = "PATH", num_args = 0..=1, default_missing_value = "redis-benchmark")]
     pub vs_redis_benchmark: Option<String>,
-    /// With --vs-redis-benchmark: run redis-benchmark first, then pace
-    /// cairn-bench to the rate redis-benchmark reached, and compare the two
-    /// clients' p50/p99 at that same load (flagged beyond 10%).
+    /// With --vs-redis-benchmark: run redis-benchmark first, then
+    /// cairn-bench at the same load, and compare the two clients' p50/p99
+    /// (flagged beyond 10%). `paced` (the default): cairn-bench paced to
+    /// the rate redis-benchmark reached (for one connection, or a server far
+    /// from busy). `closed`: both closed-loop with the same connections; the
+    /// same load when the rates agree within 5% (a saturated server).
+    /// `concurrent`: both at once, same options each, against the one
+    /// server (the same load while both run; drift between runs cancels).
+    #[arg(
+        long,
+        value_enum,
+        value_name = "MODE",
+        num_args = 0..=1,
+        default_missing_value = "paced"
+    )]
+    pub equal_load: Option<crate::getset::EqualLoad>,
+    /// Write a connection's next pipeline after the other events of the
+    /// same poll round, as redis-benchmark's event loop does (its next
+    /// write waits for the next epoll_wait), not as soon as its replies are
+    /// in: the server gets requests in the same bursts. Implied by
+    /// `--equal-load closed`.
     #[arg(long)]
-    pub equal_load: bool,
+    pub defer_writes: bool,
 }
 
 /// Parses "8,16,32".

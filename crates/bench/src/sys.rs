@@ -318,9 +318,49 @@ pub fn unix_now() -> f64 {
         .unwrap_or(0.0)
 }
 
+/// Whose CPU time [`cpu_seconds`] reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Who {
+    /// This process, all its threads.
+    SelfProcess,
+    /// Children that have been waited for (a finished redis-benchmark).
+    Children,
+}
+
+/// User + system CPU seconds from getrusage: the client's own cost, to
+/// tell whether a client was its own bottleneck (a saturated single-threaded
+/// client also times its own queueing).
+pub fn cpu_seconds(who: Who) -> Option<f64> {
+    let w = match who {
+        Who::SelfProcess => libc::RUSAGE_SELF,
+        Who::Children => libc::RUSAGE_CHILDREN,
+    };
+    // SAFETY: getrusage fills the zeroed struct; the result is checked.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(w, &mut ru) } != 0 {
+        return None;
+    }
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    Some(tv(ru.ru_utime) + tv(ru.ru_stime))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn own_cpu_time_grows_with_work() {
+        let a = cpu_seconds(Who::SelfProcess).unwrap();
+        // Spin ~30 ms of CPU (wall clock as the bound, so it ends).
+        let t = std::time::Instant::now();
+        let mut x = 0u64;
+        while t.elapsed() < std::time::Duration::from_millis(30) {
+            x = std::hint::black_box(x.wrapping_mul(31).wrapping_add(7));
+        }
+        let b = cpu_seconds(Who::SelfProcess).unwrap();
+        assert!(b - a >= 0.01, "{a} -> {b}");
+        assert!(cpu_seconds(Who::Children).unwrap() >= 0.0);
+    }
 
     #[test]
     fn stat_ticks() {
