@@ -503,6 +503,23 @@ fn event_loop(
             }
         }
     }
+    // Sends connection `i` its next pipeline of `k` (`send_or_reopen`).
+    macro_rules! send {
+        ($i:expr, $k:expr) => {
+            send_or_reopen(
+                &mut conns,
+                $i,
+                $k,
+                p,
+                &poll,
+                share,
+                &mut issued,
+                &mut finished,
+                &mut rng,
+                rec,
+            )
+        };
+    }
     let mut events = Events::with_capacity(1024);
     let tick = (p.timeout / 4).clamp(Duration::from_millis(1), Duration::from_millis(100));
     let mut last_check = Instant::now();
@@ -575,12 +592,7 @@ fn event_loop(
                 } else if issued < share {
                     let k = batch(issued);
                     issued += k as u64;
-                    if let Err(e) = issue(c, p, k, &mut rng) {
-                        rec.err(0, &OpError::from(e), k as u64);
-                        finished += k as u64;
-                        c.inflight = 0;
-                        conns[i] = reopen(p, &poll, i, &mut issued, share, &mut rng);
-                    }
+                    send!(i, k);
                 }
             }
         }
@@ -592,12 +604,7 @@ fn event_loop(
             }
             let k = batch(issued);
             issued += k as u64;
-            if let Err(e) = issue(c, p, k, &mut rng) {
-                rec.err(0, &OpError::from(e), k as u64);
-                finished += k as u64;
-                c.inflight = 0;
-                conns[i] = reopen(p, &poll, i, &mut issued, share, &mut rng);
-            }
+            send!(i, k);
         }
         // Paced connections whose turn has come.
         if let Some(pc) = pacer {
@@ -610,12 +617,7 @@ fn event_loop(
                 }
                 let k = batch(issued);
                 issued += k as u64;
-                if let Err(e) = issue(c, p, k, &mut rng) {
-                    rec.err(0, &OpError::from(e), k as u64);
-                    finished += k as u64;
-                    c.inflight = 0;
-                    conns[i] = reopen(p, &poll, i, &mut issued, share, &mut rng);
-                }
+                send!(i, k);
             }
         }
         let now = Instant::now();
@@ -654,6 +656,33 @@ fn event_loop(
                 }
             }
         }
+    }
+}
+
+/// Sends connection `i` its next pipeline of `k` requests (already
+/// counted in `issued`). A failed send loses the pipeline: it is counted as
+/// errors and as `finished`, and the connection is replaced (`reopen`).
+#[allow(clippy::too_many_arguments)]
+fn send_or_reopen(
+    conns: &mut [Option<Conn>],
+    i: usize,
+    k: usize,
+    p: &Params,
+    poll: &Poll,
+    share: u64,
+    issued: &mut u64,
+    finished: &mut u64,
+    rng: &mut SmallRng,
+    rec: &mut Recorder,
+) {
+    let Some(c) = conns[i].as_mut() else {
+        return;
+    };
+    if let Err(e) = issue(c, p, k, rng) {
+        rec.err(0, &OpError::from(e), k as u64);
+        *finished += k as u64;
+        c.inflight = 0;
+        conns[i] = reopen(p, poll, i, issued, share, rng);
     }
 }
 
