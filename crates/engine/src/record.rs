@@ -92,66 +92,13 @@ pub trait ArgSource {
     }
 }
 
-/// Appends `argc:varint (len:varint bytes)*` for `args` in one pass,
-/// writing through a pointer after one capacity check per argument, with
-/// no `memcpy` call for the short arguments most commands have.
-pub fn put_args<'a, I>(out: &mut Vec<u8>, args: I)
-where
-    I: ExactSizeIterator<Item = &'a [u8]>,
-{
+/// Appends `argc:varint (len:varint bytes)*` for `args`: the argument
+/// part of a record (`encode`).
+pub fn put_args<'a>(out: &mut Vec<u8>, args: impl ExactSizeIterator<Item = &'a [u8]>) {
     put_varint(out, args.len() as u64);
     for a in args {
-        out.reserve(a.len() + 10);
-        let len = out.len();
-        // SAFETY: `reserve` made room for the varint (at most 10 bytes)
-        // and the argument; `set_len` covers exactly what was written.
-        unsafe {
-            let base = out.as_mut_ptr().add(len);
-            let p = write_varint(base, a.len() as u64);
-            copy_short(a.as_ptr(), p, a.len());
-            out.set_len(len + p.offset_from(base) as usize + a.len());
-        }
-    }
-}
-
-/// Writes a LEB128 varint at `p`; returns the byte after it.
-///
-/// # Safety
-/// `p` must have room for 10 bytes.
-#[inline(always)]
-unsafe fn write_varint(mut p: *mut u8, mut v: u64) -> *mut u8 {
-    while v >= 0x80 {
-        *p = (v as u8) | 0x80;
-        p = p.add(1);
-        v >>= 7;
-    }
-    *p = v as u8;
-    p.add(1)
-}
-
-/// Copies `n` bytes; up to 16 with two overlapping loads and stores
-/// instead of a call.
-///
-/// # Safety
-/// As `ptr::copy_nonoverlapping`.
-#[inline(always)]
-unsafe fn copy_short(src: *const u8, dst: *mut u8, n: usize) {
-    if (8..=16).contains(&n) {
-        let a = (src as *const u64).read_unaligned();
-        let b = (src.add(n - 8) as *const u64).read_unaligned();
-        (dst as *mut u64).write_unaligned(a);
-        (dst.add(n - 8) as *mut u64).write_unaligned(b);
-    } else if (4..8).contains(&n) {
-        let a = (src as *const u32).read_unaligned();
-        let b = (src.add(n - 4) as *const u32).read_unaligned();
-        (dst as *mut u32).write_unaligned(a);
-        (dst.add(n - 4) as *mut u32).write_unaligned(b);
-    } else if n < 4 {
-        for i in 0..n {
-            *dst.add(i) = *src.add(i);
-        }
-    } else {
-        std::ptr::copy_nonoverlapping(src, dst, n);
+        put_varint(out, a.len() as u64);
+        out.extend_from_slice(a);
     }
 }
 
@@ -176,33 +123,28 @@ pub struct Hook {
 /// Source of `Hook::generation` values; 0 is "never set" (no sink).
 static SINK_GENERATION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
-thread_local! {
-    /// This thread's copy of the last sink it used, with its generation.
-    /// Reading the shared `RwLock` and cloning the `Arc` on every write
-    /// were two atomic read-modify-writes on lines every worker writes,
-    /// on the path of every write command; the cache makes it one shared
-    /// load that stays in every core's cache.
-    static SINK_CACHE: RefCell<(u64, Option<Arc<dyn Sink>>)> = const { RefCell::new((0, None)) };
-}
-
 impl Hook {
     #[inline]
     pub fn on(&self) -> bool {
         self.on.load(Ordering::Relaxed)
     }
 
-    /// Runs `f` with the current sink. Callers hold a shard lock, and
-    /// `set_journal` runs with every shard locked, so the generation read
-    /// here is the one in force.
-    fn with_sink<R>(&self, f: impl FnOnce(Option<&Arc<dyn Sink>>) -> R) -> R {
+    /// The current sink, through this thread's copy `slot` (`Staged::sink`)
+    /// refreshed when its generation is stale. Callers hold a shard lock,
+    /// and `set_journal` runs with every shard locked, so the generation
+    /// read here is the one in force.
+    #[inline]
+    fn cached<'s>(&self, slot: &'s mut (u64, Option<Arc<dyn Sink>>)) -> Option<&'s Arc<dyn Sink>> {
         let generation = self.generation.load(Ordering::Acquire);
-        SINK_CACHE.with(|c| {
-            let mut c = c.borrow_mut();
-            if c.0 != generation {
-                *c = (generation, self.sink.read().clone());
-            }
-            f(c.1.as_ref())
-        })
+        if slot.0 != generation {
+            *slot = (generation, self.sink.read().clone());
+        }
+        slot.1.as_ref()
+    }
+
+    /// The current sink, for the rare appends outside a guard's commit.
+    fn sink(&self) -> Option<Arc<dyn Sink>> {
+        STAGED.with(|s| self.cached(&mut s.borrow_mut().sink).cloned())
     }
 }
 
@@ -258,8 +200,12 @@ struct Staged {
     has_explicit: bool,
     /// Records of an EXEC, committed together when the hold ends.
     tx: Vec<u8>,
-    /// This thread's copy of the sink, with its generation (as
-    /// `SINK_CACHE`, kept here so a commit touches one thread-local).
+    /// This thread's copy of the sink, with its generation (`Hook::cached`).
+    /// Reading the shared `RwLock` and cloning the `Arc` on every write
+    /// were two atomic read-modify-writes on lines every worker writes,
+    /// on the path of every write command; the copy makes it one shared
+    /// load that stays in every core's cache, and keeping it with the
+    /// staged records makes a commit one thread-local access.
     sink: (u64, Option<Arc<dyn Sink>>),
 }
 
@@ -332,11 +278,7 @@ pub fn encode<'a>(
 ) {
     out.push(tag as u8);
     put_varint(out, db as u64);
-    put_varint(out, args.len() as u64);
-    for a in args {
-        put_varint(out, a.len() as u64);
-        out.extend_from_slice(a);
-    }
+    put_args(out, args);
 }
 
 /// One decoded record, borrowing the unit's bytes.
@@ -479,11 +421,9 @@ pub fn deleted<'a>(engine: &Engine, db: usize, keys: impl Iterator<Item = &'a [u
         encode(&mut unit, Tag::Command, db, [&b"DEL"[..], k].into_iter());
     }
     if !unit.is_empty() {
-        engine.journal.with_sink(|sink| {
-            if let Some(sink) = sink {
-                sink.append(&unit);
-            }
-        });
+        if let Some(sink) = engine.journal.sink() {
+            sink.append(&unit);
+        }
     }
 }
 
@@ -493,7 +433,6 @@ pub fn deleted<'a>(engine: &Engine, db: usize, keys: impl Iterator<Item = &'a [u
 /// One thread-local access for the sink and the staged records together:
 /// this runs for every write command while the journal is on.
 pub(crate) fn commit(engine: &Engine, wrote: bool, held: bool) {
-    let generation = engine.journal.generation.load(Ordering::Acquire);
     STAGED.with(|s| {
         let mut s = s.borrow_mut();
         let Staged {
@@ -503,10 +442,7 @@ pub(crate) fn commit(engine: &Engine, wrote: bool, held: bool) {
             tx,
             sink,
         } = &mut *s;
-        if sink.0 != generation {
-            *sink = (generation, engine.journal.sink.read().clone());
-        }
-        let Some(sink) = &sink.1 else {
+        let Some(sink) = engine.journal.cached(sink) else {
             *has_explicit = false;
             pre.clear();
             return;
@@ -568,11 +504,9 @@ pub(crate) fn commit_tx(engine: &Engine) {
     if tx.is_empty() {
         return;
     }
-    engine.journal.with_sink(|sink| {
-        if let Some(sink) = sink {
-            sink.append(&tx);
-        }
-    });
+    if let Some(sink) = engine.journal.sink() {
+        sink.append(&tx);
+    }
     STAGED.with(|s| {
         let mut s = s.borrow_mut();
         if s.tx.is_empty() {
@@ -597,30 +531,6 @@ fn unsourced() {
 /// How many writes had no record (tests assert 0).
 pub fn unsourced_count() -> u64 {
     UNSOURCED.load(Ordering::Relaxed)
-}
-
-#[cfg(test)]
-mod put_args_tests {
-    use super::*;
-
-    /// The pointer writer and the plain encoder agree for every argument
-    /// length around the short-copy cases and across varint widths.
-    #[test]
-    fn put_args_matches_encode() {
-        let data: Vec<u8> = (0..20_000u32).map(|i| (i * 31 % 251) as u8).collect();
-        for n in (0..40).chain([127, 128, 129, 300, 16_383, 16_384, 20_000]) {
-            let args: Vec<&[u8]> = vec![b"SET", &data[..n], &data[..n / 2], b""];
-            let mut want = vec![7u8];
-            put_varint(&mut want, args.len() as u64);
-            for a in &args {
-                put_varint(&mut want, a.len() as u64);
-                want.extend_from_slice(a);
-            }
-            let mut got = vec![7u8];
-            put_args(&mut got, args.iter().copied());
-            assert_eq!(got, want, "n={n}");
-        }
-    }
 }
 
 #[cfg(test)]

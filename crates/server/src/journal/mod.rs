@@ -676,34 +676,46 @@ impl Io {
 
     /// Writes what of `out` is not written yet, at its place in the file (a
     /// failed partial write is simply overwritten on the next attempt).
-    fn write_out(&mut self, j: &Journal) -> std::io::Result<()> {
+    /// False if it failed (`failed`).
+    fn write_out(&mut self, j: &Journal) -> bool {
         if self.out_written < self.out.len() {
-            inject(&j.fault_writes).and_then(|_| {
+            let r = inject(&j.fault_writes).and_then(|_| {
                 self.file.write_all_at(
                     &self.out[self.out_written..],
                     self.file_len + self.out_written as u64,
                 )
-            })?;
+            });
+            if let Err(e) = r {
+                self.failed(j, "writing", &e);
+                return false;
+            }
             self.out_written = self.out.len();
             self.unsynced = true;
             j.written.store(self.out_end, Ordering::SeqCst);
             j.current_size
                 .store(self.file_len + self.out.len() as u64, Ordering::Relaxed);
         }
-        Ok(())
+        true
     }
 
-    /// fsyncs; on success `out` is durable and leaves the buffer.
-    fn fsync(&mut self, j: &Journal) -> std::io::Result<()> {
+    /// fsyncs; on success `out` is durable and leaves the buffer. False if
+    /// it failed: after a failed fsync the kernel may have dropped the
+    /// dirty pages, so everything since the last good fsync is written
+    /// again before the file is trusted (PostgreSQL's "fsyncgate" lesson).
+    fn fsync(&mut self, j: &Journal) -> bool {
         let delay = j.fault_fsync_delay_ms.load(Ordering::Relaxed);
         if delay > 0 {
             std::thread::sleep(Duration::from_millis(delay));
         }
-        inject(&j.fault_fsyncs).and_then(|_| self.file.sync_data())?;
+        if let Err(e) = inject(&j.fault_fsyncs).and_then(|_| self.file.sync_data()) {
+            self.out_written = 0;
+            self.failed(j, "fsyncing", &e);
+            return false;
+        }
         self.last_fsync = Instant::now();
         self.unsynced = false;
         self.settle(j);
-        Ok(())
+        true
     }
 
     /// `out` is on disk (or, under everysec/no, in the OS's hands): it
@@ -716,16 +728,10 @@ impl Io {
         j.mark_ok();
     }
 
-    /// A write or fsync failed: refuse writes, release replies held only
-    /// for what they show, retry in a moment. After a failed fsync the
-    /// kernel may have dropped the dirty pages, so everything since the
-    /// last good fsync is written again before the file is trusted
-    /// (PostgreSQL's "fsyncgate" lesson).
+    /// A write or fsync failed: refuse writes (the caller releases replies
+    /// held only for what they show) and retry in a moment.
     fn failed(&mut self, j: &Journal, what: &str, e: &std::io::Error) {
         j.mark_failed(what, e);
-        if what == "fsyncing" {
-            self.out_written = 0;
-        }
         self.retry_at = Some(Instant::now() + RETRY_EVERY);
     }
 }
@@ -767,22 +773,13 @@ impl Journal {
         if let Some(f) = self.waiters.get(w) {
             f.store(false, Ordering::SeqCst);
         }
-        let r = match io.write_out(self) {
-            Ok(()) => io.fsync(self).map_err(|e| ("fsyncing", e)),
-            Err(e) => Err(("writing", e)),
-        };
-        match r {
-            Ok(()) => {
-                drop(g);
-                wake_waiters(shared);
-            }
-            Err((what, e)) => {
-                io.failed(self, what, &e);
-                drop(g);
-                wake_waiters(shared);
-                // The writer retries.
-                self.kick();
-            }
+        let ok = io.write_out(self) && io.fsync(self);
+        drop(g);
+        // Durable, or failing: either way held replies may move.
+        wake_waiters(shared);
+        if !ok {
+            // The writer retries.
+            self.kick();
         }
         true
     }
@@ -879,8 +876,7 @@ fn writer_loop(shared: &Shared) {
         }
         io.retry_at = None;
         let policy = j.policy.load(Ordering::Relaxed);
-        if let Err(e) = io.write_out(j) {
-            io.failed(j, "writing", &e);
+        if !io.write_out(j) {
             drop(g);
             wake_waiters(shared);
             if stop {
@@ -898,8 +894,7 @@ fn writer_loop(shared: &Shared) {
                 _ => stop || io.switch.is_some(),
             };
         if fsync_now {
-            if let Err(e) = io.fsync(j) {
-                io.failed(j, "fsyncing", &e);
+            if !io.fsync(j) {
                 drop(g);
                 wake_waiters(shared);
                 if stop {
