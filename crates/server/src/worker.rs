@@ -1125,7 +1125,12 @@ fn process(conn: &mut Conn, shared: &Shared, limits: &Limits, worker: usize) -> 
             Ok(Parsed::Complete { consumed }) => {
                 *need = 0;
                 if !args.is_empty() {
-                    let a = Args::new(buf, args);
+                    let mut a = Args::new(buf, args);
+                    if buf[0] == b'*' && !args.has_blocks() {
+                        // Every argument is in `buf`: the journal can
+                        // record the request's own bytes.
+                        a = a.with_raw(&buf[..consumed]);
+                    }
                     match dispatch::execute(shared, client, a, wbuf, stats) {
                         Outcome::Paused => {
                             *paused = true;

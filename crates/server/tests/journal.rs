@@ -227,8 +227,31 @@ fn every_family(policy: &str, kill: bool) {
     assert_eq!(mc(mcport, "set md 0 0 1\r\nx\r\n", "\r\n"), "STORED\r\n");
     assert_eq!(mc(mcport, "delete md\r\n", "\r\n"), "DELETED\r\n");
 
+    // Requests as they come off the wire, recorded as sent: a pipelined
+    // batch with an inline command in it (recorded by its arguments), and
+    // a big value that arrives in two pieces, so the worker reads it into
+    // a buffer of its own (also recorded by its arguments).
+    c.send_raw(
+        b"SET wire1 a\r\n*3\r\n$3\r\nSET\r\n$5\r\nwire2\r\n$1\r\nb\r\n\
+          *2\r\n$4\r\nINCR\r\n$5\r\nwire3\r\n",
+    );
+    for want in ["+OK\r\n", "+OK\r\n", ":1\r\n"] {
+        assert_eq!(text(&c.read_raw_reply()), want);
+    }
+    let big: String = (0..100_000).map(|i| (b'a' + (i % 26) as u8) as char).collect();
+    c.send_raw(format!("*3\r\n$3\r\nSET\r\n$3\r\nbig\r\n${}\r\n", big.len()).as_bytes());
+    c.send_raw(&big.as_bytes()[..1000]);
+    std::thread::sleep(Duration::from_millis(50));
+    c.send_raw(&big.as_bytes()[1000..]);
+    c.send_raw(b"\r\n");
+    assert_eq!(text(&c.read_raw_reply()), "+OK\r\n");
+
     let before = render(&mut c);
     for want in [
+        "0 wire1 +string $1 a",
+        "0 wire2 +string $1 b",
+        "0 wire3 +string $1 1",
+        "0 big +string $100000 abcdefgh",
         "0 str",
         "0 float +string $4 10.5",
         "0 tx2",
@@ -449,9 +472,12 @@ fn flipped_byte_stops_startup_with_file_and_offset() {
     let file = dir.journal_file();
     let f = file.to_str().unwrap();
     let mut data = std::fs::read(&file).unwrap();
-    // Each batch of `SET kI vI` is 8 + 13 bytes after the 16-byte header;
-    // flip a byte inside the 5th batch's payload.
-    let fifth = 16 + 4 * 21;
+    // Each acknowledged `SET kI vI` is a batch of its own after the
+    // 16-byte header: an 8-byte frame header, then one record of the
+    // request as sent (tag, database, length, the RESP bytes). Flip a byte
+    // inside the 5th batch's payload.
+    let batch = 8 + 3 + b"*3\r\n$3\r\nSET\r\n$2\r\nk4\r\n$2\r\nv4\r\n".len();
+    let fifth = 16 + 4 * batch;
     data[fifth + 12] ^= 0x20;
     std::fs::write(&file, &data).unwrap();
     let (code, out) = check_journal(&[f]);

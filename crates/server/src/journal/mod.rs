@@ -69,10 +69,26 @@ fn policy_code(p: AppendFsync) -> u8 {
     }
 }
 
+/// A frame takes no more units once its payload reaches this: frames stay
+/// small enough that replay holds one in memory cheaply and a torn tail
+/// drops little, while a batch of small writes shares one header and one
+/// checksum pass.
+const FRAME_TARGET: usize = 1 << 20;
+
+/// A spare buffer bigger than this is freed rather than kept for reuse.
+const KEEP_SPARE: usize = 4 * COALESCE_BYTES;
+
 /// Appended frames the writer has not taken yet.
 #[derive(Default)]
 struct Pending {
+    /// Frames, each a reserved header and then whole units. Headers are
+    /// filled in when the data is taken (`take`, `frame::seal`).
     data: Vec<u8>,
+    /// Where each frame in `data` starts; the last one takes more units
+    /// unless `sealed`.
+    frames: Vec<usize>,
+    /// The last frame is closed: a compaction's cut follows it.
+    sealed: bool,
     /// The writer waits on the condvar: an append must wake it.
     sleeping: bool,
     /// Under `always`, `data` is complete enough to fsync: a worker's
@@ -82,6 +98,25 @@ struct Pending {
     stop: bool,
     /// A compaction's cut: at this logical position, go on in this file.
     rotate: Option<(u64, File)>,
+}
+
+impl Pending {
+    /// Takes the appended frames, leaving `spare` (an empty buffer) in
+    /// their place; the caller seals them (`frame::seal`) after releasing
+    /// the lock, so appends never wait for the checksum.
+    fn take(&mut self, spare: &mut Vec<u8>) -> (Vec<u8>, Vec<usize>) {
+        let data = std::mem::replace(&mut self.data, std::mem::take(spare));
+        self.sealed = false;
+        (data, std::mem::take(&mut self.frames))
+    }
+}
+
+/// Keeps `buf`, emptied, as the next `spare`, unless it is too big to pin.
+fn recycle(spare: &mut Vec<u8>, mut buf: Vec<u8>) {
+    if buf.capacity() <= KEEP_SPARE && buf.capacity() > spare.capacity() {
+        buf.clear();
+        *spare = buf;
+    }
 }
 
 /// The journal's shared state. Positions are logical: bytes appended since
@@ -241,19 +276,41 @@ impl Journal {
 }
 
 impl cairn_engine::record::Sink for Journal {
-    /// Frames the unit in place: a header placeholder, the records, then
-    /// the header's length and checksum over what `fill` wrote.
+    /// Adds the unit to the open frame, or opens a frame (a reserved
+    /// header) for it. A unit never spans frames, so a torn frame loses
+    /// whole units. The header is filled in when the writer (or a leading
+    /// worker) takes the data: one checksum pass over a batch, off the
+    /// appending worker's path. Measured before (a header and a checksum
+    /// per unit): ~80 of the ~600 instructions the journal added per
+    /// write (callgrind, INCR -P 16).
     fn append_with(&self, fill: &mut dyn FnMut(&mut Vec<u8>)) {
+        const HDR: usize = frame::FRAME_HEADER_LEN;
         let mut p = self.pending.lock();
         let start = p.data.len();
-        p.data.extend_from_slice(&[0; frame::FRAME_HEADER_LEN]);
+        let open = match p.frames.last() {
+            Some(&f) if !p.sealed && start - f - HDR < FRAME_TARGET => Some(f),
+            _ => None,
+        };
+        if open.is_none() {
+            p.data.extend_from_slice(&[0; HDR]);
+        }
+        let body = p.data.len();
         fill(&mut p.data);
-        let payload = &p.data[start + frame::FRAME_HEADER_LEN..];
-        if payload.is_empty() {
+        if p.data.len() == body {
             p.data.truncate(start);
             return;
         }
-        if payload.len() > frame::MAX_FRAME as usize {
+        let frame_start = match open {
+            Some(f) if p.data.len() - f - HDR > frame::MAX_FRAME as usize => {
+                // Too big to join the open frame: a frame of its own (a
+                // copy of the unit, only for units near the limit).
+                p.data.splice(start..start, [0; HDR]);
+                start
+            }
+            Some(f) => f,
+            None => start,
+        };
+        if p.data.len() - frame_start - HDR > frame::MAX_FRAME as usize {
             // Cannot be framed: refuse writes from now on rather than
             // write a frame replay would reject.
             p.data.truncate(start);
@@ -264,9 +321,11 @@ impl cairn_engine::record::Sink for Journal {
             );
             return;
         }
-        let h = frame::frame_header(payload);
+        if frame_start == start {
+            p.frames.push(start);
+            p.sealed = false;
+        }
         let framed = p.data.len() - start;
-        p.data[start..start + frame::FRAME_HEADER_LEN].copy_from_slice(&h);
         let end = self.appended.load(Ordering::Relaxed) + framed as u64;
         self.appended.store(end, Ordering::Release);
         LAST_END.with(|c| c.set(end));
@@ -563,6 +622,8 @@ impl Journal {
     fn rotate_at_cut(&self, next: File) {
         let mut p = self.pending.lock();
         p.rotate = Some((self.appended(), next));
+        // The cut falls between two frames.
+        p.sealed = true;
         if p.sleeping {
             p.sleeping = false;
             self.cond.notify_one();
@@ -651,6 +712,9 @@ struct Io {
     last_fsync: Instant,
     unsynced: bool,
     retry_at: Option<Instant>,
+    /// An emptied buffer for the next `Pending::data` (no regrowth from
+    /// zero at every take).
+    spare: Vec<u8>,
 }
 
 impl Io {
@@ -665,6 +729,7 @@ impl Io {
             last_fsync: Instant::now(),
             unsynced: false,
             retry_at: None,
+            spare: Vec::new(),
         }
     }
 
@@ -765,8 +830,12 @@ impl Journal {
                 return true;
             }
             p.turn_ended = false;
-            io.out = std::mem::take(&mut p.data);
+            let (mut data, frames) = p.take(&mut io.spare);
             io.out_end = self.appended();
+            drop(p);
+            frame::seal(&mut data, &frames);
+            let old = std::mem::replace(&mut io.out, data);
+            recycle(&mut io.spare, old);
         }
         // This worker releases its own held output right after
         // (`release_held`); no message to itself.
@@ -853,9 +922,12 @@ fn writer_loop(shared: &Shared) {
         let stop = p.stop;
         p.turn_ended = false;
         let data_start = io.out_end;
-        let mut data = std::mem::take(&mut p.data);
+        let (mut data, frames) = p.take(&mut io.spare);
         let data_end = j.appended();
-        if let Some((cut, next)) = p.rotate.take() {
+        let rotate = p.rotate.take();
+        drop(p);
+        frame::seal(&mut data, &frames);
+        if let Some((cut, next)) = rotate {
             // Bytes appended before the cut stay in this file.
             let keep = (cut.saturating_sub(data_start) as usize).min(data.len());
             let after = data.split_off(keep);
@@ -868,11 +940,12 @@ fn writer_loop(shared: &Shared) {
         } else {
             io.out_end = data_end;
         }
-        drop(p);
         if io.out.is_empty() {
-            io.out = data;
+            let old = std::mem::replace(&mut io.out, data);
+            recycle(&mut io.spare, old);
         } else {
             io.out.extend_from_slice(&data);
+            recycle(&mut io.spare, data);
         }
         io.retry_at = None;
         let policy = j.policy.load(Ordering::Relaxed);

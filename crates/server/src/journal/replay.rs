@@ -15,7 +15,7 @@ use crate::shared::Shared;
 use cairn_engine::record::{Record, Tag};
 use cairn_engine::value::StrValue;
 use cairn_engine::{Expiry, Value};
-use cairn_protocol::resp::ArgList;
+use cairn_protocol::resp::{parse_request, ArgList, Limits, Parsed};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -57,6 +57,7 @@ impl<'s> Replayer<'s> {
             }
             match r.tag {
                 Tag::Command => self.command(r)?,
+                Tag::Wire => self.wire(r)?,
                 Tag::Item => self.item(r)?,
             }
         }
@@ -65,13 +66,39 @@ impl<'s> Replayer<'s> {
 
     fn command(&mut self, r: &Record<'_>) -> Result<(), String> {
         let list = ArgList::from_args(r.args.iter().copied());
-        let args = Args::new(&[], &list);
+        self.run(r.db, Args::new(&[], &list))
+    }
+
+    /// A request recorded as the client sent it: parsed as the worker
+    /// parsed it, with no size limit (the limits in force when it was
+    /// accepted may have been lowered since) and no big-argument buffers.
+    fn wire(&mut self, r: &Record<'_>) -> Result<(), String> {
+        let [bytes] = r.args[..] else {
+            return Err("a wire record holds one request".into());
+        };
+        let limits = Limits {
+            max_bulk_len: usize::MAX,
+            unauthenticated: false,
+            big_arg: usize::MAX,
+            ..Limits::default()
+        };
+        let mut list = ArgList::new();
+        match parse_request(bytes, &limits, &mut list) {
+            Ok(Parsed::Complete { consumed }) if consumed == bytes.len() && !list.is_empty() => {
+                self.run(r.db, Args::new(bytes, &list))
+            }
+            Ok(_) => Err("a wire record is not exactly one request".into()),
+            Err(e) => Err(format!("a wire record does not parse: {e:?}")),
+        }
+    }
+
+    fn run(&mut self, db: usize, args: Args<'_>) -> Result<(), String> {
         let cmd = dispatch::resolve(self.shared, &args)
             .map_err(|e| format!("unknown command in the journal: {}", e.message()))?;
         if !cmd.arity_ok(args.len()) {
             return Err(format!("wrong number of arguments for '{}'", cmd.name));
         }
-        self.client.db = r.db;
+        self.client.db = db;
         self.out.clear();
         let stats = &self.shared.worker_stats[0];
         dispatch::invoke(

@@ -16,11 +16,30 @@ pub type CmdResult = Result<(), CmdError>;
 pub struct Args<'a> {
     buf: &'a [u8],
     list: &'a ArgList,
+    /// The whole request as received (a RESP multibulk holding exactly
+    /// these arguments), when the worker has it in one piece: the journal
+    /// records it as it is (`Tag::Wire`).
+    raw: Option<&'a [u8]>,
 }
 
 impl<'a> Args<'a> {
     pub fn new(buf: &'a [u8], list: &'a ArgList) -> Self {
-        Args { buf, list }
+        Args {
+            buf,
+            list,
+            raw: None,
+        }
+    }
+
+    /// `raw` must be one complete RESP multibulk request that parses to
+    /// exactly these arguments (the bytes `parse_request` consumed for
+    /// them, every argument read from those bytes).
+    pub fn with_raw(self, raw: &'a [u8]) -> Self {
+        debug_assert_eq!(raw.first(), Some(&b'*'));
+        Args {
+            raw: Some(raw),
+            ..self
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -60,6 +79,10 @@ impl cairn_engine::record::ArgSource for Args<'_> {
 
     fn put_args(&self, out: &mut Vec<u8>) {
         cairn_engine::record::put_args(out, (0..self.len()).map(|i| self.get(i)));
+    }
+
+    fn raw(&self) -> Option<&[u8]> {
+        self.raw
     }
 }
 
