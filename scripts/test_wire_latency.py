@@ -165,6 +165,8 @@ class WireLatency(unittest.TestCase):
         (r,) = self.run_on(a.recs, ["GET"])
         self.assertEqual(r["batch_sizes"], {"1": 2})
         self.assertEqual((r["min_us"], r["max_us"]), (0.3, 1.0))
+        # The client's turn-around: last reply byte at 400, next send 450.
+        self.assertEqual(r["turnaround_mean_us"], 0.05)
         # Sent before the first reply was complete: one batch of two, timed
         # from the first send to the first reply.
         a = Conn(41000, 0)

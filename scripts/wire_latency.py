@@ -40,7 +40,9 @@ among the excluded commands. Commands answered by an error reply are
 counted as errors and left out of the percentiles, as cairn-bench does.
 
 The result (stdout, and JSON with --json): requests measured, batches,
-their sizes, p50/p99/p99.9/max/mean in microseconds (exact nearest-rank
+their sizes, the client's turn-around (from the last byte of a batch's
+replies to the first byte of its connection's next batch: how long the
+reply waited in the client, its handling and the next write), p50/p99/p99.9/max/mean in microseconds (exact nearest-rank
 percentiles of the nanosecond values; `*_rb` the same on redis-benchmark's
 HDR grid, 8 us buckets up to 16 ms, for comparing with its figures), and
 every reason a byte or command was not measured (truncated by the snap
@@ -482,6 +484,10 @@ def measure(cap, command=None):
         command = cap.names.most_common(1)[0][0] if cap.names else ""
     command = command.upper()
     samples = []  # (latency ns, requests)
+    # Per batch after the first of its connection: from the end of the
+    # previous batch's last reply to this batch's first byte (the client's
+    # turn-around: the reply waiting in it, its handling, the next write).
+    gaps = []
     sizes = collections.Counter()
     excluded = collections.Counter()
     unanswered = 0
@@ -490,6 +496,7 @@ def measure(cap, command=None):
     for c, reqs, reps in cap.conns:
         extra_replies += max(0, len(reps) - len(reqs))
         answered = min(len(reqs), len(reps))
+        prev_batch_end = None
         i = 0
         while i < answered:
             # The batch that starts with command i: every later command
@@ -504,6 +511,9 @@ def measure(cap, command=None):
             batch = range(i, j)
             if all(reqs[k][2] == command for k in batch):
                 start = c.c2s.time_at(reqs[i][0])
+                if prev_batch_end is not None:
+                    gaps.append(start - prev_batch_end)
+                prev_batch_end = c.s2c.time_at(reps[j - 1][1] - 1)
                 first = c.s2c.time_at(reps[i][0])
                 errs = sum(1 for k in batch if reps[k][2])
                 errors += errs
@@ -511,6 +521,7 @@ def measure(cap, command=None):
                     samples.append((first - start, len(batch) - errs))
                 sizes[len(batch)] += 1
             else:
+                prev_batch_end = None
                 for k in batch:
                     excluded[reqs[k][2]] += 1
             i = j
@@ -545,6 +556,10 @@ def measure(cap, command=None):
         res["max_us"] = us[-1][0]
         res["min_us"] = us[0][0]
         res["mean_us"] = sum(v * w for v, w in us) / total
+    if gaps:
+        gaps.sort()
+        res["turnaround_p50_us"] = gaps[(len(gaps) - 1) // 2] / 1000.0
+        res["turnaround_mean_us"] = sum(gaps) / len(gaps) / 1000.0
     return res
 
 
@@ -564,6 +579,11 @@ def render(r):
             "  wire latency us: p50 {p50_us:.1f}  p99 {p99_us:.1f}  p99.9 {p999_us:.1f}"
             "  max {max_us:.1f}  mean {mean_us:.1f}  (redis-benchmark grid: p50 {p50_us_rb:.0f}"
             "  p99 {p99_us_rb:.0f})".format(**r)
+        )
+    if "turnaround_mean_us" in r:
+        lines.append(
+            "  client turn-around us (last reply byte to next batch): p50 "
+            "{turnaround_p50_us:.1f}  mean {turnaround_mean_us:.1f}".format(**r)
         )
     lines.append(f"  batch sizes: {r['batch_sizes']}")
     lines.append(
