@@ -14,6 +14,8 @@
 # (capture, client and analysis) holds `flock $LOCK`.
 #
 # Cases: p1 = -c 50 -P 1 -n $N_P1, p16 = -c 50 -P 16 -n $N_P16.
+# Clients: cb = cairn-bench, cbk = cairn-bench --rx-timestamps (kernel
+# receive stamps), rb = redis-benchmark.
 # Env: SERVERS ("redis", or "redis cairn"), CLIENTS ("cb rb"), CASES
 # ("p1 p16"), N_P1 (200000), N_P16 (1000000), KEYSPACE (100000),
 # PORT_REDIS (7461), PORT_CAIRN (7462), CAIRN (target/release/cairn),
@@ -116,6 +118,9 @@ one() {
         # shellcheck disable=SC2086
         cb) "$CB" get-set --target "$s=redis://127.0.0.1:$port" $a -t set,get \
             --rounds 1 -q --json "$name.json" >"$name.out" 2>&1 ;;
+        # shellcheck disable=SC2086
+        cbk) "$CB" get-set --target "$s=redis://127.0.0.1:$port" $a -t set,get \
+            --rounds 1 -q --rx-timestamps --json "$name.json" >"$name.out" 2>&1 ;;
         # shellcheck disable=SC2086
         rb) "$RB" -h 127.0.0.1 -p "$port" $a -t set,get --csv >"$name.csv" 2>"$name.out" ;;
     esac

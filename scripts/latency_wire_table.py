@@ -26,8 +26,12 @@ import statistics
 import sys
 
 TOL = 0.10
-NAME = re.compile(r"r(\d+)-(p\d+)-([a-z]+)-(cb|rb)$")
-CLIENT = {"cb": "cairn-bench", "rb": "redis-benchmark"}
+NAME = re.compile(r"r(\d+)-(p\d+)-([a-z]+)-(cb|cbk|rb)$")
+CLIENT = {
+    "cb": "cairn-bench",
+    "cbk": "cairn-bench --rx-timestamps",
+    "rb": "redis-benchmark",
+}
 
 
 def drops(path):
@@ -49,7 +53,7 @@ def drops(path):
 def client_figures(base, cl):
     """{test: (p50, p99, ops/s, requests)} as the client reported them."""
     out = {}
-    if cl == "cb":
+    if cl in ("cb", "cbk"):
         try:
             r = json.load(open(base + ".json"))
         except (OSError, ValueError):
@@ -194,7 +198,7 @@ def main():
         g = sorted(groups[key], key=lambda r: (r["client"], r["round"]))
         for r in g:
             print(row(r))
-        for cl in ("cb", "rb"):
+        for cl in ("cb", "cbk", "rb"):
             valid = [r for r in g if r["client"] == cl and not r["invalid"]]
             if not valid:
                 continue
