@@ -1572,6 +1572,14 @@ pub fn command(a: GetSetCmd) -> Result<(), String> {
         "equal_load_checks": checks.iter().cloned().chain(median_checks(&checks)).collect::<Vec<_>>(),
     });
     let mut notes = Vec::new();
+    if a.rx_timestamps && a.vs_redis_benchmark.is_some() {
+        // The two clients' intervals end at different points: a difference
+        // between them is this client's wait for the reply, not a
+        // disagreement (BENCHMARKS.md, "Latency against the wire").
+        notes.push(
+            "--rx-timestamps: cairn-bench's intervals end at the kernel's receive stamp of the reply, redis-benchmark's when its loop reaches the connection; redis-benchmark's figures include its wait for the reply, cairn-bench's do not".to_string(),
+        );
+    }
     for c in median_checks(&checks) {
         notes.push(format!(
             "{} {} ({:?}): redis-benchmark {} ops/s, cairn-bench {}; median p50 {} vs {} µs, p99 {} vs {} µs (cairn-bench at redis-benchmark's resolution vs redis-benchmark): {}",
