@@ -286,6 +286,14 @@ pub struct GetSetCmd {
     /// `--equal-load closed`.
     #[arg(long)]
     pub defer_writes: bool,
+    /// End each request's interval at the kernel's receive time of its
+    /// first reply segment (SO_TIMESTAMPNS) instead of when the event loop
+    /// reaches the connection: the reply's wait inside this client (wake-up,
+    /// the other ready connections of the poll round) is left out, as a
+    /// packet capture on loopback leaves it out. Not redis-benchmark's
+    /// interval, so not with --vs-redis-benchmark comparisons in mind.
+    #[arg(long)]
+    pub rx_timestamps: bool,
 }
 
 /// Parses "8,16,32".

@@ -27,11 +27,15 @@
 //! timed interval; redis-benchmark unpipelined at 50 connections is such a
 //! client, so its latency there is mostly its own (see BENCHMARKS.md).
 //! `--defer-writes` sends a connection's next pipeline after the rest of
-//! the poll round, as redis-benchmark's event loop does.
+//! the poll round, as redis-benchmark's event loop does. `--rx-timestamps`
+//! ends each interval at the kernel's receive stamp of the reply instead
+//! (what a packet capture on loopback sees; BENCHMARKS.md, "Latency
+//! against the wire"), leaving out the reply's wait in this client.
 
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};
 use std::net::TcpStream as StdStream;
+use std::os::fd::{AsRawFd, RawFd};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -188,6 +192,8 @@ struct Params<'a> {
     /// gets the requests in the same bursts, and, as in redis-benchmark,
     /// the rest of the round is outside the timed interval.
     defer_writes: bool,
+    /// End intervals at the kernel's receive stamp ([`read_stamped`]).
+    rx_timestamps: bool,
 }
 
 /// Paces one event loop to a request rate while staying closed-loop: the
@@ -320,6 +326,9 @@ fn open(p: &Params, poll: &Poll, token: Token) -> io::Result<Conn> {
     let s = StdStream::connect_timeout(&p.target.addr, p.timeout.max(Duration::from_secs(1)))?;
     s.set_nodelay(true)?;
     s.set_nonblocking(true)?;
+    if p.rx_timestamps {
+        enable_rx_timestamps(&s)?;
+    }
     let mut sock = TcpStream::from_std(s);
     poll.registry()
         .register(&mut sock, token, Interest::READABLE | Interest::WRITABLE)?;
@@ -382,7 +391,11 @@ fn flush(c: &mut Conn) -> io::Result<()> {
 /// readiness is handled, *before* the read: redis-benchmark 7's
 /// `readHandler` takes `ustime()` on entry, before `redisBufferRead`, so
 /// neither the read syscall nor parsing is inside either client's interval.
-fn receive(c: &mut Conn, proto: Protocol) -> Result<(), OpError> {
+///
+/// With `rx_timestamps` the end is instead the kernel's receive time of
+/// the reply bytes read first (see [`read_stamped`]), carried over to the
+/// monotonic clock of `start`.
+fn receive(c: &mut Conn, proto: Protocol, rx_timestamps: bool) -> Result<(), OpError> {
     let woke = Instant::now();
     loop {
         if c.rlen == c.rbuf.len() {
@@ -390,11 +403,16 @@ fn receive(c: &mut Conn, proto: Protocol) -> Result<(), OpError> {
             c.rbuf.resize(n, 0);
         }
         let space = c.rbuf.len() - c.rlen;
-        match c.sock.read(&mut c.rbuf[c.rlen..]) {
-            Ok(0) => return Err(OpError::Closed),
-            Ok(n) => {
+        let got = if rx_timestamps {
+            read_stamped(c.sock.as_raw_fd(), &mut c.rbuf[c.rlen..])
+        } else {
+            c.sock.read(&mut c.rbuf[c.rlen..]).map(|n| (n, None))
+        };
+        match got {
+            Ok((0, _)) => return Err(OpError::Closed),
+            Ok((n, stamp)) => {
                 if c.first.is_none() && c.inflight > 0 {
-                    c.first = Some(woke);
+                    c.first = Some(stamp.map_or(woke, rx_instant));
                 }
                 c.rlen += n;
                 // A short read drained the socket; on Linux any later data
@@ -446,6 +464,95 @@ fn receive(c: &mut Conn, proto: Protocol) -> Result<(), OpError> {
     c.rbuf.copy_within(pos..c.rlen, 0);
     c.rlen -= pos;
     Ok(())
+}
+
+/// Asks the kernel to stamp every received segment (SO_TIMESTAMPNS,
+/// CLOCK_REALTIME), for [`read_stamped`].
+fn enable_rx_timestamps(s: &StdStream) -> io::Result<()> {
+    let on: libc::c_int = 1;
+    // SAFETY: a valid socket and a c_int option value of the given size.
+    let r = unsafe {
+        libc::setsockopt(
+            s.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_TIMESTAMPNS,
+            (&on as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if r != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// `read` through `recvmsg`, also returning the kernel's receive stamp of
+/// the data (CLOCK_REALTIME) when the socket has SO_TIMESTAMPNS on. For
+/// TCP, Linux reports the stamp of the last segment the call consumed:
+/// the first reply segment's own stamp when one read takes one segment
+/// (an unpipelined reply, or a pipeline's replies written at once), a
+/// later one when several queued segments are read together.
+fn read_stamped(fd: RawFd, buf: &mut [u8]) -> io::Result<(usize, Option<Duration>)> {
+    loop {
+        let mut iov = libc::iovec {
+            iov_base: buf.as_mut_ptr().cast(),
+            iov_len: buf.len(),
+        };
+        // Room for one timespec control message (aligned as cmsghdr).
+        let mut cbuf = [0u64; 8];
+        // SAFETY: msghdr is plain data; zero is a valid empty header.
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = cbuf.as_mut_ptr().cast();
+        msg.msg_controllen = std::mem::size_of_val(&cbuf) as _;
+        // SAFETY: iov points into `buf` and the control buffer is ours,
+        // both alive for the call.
+        let n = unsafe { libc::recvmsg(fd, &mut msg, 0) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        let mut stamp = None;
+        // SAFETY: the kernel filled msg_control up to msg_controllen; the
+        // CMSG macros stay inside it, and the data of an SCM_TIMESTAMPNS
+        // message is one timespec (read unaligned).
+        unsafe {
+            let mut cm = libc::CMSG_FIRSTHDR(&msg);
+            while !cm.is_null() {
+                if (*cm).cmsg_level == libc::SOL_SOCKET && (*cm).cmsg_type == libc::SCM_TIMESTAMPNS
+                {
+                    let ts: libc::timespec = std::ptr::read_unaligned(libc::CMSG_DATA(cm).cast());
+                    if ts.tv_sec >= 0 && (0..1_000_000_000).contains(&ts.tv_nsec) {
+                        stamp = Some(Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32));
+                    }
+                }
+                cm = libc::CMSG_NXTHDR(&msg, cm);
+            }
+        }
+        return Ok((n as usize, stamp));
+    }
+}
+
+/// A CLOCK_REALTIME kernel stamp as an [`Instant`]: the monotonic now
+/// less how long ago the stamp was by the real-time clock, both read
+/// together (the two clocks advance at the same rate over microseconds).
+fn rx_instant(stamp: Duration) -> Instant {
+    let now = Instant::now();
+    let real_now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    back_to(now, real_now, stamp)
+}
+
+/// `now` moved back by `real_now - stamp`; a stamp after `real_now` (the
+/// real-time clock stepped back) gives `now`.
+fn back_to(now: Instant, real_now: Duration, stamp: Duration) -> Instant {
+    now.checked_sub(real_now.saturating_sub(stamp))
+        .unwrap_or(now)
 }
 
 /// One event-loop thread: `conns` connections, `share` requests.
@@ -555,7 +662,7 @@ fn event_loop(
                 }
             }
             if failed.is_none() && (ev.is_readable() || ev.is_read_closed()) {
-                if let Err(e) = receive(c, p.test_proto()) {
+                if let Err(e) = receive(c, p.test_proto(), p.rx_timestamps) {
                     failed = Some(e);
                 }
             }
@@ -735,6 +842,7 @@ fn run_test(
         timeout: ctx.timeout,
         rate: thread_rate(rate, threads),
         defer_writes: a.defer_writes || a.equal_load == Some(EqualLoad::Closed),
+        rx_timestamps: a.rx_timestamps,
     };
     let names = if test == Test::Set {
         SET_NAMES
@@ -1456,13 +1564,22 @@ pub fn command(a: GetSetCmd) -> Result<(), String> {
         "rounds": ctx.rounds,
         "timeout_s": ctx.timeout.as_secs_f64(),
         "vs_redis_benchmark": a.vs_redis_benchmark,
-        "latency_definition": "from the start of a pipeline's write to the moment its connection's first readiness with reply bytes is handled (the clock is read before the read, as redis-benchmark's readHandler), for every request of the pipeline; with a target rate, from the actual write, not the intended send time",
+        "latency_definition": if a.rx_timestamps { "from the start of a pipeline's write to the kernel's receive stamp (SO_TIMESTAMPNS) of the first segment read with its replies (the last segment of that read), for every request of the pipeline; the reply's wait in this client is not included" } else { "from the start of a pipeline's write to the moment its connection's first readiness with reply bytes is handled (the clock is read before the read, as redis-benchmark's readHandler), for every request of the pipeline; with a target rate, from the actual write, not the intended send time" },
         "target_rate": ctx.target_rate,
         "equal_load": a.equal_load,
         "defer_writes": a.defer_writes || a.equal_load == Some(EqualLoad::Closed),
+        "rx_timestamps": a.rx_timestamps,
         "equal_load_checks": checks.iter().cloned().chain(median_checks(&checks)).collect::<Vec<_>>(),
     });
     let mut notes = Vec::new();
+    if a.rx_timestamps && a.vs_redis_benchmark.is_some() {
+        // The two clients' intervals end at different points: a difference
+        // between them is this client's wait for the reply, not a
+        // disagreement (BENCHMARKS.md, "Latency against the wire").
+        notes.push(
+            "--rx-timestamps: cairn-bench's intervals end at the kernel's receive stamp of the reply, redis-benchmark's when its loop reaches the connection; redis-benchmark's figures include its wait for the reply, cairn-bench's do not".to_string(),
+        );
+    }
     for c in median_checks(&checks) {
         notes.push(format!(
             "{} {} ({:?}): redis-benchmark {} ops/s, cairn-bench {}; median p50 {} vs {} µs, p99 {} vs {} µs (cairn-bench at redis-benchmark's resolution vs redis-benchmark): {}",
@@ -1547,6 +1664,48 @@ mod tests {
         );
         let t = template(Protocol::Memcached, Test::Get, true, 2);
         assert_eq!(t.cmd, b"get key:000000000000\r\n");
+    }
+
+    #[test]
+    fn rx_timestamps_are_the_arrival_not_the_read() {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = StdStream::connect(l.local_addr().unwrap()).unwrap();
+        enable_rx_timestamps(&client).unwrap();
+        let (mut server, _) = l.accept().unwrap();
+        let real = || {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+        };
+        let before = real();
+        server.write_all(b"+OK\r\n").unwrap();
+        let after = real();
+        // The reply waits 30 ms in the socket before it is read.
+        std::thread::sleep(Duration::from_millis(30));
+        let mut buf = [0u8; 64];
+        let (n, stamp) = read_stamped(client.as_raw_fd(), &mut buf).unwrap();
+        let read_at = real();
+        assert_eq!(&buf[..n], b"+OK\r\n");
+        let stamp = stamp.expect("a receive stamp");
+        assert!(
+            stamp >= before && stamp <= after,
+            "{before:?} {stamp:?} {after:?}"
+        );
+        assert!(read_at - stamp >= Duration::from_millis(30));
+        // Without the option: no stamp.
+        let plain = StdStream::connect(l.local_addr().unwrap()).unwrap();
+        let (mut s2, _) = l.accept().unwrap();
+        s2.write_all(b"x").unwrap();
+        let (n, stamp) = read_stamped(plain.as_raw_fd(), &mut buf).unwrap();
+        assert_eq!((n, stamp), (1, None));
+        // Carried to the monotonic clock: 30 ms ago is 30 ms before now.
+        let now = Instant::now();
+        let r = Duration::from_secs(1_000_000);
+        assert_eq!(
+            back_to(now, r, r - Duration::from_millis(30)),
+            now - Duration::from_millis(30)
+        );
+        assert_eq!(back_to(now, r, r + Duration::from_millis(5)), now);
     }
 
     #[test]
