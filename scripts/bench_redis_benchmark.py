@@ -55,11 +55,58 @@ def cpu_secs(pid):
 
 
 def machine_busy_secs():
-    """CPU seconds all processes have used (user+nice+system+irq+softirq+steal)."""
+    """CPU seconds all processes have used (user+nice+system). Interrupt and
+    softirq time is left out: loopback TCP is processed there, so it grows
+    with the benchmark's own traffic and belongs to no process."""
     with open("/proc/stat") as f:
         cells = f.readline().split()[1:]
-    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(c) for c in cells[:8])
-    return (user + nice + system + irq + softirq + steal) / TICK
+    user, nice, system = (int(c) for c in cells[:3])
+    return (user + nice + system) / TICK
+
+
+def info_field(port, section, field):
+    """One field of INFO <section>, or None."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), 2) as c:
+            c.sendall(f"INFO {section}\r\n".encode())
+            data = b""
+            while b"\r\n" not in data:
+                chunk = c.recv(65536)
+                if not chunk:
+                    return None
+                data += chunk
+            head, _, body = data.partition(b"\r\n")
+            if not head.startswith(b"$"):
+                return None
+            want = int(head[1:]) + 2
+            while len(body) < want:
+                chunk = c.recv(65536)
+                if not chunk:
+                    break
+                body += chunk
+    except (OSError, ValueError):
+        return None
+    for line in body.decode(errors="replace").splitlines():
+        if line.startswith(field + ":"):
+            return line.split(":", 1)[1].strip()
+    return None
+
+
+def settle(ports, limit=15.0):
+    """Waits (up to `limit` s) until no server is rewriting its journal/AOF
+    or saving a snapshot, and the machine has been idle for 0.3 s: the
+    background work one run leaves (a fork child, a compaction, an fsync's
+    writeback) must not be charged to the next run, whichever server that
+    is. Returns the seconds waited."""
+    t0 = time.time()
+    while time.time() - t0 < limit:
+        busy = any(info_field(p, "persistence", f) == "1"
+                   for p in ports for f in ("aof_rewrite_in_progress", "rdb_bgsave_in_progress"))
+        m0 = machine_busy_secs()
+        time.sleep(0.3)
+        if not busy and (machine_busy_secs() - m0) / 0.3 < 0.10:
+            break
+    return time.time() - t0
 
 
 def run_one(port, test, n, pipeline):
@@ -108,6 +155,9 @@ def main():
                     help="re-run (up to --tries times) a run during which the rest of the "
                          "machine used more than this share of one CPU (0 = never)")
     ap.add_argument("--tries", type=int, default=3)
+    ap.add_argument("--no-settle", action="store_true",
+                    help="start each run at once, without waiting for the previous run's "
+                         "background work (rewrites, snapshots, writeback) to finish")
     a = ap.parse_args()
     global PIN
     PIN = a.pin
@@ -164,6 +214,8 @@ def main():
                     for label in order:
                         port, pid = servers[label]
                         for attempt in range(1, a.tries + 1):
+                            if not a.no_settle:
+                                settle([p for p, _ in servers.values()])
                             c0, m0, t0 = cpu_secs(pid), machine_busy_secs(), time.time()
                             rps, client = run_one(port, test, a.requests, pipe)
                             c1, m1, t1 = cpu_secs(pid), machine_busy_secs(), time.time()
