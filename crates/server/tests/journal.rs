@@ -238,7 +238,9 @@ fn every_family(policy: &str, kill: bool) {
     for want in ["+OK\r\n", "+OK\r\n", ":1\r\n"] {
         assert_eq!(text(&c.read_raw_reply()), want);
     }
-    let big: String = (0..100_000).map(|i| (b'a' + (i % 26) as u8) as char).collect();
+    let big: String = (0..100_000)
+        .map(|i| (b'a' + (i % 26) as u8) as char)
+        .collect();
     c.send_raw(format!("*3\r\n$3\r\nSET\r\n$3\r\nbig\r\n${}\r\n", big.len()).as_bytes());
     c.send_raw(&big.as_bytes()[..1000]);
     std::thread::sleep(Duration::from_millis(50));
