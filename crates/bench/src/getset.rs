@@ -467,7 +467,10 @@ fn receive(c: &mut Conn, proto: Protocol, rx_timestamps: bool) -> Result<(), OpE
 }
 
 /// Asks the kernel to stamp every received segment (SO_TIMESTAMPNS,
-/// CLOCK_REALTIME), for [`read_stamped`].
+/// CLOCK_REALTIME), for [`read_stamped`]. Linux turns stamping on for the
+/// stack a moment after the first socket asks, so the first replies of a
+/// run may come unstamped: their intervals end at the loop's clock read,
+/// as without the option.
 fn enable_rx_timestamps(s: &StdStream) -> io::Result<()> {
     let on: libc::c_int = 1;
     // SAFETY: a valid socket and a c_int option value of the given size.
@@ -1672,6 +1675,23 @@ mod tests {
         let client = StdStream::connect(l.local_addr().unwrap()).unwrap();
         enable_rx_timestamps(&client).unwrap();
         let (mut server, _) = l.accept().unwrap();
+        // Linux turns receive stamping on for the whole stack a moment
+        // after the first socket asks (a deferred static key): until then
+        // segments arrive unstamped. Wait for a stamped one first.
+        let mut warm = [0u8; 8];
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            server.write_all(b"w").unwrap();
+            let (_, stamp) = read_stamped(client.as_raw_fd(), &mut warm).unwrap();
+            if stamp.is_some() {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "receive stamps never came on"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
         let real = || {
             std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
