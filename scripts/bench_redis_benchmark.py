@@ -67,10 +67,6 @@ def machine_secs():
     return (user + nice + system) / TICK, steal / TICK
 
 
-def machine_busy_secs():
-    return machine_secs()[0]
-
-
 def info_field(port, section, field):
     """One field of INFO <section>, or None."""
     try:
@@ -109,9 +105,9 @@ def settle(ports, limit=15.0):
     while time.time() - t0 < limit:
         busy = any(info_field(p, "persistence", f) == "1"
                    for p in ports for f in ("aof_rewrite_in_progress", "rdb_bgsave_in_progress"))
-        m0 = machine_busy_secs()
+        m0 = machine_secs()[0]
         time.sleep(0.3)
-        if not busy and (machine_busy_secs() - m0) / 0.3 < 0.10:
+        if not busy and (machine_secs()[0] - m0) / 0.3 < 0.10:
             break
     return time.time() - t0
 
