@@ -14,7 +14,12 @@ table of medians (progress goes to stderr) and optionally an SVG chart.
 Usage: scripts/bench_redis_benchmark.py [--requests N] [--rounds R]
            [--tests set,get,incr,hset,mset] [--cairn PATH]
            [--cairn-threads 1,2] [--also LABEL=CMD ...] [--out FILE]
-           [--svg FILE] [--pin]
+           [--svg FILE] [--pin] [--fresh]
+
+--fresh starts every server anew, with an empty data directory, for each
+round: each round is then the issue's one `redis-benchmark -t a,b,c` run
+against empty servers. Without it the servers keep their data from round
+to round, so journals (and a list that LPUSH grows) keep growing.
 
 --pin runs every server on CPU 1 and redis-benchmark on CPU 0 (taskset), so
 the scheduler cannot put a server on the client's core for a whole run; on
@@ -132,6 +137,58 @@ def run_one(port, test, n, pipeline):
     raise SystemExit(f"could not parse redis-benchmark output: {out!r}")
 
 
+def start_servers(a, tmp, procs, server_prefix):
+    """Starts redis-server and every Cairn configuration, each with a new
+    data directory under `tmp`; appends their processes to `procs` and
+    returns {label: (port, pid)} once all answer PING."""
+    servers = {}  # label -> (port, pid)
+    tmp = tempfile.mkdtemp(dir=tmp)
+    p = free_port()
+    procs.append(subprocess.Popen(
+        server_prefix + ["redis-server", "--port", str(p), "--bind", "127.0.0.1", "--save", "",
+         "--appendonly", "no", "--dir", tmp] + shlex.split(a.redis_args),
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    servers["Redis"] = (p, procs[-1].pid)
+    for t in a.cairn_threads.split(","):
+        p = free_port()
+        label = "Cairn" if t == "0" else f"Cairn {t}t"
+        d = os.path.join(tmp, f"cairn-{t}")
+        os.makedirs(d)
+        procs.append(subprocess.Popen(
+            server_prefix + [a.cairn, "--port", str(p), "--bind", "127.0.0.1", "--server-threads", t,
+                             "--dir", d, "--save", ""] + shlex.split(a.cairn_args),
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        servers[label] = (p, procs[-1].pid)
+    for n, spec in enumerate(a.also):
+        label, cmd = spec.split("=", 1)
+        p = free_port()
+        argv = shlex.split(cmd)
+        if "--dir" not in argv:
+            d = os.path.join(tmp, f"also-{n}")
+            os.makedirs(d)
+            argv += ["--dir", d]
+        if "--save" not in argv:
+            argv += ["--save", ""]
+        procs.append(subprocess.Popen(
+            server_prefix + argv + ["--port", str(p), "--bind", "127.0.0.1"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        servers[label] = (p, procs[-1].pid)
+    for port, _ in servers.values():
+        wait_ping(port)
+    return servers
+
+
+def stop_servers(procs):
+    for pr in procs:
+        pr.terminate()
+    for pr in procs:
+        try:
+            pr.wait(5)
+        except subprocess.TimeoutExpired:
+            pr.kill()
+    procs.clear()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--requests", type=int, default=1_000_000)
@@ -164,48 +221,20 @@ def main():
     ap.add_argument("--no-settle", action="store_true",
                     help="start each run at once, without waiting for the previous run's "
                          "background work (rewrites, snapshots, writeback) to finish")
+    ap.add_argument("--fresh", action="store_true",
+                    help="new servers with empty data directories for every round (and mode), "
+                         "so each round runs the tests in order against empty servers, as one "
+                         "redis-benchmark -t a,b,c invocation would; without it the servers "
+                         "keep their data (and journals) from round to round")
     a = ap.parse_args()
     global PIN
     PIN = a.pin
     server_prefix = ["taskset", "-c", "1"] if a.pin else []
 
     tmp = tempfile.mkdtemp(prefix="cairn-bench-")
-    servers = {}  # label -> (port, pid)
     procs = []
     try:
-        p = free_port()
-        procs.append(subprocess.Popen(
-            server_prefix + ["redis-server", "--port", str(p), "--bind", "127.0.0.1", "--save", "",
-             "--appendonly", "no", "--dir", tmp] + shlex.split(a.redis_args),
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        servers["Redis"] = (p, procs[-1].pid)
-        for t in a.cairn_threads.split(","):
-            p = free_port()
-            label = "Cairn" if t == "0" else f"Cairn {t}t"
-            d = os.path.join(tmp, f"cairn-{t}")
-            os.makedirs(d)
-            procs.append(subprocess.Popen(
-                server_prefix + [a.cairn, "--port", str(p), "--bind", "127.0.0.1", "--server-threads", t,
-                                 "--dir", d, "--save", ""] + shlex.split(a.cairn_args),
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-            servers[label] = (p, procs[-1].pid)
-        for n, spec in enumerate(a.also):
-            label, cmd = spec.split("=", 1)
-            p = free_port()
-            argv = shlex.split(cmd)
-            if "--dir" not in argv:
-                d = os.path.join(tmp, f"also-{n}")
-                os.makedirs(d)
-                argv += ["--dir", d]
-            if "--save" not in argv:
-                argv += ["--save", ""]
-            procs.append(subprocess.Popen(
-                server_prefix + argv + ["--port", str(p), "--bind", "127.0.0.1"],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-            servers[label] = (p, procs[-1].pid)
-        for port, _ in servers.values():
-            wait_ping(port)
-
+        servers = start_servers(a, tmp, procs, server_prefix)
         labels = list(servers)
         results = {}  # (mode, test, label) -> [(rps, cpu_us_per_req)]
         tests = a.tests.split(",")
@@ -214,6 +243,9 @@ def main():
         done = 0
         for mode, pipe in modes:
             for r in range(a.rounds):
+                if a.fresh and done > 0:
+                    stop_servers(procs)
+                    servers = start_servers(a, tmp, procs, server_prefix)
                 for test in tests:
                     # Rotate the order each round: nobody always goes first.
                     order = labels[r % len(labels):] + labels[:r % len(labels)]
@@ -285,13 +317,7 @@ def main():
                 f.write(svg_chart({k: v[0] for k, v in med.items()},
                                   [m for m, _ in modes], tests, labels))
     finally:
-        for pr in procs:
-            pr.terminate()
-        for pr in procs:
-            try:
-                pr.wait(5)
-            except subprocess.TimeoutExpired:
-                pr.kill()
+        stop_servers(procs)
         shutil.rmtree(tmp, ignore_errors=True)
 
 

@@ -90,6 +90,26 @@ pub trait Sink: Send + Sync {
     /// no copy in between). Writing nothing appends nothing. The same
     /// rules as `append`.
     fn append_with(&self, fill: &mut dyn FnMut(&mut Vec<u8>));
+
+    /// Appends a unit of one `Wire` record (`put_wire`): a write command
+    /// recorded as sent, with nothing before it. This is the record of
+    /// nearly every write, so a sink may serve it without the closure and
+    /// the general framing checks of `append_with`. The same rules.
+    fn append_wire(&self, db: usize, raw: &[u8]) {
+        self.append_with(&mut |out| put_wire(out, db, raw));
+    }
+}
+
+/// Writes a `Wire` record: `tag db:varint len:varint raw`.
+#[inline]
+pub fn put_wire(out: &mut Vec<u8>, db: usize, raw: &[u8]) {
+    // One reservation for the whole record (a varint is at most 10 bytes)
+    // instead of a capacity check per byte pushed.
+    out.reserve(21 + raw.len());
+    out.push(Tag::Wire as u8);
+    put_varint(out, db as u64);
+    put_varint(out, raw.len() as u64);
+    out.extend_from_slice(raw);
 }
 
 /// The argument vector of the running command, lent by the server.
@@ -230,7 +250,16 @@ struct Staged {
 }
 
 thread_local! {
-    static STAGED: RefCell<Staged> = RefCell::new(Staged::default());
+    // Const-initialised: no lazy-initialisation check on every write.
+    static STAGED: RefCell<Staged> = const {
+        RefCell::new(Staged {
+            pre: Vec::new(),
+            explicit: Vec::new(),
+            has_explicit: false,
+            tx: Vec::new(),
+            sink: (0, None),
+        })
+    };
     /// The running command: (db, its arguments). The pointer is valid while
     /// the `CommandScope` that set it lives.
     static COMMAND: Cell<Option<(usize, *const (dyn ArgSource + 'static))>> = const { Cell::new(None) };
@@ -485,6 +514,15 @@ pub(crate) fn commit(engine: &Engine, wrote: bool, held: bool) {
             if pre.is_empty() {
                 return;
             }
+        } else if !held && !*has_explicit && pre.is_empty() {
+            // The common case: one write command recorded as sent.
+            if let Some((db, args)) = COMMAND.with(Cell::get) {
+                // SAFETY: see `CommandScope::new`.
+                if let Some(raw) = unsafe { &*args }.raw() {
+                    sink.append_wire(db, raw);
+                    return;
+                }
+            }
         }
         if held {
             write_unit(pre, explicit, has_explicit, wrote, tx);
@@ -514,10 +552,7 @@ fn write_unit(
         // SAFETY: see `CommandScope::new`.
         let args = unsafe { &*args };
         if let Some(raw) = args.raw() {
-            out.push(Tag::Wire as u8);
-            put_varint(out, db as u64);
-            put_varint(out, raw.len() as u64);
-            out.extend_from_slice(raw);
+            put_wire(out, db, raw);
         } else {
             out.push(Tag::Command as u8);
             put_varint(out, db as u64);

