@@ -75,18 +75,6 @@ fn meta_ptr(slot: Slot) -> *mut Meta {
 /// covers one miss.
 const PREFETCH_AHEAD: usize = 8;
 
-/// A hint to load the cache line at `p` (never faults, whatever `p` is).
-#[inline(always)]
-fn prefetch(p: *const u8) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: prefetch is a hint; it reads nothing and cannot fault.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch(p as *const i8, std::arch::x86_64::_MM_HINT_T0);
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
-}
-
 fn ptr_of(slot: Slot) -> *mut Entry {
     debug_assert!(slot & COMPACT == 0);
     (slot & ADDR_MASK) as usize as *mut Entry
@@ -428,8 +416,8 @@ impl Table {
                     // The metadata and, for most small keys, the key and
                     // value: two lines.
                     let p = meta_ptr(ahead) as *const u8;
-                    prefetch(p);
-                    prefetch(p.wrapping_add(64));
+                    crate::util::prefetch(p);
+                    crate::util::prefetch(p.wrapping_add(64));
                 }
             }
             self.entry(i)

@@ -7,3 +7,17 @@ pub mod huff;
 pub mod lcs;
 pub mod num;
 pub mod smallbytes;
+
+/// A hint to load the cache line at `p` ahead of use (never faults,
+/// whatever `p` is). Walks over separately allocated items (a table's
+/// entries, a large hash's fields) use it a few items ahead.
+#[inline(always)]
+pub fn prefetch(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: prefetch is a hint; it reads nothing and cannot fault.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch(p as *const i8, std::arch::x86_64::_MM_HINT_T0);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}

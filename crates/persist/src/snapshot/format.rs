@@ -106,7 +106,45 @@ pub fn put_varint(out: &mut Vec<u8>, mut v: u64) {
 
 pub fn put_bytes(out: &mut Vec<u8>, b: &[u8]) {
     put_varint(out, b.len() as u64);
-    out.extend_from_slice(b);
+    extend_small(out, b);
+}
+
+/// `out.extend_from_slice(b)`, with the copy of a short `b` (at most 16
+/// bytes: most list, set and hash elements) done inline by two
+/// overlapping word copies instead of a call to memcpy. A snapshot of a
+/// list of a million 3-byte elements spent ~20% of its time in memcpy
+/// calls (perf).
+#[inline]
+fn extend_small(out: &mut Vec<u8>, b: &[u8]) {
+    let n = b.len();
+    if n > 16 {
+        out.extend_from_slice(b);
+        return;
+    }
+    out.reserve(16);
+    let len = out.len();
+    // SAFETY: `reserve` made room for 16 bytes after `len`, and every
+    // read and write below stays within `b[..n]` and `dst[..n]`.
+    unsafe {
+        let src = b.as_ptr();
+        let dst = out.as_mut_ptr().add(len);
+        if n >= 8 {
+            let head = (src as *const u64).read_unaligned();
+            let tail = (src.add(n - 8) as *const u64).read_unaligned();
+            (dst as *mut u64).write_unaligned(head);
+            (dst.add(n - 8) as *mut u64).write_unaligned(tail);
+        } else if n >= 4 {
+            let head = (src as *const u32).read_unaligned();
+            let tail = (src.add(n - 4) as *const u32).read_unaligned();
+            (dst as *mut u32).write_unaligned(head);
+            (dst.add(n - 4) as *mut u32).write_unaligned(tail);
+        } else if n > 0 {
+            *dst = *src;
+            *dst.add(n / 2) = *src.add(n / 2);
+            *dst.add(n - 1) = *src.add(n - 1);
+        }
+        out.set_len(len + n);
+    }
 }
 
 /// The header for a snapshot cut at `cut_ms` of an engine with `databases`.
@@ -506,5 +544,19 @@ mod tests {
             e,
             [b'E', 3, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]
         );
+    }
+
+    #[test]
+    fn short_copies_equal_extend_from_slice() {
+        let src: Vec<u8> = (1..=40).collect();
+        for prefix in 0..3 {
+            for n in 0..=20 {
+                let mut a = vec![9u8; prefix];
+                let mut b = a.clone();
+                extend_small(&mut a, &src[..n]);
+                b.extend_from_slice(&src[..n]);
+                assert_eq!(a, b, "n={n} prefix={prefix}");
+            }
+        }
     }
 }
