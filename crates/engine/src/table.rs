@@ -71,10 +71,6 @@ fn meta_ptr(slot: Slot) -> *mut Meta {
     (slot & ADDR_MASK & !COMPACT) as usize as *mut Meta
 }
 
-/// How many slots ahead `Table::iter` prefetches: a few entries' work
-/// covers one miss.
-const PREFETCH_AHEAD: usize = 8;
-
 fn ptr_of(slot: Slot) -> *mut Entry {
     debug_assert!(slot & COMPACT == 0);
     (slot & ADDR_MASK) as usize as *mut Entry
@@ -411,7 +407,7 @@ impl Table {
     /// against 1,077.
     pub fn iter(&self) -> impl Iterator<Item = Ref<'_>> {
         (0..self.slots.len()).filter_map(move |i| {
-            if let Some(&ahead) = self.slots.get(i + PREFETCH_AHEAD) {
+            if let Some(&ahead) = self.slots.get(i + crate::util::PREFETCH_AHEAD) {
                 if ahead != 0 {
                     // The metadata and, for most small keys, the key and
                     // value: two lines.

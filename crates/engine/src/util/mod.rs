@@ -8,6 +8,10 @@ pub mod lcs;
 pub mod num;
 pub mod smallbytes;
 
+/// How many items ahead walks over separately allocated items prefetch
+/// (`prefetch`): a few items' work covers one miss.
+pub const PREFETCH_AHEAD: usize = 8;
+
 /// A hint to load the cache line at `p` ahead of use (never faults,
 /// whatever `p` is). Walks over separately allocated items (a table's
 /// entries, a large hash's fields) use it a few items ahead.

@@ -640,7 +640,7 @@ impl HashView<'_> {
             ViewInner::Table(t) => {
                 let it = t.map.iter();
                 let mut ahead = it.clone();
-                ahead.nth(PREFETCH_AHEAD - 1);
+                ahead.nth(crate::util::PREFETCH_AHEAD - 1);
                 Iter(IterInner::Table { it, ahead })
             }
             _ => Iter(IterInner::Packed(Slots {
@@ -714,7 +714,7 @@ pub struct Iter<'a>(IterInner<'a>);
 
 enum IterInner<'a> {
     Packed(Slots<'a>),
-    /// `ahead` runs `PREFETCH_AHEAD` pairs in front of `it`: each field
+    /// `ahead` runs `util::PREFETCH_AHEAD` pairs in front of `it`: each field
     /// and value is an allocation of its own, so a walk over a large hash
     /// (HGETALL, a snapshot) is a walk of cache misses unless the pair a
     /// few steps ahead is fetched meanwhile.
@@ -723,9 +723,6 @@ enum IterInner<'a> {
         ahead: hashbrown::hash_map::Iter<'a, Box<[u8]>, Box<[u8]>>,
     },
 }
-
-/// How many pairs ahead a table hash's iterator prefetches.
-const PREFETCH_AHEAD: usize = 8;
 
 impl<'a> Iterator for Iter<'a> {
     type Item = (&'a [u8], &'a [u8]);

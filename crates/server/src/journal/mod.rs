@@ -102,6 +102,13 @@ struct Pending {
 }
 
 impl Pending {
+    /// Where the frame the next unit joins starts, if one is open: not
+    /// sealed, and its payload still below `FRAME_TARGET`.
+    fn open_frame(&self) -> Option<usize> {
+        let f = *self.frames.last()?;
+        (!self.sealed && self.data.len() - f - frame::FRAME_HEADER_LEN < FRAME_TARGET).then_some(f)
+    }
+
     /// Takes the appended frames, leaving `spare` (an empty buffer) in
     /// their place; the caller seals them (`frame::seal`) after releasing
     /// the lock, so appends never wait for the checksum.
@@ -288,10 +295,7 @@ impl cairn_engine::record::Sink for Journal {
         const HDR: usize = frame::FRAME_HEADER_LEN;
         let mut p = self.pending.lock();
         let start = p.data.len();
-        let open = match p.frames.last() {
-            Some(&f) if !p.sealed && start - f - HDR < FRAME_TARGET => Some(f),
-            _ => None,
-        };
+        let open = p.open_frame();
         if open.is_none() {
             p.data.extend_from_slice(&[0; HDR]);
         }
@@ -342,11 +346,7 @@ impl cairn_engine::record::Sink for Journal {
         }
         let mut p = self.pending.lock();
         let start = p.data.len();
-        let open = !p.sealed
-            && p.frames
-                .last()
-                .is_some_and(|&f| start - f - HDR < FRAME_TARGET);
-        if !open {
+        if p.open_frame().is_none() {
             // A frame of at most FRAME_TARGET plus this unit: far below
             // frame::MAX_FRAME.
             p.frames.push(start);
