@@ -180,6 +180,7 @@ pub fn run(cfg: Config) -> Result<(), String> {
             .name("cairn-aof-rewrite".into())
             .spawn(move || {
                 crate::memory::register_thread();
+                crate::process::background_priority();
                 crate::journal::rewrite::thread(s)
             })
             .map_err(|e| format!("spawn the journal rewriter: {e}"))?;
@@ -190,6 +191,7 @@ pub fn run(cfg: Config) -> Result<(), String> {
             .name("cairn-saver".into())
             .spawn(move || {
                 crate::memory::register_thread();
+                crate::process::background_priority();
                 crate::snapshots::saver(s)
             })
             .map_err(|e| format!("spawn saver: {e}"))?;
