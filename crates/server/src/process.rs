@@ -206,6 +206,44 @@ fn notify_to(target: &std::ffi::OsStr, message: &str) -> bool {
     sent.is_ok()
 }
 
+/// How far below the request path background threads run (`nice`).
+pub const BACKGROUND_NICE: i32 = 10;
+
+/// Lowers the calling thread's CPU priority by `BACKGROUND_NICE` (relative
+/// to where it is, at most to 19): for the threads that serialize
+/// compactions and snapshots, work no reply waits for. On a busy machine
+/// the scheduler then gives the workers the CPU first (a thread 10 nice
+/// levels down weighs about a tenth as much) and the background work takes
+/// the idle time; it still gets its share, so it cannot starve. RocksDB
+/// lowers its compaction threads the same way
+/// (`Env::LowerThreadPoolCPUPriority`). On Linux the nice value belongs to
+/// the thread (who = 0 is the calling thread), and a process may always
+/// lower its own priority. A failure is logged and ignored: the work then
+/// runs at normal priority.
+///
+/// Such a thread holds shard locks only briefly (a cut, one shard's dump);
+/// a worker that waits on one leaves its core idle, which the lowered
+/// thread then gets, so the wait does not stretch.
+pub fn background_priority() {
+    // SAFETY: get/setpriority read and write no memory of ours. errno is
+    // cleared first because -1 is also a valid priority.
+    let r = unsafe {
+        *libc::__errno_location() = 0;
+        let cur = libc::getpriority(libc::PRIO_PROCESS, 0);
+        if cur == -1 && *libc::__errno_location() != 0 {
+            -1
+        } else {
+            libc::setpriority(libc::PRIO_PROCESS, 0, (cur + BACKGROUND_NICE).min(19))
+        }
+    };
+    if r != 0 {
+        log::verbose(&format!(
+            "Could not lower a background thread's priority: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -263,43 +301,5 @@ mod tests {
             assert!(notify_to(format!("@{name}").as_ref(), "STOPPING=1\n"));
             assert_eq!(recv(&sock), "STOPPING=1\n");
         }
-    }
-}
-
-/// How far below the request path background threads run (`nice`).
-pub const BACKGROUND_NICE: i32 = 10;
-
-/// Lowers the calling thread's CPU priority by `BACKGROUND_NICE` (relative
-/// to where it is, at most to 19): for the threads that serialize
-/// compactions and snapshots, work no reply waits for. On a busy machine
-/// the scheduler then gives the workers the CPU first (a thread 10 nice
-/// levels down weighs about a tenth as much) and the background work takes
-/// the idle time; it still gets its share, so it cannot starve. RocksDB
-/// lowers its compaction threads the same way
-/// (`Env::LowerThreadPoolCPUPriority`). On Linux the nice value belongs to
-/// the thread (who = 0 is the calling thread), and a process may always
-/// lower its own priority. A failure is logged and ignored: the work then
-/// runs at normal priority.
-///
-/// Such a thread holds shard locks only briefly (a cut, one shard's dump);
-/// a worker that waits on one leaves its core idle, which the lowered
-/// thread then gets, so the wait does not stretch.
-pub fn background_priority() {
-    // SAFETY: get/setpriority read and write no memory of ours. errno is
-    // cleared first because -1 is also a valid priority.
-    let r = unsafe {
-        *libc::__errno_location() = 0;
-        let cur = libc::getpriority(libc::PRIO_PROCESS, 0);
-        if cur == -1 && *libc::__errno_location() != 0 {
-            -1
-        } else {
-            libc::setpriority(libc::PRIO_PROCESS, 0, (cur + BACKGROUND_NICE).min(19))
-        }
-    };
-    if r != 0 {
-        log::verbose(&format!(
-            "Could not lower a background thread's priority: {}",
-            std::io::Error::last_os_error()
-        ));
     }
 }
