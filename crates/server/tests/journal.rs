@@ -971,3 +971,74 @@ fn always_releases_every_held_reply() {
     let mut c = server.conn();
     assert_eq!(text(&c.cmd(&["GET", "live:0"])), "$4\r\n1000\r\n");
 }
+
+fn info_field(c: &mut RawConn, field: &str) -> u64 {
+    let info = text(&c.cmd(&["INFO", "persistence"]));
+    let line = info
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")))
+        .unwrap_or_else(|| panic!("no {field} in {info}"));
+    line.trim().parse().unwrap()
+}
+
+/// Sends `n` pipelined SETs of `size`-byte values (keys `{tag}{i}`) and
+/// checks every reply.
+fn pipelined_sets(c: &mut RawConn, tag: &str, n: usize, size: usize) {
+    let v = vec![b'v'; size];
+    let mut batch = Vec::new();
+    for i in 0..n {
+        let k = format!("{tag}{i}");
+        batch.extend_from_slice(
+            format!("*3\r\n$3\r\nSET\r\n${}\r\n{k}\r\n${size}\r\n", k.len()).as_bytes(),
+        );
+        batch.extend_from_slice(&v);
+        batch.extend_from_slice(b"\r\n");
+    }
+    c.send_raw(&batch);
+    for i in 0..n {
+        assert_eq!(text(&c.read_raw_reply()), "+OK\r\n", "reply {i}");
+    }
+}
+
+/// A journal whose disk is slower than the writes: the buffer in front of
+/// the file stays bounded, because workers wait for the writer at the end
+/// of a turn once it is more than `behind-limit` ahead; nothing is lost.
+#[test]
+fn slow_disk_throttles_writers_and_loses_nothing() {
+    let dir = TempDir::new("behind");
+    let mut server = start(
+        &dir,
+        &["--appendfsync", "everysec", "--server-threads", "1"],
+    );
+    let mut c = server.conn();
+    // Control: with the default limit (128 MiB) 4 MB never waits.
+    ok(&mut c, &["DEBUG", "JOURNAL-FAULT", "WRITE-DELAY", "200"]);
+    pipelined_sets(&mut c, "a", 40, 100_000);
+    assert_eq!(info_field(&mut c, "aof_write_throttles"), 0);
+    // With a 1 MiB limit the same 4 MB must wait for the slow writes.
+    ok(
+        &mut c,
+        &["DEBUG", "JOURNAL-FAULT", "BEHIND-LIMIT", "1048576"],
+    );
+    let t = Instant::now();
+    pipelined_sets(&mut c, "b", 40, 100_000);
+    let throttles = info_field(&mut c, "aof_write_throttles");
+    assert!(throttles >= 1, "never waited ({:?})", t.elapsed());
+    assert!(
+        server
+            .log()
+            .contains("The journal's writes are falling behind"),
+        "{}",
+        server.log()
+    );
+    ok(&mut c, &["DEBUG", "JOURNAL-FAULT", "WRITE-DELAY", "0"]);
+    ok(&mut c, &["DEBUG", "JOURNAL-FAULT", "BEHIND-LIMIT", "0"]);
+    c.send(&[b"SHUTDOWN"]);
+    assert!(server.wait_exit(Duration::from_secs(10)).is_some());
+    drop(server);
+    // Everything acknowledged is in the journal.
+    let server = start(&dir, &["--appendfsync", "everysec"]);
+    let mut c = server.conn();
+    assert_eq!(text(&c.cmd(&["DBSIZE"])), ":80\r\n");
+    assert_eq!(text(&c.cmd(&["STRLEN", "b39"])), ":100000\r\n");
+}

@@ -57,6 +57,13 @@ const COALESCE_BYTES: usize = 256 * 1024;
 
 /// How long the writer waits before retrying after a failed write/fsync.
 const RETRY_EVERY: Duration = Duration::from_millis(100);
+/// Appended bytes not yet handed to write(2) beyond which a worker waits
+/// at the end of its loop turn (`end_of_turn`) until the writer is back
+/// to half of it: the bound on the journal's buffer when the disk is
+/// slower than the writes (Redis's main thread blocks in write(2) then).
+/// The writer normally takes the buffer every 10 ms, so only a stalled
+/// write or fsync gets near it.
+pub const BEHIND_LIMIT: u64 = 128 << 20;
 
 const POLICY_NO: u8 = 0;
 const POLICY_EVERYSEC: u8 = 1;
@@ -154,6 +161,14 @@ pub struct Journal {
     pub fault_fsyncs: AtomicU64,
     /// Test knob: every fsync sleeps this many milliseconds first.
     pub fault_fsync_delay_ms: AtomicU64,
+    /// Test knob: every write(2) sleeps this many milliseconds first.
+    pub fault_write_delay_ms: AtomicU64,
+    /// `BEHIND_LIMIT`, lowered by tests (DEBUG JOURNAL-FAULT BEHIND-LIMIT).
+    pub behind_limit: AtomicU64,
+    /// Loop turns that waited for the writer (INFO `aof_write_throttles`).
+    throttles: AtomicU64,
+    /// When the last "journal behind" warning was logged.
+    behind_warned: Mutex<Option<Instant>>,
     /// Size of the current journal file, of the older journal files the
     /// manifest still names, and of the base (INFO, auto-rewrite).
     current_size: AtomicU64,
@@ -191,6 +206,10 @@ impl Journal {
             fault_writes: AtomicU64::new(0),
             fault_fsyncs: AtomicU64::new(0),
             fault_fsync_delay_ms: AtomicU64::new(0),
+            fault_write_delay_ms: AtomicU64::new(0),
+            behind_limit: AtomicU64::new(BEHIND_LIMIT),
+            throttles: AtomicU64::new(0),
+            behind_warned: Mutex::new(None),
             current_size: AtomicU64::new(0),
             incr_before: AtomicU64::new(0),
             base_size: AtomicU64::new(0),
@@ -399,10 +418,54 @@ pub fn defer_kicks() {
 /// Worker `w` first tries to lead: to write and fsync the pending data
 /// itself (`Journal::lead`); the writer thread is woken only when it
 /// cannot.
+///
+/// Then, if the journal's buffer is more than `behind_limit` ahead of the
+/// file (the disk is slower than the writes), the worker waits for the
+/// writer (`catch_up`): its clients' next commands wait with it, and the
+/// buffer stays bounded. It holds no shard lock here.
 #[inline]
 pub fn end_of_turn(shared: &Shared, w: usize) {
-    if KICK_OWED.with(|k| k.replace(false)) && !shared.journal.lead(shared, w) {
-        shared.journal.kick();
+    let j = &shared.journal;
+    if KICK_OWED.with(|k| k.replace(false)) && !j.lead(shared, w) {
+        j.kick();
+    }
+    let behind = j
+        .appended
+        .load(Ordering::Relaxed)
+        .saturating_sub(j.written.load(Ordering::Relaxed));
+    if behind > j.behind_limit.load(Ordering::Relaxed) {
+        j.catch_up();
+    }
+}
+
+impl Journal {
+    /// Waits until the writer has written all but half of `behind_limit`,
+    /// or the journal stops or fails (writes are refused then anyway).
+    #[cold]
+    fn catch_up(&self) {
+        self.throttles.fetch_add(1, Ordering::Relaxed);
+        {
+            let mut warned = self.behind_warned.lock();
+            if warned.is_none_or(|t| t.elapsed() >= Duration::from_secs(10)) {
+                *warned = Some(Instant::now());
+                log::warning(
+                    "The journal's writes are falling behind (disk busy or slow?): \
+                     delaying clients until the journal catches up.",
+                );
+            }
+        }
+        loop {
+            let target = self.behind_limit.load(Ordering::Relaxed) / 2;
+            let behind = self
+                .appended
+                .load(Ordering::Acquire)
+                .saturating_sub(self.written.load(Ordering::Acquire));
+            if behind <= target || !self.enabled() || self.is_failing() {
+                return;
+            }
+            self.kick();
+            std::thread::sleep(Duration::from_millis(1));
+        }
     }
 }
 
@@ -781,6 +844,10 @@ impl Io {
     /// False if it failed (`failed`).
     fn write_out(&mut self, j: &Journal) -> bool {
         if self.out_written < self.out.len() {
+            let delay = j.fault_write_delay_ms.load(Ordering::Relaxed);
+            if delay > 0 {
+                std::thread::sleep(Duration::from_millis(delay));
+            }
             let r = inject(&j.fault_writes).and_then(|_| {
                 self.file.write_all_at(
                     &self.out[self.out_written..],
@@ -1119,6 +1186,12 @@ pub fn info_fields(shared: &Shared, field: &mut dyn FnMut(&str, String)) {
         field(
             "aof_delayed_fsync",
             j.delayed_fsync.load(Ordering::Relaxed).to_string(),
+        );
+        // Cairn's own: loop turns that waited for a journal behind by
+        // more than its buffer limit (`end_of_turn`).
+        field(
+            "aof_write_throttles",
+            j.throttles.load(Ordering::Relaxed).to_string(),
         );
     }
 }

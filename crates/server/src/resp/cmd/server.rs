@@ -737,7 +737,7 @@ fn debug_help(ctx: &mut Ctx) -> CmdResult {
             "BALANCE <workers>|AUTO",
             "    Cairn test extension: serve clients on workers 0..<workers-1> only, moving",
             "    connections now, or (AUTO) let the load choose again (`worker-balance`).",
-            "JOURNAL-FAULT WRITE|FSYNC <count> | FSYNC-DELAY <ms>",
+            "JOURNAL-FAULT WRITE|FSYNC <count> | FSYNC-DELAY|WRITE-DELAY <ms> | BEHIND-LIMIT <bytes>",
             "    Cairn test extension: make the next <count> journal writes (or fsyncs)",
             "    fail with EIO, as a full or failing disk would.",
             "JUMP-CLOCK <milliseconds>",
@@ -813,7 +813,9 @@ fn debug_jump_clock(ctx: &mut Ctx) -> CmdResult {
 /// the next `count` journal writes (or fsyncs) fail with EIO, so tests can
 /// see MISCONF and the recovery without filling a disk. `FSYNC-DELAY ms`
 /// makes every fsync take at least that long (0: off), so tests can look
-/// at the server while an fsync runs.
+/// at the server while an fsync runs; `WRITE-DELAY ms` does the same to
+/// every write. `BEHIND-LIMIT bytes` sets how far the journal's buffer may
+/// run ahead of the file before workers wait (0: the default, 128 MiB).
 fn debug_journal_fault(ctx: &mut Ctx) -> CmdResult {
     let n = args::int(ctx.arg(3))?.max(0) as u64;
     let j = &ctx.shared.journal;
@@ -826,6 +828,17 @@ fn debug_journal_fault(ctx: &mut Ctx) -> CmdResult {
             .store(n, std::sync::atomic::Ordering::Relaxed);
     } else if args::is(kind, "fsync-delay") {
         j.fault_fsync_delay_ms
+            .store(n, std::sync::atomic::Ordering::Relaxed);
+    } else if args::is(kind, "write-delay") {
+        j.fault_write_delay_ms
+            .store(n, std::sync::atomic::Ordering::Relaxed);
+    } else if args::is(kind, "behind-limit") {
+        let n = if n == 0 {
+            crate::journal::BEHIND_LIMIT
+        } else {
+            n
+        };
+        j.behind_limit
             .store(n, std::sync::atomic::Ordering::Relaxed);
     } else {
         return Err(CmdError::Syntax);
