@@ -247,6 +247,10 @@ pub fn invoke(
     let reply_start = out.len();
     // The journal records the command as sent unless its handler stages
     // another form; the engine reads the arguments while the command runs.
+    // The scope points at this parameter, not at `ctx.args`: `Args` is
+    // `Copy`, so building `ctx` copies it and `args` stays valid, in
+    // place, until the call returns (the slowlog reads it after the
+    // handler); a parameter outlives every local, the scope included.
     let _scope = shared
         .engine
         .journal_armed()
