@@ -587,7 +587,7 @@ pub fn phases_chart(
     chart::init_font(ctx.font.as_deref())?;
     let mut order: Vec<String> = Vec::new();
     for r in rows {
-        if phases.map_or(true, |p| p.contains(&r.phase)) && !order.contains(&r.phase) {
+        if phases.is_none_or(|p| p.contains(&r.phase)) && !order.contains(&r.phase) {
             order.push(r.phase.clone());
         }
     }

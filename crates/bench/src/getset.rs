@@ -85,7 +85,7 @@ pub struct Template {
 pub fn template(proto: Protocol, test: Test, random_keys: bool, data_size: usize) -> Template {
     let key: Vec<u8> = if random_keys {
         let mut k = b"key:".to_vec();
-        k.extend(std::iter::repeat(b'0').take(KEY_DIGITS));
+        k.extend(std::iter::repeat_n(b'0', KEY_DIGITS));
         k
     } else {
         b"key:__rand_int__".to_vec()

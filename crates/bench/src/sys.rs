@@ -94,7 +94,7 @@ pub fn data_dir_info(path: &Path) -> DataDir {
             let mpp = PathBuf::from(&mp);
             if canon.starts_with(&mpp) {
                 let len = mpp.as_os_str().len();
-                if best.as_ref().map_or(true, |b| len >= b.0) {
+                if best.as_ref().is_none_or(|b| len >= b.0) {
                     best = Some((len, mp, r[0].to_string(), r[1].to_string()));
                 }
             }

@@ -478,9 +478,9 @@ fn serve_fake(mut s: TcpStream, mode: Fake, stop: Arc<AtomicBool>) {
                 "GET" => {
                     gets += 1;
                     match sizes.get(&args[1]) {
-                        Some(n) if gets % 2 == 0 => {
+                        Some(n) if gets.is_multiple_of(2) => {
                             let mut r = format!("${n}\r\n").into_bytes();
-                            r.extend(std::iter::repeat(b'?').take(*n));
+                            r.extend(std::iter::repeat_n(b'?', *n));
                             r.extend_from_slice(b"\r\n");
                             Some(r)
                         }
