@@ -131,18 +131,17 @@ pub fn put_wire(out: &mut Vec<u8>, db: usize, raw: &[u8]) {
 }
 
 /// Writes `v` as a LEB128 varint into `buf` at `at`; returns the end.
+/// `buf` has room: a varint is at most 10 bytes. The one encoder of the
+/// record varints (`put_varint` goes through it too).
 #[inline]
-fn varint_into(buf: &mut [u8; WIRE_HEAD_MAX], mut at: usize, mut v: u64) -> usize {
-    while v >= 0x80 && at < WIRE_HEAD_MAX {
+fn varint_into(buf: &mut [u8], mut at: usize, mut v: u64) -> usize {
+    while v >= 0x80 {
         buf[at] = (v as u8) | 0x80;
         v >>= 7;
         at += 1;
     }
-    if at < WIRE_HEAD_MAX {
-        buf[at] = v as u8;
-        at += 1;
-    }
-    at
+    buf[at] = v as u8;
+    at + 1
 }
 
 /// The argument vector of the running command, lent by the server.
@@ -318,12 +317,10 @@ impl Drop for CommandScope {
 }
 
 /// Appends a LEB128 varint.
-pub fn put_varint(out: &mut Vec<u8>, mut v: u64) {
-    while v >= 0x80 {
-        out.push((v as u8) | 0x80);
-        v >>= 7;
-    }
-    out.push(v as u8);
+pub fn put_varint(out: &mut Vec<u8>, v: u64) {
+    let mut b = [0u8; 10];
+    let n = varint_into(&mut b, 0, v);
+    out.extend_from_slice(&b[..n]);
 }
 
 /// Reads a LEB128 varint at `*pos`; None if truncated or over 64 bits.
