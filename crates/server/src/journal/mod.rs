@@ -32,6 +32,7 @@ pub mod frame;
 pub mod manifest;
 pub mod replay;
 pub mod rewrite;
+mod spin;
 
 use crate::config::AppendFsync;
 use crate::log;
@@ -39,6 +40,7 @@ use crate::shared::{Msg, Shared};
 use cairn_engine::record::put_wire;
 use manifest::Manifest;
 use parking_lot::{Condvar, Mutex};
+use spin::{SpinGuard, SpinLock};
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
@@ -138,7 +140,12 @@ fn recycle(spare: &mut Vec<u8>, mut buf: Vec<u8>) {
 /// the journal was opened in this process, so they never go back when a
 /// file is rotated.
 pub struct Journal {
-    pending: Mutex<Pending>,
+    /// Appends take this lock once per write command (`spin`).
+    pending: SpinLock<Pending>,
+    /// The writer sleeps on `cond` under `wake`, which an append that
+    /// found `Pending::sleeping` sets (so a wake-up between its check and
+    /// its wait is not lost).
+    wake: Mutex<bool>,
     cond: Condvar,
     /// End of everything appended.
     appended: AtomicU64,
@@ -193,7 +200,8 @@ pub struct Journal {
 impl Journal {
     pub fn new(workers: usize) -> Journal {
         Journal {
-            pending: Mutex::new(Pending::default()),
+            pending: SpinLock::default(),
+            wake: Mutex::new(false),
             cond: Condvar::new(),
             appended: AtomicU64::new(0),
             written: AtomicU64::new(0),
@@ -276,10 +284,24 @@ impl Journal {
     pub(crate) fn kick(&self) {
         let mut p = self.pending.lock();
         p.turn_ended = true;
-        if p.sleeping {
-            p.sleeping = false;
-            self.cond.notify_one();
+        self.wake_if_sleeping(p);
+    }
+
+    /// Releases `p`, then wakes the writer if it was going to sleep (or
+    /// sleeps).
+    #[inline]
+    fn wake_if_sleeping(&self, mut p: SpinGuard<'_, Pending>) {
+        let sleeping = std::mem::take(&mut p.sleeping);
+        drop(p);
+        if sleeping {
+            self.wake_writer();
         }
+    }
+
+    #[cold]
+    fn wake_writer(&self) {
+        *self.wake.lock() = true;
+        self.cond.notify_one();
     }
 
     fn mark_failed(&self, what: &str, e: &std::io::Error) {
@@ -381,7 +403,7 @@ impl cairn_engine::record::Sink for Journal {
 impl Journal {
     /// The end of an append: `framed` bytes were added under `p`.
     #[inline]
-    fn appended_unit(&self, mut p: parking_lot::MutexGuard<'_, Pending>, framed: usize) {
+    fn appended_unit(&self, mut p: SpinGuard<'_, Pending>, framed: usize) {
         let end = self.appended.load(Ordering::Relaxed) + framed as u64;
         self.appended.store(end, Ordering::Release);
         LAST_END.with(|c| c.set(end));
@@ -393,10 +415,7 @@ impl Journal {
             KICK_OWED.with(|k| k.set(true));
         } else {
             p.turn_ended = true;
-            if p.sleeping {
-                p.sleeping = false;
-                self.cond.notify_one();
-            }
+            self.wake_if_sleeping(p);
         }
     }
 }
@@ -724,10 +743,7 @@ impl Journal {
         p.rotate = Some((self.appended(), next));
         // The cut falls between two frames.
         p.sealed = true;
-        if p.sleeping {
-            p.sleeping = false;
-            self.cond.notify_one();
-        }
+        self.wake_if_sleeping(p);
     }
 
     /// Base + every journal file the manifest names (`aof_current_size`).
@@ -771,7 +787,7 @@ pub fn stop(shared: &Shared) {
         drop(g);
     }
     j.pending.lock().stop = true;
-    j.cond.notify_one();
+    j.wake_writer();
     if let Some(h) = j.writer.lock().take() {
         let _ = h.join();
     }
@@ -999,8 +1015,15 @@ fn writer_loop(shared: &Shared) {
             };
             drop(g);
             p.sleeping = true;
-            j.cond.wait_for(&mut p, wait.max(Duration::from_millis(1)));
-            p.sleeping = false;
+            drop(p);
+            let mut woken = j.wake.lock();
+            if !*woken {
+                j.cond
+                    .wait_for(&mut woken, wait.max(Duration::from_millis(1)));
+            }
+            *woken = false;
+            drop(woken);
+            j.pending.lock().sleeping = false;
             continue;
         }
         if !p.stop
