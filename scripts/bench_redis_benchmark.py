@@ -321,8 +321,13 @@ def main():
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+MODE_TITLES = {"P16": "-P 16", "plain": "(no pipelining)"}
+
+
 def svg_chart(medians, modes, tests, labels):
-    """Grouped bars: one panel per mode, one bar per server in each group."""
+    """Grouped bars: one panel per mode, one bar per server in each group.
+    A mode other than P16/plain is its own title; a (mode, test, label)
+    missing from `medians` draws no bar."""
     palette = ["#c0392b", "#2c7fb8", "#41ab5d", "#807dba"]
     colors = {l: palette[i % len(palette)] for i, l in enumerate(labels)}
     panel_w, panel_h, top, left, bar = 520, 260, 40, 40, 22
@@ -333,10 +338,10 @@ def svg_chart(medians, modes, tests, labels):
            f'<rect width="{width}" height="{height}" fill="white"/>']
     for pi, mode in enumerate(modes):
         x0 = left + pi * (panel_w + 30)
-        peak = max(medians[(mode, t, n)] for t in tests for n in labels)
+        peak = max(medians.get((mode, t, n), 0) for t in tests for n in labels)
         scale = (panel_h - 20) / peak
         out.append(f'<text x="{x0 + panel_w / 2}" y="20" text-anchor="middle" font-size="14">'
-                   f'redis-benchmark -c 50 {"-P 16" if mode == "P16" else "(no pipelining)"}: '
+                   f'redis-benchmark -c 50 {MODE_TITLES.get(mode, mode)}: '
                    'requests/s, median</text>')
         out.append(f'<line x1="{x0}" y1="{top + panel_h}" x2="{x0 + panel_w}" '
                    f'y2="{top + panel_h}" stroke="#333"/>')
@@ -344,7 +349,9 @@ def svg_chart(medians, modes, tests, labels):
         for ti, test in enumerate(tests):
             gx = x0 + 10 + ti * group
             for ni, name in enumerate(labels):
-                v = medians[(mode, test, name)]
+                v = medians.get((mode, test, name))
+                if not v:
+                    continue  # this server was not in this panel's run
                 h = v * scale
                 bx = gx + ni * (bar + 2)
                 out.append(f'<rect x="{bx:.1f}" y="{top + panel_h - h:.1f}" width="{bar}" '
