@@ -12,11 +12,14 @@
 //! store needs no fence, so the stores drain while the worker goes on;
 //! the next acquire is a whole command later.
 //!
-//! Waiters spin briefly, then yield: every holder keeps the lock for a
-//! copy or a few field updates (the writer's `take` swaps two vectors), so
-//! no waiter needs to sleep, and the one thread that does sleep (the
-//! writer, waiting for data) sleeps on a condvar of its own.
+//! Waiters spin briefly, then yield, then sleep in short naps: nearly
+//! every holder keeps the lock for a copy of one record or a few field
+//! updates (the writer's `take` swaps two vectors); only a unit of a huge
+//! value (a copy of up to 1 GiB) keeps it long enough for the naps. The
+//! one thread that waits for data (the writer) sleeps on a condvar of its
+//! own.
 use std::cell::UnsafeCell;
+use std::marker::PhantomData;
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -53,21 +56,27 @@ impl<T> SpinLock<T> {
         {
             self.lock_contended();
         }
-        SpinGuard { lock: self }
+        SpinGuard {
+            lock: self,
+            _marker: PhantomData,
+        }
     }
 
     #[cold]
     fn lock_contended(&self) {
-        let mut spins = 0u32;
+        let mut tries = 0u32;
         loop {
             while self.locked.load(Ordering::Relaxed) {
-                if spins < 100 {
-                    spins += 1;
+                tries = tries.saturating_add(1);
+                if tries < 100 {
                     std::hint::spin_loop();
-                } else {
+                } else if tries < 200 {
                     // The holder may have been preempted (2 cores shared
                     // with clients): give it the CPU.
                     std::thread::yield_now();
+                } else {
+                    // A long copy (a huge value's unit): stop burning a core.
+                    std::thread::sleep(std::time::Duration::from_micros(50));
                 }
             }
             if self
@@ -81,8 +90,10 @@ impl<T> SpinLock<T> {
     }
 }
 
+/// Holds the lock; Send and Sync exactly when `&mut T` is.
 pub struct SpinGuard<'a, T> {
     lock: &'a SpinLock<T>,
+    _marker: PhantomData<&'a mut T>,
 }
 
 impl<T> Deref for SpinGuard<'_, T> {
@@ -136,5 +147,22 @@ mod tests {
         }
         let g = lock.lock();
         assert_eq!(*g, (200_000, 200_000));
+    }
+
+    #[test]
+    fn a_long_hold_is_waited_out_through_the_naps() {
+        // The waiter passes the spin and yield phases and naps until the
+        // holder (a long copy) releases; it then sees the holder's write.
+        let lock = Arc::new(SpinLock::new(0u32));
+        let g = lock.lock();
+        let waiter = {
+            let lock = lock.clone();
+            std::thread::spawn(move || *lock.lock())
+        };
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        let mut g = g;
+        *g = 7;
+        drop(g);
+        assert_eq!(waiter.join().unwrap(), 7);
     }
 }
