@@ -226,7 +226,12 @@ def main():
                          "so each round runs the tests in order against empty servers, as one "
                          "redis-benchmark -t a,b,c invocation would; without it the servers "
                          "keep their data (and journals) from round to round")
+    ap.add_argument("--chart-from", action="append", default=[], metavar="TITLE=TABLE.md",
+                    help="run nothing: draw --svg from tables this script wrote with --out, "
+                         "one panel per table, titled TITLE (repeatable)")
     a = ap.parse_args()
+    if a.chart_from:
+        return chart_from_tables(a.chart_from, a.svg)
     global PIN
     PIN = a.pin
     server_prefix = ["taskset", "-c", "1"] if a.pin else []
@@ -322,6 +327,28 @@ def main():
 
 
 MODE_TITLES = {"P16": "-P 16", "plain": "(no pipelining)"}
+
+
+def chart_from_tables(specs, svg_path):
+    """Draws one chart from several --out tables (e.g. one per fsync
+    policy): a panel per table, a bar per server column ("X req/s")."""
+    medians, modes, tests, labels = {}, [], [], []
+    for spec in specs:
+        title, path = spec.split("=", 1)
+        modes.append(title)
+        with open(path) as f:
+            head, _, *rows = [[c.strip() for c in l.strip().strip("|").split("|")] for l in f if l.strip()]
+        cols = [(i, c[:-len(" req/s")]) for i, c in enumerate(head) if c.endswith(" req/s")]
+        for row in rows:
+            test = row[0].lower()
+            if test not in tests:
+                tests.append(test)
+            for i, label in cols:
+                if label not in labels:
+                    labels.append(label)
+                medians[(title, test, label)] = float(row[i].replace(",", ""))
+    with open(svg_path, "w") as f:
+        f.write(svg_chart(medians, modes, tests, labels))
 
 
 def svg_chart(medians, modes, tests, labels):

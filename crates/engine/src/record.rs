@@ -100,8 +100,11 @@ pub trait Sink: Send + Sync {
     }
 }
 
+/// The longest LEB128 varint of a u64.
+const VARINT_MAX: usize = 10;
+
 /// The longest head of a `Wire` record: the tag and two varints.
-pub const WIRE_HEAD_MAX: usize = 1 + 10 + 10;
+pub const WIRE_HEAD_MAX: usize = 1 + VARINT_MAX + VARINT_MAX;
 
 /// Writes a `Wire` record: `tag db:varint len:varint raw`.
 ///
@@ -131,7 +134,7 @@ pub fn put_wire(out: &mut Vec<u8>, db: usize, raw: &[u8]) {
 }
 
 /// Writes `v` as a LEB128 varint into `buf` at `at`; returns the end.
-/// `buf` has room: a varint is at most 10 bytes. The one encoder of the
+/// `buf` has room: a varint is at most `VARINT_MAX` bytes. The one encoder of the
 /// record varints (`put_varint` goes through it too).
 #[inline]
 fn varint_into(buf: &mut [u8], mut at: usize, mut v: u64) -> usize {
@@ -318,7 +321,7 @@ impl Drop for CommandScope {
 
 /// Appends a LEB128 varint.
 pub fn put_varint(out: &mut Vec<u8>, v: u64) {
-    let mut b = [0u8; 10];
+    let mut b = [0u8; VARINT_MAX];
     let n = varint_into(&mut b, 0, v);
     out.extend_from_slice(&b[..n]);
 }

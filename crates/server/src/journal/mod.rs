@@ -1033,6 +1033,8 @@ fn writer_loop(shared: &Shared) {
         // file is not held while sleeping, so a worker can lead meanwhile.
         let mut g = j.io.lock();
         let mut p = j.pending.lock();
+        // Awake: appends need not signal (set again before each sleep).
+        p.sleeping = false;
         let Some(io) = g.as_mut() else {
             return;
         };
@@ -1066,7 +1068,6 @@ fn writer_loop(shared: &Shared) {
             }
             *woken = false;
             drop(woken);
-            j.pending.lock().sleeping = false;
             continue;
         }
         if !p.stop
