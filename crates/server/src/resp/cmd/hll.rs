@@ -4,10 +4,10 @@
 //! and Redis unchanged. Multi-key commands lock all their keys at once.
 use super::bitmap::c_str;
 use crate::resp::ctx::{CmdResult, Ctx};
-use crate::resp::errors::CmdError;
+use crate::resp::errors::{self, CmdError};
 use crate::resp::table::Def;
 use cairn_engine::ops::hll::{self as op, PfDebug, PfDebugReply};
-use cairn_engine::Key;
+use cairn_engine::{Error, Key};
 use smallvec::SmallVec;
 
 pub const COMMANDS: &[Def] = &[
@@ -81,7 +81,10 @@ fn pfdebug(ctx: &mut Ctx) -> CmdResult {
     let e = ctx.engine();
     let k = e.key(ctx.arg(2));
     let mut g = e.lock(&k);
-    let reply = op::pfdebug(&mut g, ctx.db(), &k, parsed)?;
+    let reply = op::pfdebug(&mut g, ctx.db(), &k, parsed).map_err(|err| match err {
+        Error::NoSuchKey => CmdError::text(errors::PFDEBUG_NO_KEY),
+        other => other.into(),
+    })?;
     drop(g);
     let mut w = ctx.reply();
     match reply {
@@ -95,10 +98,7 @@ fn pfdebug(ctx: &mut Ctx) -> CmdResult {
         PfDebugReply::Encoding(enc) => w.simple(enc),
         PfDebugReply::Converted(c) => w.int(c as i64),
         PfDebugReply::Unknown => {
-            let mut msg = b"ERR Unknown PFDEBUG subcommand '".to_vec();
-            msg.extend_from_slice(name);
-            msg.push(b'\'');
-            return Err(CmdError::Bytes(msg));
+            return Err(errors::pfdebug_unknown(name));
         }
     }
     Ok(())
@@ -108,6 +108,6 @@ fn pfdebug(ctx: &mut Ctx) -> CmdResult {
 fn pfselftest(ctx: &mut Ctx) -> CmdResult {
     match op::selftest() {
         Ok(()) => ctx.ok(),
-        Err(msg) => Err(CmdError::text(msg)),
+        Err(failure) => Err(errors::hll_selftest(failure)),
     }
 }
