@@ -36,7 +36,7 @@
 //! cannot make the server's memory grow without bound.
 use crate::client::Client;
 use crate::resp::ctx::Args;
-use crate::resp::errors::{self, CmdError};
+use crate::resp::errors::CmdError;
 use crate::resp::table::Command;
 use crate::shared::{Msg, Shared};
 use cairn_engine::events::class as notify_class;
@@ -492,7 +492,7 @@ pub fn before_run(
     match top {
         "ping" | "subscribe" | "ssubscribe" | "unsubscribe" | "sunsubscribe" | "psubscribe"
         | "punsubscribe" | "quit" | "reset" => None,
-        _ => Some(errors::subscribed_context(cmd.name)),
+        _ => Some(crate::resp::errors::subscribed_context(cmd.name)),
     }
 }
 

@@ -1,5 +1,6 @@
 //! Parsing of argument values shared by every family, with Redis's errors.
-use crate::resp::errors::{self, CmdError};
+use crate::resp::errors;
+use crate::resp::errors::CmdError;
 use cairn_engine::util::num;
 
 /// An integer argument (`getLongLongFromObjectOrReply`).

@@ -1,7 +1,7 @@
 //! What a command handler gets: its arguments, the connection's state, the
 //! shared server, and a reply buffer.
 use crate::client::{BlockOn, Client, Unblock};
-use crate::resp::errors::{self, CmdError};
+use crate::resp::errors::CmdError;
 use crate::shared::Shared;
 use cairn_engine::value::StrValue;
 use cairn_engine::{Engine, StrRef};
@@ -229,7 +229,7 @@ impl<'a> Ctx<'a> {
                 }
                 Ok(())
             }
-            Some(Unblock::Error) => Err(CmdError::text(errors::UNBLOCKED)),
+            Some(Unblock::Error) => Err(CmdError::text(crate::resp::errors::UNBLOCKED)),
             None => {
                 let deadline_ms = match &self.client.blocked {
                     Some(b) => b.deadline_ms,

@@ -84,13 +84,11 @@ pub const TIMEOUT_OUT_OF_RANGE: &str = "ERR timeout is out of range";
 /// `parseScanCursorOrReply`.
 pub const INVALID_CURSOR: &str = "ERR invalid cursor";
 
-/// Redis's `addReplySubcommandSyntaxError`: `sub` quoted (at most 128
-/// bytes), the command in upper case.
-pub fn subcommand_syntax(sub: &[u8], cmd: &[u8]) -> CmdError {
+/// Redis's `addReplySubcommandSyntaxError`, given the subcommand as Redis
+/// quotes it (its first 128 bytes) and the command in upper case.
+pub fn subcommand_syntax(sub: &str, cmd: &str) -> CmdError {
     CmdError::text(format!(
-        "ERR unknown subcommand or wrong number of arguments for '{}'. Try {} HELP.",
-        truncate_lossy(sub, 128),
-        String::from_utf8_lossy(cmd).to_ascii_uppercase()
+        "ERR unknown subcommand or wrong number of arguments for '{sub}'. Try {cmd} HELP."
     ))
 }
 

@@ -6,7 +6,8 @@
 //! `cairn_engine::ops::bitmap`.
 use crate::resp::args;
 use crate::resp::ctx::{CmdResult, Ctx};
-use crate::resp::errors::{self, CmdError};
+use crate::resp::errors;
+use crate::resp::errors::CmdError;
 use crate::resp::table::Def;
 use cairn_engine::ops::bitmap::{
     self as op, BitOp, BitfieldOp, CountArgs, FieldOp, Overflow, PosArgs, Unit,

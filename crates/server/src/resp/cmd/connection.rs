@@ -10,7 +10,8 @@
 use crate::client::{Client, ReplyMode};
 use crate::resp::cmd::client::{set_name, validate_name};
 use crate::resp::ctx::{CmdResult, Ctx};
-use crate::resp::errors::{self, CmdError};
+use crate::resp::errors;
+use crate::resp::errors::CmdError;
 use crate::resp::meta::REDIS_VERSION;
 use crate::resp::table::Def;
 use crate::shared::Shared;

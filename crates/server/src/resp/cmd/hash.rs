@@ -7,7 +7,8 @@
 //! from the stored bytes, so reading a hash copies nothing.
 use crate::resp::args;
 use crate::resp::ctx::{CmdResult, Ctx};
-use crate::resp::errors::{self, CmdError};
+use crate::resp::errors;
+use crate::resp::errors::CmdError;
 use crate::resp::table::Def;
 use cairn_engine::ops::hash::{self as op, FloatIncr};
 use cairn_engine::util::num::LdClass;

@@ -4,7 +4,8 @@
 //! and Redis unchanged. Multi-key commands lock all their keys at once.
 use super::bitmap::c_str;
 use crate::resp::ctx::{CmdResult, Ctx};
-use crate::resp::errors::{self, CmdError};
+use crate::resp::errors;
+use crate::resp::errors::CmdError;
 use crate::resp::table::Def;
 use cairn_engine::ops::hll::{self as op, PfDebug, PfDebugReply};
 use cairn_engine::{Error, Key};

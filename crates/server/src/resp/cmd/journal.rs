@@ -3,7 +3,8 @@
 //! `crate::journal::rewrite`.
 use crate::journal::rewrite::{self, AlreadyRunning, Started};
 use crate::resp::ctx::{CmdResult, Ctx};
-use crate::resp::errors::{self, CmdError};
+use crate::resp::errors;
+use crate::resp::errors::CmdError;
 use crate::resp::table::Def;
 
 pub const COMMANDS: &[Def] = &[Def::new("bgrewriteaof", bgrewriteaof)];

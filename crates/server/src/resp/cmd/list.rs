@@ -14,7 +14,8 @@
 //! keeps the client blocked until a list appears there.
 use crate::resp::args;
 use crate::resp::ctx::{CmdResult, Ctx, OnTimeout};
-use crate::resp::errors::{self, CmdError};
+use crate::resp::errors;
+use crate::resp::errors::CmdError;
 use crate::resp::table::Def;
 use cairn_engine::ops::list::{self as op, Elem, End, Iter, LposOptions};
 use cairn_engine::Key;

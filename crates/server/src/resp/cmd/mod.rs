@@ -1,7 +1,8 @@
 //! One file per command family; each exports `COMMANDS`, which
 //! `table::CommandTable::build` assembles into the one command table.
 use crate::resp::ctx::{CmdResult, Ctx};
-use crate::resp::errors::{self, CmdError};
+use crate::resp::errors;
+use crate::resp::errors::{truncate_lossy, CmdError};
 use crate::resp::table::Def;
 
 pub mod bitmap;
@@ -66,5 +67,8 @@ pub fn reply_help(ctx: &mut Ctx, lines: &[&str]) -> CmdResult {
 
 /// Redis's `addReplySubcommandSyntaxError`.
 pub fn subcommand_syntax_error(ctx: &Ctx) -> CmdError {
-    errors::subcommand_syntax(ctx.arg(1), ctx.arg(0))
+    errors::subcommand_syntax(
+        &truncate_lossy(ctx.arg(1), 128),
+        &String::from_utf8_lossy(ctx.arg(0)).to_ascii_uppercase(),
+    )
 }

@@ -19,7 +19,8 @@
 use crate::client::Client;
 use crate::resp::ctx::{Args, CmdResult, Ctx};
 use crate::resp::dispatch;
-use crate::resp::errors::{self, CmdError};
+use crate::resp::errors;
+use crate::resp::errors::CmdError;
 use crate::resp::table::Def;
 use crate::shared::Shared;
 use std::sync::atomic::Ordering;

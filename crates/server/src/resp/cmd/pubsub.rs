@@ -9,7 +9,8 @@
 use crate::pubsub::{self, Kind};
 use crate::resp::cmd::{reply_help, subcommand_syntax_error};
 use crate::resp::ctx::{CmdResult, Ctx};
-use crate::resp::errors::{self, CmdError};
+use crate::resp::errors;
+use crate::resp::errors::CmdError;
 use crate::resp::table::Def;
 
 pub const COMMANDS: &[Def] = &[

@@ -9,7 +9,8 @@
 //! locked, straight from the stored set.
 use crate::resp::args;
 use crate::resp::ctx::{CmdResult, Ctx};
-use crate::resp::errors::{self, CmdError};
+use crate::resp::errors;
+use crate::resp::errors::CmdError;
 use crate::resp::table::Def;
 use cairn_engine::ops::set::{self as op, SetOp, Sink};
 use cairn_engine::value::set::Elem;

@@ -3,7 +3,8 @@
 //! lastsaveCommand); the scheduling lives in `crate::snapshots`.
 use crate::resp::args;
 use crate::resp::ctx::{CmdResult, Ctx};
-use crate::resp::errors::{self, CmdError};
+use crate::resp::errors;
+use crate::resp::errors::CmdError;
 use crate::resp::table::Def;
 use crate::snapshots::{self, BgError};
 use std::sync::atomic::Ordering;

@@ -7,7 +7,8 @@
 //! each runs atomically.
 use crate::resp::args;
 use crate::resp::ctx::{CmdResult, Ctx};
-use crate::resp::errors::{self, CmdError};
+use crate::resp::errors;
+use crate::resp::errors::CmdError;
 use crate::resp::table::Def;
 use cairn_engine::ops::string::{self as op, Cond, GetExAction, TtlKind};
 use cairn_engine::record;
