@@ -1,7 +1,7 @@
 //! BGREWRITEAOF: journal compaction (issue 6). Replies and error texts are
 //! Redis 7.0's (`aof.c` bgrewriteaofCommand); the work is
 //! `crate::journal::rewrite`.
-use crate::journal::rewrite::{self, AlreadyRunning, Started};
+use crate::journal::rewrite::{self, Started};
 use crate::resp::ctx::{CmdResult, Ctx};
 use crate::resp::errors;
 use crate::resp::errors::CmdError;
@@ -25,6 +25,6 @@ fn bgrewriteaof(ctx: &mut Ctx) -> CmdResult {
                 .simple("Background append only file rewriting scheduled");
             Ok(())
         }
-        Err(AlreadyRunning) => Err(CmdError::text(errors::BGREWRITEAOF_IN_PROGRESS)),
+        Err(rewrite::AlreadyRunning) => Err(CmdError::text(errors::BGREWRITEAOF_IN_PROGRESS)),
     }
 }

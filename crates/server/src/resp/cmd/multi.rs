@@ -19,7 +19,6 @@
 use crate::client::Client;
 use crate::resp::ctx::{Args, CmdResult, Ctx};
 use crate::resp::dispatch;
-use crate::resp::errors;
 use crate::resp::errors::CmdError;
 use crate::resp::table::Def;
 use crate::shared::Shared;
@@ -36,7 +35,7 @@ pub const COMMANDS: &[Def] = &[
 /// MULTI → +OK; later commands are queued until EXEC or DISCARD.
 fn multi(ctx: &mut Ctx) -> CmdResult {
     if ctx.client.multi.is_some() {
-        return Err(CmdError::text(errors::MULTI_NESTED));
+        return Err(CmdError::text(crate::resp::errors::MULTI_NESTED));
     }
     ctx.client.multi = Some(Default::default());
     ctx.client.info.multi.store(0, Ordering::Relaxed);
@@ -46,7 +45,7 @@ fn multi(ctx: &mut Ctx) -> CmdResult {
 /// DISCARD → +OK; drops the queue and every WATCH.
 fn discard(ctx: &mut Ctx) -> CmdResult {
     if ctx.client.multi.is_none() {
-        return Err(CmdError::text(errors::DISCARD_WITHOUT_MULTI));
+        return Err(CmdError::text(crate::resp::errors::DISCARD_WITHOUT_MULTI));
     }
     discard_transaction(ctx.shared, ctx.client);
     ctx.ok()
@@ -62,7 +61,7 @@ pub fn discard_transaction(shared: &Shared, client: &mut Client) {
 /// WATCH key [key ...] → +OK.
 fn watch(ctx: &mut Ctx) -> CmdResult {
     if ctx.client.multi.is_some() {
-        return Err(CmdError::text(errors::WATCH_INSIDE_MULTI));
+        return Err(CmdError::text(crate::resp::errors::WATCH_INSIDE_MULTI));
     }
     let e = ctx.engine();
     let db = ctx.db();
@@ -114,12 +113,12 @@ pub fn unwatch_all(shared: &Shared, client: &mut Client) {
 /// watched key changed; EXECABORT if queueing failed.
 fn exec(ctx: &mut Ctx) -> CmdResult {
     let Some(m) = ctx.client.multi.take() else {
-        return Err(CmdError::text(errors::EXEC_WITHOUT_MULTI));
+        return Err(CmdError::text(crate::resp::errors::EXEC_WITHOUT_MULTI));
     };
     ctx.client.info.multi.store(-1, Ordering::Relaxed);
     if m.aborted {
         unwatch_all(ctx.shared, ctx.client);
-        return Err(CmdError::text(errors::EXECABORT));
+        return Err(CmdError::text(crate::resp::errors::EXECABORT));
     }
     let shared = ctx.shared;
     let e = &shared.engine;
