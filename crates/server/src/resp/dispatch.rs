@@ -3,7 +3,7 @@
 //! MONITOR fed. Steps 3 and 7 of the request path in shared/STYLE.md.
 use crate::client::{Client, ReplyMode};
 use crate::resp::ctx::{Args, Ctx};
-use crate::resp::errors::{self, unknown_command, CmdError};
+use crate::resp::errors::{unknown_command, CmdError};
 use crate::resp::table::{flags, Command};
 use crate::shared::{bump, Msg, Shared, WorkerStats};
 use cairn_protocol::resp::{ArgList, ReplyWriter};
@@ -116,7 +116,9 @@ fn run(
         flag_transaction(client);
         let e = if cmd.name == "exec" {
             crate::resp::cmd::multi::discard_transaction(shared, client);
-            errors::exec_abort(&e)
+            // Redis formats the refusal without its "ERR " (shared errors
+            // such as OOM keep their own code).
+            crate::resp::errors::exec_abort(&e)
         } else {
             e
         };
@@ -157,10 +159,10 @@ fn refusal(shared: &Shared, client: &Client, cmd: &Command, args: &Args) -> Opti
         return Some(CmdError::WrongArity(cmd.name));
     }
     if !client.authenticated && !cmd.has(flags::NO_AUTH) {
-        return Some(CmdError::text(errors::NOAUTH));
+        return Some(CmdError::text(crate::resp::errors::NOAUTH));
     }
     if client.multi.is_some() && cmd.has(flags::NO_MULTI) {
-        return Some(CmdError::text(errors::NOT_IN_MULTI));
+        return Some(CmdError::text(crate::resp::errors::NOT_IN_MULTI));
     }
     // Redis's performEvictions before every command while maxmemory is
     // set; a command that may grow memory brings its arguments' bytes.
@@ -180,7 +182,7 @@ fn refusal(shared: &Shared, client: &Client, cmd: &Command, args: &Args) -> Opti
             (None, _) => cmd.has(flags::DENYOOM),
         };
         if oom {
-            return Some(CmdError::text(errors::OOM));
+            return Some(CmdError::text(crate::resp::errors::OOM));
         }
     }
     if cmd.has(flags::WRITE) || cmd.name == "ping" {
@@ -189,7 +191,7 @@ fn refusal(shared: &Shared, client: &Client, cmd: &Command, args: &Args) -> Opti
         }
     }
     if shared.snapshots.loading.load(Ordering::Relaxed) && !cmd.has(flags::LOADING) {
-        return Some(CmdError::text(errors::LOADING));
+        return Some(CmdError::text(crate::snapshots::LOADING));
     }
     None
 }
@@ -200,9 +202,12 @@ fn refusal(shared: &Shared, client: &Client, cmd: &Command, args: &Args) -> Opti
 /// Reads go on. The memcached port refuses its writes with the same text.
 pub(crate) fn writes_denied(shared: &Shared) -> Option<String> {
     if shared.snapshots.deny_writes.load(Ordering::Relaxed) {
-        return Some(errors::MISCONF_BGSAVE.to_string());
+        return Some(crate::snapshots::MISCONF.to_string());
     }
-    shared.journal.failure().map(errors::misconf_journal)
+    shared
+        .journal
+        .failure()
+        .map(|err| format!("MISCONF Errors writing to the AOF file: {err}"))
 }
 
 /// Inside MULTI, an error while queueing makes EXEC fail (`flagTransaction`).
@@ -262,7 +267,7 @@ pub fn invoke(
                     "BUG: command '{}' panicked; the client got an error and the server goes on",
                     cmd.name
                 ));
-                Err(CmdError::text(errors::INTERNAL))
+                Err(CmdError::text(crate::resp::errors::INTERNAL))
             },
         )
     };

@@ -99,24 +99,13 @@ pub fn subcommand_syntax(sub: &str, cmd: &str) -> CmdError {
 pub const NOAUTH: &str = "NOAUTH Authentication required.";
 pub const NOT_IN_MULTI: &str = "ERR Command not allowed inside a transaction";
 pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
-/// Redis's `shared.loadingerr`.
-pub const LOADING: &str = "LOADING Redis is loading the dataset in memory";
-/// Redis's `shared.bgsaveerr`: writes refused after a failed background
-/// save (stop-writes-on-bgsave-error).
-pub const MISCONF_BGSAVE: &str = "MISCONF Redis is configured to save RDB snapshots, but it's \
-     currently unable to persist to disk. Commands that may modify the data set are disabled, \
-     because this instance is configured to report errors during writes if RDB snapshotting \
-     fails (stop-writes-on-bgsave-error option). Please check the Redis logs for details about \
-     the RDB error.";
+// MISCONF and LOADING are worded in `crate::snapshots` (MISCONF, LOADING)
+// and `dispatch::writes_denied`, which the memcached port also quotes; they
+// move here once admission returns a typed refusal (see docs/design.md,
+// "Errors").
 
-/// Writes refused while the journal cannot be written
-/// (`writeCommandsDeniedByDiskError`); `why` is strerror's text.
-pub fn misconf_journal(why: impl Display) -> String {
-    format!("MISCONF Errors writing to the AOF file: {why}")
-}
-
-/// A refused EXEC: Redis formats the refusal without its "ERR " (shared
-/// errors such as OOM keep their own code).
+/// A refused EXEC: the refusal without its "ERR " (shared errors such as
+/// OOM keep their own code).
 pub fn exec_abort(refusal: &CmdError) -> CmdError {
     let msg = refusal.message();
     CmdError::text(format!(
