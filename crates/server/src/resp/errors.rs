@@ -176,7 +176,6 @@ pub const MULTI_NESTED: &str = "ERR MULTI calls can not be nested";
 pub const DISCARD_WITHOUT_MULTI: &str = "ERR DISCARD without MULTI";
 pub const WATCH_INSIDE_MULTI: &str = "ERR WATCH inside MULTI is not allowed";
 pub const EXEC_WITHOUT_MULTI: &str = "ERR EXEC without MULTI";
-pub const EXECABORT: &str = "EXECABORT Transaction discarded because of previous errors.";
 
 // ------------------------------------------------------------------------
 // Generic keyspace commands: EXPIRE family, SWAPDB, OBJECT.
@@ -323,7 +322,6 @@ pub fn config_rewrite_failed(why: impl Display) -> CmdError {
 }
 
 pub const NO_SHUTDOWN: &str = "ERR No shutdown in progress.";
-pub const SHUTDOWN_FAILED: &str = "ERR Errors trying to SHUTDOWN. Check logs.";
 pub const DEBUG_NOT_ALLOWED: &str = "ERR DEBUG command not allowed. If the enable-debug-command \
      option is set to \"local\", you can run it from a local connection, otherwise you need to \
      set this option in the configuration file, and then restart the server.";

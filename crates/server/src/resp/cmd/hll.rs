@@ -68,6 +68,14 @@ fn pfmerge(ctx: &mut Ctx) -> CmdResult {
 /// 1/0 for a conversion to dense. The key is checked before the
 /// subcommand name, as in Redis.
 fn pfdebug(ctx: &mut Ctx) -> CmdResult {
+    pfdebug_run(ctx).map_err(|err| match err {
+        CmdError::Engine(Error::NoSuchKey) => CmdError::text(errors::PFDEBUG_NO_KEY),
+        other => other,
+    })
+}
+
+/// PFDEBUG itself; `pfdebug` words its missing key.
+fn pfdebug_run(ctx: &mut Ctx) -> CmdResult {
     let sub = ctx.arg(1);
     let name = c_str(sub);
     let parsed = [
@@ -82,10 +90,7 @@ fn pfdebug(ctx: &mut Ctx) -> CmdResult {
     let e = ctx.engine();
     let k = e.key(ctx.arg(2));
     let mut g = e.lock(&k);
-    let reply = op::pfdebug(&mut g, ctx.db(), &k, parsed).map_err(|err| match err {
-        Error::NoSuchKey => CmdError::text(errors::PFDEBUG_NO_KEY),
-        other => other.into(),
-    })?;
+    let reply = op::pfdebug(&mut g, ctx.db(), &k, parsed)?;
     drop(g);
     let mut w = ctx.reply();
     match reply {

@@ -118,7 +118,9 @@ fn exec(ctx: &mut Ctx) -> CmdResult {
     ctx.client.info.multi.store(-1, Ordering::Relaxed);
     if m.aborted {
         unwatch_all(ctx.shared, ctx.client);
-        return Err(CmdError::text(crate::resp::errors::EXECABORT));
+        return Err(CmdError::text(
+            "EXECABORT Transaction discarded because of previous errors.",
+        ));
     }
     let shared = ctx.shared;
     let e = &shared.engine;
