@@ -492,11 +492,7 @@ pub fn before_run(
     match top {
         "ping" | "subscribe" | "ssubscribe" | "unsubscribe" | "sunsubscribe" | "psubscribe"
         | "punsubscribe" | "quit" | "reset" => None,
-        _ => Some(CmdError::text(format!(
-            "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET \
-             are allowed in this context",
-            cmd.name
-        ))),
+        _ => Some(crate::resp::errors::subscribed_context(cmd.name)),
     }
 }
 

@@ -93,12 +93,16 @@ pub enum Started {
     Scheduled,
 }
 
+/// BGREWRITEAOF while a compaction is already running (the RESP layer
+/// words it).
+pub struct AlreadyRunning;
+
 /// BGREWRITEAOF: starts a compaction on the rewrite thread, or schedules
 /// one behind a running snapshot or EXEC (Redis: behind a child process).
-pub fn request(shared: &Shared, in_exec: bool) -> Result<Started, &'static str> {
+pub fn request(shared: &Shared, in_exec: bool) -> Result<Started, AlreadyRunning> {
     let r = &shared.journal.rewrite;
     if r.in_progress.load(Ordering::Acquire) {
-        return Err("ERR Background append only file rewriting already in progress");
+        return Err(AlreadyRunning);
     }
     if in_exec || shared.engine.snapshot_running() {
         r.scheduled.store(true, Ordering::Relaxed);
@@ -109,7 +113,7 @@ pub fn request(shared: &Shared, in_exec: bool) -> Result<Started, &'static str> 
         .compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed)
         .is_err()
     {
-        return Err("ERR Background append only file rewriting already in progress");
+        return Err(AlreadyRunning);
     }
     *r.started.lock() = Some(Instant::now());
     r.kick();

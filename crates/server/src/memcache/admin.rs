@@ -60,6 +60,7 @@ pub fn authenticate(
         out.extend_from_slice(b"STORED\r\n");
     } else {
         stats.inc(Stat::AuthErrors);
-        out.extend_from_slice(b"CLIENT_ERROR authentication failure\r\n");
+        out.extend_from_slice(super::errors::AUTH_FAILURE.as_bytes());
+        out.extend_from_slice(b"\r\n");
     }
 }

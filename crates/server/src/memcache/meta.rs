@@ -339,7 +339,7 @@ fn delete(cx: &mut Ctx, m: &Meta) {
 /// EX, with the O, k, c and t flags; `q` hides a successful change.
 fn arith(cx: &mut Ctx, m: &Meta) {
     if cx.over_memory() {
-        cx.line("SERVER_ERROR out of memory");
+        cx.line(super::errors::OUT_OF_MEMORY);
         return;
     }
     let f = &m.flags;
@@ -377,7 +377,7 @@ fn arith(cx: &mut Ctx, m: &Meta) {
         }
         mc::Arith::NonNumeric => {
             drop(g);
-            cx.line(super::arith::NON_NUMERIC);
+            cx.line(super::errors::NON_NUMERIC);
             return;
         }
     };

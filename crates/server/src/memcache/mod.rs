@@ -15,6 +15,7 @@
 //! pub/sub after each command.
 mod admin;
 mod arith;
+mod errors;
 mod keys;
 mod meta;
 mod retrieval;
@@ -301,16 +302,15 @@ fn execute(cx: &mut Ctx, req: Request) {
             _ => Some(false),
         };
         if let Some(noreply) = noreply {
-            cx.reply("SERVER_ERROR loading the dataset in memory", noreply);
+            cx.reply(errors::LOADING, noreply);
             return;
         }
     }
     if let Some(noreply) = write_of(&req) {
         if let Some(why) = crate::resp::dispatch::writes_denied(cx.shared) {
             // As RESP writes get MISCONF: nothing is stored that the
-            // journal or the save rules could not keep. memcached has no
-            // disk; its error line for "cannot store now" is SERVER_ERROR.
-            cx.reply(&format!("SERVER_ERROR {why}"), noreply);
+            // journal or the save rules could not keep.
+            cx.reply(&errors::writes_denied(&why), noreply);
             return;
         }
     }

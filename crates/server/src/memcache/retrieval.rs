@@ -17,7 +17,7 @@ pub fn get(cx: &mut Ctx, want_cas: bool, touch: Option<i32>, keys: Keys) {
         if !key_ok(key) {
             cx.out.truncate(start);
             cx.client.out_refs.truncate(start);
-            cx.line("CLIENT_ERROR bad command line format");
+            cx.line(super::errors::BAD_FORMAT);
             return;
         }
         let k = engine.key(key);

@@ -120,7 +120,7 @@ pub fn command(cx: &mut Ctx, mut args: Words) {
         // listings: not kept by Cairn. memcached answers an unknown group
         // this way.
         Some(_) => {
-            cx.line("ERROR");
+            cx.line(super::errors::UNKNOWN_STATS_GROUP);
             return;
         }
     }

@@ -229,9 +229,7 @@ impl<'a> Ctx<'a> {
                 }
                 Ok(())
             }
-            Some(Unblock::Error) => Err(CmdError::text(
-                "UNBLOCKED client unblocked via CLIENT UNBLOCK",
-            )),
+            Some(Unblock::Error) => Err(CmdError::text(crate::resp::errors::UNBLOCKED)),
             None => {
                 let deadline_ms = match &self.client.blocked {
                     Some(b) => b.deadline_ms,

@@ -118,11 +118,7 @@ fn run(
             crate::resp::cmd::multi::discard_transaction(shared, client);
             // Redis formats the refusal without its "ERR " (shared errors
             // such as OOM keep their own code).
-            let msg = e.message();
-            CmdError::text(format!(
-                "EXECABORT Transaction discarded because of: {}",
-                msg.strip_prefix("ERR ").unwrap_or(&msg)
-            ))
+            crate::resp::errors::exec_abort(&e)
         } else {
             e
         };
@@ -163,12 +159,10 @@ fn refusal(shared: &Shared, client: &Client, cmd: &Command, args: &Args) -> Opti
         return Some(CmdError::WrongArity(cmd.name));
     }
     if !client.authenticated && !cmd.has(flags::NO_AUTH) {
-        return Some(CmdError::text("NOAUTH Authentication required."));
+        return Some(CmdError::text(crate::resp::errors::NOAUTH));
     }
     if client.multi.is_some() && cmd.has(flags::NO_MULTI) {
-        return Some(CmdError::text(
-            "ERR Command not allowed inside a transaction",
-        ));
+        return Some(CmdError::text(crate::resp::errors::NOT_IN_MULTI));
     }
     // Redis's performEvictions before every command while maxmemory is
     // set; a command that may grow memory brings its arguments' bytes.
@@ -188,9 +182,7 @@ fn refusal(shared: &Shared, client: &Client, cmd: &Command, args: &Args) -> Opti
             (None, _) => cmd.has(flags::DENYOOM),
         };
         if oom {
-            return Some(CmdError::text(
-                "OOM command not allowed when used memory > 'maxmemory'.",
-            ));
+            return Some(CmdError::text(crate::resp::errors::OOM));
         }
     }
     if cmd.has(flags::WRITE) || cmd.name == "ping" {
@@ -275,9 +267,7 @@ pub fn invoke(
                     "BUG: command '{}' panicked; the client got an error and the server goes on",
                     cmd.name
                 ));
-                Err(CmdError::text(
-                    "ERR internal error: the command failed unexpectedly (see the server log)",
-                ))
+                Err(CmdError::text(crate::resp::errors::INTERNAL))
             },
         )
     };

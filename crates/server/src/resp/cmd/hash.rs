@@ -7,6 +7,7 @@
 //! from the stored bytes, so reading a hash copies nothing.
 use crate::resp::args;
 use crate::resp::ctx::{CmdResult, Ctx};
+use crate::resp::errors;
 use crate::resp::errors::CmdError;
 use crate::resp::table::Def;
 use cairn_engine::ops::hash::{self as op, FloatIncr};
@@ -219,7 +220,7 @@ fn hincrby(ctx: &mut Ctx) -> CmdResult {
 fn hincrbyfloat(ctx: &mut Ctx) -> CmdResult {
     let incr = match FloatIncr::parse(ctx.arg(3)) {
         Ok(incr) => incr,
-        Err(LdClass::Infinite) => return Err(CmdError::text("ERR value is NaN or Infinity")),
+        Err(LdClass::Infinite) => return Err(CmdError::text(errors::NAN_OR_INFINITY)),
         Err(_) => return Err(CmdError::NotFloat),
     };
     let e = ctx.engine();
@@ -259,10 +260,7 @@ fn hrandfield(ctx: &mut Ctx) -> CmdResult {
     // Checked in this order, all before the key is looked up.
     let count = args::int(ctx.args.get(2))?;
     if count == i64::MIN {
-        return Err(CmdError::text(
-            "ERR value is out of range, value must between -9223372036854775807 and \
-             9223372036854775807",
-        ));
+        return Err(CmdError::text(errors::OUT_OF_LONG_RANGE));
     }
     let with_values = match ctx.args.len() {
         3 => false,
@@ -270,7 +268,7 @@ fn hrandfield(ctx: &mut Ctx) -> CmdResult {
         _ => return Err(CmdError::Syntax),
     };
     if with_values && !(-RANDFIELD_MAX_WITHVALUES..=RANDFIELD_MAX_WITHVALUES).contains(&count) {
-        return Err(CmdError::text("ERR value is out of range"));
+        return Err(CmdError::text(errors::OUT_OF_RANGE));
     }
     let mut g = e.lock(&k);
     op::view(&mut g, db, &k, |h| {

@@ -4,10 +4,11 @@
 //! and Redis unchanged. Multi-key commands lock all their keys at once.
 use super::bitmap::c_str;
 use crate::resp::ctx::{CmdResult, Ctx};
+use crate::resp::errors;
 use crate::resp::errors::CmdError;
 use crate::resp::table::Def;
 use cairn_engine::ops::hll::{self as op, PfDebug, PfDebugReply};
-use cairn_engine::Key;
+use cairn_engine::{Error, Key};
 use smallvec::SmallVec;
 
 pub const COMMANDS: &[Def] = &[
@@ -67,6 +68,14 @@ fn pfmerge(ctx: &mut Ctx) -> CmdResult {
 /// 1/0 for a conversion to dense. The key is checked before the
 /// subcommand name, as in Redis.
 fn pfdebug(ctx: &mut Ctx) -> CmdResult {
+    pfdebug_run(ctx).map_err(|err| match err {
+        CmdError::Engine(Error::NoSuchKey) => CmdError::text(errors::PFDEBUG_NO_KEY),
+        other => other,
+    })
+}
+
+/// PFDEBUG itself; `pfdebug` words its missing key.
+fn pfdebug_run(ctx: &mut Ctx) -> CmdResult {
     let sub = ctx.arg(1);
     let name = c_str(sub);
     let parsed = [
@@ -95,10 +104,7 @@ fn pfdebug(ctx: &mut Ctx) -> CmdResult {
         PfDebugReply::Encoding(enc) => w.simple(enc),
         PfDebugReply::Converted(c) => w.int(c as i64),
         PfDebugReply::Unknown => {
-            let mut msg = b"ERR Unknown PFDEBUG subcommand '".to_vec();
-            msg.extend_from_slice(name);
-            msg.push(b'\'');
-            return Err(CmdError::Bytes(msg));
+            return Err(errors::pfdebug_unknown(name));
         }
     }
     Ok(())
@@ -108,6 +114,6 @@ fn pfdebug(ctx: &mut Ctx) -> CmdResult {
 fn pfselftest(ctx: &mut Ctx) -> CmdResult {
     match op::selftest() {
         Ok(()) => ctx.ok(),
-        Err(msg) => Err(CmdError::text(msg)),
+        Err(failure) => Err(errors::hll_selftest(failure)),
     }
 }

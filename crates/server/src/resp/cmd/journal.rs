@@ -3,6 +3,7 @@
 //! `crate::journal::rewrite`.
 use crate::journal::rewrite::{self, Started};
 use crate::resp::ctx::{CmdResult, Ctx};
+use crate::resp::errors;
 use crate::resp::errors::CmdError;
 use crate::resp::table::Def;
 
@@ -24,6 +25,6 @@ fn bgrewriteaof(ctx: &mut Ctx) -> CmdResult {
                 .simple("Background append only file rewriting scheduled");
             Ok(())
         }
-        Err(e) => Err(CmdError::text(e)),
+        Err(rewrite::AlreadyRunning) => Err(CmdError::text(errors::BGREWRITEAOF_IN_PROGRESS)),
     }
 }

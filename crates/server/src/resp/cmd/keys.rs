@@ -13,6 +13,7 @@ use crate::config::MaxmemoryPolicy;
 use crate::resp::args;
 use crate::resp::cmd::reply_help;
 use crate::resp::ctx::{CmdResult, Ctx};
+use crate::resp::errors;
 use crate::resp::errors::CmdError;
 use crate::resp::table::Def;
 use cairn_engine::ops::keys::{self as op, ExpireCond, ExpireOutcome, ScanFilter, Ttl, TypeFilter};
@@ -246,21 +247,14 @@ fn parse_expire_cond(ctx: &Ctx) -> Result<ExpireCond, CmdError> {
         } else if args::is(opt, "lt") {
             c.lt = true;
         } else {
-            return Err(CmdError::text(format!(
-                "ERR Unsupported option {}",
-                c_str(opt)
-            )));
+            return Err(errors::expire_unsupported_option(&c_str(opt)));
         }
     }
     if c.nx && (c.xx || c.gt || c.lt) {
-        return Err(CmdError::text(
-            "ERR NX and XX, GT or LT options at the same time are not compatible",
-        ));
+        return Err(CmdError::text(errors::EXPIRE_NX_WITH_OTHERS));
     }
     if c.gt && c.lt {
-        return Err(CmdError::text(
-            "ERR GT and LT options at the same time are not compatible",
-        ));
+        return Err(CmdError::text(errors::EXPIRE_GT_WITH_LT));
     }
     Ok(c)
 }
@@ -398,9 +392,7 @@ fn db_arg(ctx: &Ctx, arg: &[u8]) -> Result<usize, CmdError> {
 /// Redis `getIntFromObjectOrReply` with its default messages.
 fn int32(arg: &[u8]) -> Result<i32, CmdError> {
     let n = args::int(arg)?;
-    i32::try_from(n).map_err(|_| {
-        CmdError::text("ERR value is out of range, value must between -2147483648 and 2147483647")
-    })
+    i32::try_from(n).map_err(|_| CmdError::text(errors::OUT_OF_INT_RANGE))
 }
 
 /// KEYS pattern → array of every matching key, in no particular order.
@@ -519,8 +511,8 @@ fn free_tables(old: Vec<cairn_engine::table::Table>, lazy: bool) {
 /// SWAPDB index1 index2 → +OK. Each index must be an int (else "invalid
 /// first/second DB index"), then both in range.
 fn swapdb(ctx: &mut Ctx) -> CmdResult {
-    let a = int32(ctx.arg(1)).map_err(|_| CmdError::text("ERR invalid first DB index"))?;
-    let b = int32(ctx.arg(2)).map_err(|_| CmdError::text("ERR invalid second DB index"))?;
+    let a = int32(ctx.arg(1)).map_err(|_| CmdError::text(errors::SWAPDB_FIRST_INVALID))?;
+    let b = int32(ctx.arg(2)).map_err(|_| CmdError::text(errors::SWAPDB_SECOND_INVALID))?;
     let n = ctx.engine().databases();
     let (Some(a), Some(b)) = (
         usize::try_from(a).ok().filter(|&d| d < n),
@@ -574,9 +566,7 @@ fn object_idletime(ctx: &mut Ctx) -> CmdResult {
         return ctx.null();
     };
     if is_lfu(ctx.shared.config.read().maxmemory_policy) {
-        return Err(CmdError::text(
-            "ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.",
-        ));
+        return Err(CmdError::text(errors::OBJECT_IDLETIME_UNDER_LFU));
     }
     ctx.int(info.idle_secs as i64)
 }
@@ -588,9 +578,7 @@ fn object_freq(ctx: &mut Ctx) -> CmdResult {
         return ctx.null();
     };
     if !is_lfu(ctx.shared.config.read().maxmemory_policy) {
-        return Err(CmdError::text(
-            "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.",
-        ));
+        return Err(CmdError::text(errors::OBJECT_FREQ_WITHOUT_LFU));
     }
     ctx.int(i64::from(info.freq))
 }

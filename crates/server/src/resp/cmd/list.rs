@@ -14,6 +14,7 @@
 //! keeps the client blocked until a list appears there.
 use crate::resp::args;
 use crate::resp::ctx::{CmdResult, Ctx, OnTimeout};
+use crate::resp::errors;
 use crate::resp::errors::CmdError;
 use crate::resp::table::Def;
 use cairn_engine::ops::list::{self as op, Elem, End, Iter, LposOptions};
@@ -150,12 +151,7 @@ fn pop(ctx: &mut Ctx, end: End) -> CmdResult {
         return Err(CmdError::WrongArity(name));
     }
     let count = if ctx.argc() == 3 {
-        let n = ranged(
-            ctx.arg(2),
-            0,
-            i64::MAX,
-            "ERR value is out of range, must be positive",
-        )?;
+        let n = ranged(ctx.arg(2), 0, i64::MAX, errors::MUST_BE_POSITIVE)?;
         Some(usize::try_from(n).unwrap_or(usize::MAX))
     } else {
         None
@@ -210,7 +206,7 @@ fn parse_mpop(ctx: &Ctx, numkeys_idx: usize) -> Result<(usize, usize, End, usize
         ctx.arg(numkeys_idx),
         1,
         i64::MAX,
-        "ERR numkeys should be greater than 0",
+        errors::NUMKEYS_NOT_POSITIVE,
     )?;
     let argc = ctx.argc();
     let where_idx = match usize::try_from(numkeys) {
@@ -222,12 +218,7 @@ fn parse_mpop(ctx: &Ctx, numkeys_idx: usize) -> Result<(usize, usize, End, usize
     let mut j = where_idx + 1;
     while j < argc {
         if count.is_none() && args::is(ctx.arg(j), "count") && j + 1 < argc {
-            let n = ranged(
-                ctx.arg(j + 1),
-                1,
-                i64::MAX,
-                "ERR count should be greater than 0",
-            )?;
+            let n = ranged(ctx.arg(j + 1), 1, i64::MAX, errors::COUNT_NOT_POSITIVE)?;
             count = Some(usize::try_from(n).unwrap_or(usize::MAX));
             j += 2;
         } else {
@@ -343,10 +334,7 @@ fn lpos(ctx: &mut Ctx) -> CmdResult {
             // `ops::list::lpos`).
             let rank = args::int(ctx.arg(j + 1))?;
             if rank == 0 {
-                return Err(CmdError::text(
-                    "ERR RANK can't be zero: use 1 to start from the first match, 2 from the \
-                     second ... or use negative to start from the end of the list",
-                ));
+                return Err(CmdError::text(errors::LPOS_RANK_ZERO));
             }
             opts.rank = rank;
         } else if args::is(opt, "count") && more {
@@ -354,10 +342,10 @@ fn lpos(ctx: &mut Ctx) -> CmdResult {
                 ctx.arg(j + 1),
                 0,
                 i64::MAX,
-                "ERR COUNT can't be negative",
+                errors::LPOS_COUNT_NEGATIVE,
             )?);
         } else if args::is(opt, "maxlen") && more {
-            opts.maxlen = ranged(ctx.arg(j + 1), 0, i64::MAX, "ERR MAXLEN can't be negative")?;
+            opts.maxlen = ranged(ctx.arg(j + 1), 0, i64::MAX, errors::LPOS_MAXLEN_NEGATIVE)?;
         } else {
             return Err(CmdError::Syntax);
         }

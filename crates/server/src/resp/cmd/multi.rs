@@ -35,7 +35,7 @@ pub const COMMANDS: &[Def] = &[
 /// MULTI → +OK; later commands are queued until EXEC or DISCARD.
 fn multi(ctx: &mut Ctx) -> CmdResult {
     if ctx.client.multi.is_some() {
-        return Err(CmdError::text("ERR MULTI calls can not be nested"));
+        return Err(CmdError::text(crate::resp::errors::MULTI_NESTED));
     }
     ctx.client.multi = Some(Default::default());
     ctx.client.info.multi.store(0, Ordering::Relaxed);
@@ -45,7 +45,7 @@ fn multi(ctx: &mut Ctx) -> CmdResult {
 /// DISCARD → +OK; drops the queue and every WATCH.
 fn discard(ctx: &mut Ctx) -> CmdResult {
     if ctx.client.multi.is_none() {
-        return Err(CmdError::text("ERR DISCARD without MULTI"));
+        return Err(CmdError::text(crate::resp::errors::DISCARD_WITHOUT_MULTI));
     }
     discard_transaction(ctx.shared, ctx.client);
     ctx.ok()
@@ -61,7 +61,7 @@ pub fn discard_transaction(shared: &Shared, client: &mut Client) {
 /// WATCH key [key ...] → +OK.
 fn watch(ctx: &mut Ctx) -> CmdResult {
     if ctx.client.multi.is_some() {
-        return Err(CmdError::text("ERR WATCH inside MULTI is not allowed"));
+        return Err(CmdError::text(crate::resp::errors::WATCH_INSIDE_MULTI));
     }
     let e = ctx.engine();
     let db = ctx.db();
@@ -113,7 +113,7 @@ pub fn unwatch_all(shared: &Shared, client: &mut Client) {
 /// watched key changed; EXECABORT if queueing failed.
 fn exec(ctx: &mut Ctx) -> CmdResult {
     let Some(m) = ctx.client.multi.take() else {
-        return Err(CmdError::text("ERR EXEC without MULTI"));
+        return Err(CmdError::text(crate::resp::errors::EXEC_WITHOUT_MULTI));
     };
     ctx.client.info.multi.store(-1, Ordering::Relaxed);
     if m.aborted {

@@ -9,6 +9,7 @@
 use crate::pubsub::{self, Kind};
 use crate::resp::cmd::{reply_help, subcommand_syntax_error};
 use crate::resp::ctx::{CmdResult, Ctx};
+use crate::resp::errors;
 use crate::resp::errors::CmdError;
 use crate::resp::table::Def;
 
@@ -72,9 +73,7 @@ fn punsubscribe(ctx: &mut Ctx) -> CmdResult {
 /// `CLIENT_DENY_BLOCKING` without the MULTI exemption.
 fn ssubscribe(ctx: &mut Ctx) -> CmdResult {
     if ctx.client.in_exec {
-        return Err(CmdError::text(
-            "ERR SSUBSCRIBE isn't allowed for a DENY BLOCKING client",
-        ));
+        return Err(CmdError::text(errors::SSUBSCRIBE_DENY_BLOCKING));
     }
     sub(ctx, Kind::Shard)
 }

@@ -9,6 +9,7 @@
 //! locked, straight from the stored set.
 use crate::resp::args;
 use crate::resp::ctx::{CmdResult, Ctx};
+use crate::resp::errors;
 use crate::resp::errors::CmdError;
 use crate::resp::table::Def;
 use cairn_engine::ops::set::{self as op, SetOp, Sink};
@@ -242,9 +243,7 @@ impl<S: Sink> Sink for Recording<S> {
 fn positive(arg: &[u8]) -> Result<u64, CmdError> {
     match args::int(arg) {
         Ok(n) if n >= 0 => Ok(n as u64),
-        _ => Err(CmdError::text(
-            "ERR value is out of range, must be positive",
-        )),
+        _ => Err(CmdError::text(errors::MUST_BE_POSITIVE)),
     }
 }
 
@@ -282,10 +281,7 @@ fn srandmember(ctx: &mut Ctx) -> CmdResult {
         _ => return Err(CmdError::Syntax),
     };
     if count == i64::MIN {
-        return Err(CmdError::text(
-            "ERR value is out of range, value must between -9223372036854775807 and \
-             9223372036854775807",
-        ));
+        return Err(CmdError::text(errors::OUT_OF_LONG_RANGE));
     }
     let budget = e.limits.max_string();
     let mut g = e.lock(&k);
@@ -304,9 +300,7 @@ fn srandmember(ctx: &mut Ctx) -> CmdResult {
     drop(g);
     if too_big {
         ctx.out.truncate(start);
-        return Err(CmdError::text(
-            "ERR value is out of range, the reply would exceed proto-max-bulk-len",
-        ));
+        return Err(CmdError::text(errors::REPLY_TOO_BIG));
     }
     Ok(())
 }
@@ -394,13 +388,11 @@ fn store(ctx: &mut Ctx, set_op: Option<SetOp>) -> CmdResult {
 fn sintercard(ctx: &mut Ctx) -> CmdResult {
     let numkeys = match args::int(ctx.arg(1)) {
         Ok(n) if n >= 1 => n as u64,
-        _ => return Err(CmdError::text("ERR numkeys should be greater than 0")),
+        _ => return Err(CmdError::text(errors::NUMKEYS_NOT_POSITIVE)),
     };
     let argc = ctx.argc();
     if numkeys > (argc - 2) as u64 {
-        return Err(CmdError::text(
-            "ERR Number of keys can't be greater than number of args",
-        ));
+        return Err(CmdError::text(errors::NUMKEYS_OVER_ARGS));
     }
     let numkeys = numkeys as usize;
     let mut limit = 0usize;
@@ -409,7 +401,7 @@ fn sintercard(ctx: &mut Ctx) -> CmdResult {
         if args::is(ctx.arg(i), "limit") && i + 1 < argc {
             limit = match args::int(ctx.arg(i + 1)) {
                 Ok(n) if n >= 0 => usize::try_from(n).unwrap_or(usize::MAX),
-                _ => return Err(CmdError::text("ERR LIMIT can't be negative")),
+                _ => return Err(CmdError::text(errors::LIMIT_NEGATIVE)),
             };
             i += 2;
         } else {
@@ -467,9 +459,7 @@ mod tests {
     fn positive_counts() {
         assert_eq!(positive(b"0"), Ok(0));
         assert_eq!(positive(b"9223372036854775807"), Ok(i64::MAX as u64));
-        let err = Err(CmdError::text(
-            "ERR value is out of range, must be positive",
-        ));
+        let err = Err(CmdError::text(errors::MUST_BE_POSITIVE));
         assert_eq!(positive(b"-1"), err);
         assert_eq!(positive(b"x"), err);
         assert_eq!(positive(b"9223372036854775808"), err);

@@ -7,11 +7,12 @@
 //! each runs atomically.
 use crate::resp::args;
 use crate::resp::ctx::{CmdResult, Ctx};
+use crate::resp::errors;
 use crate::resp::errors::CmdError;
 use crate::resp::table::Def;
 use cairn_engine::ops::string::{self as op, Cond, GetExAction, TtlKind};
 use cairn_engine::record;
-use cairn_engine::util::lcs::{self, LcsError};
+use cairn_engine::util::lcs;
 use cairn_engine::{Error, Expiry, Key};
 use cairn_protocol::resp::ReplyWriter;
 use smallvec::SmallVec;
@@ -293,7 +294,7 @@ fn getrange(ctx: &mut Ctx) -> CmdResult {
 fn setrange(ctx: &mut Ctx) -> CmdResult {
     let offset = args::int(ctx.arg(2))?;
     let Ok(offset) = usize::try_from(offset) else {
-        return Err(CmdError::text("ERR offset is out of range"));
+        return Err(CmdError::text(errors::SETRANGE_OFFSET));
     };
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
@@ -333,7 +334,7 @@ fn decrby(ctx: &mut Ctx) -> CmdResult {
     let delta = args::int(ctx.arg(2))?;
     // Negating i64::MIN overflows; Redis 7.0 refuses it up front.
     if delta == i64::MIN {
-        return Err(CmdError::text("ERR decrement would overflow"));
+        return Err(CmdError::text(errors::DECREMENT_OVERFLOW));
     }
     incr_by(ctx, -delta)
 }
@@ -366,7 +367,7 @@ fn lcs(ctx: &mut Ctx) -> CmdResult {
     let mut g = e.lock_keys(&[ka, kb]);
     // The type check comes before option parsing in `lcsCommand`.
     let (a, b) = op::lcs_operands(&mut g, ctx.client.db, &ka, &kb).map_err(|err| match err {
-        Error::WrongType => CmdError::text("ERR The specified keys must contain string values"),
+        Error::WrongType => CmdError::text(errors::LCS_NOT_STRINGS),
         other => other.into(),
     })?;
     drop(g);
@@ -391,21 +392,9 @@ fn lcs(ctx: &mut Ctx) -> CmdResult {
         i += 1;
     }
     if idx && len {
-        return Err(CmdError::text(
-            "ERR If you want both the length and indexes, please just use IDX.",
-        ));
+        return Err(CmdError::text(errors::LCS_IDX_WITH_LEN));
     }
-    let r = lcs::lcs(&a, &b, e.limits.max_string() as u64).map_err(|err| {
-        CmdError::text(match err {
-            LcsError::StringTooLong => "ERR String too long for LCS",
-            LcsError::ExceedsProtoMaxBulkLen => {
-                "ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len"
-            }
-            LcsError::AllocFailed => {
-                "ERR Insufficient memory, failed allocating transient memory for LCS"
-            }
-        })
-    })?;
+    let r = lcs::lcs(&a, &b, e.limits.max_string() as u64).map_err(Error::Lcs)?;
 
     let mut w = ctx.reply();
     if idx {
