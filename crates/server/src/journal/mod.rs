@@ -25,11 +25,10 @@
 //!   since after a failed fsync the page cache can no longer be trusted),
 //!   until it succeeds.
 //! - Files: a directory (`appenddirname`) with a manifest, an optional base
-//!   snapshot and journal files (`manifest`); start-up replays them
-//!   (`replay`); `cairn check-journal` checks and repairs one (`check`).
-pub mod check;
-pub mod frame;
-pub mod manifest;
+//!   snapshot and journal files; start-up replays them (`replay`). Their
+//!   formats, and `cairn check-journal`, are `cairn_persist::journal`.
+/// `cairn check-journal`, reached as `journal::check` by main.rs.
+pub use cairn_persist::journal::check;
 pub mod replay;
 pub mod rewrite;
 mod spin;
@@ -38,7 +37,8 @@ use crate::config::AppendFsync;
 use crate::log;
 use crate::shared::{Msg, Shared};
 use cairn_engine::record::put_wire;
-use manifest::Manifest;
+use cairn_persist::journal::manifest::{self, Manifest};
+use cairn_persist::journal::frame;
 use parking_lot::{Condvar, Mutex};
 use spin::{SpinGuard, SpinLock};
 use std::fs::File;

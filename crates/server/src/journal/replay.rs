@@ -4,8 +4,6 @@
 //! with a fake client). A torn tail of the last file is dropped with a
 //! warning when `aof-load-truncated` allows (Redis's default); any other
 //! damage stops start-up with the file, the offset and the reason.
-use super::frame::{self, End};
-use super::manifest::Manifest;
 use super::Paths;
 use crate::client::{Client, ClientInfo};
 use crate::log;
@@ -15,6 +13,8 @@ use crate::shared::Shared;
 use cairn_engine::record::{Record, Tag};
 use cairn_engine::value::StrValue;
 use cairn_engine::{Expiry, Value};
+use cairn_persist::journal::frame::{self, End};
+use cairn_persist::journal::Manifest;
 use cairn_protocol::resp::{parse_request, ArgList, Limits, Parsed};
 use std::sync::Arc;
 use std::time::{Duration, Instant};

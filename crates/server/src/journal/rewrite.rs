@@ -21,10 +21,10 @@
 //! Turning the journal on at run time is the same with no old files: the
 //! cut is also where recording starts, and the manifest is written only
 //! once the base exists (Redis's AOF_WAIT_REWRITE).
-use super::manifest::{self, Manifest};
 use super::{Journal, Paths};
 use crate::log;
 use crate::shared::Shared;
+use cairn_persist::journal::manifest::{self, Manifest};
 use cairn_persist::snapshot::{self as snap, SaveError};
 use parking_lot::{Condvar, Mutex};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
