@@ -3,6 +3,8 @@
 //! reason; with `--fix`, truncates a damaged file to its last good batch.
 //! Exit status 0 if the file is good (or was fixed), 1 otherwise.
 use super::frame::{self, End};
+use crate::Error;
+use std::path::Path;
 
 /// Runs the subcommand; returns the process exit status.
 pub fn run(args: &[String]) -> i32 {
@@ -31,19 +33,12 @@ pub struct Report {
     pub status: i32,
 }
 
-/// Checks (and with `fix` repairs) one journal file.
-pub fn check(path: &str, fix: bool) -> Result<Report, String> {
-    let f = std::fs::File::open(path).map_err(|e| format!("Cannot open file {path}: {e}"))?;
-    let len = f
-        .metadata()
-        .map_err(|e| format!("Cannot stat file {path}: {e}"))?
-        .len();
-    let s = frame::read(
-        std::io::BufReader::with_capacity(1 << 20, f),
-        len,
-        |_, _| Ok(()),
-    )
-    .map_err(|e| format!("Cannot read file {path}: {e}"))?;
+/// Checks (and with `fix` repairs) one journal file. The file's damage
+/// is the report; an `Error` is a file that could not be read or cut.
+pub fn check(path: &str, fix: bool) -> Result<Report, Error> {
+    let file = frame::Reader::open(Path::new(path))?;
+    let len = file.len();
+    let s = file.read(|_, _| Ok(()))?;
     let mut text = format!(
         "Journal {path}: {len} bytes, {} good batches, {} records, good up to offset {}",
         s.frames, s.records, s.good_end
@@ -81,13 +76,95 @@ pub fn check(path: &str, fix: bool) -> Result<Report, String> {
     let f = std::fs::OpenOptions::new()
         .write(true)
         .open(path)
-        .map_err(|e| format!("Cannot open {path} for writing: {e}"))?;
+        .map_err(|e| Error::io(Path::new(path), "write", e))?;
     f.set_len(keep)
         .and_then(|_| f.sync_all())
-        .map_err(|e| format!("Failed to truncate {path}: {e}"))?;
+        .map_err(|e| Error::io(Path::new(path), "truncate", e).at(keep))?;
     text.push_str(&format!(
         "\nSuccessfully truncated the journal to offset {keep} ({} bytes dropped)",
         len - keep
     ));
     Ok(Report { text, status: 0 })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cairn_engine::record::{encode, Tag};
+
+    fn journal(frames: usize) -> Vec<u8> {
+        let mut f = frame::header().to_vec();
+        for i in 0..frames {
+            let mut p = Vec::new();
+            let k = format!("k{i}");
+            encode(
+                &mut p,
+                Tag::Command,
+                0,
+                [&b"DEL"[..], k.as_bytes()].into_iter(),
+            );
+            frame::put_frame(&mut f, &p);
+        }
+        f
+    }
+
+    fn file(name: &str, bytes: &[u8]) -> String {
+        let p =
+            std::env::temp_dir().join(format!("cairn-check-test-{}-{name}", std::process::id()));
+        std::fs::write(&p, bytes).unwrap();
+        p.to_str().unwrap().to_string()
+    }
+
+    #[test]
+    fn a_good_file_a_torn_one_fixed_and_a_corrupt_one() {
+        let good = journal(3);
+        let good_path = file("good", &good);
+        let r = check(&good_path, false).unwrap();
+        assert_eq!(r.status, 0, "{}", r.text);
+        assert!(r.text.contains("3 good batches, 3 records"), "{}", r.text);
+        assert!(r.text.ends_with("Journal is valid"), "{}", r.text);
+
+        let cut = good.len() - 2;
+        let p = file("torn", &good[..cut]);
+        let r = check(&p, false).unwrap();
+        assert_eq!(r.status, 1);
+        let last = journal(2).len();
+        assert!(
+            r.text
+                .contains(&format!("Torn last batch at offset {last}")),
+            "{}",
+            r.text
+        );
+        let r = check(&p, true).unwrap();
+        assert_eq!(r.status, 0, "{}", r.text);
+        assert_eq!(std::fs::read(&p).unwrap(), journal(2));
+        std::fs::remove_file(&p).unwrap();
+
+        let mut bad = good.clone();
+        bad[frame::HEADER_LEN as usize + 9] ^= 1;
+        let p = file("corrupt", &bad);
+        let r = check(&p, false).unwrap();
+        assert_eq!(r.status, 1);
+        assert!(
+            r.text.contains(&format!(
+                "Corruption at offset {}: checksum mismatch",
+                frame::HEADER_LEN
+            )),
+            "{}",
+            r.text
+        );
+        std::fs::remove_file(&p).unwrap();
+        std::fs::remove_file(&good_path).unwrap();
+    }
+
+    #[test]
+    fn a_missing_file_is_an_error_naming_it() {
+        let e = check("/nonexistent/cairn-journal", false).err().unwrap();
+        assert!(e.is_not_found());
+        assert!(
+            e.to_string()
+                .starts_with("Cannot open file /nonexistent/cairn-journal: "),
+            "{e}"
+        );
+    }
 }

@@ -17,8 +17,10 @@
 //! `aof-load-truncated` allows. A bad frame followed by more bytes is
 //! corruption and stops start-up with the file, offset and reason.
 use crate::crc::crc32c;
+use crate::{Error, ErrorKind};
 use cairn_engine::record;
 use std::io::Read;
+use std::path::{Path, PathBuf};
 
 pub const MAGIC: &[u8; 8] = b"CAIRNJNL";
 pub const VERSION: u16 = 1;
@@ -99,21 +101,96 @@ pub struct Summary {
     pub end: End,
 }
 
+impl Summary {
+    fn new() -> Summary {
+        Summary {
+            frames: 0,
+            records: 0,
+            good_end: 0,
+            end: End::Clean,
+        }
+    }
+
+    /// How the end of the file at `path` stops a load that takes no torn
+    /// tail: None for a clean end, else the file, offset and reason.
+    pub fn error(&self, path: &Path) -> Option<Error> {
+        let (offset, kind) = match &self.end {
+            End::Clean => return None,
+            End::Torn { good_end, reason } => (*good_end, ErrorKind::Torn(reason.clone())),
+            End::Corrupt { offset, reason } => (*offset, ErrorKind::Corrupt(reason.clone())),
+        };
+        Some(Error {
+            path: path.to_path_buf(),
+            offset: Some(offset),
+            kind,
+        })
+    }
+}
+
 /// Reads a journal of `len` bytes from `r`, calling `on_frame(offset,
 /// records)` for each good frame in order. An error from `on_frame` stops
 /// the read as corruption at that frame (a frame whose checksum is right
 /// but whose records do not decode is reported the same way).
 pub fn read<R: Read>(
+    r: R,
+    len: u64,
+    on_frame: impl FnMut(u64, &[record::Record<'_>]) -> Result<(), String>,
+) -> std::io::Result<Summary> {
+    let mut s = Summary::new();
+    read_into(r, len, on_frame, &mut s)?;
+    Ok(s)
+}
+
+/// A journal file opened for reading (replay, `cairn check-journal`).
+pub struct Reader {
+    path: PathBuf,
+    file: std::fs::File,
+    len: u64,
+}
+
+impl Reader {
+    pub fn open(path: &Path) -> Result<Reader, Error> {
+        let file = std::fs::File::open(path).map_err(|e| Error::io(path, "open", e))?;
+        let len = file
+            .metadata()
+            .map_err(|e| Error::io(path, "stat", e))?
+            .len();
+        Ok(Reader {
+            path: path.to_path_buf(),
+            file,
+            len,
+        })
+    }
+
+    /// The file's length in bytes when it was opened.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// `read` over the whole file; a failed read names the offset of the
+    /// frame it was in.
+    pub fn read(
+        self,
+        on_frame: impl FnMut(u64, &[record::Record<'_>]) -> Result<(), String>,
+    ) -> Result<Summary, Error> {
+        let mut s = Summary::new();
+        let r = std::io::BufReader::with_capacity(1 << 20, self.file);
+        read_into(r, self.len, on_frame, &mut s)
+            .map_err(|e| Error::io(&self.path, "read", e).at(s.good_end))?;
+        Ok(s)
+    }
+}
+
+fn read_into<R: Read>(
     mut r: R,
     len: u64,
     mut on_frame: impl FnMut(u64, &[record::Record<'_>]) -> Result<(), String>,
-) -> std::io::Result<Summary> {
-    let mut s = Summary {
-        frames: 0,
-        records: 0,
-        good_end: 0,
-        end: End::Clean,
-    };
+    s: &mut Summary,
+) -> std::io::Result<()> {
     let mut h = [0u8; 16];
     if len < HEADER_LEN {
         read_up_to(&mut r, &mut h[..len as usize])?;
@@ -130,7 +207,7 @@ pub fn read<R: Read>(
                 reason: "not a Cairn journal (bad header)".into(),
             }
         };
-        return Ok(s);
+        return Ok(());
     }
     r.read_exact(&mut h)?;
     if &h[..8] != MAGIC {
@@ -138,7 +215,7 @@ pub fn read<R: Read>(
             offset: 0,
             reason: "not a Cairn journal (bad magic)".into(),
         };
-        return Ok(s);
+        return Ok(());
     }
     let version = u16::from_le_bytes([h[8], h[9]]);
     if version != VERSION {
@@ -146,7 +223,7 @@ pub fn read<R: Read>(
             offset: 8,
             reason: format!("unsupported journal version {version} (this build reads {VERSION})"),
         };
-        return Ok(s);
+        return Ok(());
     }
     let mut pos = HEADER_LEN;
     s.good_end = pos;
@@ -161,7 +238,7 @@ pub fn read<R: Read>(
             s.end = torn(format!(
                 "the file ends inside a frame header ({left} bytes)"
             ));
-            return Ok(s);
+            return Ok(());
         }
         let mut fh = [0u8; 8];
         r.read_exact(&mut fh)?;
@@ -179,13 +256,13 @@ pub fn read<R: Read>(
                     reason,
                 }
             };
-            return Ok(s);
+            return Ok(());
         }
         if u64::from(flen) > body_left {
             s.end = torn(format!(
                 "the last frame needs {flen} bytes, the file has {body_left}"
             ));
-            return Ok(s);
+            return Ok(());
         }
         payload.resize(flen as usize, 0);
         r.read_exact(&mut payload)?;
@@ -200,7 +277,7 @@ pub fn read<R: Read>(
                     reason,
                 }
             };
-            return Ok(s);
+            return Ok(());
         }
         let recs = match record::decode_unit(&payload) {
             Ok(r) => r,
@@ -209,7 +286,7 @@ pub fn read<R: Read>(
                     offset: pos + FRAME_HEADER_LEN as u64 + at as u64,
                     reason: format!("bad record in a frame with a good checksum: {why}"),
                 };
-                return Ok(s);
+                return Ok(());
             }
         };
         if let Err(why) = on_frame(pos, &recs) {
@@ -217,14 +294,14 @@ pub fn read<R: Read>(
                 offset: pos,
                 reason: why,
             };
-            return Ok(s);
+            return Ok(());
         }
         s.frames += 1;
         s.records += recs.len() as u64;
         pos += FRAME_HEADER_LEN as u64 + u64::from(flen);
         s.good_end = pos;
     }
-    Ok(s)
+    Ok(())
 }
 
 fn read_up_to<R: Read>(r: &mut R, buf: &mut [u8]) -> std::io::Result<()> {

@@ -604,7 +604,9 @@ pub fn on_config_appendonly(shared: &Shared, worker: usize) -> Result<(), String
     let paths = Paths::from_config(shared);
     std::fs::create_dir_all(&paths.dir)
         .map_err(|e| format!("Can't create the journal directory: {e}"))?;
-    let old = Manifest::load(&paths.dir, &paths.appendfilename)?.unwrap_or_default();
+    let old = Manifest::load(&paths.dir, &paths.appendfilename)
+        .map_err(|e| format!("Can't load the journal manifest: {e}"))?
+        .unwrap_or_default();
     let seq = old.last_seq() + 1;
     let (f, size) = create_file(&paths, seq)?;
     let m = Manifest {
@@ -642,7 +644,8 @@ pub fn open_at_startup(shared: &Arc<Shared>) -> Result<(), String> {
             }
         }
     }
-    let manifest = Manifest::load(&paths.dir, &paths.appendfilename)?;
+    let manifest = Manifest::load(&paths.dir, &paths.appendfilename)
+        .map_err(|e| format!("Can't load the journal manifest: {e}"))?;
     let (manifest, file, size) = match manifest {
         Some(m) if !m.incr.is_empty() => {
             let last = replay::load(shared, &paths, &m, load_truncated)?;
