@@ -37,7 +37,7 @@ pub struct Report {
 /// is the report; an `Error` is a file that could not be read or cut.
 pub fn check(path: &str, fix: bool) -> Result<Report, Error> {
     let file = frame::Reader::open(Path::new(path))?;
-    let len = file.len();
+    let len = file.len_bytes();
     let s = file.read(|_, _| Ok(()))?;
     let mut text = format!(
         "Journal {path}: {len} bytes, {} good batches, {} records, good up to offset {}",

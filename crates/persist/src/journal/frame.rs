@@ -162,13 +162,9 @@ impl Reader {
         })
     }
 
-    /// The file's length in bytes when it was opened.
-    pub fn len(&self) -> u64 {
+    /// The file's length when it was opened.
+    pub fn len_bytes(&self) -> u64 {
         self.len
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
     }
 
     /// `read` over the whole file; a failed read names the offset of the

@@ -207,7 +207,7 @@ fn load_files(
             }
             Err(e) => return Err(format!("Can't load the journal: {e}")),
         };
-        let len = file.len();
+        let len = file.len_bytes();
         let mut next_log = Instant::now() + Duration::from_secs(1);
         let summary = file
             .read(|off, recs| {
