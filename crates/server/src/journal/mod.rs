@@ -604,9 +604,7 @@ pub fn on_config_appendonly(shared: &Shared, worker: usize) -> Result<(), String
     let paths = Paths::from_config(shared);
     std::fs::create_dir_all(&paths.dir)
         .map_err(|e| format!("Can't create the journal directory: {e}"))?;
-    let old = Manifest::load(&paths.dir, &paths.appendfilename)
-        .map_err(|e| format!("Can't load the journal manifest: {e}"))?
-        .unwrap_or_default();
+    let old = load_manifest(&paths)?.unwrap_or_default();
     let seq = old.last_seq() + 1;
     let (f, size) = create_file(&paths, seq)?;
     let m = Manifest {
@@ -644,8 +642,7 @@ pub fn open_at_startup(shared: &Arc<Shared>) -> Result<(), String> {
             }
         }
     }
-    let manifest = Manifest::load(&paths.dir, &paths.appendfilename)
-        .map_err(|e| format!("Can't load the journal manifest: {e}"))?;
+    let manifest = load_manifest(&paths)?;
     let (manifest, file, size) = match manifest {
         Some(m) if !m.incr.is_empty() => {
             let last = replay::load(shared, &paths, &m, load_truncated)?;
@@ -706,6 +703,13 @@ pub fn open_at_startup(shared: &Arc<Shared>) -> Result<(), String> {
     *j.manifest.lock() = manifest;
     start(shared, file, size, None);
     Ok(())
+}
+
+/// The journal directory's manifest, None if there is none. A failure
+/// names the file and, for a bad line, its byte offset.
+fn load_manifest(paths: &Paths) -> Result<Option<Manifest>, String> {
+    Manifest::load(&paths.dir, &paths.appendfilename)
+        .map_err(|e| format!("Can't load the journal manifest: {e}"))
 }
 
 /// Creates journal file `seq` with its header, fsynced.

@@ -233,9 +233,7 @@ fn compact(shared: &Arc<Shared>) -> Result<bool, String> {
     let old = if j.enabled() {
         j.manifest.lock().clone()
     } else {
-        Manifest::load(&paths.dir, &paths.appendfilename)
-            .map_err(|e| format!("Can't load the journal manifest: {e}"))?
-            .unwrap_or_default()
+        super::load_manifest(&paths)?.unwrap_or_default()
     };
     let seq = old.last_seq() + 1;
     let mut next = None;
