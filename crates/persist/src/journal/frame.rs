@@ -53,7 +53,8 @@ pub fn frame_header(payload: &[u8]) -> [u8; 8] {
 /// order, each running to the next, the last to the end of `data`), whose
 /// header bytes were reserved when each frame was opened. The journal
 /// checksums a batch of units at once, when it is taken for writing,
-/// rather than each unit as it is appended (see `Journal::append_with`).
+/// rather than each unit as it is appended (the server's
+/// `journal::Journal::append_with`).
 ///
 /// The length is first stored where the checksum goes, right before the
 /// payload, so that one pass covers the length and the payload together
