@@ -392,7 +392,7 @@ fn every_flipped_bit_is_caught() {
             std::fs::write(&path, &b).unwrap();
             let e = check(&path).expect_err(&format!("flip at {i} not caught"));
             // Reported at the damaged section (its start or its CRC).
-            assert!(e.offset <= (i as u64).max(28), "flip at {i}: {e}");
+            assert!(e.offset.unwrap() <= (i as u64).max(28), "flip at {i}: {e}");
         }
     }
 }
@@ -406,7 +406,7 @@ fn every_truncation_is_caught_and_trailing_bytes_too() {
         std::fs::write(&path, &bytes[..n]).unwrap();
         let e = check(&path).expect_err(&format!("truncation at {n} not caught"));
         assert!(
-            e.reason.contains("truncated") || e.reason.contains("past the end"),
+            e.reason().contains("truncated") || e.reason().contains("past the end"),
             "{e}"
         );
     }
@@ -415,7 +415,7 @@ fn every_truncation_is_caught_and_trailing_bytes_too() {
     std::fs::write(&path, &more).unwrap();
     assert!(check(&path)
         .unwrap_err()
-        .reason
+        .reason()
         .contains("after the end marker"));
 }
 
@@ -435,13 +435,47 @@ fn foreign_files_are_named() {
     let mut pad = std::fs::read(&p).unwrap();
     pad.resize(64, 0);
     std::fs::write(&p, &pad).unwrap();
-    assert!(check(&p).unwrap_err().reason.contains("Redis RDB"));
+    assert!(check(&p).unwrap_err().reason().contains("Redis RDB"));
     std::fs::write(&p, [0u8; 64]).unwrap();
-    assert!(check(&p).unwrap_err().reason.contains("bad magic"));
-    let mut v2 = small_file(&dir, true);
+    assert!(check(&p).unwrap_err().reason().contains("bad magic"));
+    let mut v3 = small_file(&dir, true);
+    v3[8] = 3;
+    std::fs::write(&p, &v3).unwrap();
+    assert!(check(&p).unwrap_err().reason().contains("version 3"));
+}
+
+/// A version-1 file (CRC-32 IEEE), its bytes made outside this code:
+/// k = v1 in db 0, h = {f: x} in db 3, cut at unix ms 1,700,000,000,000.
+const GOLDEN_V1: [u8; 88] = [
+    67, 65, 73, 82, 78, 83, 78, 80, 1, 0, 0, 0, 0, 0, 0, 0, 0, 104, 229, 207, 139, 1, 0, 0, 16, 0,
+    0, 0, 104, 64, 254, 111, 66, 2, 0, 0, 0, 18, 0, 0, 0, 0, 0, 0, 0, 234, 20, 111, 154, 1, 0, 0,
+    1, 107, 2, 118, 49, 2, 3, 0, 1, 104, 1, 1, 102, 1, 120, 69, 2, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0,
+    0, 0, 0, 0, 56, 93, 13, 43,
+];
+
+#[test]
+fn version_1_files_still_load() {
+    let dir = tmpdir("v1");
+    let p = dir.join("dump.cairn");
+    std::fs::write(&p, GOLDEN_V1).unwrap();
+    let stats = check(&p).unwrap();
+    assert_eq!((stats.keys, stats.blocks), (2, 1));
+    assert_eq!(stats.cut_ms, 1_700_000_000_000);
+    let loaded = load(&engine(), &p, &LoadOptions::default(), &mut |_| {}).unwrap();
+    assert_eq!((loaded.keys, loaded.expired), (2, 0));
+    // A version-1 CRC is checked as CRC-32 IEEE: a flipped payload byte
+    // is found in its block.
+    let mut bad = GOLDEN_V1;
+    bad[60] ^= 1;
+    std::fs::write(&p, bad).unwrap();
+    let err = check(&p).unwrap_err();
+    assert_eq!(err.offset, Some(32), "{err}");
+    assert!(err.reason().contains("checksum mismatch"), "{err}");
+    // The same file claiming version 2 fails on its header's CRC-32C.
+    let mut v2 = GOLDEN_V1;
     v2[8] = 2;
-    std::fs::write(&p, &v2).unwrap();
-    assert!(check(&p).unwrap_err().reason.contains("version 2"));
+    std::fs::write(&p, v2).unwrap();
+    assert!(check(&p).unwrap_err().reason().contains("header checksum"));
 }
 
 #[test]
@@ -603,8 +637,8 @@ fn parallel_loading_matches_and_reports_errors() {
     // Loading the same file again into the loaded engine: every key is a
     // duplicate, and the error names one with its offset.
     let e = load(&b, &path, &threads, &mut no_progress).unwrap_err();
-    assert!(e.reason.starts_with("duplicate key"), "{e}");
-    assert!(e.offset > 32, "{e}");
+    assert!(e.reason().starts_with("duplicate key"), "{e}");
+    assert!(e.offset.unwrap() > 32, "{e}");
 }
 
 mod fuzz {

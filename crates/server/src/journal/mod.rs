@@ -25,11 +25,10 @@
 //!   since after a failed fsync the page cache can no longer be trusted),
 //!   until it succeeds.
 //! - Files: a directory (`appenddirname`) with a manifest, an optional base
-//!   snapshot and journal files (`manifest`); start-up replays them
-//!   (`replay`); `cairn check-journal` checks and repairs one (`check`).
-pub mod check;
-pub mod frame;
-pub mod manifest;
+//!   snapshot and journal files; start-up replays them (`replay`). Their
+//!   formats, and `cairn check-journal`, are `cairn_persist::journal`.
+/// `cairn check-journal`, reached as `journal::check` by main.rs.
+pub use cairn_persist::journal::check;
 pub mod replay;
 pub mod rewrite;
 mod spin;
@@ -38,7 +37,8 @@ use crate::config::AppendFsync;
 use crate::log;
 use crate::shared::{Msg, Shared};
 use cairn_engine::record::put_wire;
-use manifest::Manifest;
+use cairn_persist::journal::frame;
+use cairn_persist::journal::manifest::{self, Manifest};
 use parking_lot::{Condvar, Mutex};
 use spin::{SpinGuard, SpinLock};
 use std::fs::File;
@@ -604,7 +604,7 @@ pub fn on_config_appendonly(shared: &Shared, worker: usize) -> Result<(), String
     let paths = Paths::from_config(shared);
     std::fs::create_dir_all(&paths.dir)
         .map_err(|e| format!("Can't create the journal directory: {e}"))?;
-    let old = Manifest::load(&paths.dir, &paths.appendfilename)?.unwrap_or_default();
+    let old = load_manifest(&paths)?.unwrap_or_default();
     let seq = old.last_seq() + 1;
     let (f, size) = create_file(&paths, seq)?;
     let m = Manifest {
@@ -642,7 +642,7 @@ pub fn open_at_startup(shared: &Arc<Shared>) -> Result<(), String> {
             }
         }
     }
-    let manifest = Manifest::load(&paths.dir, &paths.appendfilename)?;
+    let manifest = load_manifest(&paths)?;
     let (manifest, file, size) = match manifest {
         Some(m) if !m.incr.is_empty() => {
             let last = replay::load(shared, &paths, &m, load_truncated)?;
@@ -703,6 +703,13 @@ pub fn open_at_startup(shared: &Arc<Shared>) -> Result<(), String> {
     *j.manifest.lock() = manifest;
     start(shared, file, size, None);
     Ok(())
+}
+
+/// The journal directory's manifest, None if there is none. A failure
+/// names the file and, for a bad line, its byte offset.
+fn load_manifest(paths: &Paths) -> Result<Option<Manifest>, String> {
+    Manifest::load(&paths.dir, &paths.appendfilename)
+        .map_err(|e| format!("Can't load the journal manifest: {e}"))
 }
 
 /// Creates journal file `seq` with its header, fsynced.

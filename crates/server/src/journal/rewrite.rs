@@ -21,10 +21,10 @@
 //! Turning the journal on at run time is the same with no old files: the
 //! cut is also where recording starts, and the manifest is written only
 //! once the base exists (Redis's AOF_WAIT_REWRITE).
-use super::manifest::{self, Manifest};
 use super::{Journal, Paths};
 use crate::log;
 use crate::shared::Shared;
+use cairn_persist::journal::manifest::{self, Manifest};
 use cairn_persist::snapshot::{self as snap, SaveError};
 use parking_lot::{Condvar, Mutex};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
@@ -237,7 +237,7 @@ fn compact(shared: &Arc<Shared>) -> Result<bool, String> {
     let old = if j.enabled() {
         j.manifest.lock().clone()
     } else {
-        Manifest::load(&paths.dir, &paths.appendfilename)?.unwrap_or_default()
+        super::load_manifest(&paths)?.unwrap_or_default()
     };
     let seq = old.last_seq() + 1;
     let mut next = None;

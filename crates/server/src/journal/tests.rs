@@ -3,13 +3,13 @@
 //! the keyspace is emptied, the cut journal is replayed, and the state
 //! must equal the state after exactly the writes whose batches are whole
 //! (always a prefix of what was acknowledged, never anything else).
-use super::frame::{self, End};
 use super::replay::Replayer;
 use crate::client::{Client, ClientInfo};
 use crate::config::Config;
 use crate::resp::ctx::Args;
 use crate::resp::dispatch;
 use crate::shared::Shared;
+use cairn_persist::journal::frame::{self, End};
 use cairn_protocol::resp::ArgList;
 use parking_lot::Mutex;
 use std::sync::Arc;
