@@ -180,7 +180,7 @@ impl<'a> Cx<'a> {
     }
 
     #[inline]
-    pub(crate) fn state(&self) -> Option<&'a CmdState> {
+    pub fn state(&self) -> Option<&'a CmdState> {
         self.state
     }
 

@@ -22,7 +22,7 @@ fn save(ctx: &mut Ctx) -> CmdResult {
     if st.in_progress.load(Ordering::Relaxed) {
         return Err(CmdError::text("ERR Background save already in progress"));
     }
-    match snapshots::save(ctx.shared, false) {
+    match snapshots::save(ctx.shared, &ctx.cx, false) {
         Ok(_) => ctx.ok(),
         Err(_) => Err(CmdError::text("ERR")),
     }
@@ -50,7 +50,7 @@ fn bgsave(ctx: &mut Ctx) -> CmdResult {
         }
         return Err(another_child());
     }
-    match snapshots::bgsave(ctx.shared) {
+    match snapshots::bgsave(ctx.shared, &ctx.cx) {
         Ok(()) => {
             ctx.reply().simple("Background saving started");
             Ok(())
