@@ -154,6 +154,14 @@ pub struct Client {
     /// Large values referenced by the replies in the output buffer
     /// (`crate::outref`): handlers add them, the worker writes them.
     pub out_refs: crate::outref::OutRefs,
+    /// Pushes this client's own running command addressed to it (its
+    /// subscriptions' confirmations, a PUBLISH or keyspace event it is
+    /// subscribed to), placed around the reply when the command ends.
+    pub pushes: crate::pubsub::SelfPushes,
+    /// End of what this client's commands appended to the journal since
+    /// the worker last looked (0: nothing): under `appendfsync always` its
+    /// replies wait until the journal is synced that far.
+    pub journal_end: u64,
 }
 
 /// A transaction being queued.
@@ -204,7 +212,19 @@ impl Client {
             multi: None,
             watched: Vec::new(),
             out_refs: Default::default(),
+            pushes: Default::default(),
+            journal_end: 0,
         }
+    }
+
+    /// Notes the journal end of a command this client ran (0: none).
+    pub fn note_journal_end(&mut self, end: u64) {
+        self.journal_end = self.journal_end.max(end);
+    }
+
+    /// Takes the journal end noted since the last call (0: none).
+    pub fn take_journal_end(&mut self) -> u64 {
+        std::mem::take(&mut self.journal_end)
     }
 
     /// Hides argument `i` of the running command from MONITOR and SLOWLOG

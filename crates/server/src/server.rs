@@ -257,7 +257,7 @@ pub fn run(cfg: Config) -> Result<(), String> {
         }
         log::warning("Received SIGTERM scheduling shutdown...");
         // As Redis: with save rules, save first; if that fails, keep running.
-        if crate::snapshots::final_save(&shared, false, false, false).is_ok() {
+        if crate::snapshots::final_save(&shared, &cairn_engine::Cx::DETACHED, false, false, false).is_ok() {
             break;
         }
         log::warning(
@@ -278,7 +278,8 @@ pub fn shutdown(shared: &Shared, pidfile: &str) -> ! {
     }
     if shared.journal.enabled() {
         log::notice("Calling fsync() on the journal (append only) file.");
-        crate::journal::stop(shared);
+        // SHUTDOWN is refused inside MULTI, so no hold is held here.
+        crate::journal::stop(shared, &cairn_engine::Cx::DETACHED);
     }
     log::warning("Cairn is now ready to exit, bye bye...");
     std::process::exit(0)
@@ -301,12 +302,16 @@ fn cron(shared: Arc<Shared>) {
         let period = Duration::from_millis(1000 / hz);
         let started = Instant::now();
         cairn_engine::clock::tick();
+        // The sweep's and the delayed flush's events and records, outside
+        // any client command.
+        let events = cairn_engine::CmdState::new();
+        let cx = cairn_engine::Cx::background(&events);
         shared
             .engine
-            .active_expire(&mut state, started + period / 4);
+            .active_expire(&cx, &mut state, started + period / 4);
+        crate::memcache::run_due_flush(&shared, &cx);
         // Keys it expired: `expired` notifications.
-        crate::keyevents::after_command(&shared);
-        crate::memcache::run_due_flush(&shared);
+        crate::keyevents::after_command(&shared, &events, None);
         balancer.tick(&shared);
         std::thread::sleep(period.saturating_sub(started.elapsed()));
     }

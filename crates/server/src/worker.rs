@@ -484,7 +484,7 @@ impl Worker {
                 blocking::handoff(&self.shared, &on);
             }
             if !conn.client.watched.is_empty() {
-                crate::resp::cmd::multi::unwatch_all(&self.shared, &mut conn.client);
+                crate::resp::cmd::multi::unwatch_all(&self.shared, &cairn_engine::Cx::DETACHED, &mut conn.client);
             }
             if conn.client.info.monitor.load(Ordering::Relaxed) {
                 let mut m = self.shared.monitors.lock();
@@ -572,7 +572,7 @@ impl Worker {
             crate::pubsub::drop_client(&self.shared, &mut conn.client);
             self.shared.clients.lock().remove(&id);
             if !conn.client.watched.is_empty() {
-                crate::resp::cmd::multi::unwatch_all(&self.shared, &mut conn.client);
+                crate::resp::cmd::multi::unwatch_all(&self.shared, &cairn_engine::Cx::DETACHED, &mut conn.client);
             }
             self.shared.connected.fetch_sub(1, Ordering::Relaxed);
             return;
@@ -1293,7 +1293,7 @@ fn must_wait(conn: &Conn, shared: &Shared, durable: u64) -> bool {
 }
 
 fn note_hold(conn: &mut Conn, shared: &Shared) {
-    let end = crate::journal::take_last_end();
+    let end = conn.client.take_journal_end();
     if end > conn.hold && shared.journal.holds_replies() {
         conn.hold = end;
     }

@@ -747,7 +747,7 @@ pub fn bitfield(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::events::{self, Event};
+    use crate::events::Event;
     use crate::ops::test_support::{engine, with};
     use proptest::prelude::*;
     use std::sync::atomic::Ordering;
@@ -1101,7 +1101,7 @@ mod tests {
             Ordering::Relaxed,
         );
         with(&e, |g| {
-            events::take();
+            crate::cx::testing::take_events();
             let k = g.key(b"k");
             assert_eq!(setbit(g, 0, &k, 3, true), Ok(false));
             assert_eq!(value(g, b"k"), Some((vec![0x10], "raw")));
@@ -1110,7 +1110,7 @@ mod tests {
             // Growing counts as a change even when the bit stays 0.
             assert_eq!(setbit(g, 0, &k, 20, false), Ok(false));
             assert_eq!(value(g, b"k"), Some((vec![0, 0, 0], "raw")));
-            let names: Vec<_> = events::take()
+            let names: Vec<_> = crate::cx::testing::take_events()
                 .into_iter()
                 .filter_map(|ev| match ev {
                     Event::Notify { event, .. } => Some(event),
@@ -1139,7 +1139,7 @@ mod tests {
     fn bitop_stores_raw_or_deletes() {
         let e = engine();
         let (a, b, d, m) = (e.key(b"a"), e.key(b"b"), e.key(b"d"), e.key(b"m"));
-        let mut g = e.lock_keys(&[a, b, d, m]);
+        let mut g = e.lock_keys(&crate::cx::testing::cx(), &[a, b, d, m]);
         put(&mut g, b"a", b"\xff\x0f");
         put(&mut g, b"b", b"7");
         assert_eq!(bitop(&mut g, 0, &d, BitOp::And, &[a, b]), Ok(2));

@@ -856,7 +856,7 @@ pub fn selftest() -> std::result::Result<(), SelfTestFailure> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::events::{self, Event};
+    use crate::events::Event;
     use crate::ops::test_support::{engine, with};
     use proptest::prelude::*;
     use std::sync::atomic::Ordering;
@@ -1018,7 +1018,7 @@ mod tests {
     }
 
     fn notes() -> Vec<&'static str> {
-        events::take()
+        crate::cx::testing::take_events()
             .into_iter()
             .filter_map(|ev| match ev {
                 Event::Notify { event, .. } => Some(event),
@@ -1062,7 +1062,7 @@ mod tests {
             .notify
             .store(class::STRING | class::KEYSPACE, Ordering::Relaxed);
         with(&e, |g| {
-            events::take();
+            crate::cx::testing::take_events();
             let k = g.key(b"h");
             assert_eq!(
                 pfadd(g, 0, &k, SPARSE_MAX_BYTES, [&b"a"[..], b"b", b"c"]),

@@ -460,7 +460,7 @@ pub fn lmove(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::events::{self, Event};
+    use crate::events::Event;
     use crate::ops::test_support::{engine, with};
     use crate::Engine;
     use std::sync::atomic::AtomicBool;
@@ -501,10 +501,10 @@ mod tests {
     /// Runs `f` with every notification class on; returns the events.
     fn notified(e: &Engine, f: impl FnOnce(&mut Guard)) -> Vec<(&'static str, String)> {
         e.limits.notify.store(u32::MAX, Ordering::Relaxed);
-        events::take();
+        crate::cx::testing::take_events();
         with(e, f);
         e.limits.notify.store(0, Ordering::Relaxed);
-        events::take()
+        crate::cx::testing::take_events()
             .into_iter()
             .filter_map(|ev| match ev {
                 Event::Notify { event, key, .. } => {

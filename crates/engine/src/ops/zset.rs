@@ -1387,10 +1387,10 @@ mod tests {
     /// Every keyspace event an operation records, as (class, event, key).
     fn events_of(e: &Engine, f: impl FnOnce(&mut Guard)) -> Vec<(u32, &'static str, Vec<u8>)> {
         e.limits.notify.store(u32::MAX, Ordering::Relaxed);
-        crate::events::take();
+        crate::cx::testing::take_events();
         with(e, f);
         e.limits.notify.store(0, Ordering::Relaxed);
-        crate::events::take()
+        crate::cx::testing::take_events()
             .into_iter()
             .filter_map(|ev| match ev {
                 crate::events::Event::Notify {

@@ -18,6 +18,7 @@ use std::io::{self, BufReader, Read};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
+use cairn_engine::Cx;
 
 /// What a load or check read.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -91,7 +92,7 @@ pub fn load(
             return Ok(());
         }
         let k = engine.key(rec.key);
-        let mut g = engine.lock(&k);
+        let mut g = engine.lock(&Cx::DETACHED, &k);
         let expiry = match rec.expire_at {
             0 => Expiry::Clear,
             t => Expiry::At(t),

@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use cairn_engine::Cx;
 
 fn engine() -> Engine {
     Engine::new(EngineOptions {
@@ -54,7 +55,7 @@ fn rand_suffix() -> u64 {
 
 fn put(e: &Engine, db: usize, key: &[u8], v: Value, exp: u64) {
     let k = e.key(key);
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&Cx::DETACHED, &k);
     let expiry = if exp == 0 {
         Expiry::Clear
     } else {
@@ -191,7 +192,7 @@ type Digest = BTreeMap<(usize, Vec<u8>), (String, String, Vec<Vec<u8>>, u64, u32
 
 fn digest(e: &Engine) -> Digest {
     let mut out = BTreeMap::new();
-    e.for_each_shard(|_, s| {
+    e.for_each_shard(&Cx::DETACHED, |_, s| {
         for db in 0..s.databases() {
             for en in s.db(db).iter() {
                 // A compact string digests as the `Str` value it stands for.
@@ -258,7 +259,7 @@ fn round_trip_every_type_and_encoding() {
     let path = dir.join("dump.cairn");
     let a = engine();
     fill(&a);
-    let stats = save(&a, &path, &Options::default(), || ()).unwrap();
+    let stats = save(&a, &Cx::DETACHED, &path, &Options::default(), || ()).unwrap();
     assert_eq!(stats.keys, 15);
     assert_eq!(stats.bytes, std::fs::metadata(&path).unwrap().len());
     let b = engine();
@@ -307,7 +308,7 @@ fn loaded_encodings_follow_the_limits_in_force() {
     let path = dir.join("s");
     let a = engine();
     fill(&a);
-    save(&a, &path, &Options::default(), || ()).unwrap();
+    save(&a, &Cx::DETACHED, &path, &Options::default(), || ()).unwrap();
     let b = engine();
     b.limits
         .zset_max_listpack_entries
@@ -345,7 +346,7 @@ fn expired_keys_are_left_out() {
         now + 300,
     );
     put(&a, 0, b"stays", Value::Str(StrValue::from_bytes(b"x")), 0);
-    let st = save(&a, &path, &Options::default(), || ()).unwrap();
+    let st = save(&a, &Cx::DETACHED, &path, &Options::default(), || ()).unwrap();
     assert_eq!(st.keys, 2, "expired at the cut: not written");
     std::thread::sleep(std::time::Duration::from_millis(400));
     let b = engine();
@@ -376,7 +377,7 @@ fn small_file(dir: &std::path::Path, checksum: bool) -> Vec<u8> {
         checksum,
         ..Options::default()
     };
-    save(&a, &path, &opts, || ()).unwrap();
+    save(&a, &Cx::DETACHED, &path, &opts, || ()).unwrap();
     std::fs::read(&path).unwrap()
 }
 
@@ -484,14 +485,14 @@ fn a_failed_write_leaves_the_previous_file_whole() {
     let path = dir.join("dump.cairn");
     let a = engine();
     fill(&a);
-    save(&a, &path, &Options::default(), || ()).unwrap();
+    save(&a, &Cx::DETACHED, &path, &Options::default(), || ()).unwrap();
     let before = std::fs::read(&path).unwrap();
     put(&a, 0, b"new", Value::Str(StrValue::from_bytes(b"x")), 0);
     let opts = Options {
         fail_after_bytes: Some(100),
         ..Options::default()
     };
-    let err = save(&a, &path, &opts, || ()).unwrap_err();
+    let err = save(&a, &Cx::DETACHED, &path, &opts, || ()).unwrap_err();
     assert!(err.to_string().contains("No space left"), "{err}");
     assert_eq!(std::fs::read(&path).unwrap(), before);
     let names: Vec<_> = std::fs::read_dir(&*dir)
@@ -501,12 +502,12 @@ fn a_failed_write_leaves_the_previous_file_whole() {
     assert_eq!(names.len(), 1, "temporary file removed: {names:?}");
     // The engine is free again: the next snapshot works.
     assert!(!a.snapshot_running());
-    save(&a, &path, &Options::default(), || ()).unwrap();
+    save(&a, &Cx::DETACHED, &path, &Options::default(), || ()).unwrap();
     assert_eq!(check(&path).unwrap().keys, 16);
     // A directory that does not exist: an error, nothing written.
     let missing = dir.join("no-such-dir").join("x");
     assert!(matches!(
-        save(&a, &missing, &Options::default(), || ()),
+        save(&a, &Cx::DETACHED, &missing, &Options::default(), || ()),
         Err(SaveError::Io { op: "create", .. })
     ));
 }
@@ -557,7 +558,7 @@ fn a_snapshot_under_concurrent_writes_is_one_instant() {
             key_delay: std::time::Duration::from_micros(20),
             ..Options::default()
         };
-        let st = save(&e, &path, &opts, || ()).unwrap();
+        let st = save(&e, &Cx::DETACHED, &path, &opts, || ()).unwrap();
         peak = peak.max(st.peak_queued_bytes);
         let b = engine();
         load(&b, &path, &LoadOptions::default(), &mut no_progress).unwrap();
@@ -565,7 +566,7 @@ fn a_snapshot_under_concurrent_writes_is_one_instant() {
             .map(|i| {
                 let k = format!("k{i}");
                 let key = b.key(k.as_bytes());
-                let mut g = b.lock(&key);
+                let mut g = b.lock(&Cx::DETACHED, &key);
                 match &g.peek(0, &key).unwrap().value {
                     Value::Str(s) => s.as_i64().unwrap(),
                     _ => unreachable!(),
@@ -590,10 +591,10 @@ fn on_cut_runs_inside_the_cut_and_begin_is_exclusive() {
     let e = engine();
     fill(&e);
     let mut ran = false;
-    let cut = begin(&e, &Options::default(), || ran = true).unwrap();
+    let cut = begin(&e, &Cx::DETACHED, &Options::default(), || ran = true).unwrap();
     assert!(ran);
     assert!(matches!(
-        begin(&e, &Options::default(), || ()),
+        begin(&e, &Cx::DETACHED, &Options::default(), || ()),
         Err(SaveError::InProgress)
     ));
     // A write after the cut is not in the file.
@@ -605,7 +606,7 @@ fn on_cut_runs_inside_the_cut_and_begin_is_exclusive() {
     assert_eq!(st.keys, 15);
     assert_eq!(progress.queued_bytes.load(Ordering::Relaxed), 0);
     assert!(!e.snapshot_running());
-    let cut = begin(&e, &Options::default(), || ()).unwrap();
+    let cut = begin(&e, &Cx::DETACHED, &Options::default(), || ()).unwrap();
     cut.abandon(&e);
     assert!(!e.snapshot_running());
 }
@@ -625,7 +626,7 @@ fn parallel_loading_matches_and_reports_errors() {
             0,
         );
     }
-    save(&a, &path, &Options::default(), || ()).unwrap();
+    save(&a, &Cx::DETACHED, &path, &Options::default(), || ()).unwrap();
     let threads = LoadOptions {
         threads: 3,
         ..LoadOptions::default()
@@ -701,7 +702,7 @@ fn storm_during_snapshot(limit: u64, n: usize) -> (u64, Vec<u8>) {
         max_queued_bytes: limit,
         ..Options::default()
     };
-    let cut = begin(&e, &opts, || ()).unwrap();
+    let cut = begin(&e, &Cx::DETACHED, &opts, || ()).unwrap();
     let progress = cut.progress();
     let path = dir.join("storm");
     let writer = {
@@ -726,7 +727,7 @@ fn storm_during_snapshot(limit: u64, n: usize) -> (u64, Vec<u8>) {
     let b = engine();
     load(&b, &path, &LoadOptions::default(), &mut no_progress).unwrap();
     let key = b.key(b"k0");
-    let mut g = b.lock(&key);
+    let mut g = b.lock(&Cx::DETACHED, &key);
     let v = match &g.peek(0, &key).unwrap().value {
         Value::Str(s) => s.to_vec(),
         _ => unreachable!(),

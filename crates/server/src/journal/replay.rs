@@ -101,6 +101,7 @@ impl<'s> Replayer<'s> {
         self.client.db = db;
         self.out.clear();
         let stats = &self.shared.worker_stats[0];
+        let state = cairn_engine::CmdState::new();
         dispatch::invoke(
             self.shared,
             &mut self.client,
@@ -108,8 +109,9 @@ impl<'s> Replayer<'s> {
             args,
             &mut self.out,
             stats,
+            &cairn_engine::Cx::command(db, None, 0, &state),
         );
-        crate::keyevents::after_command(self.shared);
+        crate::keyevents::after_command(self.shared, &state, None);
         self.commands += 1;
         if self.out.first() == Some(&b'-') {
             self.errors += 1;
@@ -135,7 +137,8 @@ impl<'s> Replayer<'s> {
         let at = u64::from_le_bytes(at);
         let e = &self.shared.engine;
         let k = e.key(key);
-        let mut g = e.lock(&k);
+        // Loading: the journal is off, so nothing is recorded.
+        let mut g = e.lock(&cairn_engine::Cx::DETACHED, &k);
         let v = StrValue::mc(data.into(), u32::from_le_bytes(flags));
         let expiry = if at == 0 {
             Expiry::Clear

@@ -260,7 +260,8 @@ fn compact(shared: &Arc<Shared>) -> Result<bool, String> {
     log::notice("Background append only file rewriting started");
     // 2: the cut.
     let opts = crate::snapshots::options(shared);
-    let cut = snap::begin(&shared.engine, &opts, || {
+    // A compaction thread: never inside a client's EXEC hold.
+    let cut = snap::begin(&shared.engine, &cairn_engine::Cx::DETACHED, &opts, || {
         if let Some(f) = next.take() {
             j.rotate_at_cut(f);
         }

@@ -18,15 +18,16 @@ use std::sync::Arc;
 struct Capture(Mutex<Vec<u8>>);
 
 impl cairn_engine::record::Sink for Capture {
-    fn append_with(&self, fill: &mut dyn FnMut(&mut Vec<u8>)) {
+    fn append_with(&self, fill: &mut dyn FnMut(&mut Vec<u8>)) -> u64 {
         let mut unit = Vec::new();
         fill(&mut unit);
         if unit.is_empty() {
-            return;
+            return 0;
         }
         let mut f = self.0.lock();
         f.extend_from_slice(&frame::frame_header(&unit));
         f.extend_from_slice(&unit);
+        f.len() as u64
     }
 }
 
@@ -218,7 +219,7 @@ fn replay_of_every_cut_is_a_prefix_of_the_writes() {
 
 /// Empties the keyspace and replays `bytes` as a journal file.
 fn replay_cut(shared: &Shared, bytes: &[u8]) -> (usize, End) {
-    drop(shared.engine.flush(None));
+    drop(shared.engine.flush(&cairn_engine::Cx::DETACHED, None));
     let mut rep = Replayer::new(shared);
     shared.engine.set_loading(true);
     let s = frame::read(bytes, bytes.len() as u64, |_, recs| rep.apply(recs)).unwrap();

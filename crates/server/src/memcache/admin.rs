@@ -27,8 +27,8 @@ pub fn flush_all(cx: &mut Ctx, delay: i32, noreply: bool) {
         mc.flush_at.store(at, Ordering::Relaxed);
     } else {
         mc.flush_at.store(0, Ordering::Relaxed);
-        cairn_engine::record::stage(&cx.shared.engine, DB, &[b"FLUSHDB"]);
-        drop(cx.shared.engine.flush(Some(DB)));
+        cairn_engine::record::stage(&cx.shared.engine, &cx.ecx, DB, &[b"FLUSHDB"]);
+        drop(cx.shared.engine.flush(&cx.ecx, Some(DB)));
     }
     cx.reply("OK", noreply);
 }

@@ -15,7 +15,7 @@ pub fn incr_decr(cx: &mut Ctx, incr: bool, key: &[u8], delta: u64, noreply: bool
     let engine = &cx.shared.engine;
     let k = engine.key(key);
     let outcome = {
-        let mut g = engine.lock(&k);
+        let mut g = engine.lock(&cx.ecx, &k);
         mc::arith(&mut g, DB, &k, incr, delta, 0, None)
     };
     count(cx, incr, outcome);

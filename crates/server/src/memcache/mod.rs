@@ -24,7 +24,7 @@ mod storage;
 
 use crate::client::Client;
 use crate::shared::{bump, Shared};
-use cairn_engine::Expiry;
+use cairn_engine::{CmdState, Cx, Expiry};
 use cairn_protocol::memcache::{Auth, DataBlock, Decoded, Decoder, Limits, MetaCmd, Request};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
@@ -62,7 +62,7 @@ impl McShared {
 /// Runs a delayed `flush_all` whose time has come. Called before each
 /// memcached command and from the server's cron, so RESP clients see the
 /// flush on time too (within one cron period).
-pub fn run_due_flush(shared: &Shared) {
+pub fn run_due_flush(shared: &Shared, cx: &Cx) {
     let at = shared.memcache.flush_at.load(Ordering::Relaxed);
     if at == 0 || cairn_engine::clock::now_ms() < at {
         return;
@@ -73,8 +73,8 @@ pub fn run_due_flush(shared: &Shared) {
         .compare_exchange(at, 0, Ordering::Relaxed, Ordering::Relaxed)
         .is_ok()
     {
-        cairn_engine::record::stage(&shared.engine, DB, &[b"FLUSHDB"]);
-        drop(shared.engine.flush(Some(DB)));
+        cairn_engine::record::stage(&shared.engine, cx, DB, &[b"FLUSHDB"]);
+        drop(shared.engine.flush(cx, Some(DB)));
     }
 }
 
@@ -123,6 +123,10 @@ pub struct Ctx<'a> {
     pub out: &'a mut Vec<u8>,
     pub stats: &'a stats::McStats,
     pub client: &'a mut Client,
+    /// The request's context in the engine (`cairn_engine::Cx`): every
+    /// lock passes it, so its records and events reach the journal and
+    /// the server.
+    pub ecx: Cx<'a>,
 }
 
 impl Ctx<'_> {
@@ -148,7 +152,7 @@ impl Ctx<'_> {
     /// Over `maxmemory` and no room can be made (noeviction, or nothing
     /// evictable): writes that may grow memory fail.
     pub fn over_memory(&self) -> bool {
-        !crate::memory::make_room(self.shared, 0)
+        !crate::memory::make_room(self.shared, &self.ecx, 0)
     }
 }
 
@@ -209,10 +213,13 @@ pub fn process(
             }
             continue;
         }
+        // Eviction runs before each request, as for RESP commands.
+        let evicted = CmdState::new();
+        let no_memory = !crate::memory::make_room(shared, &Cx::background(&evicted), 0);
+        crate::keyevents::after_command(shared, &evicted, None);
         let limits = Limits {
             max_value: shared.hot.proto_max_bulk_len.load(Ordering::Relaxed),
-            // Eviction runs before each request, as for RESP commands.
-            no_memory: !crate::memory::make_room(shared, 0),
+            no_memory,
             big_value: BIG_VALUE,
         };
         match st.decoder.decode_with(buf, &limits, st.block.as_ref()) {
@@ -230,17 +237,21 @@ pub fn process(
             Decoded::Request { consumed, req } => {
                 *need = 0;
                 let before = out.len() + client.out_refs.pending();
-                cairn_engine::clock::start_command();
-                run_due_flush(shared);
+                // One clock reading for the request and its state in the
+                // engine, as for a RESP command (`dispatch::invoke`).
+                let state = CmdState::new();
+                let ecx = Cx::command(DB, None, cairn_engine::clock::now_ms(), &state);
+                run_due_flush(shared, &ecx);
                 let mut cx = Ctx {
                     shared,
                     out: &mut *out,
                     stats,
                     client: &mut *client,
+                    ecx,
                 };
                 execute(&mut cx, req);
-                cairn_engine::clock::end_command();
-                crate::keyevents::after_command(shared);
+                crate::keyevents::after_command(shared, &state, None);
+                client.note_journal_end(state.take_journal_end());
                 bump(&wstats.commands, 1);
                 let block_len = st.block.as_ref().map_or(0, |b| b.data.len() + 2);
                 stats.add(stats::Stat::BytesRead, (consumed + block_len) as u64);

@@ -21,7 +21,7 @@ pub fn get(cx: &mut Ctx, want_cas: bool, touch: Option<i32>, keys: Keys) {
             return;
         }
         let k = engine.key(key);
-        let mut g = engine.lock(&k);
+        let mut g = engine.lock(&cx.ecx, &k);
         let found = mc::lookup(&mut g, DB, &k, true);
         match found {
             Some(e) => {

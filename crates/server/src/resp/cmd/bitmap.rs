@@ -66,7 +66,7 @@ fn setbit(ctx: &mut Ctx) -> CmdResult {
     };
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     let old = op::setbit(&mut g, ctx.db(), &k, off, on)?;
     drop(g);
     ctx.int(old as i64)
@@ -77,7 +77,7 @@ fn getbit(ctx: &mut Ctx) -> CmdResult {
     let off = offset(ctx, 2, 0)?;
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     let bit = op::getbit(&mut g, ctx.db(), &k, off)?;
     drop(g);
     ctx.int(bit as i64)
@@ -92,7 +92,7 @@ fn bitcount(ctx: &mut Ctx) -> CmdResult {
     let k = e.key(ctx.arg(1));
     let argc = ctx.argc();
     let a = ctx.args;
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     let n = op::bitcount(&mut g, ctx.db(), &k, || match argc {
         2 => Ok(CountArgs::Whole),
         4 | 5 => {
@@ -127,7 +127,7 @@ fn bitpos(ctx: &mut Ctx) -> CmdResult {
     let k = e.key(ctx.arg(1));
     let argc = ctx.argc();
     let a = ctx.args;
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     let pos = op::bitpos(&mut g, ctx.db(), &k, bit, || match argc {
         3 => Ok(None),
         4..=6 => {
@@ -170,7 +170,7 @@ fn bitop(ctx: &mut Ctx) -> CmdResult {
     }
     let e = ctx.engine();
     let keys: SmallVec<[Key; 8]> = ctx.args.iter_from(2).map(|a| e.key(a)).collect();
-    let mut g = e.lock_keys(&keys);
+    let mut g = e.lock_keys(&ctx.cx, &keys);
     let len = op::bitop(&mut g, ctx.db(), &keys[0], bop, &keys[1..])?;
     drop(g);
     ctx.int(len as i64)
@@ -254,7 +254,7 @@ fn bitfield_generic(ctx: &mut Ctx, readonly: bool) -> CmdResult {
     }
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     let replies = op::bitfield(&mut g, ctx.db(), &k, &ops, readonly)?;
     drop(g);
     let mut w = ctx.reply();

@@ -203,7 +203,7 @@ fn reset(ctx: &mut Ctx) -> CmdResult {
         m.retain(|(id, _)| *id != c.id);
         shared.monitor_count.store(m.len(), Ordering::Relaxed);
     }
-    crate::resp::cmd::multi::discard_transaction(shared, c);
+    crate::resp::cmd::multi::discard_transaction(shared, &ctx.cx, c);
     c.set_db(0);
     set_proto(c, Protocol::Resp2);
     *c.info.name.lock() = None;

@@ -35,7 +35,7 @@ fn pfadd(ctx: &mut Ctx) -> CmdResult {
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
     let max = sparse_max_bytes(ctx);
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     let changed = op::pfadd(&mut g, ctx.db(), &k, max, ctx.args.iter_from(2))?;
     drop(g);
     ctx.int(changed as i64)
@@ -46,7 +46,7 @@ fn pfadd(ctx: &mut Ctx) -> CmdResult {
 fn pfcount(ctx: &mut Ctx) -> CmdResult {
     let e = ctx.engine();
     let keys: Keys = ctx.args.iter_from(1).map(|a| e.key(a)).collect();
-    let mut g = e.lock_keys(&keys);
+    let mut g = e.lock_keys(&ctx.cx, &keys);
     let n = op::pfcount(&mut g, ctx.db(), &keys)?;
     drop(g);
     ctx.int(n as i64)
@@ -57,7 +57,7 @@ fn pfmerge(ctx: &mut Ctx) -> CmdResult {
     let e = ctx.engine();
     let keys: Keys = ctx.args.iter_from(1).map(|a| e.key(a)).collect();
     let max = sparse_max_bytes(ctx);
-    let mut g = e.lock_keys(&keys);
+    let mut g = e.lock_keys(&ctx.cx, &keys);
     op::pfmerge(&mut g, ctx.db(), &keys[0], max, &keys[1..])?;
     drop(g);
     ctx.ok()
@@ -89,7 +89,7 @@ fn pfdebug_run(ctx: &mut Ctx) -> CmdResult {
     .map(|(_, s)| s);
     let e = ctx.engine();
     let k = e.key(ctx.arg(2));
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     let reply = op::pfdebug(&mut g, ctx.db(), &k, parsed)?;
     drop(g);
     let mut w = ctx.reply();

@@ -87,7 +87,7 @@ fn unlink(ctx: &mut Ctx) -> CmdResult {
 fn remove_keys(ctx: &mut Ctx, lazy: bool) -> CmdResult {
     let keys = keys_from(ctx, 1);
     let mut removed: SmallVec<[Owned; 4]> = SmallVec::new();
-    let n = op::del(&mut ctx.engine().lock_keys(&keys), ctx.db(), &keys, |e| {
+    let n = op::del(&mut ctx.engine().lock_keys(&ctx.cx, &keys), ctx.db(), &keys, |e| {
         removed.push(e)
     });
     for e in removed {
@@ -138,14 +138,14 @@ fn free_in_background(garbage: Box<dyn Send>) {
 /// EXISTS key [key ...] → integer: how many exist, repeats counted.
 fn exists(ctx: &mut Ctx) -> CmdResult {
     let keys = keys_from(ctx, 1);
-    let n = op::exists(&mut ctx.engine().lock_keys(&keys), ctx.db(), &keys);
+    let n = op::exists(&mut ctx.engine().lock_keys(&ctx.cx, &keys), ctx.db(), &keys);
     ctx.int(n as i64)
 }
 
 /// TOUCH key [key ...] → integer: how many exist (access time updated).
 fn touch(ctx: &mut Ctx) -> CmdResult {
     let keys = keys_from(ctx, 1);
-    let n = op::touch(&mut ctx.engine().lock_keys(&keys), ctx.db(), &keys);
+    let n = op::touch(&mut ctx.engine().lock_keys(&ctx.cx, &keys), ctx.db(), &keys);
     ctx.int(n as i64)
 }
 
@@ -153,7 +153,7 @@ fn touch(ctx: &mut Ctx) -> CmdResult {
 fn type_(ctx: &mut Ctx) -> CmdResult {
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
-    let kind = op::key_type(&mut e.lock(&k), ctx.db(), &k);
+    let kind = op::key_type(&mut e.lock(&ctx.cx, &k), ctx.db(), &k);
     ctx.reply().simple(kind.map_or("none", Kind::name));
     Ok(())
 }
@@ -193,19 +193,19 @@ fn expire_generic(ctx: &mut Ctx, unit: Unit, relative: bool, name: &'static str)
     let n = args::int(ctx.arg(2))?;
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     let base = if relative { g.now as i64 } else { 0 };
     let when = deadline(n, unit, base).ok_or(CmdError::InvalidExpire(name))?;
     // Journaled with an absolute time, options kept (Redis: PEXPIREAT),
     // or as DEL when the time has already passed and the key goes now.
     if e.journal_on() {
         if when <= g.now as i64 {
-            cairn_engine::record::stage(e, ctx.db(), &[b"DEL", k.bytes]);
+            cairn_engine::record::stage(e, &ctx.cx, ctx.db(), &[b"DEL", k.bytes]);
         } else {
             let t = itoa::Buffer::new().format(when).to_owned();
             let mut rec: Vec<&[u8]> = vec![b"PEXPIREAT", k.bytes, t.as_bytes()];
             rec.extend(ctx.args.iter_from(3));
-            cairn_engine::record::stage(e, ctx.db(), &rec);
+            cairn_engine::record::stage(e, &ctx.cx, ctx.db(), &rec);
         }
     }
     let outcome = op::expire(&mut g, ctx.db(), &k, when, cond);
@@ -290,7 +290,7 @@ fn pexpiretime(ctx: &mut Ctx) -> CmdResult {
 fn ttl_generic(ctx: &mut Ctx, unit: Unit, absolute: bool) -> CmdResult {
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     let t = op::ttl(&mut g, ctx.db(), &k);
     let now = g.now as i64;
     drop(g);
@@ -313,7 +313,7 @@ fn ttl_generic(ctx: &mut Ctx, unit: Unit, absolute: bool) -> CmdResult {
 fn persist(ctx: &mut Ctx) -> CmdResult {
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
-    let done = op::persist(&mut e.lock(&k), ctx.db(), &k);
+    let done = op::persist(&mut e.lock(&ctx.cx, &k), ctx.db(), &k);
     ctx.int(i64::from(done))
 }
 
@@ -333,7 +333,7 @@ fn renamenx(ctx: &mut Ctx) -> CmdResult {
 fn rename_generic(ctx: &mut Ctx, nx: bool) -> Result<bool, CmdError> {
     let e = ctx.engine();
     let (from, to) = (e.key(ctx.arg(1)), e.key(ctx.arg(2)));
-    let mut g = e.lock_keys(&[from, to]);
+    let mut g = e.lock_keys(&ctx.cx, &[from, to]);
     Ok(op::rename(&mut g, ctx.db(), &from, &to, nx)?)
 }
 
@@ -342,7 +342,7 @@ fn move_(ctx: &mut Ctx) -> CmdResult {
     let to = db_arg(ctx, ctx.arg(2))?;
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
-    let moved = op::move_key(&mut e.lock(&k), ctx.db(), to, &k)?;
+    let moved = op::move_key(&mut e.lock(&ctx.cx, &k), ctx.db(), to, &k)?;
     ctx.int(i64::from(moved))
 }
 
@@ -366,7 +366,7 @@ fn copy(ctx: &mut Ctx) -> CmdResult {
     let e = ctx.engine();
     let (from, to) = (e.key(ctx.arg(1)), e.key(ctx.arg(2)));
     let mut replaced = None;
-    let mut g = e.lock_keys(&[from, to]);
+    let mut g = e.lock_keys(&ctx.cx, &[from, to]);
     let copied = op::copy(&mut g, ctx.db(), &from, dst_db, &to, replace, |old| {
         replaced = Some(old)
     })?;
@@ -400,7 +400,7 @@ fn keys(ctx: &mut Ctx) -> CmdResult {
     let (db, proto) = (ctx.db(), ctx.client.proto);
     let mut body = Vec::new();
     let mut n = 0usize;
-    op::keys(ctx.engine(), db, ctx.arg(1), |k| {
+    op::keys(ctx.engine(), &ctx.cx, db, ctx.arg(1), |k| {
         ReplyWriter::new(&mut body, proto).bulk(k);
         n += 1;
     });
@@ -447,7 +447,7 @@ fn scan(ctx: &mut Ctx) -> CmdResult {
     let (db, proto) = (ctx.db(), ctx.client.proto);
     let mut body = Vec::new();
     let mut n = 0usize;
-    let next = op::scan(ctx.engine(), db, cursor, count, filter, |k| {
+    let next = op::scan(ctx.engine(), &ctx.cx, db, cursor, count, filter, |k| {
         ReplyWriter::new(&mut body, proto).bulk(k);
         n += 1;
     });
@@ -461,20 +461,20 @@ fn scan(ctx: &mut Ctx) -> CmdResult {
 
 /// RANDOMKEY → a random key, or null when the database is empty.
 fn randomkey(ctx: &mut Ctx) -> CmdResult {
-    let k = op::random_key(ctx.engine(), ctx.db());
+    let k = op::random_key(ctx.engine(), &ctx.cx, ctx.db());
     ctx.bulk_or_null(k.as_deref())
 }
 
 /// DBSIZE → integer: keys in the current database.
 fn dbsize(ctx: &mut Ctx) -> CmdResult {
-    let n = ctx.engine().dbsize(ctx.db());
+    let n = ctx.engine().dbsize(&ctx.cx, ctx.db());
     ctx.int(n as i64)
 }
 
 /// FLUSHDB [ASYNC|SYNC] → +OK.
 fn flushdb(ctx: &mut Ctx) -> CmdResult {
     let lazy = flush_mode(ctx)?;
-    let old = ctx.engine().flush(Some(ctx.db()));
+    let old = ctx.engine().flush(&ctx.cx, Some(ctx.db()));
     free_tables(old, lazy);
     ctx.ok()
 }
@@ -483,9 +483,9 @@ fn flushdb(ctx: &mut Ctx) -> CmdResult {
 fn flushall(ctx: &mut Ctx) -> CmdResult {
     let lazy = flush_mode(ctx)?;
     crate::snapshots::before_flushall(ctx.shared, ctx.client.in_exec);
-    let old = ctx.engine().flush(None);
+    let old = ctx.engine().flush(&ctx.cx, None);
     free_tables(old, lazy);
-    crate::snapshots::after_flushall(ctx.shared, ctx.client.in_exec);
+    crate::snapshots::after_flushall(ctx.shared, &ctx.cx, ctx.client.in_exec);
     ctx.ok()
 }
 
@@ -521,7 +521,7 @@ fn swapdb(ctx: &mut Ctx) -> CmdResult {
         return Err(EngineError::DbIndexOutOfRange.into());
     };
     if a != b {
-        ctx.engine().swap_dbs(a, b);
+        ctx.engine().swap_dbs(&ctx.cx, a, b);
     }
     ctx.ok()
 }
@@ -530,7 +530,7 @@ fn swapdb(ctx: &mut Ctx) -> CmdResult {
 fn object_info(ctx: &Ctx) -> Option<op::ObjectInfo> {
     let e = ctx.engine();
     let k = e.key(ctx.arg(2));
-    op::object(&mut e.lock(&k), ctx.db(), &k)
+    op::object(&mut e.lock(&ctx.cx, &k), ctx.db(), &k)
 }
 
 /// OBJECT ENCODING key → bulk encoding name, or null if missing.

@@ -22,6 +22,7 @@ use crate::resp::dispatch;
 use crate::resp::errors::CmdError;
 use crate::resp::table::Def;
 use crate::shared::Shared;
+use cairn_engine::Cx;
 use std::sync::atomic::Ordering;
 
 pub const COMMANDS: &[Def] = &[
@@ -47,15 +48,15 @@ fn discard(ctx: &mut Ctx) -> CmdResult {
     if ctx.client.multi.is_none() {
         return Err(CmdError::text(crate::resp::errors::DISCARD_WITHOUT_MULTI));
     }
-    discard_transaction(ctx.shared, ctx.client);
+    discard_transaction(ctx.shared, &ctx.cx, ctx.client);
     ctx.ok()
 }
 
 /// Ends a transaction without running it (DISCARD, a refused EXEC, RESET).
-pub fn discard_transaction(shared: &Shared, client: &mut Client) {
+pub fn discard_transaction(shared: &Shared, cx: &Cx, client: &mut Client) {
     client.multi = None;
     client.info.multi.store(-1, Ordering::Relaxed);
-    unwatch_all(shared, client);
+    unwatch_all(shared, cx, client);
 }
 
 /// WATCH key [key ...] → +OK.
@@ -75,7 +76,7 @@ fn watch(ctx: &mut Ctx) -> CmdResult {
             continue;
         }
         let k = e.key(key);
-        let mut g = e.lock(&k);
+        let mut g = e.lock(&ctx.cx, &k);
         // A key already past its expire time is deleted now, before the
         // watch starts, so its (logically old) expiry fails no EXEC
         // (Redis: "WATCH stale keys should not fail EXEC").
@@ -93,17 +94,19 @@ fn watch(ctx: &mut Ctx) -> CmdResult {
 
 /// UNWATCH → +OK.
 fn unwatch(ctx: &mut Ctx) -> CmdResult {
-    unwatch_all(ctx.shared, ctx.client);
+    unwatch_all(ctx.shared, &ctx.cx, ctx.client);
     ctx.ok()
 }
 
 /// Drops every WATCH of `client` and clears its dirty flag. Also run when
-/// the connection closes, so no shard keeps a dead client's flag.
-pub fn unwatch_all(shared: &Shared, client: &mut Client) {
+/// the connection closes, so no shard keeps a dead client's flag. `cx`:
+/// the command that asks (EXEC's, with its hold), or `Cx::DETACHED`
+/// outside any command.
+pub fn unwatch_all(shared: &Shared, cx: &Cx, client: &mut Client) {
     let e = &shared.engine;
     for (db, key) in client.watched.drain(..) {
         let k = e.key(&key);
-        e.lock(&k).unwatch(db, &k, &client.info.dirty_cas);
+        e.lock(cx, &k).unwatch(db, &k, &client.info.dirty_cas);
     }
     client.info.dirty_cas.store(false, Ordering::Relaxed);
     client.info.watching.store(0, Ordering::Relaxed);
@@ -117,25 +120,28 @@ fn exec(ctx: &mut Ctx) -> CmdResult {
     };
     ctx.client.info.multi.store(-1, Ordering::Relaxed);
     if m.aborted {
-        unwatch_all(ctx.shared, ctx.client);
+        unwatch_all(ctx.shared, &ctx.cx, ctx.client);
         return Err(CmdError::text(
             "EXECABORT Transaction discarded because of previous errors.",
         ));
     }
     let shared = ctx.shared;
     let e = &shared.engine;
-    let hold = e.hold_all();
+    let hold = e.hold_all(&ctx.cx);
+    // Every lock of the transaction, its queued commands' included, is
+    // served from the hold through this context.
+    let cx = ctx.cx.with_hold(&hold);
     for (db, key) in &ctx.client.watched {
         let k = e.key(key);
-        e.lock(&k).exists(*db, &k);
+        e.lock(&cx, &k).exists(*db, &k);
     }
     if ctx.client.info.dirty_cas.load(Ordering::Relaxed) {
         drop(hold);
-        unwatch_all(shared, ctx.client);
+        unwatch_all(shared, &ctx.cx, ctx.client);
         ctx.reply().null_array();
         return Ok(());
     }
-    unwatch_all(shared, ctx.client);
+    unwatch_all(shared, &cx, ctx.client);
     ctx.reply().array(m.queued.len());
     let stats = &shared.worker_stats[ctx.client.info.worker()];
     ctx.client.in_exec = true;
@@ -149,13 +155,16 @@ fn exec(ctx: &mut Ctx) -> CmdResult {
             Args::new(&[], list),
             ctx.out,
             stats,
+            &cx,
         );
         // Each command's notifications and pushes to this very client go
         // out where Redis sends them: inside EXEC's reply, after that
         // command. (Publishing and waking touch no shard, so this is safe
         // under the hold.)
-        crate::keyevents::after_command(shared);
-        if let Some((at, len)) = crate::pubsub::place_pushes(ctx.out, start) {
+        if let Some(state) = cx.state() {
+            crate::keyevents::after_command(shared, state, Some(&mut *ctx.client));
+        }
+        if let Some((at, len)) = crate::pubsub::place_pushes(ctx.client, ctx.out, start) {
             ctx.client.out_refs.shift(at, len);
         }
     }

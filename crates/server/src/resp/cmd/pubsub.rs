@@ -86,13 +86,15 @@ fn sunsubscribe(ctx: &mut Ctx) -> CmdResult {
 /// PUBLISH channel message → integer: deliveries (channel and pattern
 /// subscribers together).
 fn publish(ctx: &mut Ctx) -> CmdResult {
-    let n = pubsub::publish(ctx.shared, false, ctx.arg(1), ctx.arg(2));
+    let (channel, message) = (ctx.arg(1), ctx.arg(2));
+    let n = pubsub::publish(ctx.shared, Some(&mut *ctx.client), false, channel, message);
     ctx.int(n as i64)
 }
 
 /// SPUBLISH shardchannel message → integer: shard channel subscribers.
 fn spublish(ctx: &mut Ctx) -> CmdResult {
-    let n = pubsub::publish(ctx.shared, true, ctx.arg(1), ctx.arg(2));
+    let (channel, message) = (ctx.arg(1), ctx.arg(2));
+    let n = pubsub::publish(ctx.shared, Some(&mut *ctx.client), true, channel, message);
     ctx.int(n as i64)
 }
 

@@ -529,7 +529,7 @@ fn config_set(ctx: &mut Ctx) -> CmdResult {
     // Starting or stopping the journal needs the config lock released
     // (it locks every shard).
     if changed.contains(&"appendonly") {
-        if let Err(why) = crate::journal::on_config_appendonly(ctx.shared, ctx.client.info.worker())
+        if let Err(why) = crate::journal::on_config_appendonly(ctx.shared, &ctx.cx, ctx.client.info.worker())
         {
             *ctx.shared.config.write() = before;
             return Err(errors::config_set_failed("appendonly", why));
@@ -598,7 +598,7 @@ fn strerror(e: &std::io::Error) -> String {
 
 /// CONFIG RESETSTAT → +OK; INFO's statistics restart from zero.
 fn config_resetstat(ctx: &mut Ctx) -> CmdResult {
-    info::reset_stats(ctx.shared);
+    info::reset_stats(ctx.shared, &ctx.cx);
     ctx.ok()
 }
 
@@ -681,7 +681,7 @@ fn shutdown(ctx: &mut Ctx) -> CmdResult {
     if abort {
         return Err(CmdError::text(errors::NO_SHUTDOWN));
     }
-    if crate::snapshots::final_save(ctx.shared, save, nosave, force).is_err() {
+    if crate::snapshots::final_save(ctx.shared, &ctx.cx, save, nosave, force).is_err() {
         return Err(CmdError::text("ERR Errors trying to SHUTDOWN. Check logs."));
     }
     // NOW (don't wait for replicas) changes nothing: there are none.
@@ -836,7 +836,7 @@ fn debug_object(ctx: &mut Ctx) -> CmdResult {
     };
     let e = ctx.engine();
     let k = e.key(ctx.arg(2));
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     let Some(entry) = g.peek(ctx.client.db, &k) else {
         return Err(CmdError::Engine(cairn_engine::Error::NoSuchKey));
     };

@@ -87,7 +87,7 @@ impl Sink for Members<'_> {
 fn sadd(ctx: &mut Ctx) -> CmdResult {
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     let n = op::sadd(&mut g, ctx.db(), &k, ctx.args.iter_from(2))?;
     drop(g);
     ctx.int(n as i64)
@@ -98,7 +98,7 @@ fn sadd(ctx: &mut Ctx) -> CmdResult {
 fn srem(ctx: &mut Ctx) -> CmdResult {
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     let n = op::srem(&mut g, ctx.db(), &k, ctx.args.iter_from(2))?;
     drop(g);
     ctx.int(n as i64)
@@ -108,7 +108,7 @@ fn srem(ctx: &mut Ctx) -> CmdResult {
 fn smove(ctx: &mut Ctx) -> CmdResult {
     let e = ctx.engine();
     let (src, dst) = (e.key(ctx.arg(1)), e.key(ctx.arg(2)));
-    let mut g = e.lock_keys(&[src, dst]);
+    let mut g = e.lock_keys(&ctx.cx, &[src, dst]);
     let moved = op::smove(&mut g, ctx.db(), &src, &dst, ctx.arg(3))?;
     drop(g);
     ctx.int(i64::from(moved))
@@ -118,7 +118,7 @@ fn smove(ctx: &mut Ctx) -> CmdResult {
 fn sismember(ctx: &mut Ctx) -> CmdResult {
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     let found = op::sismember(&mut g, ctx.db(), &k, ctx.arg(2))?;
     drop(g);
     ctx.int(i64::from(found))
@@ -131,7 +131,7 @@ fn smismember(ctx: &mut Ctx) -> CmdResult {
     let k = e.key(ctx.arg(1));
     let (db, a) = (ctx.db(), ctx.args);
     let (out, proto) = (&mut *ctx.out, ctx.client.proto);
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     op::view(&mut g, db, &k, |s| {
         let mut w = ReplyWriter::new(out, proto);
         w.array(a.len() - 2);
@@ -146,7 +146,7 @@ fn smismember(ctx: &mut Ctx) -> CmdResult {
 fn scard(ctx: &mut Ctx) -> CmdResult {
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     let n = op::scard(&mut g, ctx.db(), &k)?;
     drop(g);
     ctx.int(n as i64)
@@ -158,7 +158,7 @@ fn smembers(ctx: &mut Ctx) -> CmdResult {
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
     let db = ctx.db();
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     op::smembers(&mut g, db, &k, &mut Members::new(ctx.reply(), true))?;
     Ok(())
 }
@@ -171,9 +171,10 @@ fn spop(ctx: &mut Ctx) -> CmdResult {
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
     let db = ctx.db();
+    let cx = ctx.cx;
     match ctx.argc() {
         2 => {
-            let mut g = e.lock(&k);
+            let mut g = e.lock(&cx, &k);
             let mut w = ctx.reply();
             let popped = op::spop_one(&mut g, db, &k, |m| {
                 // Journaled as its outcome (Redis: SREM key member).
@@ -183,7 +184,7 @@ fn spop(ctx: &mut Ctx) -> CmdResult {
                         Elem::Int(n) => b.format(n).as_bytes(),
                         Elem::Bytes(b) => b,
                     };
-                    cairn_engine::record::stage(e, db, &[b"SREM", k.bytes, m]);
+                    cairn_engine::record::stage(e, &cx, db, &[b"SREM", k.bytes, m]);
                 }
                 match m {
                     Elem::Int(n) => w.bulk_int(n),
@@ -197,7 +198,7 @@ fn spop(ctx: &mut Ctx) -> CmdResult {
         }
         3 => {
             let count = positive(ctx.arg(2))?;
-            let mut g = e.lock(&k);
+            let mut g = e.lock(&ctx.cx, &k);
             let mut sink = Recording {
                 inner: Members::new(ctx.reply(), true),
                 popped: e.journal_on().then(Vec::new),
@@ -207,7 +208,7 @@ fn spop(ctx: &mut Ctx) -> CmdResult {
             if let Some(popped) = sink.popped.filter(|p| !p.is_empty()) {
                 let mut rec: Vec<&[u8]> = vec![b"SREM", k.bytes];
                 rec.extend(popped.iter().map(|m| m.as_slice()));
-                cairn_engine::record::stage(e, db, &rec);
+                cairn_engine::record::stage(e, &ctx.cx, db, &rec);
             }
             drop(g);
             Ok(())
@@ -268,7 +269,7 @@ fn srandmember(ctx: &mut Ctx) -> CmdResult {
     let db = ctx.db();
     let count = match ctx.argc() {
         2 => {
-            let mut g = e.lock(&k);
+            let mut g = e.lock(&ctx.cx, &k);
             let mut w = ctx.reply();
             op::view(&mut g, db, &k, |s| match s.and_then(|s| s.random()) {
                 Some(Elem::Int(n)) => w.bulk_int(n),
@@ -284,7 +285,7 @@ fn srandmember(ctx: &mut Ctx) -> CmdResult {
         return Err(CmdError::text(errors::OUT_OF_LONG_RANGE));
     }
     let budget = e.limits.max_string();
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     let mut sink = Members::new(ctx.reply(), false);
     sink.budget = budget;
     let start = sink.start;
@@ -317,7 +318,7 @@ fn sinter(ctx: &mut Ctx) -> CmdResult {
     let keys = keys_from(ctx, 1);
     let e = ctx.engine();
     let db = ctx.db();
-    let mut g = e.lock_keys(&keys);
+    let mut g = e.lock_keys(&ctx.cx, &keys);
     op::sinter(&mut g, db, &keys, &mut Members::new(ctx.reply(), true))?;
     Ok(())
 }
@@ -337,7 +338,7 @@ fn union_diff(ctx: &mut Ctx, set_op: SetOp) -> CmdResult {
     let keys = keys_from(ctx, 1);
     let e = ctx.engine();
     let db = ctx.db();
-    let mut g = e.lock_keys(&keys);
+    let mut g = e.lock_keys(&ctx.cx, &keys);
     op::sunion_diff(
         &mut g,
         db,
@@ -371,7 +372,7 @@ fn store(ctx: &mut Ctx, set_op: Option<SetOp>) -> CmdResult {
     let g_keys = keys.clone();
     let dst = keys.remove(0);
     let e = ctx.engine();
-    let mut g = e.lock_keys(&g_keys);
+    let mut g = e.lock_keys(&ctx.cx, &g_keys);
     let n = match set_op {
         None => op::sinterstore(&mut g, db, &dst, &keys)?,
         Some(o) => op::sunion_diff_store(&mut g, db, &dst, &keys, o)?,
@@ -410,7 +411,7 @@ fn sintercard(ctx: &mut Ctx) -> CmdResult {
     }
     let e = ctx.engine();
     let keys: Vec<Key> = (2..2 + numkeys).map(|i| e.key(ctx.arg(i))).collect();
-    let mut g = e.lock_keys(&keys);
+    let mut g = e.lock_keys(&ctx.cx, &keys);
     let n = op::sintercard(&mut g, ctx.db(), &keys, limit)?;
     drop(g);
     ctx.int(n as i64)
@@ -427,7 +428,7 @@ fn sscan(ctx: &mut Ctx) -> CmdResult {
     let k = e.key(ctx.arg(1));
     let (db, a) = (ctx.db(), ctx.args);
     let (out, proto) = (&mut *ctx.out, ctx.client.proto);
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     op::view(&mut g, db, &k, |s| -> CmdResult {
         let mut found = Vec::new();
         let next = match s {

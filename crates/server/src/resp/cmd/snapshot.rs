@@ -23,7 +23,7 @@ fn save(ctx: &mut Ctx) -> CmdResult {
     if st.in_progress.load(Ordering::Relaxed) {
         return Err(CmdError::text(errors::BGSAVE_IN_PROGRESS));
     }
-    match snapshots::save(ctx.shared, false) {
+    match snapshots::save(ctx.shared, &ctx.cx, false) {
         Ok(_) => ctx.ok(),
         Err(_) => Err(CmdError::text(errors::SAVE_FAILED)),
     }
@@ -51,7 +51,7 @@ fn bgsave(ctx: &mut Ctx) -> CmdResult {
         }
         return Err(another_child());
     }
-    match snapshots::bgsave(ctx.shared) {
+    match snapshots::bgsave(ctx.shared, &ctx.cx) {
         Ok(()) => {
             ctx.reply().simple("Background saving started");
             Ok(())

@@ -143,7 +143,7 @@ fn zadd_generic(ctx: &mut Ctx, incr: bool) -> CmdResult {
     }
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     let out = op::zadd(&mut g, ctx.db(), &k, flags, &pairs)?;
     drop(g);
     if flags.incr {
@@ -167,7 +167,7 @@ fn zadd_generic(ctx: &mut Ctx, incr: bool) -> CmdResult {
 fn zrem(ctx: &mut Ctx) -> CmdResult {
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     let n = op::zrem(&mut g, ctx.db(), &k, ctx.args.iter_from(2))?;
     drop(g);
     ctx.int(n as i64)
@@ -186,7 +186,7 @@ fn with_zset<R>(
     let k = e.key(ctx.arg(1));
     let db = ctx.db();
     let (out, proto) = (&mut *ctx.out, ctx.client.proto);
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     Ok(op::view(&mut g, db, &k, |z| {
         let mut w = ReplyWriter::new(out, proto);
         f(z, &mut w)
@@ -386,14 +386,14 @@ fn zrange_generic(ctx: &mut Ctx, src: usize, store: bool, mut by: By, mut dir: D
     let db = ctx.db();
     if store {
         let keys = [e.key(ctx.arg(1)), e.key(ctx.arg(2))];
-        let mut g = e.lock_keys(&keys);
+        let mut g = e.lock_keys(&ctx.cx, &keys);
         let n = op::zrangestore(&mut g, db, &keys[0], &keys[1], &spec, rev)?;
         drop(g);
         return ctx.int(n as i64);
     }
     let k = e.key(ctx.arg(src));
     let (out, proto) = (&mut *ctx.out, ctx.client.proto);
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     op::view(&mut g, db, &k, |z| {
         let mut w = ReplyWriter::new(out, proto);
         let Some(z) = z else {
@@ -460,7 +460,7 @@ fn zremrangebylex(ctx: &mut Ctx) -> CmdResult {
 fn remove_range(ctx: &mut Ctx, r: RemoveRange) -> CmdResult {
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     let n = op::zremrange(&mut g, ctx.db(), &k, r)?;
     drop(g);
     ctx.int(n as i64)
@@ -496,14 +496,14 @@ fn pop_and_reply(
     let e = ctx.engine();
     let db = ctx.db();
     let (out, proto) = (&mut *ctx.out, ctx.client.proto);
-    let mut g = e.lock_keys(keys);
+    let mut g = e.lock_keys(&ctx.cx, keys);
     let mut write = |key: &[u8], n: usize, items: &mut dyn Iterator<Item = (&[u8], f64)>| {
         // BZPOPMIN/BZPOPMAX/ZMPOP/BZMPOP are journaled as the pop they did
         // (Redis: the non-blocking form, on the key that was served).
         if !matches!(shape, PopReply::Plain { .. }) && n > 0 {
             let c = itoa::Buffer::new().format(n).to_owned();
             let name: &[u8] = if max { b"ZPOPMAX" } else { b"ZPOPMIN" };
-            cairn_engine::record::stage(e, db, &[name, key, c.as_bytes()]);
+            cairn_engine::record::stage(e, &ctx.cx, db, &[name, key, c.as_bytes()]);
         }
         let mut w = ReplyWriter::new(&mut *out, proto);
         match shape {
@@ -770,7 +770,7 @@ fn zscan(ctx: &mut Ctx) -> CmdResult {
     let k = e.key(ctx.arg(1));
     let (db, a) = (ctx.db(), ctx.args);
     let mut pairs = Vec::new();
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     let (next, packed) = op::view(&mut g, db, &k, |z| -> Result<(u64, bool), CmdError> {
         let Some(z) = z else { return Ok((0, true)) };
         let (pattern, count) = args::scan_options(a.iter_from(3))?;
@@ -856,7 +856,7 @@ fn setop_generic(ctx: &mut Ctx, name: &str, store: bool, op: SetOp, card: bool) 
     }
     keys.extend((first..first + setnum).map(|i| e.key(ctx.arg(i))));
     let inputs = if store { &keys[1..] } else { &keys[..] };
-    let mut g = e.lock_keys(&keys);
+    let mut g = e.lock_keys(&ctx.cx, &keys);
     let sizes = op::setop_sizes(&mut g, db, inputs)?;
 
     let mut weights: Vec<f64> = Vec::new();
