@@ -7,6 +7,7 @@ pub mod hll;
 pub mod keys;
 pub mod list;
 pub mod memcache;
+pub mod sample;
 pub mod set;
 pub mod sort;
 pub mod string;
