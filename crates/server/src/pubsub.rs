@@ -37,7 +37,7 @@
 use crate::client::Client;
 use crate::resp::ctx::Args;
 use crate::resp::errors::CmdError;
-use crate::resp::table::Command;
+use crate::exec::table::Command;
 use crate::shared::{Msg, Shared};
 use cairn_engine::events::class as notify_class;
 use cairn_engine::util::glob::glob_match;

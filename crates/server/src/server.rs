@@ -4,10 +4,10 @@
 use crate::config::Config;
 use crate::log;
 use crate::resp::cmd;
-use crate::resp::table::CommandTable;
+use crate::exec::table::CommandTable;
 use crate::shared::{Hot, Pause, Shared, WorkerHandle, WorkerStats};
 use crate::slowlog::SlowLog;
-use crate::worker::{Worker, WAKER};
+use crate::net::worker::{Worker, WAKER};
 use cairn_engine::expire::ExpireCycle;
 use cairn_engine::{Engine, Options};
 use parking_lot::{Mutex, RwLock};
@@ -67,7 +67,7 @@ pub fn build_shared(cfg: Config) -> Result<Arc<Shared>, String> {
         memcache: crate::memcache::McShared::new(threads),
         journal: Arc::new(crate::journal::Journal::new(threads)),
         snapshots: Default::default(),
-        balance: crate::balance::Balance::new(start_active),
+        balance: crate::net::balance::Balance::new(start_active),
     });
     let _ = shared.journal.server.set(Arc::downgrade(&shared));
     shared.refresh_hot();
@@ -98,7 +98,7 @@ pub fn run(cfg: Config) -> Result<(), String> {
     log::notice(&format!(
         "Cairn version={} redis_compat={} bits={} pid={} just started",
         crate::VERSION,
-        crate::resp::meta::REDIS_VERSION,
+        crate::exec::meta::REDIS_VERSION,
         usize::BITS,
         std::process::id()
     ));
@@ -113,11 +113,11 @@ pub fn run(cfg: Config) -> Result<(), String> {
     // Failure is logged and start-up goes on, as in Redis.
     let _ = crate::process::set_oom_score_adj(&cfg);
     crate::memory::register_thread();
-    let listeners = crate::listener::bind_all(&cfg.bind, cfg.port, cfg.tcp_backlog as i32)?;
+    let listeners = crate::net::listener::bind_all(&cfg.bind, cfg.port, cfg.tcp_backlog as i32)?;
     // memcached clients on their own port, same addresses (issue 7).
     let mc_listeners = match cfg.memcached_port {
         0 => Vec::new(),
-        p => crate::listener::bind_all(&cfg.bind, p, cfg.tcp_backlog as i32)?,
+        p => crate::net::listener::bind_all(&cfg.bind, p, cfg.tcp_backlog as i32)?,
     };
     if !cfg.dir.is_empty() {
         std::env::set_current_dir(&cfg.dir)
@@ -201,7 +201,7 @@ pub fn run(cfg: Config) -> Result<(), String> {
         let s = shared.clone();
         std::thread::Builder::new()
             .name("cairn-accept".into())
-            .spawn(move || crate::listener::accept_loop(l, s, false))
+            .spawn(move || crate::net::listener::accept_loop(l, s, false))
             .map_err(|e| format!("spawn acceptor: {e}"))?;
         log::notice(&format!("Ready to accept connections tcp addr={addr}"));
     }
@@ -210,7 +210,7 @@ pub fn run(cfg: Config) -> Result<(), String> {
         let s = shared.clone();
         std::thread::Builder::new()
             .name("cairn-accept-mc".into())
-            .spawn(move || crate::listener::accept_loop(l, s, true))
+            .spawn(move || crate::net::listener::accept_loop(l, s, true))
             .map_err(|e| format!("spawn acceptor: {e}"))?;
         log::notice(&format!(
             "Ready to accept memcached clients tcp addr={addr}"
@@ -295,7 +295,7 @@ fn supervised_by_systemd() -> bool {
 fn cron(shared: Arc<Shared>) {
     crate::memory::register_thread();
     let mut state = ExpireCycle::default();
-    let mut balancer = crate::balance::Balancer::default();
+    let mut balancer = crate::net::balance::Balancer::default();
     loop {
         let hz = shared.config.read().hz.clamp(1, 500) as u64;
         let period = Duration::from_millis(1000 / hz);

@@ -10,7 +10,7 @@ use super::Paths;
 use crate::client::{Client, ClientInfo};
 use crate::log;
 use crate::resp::ctx::Args;
-use crate::resp::dispatch;
+use crate::exec::dispatch;
 use crate::shared::Shared;
 use cairn_engine::record::{Record, Tag};
 use cairn_engine::value::StrValue;

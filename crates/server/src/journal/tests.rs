@@ -8,7 +8,7 @@ use super::replay::Replayer;
 use crate::client::{Client, ClientInfo};
 use crate::config::Config;
 use crate::resp::ctx::Args;
-use crate::resp::dispatch;
+use crate::exec::dispatch;
 use crate::shared::Shared;
 use cairn_protocol::resp::ArgList;
 use parking_lot::Mutex;

@@ -306,7 +306,7 @@ fn execute(cx: &mut Ctx, req: Request) {
         }
     }
     if let Some(noreply) = write_of(&req) {
-        if let Some(why) = crate::resp::dispatch::writes_denied(cx.shared) {
+        if let Some(why) = crate::exec::dispatch::writes_denied(cx.shared) {
             // As RESP writes get MISCONF: nothing is stored that the
             // journal or the save rules could not keep. memcached has no
             // disk; its error line for "cannot store now" is SERVER_ERROR.

@@ -7,7 +7,7 @@
 use crate::resp::args;
 use crate::resp::ctx::{CmdResult, Ctx};
 use crate::resp::errors::CmdError;
-use crate::resp::table::Def;
+use crate::exec::table::Def;
 use cairn_engine::ops::bitmap::{
     self as op, BitOp, BitfieldOp, CountArgs, FieldOp, Overflow, PosArgs, Unit,
 };

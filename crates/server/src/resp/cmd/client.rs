@@ -17,7 +17,7 @@ use crate::client::{Client, ClientInfo, ReplyMode};
 use crate::resp::cmd::{reply_help, subcommand_syntax_error};
 use crate::resp::ctx::{Args, CmdResult, Ctx};
 use crate::resp::errors::CmdError;
-use crate::resp::table::Def;
+use crate::exec::table::Def;
 use crate::shared::{Msg, Shared};
 use cairn_engine::util::num;
 use std::io::Write;

@@ -8,7 +8,7 @@
 use crate::resp::args;
 use crate::resp::ctx::{CmdResult, Ctx};
 use crate::resp::errors::CmdError;
-use crate::resp::table::Def;
+use crate::exec::table::Def;
 use cairn_engine::ops::hash::{self as op, FloatIncr};
 use cairn_engine::util::num::LdClass;
 use cairn_protocol::resp::{Protocol, ReplyWriter};

@@ -5,7 +5,7 @@
 use super::bitmap::c_str;
 use crate::resp::ctx::{CmdResult, Ctx};
 use crate::resp::errors::CmdError;
-use crate::resp::table::Def;
+use crate::exec::table::Def;
 use cairn_engine::ops::hll::{self as op, PfDebug, PfDebugReply};
 use cairn_engine::Key;
 use smallvec::SmallVec;

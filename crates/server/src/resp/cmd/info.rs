@@ -19,7 +19,7 @@
 //! cannot zero them from another thread without racing. Instead it takes a
 //! snapshot, and INFO reports `current - snapshot`.
 use crate::resp::ctx::{CmdResult, Ctx};
-use crate::resp::table::Def;
+use crate::exec::table::Def;
 use crate::shared::Shared;
 use parking_lot::{const_mutex, Mutex};
 use std::fmt::{Display, Write as _};
@@ -444,7 +444,7 @@ fn server_section(out: &mut String, shared: &Shared) {
     let exe = std::env::current_exe()
         .map(|p| p.display().to_string())
         .unwrap_or_default();
-    field(out, "redis_version", crate::resp::meta::REDIS_VERSION);
+    field(out, "redis_version", crate::exec::meta::REDIS_VERSION);
     field(out, "cairn_version", crate::VERSION);
     field(out, "redis_mode", "standalone");
     field(out, "os", os_name());

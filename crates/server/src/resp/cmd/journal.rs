@@ -4,7 +4,7 @@
 use crate::journal::rewrite::{self, Started};
 use crate::resp::ctx::{CmdResult, Ctx};
 use crate::resp::errors::CmdError;
-use crate::resp::table::Def;
+use crate::exec::table::Def;
 
 pub const COMMANDS: &[Def] = &[Def::new("bgrewriteaof", bgrewriteaof)];
 

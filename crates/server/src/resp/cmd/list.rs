@@ -15,7 +15,7 @@
 use crate::resp::args;
 use crate::resp::ctx::{CmdResult, Ctx, OnTimeout};
 use crate::resp::errors::CmdError;
-use crate::resp::table::Def;
+use crate::exec::table::Def;
 use cairn_engine::ops::list::{self as op, Elem, End, Iter, LposOptions};
 use cairn_engine::Key;
 use cairn_protocol::resp::ReplyWriter;

@@ -6,7 +6,7 @@ use crate::memory;
 use crate::resp::cmd::reply_help;
 use crate::resp::ctx::{CmdResult, Ctx};
 use crate::resp::errors::CmdError;
-use crate::resp::table::Def;
+use crate::exec::table::Def;
 use crate::shared::Shared;
 use std::sync::atomic::Ordering;
 

@@ -2,7 +2,7 @@
 //! `table::CommandTable::build` assembles into the one command table.
 use crate::resp::ctx::{CmdResult, Ctx};
 use crate::resp::errors::{truncate_lossy, CmdError};
-use crate::resp::table::Def;
+use crate::exec::table::Def;
 
 pub mod bitmap;
 pub mod client;

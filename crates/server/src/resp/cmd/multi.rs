@@ -18,9 +18,9 @@
 //! `isWatchedKeyExpired` does.
 use crate::client::Client;
 use crate::resp::ctx::{Args, CmdResult, Ctx};
-use crate::resp::dispatch;
+use crate::exec::dispatch;
 use crate::resp::errors::CmdError;
-use crate::resp::table::Def;
+use crate::exec::table::Def;
 use crate::shared::Shared;
 use std::sync::atomic::Ordering;
 

@@ -10,7 +10,7 @@ use crate::pubsub::{self, Kind};
 use crate::resp::cmd::{reply_help, subcommand_syntax_error};
 use crate::resp::ctx::{CmdResult, Ctx};
 use crate::resp::errors::CmdError;
-use crate::resp::table::Def;
+use crate::exec::table::Def;
 
 pub const COMMANDS: &[Def] = &[
     Def::new("subscribe", subscribe),

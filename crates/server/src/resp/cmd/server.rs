@@ -4,7 +4,7 @@
 //! replication.c `monitorCommand`). INFO lives in `info.rs`.
 //!
 //! COMMAND's replies are rendered from the metadata Redis itself publishes
-//! (`resp::meta`), so they are byte-identical to Redis 7.0 for every command
+//! (`exec::meta`), so they are byte-identical to Redis 7.0 for every command
 //! in Cairn's table; commands Cairn does not implement do not exist here.
 use crate::client::Client;
 use crate::config::{Config, MaxmemoryPolicy};
@@ -14,8 +14,8 @@ use crate::resp::cmd::info;
 use crate::resp::cmd::{reply_help, subcommand_syntax_error};
 use crate::resp::ctx::{CmdResult, Ctx};
 use crate::resp::errors::CmdError;
-use crate::resp::meta::{self, M};
-use crate::resp::table::{Command, CommandTable, Def};
+use crate::exec::meta::{self, M};
+use crate::exec::table::{Command, CommandTable, Def};
 use cairn_engine::value::{HashValue, SetValue, StrValue};
 use cairn_engine::Value;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};

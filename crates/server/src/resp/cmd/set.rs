@@ -10,7 +10,7 @@
 use crate::resp::args;
 use crate::resp::ctx::{CmdResult, Ctx};
 use crate::resp::errors::CmdError;
-use crate::resp::table::Def;
+use crate::exec::table::Def;
 use cairn_engine::ops::set::{self as op, SetOp, Sink};
 use cairn_engine::value::set::Elem;
 use cairn_engine::Key;

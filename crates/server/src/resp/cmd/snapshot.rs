@@ -4,7 +4,7 @@
 use crate::resp::args;
 use crate::resp::ctx::{CmdResult, Ctx};
 use crate::resp::errors::CmdError;
-use crate::resp::table::Def;
+use crate::exec::table::Def;
 use crate::snapshots::{self, BgError};
 use std::sync::atomic::Ordering;
 

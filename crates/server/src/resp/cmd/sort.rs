@@ -5,7 +5,7 @@
 use crate::resp::args;
 use crate::resp::ctx::{CmdResult, Ctx};
 use crate::resp::errors::CmdError;
-use crate::resp::table::Def;
+use crate::exec::table::Def;
 use cairn_engine::ops::sort::{self as op, SortSpec, Sorted};
 
 pub const COMMANDS: &[Def] = &[Def::new("sort", sort), Def::new("sort_ro", sort_ro)];

@@ -8,7 +8,7 @@
 use crate::resp::args;
 use crate::resp::ctx::{CmdResult, Ctx};
 use crate::resp::errors::CmdError;
-use crate::resp::table::Def;
+use crate::exec::table::Def;
 use cairn_engine::ops::string::{self as op, Cond, GetExAction, TtlKind};
 use cairn_engine::record;
 use cairn_engine::util::lcs::{self, LcsError};

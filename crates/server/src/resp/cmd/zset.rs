@@ -11,7 +11,7 @@
 use crate::resp::args;
 use crate::resp::ctx::{CmdResult, Ctx, OnTimeout};
 use crate::resp::errors::CmdError;
-use crate::resp::table::Def;
+use crate::exec::table::Def;
 use cairn_engine::ops::zset::{self as op, Aggregate, RangeSpec, RemoveRange, SetOp};
 use cairn_engine::util::num;
 use cairn_engine::value::zset::AddFlags;

@@ -4,7 +4,7 @@
 use crate::client::{Client, ReplyMode};
 use crate::resp::ctx::{Args, Ctx};
 use crate::resp::errors::{unknown_command, CmdError};
-use crate::resp::table::{flags, Command};
+use crate::exec::table::{flags, Command};
 use crate::shared::{bump, Msg, Shared, WorkerStats};
 use cairn_protocol::resp::{ArgList, ReplyWriter};
 use std::sync::atomic::Ordering;

@@ -8,7 +8,7 @@
 //! handler with no metadata, or a duplicate name, fails the build's tests
 //! and the server's start-up, never silently.
 use crate::resp::ctx::{CmdResult, Ctx};
-use crate::resp::meta::{self, CommandMeta};
+use crate::exec::meta::{self, CommandMeta};
 use hashbrown::HashMap;
 
 pub type Handler = fn(&mut Ctx<'_>) -> CmdResult;

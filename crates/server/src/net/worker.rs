@@ -18,7 +18,7 @@ use crate::blocking;
 use crate::client::{Client, ClientInfo, Unblock};
 use crate::log;
 use crate::resp::ctx::Args;
-use crate::resp::dispatch::{self, Outcome};
+use crate::exec::dispatch::{self, Outcome};
 use crate::shared::{bump, Msg, Shared};
 use cairn_protocol::resp::{parse_request, ArgList, Limits, Parsed};
 use mio::net::TcpStream;
