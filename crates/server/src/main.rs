@@ -3,6 +3,7 @@
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
+mod auth;
 mod blocking;
 mod client;
 mod config;

@@ -2,12 +2,12 @@
 //! worker per core (or `server-threads`), the acceptors, and the cron thread
 //! that runs active expiry; then waits for SHUTDOWN or a signal.
 use crate::config::Config;
-use crate::log;
-use crate::resp::cmd;
 use crate::exec::table::CommandTable;
+use crate::log;
+use crate::net::worker::{Worker, WAKER};
+use crate::resp::cmd;
 use crate::shared::{Hot, Pause, Shared, WorkerHandle, WorkerStats};
 use crate::slowlog::SlowLog;
-use crate::net::worker::{Worker, WAKER};
 use cairn_engine::expire::ExpireCycle;
 use cairn_engine::{Engine, Options};
 use parking_lot::{Mutex, RwLock};
@@ -15,17 +15,6 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
-
-static SIGNALLED: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_signal(_: libc::c_int) {
-    SIGNALLED.store(true, Ordering::SeqCst);
-}
-
-/// True once SIGTERM or SIGINT arrived (the start-up load checks it).
-pub fn signalled() -> bool {
-    SIGNALLED.load(Ordering::SeqCst)
-}
 
 /// Builds the shared state from a config (also used by unit tests).
 pub fn build_shared(cfg: Config) -> Result<Arc<Shared>, String> {
@@ -229,12 +218,7 @@ pub fn run(cfg: Config) -> Result<(), String> {
         "Server initialized threads={n} shards={}",
         shared.engine.shard_count()
     ));
-    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
-    unsafe {
-        let handler = on_signal as extern "C" fn(libc::c_int);
-        libc::signal(libc::SIGTERM, handler as libc::sighandler_t);
-        libc::signal(libc::SIGINT, handler as libc::sighandler_t);
-    }
+    crate::process::catch_signals();
     // The listeners are up, as in Redis: clients connecting now are told
     // -LOADING until the snapshot is in.
     if let Some(p) = snapshot {
@@ -244,15 +228,15 @@ pub fn run(cfg: Config) -> Result<(), String> {
         crate::journal::open_at_startup(&shared)?;
         shared.snapshots.loading.store(false, Ordering::Relaxed);
     }
-    if supervised_by_systemd() {
+    if crate::process::supervised_by_systemd() {
         crate::process::notify_systemd("STATUS=Ready to accept connections\n");
         crate::process::notify_systemd("READY=1\n");
     }
     loop {
-        while !SIGNALLED.load(Ordering::SeqCst) && !shared.shutdown.load(Ordering::SeqCst) {
+        while !crate::process::signalled() && !shared.shutdown.load(Ordering::SeqCst) {
             std::thread::sleep(Duration::from_millis(50));
         }
-        if !SIGNALLED.swap(false, Ordering::SeqCst) {
+        if !crate::process::take_signal() {
             break;
         }
         log::warning("Received SIGTERM scheduling shutdown...");
@@ -264,30 +248,7 @@ pub fn run(cfg: Config) -> Result<(), String> {
             "SIGTERM received but errors trying to shut down the server, check the logs for more information",
         );
     }
-    shutdown(&shared, &pidfile)
-}
-
-/// Final steps before the process exits (SHUTDOWN, SIGTERM).
-pub fn shutdown(shared: &Shared, pidfile: &str) -> ! {
-    log::warning("User requested shutdown...");
-    if supervised_by_systemd() {
-        crate::process::notify_systemd("STOPPING=1\n");
-    }
-    if !pidfile.is_empty() {
-        let _ = std::fs::remove_file(pidfile);
-    }
-    if shared.journal.enabled() {
-        log::notice("Calling fsync() on the journal (append only) file.");
-        crate::journal::stop(shared);
-    }
-    log::warning("Cairn is now ready to exit, bye bye...");
-    std::process::exit(0)
-}
-
-/// Supervised by systemd (`supervised systemd` or `auto`, and systemd was
-/// reached at start-up): it is told when the server is ready and stops.
-fn supervised_by_systemd() -> bool {
-    crate::process::supervisor() == crate::config::Supervised::Systemd
+    crate::process::shutdown(&shared, &pidfile)
 }
 
 /// Background work at `hz` times a second: active expiry within a quarter

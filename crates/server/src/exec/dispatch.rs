@@ -2,9 +2,9 @@
 //! pause, times the handler, and keeps the statistics, the slow log and
 //! MONITOR fed. Steps 3 and 7 of the request path in shared/STYLE.md.
 use crate::client::{Client, ReplyMode};
+use crate::exec::table::{flags, Command};
 use crate::resp::ctx::{Args, Ctx};
 use crate::resp::errors::{unknown_command, CmdError};
-use crate::exec::table::{flags, Command};
 use crate::shared::{bump, Msg, Shared, WorkerStats};
 use cairn_protocol::resp::{ArgList, ReplyWriter};
 use std::sync::atomic::Ordering;
@@ -115,7 +115,7 @@ fn run(
         bump(&stats.cmd[cmd.id][2], 1);
         flag_transaction(client);
         let e = if cmd.name == "exec" {
-            crate::resp::cmd::multi::discard_transaction(shared, client);
+            crate::client::discard_transaction(shared, client);
             // Redis formats the refusal without its "ERR " (shared errors
             // such as OOM keep their own code).
             let msg = e.message();
@@ -329,7 +329,7 @@ fn shown_arg<'a>(args: &Args<'a>, i: usize, redact: u64) -> &'a [u8] {
 fn write_error(out: &mut Vec<u8>, client: &Client, e: &CmdError, stats: &WorkerStats) {
     bump(&stats.error_replies, 1);
     let msg = e.message_bytes();
-    crate::resp::cmd::info::record_error(client.info.worker(), &msg);
+    crate::exec::errorstats::record_error(client.info.worker(), &msg);
     // Client bytes may sit in the text; CR and LF become spaces so the
     // reply stays one line (Redis: `addReplyErrorLength`).
     out.push(b'-');

@@ -8,5 +8,6 @@
 //! Handlers call services, services use state, never the reverse: nothing
 //! here or below imports a command handler (`crate::resp::cmd`).
 pub mod dispatch;
+pub mod errorstats;
 pub mod meta;
 pub mod table;

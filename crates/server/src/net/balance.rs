@@ -222,7 +222,7 @@ impl Balancer {
             .map(|w| w.work_ns.load(Ordering::Relaxed))
             .collect();
         let machine = machine_jiffies();
-        let own = crate::resp::cmd::info::cpu_us(libc::RUSAGE_SELF);
+        let own = crate::process::cpu_us(libc::RUSAGE_SELF);
         let first = self.busy.is_empty();
         let prev = std::mem::replace(&mut self.busy, busy);
         let prev_machine = std::mem::replace(&mut self.machine, machine);

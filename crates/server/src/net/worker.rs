@@ -16,9 +16,9 @@
 //! cannot grow the server's memory without bound.
 use crate::blocking;
 use crate::client::{Client, ClientInfo, Unblock};
+use crate::exec::dispatch::{self, Outcome};
 use crate::log;
 use crate::resp::ctx::Args;
-use crate::exec::dispatch::{self, Outcome};
 use crate::shared::{bump, Msg, Shared};
 use cairn_protocol::resp::{parse_request, ArgList, Limits, Parsed};
 use mio::net::TcpStream;
@@ -484,7 +484,7 @@ impl Worker {
                 blocking::handoff(&self.shared, &on);
             }
             if !conn.client.watched.is_empty() {
-                crate::resp::cmd::multi::unwatch_all(&self.shared, &mut conn.client);
+                crate::client::unwatch_all(&self.shared, &mut conn.client);
             }
             if conn.client.info.monitor.load(Ordering::Relaxed) {
                 let mut m = self.shared.monitors.lock();
@@ -572,7 +572,7 @@ impl Worker {
             crate::pubsub::drop_client(&self.shared, &mut conn.client);
             self.shared.clients.lock().remove(&id);
             if !conn.client.watched.is_empty() {
-                crate::resp::cmd::multi::unwatch_all(&self.shared, &mut conn.client);
+                crate::client::unwatch_all(&self.shared, &mut conn.client);
             }
             self.shared.connected.fetch_sub(1, Ordering::Relaxed);
             return;
@@ -715,7 +715,7 @@ impl Worker {
                     conn.wbuf.capacity() + conn.client.out_refs.pending(),
                     Ordering::Relaxed,
                 );
-                let line = crate::resp::cmd::client::describe(&self.shared, info);
+                let line = crate::client::describe(&self.shared, info);
                 log::warning(&format!(
                     "Client {line} scheduled to be closed ASAP for overcoming of output buffer limits."
                 ));
@@ -735,7 +735,7 @@ impl Worker {
     /// Publishes this thread's work so far for `balance`: its CPU time
     /// less its empty spins.
     fn publish_work(&self) {
-        let cpu_ns = crate::resp::cmd::info::cpu_us(libc::RUSAGE_THREAD) * 1000;
+        let cpu_ns = crate::process::cpu_us(libc::RUSAGE_THREAD) * 1000;
         self.shared.worker_stats[self.id]
             .work_ns
             .store(cpu_ns.saturating_sub(self.spin_ns), Ordering::Relaxed);
@@ -863,7 +863,7 @@ fn serve(conn: &mut Conn, shared: &Shared, limits: &Limits, worker: usize, now: 
         if over_normal_limit(shared, conn) {
             let info = &conn.client.info;
             info.obl.store(conn.pending_out(), Ordering::Relaxed);
-            let line = crate::resp::cmd::client::describe(shared, info);
+            let line = crate::client::describe(shared, info);
             log::warning(&format!(
                 "Client {line} scheduled to be closed ASAP for overcoming of output buffer limits."
             ));

@@ -5,10 +5,10 @@
 //!
 //! Replies that list a hash are written while the shard is locked, straight
 //! from the stored bytes, so reading a hash copies nothing.
+use crate::exec::table::Def;
 use crate::resp::args;
 use crate::resp::ctx::{CmdResult, Ctx};
 use crate::resp::errors::CmdError;
-use crate::exec::table::Def;
 use cairn_engine::ops::hash::{self as op, FloatIncr};
 use cairn_engine::util::num::LdClass;
 use cairn_protocol::resp::{Protocol, ReplyWriter};

@@ -2,11 +2,11 @@
 //! after Redis 7.0's `memoryCommand` (object.c). The figures come from
 //! `crate::memory` (jemalloc's per-thread counters: every live byte) and
 //! from jemalloc's arena statistics.
+use crate::exec::table::Def;
 use crate::memory;
 use crate::resp::cmd::reply_help;
 use crate::resp::ctx::{CmdResult, Ctx};
 use crate::resp::errors::CmdError;
-use crate::exec::table::Def;
 use crate::shared::Shared;
 use std::sync::atomic::Ordering;
 

@@ -1,8 +1,8 @@
 //! One file per command family; each exports `COMMANDS`, which
 //! `table::CommandTable::build` assembles into the one command table.
+use crate::exec::table::Def;
 use crate::resp::ctx::{CmdResult, Ctx};
 use crate::resp::errors::{truncate_lossy, CmdError};
-use crate::exec::table::Def;
 
 pub mod bitmap;
 pub mod client;

@@ -16,12 +16,11 @@
 //! time is caught at EXEC, which looks every watched key up under the hold
 //! (a lookup of an expired key deletes it and sets the flag), as Redis's
 //! `isWatchedKeyExpired` does.
-use crate::client::Client;
-use crate::resp::ctx::{Args, CmdResult, Ctx};
+use crate::client::{discard_transaction, unwatch_all};
 use crate::exec::dispatch;
-use crate::resp::errors::CmdError;
 use crate::exec::table::Def;
-use crate::shared::Shared;
+use crate::resp::ctx::{Args, CmdResult, Ctx};
+use crate::resp::errors::CmdError;
 use std::sync::atomic::Ordering;
 
 pub const COMMANDS: &[Def] = &[
@@ -49,13 +48,6 @@ fn discard(ctx: &mut Ctx) -> CmdResult {
     }
     discard_transaction(ctx.shared, ctx.client);
     ctx.ok()
-}
-
-/// Ends a transaction without running it (DISCARD, a refused EXEC, RESET).
-pub fn discard_transaction(shared: &Shared, client: &mut Client) {
-    client.multi = None;
-    client.info.multi.store(-1, Ordering::Relaxed);
-    unwatch_all(shared, client);
 }
 
 /// WATCH key [key ...] → +OK.
@@ -95,18 +87,6 @@ fn watch(ctx: &mut Ctx) -> CmdResult {
 fn unwatch(ctx: &mut Ctx) -> CmdResult {
     unwatch_all(ctx.shared, ctx.client);
     ctx.ok()
-}
-
-/// Drops every WATCH of `client` and clears its dirty flag. Also run when
-/// the connection closes, so no shard keeps a dead client's flag.
-pub fn unwatch_all(shared: &Shared, client: &mut Client) {
-    let e = &shared.engine;
-    for (db, key) in client.watched.drain(..) {
-        let k = e.key(&key);
-        e.lock(&k).unwatch(db, &k, &client.info.dirty_cas);
-    }
-    client.info.dirty_cas.store(false, Ordering::Relaxed);
-    client.info.watching.store(0, Ordering::Relaxed);
 }
 
 /// EXEC → an array of the queued commands' replies; a null array if a

@@ -8,14 +8,14 @@
 //! in Cairn's table; commands Cairn does not implement do not exist here.
 use crate::client::Client;
 use crate::config::{Config, MaxmemoryPolicy};
+use crate::exec::meta::{self, M};
+use crate::exec::table::{Command, CommandTable, Def};
 use crate::log;
 use crate::resp::args;
 use crate::resp::cmd::info;
 use crate::resp::cmd::{reply_help, subcommand_syntax_error};
 use crate::resp::ctx::{CmdResult, Ctx};
 use crate::resp::errors::CmdError;
-use crate::exec::meta::{self, M};
-use crate::exec::table::{Command, CommandTable, Def};
 use cairn_engine::value::{HashValue, SetValue, StrValue};
 use cairn_engine::Value;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -697,7 +697,7 @@ fn shutdown(ctx: &mut Ctx) -> CmdResult {
     }
     // NOW (don't wait for replicas) changes nothing: there are none.
     let pidfile = ctx.shared.config.read().pidfile.clone();
-    crate::server::shutdown(ctx.shared, &pidfile)
+    crate::process::shutdown(ctx.shared, &pidfile)
 }
 
 // ----------------------------------------------------------------- DEBUG ---

@@ -5,10 +5,10 @@
 //! Redis reports is the one we report), call `cairn_engine::ops::string`,
 //! and write the reply. Multi-key commands lock all their keys at once, so
 //! each runs atomically.
+use crate::exec::table::Def;
 use crate::resp::args;
 use crate::resp::ctx::{CmdResult, Ctx};
 use crate::resp::errors::CmdError;
-use crate::exec::table::Def;
 use cairn_engine::ops::string::{self as op, Cond, GetExAction, TtlKind};
 use cairn_engine::record;
 use cairn_engine::util::lcs::{self, LcsError};
