@@ -1,7 +1,9 @@
-//! Runs one parsed request: finds the command, checks arity, auth and
-//! pause, times the handler, and keeps the statistics, the slow log and
-//! MONITOR fed. Steps 3 and 7 of the request path in shared/STYLE.md.
+//! Runs one parsed RESP request: finds the command, checks arity, auth and
+//! MULTI's rules, asks `admission` (memory, MISCONF, loading, pause), times
+//! the handler, and keeps the statistics, the slow log and MONITOR fed.
+//! Steps 3 and 7 of the request path in shared/STYLE.md.
 use crate::client::{Client, ReplyMode};
+use crate::exec::admission;
 use crate::exec::table::{flags, Command};
 use crate::resp::ctx::{Args, Ctx};
 use crate::resp::errors::{unknown_command, CmdError};
@@ -45,18 +47,6 @@ pub fn resolve<'t>(shared: &'t Shared, args: &Args) -> Result<&'t Command, CmdEr
             sub: sub.to_vec(),
             parent: cmd.name,
         })
-}
-
-/// True while CLIENT PAUSE holds `cmd` back. As in Redis 7.0
-/// (`processCommand`), PAUSE ALL holds every command of a normal client and
-/// PAUSE WRITE holds the ones that write or may replicate; the pause ends
-/// when its time runs out or another client sends CLIENT UNPAUSE.
-fn paused(shared: &Shared, cmd: &Command) -> bool {
-    let until = shared.pause.until_ms.load(Ordering::Relaxed);
-    if until == 0 || cairn_engine::clock::now_ms() >= until {
-        return false;
-    }
-    shared.pause.all.load(Ordering::Relaxed) || cmd.has(flags::WRITE | flags::MAY_REPLICATE)
 }
 
 /// Executes one request and appends its reply (if any) to `out`.
@@ -134,7 +124,7 @@ fn run(
         write_error(out, client, &e, stats);
         return Outcome::Done;
     }
-    if paused(shared, cmd) {
+    if admission::paused(shared, cmd.has(flags::WRITE | flags::MAY_REPLICATE)) {
         return Outcome::Paused;
     }
     if let Some(m) = &mut client.multi {
@@ -177,7 +167,7 @@ fn refusal(shared: &Shared, client: &Client, cmd: &Command, args: &Args) -> Opti
     } else {
         0
     };
-    if !crate::memory::make_room(shared, incoming) {
+    if !admission::room_for(shared, incoming) {
         // Queueing may itself use unbounded memory, so under the limit
         // every command but EXEC/DISCARD/QUIT/RESET is refused in MULTI;
         // EXEC is refused if it would run a command that may grow memory.
@@ -194,28 +184,14 @@ fn refusal(shared: &Shared, client: &Client, cmd: &Command, args: &Args) -> Opti
         }
     }
     if cmd.has(flags::WRITE) || cmd.name == "ping" {
-        if let Some(why) = writes_denied(shared) {
+        if let Some(why) = admission::writes_denied(shared) {
             return Some(CmdError::text(why));
         }
     }
-    if shared.snapshots.loading.load(Ordering::Relaxed) && !cmd.has(flags::LOADING) {
+    if admission::loading(shared) && !cmd.has(flags::LOADING) {
         return Some(CmdError::text(crate::snapshots::LOADING));
     }
     None
-}
-
-/// Why writes (and PING) are refused now, in Redis 7.0's words, or None:
-/// a failed background save while save rules exist (`processCommand`),
-/// or a journal that cannot be written (`writeCommandsDeniedByDiskError`).
-/// Reads go on. The memcached port refuses its writes with the same text.
-pub(crate) fn writes_denied(shared: &Shared) -> Option<String> {
-    if shared.snapshots.deny_writes.load(Ordering::Relaxed) {
-        return Some(crate::snapshots::MISCONF.to_string());
-    }
-    shared
-        .journal
-        .failure()
-        .map(|err| format!("MISCONF Errors writing to the AOF file: {err}"))
 }
 
 /// Inside MULTI, an error while queueing makes EXEC fail (`flagTransaction`).

@@ -7,6 +7,7 @@
 //!
 //! Handlers call services, services use state, never the reverse: nothing
 //! here or below imports a command handler (`crate::resp::cmd`).
+pub mod admission;
 pub mod dispatch;
 pub mod errorstats;
 pub mod meta;

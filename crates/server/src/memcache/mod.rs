@@ -22,6 +22,7 @@ pub mod stats;
 mod storage;
 
 use crate::client::Client;
+use crate::exec::admission;
 use crate::shared::{bump, Shared};
 use cairn_engine::Expiry;
 use cairn_protocol::memcache::{Auth, DataBlock, Decoded, Decoder, Limits, MetaCmd, Request};
@@ -147,7 +148,7 @@ impl Ctx<'_> {
     /// Over `maxmemory` and no room can be made (noeviction, or nothing
     /// evictable): writes that may grow memory fail.
     pub fn over_memory(&self) -> bool {
-        !crate::memory::make_room(self.shared, 0)
+        !admission::room_for(self.shared, 0)
     }
 }
 
@@ -211,7 +212,7 @@ pub fn process(
         let limits = Limits {
             max_value: shared.hot.proto_max_bulk_len.load(Ordering::Relaxed),
             // Eviction runs before each request, as for RESP commands.
-            no_memory: !crate::memory::make_room(shared, 0),
+            no_memory: !admission::room_for(shared, 0),
             big_value: BIG_VALUE,
         };
         match st.decoder.decode_with(buf, &limits, st.block.as_ref()) {
@@ -283,7 +284,7 @@ fn write_of(req: &Request) -> Option<bool> {
 }
 
 fn execute(cx: &mut Ctx, req: Request) {
-    if cx.shared.snapshots.loading.load(Ordering::Relaxed) {
+    if admission::loading(cx.shared) {
         // The keyspace is half loaded: only commands that do not touch it
         // run (RESP clients get -LOADING meanwhile).
         let noreply = match &req {
@@ -306,7 +307,7 @@ fn execute(cx: &mut Ctx, req: Request) {
         }
     }
     if let Some(noreply) = write_of(&req) {
-        if let Some(why) = crate::exec::dispatch::writes_denied(cx.shared) {
+        if let Some(why) = admission::writes_denied(cx.shared) {
             // As RESP writes get MISCONF: nothing is stored that the
             // journal or the save rules could not keep. memcached has no
             // disk; its error line for "cannot store now" is SERVER_ERROR.
