@@ -190,7 +190,9 @@ pub fn run(cfg: Config) -> Result<(), String> {
         let s = shared.clone();
         std::thread::Builder::new()
             .name("cairn-accept".into())
-            .spawn(move || crate::net::listener::accept_loop(l, s, false))
+            .spawn(move || {
+                crate::net::listener::accept_loop(l, s, &crate::resp::session::FRONT_END)
+            })
             .map_err(|e| format!("spawn acceptor: {e}"))?;
         log::notice(&format!("Ready to accept connections tcp addr={addr}"));
     }
@@ -199,7 +201,9 @@ pub fn run(cfg: Config) -> Result<(), String> {
         let s = shared.clone();
         std::thread::Builder::new()
             .name("cairn-accept-mc".into())
-            .spawn(move || crate::net::listener::accept_loop(l, s, true))
+            .spawn(move || {
+                crate::net::listener::accept_loop(l, s, &crate::memcache::session::FRONT_END)
+            })
             .map_err(|e| format!("spawn acceptor: {e}"))?;
         log::notice(&format!(
             "Ready to accept memcached clients tcp addr={addr}"

@@ -15,10 +15,12 @@ use std::time::Instant;
 pub enum Msg {
     /// Pub/Sub messages for subscribers of this worker.
     Pubsub(crate::pubsub::Batch),
-    /// A freshly accepted connection to adopt.
-    NewConn(std::net::TcpStream, std::net::SocketAddr),
-    /// A freshly accepted connection on `memcached-port`.
-    NewMemcacheConn(std::net::TcpStream, std::net::SocketAddr),
+    /// A freshly accepted connection to adopt, and its port's protocol.
+    NewConn(
+        std::net::TcpStream,
+        std::net::SocketAddr,
+        &'static crate::net::session::FrontEnd,
+    ),
     /// A line for the MONITOR client with this id.
     Monitor(u64, Arc<[u8]>),
     /// Look at kill flags and paused clients now.

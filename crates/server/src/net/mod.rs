@@ -5,5 +5,8 @@
 //! `Session` of its port's protocol (`session`), which parses what is
 //! buffered, runs it and writes the replies.
 pub mod balance;
+pub mod conn;
 pub mod listener;
+pub mod session;
+pub mod transport;
 pub mod worker;

@@ -6,3 +6,4 @@ pub mod args;
 pub mod cmd;
 pub mod ctx;
 pub mod errors;
+pub mod session;
