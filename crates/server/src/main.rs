@@ -10,6 +10,8 @@ mod config;
 mod exec;
 mod journal;
 mod keyevents;
+#[cfg(test)]
+mod layout;
 mod log;
 mod memcache;
 mod memory;

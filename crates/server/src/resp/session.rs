@@ -64,7 +64,11 @@ impl Session for RespSession {
             high_water,
         } = io;
         let RespSession { args, paused, wake } = self;
-        let max_bulk_len = shared.hot.proto_max_bulk_len.load(Ordering::Relaxed);
+        let base = Limits {
+            max_bulk_len: shared.hot.proto_max_bulk_len.load(Ordering::Relaxed),
+            big_arg: BIG_ARG,
+            ..Limits::default()
+        };
         let mut closing = false;
         let mut stop = Stop::NeedInput;
         while *rpos < input.len() {
@@ -91,9 +95,7 @@ impl Session for RespSession {
             // request limits; AUTH earlier in the same batch lifts them.
             let limits = Limits {
                 unauthenticated: !client.authenticated,
-                big_arg: BIG_ARG,
-                max_bulk_len,
-                ..Limits::default()
+                ..base
             };
             match parse_request(buf, &limits, args) {
                 Ok(Parsed::Complete { consumed }) => {
