@@ -10,8 +10,12 @@
 //! - `snapshot`: the copy-on-lock cut behind point-in-time snapshots.
 //! - `ops`: one module per command family, e.g. `ops::string::set`.
 //! - `record`: the deterministic record of each write, for the journal.
+//! - `cx`: the command context every lock takes (arguments, clock, EXEC's
+//!   hold, staged records and events), so no per-command state is
+//!   thread-local.
 pub mod clock;
 pub mod compact;
+pub mod cx;
 pub mod entry;
 pub mod error;
 pub mod events;
@@ -27,6 +31,7 @@ pub mod table;
 pub mod util;
 pub mod value;
 
+pub use cx::{CmdState, Cx};
 pub use entry::{Entry, Owned, Ref, StrRef};
 pub use error::Error;
 pub use keyspace::{Engine, Expiry, Guard, HoldAll, Key, Options, WatchFlag};

@@ -6,7 +6,7 @@
 //! session; the worker reads it to decide when a connection may move,
 //! time out or be woken.
 use crate::shared::Shared;
-use cairn_engine::WatchFlag;
+use cairn_engine::{Cx, WatchFlag};
 use cairn_protocol::resp::ArgList;
 use cairn_protocol::resp::Protocol;
 use parking_lot::Mutex;
@@ -160,6 +160,14 @@ pub struct Client {
     /// Large values referenced by the replies in the output buffer
     /// (`crate::outref`): handlers add them, the worker writes them.
     pub out_refs: crate::outref::OutRefs,
+    /// Pushes this client's own running command addressed to it (its
+    /// subscriptions' confirmations, a PUBLISH or keyspace event it is
+    /// subscribed to), placed around the reply when the command ends.
+    pub pushes: crate::pubsub::SelfPushes,
+    /// End of what this client's commands appended to the journal since
+    /// the worker last looked (0: nothing): under `appendfsync always` its
+    /// replies wait until the journal is synced that far.
+    pub journal_end: u64,
 }
 
 /// A transaction being queued.
@@ -210,7 +218,19 @@ impl Client {
             multi: None,
             watched: Vec::new(),
             out_refs: Default::default(),
+            pushes: Default::default(),
+            journal_end: 0,
         }
+    }
+
+    /// Notes the journal end of a command this client ran (0: none).
+    pub fn note_journal_end(&mut self, end: u64) {
+        self.journal_end = self.journal_end.max(end);
+    }
+
+    /// Takes the journal end noted since the last call (0: none).
+    pub fn take_journal_end(&mut self) -> u64 {
+        std::mem::take(&mut self.journal_end)
     }
 
     /// Hides argument `i` of the running command from MONITOR and SLOWLOG
@@ -228,19 +248,21 @@ impl Client {
 }
 
 /// Ends a transaction without running it (DISCARD, a refused EXEC, RESET).
-pub fn discard_transaction(shared: &Shared, client: &mut Client) {
+pub fn discard_transaction(shared: &Shared, cx: &Cx, client: &mut Client) {
     client.multi = None;
     client.info.multi.store(-1, Ordering::Relaxed);
-    unwatch_all(shared, client);
+    unwatch_all(shared, cx, client);
 }
 
 /// Drops every WATCH of `client` and clears its dirty flag. Also run when
-/// the connection closes, so no shard keeps a dead client's flag.
-pub fn unwatch_all(shared: &Shared, client: &mut Client) {
+/// the connection closes, so no shard keeps a dead client's flag. `cx`:
+/// the command that asks (EXEC's, with its hold), or `Cx::DETACHED`
+/// outside any command.
+pub fn unwatch_all(shared: &Shared, cx: &Cx, client: &mut Client) {
     let e = &shared.engine;
     for (db, key) in client.watched.drain(..) {
         let k = e.key(&key);
-        e.lock(&k).unwatch(db, &k, &client.info.dirty_cas);
+        e.lock(cx, &k).unwatch(db, &k, &client.info.dirty_cas);
     }
     client.info.dirty_cas.store(false, Ordering::Relaxed);
     client.info.watching.store(0, Ordering::Relaxed);

@@ -291,7 +291,8 @@ pub fn shutdown(shared: &Shared, pidfile: &str) -> ! {
     }
     if shared.journal.enabled() {
         log::notice("Calling fsync() on the journal (append only) file.");
-        crate::journal::stop(shared);
+        // SHUTDOWN is refused inside MULTI, so no hold is held here.
+        crate::journal::stop(shared, &cairn_engine::Cx::DETACHED);
     }
     log::warning("Cairn is now ready to exit, bye bye...");
     std::process::exit(0)

@@ -245,7 +245,9 @@ pub fn run(cfg: Config) -> Result<(), String> {
         }
         log::warning("Received SIGTERM scheduling shutdown...");
         // As Redis: with save rules, save first; if that fails, keep running.
-        if crate::snapshots::final_save(&shared, false, false, false).is_ok() {
+        if crate::snapshots::final_save(&shared, &cairn_engine::Cx::DETACHED, false, false, false)
+            .is_ok()
+        {
             break;
         }
         log::warning(
@@ -266,12 +268,16 @@ fn cron(shared: Arc<Shared>) {
         let period = Duration::from_millis(1000 / hz);
         let started = Instant::now();
         cairn_engine::clock::tick();
+        // The sweep's and the delayed flush's events and records, outside
+        // any client command.
+        let events = cairn_engine::CmdState::new();
+        let cx = cairn_engine::Cx::background(&events);
         shared
             .engine
-            .active_expire(&mut state, started + period / 4);
+            .active_expire(&cx, &mut state, started + period / 4);
+        crate::memcache::run_due_flush(&shared, &cx);
         // Keys it expired: `expired` notifications.
-        crate::keyevents::after_command(&shared);
-        crate::memcache::run_due_flush(&shared);
+        crate::keyevents::after_command(&shared, &events, None);
         balancer.tick(&shared);
         std::thread::sleep(period.saturating_sub(started.elapsed()));
     }

@@ -730,7 +730,7 @@ mod tests {
         fn matches_a_map_model(ops in proptest::collection::vec(op(), 0..80)) {
             let e = engine();
             set_limits(&e, 4, 8);
-            let mut g = e.lock_all();
+            let mut g = e.lock_all(&crate::cx::testing::cx());
             let k = g.key(b"h");
             let mut model: HashMap<Vec<u8>, Vec<u8>> = HashMap::new();
             let mut converted = false;
@@ -825,7 +825,7 @@ mod tests {
 
     /// Every keyspace event recorded since the last call, as `event:key`.
     fn events() -> Vec<String> {
-        crate::events::take()
+        crate::cx::testing::take_events()
             .into_iter()
             .filter_map(|e| match e {
                 crate::events::Event::Notify { event, key, .. } => {

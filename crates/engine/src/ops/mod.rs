@@ -105,7 +105,7 @@ pub(crate) mod test_support {
 
     /// Runs `f` with the whole keyspace locked.
     pub fn with<R>(e: &Engine, f: impl FnOnce(&mut Guard) -> R) -> R {
-        let mut g = e.lock_all();
+        let mut g = e.lock_all(&crate::cx::testing::cx());
         f(&mut g)
     }
 }

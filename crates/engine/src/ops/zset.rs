@@ -19,9 +19,6 @@ use crate::value::{SetValue, Value, ZSetValue};
 use crate::{Error, Result};
 use std::sync::atomic::Ordering;
 
-/// ZADD/ZINCRBY's error when an increment meets the opposite infinity.
-pub const NAN_ERROR: &str = "ERR resulting score is not a number (NaN)";
-
 /// The encoding limits in force (`zset-max-listpack-*`).
 pub fn limits(g: &Guard) -> ZSetLimits {
     let l = &g.engine().limits;
@@ -286,7 +283,7 @@ pub struct ZaddOutcome {
 /// applies each pair in order. A missing key is created (its encoding
 /// chosen from the first member, `ZSetValue::for_first_member`) unless XX
 /// is given. An increment that makes a score NaN stops the command there
-/// with [`NAN_ERROR`], keeping what earlier pairs did, as Redis does. If
+/// with [`Error::ScoreNaN`], keeping what earlier pairs did, as Redis does. If
 /// anything was added or updated the key is signalled modified and "zadd"
 /// ("zincr" with INCR) is notified, also on that error path.
 pub fn zadd(
@@ -344,7 +341,7 @@ pub fn zadd(
         g.notify(class::ZSET, event, db, k);
     }
     if nan {
-        return Err(Error::Msg(NAN_ERROR));
+        return Err(Error::ScoreNaN);
     }
     Ok(out)
 }
@@ -1116,7 +1113,7 @@ mod tests {
             zadd(g, 0, &k, incr, &[(f64::INFINITY, b"inf")]).unwrap();
             assert_eq!(
                 zadd(g, 0, &k, incr, &[(f64::NEG_INFINITY, b"inf")]),
-                Err(Error::Msg(NAN_ERROR))
+                Err(Error::ScoreNaN)
             );
             assert_eq!(zrem(g, 0, &k, [&b"a"[..], b"a", b"x"]).unwrap(), 1);
             assert_eq!(zrem(g, 0, &k, [&b"b"[..], b"inf"]).unwrap(), 2);
@@ -1390,10 +1387,10 @@ mod tests {
     /// Every keyspace event an operation records, as (class, event, key).
     fn events_of(e: &Engine, f: impl FnOnce(&mut Guard)) -> Vec<(u32, &'static str, Vec<u8>)> {
         e.limits.notify.store(u32::MAX, Ordering::Relaxed);
-        crate::events::take();
+        crate::cx::testing::take_events();
         with(e, f);
         e.limits.notify.store(0, Ordering::Relaxed);
-        crate::events::take()
+        crate::cx::testing::take_events()
             .into_iter()
             .filter_map(|ev| match ev {
                 crate::events::Event::Notify {

@@ -5,6 +5,7 @@
 //! stays with it (RESP's arity, NOAUTH and MULTI rules in `dispatch`).
 //! Later: ACL (`crate::auth`) decides here which commands a user may run.
 use crate::shared::Shared;
+use cairn_engine::Cx;
 use std::sync::atomic::Ordering;
 
 /// Why writes (and PING) are refused now, in Redis 7.0's words, or None:
@@ -28,9 +29,9 @@ pub fn writes_denied(shared: &Shared) -> Option<String> {
 /// write or may replicate; the pause ends when its time runs out or
 /// another client sends CLIENT UNPAUSE.
 #[inline]
-pub fn paused(shared: &Shared, writes: bool) -> bool {
+pub fn paused(shared: &Shared, cx: &Cx, writes: bool) -> bool {
     let until = shared.pause.until_ms.load(Ordering::Relaxed);
-    if until == 0 || cairn_engine::clock::now_ms() >= until {
+    if until == 0 || cx.now_ms() >= until {
         return false;
     }
     shared.pause.all.load(Ordering::Relaxed) || writes
@@ -46,8 +47,9 @@ pub fn loading(shared: &Shared) -> bool {
 /// Redis's performEvictions before a command while `maxmemory` is set:
 /// evicts if needed and says whether `incoming` more bytes fit (false:
 /// over the limit and no room can be made, so commands that may grow
-/// memory are refused with OOM).
+/// memory are refused with OOM). `cx`: the command's context, which the
+/// evictions' events and records join.
 #[inline]
-pub fn room_for(shared: &Shared, incoming: u64) -> bool {
-    crate::memory::make_room(shared, incoming)
+pub fn room_for(shared: &Shared, cx: &Cx, incoming: u64) -> bool {
+    crate::memory::make_room(shared, cx, incoming)
 }

@@ -8,6 +8,7 @@ use crate::exec::table::{flags, Command};
 use crate::resp::ctx::{Args, Ctx};
 use crate::resp::errors::{unknown_command, CmdError};
 use crate::shared::{bump, Msg, Shared, WorkerStats};
+use cairn_engine::{CmdState, Cx};
 use cairn_protocol::resp::{ArgList, ReplyWriter};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -66,8 +67,14 @@ pub fn execute(
     let start_len = out.len();
     client.redact = 0;
     crate::pubsub::begin_command(client);
-    let outcome = run(shared, client, args, out, stats);
-    crate::keyevents::after_command(shared);
+    // The command's state in the engine (staged records, events, journal
+    // end): a local, so a command run inside this one shares it and
+    // nothing of it is left on the thread.
+    let state = CmdState::new();
+    let base = Cx::command(client.db, None, 0, &state);
+    let outcome = run(shared, client, args, out, stats, &base);
+    crate::keyevents::after_command(shared, &state, Some(&mut *client));
+    client.note_journal_end(state.take_journal_end());
     if outcome != Outcome::Done {
         if skip_this {
             client.reply_mode = ReplyMode::Skip;
@@ -78,7 +85,7 @@ pub fn execute(
         out.truncate(start_len);
         client.out_refs.truncate(start_len);
     }
-    if let Some((at, len)) = crate::pubsub::end_command(out, start_len) {
+    if let Some((at, len)) = crate::pubsub::end_command(client, out, start_len) {
         client.out_refs.shift(at, len);
     }
     outcome
@@ -90,6 +97,7 @@ fn run(
     args: Args,
     out: &mut Vec<u8>,
     stats: &WorkerStats,
+    base: &Cx,
 ) -> Outcome {
     let cmd = match resolve(shared, &args) {
         Ok(c) => c,
@@ -99,20 +107,16 @@ fn run(
             return Outcome::Done;
         }
     };
-    if let Some(e) = refusal(shared, client, cmd, &args) {
+    if let Some(e) = refusal(shared, base, client, cmd, &args) {
         // Redis `rejectCommand`: a refusal inside MULTI dooms the
         // transaction; a refused EXEC discards it.
         bump(&stats.cmd[cmd.id][2], 1);
         flag_transaction(client);
         let e = if cmd.name == "exec" {
-            crate::client::discard_transaction(shared, client);
+            crate::client::discard_transaction(shared, base, client);
             // Redis formats the refusal without its "ERR " (shared errors
             // such as OOM keep their own code).
-            let msg = e.message();
-            CmdError::text(format!(
-                "EXECABORT Transaction discarded because of: {}",
-                msg.strip_prefix("ERR ").unwrap_or(&msg)
-            ))
+            crate::resp::errors::exec_abort(&e)
         } else {
             e
         };
@@ -124,7 +128,7 @@ fn run(
         write_error(out, client, &e, stats);
         return Outcome::Done;
     }
-    if admission::paused(shared, cmd.has(flags::WRITE | flags::MAY_REPLICATE)) {
+    if admission::paused(shared, base, cmd.has(flags::WRITE | flags::MAY_REPLICATE)) {
         return Outcome::Paused;
     }
     if let Some(m) = &mut client.multi {
@@ -140,7 +144,7 @@ fn run(
             return Outcome::Done;
         }
     }
-    invoke(shared, client, cmd, args, out, stats)
+    invoke(shared, client, cmd, args, out, stats, base)
 }
 
 /// Commands that run at once inside MULTI instead of being queued.
@@ -148,17 +152,21 @@ const RUN_IN_MULTI: &[&str] = &["exec", "discard", "multi", "watch", "quit", "re
 
 /// Why `cmd` may not run now, checked in Redis 7.0 `processCommand`'s
 /// order: arity, authentication, MULTI restrictions, memory.
-fn refusal(shared: &Shared, client: &Client, cmd: &Command, args: &Args) -> Option<CmdError> {
+fn refusal(
+    shared: &Shared,
+    cx: &Cx,
+    client: &Client,
+    cmd: &Command,
+    args: &Args,
+) -> Option<CmdError> {
     if !cmd.arity_ok(args.len()) {
         return Some(CmdError::WrongArity(cmd.name));
     }
     if !client.authenticated && !cmd.has(flags::NO_AUTH) {
-        return Some(CmdError::text("NOAUTH Authentication required."));
+        return Some(CmdError::text(crate::resp::errors::NOAUTH));
     }
     if client.multi.is_some() && cmd.has(flags::NO_MULTI) {
-        return Some(CmdError::text(
-            "ERR Command not allowed inside a transaction",
-        ));
+        return Some(CmdError::text(crate::resp::errors::NOT_IN_MULTI));
     }
     // Redis's performEvictions before every command while maxmemory is
     // set; a command that may grow memory brings its arguments' bytes.
@@ -167,7 +175,7 @@ fn refusal(shared: &Shared, client: &Client, cmd: &Command, args: &Args) -> Opti
     } else {
         0
     };
-    if !admission::room_for(shared, incoming) {
+    if !admission::room_for(shared, cx, incoming) {
         // Queueing may itself use unbounded memory, so under the limit
         // every command but EXEC/DISCARD/QUIT/RESET is refused in MULTI;
         // EXEC is refused if it would run a command that may grow memory.
@@ -178,9 +186,7 @@ fn refusal(shared: &Shared, client: &Client, cmd: &Command, args: &Args) -> Opti
             (None, _) => cmd.has(flags::DENYOOM),
         };
         if oom {
-            return Some(CmdError::text(
-                "OOM command not allowed when used memory > 'maxmemory'.",
-            ));
+            return Some(CmdError::text(crate::resp::errors::OOM));
         }
     }
     if cmd.has(flags::WRITE) || cmd.name == "ping" {
@@ -202,7 +208,9 @@ fn flag_transaction(client: &mut Client) {
 }
 
 /// Runs `cmd` (already checked) and keeps the statistics, the slow log and
-/// MONITOR fed. EXEC calls it for each queued command.
+/// MONITOR fed. EXEC calls it for each queued command. `outer` is the
+/// context the command runs in: its caller's (the dispatcher's, or EXEC's
+/// with the transaction's hold), whose state it shares.
 pub fn invoke(
     shared: &Shared,
     client: &mut Client,
@@ -210,6 +218,7 @@ pub fn invoke(
     args: Args,
     out: &mut Vec<u8>,
     stats: &WorkerStats,
+    outer: &Cx,
 ) -> Outcome {
     if !cmd.has(flags::FAST) {
         // A shard lock kept from the previous command (`retain_locks`)
@@ -218,25 +227,22 @@ pub fn invoke(
         // blocking commands); "fast" commands only lock their keys.
         cairn_engine::keyspace::release_retained();
     }
-    let started_us = cairn_engine::clock::start_command();
+    // One clock reading for the command's timing and all its expiry
+    // checks (Redis 7.0 `call()`).
+    let started_us = cairn_engine::clock::now_us();
     let handler = cmd.handler.expect("resolve returns runnable commands");
     let reply_start = out.len();
     // The journal records the command as sent unless its handler stages
-    // another form; the engine reads the arguments while the command runs.
-    // The scope points at this parameter, not at `ctx.args`: `Args` is
-    // `Copy`, so building `ctx` copies it and `args` stays valid, in
-    // place, until the call returns (the slowlog reads it after the
-    // handler); a parameter outlives every local, the scope included.
-    let _scope = shared
-        .engine
-        .journal_armed()
-        .then(|| cairn_engine::record::CommandScope::new(client.db, &args));
+    // another form: the context lends the engine the arguments for the
+    // call, a plain borrow of this parameter.
+    let cx = outer.nested(client.db, Some(&args), started_us / 1000);
     let result = {
         let mut ctx = Ctx {
             shared,
             client,
             args,
             out,
+            cx,
         };
         // A bug in one command must not take down the worker thread and
         // every connection on it: the client gets an error, the log gets
@@ -251,13 +257,11 @@ pub fn invoke(
                     "BUG: command '{}' panicked; the client got an error and the server goes on",
                     cmd.name
                 ));
-                Err(CmdError::text(
-                    "ERR internal error: the command failed unexpectedly (see the server log)",
-                ))
+                Err(CmdError::text(crate::resp::errors::INTERNAL))
             },
         )
     };
-    let micros = cairn_engine::clock::end_command().saturating_sub(started_us);
+    let micros = cairn_engine::clock::now_us().saturating_sub(started_us);
     if result.is_ok() && client.wants_block.is_some() {
         // Counted when it finally answers, not for each wait.
         return Outcome::Blocked;

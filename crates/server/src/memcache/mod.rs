@@ -16,6 +16,7 @@
 //! pub/sub after each command.
 mod admin;
 mod arith;
+mod errors;
 mod keys;
 mod meta;
 mod retrieval;
@@ -26,7 +27,7 @@ mod storage;
 use crate::client::Client;
 use crate::exec::admission;
 use crate::shared::Shared;
-use cairn_engine::Expiry;
+use cairn_engine::{Cx, Expiry};
 use cairn_protocol::memcache::{MetaCmd, Request};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
@@ -64,7 +65,7 @@ impl McShared {
 /// Runs a delayed `flush_all` whose time has come. Called before each
 /// memcached command and from the server's cron, so RESP clients see the
 /// flush on time too (within one cron period).
-pub fn run_due_flush(shared: &Shared) {
+pub fn run_due_flush(shared: &Shared, cx: &Cx) {
     let at = shared.memcache.flush_at.load(Ordering::Relaxed);
     if at == 0 || cairn_engine::clock::now_ms() < at {
         return;
@@ -75,8 +76,8 @@ pub fn run_due_flush(shared: &Shared) {
         .compare_exchange(at, 0, Ordering::Relaxed, Ordering::Relaxed)
         .is_ok()
     {
-        cairn_engine::record::stage(&shared.engine, DB, &[b"FLUSHDB"]);
-        drop(shared.engine.flush(Some(DB)));
+        cairn_engine::record::stage(&shared.engine, cx, DB, &[b"FLUSHDB"]);
+        drop(shared.engine.flush(cx, Some(DB)));
     }
 }
 
@@ -86,6 +87,10 @@ pub struct Ctx<'a> {
     pub out: &'a mut Vec<u8>,
     pub stats: &'a stats::McStats,
     pub client: &'a mut Client,
+    /// The request's context in the engine (`cairn_engine::Cx`): every
+    /// lock passes it, so its records and events reach the journal and
+    /// the server.
+    pub ecx: Cx<'a>,
 }
 
 impl Ctx<'_> {
@@ -111,7 +116,7 @@ impl Ctx<'_> {
     /// Over `maxmemory` and no room can be made (noeviction, or nothing
     /// evictable): writes that may grow memory fail.
     pub fn over_memory(&self) -> bool {
-        !admission::room_for(self.shared, 0)
+        !admission::room_for(self.shared, &self.ecx, 0)
     }
 }
 
@@ -163,16 +168,15 @@ pub(crate) fn execute(cx: &mut Ctx, req: Request) {
             _ => Some(false),
         };
         if let Some(noreply) = noreply {
-            cx.reply("SERVER_ERROR loading the dataset in memory", noreply);
+            cx.reply(errors::LOADING, noreply);
             return;
         }
     }
     if let Some(noreply) = write_of(&req) {
         if let Some(why) = admission::writes_denied(cx.shared) {
             // As RESP writes get MISCONF: nothing is stored that the
-            // journal or the save rules could not keep. memcached has no
-            // disk; its error line for "cannot store now" is SERVER_ERROR.
-            cx.reply(&format!("SERVER_ERROR {why}"), noreply);
+            // journal or the save rules could not keep.
+            cx.reply(&errors::writes_denied(&why), noreply);
             return;
         }
     }

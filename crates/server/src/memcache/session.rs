@@ -4,12 +4,13 @@
 //! (`memcache::execute`) and counts its bytes for `stats`. memcached has no
 //! blocking commands and no CLIENT PAUSE, so a session never holds a
 //! request at the head of the buffer.
-use super::{admin, execute, run_due_flush, stats, Ctx};
+use super::{admin, execute, run_due_flush, stats, Ctx, DB};
 use crate::client::Client;
 use crate::exec::admission;
 use crate::net::listener::PROTECTED_MODE_ERROR;
 use crate::net::session::{FrontEnd, Io, Refusal, Session, Stop};
 use crate::shared::{bump, Shared};
+use cairn_engine::{CmdState, Cx};
 use cairn_protocol::memcache::{Auth, DataBlock, Decoded, Decoder, Limits};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -94,10 +95,13 @@ impl Session for McSession {
                 }
                 continue;
             }
+            // Eviction runs before each request, as for RESP commands.
+            let evicted = CmdState::new();
+            let no_memory = !admission::room_for(shared, &Cx::background(&evicted), 0);
+            crate::keyevents::after_command(shared, &evicted, None);
             let limits = Limits {
                 max_value: shared.hot.proto_max_bulk_len.load(Ordering::Relaxed),
-                // Eviction runs before each request, as for RESP commands.
-                no_memory: !admission::room_for(shared, 0),
+                no_memory,
                 big_value: BIG_VALUE,
             };
             match st.decoder.decode_with(buf, &limits, st.block.as_ref()) {
@@ -115,17 +119,21 @@ impl Session for McSession {
                 Decoded::Request { consumed, req } => {
                     *need = 0;
                     let before = out.len() + client.out_refs.pending();
-                    cairn_engine::clock::start_command();
-                    run_due_flush(shared);
+                    // One clock reading for the request and its state in the
+                    // engine, as for a RESP command (`dispatch::invoke`).
+                    let state = CmdState::new();
+                    let ecx = Cx::command(DB, None, cairn_engine::clock::now_ms(), &state);
+                    run_due_flush(shared, &ecx);
                     let mut cx = Ctx {
                         shared,
                         out: &mut *out,
                         stats,
                         client: &mut *client,
+                        ecx,
                     };
                     execute(&mut cx, req);
-                    cairn_engine::clock::end_command();
-                    crate::keyevents::after_command(shared);
+                    crate::keyevents::after_command(shared, &state, None);
+                    client.note_journal_end(state.take_journal_end());
                     bump(&wstats.commands, 1);
                     let block_len = st.block.as_ref().map_or(0, |b| b.data.len() + 2);
                     stats.add(stats::Stat::BytesRead, (consumed + block_len) as u64);

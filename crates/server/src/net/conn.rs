@@ -447,7 +447,7 @@ pub(super) fn must_wait(conn: &Conn, shared: &Shared, durable: u64) -> bool {
 /// durable past the writes its commands just made (appended on this thread
 /// while they ran).
 fn note_hold(conn: &mut Conn, shared: &Shared) {
-    let end = crate::journal::take_last_end();
+    let end = conn.client.take_journal_end();
     if end > conn.hold && shared.journal.holds_replies() {
         conn.hold = end;
     }

@@ -365,7 +365,11 @@ impl Worker {
                 blocking::handoff(&self.shared, &on);
             }
             if !conn.client.watched.is_empty() {
-                crate::client::unwatch_all(&self.shared, &mut conn.client);
+                crate::client::unwatch_all(
+                    &self.shared,
+                    &cairn_engine::Cx::DETACHED,
+                    &mut conn.client,
+                );
             }
             if conn.client.info.monitor.load(Ordering::Relaxed) {
                 let mut m = self.shared.monitors.lock();
@@ -444,7 +448,11 @@ impl Worker {
             crate::pubsub::drop_client(&self.shared, &mut conn.client);
             self.shared.clients.lock().remove(&id);
             if !conn.client.watched.is_empty() {
-                crate::client::unwatch_all(&self.shared, &mut conn.client);
+                crate::client::unwatch_all(
+                    &self.shared,
+                    &cairn_engine::Cx::DETACHED,
+                    &mut conn.client,
+                );
             }
             self.shared.connected.fetch_sub(1, Ordering::Relaxed);
             return;

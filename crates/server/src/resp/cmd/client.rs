@@ -17,6 +17,7 @@ use crate::client::{client_line, is_subscriber, Client, ClientInfo, ReplyMode, R
 use crate::exec::table::Def;
 use crate::resp::cmd::{reply_help, subcommand_syntax_error};
 use crate::resp::ctx::{Args, CmdResult, Ctx};
+use crate::resp::errors;
 use crate::resp::errors::CmdError;
 use crate::shared::{Msg, Shared};
 use cairn_engine::util::num;
@@ -49,11 +50,7 @@ fn unblock(ctx: &mut Ctx) -> CmdResult {
         3 => 1,
         4 if ctx.arg(3).eq_ignore_ascii_case(b"timeout") => 1,
         4 if ctx.arg(3).eq_ignore_ascii_case(b"error") => 2,
-        4 => {
-            return Err(CmdError::text(
-                "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR",
-            ))
-        }
+        4 => return Err(CmdError::text(errors::CLIENT_UNBLOCK_REASON)),
         _ => return Err(subcommand_syntax_error(ctx)),
     };
     let id = num::parse_i64(ctx.arg(2)).ok_or(CmdError::NotInteger)?;
@@ -92,9 +89,7 @@ pub fn validate_name(name: &[u8]) -> Result<(), CmdError> {
     if name.iter().all(|&b| (b'!'..=b'~').contains(&b)) {
         Ok(())
     } else {
-        Err(CmdError::text(
-            "ERR Client names cannot contain spaces, newlines or special characters.",
-        ))
+        Err(CmdError::text(errors::CLIENT_NAME_INVALID))
     }
 }
 
@@ -118,7 +113,7 @@ fn list(ctx: &mut Ctx) -> CmdResult {
     } else if argc > 3 && ctx.arg(2).eq_ignore_ascii_case(b"id") {
         let mut ids = Vec::with_capacity(argc - 3);
         for j in 3..argc {
-            ids.push(num::parse_i64(ctx.arg(j)).ok_or(CmdError::text("ERR Invalid client ID"))?);
+            ids.push(num::parse_i64(ctx.arg(j)).ok_or(CmdError::text(errors::CLIENT_ID_INVALID))?);
         }
         for id in ids {
             let found = ctx.shared.clients.lock().get(&(id as u64)).cloned();
@@ -174,10 +169,7 @@ fn client_type(name: &[u8]) -> Result<Kind, CmdError> {
     } else if name.eq_ignore_ascii_case(b"master") {
         Kind::Master
     } else {
-        return Err(CmdError::text(format!(
-            "ERR Unknown client type '{}'",
-            c_str_lossy(name)
-        )));
+        return Err(errors::unknown_client_type(&c_str_lossy(name)));
     };
     Ok(k)
 }
@@ -264,7 +256,7 @@ fn kill(ctx: &mut Ctx) -> CmdResult {
             if opt.eq_ignore_ascii_case(b"id") {
                 match num::parse_i64(val) {
                     Some(n) if n >= 1 => id = Some(n as u64),
-                    _ => return Err(CmdError::text("ERR client-id should be greater than 0")),
+                    _ => return Err(CmdError::text(errors::CLIENT_ID_NOT_POSITIVE)),
                 }
             } else if opt.eq_ignore_ascii_case(b"type") {
                 ty = Some(client_type(val)?);
@@ -275,10 +267,7 @@ fn kill(ctx: &mut Ctx) -> CmdResult {
             } else if opt.eq_ignore_ascii_case(b"user") {
                 // `default` is the only user and every client's.
                 if val != b"default" {
-                    return Err(CmdError::text(format!(
-                        "ERR No such user '{}'",
-                        c_str_lossy(val)
-                    )));
+                    return Err(errors::no_such_user(&c_str_lossy(val)));
                 }
             } else if opt.eq_ignore_ascii_case(b"skipme") {
                 skipme = if val.eq_ignore_ascii_case(b"yes") {
@@ -340,7 +329,7 @@ fn kill(ctx: &mut Ctx) -> CmdResult {
 
     if argc == 3 {
         if killed == 0 {
-            return Err(CmdError::text("ERR No such client"));
+            return Err(CmdError::text(errors::NO_SUCH_CLIENT));
         }
         ctx.ok()?;
     } else {
@@ -380,16 +369,14 @@ fn pause(ctx: &mut Ctx) -> CmdResult {
         } else if mode.eq_ignore_ascii_case(b"all") {
             true
         } else {
-            return Err(CmdError::text("ERR CLIENT PAUSE mode must be WRITE or ALL"));
+            return Err(CmdError::text(errors::CLIENT_PAUSE_MODE));
         }
     } else {
         true
     };
-    let timeout = num::parse_i64(ctx.arg(2)).ok_or(CmdError::text(
-        "ERR timeout is not an integer or out of range",
-    ))?;
+    let timeout = num::parse_i64(ctx.arg(2)).ok_or(CmdError::text(errors::TIMEOUT_NOT_INTEGER))?;
     if timeout < 0 {
-        return Err(CmdError::text("ERR timeout is negative"));
+        return Err(CmdError::text(errors::TIMEOUT_NEGATIVE));
     }
     let now = cairn_engine::clock::now_ms() as i64;
     // Redis 7.0 adds without an overflow check: a huge timeout wraps to a

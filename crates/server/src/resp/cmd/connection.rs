@@ -13,6 +13,7 @@ use crate::exec::meta::REDIS_VERSION;
 use crate::exec::table::Def;
 use crate::resp::cmd::client::{set_name, validate_name};
 use crate::resp::ctx::{CmdResult, Ctx};
+use crate::resp::errors;
 use crate::resp::errors::CmdError;
 use cairn_engine::util::num;
 use cairn_protocol::resp::Protocol;
@@ -27,8 +28,6 @@ pub const COMMANDS: &[Def] = &[
     Def::new("reset", reset),
     Def::new("select", select),
 ];
-
-const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
 
 /// PING [message] → +PONG, or the message as a bulk string. A RESP2
 /// client with subscriptions gets `["pong", message or ""]` instead, the
@@ -68,13 +67,12 @@ fn hello(ctx: &mut Ctx) -> CmdResult {
     let mut proto = None;
     let mut next = 1;
     if ctx.argc() >= 2 {
-        let ver = num::parse_i64(ctx.arg(1)).ok_or(CmdError::text(
-            "ERR Protocol version is not an integer or out of range",
-        ))?;
+        let ver =
+            num::parse_i64(ctx.arg(1)).ok_or(CmdError::text(errors::HELLO_PROTO_NOT_INTEGER))?;
         proto = Some(match ver {
             2 => Protocol::Resp2,
             3 => Protocol::Resp3,
-            _ => return Err(CmdError::text("NOPROTO unsupported protocol version")),
+            _ => return Err(CmdError::text(errors::NOPROTO)),
         });
         next = 2;
     }
@@ -95,24 +93,17 @@ fn hello(ctx: &mut Ctx) -> CmdResult {
             name = Some(n);
             j += 2;
         } else {
-            return Err(CmdError::text(format!(
-                "ERR Syntax error in HELLO option '{}'",
-                String::from_utf8_lossy(opt)
-            )));
+            return Err(errors::hello_syntax(opt));
         }
     }
     if let Some((user, pass)) = credentials {
         if !credentials_ok(ctx.shared, user, pass) {
-            return Err(CmdError::text(WRONGPASS));
+            return Err(CmdError::text(errors::WRONGPASS));
         }
         ctx.client.authenticated = true;
     }
     if !ctx.client.authenticated {
-        return Err(CmdError::text(
-            "NOAUTH HELLO must be called with the client already authenticated, otherwise the \
-             HELLO AUTH <user> <pass> option can be used to authenticate the client and select \
-             the RESP protocol version at the same time",
-        ));
+        return Err(CmdError::text(errors::HELLO_NOAUTH));
     }
     if let Some(n) = name {
         set_name(ctx.client, n);
@@ -155,10 +146,7 @@ fn auth(ctx: &mut Ctx) -> CmdResult {
             // Redis keeps the pre-ACL error for the one-argument form when
             // the default user has no password.
             if ctx.shared.config.read().requirepass.is_empty() {
-                return Err(CmdError::text(
-                    "ERR AUTH <password> called without any password configured for the \
-                     default user. Are you sure your configuration is correct?",
-                ));
+                return Err(CmdError::text(errors::AUTH_WITHOUT_PASSWORD));
             }
             (&b"default"[..], ctx.arg(1))
         }
@@ -166,7 +154,7 @@ fn auth(ctx: &mut Ctx) -> CmdResult {
         _ => return Err(CmdError::Syntax),
     };
     if !credentials_ok(ctx.shared, user, pass) {
-        return Err(CmdError::text(WRONGPASS));
+        return Err(CmdError::text(errors::WRONGPASS));
     }
     ctx.client.authenticated = true;
     ctx.ok()
@@ -191,7 +179,7 @@ fn reset(ctx: &mut Ctx) -> CmdResult {
         m.retain(|(id, _)| *id != c.id);
         shared.monitor_count.store(m.len(), Ordering::Relaxed);
     }
-    discard_transaction(shared, c);
+    discard_transaction(shared, &ctx.cx, c);
     c.set_db(0);
     set_proto(c, Protocol::Resp2);
     *c.info.name.lock() = None;
@@ -206,12 +194,10 @@ fn select(ctx: &mut Ctx) -> CmdResult {
     // getIntFromObjectOrReply: a long long first, then the int range.
     let n = num::parse_i64(ctx.arg(1)).ok_or(CmdError::NotInteger)?;
     if n < i64::from(i32::MIN) || n > i64::from(i32::MAX) {
-        return Err(CmdError::text(
-            "ERR value is out of range, value must between -2147483648 and 2147483647",
-        ));
+        return Err(CmdError::text(errors::OUT_OF_INT_RANGE));
     }
     if n < 0 || n as usize >= ctx.engine().databases() {
-        return Err(CmdError::text("ERR DB index is out of range"));
+        return Err(CmdError::text(errors::DB_INDEX_OUT_OF_RANGE));
     }
     ctx.client.set_db(n as usize);
     ctx.ok()

@@ -21,6 +21,7 @@
 use crate::exec::table::Def;
 use crate::resp::ctx::{CmdResult, Ctx};
 use crate::shared::Shared;
+use cairn_engine::Cx;
 use parking_lot::{const_mutex, Mutex};
 use std::fmt::{Display, Write as _};
 use std::sync::atomic::Ordering;
@@ -33,7 +34,7 @@ pub const COMMANDS: &[Def] = &[Def::new("info", info)];
 /// string, format `txt`); an unknown section contributes nothing.
 fn info(ctx: &mut Ctx) -> CmdResult {
     let sel = Selection::parse(ctx.args.iter_from(1));
-    let text = report(ctx.shared, &sel);
+    let text = report(ctx.shared, &ctx.cx, &sel);
     ctx.reply().verbatim("txt", text.as_bytes());
     Ok(())
 }
@@ -97,12 +98,12 @@ impl Selection {
 
 /// Builds the INFO text for `sel`: sections in Redis's order, separated by
 /// an empty line.
-fn report(shared: &Shared, sel: &Selection) -> String {
+fn report(shared: &Shared, cx: &Cx, sel: &Selection) -> String {
     let mut out = String::with_capacity(4096);
     let needs_engine = ["memory", "stats", "keyspace", "persistence"]
         .iter()
         .any(|s| sel.wants(s));
-    let engine = needs_engine.then(|| EngineTotals::read(shared));
+    let engine = needs_engine.then(|| EngineTotals::read(shared, cx));
     let counters = Counters::read(shared, engine.as_ref());
     let since_reset = counters.minus(&BASELINE.lock());
 
@@ -193,8 +194,9 @@ struct EngineTotals {
 }
 
 impl EngineTotals {
-    /// One pass over the shards, each locked only while it is read.
-    fn read(shared: &Shared) -> EngineTotals {
+    /// One pass over the shards, each locked only while it is read (or
+    /// read from the hold of `cx`'s EXEC).
+    fn read(shared: &Shared, cx: &Cx) -> EngineTotals {
         let dbs = shared.engine.databases();
         let mut t = EngineTotals {
             keys: vec![0; dbs],
@@ -205,7 +207,7 @@ impl EngineTotals {
             expired: 0,
             evicted: 0,
         };
-        shared.engine.for_each_shard_read(|_, shard| {
+        shared.engine.for_each_shard_read(cx, |_, shard| {
             for db in 0..dbs {
                 let table = shard.db(db);
                 t.keys[db] += table.len() as u64;
@@ -306,8 +308,8 @@ static BASELINE: Mutex<Option<Counters>> = const_mutex(None);
 /// CONFIG RESETSTAT: from now on INFO's stats, commandstats and errorstats
 /// count from zero (server.c `resetServerStats`, `resetCommandTableStats`,
 /// `resetErrorTableStats`). The slow log is not touched, as in Redis.
-pub fn reset_stats(shared: &Shared) {
-    let engine = EngineTotals::read(shared);
+pub fn reset_stats(shared: &Shared, cx: &Cx) {
+    let engine = EngineTotals::read(shared, cx);
     let now = Counters::read(shared, Some(&engine));
     *SAMPLE.lock() = Some(Sample::start(Instant::now(), &now));
     *BASELINE.lock() = Some(now);

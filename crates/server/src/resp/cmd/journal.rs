@@ -4,6 +4,7 @@
 use crate::exec::table::Def;
 use crate::journal::rewrite::{self, Started};
 use crate::resp::ctx::{CmdResult, Ctx};
+use crate::resp::errors;
 use crate::resp::errors::CmdError;
 
 pub const COMMANDS: &[Def] = &[Def::new("bgrewriteaof", bgrewriteaof)];
@@ -24,6 +25,6 @@ fn bgrewriteaof(ctx: &mut Ctx) -> CmdResult {
                 .simple("Background append only file rewriting scheduled");
             Ok(())
         }
-        Err(e) => Err(CmdError::text(e)),
+        Err(rewrite::AlreadyRunning) => Err(CmdError::text(errors::BGREWRITEAOF_IN_PROGRESS)),
     }
 }

@@ -68,11 +68,11 @@ fn generic(ctx: &mut Ctx, readonly: bool) -> CmdResult {
     let db = ctx.db();
     let result = {
         let mut g = if spec.uses_patterns() {
-            e.lock_all()
+            e.lock_all(&ctx.cx)
         } else {
             match &spec.store {
-                Some(dest) => e.lock_keys(&[k, *dest]),
-                None => e.lock(&k),
+                Some(dest) => e.lock_keys(&ctx.cx, &[k, *dest]),
+                None => e.lock(&ctx.cx, &k),
             }
         };
         op::sort(&mut g, db, &k, &spec)?
