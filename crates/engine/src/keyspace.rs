@@ -223,9 +223,7 @@ impl Engine {
         idx.dedup();
         self.guard(
             cx,
-            idx.into_iter()
-                .map(|i| (i, self.take_shard(cx, i)))
-                .collect(),
+            idx.into_iter().map(|i| (i, self.take_shard(cx, i))).collect(),
         )
     }
 
@@ -312,11 +310,7 @@ impl Engine {
 
     /// A guard over shards already locked in ascending order, with the
     /// command's clock.
-    fn guard<'e>(
-        &'e self,
-        cx: &Cx<'e>,
-        shards: SmallVec<[(usize, ShardRef<'e>); 16]>,
-    ) -> Guard<'e> {
+    fn guard<'e>(&'e self, cx: &Cx<'e>, shards: SmallVec<[(usize, ShardRef<'e>); 16]>) -> Guard<'e> {
         let now = if self.journal.loading.load(Ordering::Relaxed) {
             0
         } else {
