@@ -10,12 +10,12 @@
 //! options) are dropped on one background thread, Redis's lazyfree bio
 //! thread, after the shard locks are released.
 use crate::config::MaxmemoryPolicy;
-use crate::exec::table::Def;
 use crate::resp::args;
 use crate::resp::cmd::reply_help;
 use crate::resp::ctx::{CmdResult, Ctx};
 use crate::resp::errors;
 use crate::resp::errors::CmdError;
+use crate::exec::table::Def;
 use cairn_engine::ops::keys::{self as op, ExpireCond, ExpireOutcome, ScanFilter, Ttl, TypeFilter};
 use cairn_engine::{Error as EngineError, Key, Kind, Owned};
 use cairn_protocol::resp::ReplyWriter;
@@ -87,12 +87,9 @@ fn unlink(ctx: &mut Ctx) -> CmdResult {
 fn remove_keys(ctx: &mut Ctx, lazy: bool) -> CmdResult {
     let keys = keys_from(ctx, 1);
     let mut removed: SmallVec<[Owned; 4]> = SmallVec::new();
-    let n = op::del(
-        &mut ctx.engine().lock_keys(&ctx.cx, &keys),
-        ctx.db(),
-        &keys,
-        |e| removed.push(e),
-    );
+    let n = op::del(&mut ctx.engine().lock_keys(&ctx.cx, &keys), ctx.db(), &keys, |e| {
+        removed.push(e)
+    });
     for e in removed {
         free_entry(ctx, e, lazy);
     }
