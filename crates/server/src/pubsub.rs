@@ -35,9 +35,9 @@
 //! Redis's log line when it is over, so a subscriber that never reads
 //! cannot make the server's memory grow without bound.
 use crate::client::Client;
+use crate::exec::table::Command;
 use crate::resp::ctx::Args;
 use crate::resp::errors::CmdError;
-use crate::resp::table::Command;
 use crate::shared::{Msg, Shared};
 use cairn_engine::events::class as notify_class;
 use cairn_engine::util::glob::glob_match;

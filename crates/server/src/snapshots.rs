@@ -460,7 +460,7 @@ pub fn load(shared: &Shared, path: &std::path::Path) -> Result<(), String> {
         ..Default::default()
     };
     let result = snap::load(&shared.engine, path, &opts, &mut |p| {
-        if crate::server::signalled() {
+        if crate::process::signalled() {
             // Nothing to save yet: a half-loaded dataset must not be.
             log::warning("Received SIGTERM during loading, exiting now");
             std::process::exit(0);

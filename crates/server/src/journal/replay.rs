@@ -6,9 +6,9 @@
 //! damage stops start-up with the file, the offset and the reason.
 use super::Paths;
 use crate::client::{Client, ClientInfo};
+use crate::exec::dispatch;
 use crate::log;
 use crate::resp::ctx::Args;
-use crate::resp::dispatch;
 use crate::shared::Shared;
 use cairn_engine::record::{Record, Tag};
 use cairn_engine::value::StrValue;

@@ -6,8 +6,8 @@
 use super::replay::Replayer;
 use crate::client::{Client, ClientInfo};
 use crate::config::Config;
+use crate::exec::dispatch;
 use crate::resp::ctx::Args;
-use crate::resp::dispatch;
 use crate::shared::Shared;
 use cairn_persist::journal::frame::{self, End};
 use cairn_protocol::resp::ArgList;

@@ -55,7 +55,7 @@ pub fn authenticate(
     out: &mut Vec<u8>,
 ) {
     stats.inc(Stat::AuthCmds);
-    if crate::resp::cmd::connection::credentials_ok(shared, user, pass) {
+    if crate::auth::credentials_ok(shared, user, pass) {
         client.authenticated = true;
         out.extend_from_slice(b"STORED\r\n");
     } else {

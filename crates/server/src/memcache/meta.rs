@@ -238,7 +238,7 @@ fn set(cx: &mut Ctx, m: &Meta) {
     } else {
         mode
     };
-    if !crate::memory::make_room(cx.shared, &cx.ecx, m.data.len() as u64) {
+    if !crate::exec::admission::room_for(cx.shared, &cx.ecx, m.data.len() as u64) {
         super::storage::refused(
             cx,
             cairn_protocol::memcache::Refusal::NoMemory,

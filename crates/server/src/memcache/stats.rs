@@ -138,7 +138,7 @@ fn general(shared: &Shared, out: &mut String) {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0);
-    let (sys, user) = crate::resp::cmd::info::rusage(libc::RUSAGE_SELF);
+    let (sys, user) = crate::process::rusage(libc::RUSAGE_SELF);
     stat(out, "pid", std::process::id());
     stat(out, "uptime", shared.started.elapsed().as_secs());
     stat(out, "time", now);

@@ -22,7 +22,7 @@ pub fn store(cx: &mut Ctx, s: &Store) {
     cx.stats.inc(Stat::CmdSet);
     // The value's bytes must fit under maxmemory (evicting first if the
     // policy allows), as for a RESP write.
-    if !crate::memory::make_room(cx.shared, &cx.ecx, s.data.len() as u64) {
+    if !crate::exec::admission::room_for(cx.shared, &cx.ecx, s.data.len() as u64) {
         refused(
             cx,
             Refusal::NoMemory,

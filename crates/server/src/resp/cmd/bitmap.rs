@@ -4,11 +4,11 @@
 //! lookup (a missing key answers before the range is parsed), so those
 //! hand their parser to the engine op as a closure. The keyspace work is
 //! `cairn_engine::ops::bitmap`.
+use crate::exec::table::Def;
 use crate::resp::args;
 use crate::resp::ctx::{CmdResult, Ctx};
 use crate::resp::errors;
 use crate::resp::errors::CmdError;
-use crate::resp::table::Def;
 use cairn_engine::ops::bitmap::{
     self as op, BitOp, BitfieldOp, CountArgs, FieldOp, Overflow, PosArgs, Unit,
 };

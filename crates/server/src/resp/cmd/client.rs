@@ -13,15 +13,14 @@
 //! Not implemented (not registered, so the dispatcher answers "unknown
 //! subcommand"): CACHING, GETREDIR, TRACKING and TRACKINGINFO, which need
 //! client-side caching.
-use crate::client::{Client, ClientInfo, ReplyMode};
+use crate::client::{client_line, is_subscriber, Client, ClientInfo, ReplyMode, Running};
+use crate::exec::table::Def;
 use crate::resp::cmd::{reply_help, subcommand_syntax_error};
 use crate::resp::ctx::{Args, CmdResult, Ctx};
 use crate::resp::errors;
 use crate::resp::errors::CmdError;
-use crate::resp::table::Def;
 use crate::shared::{Msg, Shared};
 use cairn_engine::util::num;
-use std::io::Write;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -186,12 +185,6 @@ fn kind(c: &ClientInfo) -> Kind {
     }
 }
 
-/// True while the client is subscribed to anything (flag `P`).
-fn is_subscriber(c: &ClientInfo) -> bool {
-    c.sub.load(Ordering::Relaxed) + c.psub.load(Ordering::Relaxed) + c.ssub.load(Ordering::Relaxed)
-        > 0
-}
-
 /// One CLIENT LIST line, `\n`-terminated, in Redis 7.0's field order.
 ///
 /// Where Cairn's connection differs from Redis's, the fields approximate:
@@ -212,113 +205,11 @@ fn is_subscriber(c: &ClientInfo) -> bool {
 fn write_line(out: &mut Vec<u8>, ctx: &Ctx, c: &ClientInfo, current_cmd: &'static str) {
     let me = (c.id == ctx.client.id).then_some(Running {
         client: &*ctx.client,
-        args: &ctx.args,
+        qbuf: request_len(&ctx.args),
+        argv_mem: args_len(&ctx.args),
         cmd: current_cmd,
     });
     client_line(out, ctx.shared, c, me);
-}
-
-/// Redis's `catClientInfoString` for a client seen from another thread
-/// (no trailing newline), for log lines such as the output-buffer-limit
-/// disconnection.
-pub fn describe(shared: &Shared, c: &ClientInfo) -> String {
-    let mut out = Vec::new();
-    client_line(&mut out, shared, c, None);
-    if out.last() == Some(&b'\n') {
-        out.pop();
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-/// The client whose command is writing the line, with that command.
-struct Running<'a> {
-    client: &'a Client,
-    args: &'a Args<'a>,
-    cmd: &'static str,
-}
-
-fn client_line(out: &mut Vec<u8>, shared: &Shared, c: &ClientInfo, me: Option<Running>) {
-    let is_me = me.is_some();
-    let mut flags = String::new();
-    if c.monitor.load(Ordering::Relaxed) {
-        flags.push('O');
-    }
-    if is_subscriber(c) {
-        flags.push('P');
-    }
-    if c.multi.load(Ordering::Relaxed) >= 0 {
-        flags.push('x');
-    }
-    if c.blocked.load(Ordering::Relaxed) {
-        flags.push('b');
-    }
-    if c.dirty_cas.load(Ordering::Relaxed) {
-        flags.push('d');
-    }
-    if me.as_ref().is_some_and(|m| m.client.close_after_reply) {
-        flags.push('c');
-    }
-    if c.no_evict.load(Ordering::Relaxed) {
-        flags.push('e');
-    }
-    if flags.is_empty() {
-        flags.push('N');
-    }
-    let (qbuf, argv_mem, cmd) = if let Some(m) = &me {
-        (request_len(m.args), args_len(m.args), m.cmd)
-    } else {
-        let last = c.last_cmd.load(Ordering::Relaxed);
-        let cmd = if last < shared.table.all().len() {
-            shared.table.get(last).name
-        } else {
-            "NULL"
-        };
-        (c.qbuf.load(Ordering::Relaxed), 0, cmd)
-    };
-    let qbuf_free = c.qbuf_free.load(Ordering::Relaxed);
-    let rbs = c.omem.load(Ordering::Relaxed);
-    let obl = c.obl.load(Ordering::Relaxed);
-    let tot_mem = qbuf
-        + qbuf_free
-        + argv_mem
-        + rbs
-        + std::mem::size_of::<ClientInfo>()
-        + std::mem::size_of::<Client>();
-    let events = if obl > 0 { "rw" } else { "r" };
-    let idle = if is_me { 0 } else { c.idle_secs() };
-    let _ = write!(
-        out,
-        "id={} addr={} laddr={} fd={} name=",
-        c.id, c.addr, c.laddr, c.fd
-    );
-    if let Some(n) = c.name.lock().as_deref() {
-        out.extend_from_slice(n);
-    }
-    let _ = writeln!(
-        out,
-        " age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} \
-         argv-mem={} multi-mem=0 rbs={} rbp={} obl={} oll=0 omem={} tot-mem={} events={} \
-         cmd={} user=default redir=-1 resp={}",
-        c.created.elapsed().as_secs(),
-        idle,
-        flags,
-        c.db.load(Ordering::Relaxed),
-        c.sub.load(Ordering::Relaxed),
-        c.psub.load(Ordering::Relaxed),
-        c.ssub.load(Ordering::Relaxed),
-        c.multi.load(Ordering::Relaxed),
-        qbuf,
-        qbuf_free,
-        argv_mem,
-        rbs,
-        rbs,
-        obl,
-        rbs,
-        tot_mem,
-        events,
-        cmd,
-        c.resp.load(Ordering::Relaxed),
-    );
 }
 
 /// Bytes of the request as a RESP multibulk.

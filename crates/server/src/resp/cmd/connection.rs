@@ -7,14 +7,14 @@
 //! `requirepass`. With no requirepass the user is `nopass`, as in Redis:
 //! `AUTH default <anything>` succeeds, the one-argument form is refused.
 //! CLIENT and its subcommands live in `client.rs`.
-use crate::client::{Client, ReplyMode};
+use crate::auth::credentials_ok;
+use crate::client::{discard_transaction, Client, ReplyMode};
+use crate::exec::meta::REDIS_VERSION;
+use crate::exec::table::Def;
 use crate::resp::cmd::client::{set_name, validate_name};
 use crate::resp::ctx::{CmdResult, Ctx};
 use crate::resp::errors;
 use crate::resp::errors::CmdError;
-use crate::resp::meta::REDIS_VERSION;
-use crate::resp::table::Def;
-use crate::shared::Shared;
 use cairn_engine::util::num;
 use cairn_protocol::resp::Protocol;
 use std::sync::atomic::Ordering;
@@ -160,30 +160,6 @@ fn auth(ctx: &mut Ctx) -> CmdResult {
     ctx.ok()
 }
 
-/// True if `user`/`pass` name the default user with its password (any
-/// password while requirepass is empty: the user is then `nopass`).
-pub(crate) fn credentials_ok(shared: &Shared, user: &[u8], pass: &[u8]) -> bool {
-    if user != b"default" {
-        return false;
-    }
-    let cfg = shared.config.read();
-    let want = cfg.requirepass.as_bytes();
-    want.is_empty() || constant_time_eq(want, pass)
-}
-
-/// Compares without an early exit on the first differing byte, so the
-/// time taken does not reveal how much of a guess was right (Redis
-/// compares SHA-256 digests with `time_independent_strcmp` for the same
-/// reason). The length still shows; Redis hides it by hashing first.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    let n = a.len().max(b.len());
-    let mut diff = (a.len() != b.len()) as u8;
-    for i in 0..n {
-        diff |= a.get(i).copied().unwrap_or(0) ^ b.get(i).copied().unwrap_or(0);
-    }
-    diff == 0
-}
-
 /// QUIT → +OK, then the connection closes once the reply is written.
 fn quit(ctx: &mut Ctx) -> CmdResult {
     ctx.client.close_after_reply = true;
@@ -203,7 +179,7 @@ fn reset(ctx: &mut Ctx) -> CmdResult {
         m.retain(|(id, _)| *id != c.id);
         shared.monitor_count.store(m.len(), Ordering::Relaxed);
     }
-    crate::resp::cmd::multi::discard_transaction(shared, &ctx.cx, c);
+    discard_transaction(shared, &ctx.cx, c);
     c.set_db(0);
     set_proto(c, Protocol::Resp2);
     *c.info.name.lock() = None;
@@ -235,19 +211,4 @@ fn set_proto(c: &mut Client, p: Protocol) {
         Protocol::Resp3 => 3,
     };
     c.info.resp.store(n, Ordering::Relaxed);
-}
-
-#[cfg(test)]
-mod tests {
-    use super::constant_time_eq;
-
-    #[test]
-    fn constant_time_eq_is_equality() {
-        assert!(constant_time_eq(b"", b""));
-        assert!(constant_time_eq(b"secret", b"secret"));
-        assert!(!constant_time_eq(b"secret", b"secreT"));
-        assert!(!constant_time_eq(b"secret", b"secret1"));
-        assert!(!constant_time_eq(b"secret", b""));
-        assert!(!constant_time_eq(b"a\0", b"a"));
-    }
 }

@@ -5,11 +5,11 @@
 //!
 //! Replies that list a hash are written while the shard is locked, straight
 //! from the stored bytes, so reading a hash copies nothing.
+use crate::exec::table::Def;
 use crate::resp::args;
 use crate::resp::ctx::{CmdResult, Ctx};
 use crate::resp::errors;
 use crate::resp::errors::CmdError;
-use crate::resp::table::Def;
 use cairn_engine::ops::hash::{self as op, FloatIncr};
 use cairn_engine::util::num::LdClass;
 use cairn_protocol::resp::{Protocol, ReplyWriter};

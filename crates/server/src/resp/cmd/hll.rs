@@ -3,10 +3,10 @@
 //! (`cairn_engine::ops::hll`), so GET/SET move HyperLogLogs between Cairn
 //! and Redis unchanged. Multi-key commands lock all their keys at once.
 use super::bitmap::c_str;
+use crate::exec::table::Def;
 use crate::resp::ctx::{CmdResult, Ctx};
 use crate::resp::errors;
 use crate::resp::errors::CmdError;
-use crate::resp::table::Def;
 use cairn_engine::ops::hll::{self as op, PfDebug, PfDebugReply};
 use cairn_engine::{Error, Key};
 use smallvec::SmallVec;

@@ -18,15 +18,15 @@
 //! writes its own counters with a plain load + store), so CONFIG RESETSTAT
 //! cannot zero them from another thread without racing. Instead it takes a
 //! snapshot, and INFO reports `current - snapshot`.
+use crate::exec::table::Def;
 use crate::resp::ctx::{CmdResult, Ctx};
-use crate::resp::table::Def;
 use crate::shared::Shared;
+use cairn_engine::Cx;
 use parking_lot::{const_mutex, Mutex};
 use std::fmt::{Display, Write as _};
 use std::sync::atomic::Ordering;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
-use cairn_engine::Cx;
 
 pub const COMMANDS: &[Def] = &[Def::new("info", info)];
 
@@ -313,9 +313,7 @@ pub fn reset_stats(shared: &Shared, cx: &Cx) {
     let now = Counters::read(shared, Some(&engine));
     *SAMPLE.lock() = Some(Sample::start(Instant::now(), &now));
     *BASELINE.lock() = Some(now);
-    for t in ERRORS.iter() {
-        t.lock().clear();
-    }
+    crate::exec::errorstats::reset();
     *shared.stat_reset_at.lock() = Instant::now();
 }
 
@@ -379,54 +377,9 @@ fn rates(shared: &Shared, c: &Counters) -> (u64, f64, f64) {
 
 // ----------------------------------------------------------- errorstats ---
 
-/// Distinct error codes tracked per worker. Redis's codes are a handful
-/// (ERR, WRONGTYPE, NOAUTH, ...); the bound keeps a client that makes up
-/// codes from growing the table.
-const MAX_ERROR_CODES: usize = 128;
-
-/// Workers with a table of their own: `server-threads` is at most 1024.
-const MAX_WORKERS: usize = 1024;
-
-/// One worker's (error code, count) pairs.
-type ErrorTable = Mutex<Vec<(Box<str>, u64)>>;
-
-/// Locked by its worker when counting and by INFO / RESETSTAT, so
-/// uncontended; 32 KiB in all.
-static ERRORS: [ErrorTable; MAX_WORKERS] = [const { const_mutex(Vec::new()) }; MAX_WORKERS];
-
-/// Counts one error reply under its code: the text before the first space
-/// within the first 31 bytes, or `ERR` when there is none (networking.c
-/// `afterErrorReply`). `msg` is the reply without the leading `-`.
-///
-/// The dispatcher's error path (`dispatch::write_error`), where every
-/// error reply is written, calls it.
-pub fn record_error(worker: usize, msg: &[u8]) {
-    let head = &msg[..msg.len().min(31)];
-    let code = match memchr::memchr(b' ', head) {
-        Some(i) if i > 0 => String::from_utf8_lossy(&msg[..i]),
-        _ => "ERR".into(),
-    };
-    let mut t = ERRORS[worker % MAX_WORKERS].lock();
-    if let Some(entry) = t.iter_mut().find(|(c, _)| **c == *code) {
-        entry.1 += 1;
-    } else if t.len() < MAX_ERROR_CODES {
-        t.push((code.into(), 1));
-    }
-}
-
 /// `errorstat_<CODE>:count=<n>`, codes sorted as Redis's rax returns them.
 fn errorstats_section(out: &mut String) {
-    let mut all: Vec<(Box<str>, u64)> = Vec::new();
-    for t in ERRORS.iter() {
-        for (code, n) in t.lock().iter() {
-            match all.iter_mut().find(|(c, _)| c == code) {
-                Some(e) => e.1 += n,
-                None => all.push((code.clone(), *n)),
-            }
-        }
-    }
-    all.sort();
-    for (code, n) in all {
+    for (code, n) in crate::exec::errorstats::totals() {
         let _ = write!(out, "errorstat_{code}:count={n}\r\n");
     }
 }
@@ -446,7 +399,7 @@ fn server_section(out: &mut String, shared: &Shared) {
     let exe = std::env::current_exe()
         .map(|p| p.display().to_string())
         .unwrap_or_default();
-    field(out, "redis_version", crate::resp::meta::REDIS_VERSION);
+    field(out, "redis_version", crate::exec::meta::REDIS_VERSION);
     field(out, "cairn_version", crate::VERSION);
     field(out, "redis_mode", "standalone");
     field(out, "os", os_name());
@@ -829,34 +782,9 @@ fn replication_section(out: &mut String) {
     field(out, "repl_backlog_histlen", 0);
 }
 
-fn getrusage(who: libc::c_int) -> Option<libc::rusage> {
-    // SAFETY: rusage is plain data that getrusage fills in.
-    unsafe {
-        let mut ru: libc::rusage = std::mem::zeroed();
-        (libc::getrusage(who, &mut ru) == 0).then_some(ru)
-    }
-}
-
-/// `getrusage(who)` as (system, user) seconds with six decimals.
-pub(crate) fn rusage(who: libc::c_int) -> (String, String) {
-    let Some(ru) = getrusage(who) else {
-        return ("0.000000".into(), "0.000000".into());
-    };
-    let t = |tv: libc::timeval| format!("{}.{:06}", tv.tv_sec, tv.tv_usec);
-    (t(ru.ru_stime), t(ru.ru_utime))
-}
-
-/// System plus user CPU time of `getrusage(who)` in microseconds (0 if
-/// it fails): `RUSAGE_THREAD` for the calling thread, `RUSAGE_SELF` for
-/// the process.
-pub(crate) fn cpu_us(who: libc::c_int) -> u64 {
-    let us = |tv: libc::timeval| tv.tv_sec as u64 * 1_000_000 + tv.tv_usec as u64;
-    getrusage(who).map_or(0, |ru| us(ru.ru_stime) + us(ru.ru_utime))
-}
-
 fn cpu_section(out: &mut String) {
-    let (sys, user) = rusage(libc::RUSAGE_SELF);
-    let (sys_children, user_children) = rusage(libc::RUSAGE_CHILDREN);
+    let (sys, user) = crate::process::rusage(libc::RUSAGE_SELF);
+    let (sys_children, user_children) = crate::process::rusage(libc::RUSAGE_CHILDREN);
     field(out, "used_cpu_sys", &sys);
     field(out, "used_cpu_user", &user);
     field(out, "used_cpu_sys_children", sys_children);
@@ -892,6 +820,7 @@ fn commandstats_section(out: &mut String, shared: &Shared, c: &Counters) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::exec::errorstats::record_error;
 
     #[test]
     fn human_sizes_match_redis() {

@@ -15,7 +15,7 @@ use crate::resp::cmd::reply_help;
 use crate::resp::ctx::{CmdResult, Ctx};
 use crate::resp::errors;
 use crate::resp::errors::CmdError;
-use crate::resp::table::Def;
+use crate::exec::table::Def;
 use cairn_engine::ops::keys::{self as op, ExpireCond, ExpireOutcome, ScanFilter, Ttl, TypeFilter};
 use cairn_engine::{Error as EngineError, Key, Kind, Owned};
 use cairn_protocol::resp::ReplyWriter;

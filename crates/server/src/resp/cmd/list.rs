@@ -12,11 +12,11 @@
 //! `block` answers the null reply) or on CLIENT UNBLOCK. On such a retry a
 //! watched key of another type is skipped rather than an error: Redis 7.0
 //! keeps the client blocked until a list appears there.
+use crate::exec::table::Def;
 use crate::resp::args;
 use crate::resp::ctx::{CmdResult, Ctx, OnTimeout};
 use crate::resp::errors;
 use crate::resp::errors::CmdError;
-use crate::resp::table::Def;
 use cairn_engine::ops::list::{self as op, Elem, End, Iter, LposOptions};
 use cairn_engine::Key;
 use cairn_protocol::resp::ReplyWriter;

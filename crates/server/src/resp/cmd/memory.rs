@@ -2,14 +2,14 @@
 //! after Redis 7.0's `memoryCommand` (object.c). The figures come from
 //! `crate::memory` (jemalloc's per-thread counters: every live byte) and
 //! from jemalloc's arena statistics.
+use crate::exec::table::Def;
 use crate::memory;
 use crate::resp::cmd::reply_help;
 use crate::resp::ctx::{CmdResult, Ctx};
 use crate::resp::errors::CmdError;
-use crate::resp::table::Def;
 use crate::shared::Shared;
-use std::sync::atomic::Ordering;
 use cairn_engine::Cx;
+use std::sync::atomic::Ordering;
 
 /// The MEMORY container command and its subcommands.
 pub const COMMANDS: &[Def] = &[Def::container(

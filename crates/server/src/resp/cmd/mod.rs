@@ -1,9 +1,9 @@
 //! One file per command family; each exports `COMMANDS`, which
 //! `table::CommandTable::build` assembles into the one command table.
+use crate::exec::table::Def;
 use crate::resp::ctx::{CmdResult, Ctx};
 use crate::resp::errors;
 use crate::resp::errors::{truncate_lossy, CmdError};
-use crate::resp::table::Def;
 
 pub mod bitmap;
 pub mod client;

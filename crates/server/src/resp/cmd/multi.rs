@@ -16,13 +16,11 @@
 //! time is caught at EXEC, which looks every watched key up under the hold
 //! (a lookup of an expired key deletes it and sets the flag), as Redis's
 //! `isWatchedKeyExpired` does.
-use crate::client::Client;
+use crate::client::{discard_transaction, unwatch_all};
+use crate::exec::dispatch;
+use crate::exec::table::Def;
 use crate::resp::ctx::{Args, CmdResult, Ctx};
-use crate::resp::dispatch;
 use crate::resp::errors::CmdError;
-use crate::resp::table::Def;
-use crate::shared::Shared;
-use cairn_engine::Cx;
 use std::sync::atomic::Ordering;
 
 pub const COMMANDS: &[Def] = &[
@@ -50,13 +48,6 @@ fn discard(ctx: &mut Ctx) -> CmdResult {
     }
     discard_transaction(ctx.shared, &ctx.cx, ctx.client);
     ctx.ok()
-}
-
-/// Ends a transaction without running it (DISCARD, a refused EXEC, RESET).
-pub fn discard_transaction(shared: &Shared, cx: &Cx, client: &mut Client) {
-    client.multi = None;
-    client.info.multi.store(-1, Ordering::Relaxed);
-    unwatch_all(shared, cx, client);
 }
 
 /// WATCH key [key ...] → +OK.
@@ -96,20 +87,6 @@ fn watch(ctx: &mut Ctx) -> CmdResult {
 fn unwatch(ctx: &mut Ctx) -> CmdResult {
     unwatch_all(ctx.shared, &ctx.cx, ctx.client);
     ctx.ok()
-}
-
-/// Drops every WATCH of `client` and clears its dirty flag. Also run when
-/// the connection closes, so no shard keeps a dead client's flag. `cx`:
-/// the command that asks (EXEC's, with its hold), or `Cx::DETACHED`
-/// outside any command.
-pub fn unwatch_all(shared: &Shared, cx: &Cx, client: &mut Client) {
-    let e = &shared.engine;
-    for (db, key) in client.watched.drain(..) {
-        let k = e.key(&key);
-        e.lock(cx, &k).unwatch(db, &k, &client.info.dirty_cas);
-    }
-    client.info.dirty_cas.store(false, Ordering::Relaxed);
-    client.info.watching.store(0, Ordering::Relaxed);
 }
 
 /// EXEC → an array of the queued commands' replies; a null array if a

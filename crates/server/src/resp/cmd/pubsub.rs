@@ -6,12 +6,12 @@
 //! `crate::pubsub`; this file parses arguments and writes the replies.
 //! Subscribe confirmations are pushes (`>3` in RESP3), written through
 //! `pubsub` so that CLIENT REPLY OFF does not drop them, as in Redis.
+use crate::exec::table::Def;
 use crate::pubsub::{self, Kind};
 use crate::resp::cmd::{reply_help, subcommand_syntax_error};
 use crate::resp::ctx::{CmdResult, Ctx};
 use crate::resp::errors;
 use crate::resp::errors::CmdError;
-use crate::resp::table::Def;
 
 pub const COMMANDS: &[Def] = &[
     Def::new("subscribe", subscribe),

@@ -4,10 +4,12 @@
 //! replication.c `monitorCommand`). INFO lives in `info.rs`.
 //!
 //! COMMAND's replies are rendered from the metadata Redis itself publishes
-//! (`resp::meta`), so they are byte-identical to Redis 7.0 for every command
+//! (`exec::meta`), so they are byte-identical to Redis 7.0 for every command
 //! in Cairn's table; commands Cairn does not implement do not exist here.
 use crate::client::Client;
 use crate::config::{Config, MaxmemoryPolicy};
+use crate::exec::meta::{self, M};
+use crate::exec::table::{Command, CommandTable, Def};
 use crate::log;
 use crate::resp::args;
 use crate::resp::cmd::info;
@@ -15,8 +17,6 @@ use crate::resp::cmd::{reply_help, subcommand_syntax_error};
 use crate::resp::ctx::{CmdResult, Ctx};
 use crate::resp::errors;
 use crate::resp::errors::CmdError;
-use crate::resp::meta::{self, M};
-use crate::resp::table::{Command, CommandTable, Def};
 use cairn_engine::value::{HashValue, SetValue, StrValue};
 use cairn_engine::Value;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -529,7 +529,8 @@ fn config_set(ctx: &mut Ctx) -> CmdResult {
     // Starting or stopping the journal needs the config lock released
     // (it locks every shard).
     if changed.contains(&"appendonly") {
-        if let Err(why) = crate::journal::on_config_appendonly(ctx.shared, &ctx.cx, ctx.client.info.worker())
+        if let Err(why) =
+            crate::journal::on_config_appendonly(ctx.shared, &ctx.cx, ctx.client.info.worker())
         {
             *ctx.shared.config.write() = before;
             return Err(errors::config_set_failed("appendonly", why));
@@ -686,7 +687,7 @@ fn shutdown(ctx: &mut Ctx) -> CmdResult {
     }
     // NOW (don't wait for replicas) changes nothing: there are none.
     let pidfile = ctx.shared.config.read().pidfile.clone();
-    crate::server::shutdown(ctx.shared, &pidfile)
+    crate::process::shutdown(ctx.shared, &pidfile)
 }
 
 // ----------------------------------------------------------------- DEBUG ---

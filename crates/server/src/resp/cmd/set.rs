@@ -7,11 +7,11 @@
 //! and SPOP with a count answer a set (`~` in RESP3), SRANDMEMBER with a
 //! count and SMISMEMBER an array. Members are written while the shards are
 //! locked, straight from the stored set.
+use crate::exec::table::Def;
 use crate::resp::args;
 use crate::resp::ctx::{CmdResult, Ctx};
 use crate::resp::errors;
 use crate::resp::errors::CmdError;
-use crate::resp::table::Def;
 use cairn_engine::ops::set::{self as op, SetOp, Sink};
 use cairn_engine::value::set::Elem;
 use cairn_engine::Key;

@@ -1,11 +1,11 @@
 //! SAVE, BGSAVE, LASTSAVE: point-in-time snapshots (issue 6). Replies and
 //! error texts are Redis 7.0's (`rdb.c` saveCommand, bgsaveCommand,
 //! lastsaveCommand); the scheduling lives in `crate::snapshots`.
+use crate::exec::table::Def;
 use crate::resp::args;
 use crate::resp::ctx::{CmdResult, Ctx};
 use crate::resp::errors;
 use crate::resp::errors::CmdError;
-use crate::resp::table::Def;
 use crate::snapshots::{self, BgError};
 use std::sync::atomic::Ordering;
 

@@ -5,11 +5,11 @@
 //! Redis reports is the one we report), call `cairn_engine::ops::string`,
 //! and write the reply. Multi-key commands lock all their keys at once, so
 //! each runs atomically.
+use crate::exec::table::Def;
 use crate::resp::args;
 use crate::resp::ctx::{CmdResult, Ctx};
 use crate::resp::errors;
 use crate::resp::errors::CmdError;
-use crate::resp::table::Def;
 use cairn_engine::ops::string::{self as op, Cond, GetExAction, TtlKind};
 use cairn_engine::record;
 use cairn_engine::util::lcs;

@@ -8,11 +8,11 @@
 //!
 //! Replies that list members are written while the shard is locked,
 //! straight from the stored bytes, so reading a sorted set copies nothing.
+use crate::exec::table::Def;
 use crate::resp::args;
 use crate::resp::ctx::{CmdResult, Ctx, OnTimeout};
 use crate::resp::errors;
 use crate::resp::errors::CmdError;
-use crate::resp::table::Def;
 use cairn_engine::ops::zset::{self as op, Aggregate, RangeSpec, RemoveRange, SetOp};
 use cairn_engine::util::num;
 use cairn_engine::value::zset::AddFlags;

@@ -1,10 +1,12 @@
-//! Runs one parsed request: finds the command, checks arity, auth and
-//! pause, times the handler, and keeps the statistics, the slow log and
-//! MONITOR fed. Steps 3 and 7 of the request path in shared/STYLE.md.
+//! Runs one parsed RESP request: finds the command, checks arity, auth and
+//! MULTI's rules, asks `admission` (memory, MISCONF, loading, pause), times
+//! the handler, and keeps the statistics, the slow log and MONITOR fed.
+//! Steps 3 and 7 of the request path in shared/STYLE.md.
 use crate::client::{Client, ReplyMode};
+use crate::exec::admission;
+use crate::exec::table::{flags, Command};
 use crate::resp::ctx::{Args, Ctx};
 use crate::resp::errors::{unknown_command, CmdError};
-use crate::resp::table::{flags, Command};
 use crate::shared::{bump, Msg, Shared, WorkerStats};
 use cairn_engine::{CmdState, Cx};
 use cairn_protocol::resp::{ArgList, ReplyWriter};
@@ -46,18 +48,6 @@ pub fn resolve<'t>(shared: &'t Shared, args: &Args) -> Result<&'t Command, CmdEr
             sub: sub.to_vec(),
             parent: cmd.name,
         })
-}
-
-/// True while CLIENT PAUSE holds `cmd` back. As in Redis 7.0
-/// (`processCommand`), PAUSE ALL holds every command of a normal client and
-/// PAUSE WRITE holds the ones that write or may replicate; the pause ends
-/// when its time runs out or another client sends CLIENT UNPAUSE.
-fn paused(shared: &Shared, cx: &Cx, cmd: &Command) -> bool {
-    let until = shared.pause.until_ms.load(Ordering::Relaxed);
-    if until == 0 || cx.now_ms() >= until {
-        return false;
-    }
-    shared.pause.all.load(Ordering::Relaxed) || cmd.has(flags::WRITE | flags::MAY_REPLICATE)
 }
 
 /// Executes one request and appends its reply (if any) to `out`.
@@ -123,7 +113,7 @@ fn run(
         bump(&stats.cmd[cmd.id][2], 1);
         flag_transaction(client);
         let e = if cmd.name == "exec" {
-            crate::resp::cmd::multi::discard_transaction(shared, base, client);
+            crate::client::discard_transaction(shared, base, client);
             // Redis formats the refusal without its "ERR " (shared errors
             // such as OOM keep their own code).
             crate::resp::errors::exec_abort(&e)
@@ -138,7 +128,7 @@ fn run(
         write_error(out, client, &e, stats);
         return Outcome::Done;
     }
-    if paused(shared, base, cmd) {
+    if admission::paused(shared, base, cmd.has(flags::WRITE | flags::MAY_REPLICATE)) {
         return Outcome::Paused;
     }
     if let Some(m) = &mut client.multi {
@@ -185,7 +175,7 @@ fn refusal(
     } else {
         0
     };
-    if !crate::memory::make_room(shared, cx, incoming) {
+    if !admission::room_for(shared, cx, incoming) {
         // Queueing may itself use unbounded memory, so under the limit
         // every command but EXEC/DISCARD/QUIT/RESET is refused in MULTI;
         // EXEC is refused if it would run a command that may grow memory.
@@ -200,28 +190,14 @@ fn refusal(
         }
     }
     if cmd.has(flags::WRITE) || cmd.name == "ping" {
-        if let Some(why) = writes_denied(shared) {
+        if let Some(why) = admission::writes_denied(shared) {
             return Some(CmdError::text(why));
         }
     }
-    if shared.snapshots.loading.load(Ordering::Relaxed) && !cmd.has(flags::LOADING) {
+    if admission::loading(shared) && !cmd.has(flags::LOADING) {
         return Some(CmdError::text(crate::snapshots::LOADING));
     }
     None
-}
-
-/// Why writes (and PING) are refused now, in Redis 7.0's words, or None:
-/// a failed background save while save rules exist (`processCommand`),
-/// or a journal that cannot be written (`writeCommandsDeniedByDiskError`).
-/// Reads go on. The memcached port refuses its writes with the same text.
-pub(crate) fn writes_denied(shared: &Shared) -> Option<String> {
-    if shared.snapshots.deny_writes.load(Ordering::Relaxed) {
-        return Some(crate::snapshots::MISCONF.to_string());
-    }
-    shared
-        .journal
-        .failure()
-        .map(|err| format!("MISCONF Errors writing to the AOF file: {err}"))
 }
 
 /// Inside MULTI, an error while queueing makes EXEC fail (`flagTransaction`).
@@ -333,7 +309,7 @@ fn shown_arg<'a>(args: &Args<'a>, i: usize, redact: u64) -> &'a [u8] {
 fn write_error(out: &mut Vec<u8>, client: &Client, e: &CmdError, stats: &WorkerStats) {
     bump(&stats.error_replies, 1);
     let msg = e.message_bytes();
-    crate::resp::cmd::info::record_error(client.info.worker(), &msg);
+    crate::exec::errorstats::record_error(client.info.worker(), &msg);
     // Client bytes may sit in the text; CR and LF become spaces so the
     // reply stays one line (Redis: `addReplyErrorLength`).
     out.push(b'-');

@@ -254,7 +254,7 @@ impl Balancer {
         // and `online` describe one machine even where /proc is a
         // container's view.
         let online = machine.map(|m| m.online);
-        let own = crate::resp::cmd::info::cpu_us(libc::RUSAGE_SELF);
+        let own = crate::process::cpu_us(libc::RUSAGE_SELF);
         let first = self.busy.is_empty();
         let prev = std::mem::replace(&mut self.busy, busy);
         let prev_machine = std::mem::replace(&mut self.machine, machine);
