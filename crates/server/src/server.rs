@@ -257,7 +257,9 @@ pub fn run(cfg: Config) -> Result<(), String> {
         }
         log::warning("Received SIGTERM scheduling shutdown...");
         // As Redis: with save rules, save first; if that fails, keep running.
-        if crate::snapshots::final_save(&shared, &cairn_engine::Cx::DETACHED, false, false, false).is_ok() {
+        if crate::snapshots::final_save(&shared, &cairn_engine::Cx::DETACHED, false, false, false)
+            .is_ok()
+        {
             break;
         }
         log::warning(

@@ -484,7 +484,11 @@ impl Worker {
                 blocking::handoff(&self.shared, &on);
             }
             if !conn.client.watched.is_empty() {
-                crate::resp::cmd::multi::unwatch_all(&self.shared, &cairn_engine::Cx::DETACHED, &mut conn.client);
+                crate::resp::cmd::multi::unwatch_all(
+                    &self.shared,
+                    &cairn_engine::Cx::DETACHED,
+                    &mut conn.client,
+                );
             }
             if conn.client.info.monitor.load(Ordering::Relaxed) {
                 let mut m = self.shared.monitors.lock();
@@ -572,7 +576,11 @@ impl Worker {
             crate::pubsub::drop_client(&self.shared, &mut conn.client);
             self.shared.clients.lock().remove(&id);
             if !conn.client.watched.is_empty() {
-                crate::resp::cmd::multi::unwatch_all(&self.shared, &cairn_engine::Cx::DETACHED, &mut conn.client);
+                crate::resp::cmd::multi::unwatch_all(
+                    &self.shared,
+                    &cairn_engine::Cx::DETACHED,
+                    &mut conn.client,
+                );
             }
             self.shared.connected.fetch_sub(1, Ordering::Relaxed);
             return;

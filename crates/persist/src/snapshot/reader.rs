@@ -10,6 +10,7 @@
 use super::format::{
     self, BuildLimits, Decoder, Record, Section, BLOCK_HEADER_LEN, END_LEN, HEADER_LEN,
 };
+use cairn_engine::Cx;
 use cairn_engine::{Engine, Expiry};
 use parking_lot::Mutex;
 use std::fmt;
@@ -18,7 +19,6 @@ use std::io::{self, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
-use cairn_engine::Cx;
 
 /// A snapshot that cannot be read: file, byte offset and reason.
 #[derive(Debug)]

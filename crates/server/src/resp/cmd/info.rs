@@ -21,12 +21,12 @@
 use crate::resp::ctx::{CmdResult, Ctx};
 use crate::resp::table::Def;
 use crate::shared::Shared;
+use cairn_engine::Cx;
 use parking_lot::{const_mutex, Mutex};
 use std::fmt::{Display, Write as _};
 use std::sync::atomic::Ordering;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
-use cairn_engine::Cx;
 
 pub const COMMANDS: &[Def] = &[Def::new("info", info)];
 

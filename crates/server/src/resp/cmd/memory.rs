@@ -8,8 +8,8 @@ use crate::resp::ctx::{CmdResult, Ctx};
 use crate::resp::errors::CmdError;
 use crate::resp::table::Def;
 use crate::shared::Shared;
-use std::sync::atomic::Ordering;
 use cairn_engine::Cx;
+use std::sync::atomic::Ordering;
 
 /// The MEMORY container command and its subcommands.
 pub const COMMANDS: &[Def] = &[Def::container(

@@ -532,7 +532,8 @@ fn config_set(ctx: &mut Ctx) -> CmdResult {
     // Starting or stopping the journal needs the config lock released
     // (it locks every shard).
     if changed.contains(&"appendonly") {
-        if let Err(why) = crate::journal::on_config_appendonly(ctx.shared, &ctx.cx, ctx.client.info.worker())
+        if let Err(why) =
+            crate::journal::on_config_appendonly(ctx.shared, &ctx.cx, ctx.client.info.worker())
         {
             *ctx.shared.config.write() = before;
             return Err(CmdError::text(format!(
