@@ -17,7 +17,9 @@ impl Engine {
     /// `table`). Like Redis, it stops once `count` keys were visited or after
     /// `count * 10` buckets, and returns the next cursor (0 = done). `visit`
     /// sees live entries only; expired ones are skipped.
-    pub fn scan(&self, cx: &Cx,
+    pub fn scan(
+        &self,
+        cx: &Cx,
         db: usize,
         cursor: u64,
         count: usize,

@@ -209,6 +209,11 @@ impl Engine {
     }
 
     /// Locks the shard of one key for the command of `cx`.
+    // Always inlined: the guard (its shard list has room for 16) is then
+    // built in the caller's frame instead of being copied out of this one
+    // (callgrind, SET -P 16: two memcpy calls of the guard per command
+    // when it was not).
+    #[inline(always)]
     pub fn lock<'e>(&'e self, cx: &Cx<'e>, k: &Key) -> Guard<'e> {
         let i = self.shard_of(k);
         let mut shards = SmallVec::new();
@@ -223,7 +228,9 @@ impl Engine {
         idx.dedup();
         self.guard(
             cx,
-            idx.into_iter().map(|i| (i, self.take_shard(cx, i))).collect(),
+            idx.into_iter()
+                .map(|i| (i, self.take_shard(cx, i)))
+                .collect(),
         )
     }
 
@@ -239,6 +246,7 @@ impl Engine {
 
     /// Shard `i`: locked now, or, inside the `hold_all` of `cx`, the shard
     /// the hold already owns.
+    #[inline]
     fn take_shard<'e>(&'e self, cx: &Cx<'e>, i: usize) -> ShardRef<'e> {
         match self.held_base(cx) {
             Some(base) => ShardRef::Held(base[i]),
@@ -310,7 +318,12 @@ impl Engine {
 
     /// A guard over shards already locked in ascending order, with the
     /// command's clock.
-    fn guard<'e>(&'e self, cx: &Cx<'e>, shards: SmallVec<[(usize, ShardRef<'e>); 16]>) -> Guard<'e> {
+    #[inline(always)]
+    fn guard<'e>(
+        &'e self,
+        cx: &Cx<'e>,
+        shards: SmallVec<[(usize, ShardRef<'e>); 16]>,
+    ) -> Guard<'e> {
         let now = if self.journal.loading.load(Ordering::Relaxed) {
             0
         } else {

@@ -137,8 +137,8 @@ impl Engine {
 
 #[cfg(test)]
 mod tests {
-    use crate::cx::Cx;
     use super::*;
+    use crate::cx::Cx;
     use crate::keyspace::{Expiry, Options};
     use crate::value::{StrValue, Value};
     use parking_lot::Mutex;
@@ -189,7 +189,9 @@ mod tests {
         }
         let sink = Arc::new(Collect::default());
         let mut cut_ran = false;
-        let ep = e.begin_snapshot(&Cx::DETACHED, sink.clone(), || cut_ran = true).unwrap();
+        let ep = e
+            .begin_snapshot(&Cx::DETACHED, sink.clone(), || cut_ran = true)
+            .unwrap();
         assert!(cut_ran);
         assert_eq!(
             e.begin_snapshot(&Cx::DETACHED, sink.clone(), || ()),
@@ -213,7 +215,9 @@ mod tests {
         // After the end, nothing more is dumped, and a new snapshot can start.
         set(&e, "k1", "newer");
         assert_eq!(sink.0.lock().len(), 16);
-        let ep2 = e.begin_snapshot(&Cx::DETACHED, sink.clone(), || ()).unwrap();
+        let ep2 = e
+            .begin_snapshot(&Cx::DETACHED, sink.clone(), || ())
+            .unwrap();
         assert!(ep2 > ep);
         e.end_snapshot(ep2);
         assert!(!e.snapshot_running());
@@ -226,11 +230,17 @@ mod tests {
             set(&e, &format!("k{i}"), "v");
         }
         let sink = Arc::new(Collect::default());
-        let ep = e.begin_snapshot(&Cx::DETACHED, sink.clone(), || ()).unwrap();
+        let ep = e
+            .begin_snapshot(&Cx::DETACHED, sink.clone(), || ())
+            .unwrap();
         assert_eq!(e.dbsize(&Cx::DETACHED, 0), 100);
         e.for_each_key(&Cx::DETACHED, 0, |_| ());
         e.scan(&Cx::DETACHED, 0, 0, 1000, |_| ());
-        e.active_expire(&Cx::DETACHED, &mut Default::default(), std::time::Instant::now());
+        e.active_expire(
+            &Cx::DETACHED,
+            &mut Default::default(),
+            std::time::Instant::now(),
+        );
         assert_eq!(sink.0.lock().len(), 0, "reads hand nothing over");
         set(&e, "k1", "w");
         assert_eq!(sink.0.lock().len(), 1, "a write hands its shard over");

@@ -6,8 +6,8 @@ use cairn_engine::compact::{materialized, HEADER};
 use cairn_engine::ops::bitmap;
 use cairn_engine::ops::keys::{self as kops, ExpireCond};
 use cairn_engine::ops::string::{self as sops, Cond};
-use cairn_engine::{evict, Engine, Expiry, Options};
 use cairn_engine::Cx;
+use cairn_engine::{evict, Engine, Expiry, Options};
 
 #[test]
 fn cache_traffic_never_materializes_compact_strings() {

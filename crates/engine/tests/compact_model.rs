@@ -8,10 +8,10 @@ use cairn_engine::compact::HEADER;
 use cairn_engine::ops::keys::{self as kops, ExpireCond, Ttl};
 use cairn_engine::ops::string::{self as sops, Cond};
 use cairn_engine::util::num::should_store_as_int;
+use cairn_engine::Cx;
 use cairn_engine::{evict, Engine, Expiry, Options};
 use proptest::prelude::*;
 use std::collections::HashMap;
-use cairn_engine::Cx;
 
 const DBS: usize = 2;
 const KEY_LENS: [usize; 8] = [1, 13, 23, 24, 100, 255, 256, 300];

@@ -4,11 +4,11 @@
 //! the clock jumping so lazy and active expiry both take part.
 use cairn_engine::expire::ExpireCycle;
 use cairn_engine::value::{StrValue, Value};
+use cairn_engine::Cx;
 use cairn_engine::{clock, Engine, Expiry, Options};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
-use cairn_engine::Cx;
 
 #[derive(Debug, Clone)]
 enum Op {

@@ -41,6 +41,7 @@
 //! thread finishes the job in the background.
 use crate::shared::Shared;
 use cairn_engine::evict::{self, Policy, Pool, Step};
+use cairn_engine::{CmdState, Cx};
 #[cfg(test)]
 use parking_lot::Mutex;
 use parking_lot::RwLock;
@@ -48,7 +49,6 @@ use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use cairn_engine::{CmdState, Cx};
 
 // ------------------------------------------------------------ counting ---
 

@@ -10,13 +10,13 @@
 //! save rules and scheduled saves ten times a second (Redis's serverCron).
 use crate::log;
 use crate::shared::Shared;
+use cairn_engine::Cx;
 use cairn_persist::snapshot::{self as snap, Cut, Progress, SaveError};
 use parking_lot::{Condvar, Mutex};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use cairn_engine::Cx;
 
 /// Redis's CONFIG_BGSAVE_RETRY_DELAY: after a failed BGSAVE, the save
 /// rules wait this long before trying again.

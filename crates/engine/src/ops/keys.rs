@@ -461,8 +461,12 @@ mod tests {
         } else {
             Expiry::At(at)
         };
-        e.lock(&crate::cx::testing::cx(), &k)
-            .set(db, &k, Value::Str(StrValue::from_bytes(val)), exp);
+        e.lock(&crate::cx::testing::cx(), &k).set(
+            db,
+            &k,
+            Value::Str(StrValue::from_bytes(val)),
+            exp,
+        );
     }
 
     fn put_hash(e: &Engine, db: usize, key: &[u8], fields: usize) {
@@ -549,12 +553,21 @@ mod tests {
         assert_eq!(info(b"h").unwrap().encoding, "listpack");
         assert_eq!(info(b"none"), None);
         let k = e.key(b"h");
-        assert_eq!(key_type(&mut e.lock(&crate::cx::testing::cx(), &k), 0, &k), Some(Kind::Hash));
+        assert_eq!(
+            key_type(&mut e.lock(&crate::cx::testing::cx(), &k), 0, &k),
+            Some(Kind::Hash)
+        );
     }
 
     fn run_expire(e: &Engine, key: &[u8], when: i64, cond: ExpireCond) -> u8 {
         let k = e.key(key);
-        match expire(&mut e.lock(&crate::cx::testing::cx(), &k), 0, &k, when, cond) {
+        match expire(
+            &mut e.lock(&crate::cx::testing::cx(), &k),
+            0,
+            &k,
+            when,
+            cond,
+        ) {
             ExpireOutcome::Unchanged => 0,
             ExpireOutcome::Set => 1,
             ExpireOutcome::Deleted(_) => 2,
@@ -753,7 +766,9 @@ mod tests {
         }
         let mut counts = BTreeMap::new();
         for _ in 0..10_000 {
-            *counts.entry(random_key(&e, &crate::cx::testing::cx(), 1).unwrap()).or_insert(0) += 1;
+            *counts
+                .entry(random_key(&e, &crate::cx::testing::cx(), 1).unwrap())
+                .or_insert(0) += 1;
         }
         assert_eq!(counts.len(), 10);
         assert!(

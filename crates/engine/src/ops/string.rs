@@ -361,13 +361,12 @@ pub fn getex_str<R>(
     let had_ttl = e.expire_at() != 0;
     match (action, deadline) {
         (_, Some(at)) if at <= now => {
-            g.stage(db, &[b"DEL", k.bytes]);
+            crate::rewrite::del(g.engine(), &g.cx(), db, k.bytes);
             drop(g.remove(db, k));
             g.notify(class::GENERIC, "del", db, k);
         }
         (_, Some(at)) => {
-            let t = itoa::Buffer::new().format(at).to_owned();
-            g.stage(db, &[b"PEXPIREAT", k.bytes, t.as_bytes()]);
+            crate::rewrite::pexpireat(g.engine(), &g.cx(), db, k.bytes, at, std::iter::empty());
             g.set_expire(db, k, at);
             g.notify(class::GENERIC, "expire", db, k);
         }

@@ -11,6 +11,7 @@ use super::format::{
     self, BuildLimits, Checksum, Decoder, Record, Section, BLOCK_HEADER_LEN, END_LEN, HEADER_LEN,
 };
 use crate::{Error, ErrorKind};
+use cairn_engine::Cx;
 use cairn_engine::{Engine, Expiry};
 use parking_lot::Mutex;
 use std::fs::File;
@@ -18,7 +19,6 @@ use std::io::{self, BufReader, Read};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
-use cairn_engine::Cx;
 
 /// What a load or check read.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -6,12 +6,12 @@ use super::*;
 use cairn_engine::value::string::mc_bits;
 use cairn_engine::value::zset::ZSetLimits;
 use cairn_engine::value::{HashValue, ListValue, SetValue, StrValue, ZSetValue};
+use cairn_engine::Cx;
 use cairn_engine::{Engine, Expiry, Options as EngineOptions, Value};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use cairn_engine::Cx;
 
 fn engine() -> Engine {
     Engine::new(EngineOptions {

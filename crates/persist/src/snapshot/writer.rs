@@ -25,6 +25,7 @@
 use super::format::{self, BLOCK_TARGET_BYTES};
 use cairn_engine::keyspace::Shard;
 use cairn_engine::snapshot::{BeginError, ShardSink};
+use cairn_engine::Cx;
 use cairn_engine::Engine;
 use parking_lot::Mutex;
 use std::fmt;
@@ -34,7 +35,6 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use cairn_engine::Cx;
 
 /// How a snapshot is written.
 #[derive(Clone, Debug)]

@@ -37,6 +37,7 @@ use crate::config::AppendFsync;
 use crate::log;
 use crate::shared::{Msg, Shared};
 use cairn_engine::record::put_wire;
+use cairn_engine::Cx;
 use cairn_persist::journal::frame;
 use cairn_persist::journal::manifest::{self, Manifest};
 use parking_lot::{Condvar, Mutex};
@@ -47,7 +48,6 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use cairn_engine::Cx;
 
 /// everysec / no: how long the writer lets appends gather before one
 /// write(2), unless this many bytes are already waiting. Each interval is

@@ -27,7 +27,7 @@ pub fn flush_all(cx: &mut Ctx, delay: i32, noreply: bool) {
         mc.flush_at.store(at, Ordering::Relaxed);
     } else {
         mc.flush_at.store(0, Ordering::Relaxed);
-        cairn_engine::record::stage(&cx.shared.engine, &cx.ecx, DB, &[b"FLUSHDB"]);
+        cairn_engine::rewrite::flushdb(&cx.shared.engine, &cx.ecx, DB);
         drop(cx.shared.engine.flush(&cx.ecx, Some(DB)));
     }
     cx.reply("OK", noreply);

@@ -76,7 +76,7 @@ pub fn run_due_flush(shared: &Shared, cx: &Cx) {
         .compare_exchange(at, 0, Ordering::Relaxed, Ordering::Relaxed)
         .is_ok()
     {
-        cairn_engine::record::stage(&shared.engine, cx, DB, &[b"FLUSHDB"]);
+        cairn_engine::rewrite::flushdb(&shared.engine, cx, DB);
         drop(shared.engine.flush(cx, Some(DB)));
     }
 }

@@ -177,10 +177,18 @@ fn general(shared: &Shared, out: &mut String) {
     stat(out, "threads", shared.worker_stats.len());
     // Cairn's whole allocation (jemalloc), not only item bytes.
     stat(out, "bytes", crate::memory::used_exact());
-    stat(out, "curr_items", shared.engine.db_counts(&cairn_engine::Cx::DETACHED, DB).0);
+    stat(
+        out,
+        "curr_items",
+        shared.engine.db_counts(&cairn_engine::Cx::DETACHED, DB).0,
+    );
     stat(out, "total_items", total(shared, Stat::TotalItems));
     // Keys evicted under maxmemory (every database: one counter).
-    stat(out, "evictions", crate::memory::evicted_total(shared, &cairn_engine::Cx::DETACHED));
+    stat(
+        out,
+        "evictions",
+        crate::memory::evicted_total(shared, &cairn_engine::Cx::DETACHED),
+    );
 }
 
 fn settings(shared: &Shared, out: &mut String) {
@@ -225,7 +233,11 @@ fn items(shared: &Shared, out: &mut String) {
         return;
     }
     stat(out, "items:1:number", n);
-    stat(out, "items:1:evicted", crate::memory::evicted_total(shared, &cairn_engine::Cx::DETACHED));
+    stat(
+        out,
+        "items:1:evicted",
+        crate::memory::evicted_total(shared, &cairn_engine::Cx::DETACHED),
+    );
     stat(
         out,
         "items:1:outofmemory",

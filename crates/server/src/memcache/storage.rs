@@ -88,7 +88,7 @@ pub fn refused(cx: &mut Ctx, why: Refusal, key: &[u8], deletes: bool, noreply: b
     if deletes {
         let engine = &cx.shared.engine;
         let k = engine.key(key);
-        cairn_engine::record::stage(engine, &cx.ecx, DB, &[b"DEL", key]);
+        cairn_engine::rewrite::del(engine, &cx.ecx, DB, key);
         let mut g = engine.lock(&cx.ecx, &k);
         if g.remove(DB, &k).is_some() {
             g.notify(cairn_engine::events::class::GENERIC, "del", DB, &k);

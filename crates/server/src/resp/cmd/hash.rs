@@ -228,7 +228,7 @@ fn hincrbyfloat(ctx: &mut Ctx) -> CmdResult {
     let mut g = e.lock(&ctx.cx, &k);
     let text = op::hincrbyfloat(&mut g, ctx.db(), &k, ctx.arg(2), incr)?;
     // Journaled as the result (Redis: HSET key field result).
-    cairn_engine::record::stage(e, &ctx.cx, ctx.db(), &[b"HSET", k.bytes, ctx.arg(2), &text]);
+    cairn_engine::rewrite::hset(e, &ctx.cx, ctx.db(), k.bytes, ctx.arg(2), &text);
     drop(g);
     ctx.bulk(&text)
 }

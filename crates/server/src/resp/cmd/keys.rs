@@ -17,6 +17,7 @@ use crate::resp::errors;
 use crate::resp::errors::CmdError;
 use crate::exec::table::Def;
 use cairn_engine::ops::keys::{self as op, ExpireCond, ExpireOutcome, ScanFilter, Ttl, TypeFilter};
+use cairn_engine::rewrite;
 use cairn_engine::{Error as EngineError, Key, Kind, Owned};
 use cairn_protocol::resp::ReplyWriter;
 use smallvec::SmallVec;
@@ -87,9 +88,12 @@ fn unlink(ctx: &mut Ctx) -> CmdResult {
 fn remove_keys(ctx: &mut Ctx, lazy: bool) -> CmdResult {
     let keys = keys_from(ctx, 1);
     let mut removed: SmallVec<[Owned; 4]> = SmallVec::new();
-    let n = op::del(&mut ctx.engine().lock_keys(&ctx.cx, &keys), ctx.db(), &keys, |e| {
-        removed.push(e)
-    });
+    let n = op::del(
+        &mut ctx.engine().lock_keys(&ctx.cx, &keys),
+        ctx.db(),
+        &keys,
+        |e| removed.push(e),
+    );
     for e in removed {
         free_entry(ctx, e, lazy);
     }
@@ -200,12 +204,10 @@ fn expire_generic(ctx: &mut Ctx, unit: Unit, relative: bool, name: &'static str)
     // or as DEL when the time has already passed and the key goes now.
     if e.journal_on() {
         if when <= g.now as i64 {
-            cairn_engine::record::stage(e, &ctx.cx, ctx.db(), &[b"DEL", k.bytes]);
+            rewrite::del(e, &ctx.cx, ctx.db(), k.bytes);
         } else {
-            let t = itoa::Buffer::new().format(when).to_owned();
-            let mut rec: Vec<&[u8]> = vec![b"PEXPIREAT", k.bytes, t.as_bytes()];
-            rec.extend(ctx.args.iter_from(3));
-            cairn_engine::record::stage(e, &ctx.cx, ctx.db(), &rec);
+            let flags = ctx.args.iter_from(3);
+            rewrite::pexpireat(e, &ctx.cx, ctx.db(), k.bytes, when as u64, flags);
         }
     }
     let outcome = op::expire(&mut g, ctx.db(), &k, when, cond);

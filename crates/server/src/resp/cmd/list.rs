@@ -18,6 +18,7 @@ use crate::resp::ctx::{CmdResult, Ctx, OnTimeout};
 use crate::resp::errors;
 use crate::resp::errors::CmdError;
 use cairn_engine::ops::list::{self as op, Elem, End, Iter, LposOptions};
+use cairn_engine::rewrite;
 use cairn_engine::Key;
 use cairn_protocol::resp::ReplyWriter;
 use smallvec::SmallVec;
@@ -250,10 +251,7 @@ fn mpop(
         // Journaled as the pop it did, on the key served (Redis: LMPOP's
         // and BLMPOP's non-blocking form).
         if e.journal_on() {
-            let c = itoa::Buffer::new().format(count).to_owned();
-            let side: &[u8] = if end == End::Left { b"LEFT" } else { b"RIGHT" };
-            let rec: [&[u8]; 6] = [b"LMPOP", b"1", keys[i].bytes, side, b"COUNT", c.as_bytes()];
-            cairn_engine::record::stage(e, &ctx.cx, db, &rec);
+            rewrite::lmpop(e, &ctx.cx, db, keys[i].bytes, end, count);
         }
         let mut w = ReplyWriter::new(out, proto);
         w.array(2);
@@ -456,15 +454,7 @@ fn move_one(ctx: &mut Ctx, from: End, to: End, timeout_ms: Option<u64>) -> CmdRe
     let retry = timeout_ms.is_some() && ctx.is_retry();
     if timeout_ms.is_some() {
         // BLMOVE/BRPOPLPUSH are journaled as LMOVE (their non-blocking form).
-        let side = |x: End| -> &'static [u8] {
-            if x == End::Left {
-                b"LEFT"
-            } else {
-                b"RIGHT"
-            }
-        };
-        let rec: [&[u8]; 5] = [b"LMOVE", src.bytes, dst.bytes, side(from), side(to)];
-        cairn_engine::record::stage(e, &ctx.cx, ctx.db(), &rec);
+        rewrite::lmove(e, &ctx.cx, ctx.db(), src.bytes, dst.bytes, from, to);
     }
     let mut g = e.lock_keys(&ctx.cx, &[src, dst]);
     let moved = op::lmove(&mut g, ctx.db(), &src, &dst, from, to, retry)?;
@@ -512,8 +502,7 @@ fn bpop(ctx: &mut Ctx, end: End) -> CmdResult {
     let mut g = e.lock_keys(&ctx.cx, &keys);
     let served = op::pop_first(&mut g, db, &keys, end, 1, retry, |i, mut it| {
         // Journaled as the non-blocking pop it did, on the key served.
-        let name: &[u8] = if end == End::Left { b"LPOP" } else { b"RPOP" };
-        cairn_engine::record::stage(e, &ctx.cx, db, &[name, keys[i].bytes]);
+        rewrite::pop(e, &ctx.cx, db, end, keys[i].bytes);
         let mut w = ReplyWriter::new(out, proto);
         w.array(2);
         w.bulk(keys[i].bytes);

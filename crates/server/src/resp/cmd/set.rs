@@ -13,6 +13,7 @@ use crate::resp::ctx::{CmdResult, Ctx};
 use crate::resp::errors;
 use crate::resp::errors::CmdError;
 use cairn_engine::ops::set::{self as op, SetOp, Sink};
+use cairn_engine::rewrite;
 use cairn_engine::value::set::Elem;
 use cairn_engine::Key;
 use cairn_protocol::resp::ReplyWriter;
@@ -184,7 +185,7 @@ fn spop(ctx: &mut Ctx) -> CmdResult {
                         Elem::Int(n) => b.format(n).as_bytes(),
                         Elem::Bytes(b) => b,
                     };
-                    cairn_engine::record::stage(e, &cx, db, &[b"SREM", k.bytes, m]);
+                    rewrite::srem(e, &cx, db, k.bytes, std::iter::once(m));
                 }
                 match m {
                     Elem::Int(n) => w.bulk_int(n),
@@ -206,9 +207,7 @@ fn spop(ctx: &mut Ctx) -> CmdResult {
             op::spop_count(&mut g, db, &k, count, &mut sink)?;
             // Journaled as its outcome (Redis: SREM of the popped members).
             if let Some(popped) = sink.popped.filter(|p| !p.is_empty()) {
-                let mut rec: Vec<&[u8]> = vec![b"SREM", k.bytes];
-                rec.extend(popped.iter().map(|m| m.as_slice()));
-                cairn_engine::record::stage(e, &ctx.cx, db, &rec);
+                rewrite::srem(e, &ctx.cx, db, k.bytes, popped.iter().map(|m| m.as_slice()));
             }
             drop(g);
             Ok(())

@@ -11,7 +11,7 @@ use crate::resp::ctx::{CmdResult, Ctx};
 use crate::resp::errors;
 use crate::resp::errors::CmdError;
 use cairn_engine::ops::string::{self as op, Cond, GetExAction, TtlKind};
-use cairn_engine::record;
+use cairn_engine::rewrite;
 use cairn_engine::util::lcs;
 use cairn_engine::{Error, Expiry, Key};
 use cairn_protocol::resp::ReplyWriter;
@@ -72,14 +72,7 @@ fn set(ctx: &mut Ctx) -> CmdResult {
     let expiry = opts.expiry(g.now, "set")?;
     if let Expiry::At(at) = expiry {
         // Journaled with an absolute time (Redis: SET ... PXAT).
-        let at = itoa::Buffer::new().format(at).to_owned();
-        let v = ctx.arg(2);
-        record::stage(
-            e,
-            &ctx.cx,
-            ctx.client.db,
-            &[b"SET", k.bytes, v, b"PXAT", at.as_bytes()],
-        );
+        rewrite::set_pxat(e, &ctx.cx, ctx.client.db, k.bytes, ctx.arg(2), at);
     }
     let db = ctx.client.db;
     let res = match big {
@@ -130,13 +123,7 @@ fn set_with_ttl(ctx: &mut Ctx, kind: TtlKind, cmd: &'static str) -> CmdResult {
     let at = kind
         .parse_deadline(ctx.arg(2), g.now)
         .map_err(|err| expire_error(err, cmd))?;
-    let t = itoa::Buffer::new().format(at).to_owned();
-    record::stage(
-        e,
-        &ctx.cx,
-        ctx.client.db,
-        &[b"SET", k.bytes, ctx.arg(3), b"PXAT", t.as_bytes()],
-    );
+    rewrite::set_pxat(e, &ctx.cx, ctx.client.db, k.bytes, ctx.arg(3), at);
     let (db, exp) = (ctx.client.db, Expiry::At(at));
     match big {
         Some(v) => op::set_value(&mut g, db, &k, v, Cond::Always, exp, false)?,
@@ -352,7 +339,7 @@ fn incrbyfloat(ctx: &mut Ctx) -> CmdResult {
     op::incr_by_float(&mut g, db, &k, incr, |b| {
         // Journaled as the result (Redis: SET key result KEEPTTL), so a
         // replay on another machine's `long double` cannot differ.
-        record::stage(e, &ctx.cx, db, &[b"SET", k.bytes, b, b"KEEPTTL"]);
+        rewrite::set_keepttl(e, &ctx.cx, db, k.bytes, b);
         w.bulk(b)
     })?;
     Ok(())

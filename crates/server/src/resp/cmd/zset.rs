@@ -501,9 +501,7 @@ fn pop_and_reply(
         // BZPOPMIN/BZPOPMAX/ZMPOP/BZMPOP are journaled as the pop they did
         // (Redis: the non-blocking form, on the key that was served).
         if !matches!(shape, PopReply::Plain { .. }) && n > 0 {
-            let c = itoa::Buffer::new().format(n).to_owned();
-            let name: &[u8] = if max { b"ZPOPMAX" } else { b"ZPOPMIN" };
-            cairn_engine::record::stage(e, &ctx.cx, db, &[name, key, c.as_bytes()]);
+            cairn_engine::rewrite::zpop(e, &ctx.cx, db, max, key, n);
         }
         let mut w = ReplyWriter::new(&mut *out, proto);
         match shape {
