@@ -509,7 +509,7 @@ fn commit_staged(sink: &Arc<dyn Sink>, cx: &Cx, wrote: bool) {
         Some(state) => {
             state.staged_any.set(false);
             borrowed = state.staged.borrow_mut();
-            &mut *borrowed
+            &mut borrowed
         }
         None => &mut empty,
     };
@@ -520,7 +520,7 @@ fn commit_staged(sink: &Arc<dyn Sink>, cx: &Cx, wrote: bool) {
         }
     }
     match cx.hold() {
-        Some(hold) => write_unit(staged, cx, wrote, &mut *hold.tx.borrow_mut()),
+        Some(hold) => write_unit(staged, cx, wrote, &mut hold.tx.borrow_mut()),
         None => {
             let end = sink.append_with(&mut |out| write_unit(staged, cx, wrote, out));
             if let Some(s) = cx.state() {

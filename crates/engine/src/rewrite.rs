@@ -174,13 +174,16 @@ mod tests {
             .collect()
     }
 
+    /// A form to stage, and the words it must be recorded as.
+    type Case = (Box<dyn Fn(&Engine, &Cx)>, Vec<&'static str>);
+
     fn words(ws: &[&str]) -> Vec<Vec<u8>> {
         ws.iter().map(|w| w.as_bytes().to_vec()).collect()
     }
 
     #[test]
     fn each_form_is_recorded_as_redis_propagates_it() {
-        let cases: Vec<(Box<dyn Fn(&Engine, &Cx)>, Vec<&str>)> = vec![
+        let cases: Vec<Case> = vec![
             (Box::new(|e, cx| del(e, cx, 0, b"k")), vec!["DEL", "k"]),
             (Box::new(|e, cx| flushdb(e, cx, 0)), vec!["FLUSHDB"]),
             (

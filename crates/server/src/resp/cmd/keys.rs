@@ -10,12 +10,12 @@
 //! options) are dropped on one background thread, Redis's lazyfree bio
 //! thread, after the shard locks are released.
 use crate::config::MaxmemoryPolicy;
+use crate::exec::table::Def;
 use crate::resp::args;
 use crate::resp::cmd::reply_help;
 use crate::resp::ctx::{CmdResult, Ctx};
 use crate::resp::errors;
 use crate::resp::errors::CmdError;
-use crate::exec::table::Def;
 use cairn_engine::ops::keys::{self as op, ExpireCond, ExpireOutcome, ScanFilter, Ttl, TypeFilter};
 use cairn_engine::rewrite;
 use cairn_engine::{Error as EngineError, Key, Kind, Owned};
