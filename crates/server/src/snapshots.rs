@@ -22,16 +22,6 @@ use std::time::{Duration, Instant};
 /// rules wait this long before trying again.
 const RETRY_DELAY_SECS: u64 = 5;
 
-/// Redis's `shared.bgsaveerr`.
-pub const MISCONF: &str = "MISCONF Redis is configured to save RDB snapshots, but it's currently \
-     unable to persist to disk. Commands that may modify the data set are disabled, because this \
-     instance is configured to report errors during writes if RDB snapshotting fails \
-     (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB \
-     error.";
-
-/// Redis's `shared.loadingerr`.
-pub const LOADING: &str = "LOADING Redis is loading the dataset in memory";
-
 /// A background save handed to the saver thread.
 struct Job {
     cut: Cut,

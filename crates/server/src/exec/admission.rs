@@ -8,19 +8,25 @@ use crate::shared::Shared;
 use cairn_engine::Cx;
 use std::sync::atomic::Ordering;
 
-/// Why writes (and PING) are refused now, in Redis 7.0's words, or None:
-/// a failed background save while save rules exist (`processCommand`),
-/// or a journal that cannot be written (`writeCommandsDeniedByDiskError`).
-/// Reads go on. The memcached port refuses its writes with the same text.
+/// Why writes are refused now; each protocol words it (RESP: MISCONF,
+/// `resp::errors::writes_denied`; memcached: SERVER_ERROR).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WritesDenied {
+    /// A background save failed while save rules exist
+    /// (`stop-writes-on-bgsave-error`, Redis's `processCommand`).
+    SnapshotFailed,
+    /// The journal cannot be written (Redis's
+    /// `writeCommandsDeniedByDiskError`); the system's error text.
+    JournalFailed(String),
+}
+
+/// Why writes (and PING) are refused now, or None. Reads go on.
 #[inline]
-pub fn writes_denied(shared: &Shared) -> Option<String> {
+pub fn writes_denied(shared: &Shared) -> Option<WritesDenied> {
     if shared.snapshots.deny_writes.load(Ordering::Relaxed) {
-        return Some(crate::snapshots::MISCONF.to_string());
+        return Some(WritesDenied::SnapshotFailed);
     }
-    shared
-        .journal
-        .failure()
-        .map(|err| format!("MISCONF Errors writing to the AOF file: {err}"))
+    shared.journal.failure().map(WritesDenied::JournalFailed)
 }
 
 /// True while CLIENT PAUSE holds a command back (`writes`: it writes or

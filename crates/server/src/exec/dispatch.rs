@@ -191,11 +191,11 @@ fn refusal(
     }
     if cmd.has(flags::WRITE) || cmd.name == "ping" {
         if let Some(why) = admission::writes_denied(shared) {
-            return Some(CmdError::text(why));
+            return Some(CmdError::text(crate::resp::errors::writes_denied(&why)));
         }
     }
     if admission::loading(shared) && !cmd.has(flags::LOADING) {
-        return Some(CmdError::text(crate::snapshots::LOADING));
+        return Some(CmdError::text(crate::resp::errors::LOADING));
     }
     None
 }

@@ -38,8 +38,9 @@ pub const UNKNOWN_STATS_GROUP: &str = "ERROR";
 pub const LOADING: &str = "SERVER_ERROR loading the dataset in memory";
 
 /// A write refused while the journal or the save rules could not keep it:
-/// `why` is the reason RESP clients get as their MISCONF error; memcached
-/// has no disk, and its line for "cannot store now" is SERVER_ERROR.
-pub fn writes_denied(why: &str) -> String {
-    format!("SERVER_ERROR {why}")
+/// memcached has no disk, and its line for "cannot store now" is
+/// SERVER_ERROR; the reason after it is the one RESP clients get as their
+/// MISCONF error, so both ports name the same failure alike.
+pub fn writes_denied(why: &crate::exec::admission::WritesDenied) -> String {
+    format!("SERVER_ERROR {}", crate::resp::errors::writes_denied(why))
 }

@@ -99,10 +99,33 @@ pub fn subcommand_syntax(sub: &str, cmd: &str) -> CmdError {
 pub const NOAUTH: &str = "NOAUTH Authentication required.";
 pub const NOT_IN_MULTI: &str = "ERR Command not allowed inside a transaction";
 pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
-// MISCONF and LOADING are worded in `crate::snapshots` (MISCONF, LOADING)
-// and `dispatch::writes_denied`, which the memcached port also quotes; they
-// move here once admission returns a typed refusal (see docs/design.md,
-// "Errors").
+/// Redis's `shared.loadingerr`.
+pub const LOADING: &str = "LOADING Redis is loading the dataset in memory";
+/// Redis's `shared.bgsaveerr`.
+pub const MISCONF_SNAPSHOT: &str =
+    "MISCONF Redis is configured to save RDB snapshots, but it's currently \
+     unable to persist to disk. Commands that may modify the data set are disabled, because this \
+     instance is configured to report errors during writes if RDB snapshotting fails \
+     (stop-writes-on-bgsave-error option). Please check the Redis logs for details about the RDB \
+     error.";
+
+/// Why admission refuses writes, in Redis 7.0's words (`processCommand`,
+/// `writeCommandsDeniedByDiskError`). The memcached port quotes the same
+/// reason after its own SERVER_ERROR.
+pub fn writes_denied(why: &crate::exec::admission::WritesDenied) -> String {
+    use crate::exec::admission::WritesDenied;
+    match why {
+        WritesDenied::SnapshotFailed => MISCONF_SNAPSHOT.to_string(),
+        WritesDenied::JournalFailed(err) => {
+            format!("MISCONF Errors writing to the AOF file: {err}")
+        }
+    }
+}
+
+/// EXEC of a transaction a queueing error doomed.
+pub const EXEC_ABORTED: &str = "EXECABORT Transaction discarded because of previous errors.";
+/// SHUTDOWN whose final save failed.
+pub const SHUTDOWN_FAILED: &str = "ERR Errors trying to SHUTDOWN. Check logs.";
 
 /// A refused EXEC: the refusal without its "ERR " (shared errors such as
 /// OOM keep their own code).

@@ -98,9 +98,7 @@ fn exec(ctx: &mut Ctx) -> CmdResult {
     ctx.client.info.multi.store(-1, Ordering::Relaxed);
     if m.aborted {
         unwatch_all(ctx.shared, &ctx.cx, ctx.client);
-        return Err(CmdError::text(
-            "EXECABORT Transaction discarded because of previous errors.",
-        ));
+        return Err(CmdError::text(crate::resp::errors::EXEC_ABORTED));
     }
     let shared = ctx.shared;
     let e = &shared.engine;

@@ -683,7 +683,7 @@ fn shutdown(ctx: &mut Ctx) -> CmdResult {
         return Err(CmdError::text(errors::NO_SHUTDOWN));
     }
     if crate::snapshots::final_save(ctx.shared, &ctx.cx, save, nosave, force).is_err() {
-        return Err(CmdError::text("ERR Errors trying to SHUTDOWN. Check logs."));
+        return Err(CmdError::text(errors::SHUTDOWN_FAILED));
     }
     // NOW (don't wait for replicas) changes nothing: there are none.
     let pidfile = ctx.shared.config.read().pidfile.clone();
