@@ -489,13 +489,7 @@ fn flipped_byte_stops_startup_with_file_and_offset() {
         "{out}"
     );
     assert!(out.contains("4 good batches"), "{out}");
-    let out = Command::new(env!("CARGO_BIN_EXE_cairn"))
-        .args(["--port", "0", "--bind", "127.0.0.1", "--dir", dir.path()])
-        .args(["--appendonly", "yes"])
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let log = text(&out.stdout) + &text(&out.stderr);
+    let log = startup_refused(&dir);
     assert!(
         log.contains(&format!(
             "appendonly.aof.1.incr.journal at offset {fifth}: checksum mismatch"
@@ -511,6 +505,18 @@ fn flipped_byte_stops_startup_with_file_and_offset() {
     assert_eq!(text(&c.cmd(&["GET", "k3"])), "$2\r\nv3\r\n");
 }
 
+/// Starts the server on `dir`'s journal, expects start-up to fail, and
+/// returns what it printed.
+fn startup_refused(dir: &TempDir) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .args(["--port", "0", "--bind", "127.0.0.1", "--dir", dir.path()])
+        .args(["--appendonly", "yes"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    text(&out.stdout) + &text(&out.stderr)
+}
+
 #[test]
 fn a_bad_manifest_stops_startup_with_file_and_offset() {
     let dir = TempDir::new("badmanifest");
@@ -520,13 +526,7 @@ fn a_bad_manifest_stops_startup_with_file_and_offset() {
     let offset = m.len();
     m.push_str("file appendonly.aof.9.incr.journal seq nine type i\n");
     std::fs::write(&path, &m).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_cairn"))
-        .args(["--port", "0", "--bind", "127.0.0.1", "--dir", dir.path()])
-        .args(["--appendonly", "yes"])
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let log = text(&out.stdout) + &text(&out.stderr);
+    let log = startup_refused(&dir);
     assert!(
         log.contains(&format!(
             "appendonly.aof.manifest at offset {offset}: manifest line"
