@@ -73,8 +73,8 @@ pub fn hstrlen(g: &mut Guard, db: usize, k: &Key, field: &[u8]) -> Result<usize>
 /// only if `f` succeeded and left it non-empty, so a failed write never
 /// leaves an empty key behind (Redis would, but none of its callers can
 /// fail once the key was created: every argument is checked before).
-/// The hash is opened (decompressed) before `f` and sealed (compressed or
-/// trimmed) after it, error or not, so `f` can edit it field by field.
+/// The hash is sealed (coded or trimmed) after `f`, error or not, so `f`
+/// can edit it field by field and the buffer is sized once.
 fn write_or_create<R>(
     g: &mut Guard,
     db: usize,
@@ -85,7 +85,6 @@ fn write_or_create<R>(
     match g.write(db, k) {
         Some(e) => {
             let h = as_hash_mut(&mut e.value)?;
-            h.open();
             let r = f(h, &limits);
             h.seal();
             r
@@ -153,7 +152,6 @@ pub fn hdel<'a>(
         None => return Ok(0),
         Some(e) => {
             let h = as_hash_mut(&mut e.value)?;
-            h.open();
             let mut removed = 0;
             for f in fields {
                 if h.remove(f) {
