@@ -8,7 +8,7 @@ not. Both servers are measured the same way: the server runs under
 `valgrind --tool=callgrind --instr-atstart=no`, the driver (this script,
 plain sockets, one request in flight) warms up, then for each line
 switches collection on (`callgrind_control -i on`), sends N requests,
-reads the counter (`callgrind_control -e`, summed over threads) and switches it off. An idle
+reads the counters (`callgrind_control -e`, per thread) and switches it off. An idle
 window of the same length (no requests) is measured too and subtracted,
 so timers and background threads do not count against the requests.
 
@@ -146,13 +146,14 @@ def control(pid, *args):
     return r.stdout
 
 
-def total_ir(pid):
-    # `-e` prints one "Th <n> <Ir>" line per thread since the last zero.
+def thread_ir(pid):
+    """{thread: instructions since the last zero} (`-e` prints one
+    "Th <n> <Ir>" line per thread)."""
     txt = control(pid, "-e")
-    m = re.findall(r"^\s*Th\s+\d+\s+([\d,]+)", txt, re.M)
+    m = re.findall(r"^\s*Th\s+(\d+)\s+([\d,]+)", txt, re.M)
     if not m:
         raise RuntimeError("no totals in callgrind_control -e output:\n" + txt)
-    return sum(int(x.replace(",", "")) for x in m)
+    return {int(t): int(x.replace(",", "")) for t, x in m}
 
 
 def main():
@@ -162,6 +163,9 @@ def main():
     ap.add_argument("-n", type=int, default=2000)
     ap.add_argument("--port", type=int, default=7720)
     ap.add_argument("--seed", type=int, default=20)
+    ap.add_argument("--only", help="measure only the lines whose name starts with this")
+    ap.add_argument("--dump", action="store_true",
+                    help="dump each line's profile (callgrind.out.<pid>.<n> in a temporary directory, for callgrind_annotate)")
     a = ap.parse_args()
 
     tmp = tempfile.mkdtemp(prefix="cg-")
@@ -193,6 +197,8 @@ def main():
         enc = c.call(b"OBJECT", b"ENCODING", key(0))
         print(f"# {a.server}: OBJECT ENCODING of a record: {enc.decode()}", flush=True)
         todo = lines(rng, a.n)
+        if a.only:
+            todo = [(n, r) for n, r in todo if n.startswith(a.only)]
         # Warm-up of every line (one tenth), outside the measurement.
         for _, reqs in todo:
             for r in reqs[: a.n // 10]:
@@ -207,20 +213,25 @@ def main():
             for r in reqs:
                 c.call(*r)
             el = time.time() - t
-            results.append((name, total_ir(proc.pid), el))
+            results.append((name, thread_ir(proc.pid), el))
+            if a.dump:
+                control(proc.pid, "--dump=" + name.replace(" ", "_"))
             control(proc.pid, "-i", "off")
             longest = max(longest, el)
         control(proc.pid, "-z")
         control(proc.pid, "-i", "on")
         time.sleep(longest)
-        idle_rate = total_ir(proc.pid) / longest
+        idle_rate = {t: v / longest for t, v in thread_ir(proc.pid).items()}
         control(proc.pid, "-i", "off")
-        print(f"# idle: {idle_rate:,.0f} instructions/s subtracted by elapsed time")
-        print(f"| line | {a.server} instructions/request |")
-        print("|---|---:|")
+        if a.dump:
+            print(f"# profiles in {tmp}")
+        print(f"# idle: {sum(idle_rate.values()):,.0f} instructions/s subtracted by elapsed time")
+        print(f"| line | {a.server} instructions/request | busiest thread | idle subtracted |")
+        print("|---|---:|---:|---:|")
         for name, ir, el in results:
-            per = (ir - idle_rate * el) / a.n
-            print(f"| {name} | {per:,.0f} |")
+            per = {t: (v - idle_rate.get(t, 0) * el) / a.n for t, v in ir.items()}
+            idle = sum(idle_rate.values()) * el / a.n
+            print(f"| {name} | {sum(per.values()):,.0f} | {max(per.values()):,.0f} | {idle:,.0f} |")
     finally:
         proc.terminate()
         proc.wait()

@@ -381,7 +381,6 @@ fn read_value(buf: &[u8], s: &CSlot, book: &Codebook, out: &mut [u8]) {
 
 /// Appends the plain form of a coded buffer to `out`.
 fn decode_all(buf: &[u8], book: &Codebook, out: &mut Vec<u8>) {
-    out.reserve(plain_len(buf));
     for s in (CSlots { buf, pos: 0 }) {
         put_varint(out, s.field.1 - s.field.0);
         out.extend_from_slice(&buf[s.field.0..s.field.1]);
@@ -937,6 +936,36 @@ impl HashView<'_> {
         }
     }
 
+    /// Calls `f` with every pair in [`iter`](Self::iter) order. Unlike
+    /// `iter`, a coded hash is not decoded first: each [`ValueRef`] decodes
+    /// its value straight into the buffer the caller appends it to (HGETALL
+    /// into the reply, the snapshot writer into its block), so a coded
+    /// value is decoded once and copied never.
+    pub fn for_each(&self, mut f: impl FnMut(&[u8], ValueRef<'_>)) {
+        match &self.inner {
+            ViewInner::Coded(c) if c.plain.get().is_none() => {
+                for s in (CSlots { buf: c.buf, pos: 0 }) {
+                    let data = &c.buf[s.data.0..s.data.1];
+                    let v = if s.coded {
+                        ValueRef::Coded {
+                            code: data,
+                            len: s.vlen,
+                            book: c.book,
+                        }
+                    } else {
+                        ValueRef::Bytes(data)
+                    };
+                    f(&c.buf[s.field.0..s.field.1], v);
+                }
+            }
+            _ => {
+                for (field, v) in self.iter() {
+                    f(field, ValueRef::Bytes(v));
+                }
+            }
+        }
+    }
+
     /// All (field, value) pairs: insertion order when packed (what Redis's
     /// listpack returns), unspecified order for a table.
     pub fn iter(&self) -> Iter<'_> {
@@ -1009,6 +1038,46 @@ impl HashView<'_> {
         } else {
             out.extend(cand.iter().map(|c| (c.1.to_vec(), c.2.to_vec())));
             0
+        }
+    }
+}
+
+/// A value met by [`HashView::for_each`]: bytes to borrow, or a coded
+/// value that decodes into whatever buffer it is appended to.
+pub enum ValueRef<'a> {
+    Bytes(&'a [u8]),
+    Coded {
+        code: &'a [u8],
+        len: usize,
+        book: &'static Codebook,
+    },
+}
+
+impl ValueRef<'_> {
+    /// The value's length in bytes (known without decoding).
+    pub fn len(&self) -> usize {
+        match self {
+            ValueRef::Bytes(b) => b.len(),
+            ValueRef::Coded { len, .. } => *len,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Appends the value's bytes to `out`.
+    pub fn append_to(&self, out: &mut Vec<u8>) {
+        match self {
+            ValueRef::Bytes(b) => out.extend_from_slice(b),
+            ValueRef::Coded { code, len, book } => {
+                let at = out.len();
+                out.resize(at + len, 0);
+                if book.decode(code, &mut out[at..]).is_none() {
+                    // Cannot happen for a buffer this module wrote.
+                    debug_assert!(false, "corrupt coded hash value");
+                }
+            }
         }
     }
 }
@@ -1534,6 +1603,25 @@ mod tests {
                     .map(|(f, v)| (f.to_vec(), v.to_vec()))
                     .collect();
                 prop_assert_eq!(&got, &model);
+                // `for_each` walks the same pairs in the same order as
+                // `iter`, decoding each value into the caller's buffer.
+                let listed: Vec<(Vec<u8>, Vec<u8>)> = h
+                    .view()
+                    .iter()
+                    .map(|(f, v)| (f.to_vec(), v.to_vec()))
+                    .collect();
+                let mut walked = Vec::new();
+                h.view().for_each(|f, v| {
+                    let mut b = vec![7u8];
+                    v.append_to(&mut b);
+                    walked.push((f.to_vec(), b[1..].to_vec(), v.len()));
+                });
+                prop_assert_eq!(walked.len(), listed.len());
+                for ((f, v, n), (lf, lv)) in walked.iter().zip(&listed) {
+                    prop_assert_eq!(f, lf);
+                    prop_assert_eq!(v, lv);
+                    prop_assert_eq!(*n, lv.len());
+                }
                 // Every value through one view, all borrowed at once (the
                 // coded form decodes each into the view's own buffer).
                 let view = h.view();

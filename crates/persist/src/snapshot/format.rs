@@ -243,10 +243,12 @@ pub fn put_entry(out: &mut Vec<u8>, db: usize, r: Ref<'_>) {
         }
         Value::Hash(h) => {
             put_varint(out, h.len() as u64);
-            for (f, v) in h.view().iter() {
+            // A coded value decodes straight into the block.
+            h.view().for_each(|f, v| {
                 put_bytes(out, f);
-                put_bytes(out, v);
-            }
+                put_varint(out, v.len() as u64);
+                v.append_to(out);
+            });
         }
         Value::List(l) => {
             put_varint(out, l.len() as u64);
