@@ -170,7 +170,16 @@ fn varint_len(v: usize) -> usize {
 /// truncated or over-long encoding, which a buffer built by this module
 /// never contains; callers treat it as the end of the data rather than
 /// panicking.
+#[inline]
 fn get_varint(buf: &[u8], pos: usize) -> Option<(usize, usize)> {
+    // Almost every length in a hash is below 128: one byte.
+    match buf.get(pos) {
+        Some(&b) if b < 0x80 => Some((usize::from(b), 1)),
+        _ => get_varint_long(buf, pos),
+    }
+}
+
+fn get_varint_long(buf: &[u8], pos: usize) -> Option<(usize, usize)> {
     let mut v: usize = 0;
     let mut shift = 0u32;
     for (i, &byte) in buf.get(pos..)?.iter().enumerate().take(MAX_VARINT_LEN) {
@@ -353,16 +362,29 @@ fn plain_len(buf: &[u8]) -> usize {
 }
 
 /// Appends a value's header and bytes to a coded buffer: coded with `book`
-/// when that saves at least 1/8 of the value, else raw.
+/// when that saves at least 1/8 of the value, else raw. The code is
+/// written first, behind room for the longest header, and moved down once
+/// its length is known (one pass over the value, not two).
 fn put_value(out: &mut Vec<u8>, book: &Codebook, value: &[u8]) {
     if value.len() >= CODE_MIN_VALUE {
-        let clen = book.encoded_len(value);
-        if varint_len(clen) + clen <= value.len() - value.len() / 8 {
-            put_varint(out, value.len() << 1 | 1);
-            put_varint(out, clen);
-            book.encode(value, out);
+        let start = out.len();
+        let vhdr = varint_len(value.len() << 1 | 1);
+        let room = vhdr + varint_len(value.len() * 3 / 2);
+        out.resize(start + room, 0);
+        let clen = book.encode_into(value, out);
+        let code_at = start + room;
+        let used = vhdr + varint_len(clen);
+        if used + clen <= value.len() - value.len() / 8 {
+            let mut hdr = [0u8; 2 * MAX_VARINT_LEN];
+            let a = encode_varint(value.len() << 1 | 1, (&mut hdr[..MAX_VARINT_LEN]).try_into().expect("10"));
+            let b = encode_varint(clen, (&mut hdr[a..a + MAX_VARINT_LEN]).try_into().expect("10"));
+            debug_assert_eq!(a + b, used);
+            out.copy_within(code_at..code_at + clen, start + used);
+            out[start..start + used].copy_from_slice(&hdr[..used]);
+            out.truncate(start + used + clen);
             return;
         }
+        out.truncate(start);
     }
     put_varint(out, value.len() << 1);
     out.extend_from_slice(value);
@@ -439,7 +461,12 @@ impl PackedHash {
                 }
             }
             Some(book) => {
-                if !self.worth_coding(plain_len(&self.buf)) {
+                // The plain size is at most 8 times the coded size (no code
+                // is shorter than 1 bit) and at least the coded size, so
+                // most seals need not walk the entries to know it.
+                let n = self.buf.len();
+                let surely = self.worth_coding(n) && n.saturating_mul(8) <= COMPRESS_MAX;
+                if !surely && !self.worth_coding(plain_len(&self.buf)) {
                     let mut raw = Vec::new();
                     decode_all(&self.buf, book, &mut raw);
                     self.buf = raw;
@@ -679,6 +706,16 @@ impl HashValue {
             let too_big =
                 p.buf.len().saturating_add(field.len() + value.len()) > PACKED_MAX_SAFE_BYTES;
             if !too_long && !too_big {
+                if p.len == 0 && p.book == 0 && value.len() >= COMPRESS_MIN_AVG_ENTRY {
+                    // A new hash whose first value is long enough to be
+                    // coded starts coded, so an HSET of a whole record
+                    // codes each value once instead of building the plain
+                    // form and coding it at the seal (which makes it plain
+                    // again should the whole not qualify).
+                    if let Some((id, _)) = codebooks::current() {
+                        p.book = id;
+                    }
+                }
                 let new = p.upsert(field, value);
                 if p.len as usize > limits.max_listpack_entries {
                     self.convert_to_table();
