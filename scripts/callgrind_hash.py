@@ -215,7 +215,7 @@ def main():
             el = time.time() - t
             results.append((name, thread_ir(proc.pid), el))
             if a.dump:
-                control(proc.pid, "--dump=" + name.replace(" ", "_"))
+                control(proc.pid, "--dump=" + re.sub(r"[^A-Za-z0-9]+", "_", name))
             control(proc.pid, "-i", "off")
             longest = max(longest, el)
         control(proc.pid, "-z")
