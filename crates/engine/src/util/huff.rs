@@ -275,31 +275,51 @@ impl Codebook {
         pos + nbits.div_ceil(8) as usize
     }
 
-    /// Decodes exactly `out.len()` bytes from `code`. `None` (with `out`
-    /// partly written) if `code` runs out first, which a string this book
-    /// encoded never does; trailing padding is not checked.
-    pub fn decode(&self, code: &[u8], out: &mut [u8]) -> Option<()> {
+    /// Decodes exactly `out.len()` bytes from the code `src[..clen]`.
+    /// Bytes of `src` after the code, if any, are read but their bits never
+    /// used: a caller decoding from inside a larger buffer passes the rest
+    /// of it, so that nearly every refill is one 8-byte load. `None` (with
+    /// `out` partly written) if the code runs out first, which a string
+    /// this book encoded never does; trailing padding is not checked.
+    pub fn decode(&self, src: &[u8], clen: usize, out: &mut [u8]) -> Option<()> {
+        if clen > src.len() {
+            return None;
+        }
         let n = out.len();
         let dec: &[u32; PEEK_SIZE] = &self.dec;
         let mut acc: u64 = 0;
         let mut nbits = 0u32;
         let mut next = 0usize;
         let mut i = 0usize;
-        // Fast loop: one refill (to 56 bits or more) feeds four lookups of
-        // at most 12 bits each, which write at most 8 bytes. Needs 8 code
-        // bytes to load and 8 output bytes; no per-symbol checks, since
-        // the bits used never exceed the bits loaded.
-        while next + 8 <= code.len() && i + 8 <= n {
-            let w = u64::from_le_bytes(code[next..next + 8].try_into().expect("8 bytes"));
-            acc |= w << nbits;
-            let take = (63 - nbits) / 8;
-            next += take as usize;
-            nbits += take * 8;
+        // Loads the next whole bytes that fit above the bits held (to 56
+        // bits or more). Within 8 bytes of the end of `src` the missing
+        // bytes read as zeros; taking their bits means the code was too
+        // short, which the check at the end catches.
+        macro_rules! refill {
+            () => {
+                let w = match src.get(next..next + 8) {
+                    Some(w) => u64::from_le_bytes(w.try_into().expect("8 bytes")),
+                    None => {
+                        let rest = &src[next.min(src.len())..];
+                        let mut b = [0u8; 8];
+                        b[..rest.len()].copy_from_slice(rest);
+                        u64::from_le_bytes(b)
+                    }
+                };
+                acc |= w << nbits;
+                let take = (63 - nbits) / 8;
+                next += take as usize;
+                nbits += take * 8;
+            };
+        }
+        // One refill feeds four lookups of at most 12 bits each, which
+        // write at most 8 bytes.
+        while i + 8 <= n {
+            refill!();
             let o = &mut out[i..i + 8];
             let mut k = 0usize;
             for _ in 0..4 {
                 let e = dec[(acc & PEEK_MASK) as usize];
-                let bits = (e >> 20) & 0x1f;
                 // SAFETY: `k` starts at 0 and grows by at most 2 per step,
                 // so before the fourth step `k <= 6` and `k + 2 <= 8 ==
                 // o.len()`.
@@ -310,52 +330,28 @@ impl Codebook {
                         .write_unaligned((e as u16).to_le_bytes());
                 }
                 k += (e >> 25) as usize;
+                let bits = (e >> 20) & 0x1f;
                 acc >>= bits;
                 nbits -= bits;
             }
             i += k;
         }
-        // The last few symbols, one lookup at a time, checked.
-        loop {
+        // The last few symbols one at a time, so no bit past the last
+        // symbol is taken.
+        while i < n {
             if nbits < PEEK_BITS {
-                if let Some(w) = code.get(next..next + 8) {
-                    // Branch-free refill: load 8 bytes, keep the whole
-                    // ones that fit above the bits still held.
-                    let w = u64::from_le_bytes(w.try_into().expect("8 bytes"));
-                    acc |= w << nbits;
-                    let take = (63 - nbits) / 8;
-                    next += take as usize;
-                    nbits += take * 8;
-                } else {
-                    while nbits <= 56 && next < code.len() {
-                        acc |= u64::from(code[next]) << nbits;
-                        next += 1;
-                        nbits += 8;
-                    }
-                }
+                refill!();
             }
             let e = dec[(acc & PEEK_MASK) as usize];
-            if i + 1 < n {
-                let bits = (e >> 20) & 0x1f;
-                if bits > nbits {
-                    return None;
-                }
-                out[i] = e as u8;
-                out[i + 1] = (e >> 8) as u8;
-                i += (e >> 25) as usize;
-                acc >>= bits;
-                nbits -= bits;
-            } else {
-                if i < n {
-                    let bits = (e >> 16) & 0xf;
-                    if bits > nbits {
-                        return None;
-                    }
-                    out[i] = e as u8;
-                }
-                return Some(());
-            }
+            out[i] = e as u8;
+            let bits = (e >> 16) & 0xf;
+            acc >>= bits;
+            nbits -= bits;
+            i += 1;
         }
+        // Bits taken = bits loaded - bits held; more than the code holds
+        // means the code was too short.
+        (next * 8 - nbits as usize <= clen * 8).then_some(())
     }
 }
 
@@ -377,7 +373,13 @@ mod tests {
         book.encode(src, &mut c);
         assert_eq!(c.len() - 1, book.encoded_len(src));
         let mut d = vec![0u8; src.len()];
-        book.decode(&c[1..], &mut d).expect("valid code");
+        book.decode(&c[1..], c.len() - 1, &mut d).expect("valid code");
+        // From inside a larger buffer too (the slack path).
+        let mut more = c[1..].to_vec();
+        more.extend_from_slice(&[0xff; 9]);
+        let mut d2 = vec![0u8; src.len()];
+        book.decode(&more, c.len() - 1, &mut d2).expect("valid code");
+        assert_eq!(d2, src);
         assert_eq!(d, src);
         c.len() - 1
     }
@@ -452,7 +454,11 @@ mod tests {
         book.encode(b"some text", &mut c);
         for cut in 0..c.len() {
             let mut d = vec![0u8; 9];
-            assert!(book.decode(&c[..cut], &mut d).is_none(), "{cut}");
+            assert!(book.decode(&c[..cut], cut, &mut d).is_none(), "{cut}");
+            // Whatever follows a short code is not taken for its bits.
+            let mut more = c[..cut].to_vec();
+            more.extend_from_slice(&[0; 16]);
+            assert!(book.decode(&more, cut, &mut d).is_none(), "{cut}");
         }
     }
 
@@ -477,7 +483,9 @@ mod tests {
         ) {
             let book = book_for(b"etaoin shrdlu");
             let mut d = vec![0u8; n];
-            let _ = book.decode(&code, &mut d);
+            let _ = book.decode(&code, code.len(), &mut d);
+            let _ = book.decode(&code, code.len() / 2, &mut d);
+            prop_assert!(book.decode(&code, code.len() + 1, &mut d).is_none());
         }
     }
 }

@@ -392,10 +392,9 @@ fn put_value(out: &mut Vec<u8>, book: &Codebook, value: &[u8]) {
 
 /// Writes the value of `s` into `out` (exactly `s.vlen` bytes long).
 fn read_value(buf: &[u8], s: &CSlot, book: &Codebook, out: &mut [u8]) {
-    let data = &buf[s.data.0..s.data.1];
     if !s.coded {
-        out.copy_from_slice(data);
-    } else if book.decode(data, out).is_none() {
+        out.copy_from_slice(&buf[s.data.0..s.data.1]);
+    } else if book.decode(&buf[s.data.0..], s.data.1 - s.data.0, out).is_none() {
         // Cannot happen for a buffer this module wrote.
         debug_assert!(false, "corrupt coded hash value");
     }
@@ -831,9 +830,11 @@ impl Drop for Scratch {
 }
 
 /// The values `get` decoded from a coded hash. One buffer, sized up front
-/// for every coded value of the hash, filled from the front and never
-/// moved or rewritten, so a slice handed out stays valid (and is the only
-/// reference to its bytes) while later gets append behind it.
+/// (twice the coded size: every value of the hash unless the book codes
+/// it more than 2:1, without walking the entries to add them up), filled
+/// from the front and never moved or rewritten, so a slice handed out
+/// stays valid (and is the only reference to its bytes) while later gets
+/// append behind it.
 struct Arena {
     /// Owns the memory; not touched through this field while the arena
     /// lives (only through `ptr`), and handed back to the scratch slot on
@@ -846,10 +847,7 @@ struct Arena {
 
 impl Arena {
     fn new(buf: &[u8]) -> Arena {
-        let cap: usize = CSlots { buf, pos: 0 }
-            .filter(|s| s.coded)
-            .map(|s| s.vlen)
-            .sum();
+        let cap = 2 * buf.len();
         let mut v = take_scratch();
         // Initialised, so handing out `&mut [u8]` over it is sound.
         v.resize(cap, 0);
@@ -863,7 +861,8 @@ impl Arena {
     }
 
     /// The next `n` bytes, or `None` once the buffer is used up (a caller
-    /// that asks for the same value many times).
+    /// that asks for the same value many times, or values coded more than
+    /// 2:1).
     #[allow(clippy::mut_from_ref)]
     fn alloc(&self, n: usize) -> Option<&mut [u8]> {
         let at = self.used.get();
@@ -982,15 +981,15 @@ impl HashView<'_> {
         match &self.inner {
             ViewInner::Coded(c) if c.plain.get().is_none() => {
                 for s in (CSlots { buf: c.buf, pos: 0 }) {
-                    let data = &c.buf[s.data.0..s.data.1];
                     let v = if s.coded {
                         ValueRef::Coded {
-                            code: data,
+                            code: &c.buf[s.data.0..],
+                            clen: s.data.1 - s.data.0,
                             len: s.vlen,
                             book: c.book,
                         }
                     } else {
-                        ValueRef::Bytes(data)
+                        ValueRef::Bytes(&c.buf[s.data.0..s.data.1])
                     };
                     f(&c.buf[s.field.0..s.field.1], v);
                 }
@@ -1084,7 +1083,10 @@ impl HashView<'_> {
 pub enum ValueRef<'a> {
     Bytes(&'a [u8]),
     Coded {
+        /// The code and whatever follows it in the hash's buffer (read as
+        /// slack by the decoder, never used).
         code: &'a [u8],
+        clen: usize,
         len: usize,
         book: &'static Codebook,
     },
@@ -1107,10 +1109,15 @@ impl ValueRef<'_> {
     pub fn append_to(&self, out: &mut Vec<u8>) {
         match self {
             ValueRef::Bytes(b) => out.extend_from_slice(b),
-            ValueRef::Coded { code, len, book } => {
+            ValueRef::Coded {
+                code,
+                clen,
+                len,
+                book,
+            } => {
                 let at = out.len();
                 out.resize(at + len, 0);
-                if book.decode(code, &mut out[at..]).is_none() {
+                if book.decode(code, *clen, &mut out[at..]).is_none() {
                     // Cannot happen for a buffer this module wrote.
                     debug_assert!(false, "corrupt coded hash value");
                 }
