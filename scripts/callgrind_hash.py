@@ -226,6 +226,10 @@ def main():
         if a.dump:
             print(f"# profiles in {tmp}")
         print(f"# idle: {sum(idle_rate.values()):,.0f} instructions/s subtracted by elapsed time")
+        if os.environ.get("CG_THREADS"):
+            print("# idle per thread /s:", {t: round(v) for t, v in idle_rate.items()})
+            for name, ir, el in results:
+                print("#", name, {t: round(v / a.n) for t, v in ir.items()}, f"{el:.1f}s")
         print(f"| line | {a.server} instructions/request | busiest thread | idle subtracted |")
         print("|---|---:|---:|---:|")
         for name, ir, el in results:

@@ -172,9 +172,11 @@ fn varint_len(v: usize) -> usize {
 /// panicking.
 #[inline]
 fn get_varint(buf: &[u8], pos: usize) -> Option<(usize, usize)> {
-    // Almost every length in a hash is below 128: one byte.
-    match buf.get(pos) {
-        Some(&b) if b < 0x80 => Some((usize::from(b), 1)),
+    // Almost every length in a hash takes one or two bytes (a coded
+    // value's header is `vlen << 1 | 1`: two bytes from 64).
+    match buf.get(pos..pos + 2) {
+        Some(&[b, _]) if b < 0x80 => Some((usize::from(b), 1)),
+        Some(&[b, c]) if c < 0x80 => Some((usize::from(b & 0x7f) | usize::from(c) << 7, 2)),
         _ => get_varint_long(buf, pos),
     }
 }
@@ -265,7 +267,7 @@ impl Iterator for Slots<'_> {
 fn packed_find(buf: &[u8], field: &[u8]) -> Option<Slot> {
     // Compare lengths first: cheap and skips most entries.
     Slots { buf, pos: 0 }
-        .find(|s| s.field.1 - s.field.0 == field.len() && &buf[s.field.0..s.field.1] == field)
+        .find(|s| s.field.1 - s.field.0 == field.len() && same(&buf[s.field.0..s.field.1], field))
 }
 
 // ---------------------------------------------------------------------------
@@ -348,7 +350,26 @@ impl Iterator for CSlots<'_> {
 
 fn coded_find(buf: &[u8], field: &[u8]) -> Option<CSlot> {
     CSlots { buf, pos: 0 }
-        .find(|s| s.field.1 - s.field.0 == field.len() && &buf[s.field.0..s.field.1] == field)
+        .find(|s| s.field.1 - s.field.0 == field.len() && same(&buf[s.field.0..s.field.1], field))
+}
+
+/// `a == b` for slices of equal length, short ones (most field names)
+/// compared with two overlapping word loads instead of a call to memcmp.
+#[inline]
+fn same(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    if (8..=16).contains(&n) {
+        let w = |s: &[u8], at: usize| u64::from_le_bytes(s[at..at + 8].try_into().expect("8 bytes"));
+        return w(a, 0) == w(b, 0) && w(a, n - 8) == w(b, n - 8);
+    }
+    if (4..8).contains(&n) {
+        let w = |s: &[u8], at: usize| u32::from_le_bytes(s[at..at + 4].try_into().expect("4 bytes"));
+        return w(a, 0) == w(b, 0) && w(a, n - 4) == w(b, n - 4);
+    }
+    a == b
 }
 
 /// Length of the plain buffer a coded one stands for.
