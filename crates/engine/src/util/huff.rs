@@ -282,76 +282,84 @@ impl Codebook {
     /// `out` partly written) if the code runs out first, which a string
     /// this book encoded never does; trailing padding is not checked.
     pub fn decode(&self, src: &[u8], clen: usize, out: &mut [u8]) -> Option<()> {
+        // SAFETY: `out` is valid for writes of `out.len()` bytes.
+        unsafe { self.decode_raw(src, clen, out.as_mut_ptr(), out.len()) }
+    }
+
+    /// [`decode`](Self::decode) of an `n`-byte value appended to `out`,
+    /// written straight into its spare capacity (no zero-fill first).
+    /// `out` is unchanged on `None`.
+    pub fn decode_append(&self, src: &[u8], clen: usize, n: usize, out: &mut Vec<u8>) -> Option<()> {
+        out.reserve(n);
+        let len = out.len();
+        // SAFETY: `reserve` made `out[len..len + n]` valid for writes;
+        // it becomes part of `out` only once every byte is written.
+        unsafe {
+            self.decode_raw(src, clen, out.as_mut_ptr().add(len), n)?;
+            out.set_len(len + n);
+        }
+        Some(())
+    }
+
+    /// The decoder. The stream is read at an absolute bit position: each
+    /// step loads the 8 bytes holding it (57 or more usable bits) and makes
+    /// four lookups of at most 12 bits each, which write at most 8 bytes;
+    /// the last symbols go one lookup at a time so no bit past the last
+    /// one is taken. Within 8 bytes of the end of `src` the missing bytes
+    /// read as zeros; if their bits are taken the code was too short, which
+    /// the final check catches.
+    ///
+    /// # Safety
+    /// `dst` must be valid for writes of `n` bytes.
+    unsafe fn decode_raw(&self, src: &[u8], clen: usize, dst: *mut u8, n: usize) -> Option<()> {
         if clen > src.len() {
             return None;
         }
-        let n = out.len();
         let dec: &[u32; PEEK_SIZE] = &self.dec;
-        let mut acc: u64 = 0;
-        let mut nbits = 0u32;
-        let mut next = 0usize;
-        let mut i = 0usize;
-        // Loads the next whole bytes that fit above the bits held (to 56
-        // bits or more). Within 8 bytes of the end of `src` the missing
-        // bytes read as zeros; taking their bits means the code was too
-        // short, which the check at the end catches.
-        macro_rules! refill {
-            () => {
-                let w = match src.get(next..next + 8) {
-                    Some(w) => u64::from_le_bytes(w.try_into().expect("8 bytes")),
-                    None => {
-                        let rest = &src[next.min(src.len())..];
-                        let mut b = [0u8; 8];
-                        b[..rest.len()].copy_from_slice(rest);
-                        u64::from_le_bytes(b)
-                    }
-                };
-                acc |= w << nbits;
-                let take = (63 - nbits) / 8;
-                next += take as usize;
-                nbits += take * 8;
+        let load = |bitpos: usize| -> u64 {
+            let at = bitpos >> 3;
+            let w = match src.get(at..at + 8) {
+                Some(w) => u64::from_le_bytes(w.try_into().expect("8 bytes")),
+                None => {
+                    let rest = src.get(at..).unwrap_or_default();
+                    let mut b = [0u8; 8];
+                    b[..rest.len()].copy_from_slice(rest);
+                    u64::from_le_bytes(b)
+                }
             };
-        }
-        // One refill feeds four lookups of at most 12 bits each, which
-        // write at most 8 bytes.
+            w >> (bitpos & 7)
+        };
+        let mut bitpos = 0usize;
+        let mut i = 0usize;
         while i + 8 <= n {
-            refill!();
-            let o = &mut out[i..i + 8];
+            let mut w = load(bitpos);
             let mut k = 0usize;
+            let mut used = 0u32;
             for _ in 0..4 {
-                let e = dec[(acc & PEEK_MASK) as usize];
-                // SAFETY: `k` starts at 0 and grows by at most 2 per step,
-                // so before the fourth step `k <= 6` and `k + 2 <= 8 ==
-                // o.len()`.
+                let e = dec[(w & PEEK_MASK) as usize];
+                // SAFETY: `i + 8 <= n` and `k` grows by at most 2 a step,
+                // so `i + k + 2 <= i + 8 <= n`: inside `dst`.
                 unsafe {
-                    o.as_mut_ptr()
-                        .add(k)
+                    dst.add(i + k)
                         .cast::<[u8; 2]>()
                         .write_unaligned((e as u16).to_le_bytes());
                 }
                 k += (e >> 25) as usize;
                 let bits = (e >> 20) & 0x1f;
-                acc >>= bits;
-                nbits -= bits;
+                w >>= bits;
+                used += bits;
             }
+            bitpos += used as usize;
             i += k;
         }
-        // The last few symbols one at a time, so no bit past the last
-        // symbol is taken.
         while i < n {
-            if nbits < PEEK_BITS {
-                refill!();
-            }
-            let e = dec[(acc & PEEK_MASK) as usize];
-            out[i] = e as u8;
-            let bits = (e >> 16) & 0xf;
-            acc >>= bits;
-            nbits -= bits;
+            let e = dec[(load(bitpos) & PEEK_MASK) as usize];
+            // SAFETY: `i < n`.
+            unsafe { dst.add(i).write(e as u8) };
+            bitpos += ((e >> 16) & 0xf) as usize;
             i += 1;
         }
-        // Bits taken = bits loaded - bits held; more than the code holds
-        // means the code was too short.
-        (next * 8 - nbits as usize <= clen * 8).then_some(())
+        (bitpos <= clen * 8).then_some(())
     }
 }
 
@@ -380,6 +388,12 @@ mod tests {
         let mut d2 = vec![0u8; src.len()];
         book.decode(&more, c.len() - 1, &mut d2).expect("valid code");
         assert_eq!(d2, src);
+        let mut d3 = b"head".to_vec();
+        book.decode_append(&more, c.len() - 1, src.len(), &mut d3)
+            .expect("valid code");
+        assert_eq!(&d3[4..], src);
+        assert!(book.decode_append(&c[1..2.min(c.len())], 1, src.len() + 9, &mut d3).is_none());
+        assert_eq!(&d3[4..], src);
         assert_eq!(d, src);
         c.len() - 1
     }

@@ -1136,11 +1136,11 @@ impl ValueRef<'_> {
                 len,
                 book,
             } => {
-                let at = out.len();
-                out.resize(at + len, 0);
-                if book.decode(code, *clen, &mut out[at..]).is_none() {
-                    // Cannot happen for a buffer this module wrote.
+                if book.decode_append(code, *clen, *len, out).is_none() {
+                    // Cannot happen for a buffer this module wrote; keep
+                    // the length the caller announced (a reply header).
                     debug_assert!(false, "corrupt coded hash value");
+                    out.resize(out.len() + len, 0);
                 }
             }
         }
