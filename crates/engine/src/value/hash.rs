@@ -1205,6 +1205,13 @@ mod tests {
     }
 
     #[test]
+    fn header_is_one_32_byte_block() {
+        // The `Box<HashValue>` in `Value` is one jemalloc 32-byte block
+        // (docs/design.md, "Memory layout").
+        assert_eq!(std::mem::size_of::<HashValue>(), 32);
+    }
+
+    #[test]
     fn varint_edges() {
         let cases = [
             0usize,

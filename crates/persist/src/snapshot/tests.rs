@@ -775,7 +775,8 @@ fn coded_hashes_and_their_book_round_trip() {
     load(&b, &path, &LoadOptions::default(), &mut no_progress).unwrap();
     assert_eq!(digest(&a), digest(&b));
     for i in 0..20 {
-        let k = b.key(format!("user{i}").as_bytes());
+        let name = format!("user{i}");
+        let k = b.key(name.as_bytes());
         let mut g = b.lock(&k);
         match g.peek(0, &k).map(|e| &e.value) {
             Some(Value::Hash(h)) => assert!(h.is_compressed(), "user{i} loaded plain"),
