@@ -164,7 +164,8 @@ impl Codebook {
             *d = ((s >> shift) as u32).max(1);
         }
         let lens = code_lengths(&c32);
-        Codebook::from_lens(&lens).expect("Huffman lengths of 256 used symbols form a complete code")
+        Codebook::from_lens(&lens)
+            .expect("Huffman lengths of 256 used symbols form a complete code")
     }
 
     /// A book from its persisted code lengths: `None` unless every byte
@@ -176,7 +177,10 @@ impl Codebook {
         if lens.iter().any(|&l| l == 0 || u32::from(l) > MAX_BITS) {
             return None;
         }
-        let kraft: u32 = lens.iter().map(|&l| 1u32 << (MAX_BITS - u32::from(l))).sum();
+        let kraft: u32 = lens
+            .iter()
+            .map(|&l| 1u32 << (MAX_BITS - u32::from(l)))
+            .sum();
         if kraft != 1 << MAX_BITS {
             return None;
         }
@@ -210,7 +214,11 @@ impl Codebook {
                 | u32::from(bits) << 20
                 | n << 25;
         }
-        Some(Codebook { lens: *lens, enc, dec })
+        Some(Codebook {
+            lens: *lens,
+            enc,
+            dec,
+        })
     }
 
     /// The code length of every byte: the book's persisted form.
@@ -289,7 +297,13 @@ impl Codebook {
     /// [`decode`](Self::decode) of an `n`-byte value appended to `out`,
     /// written straight into its spare capacity (no zero-fill first).
     /// `out` is unchanged on `None`.
-    pub fn decode_append(&self, src: &[u8], clen: usize, n: usize, out: &mut Vec<u8>) -> Option<()> {
+    pub fn decode_append(
+        &self,
+        src: &[u8],
+        clen: usize,
+        n: usize,
+        out: &mut Vec<u8>,
+    ) -> Option<()> {
         out.reserve(n);
         let len = out.len();
         // SAFETY: `reserve` made `out[len..len + n]` valid for writes;
@@ -381,18 +395,22 @@ mod tests {
         book.encode(src, &mut c);
         assert_eq!(c.len() - 1, book.encoded_len(src));
         let mut d = vec![0u8; src.len()];
-        book.decode(&c[1..], c.len() - 1, &mut d).expect("valid code");
+        book.decode(&c[1..], c.len() - 1, &mut d)
+            .expect("valid code");
         // From inside a larger buffer too (the slack path).
         let mut more = c[1..].to_vec();
         more.extend_from_slice(&[0xff; 9]);
         let mut d2 = vec![0u8; src.len()];
-        book.decode(&more, c.len() - 1, &mut d2).expect("valid code");
+        book.decode(&more, c.len() - 1, &mut d2)
+            .expect("valid code");
         assert_eq!(d2, src);
         let mut d3 = b"head".to_vec();
         book.decode_append(&more, c.len() - 1, src.len(), &mut d3)
             .expect("valid code");
         assert_eq!(&d3[4..], src);
-        assert!(book.decode_append(&c[1..2.min(c.len())], 1, src.len() + 9, &mut d3).is_none());
+        assert!(book
+            .decode_append(&c[1..2.min(c.len())], 1, src.len() + 9, &mut d3)
+            .is_none());
         assert_eq!(&d3[4..], src);
         assert_eq!(d, src);
         c.len() - 1

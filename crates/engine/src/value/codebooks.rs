@@ -155,7 +155,9 @@ mod tests {
         other[1] = 9;
         other[2] = 9;
         assert!(!install(MAX_BOOKS as u8, &other, false));
-        assert!(all().iter().any(|(id, l, _)| *id == MAX_BOOKS as u8 && *l == [8; 256]));
+        assert!(all()
+            .iter()
+            .any(|(id, l, _)| *id == MAX_BOOKS as u8 && *l == [8; 256]));
         assert!(heap_bytes() >= 16 * 1024);
     }
 }

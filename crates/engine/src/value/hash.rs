@@ -362,11 +362,13 @@ fn same(a: &[u8], b: &[u8]) -> bool {
         return false;
     }
     if (8..=16).contains(&n) {
-        let w = |s: &[u8], at: usize| u64::from_le_bytes(s[at..at + 8].try_into().expect("8 bytes"));
+        let w =
+            |s: &[u8], at: usize| u64::from_le_bytes(s[at..at + 8].try_into().expect("8 bytes"));
         return w(a, 0) == w(b, 0) && w(a, n - 8) == w(b, n - 8);
     }
     if (4..8).contains(&n) {
-        let w = |s: &[u8], at: usize| u32::from_le_bytes(s[at..at + 4].try_into().expect("4 bytes"));
+        let w =
+            |s: &[u8], at: usize| u32::from_le_bytes(s[at..at + 4].try_into().expect("4 bytes"));
         return w(a, 0) == w(b, 0) && w(a, n - 4) == w(b, n - 4);
     }
     a == b
@@ -397,8 +399,14 @@ fn put_value(out: &mut Vec<u8>, book: &Codebook, value: &[u8]) {
         let used = vhdr + varint_len(clen);
         if used + clen <= value.len() - value.len() / 8 {
             let mut hdr = [0u8; 2 * MAX_VARINT_LEN];
-            let a = encode_varint(value.len() << 1 | 1, (&mut hdr[..MAX_VARINT_LEN]).try_into().expect("10"));
-            let b = encode_varint(clen, (&mut hdr[a..a + MAX_VARINT_LEN]).try_into().expect("10"));
+            let a = encode_varint(
+                value.len() << 1 | 1,
+                (&mut hdr[..MAX_VARINT_LEN]).try_into().expect("10"),
+            );
+            let b = encode_varint(
+                clen,
+                (&mut hdr[a..a + MAX_VARINT_LEN]).try_into().expect("10"),
+            );
             debug_assert_eq!(a + b, used);
             out.copy_within(code_at..code_at + clen, start + used);
             out[start..start + used].copy_from_slice(&hdr[..used]);
@@ -415,7 +423,10 @@ fn put_value(out: &mut Vec<u8>, book: &Codebook, value: &[u8]) {
 fn read_value(buf: &[u8], s: &CSlot, book: &Codebook, out: &mut [u8]) {
     if !s.coded {
         out.copy_from_slice(&buf[s.data.0..s.data.1]);
-    } else if book.decode(&buf[s.data.0..], s.data.1 - s.data.0, out).is_none() {
+    } else if book
+        .decode(&buf[s.data.0..], s.data.1 - s.data.0, out)
+        .is_none()
+    {
         // Cannot happen for a buffer this module wrote.
         debug_assert!(false, "corrupt coded hash value");
     }
@@ -979,9 +990,7 @@ impl HashView<'_> {
         match &self.inner {
             ViewInner::Table(t) => t.map.get(field).map(|v| &**v),
             ViewInner::Coded(c) => c.get(field),
-            ViewInner::Packed(buf) => {
-                packed_find(buf, field).map(|s| &buf[s.value.0..s.value.1])
-            }
+            ViewInner::Packed(buf) => packed_find(buf, field).map(|s| &buf[s.value.0..s.value.1]),
         }
     }
 

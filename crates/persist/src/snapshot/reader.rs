@@ -440,7 +440,8 @@ impl<R: Read> Sections<'_, R> {
                 let mut b = [0u8; BOOK_LEN];
                 b[0] = t;
                 read_exact(self.r, &mut b[1..]).map_err(|e| (pos, short_read("codebook", e)))?;
-                check_crc(&b[259..263], &[&b[..259]]).map_err(|r| (pos, format!("codebook {r}")))?;
+                check_crc(&b[259..263], &[&b[..259]])
+                    .map_err(|r| (pos, format!("codebook {r}")))?;
                 if b[2] > 1 {
                     return Err((pos + 2, format!("codebook flag {} (corrupt file)", b[2])));
                 }

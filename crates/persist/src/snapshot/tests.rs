@@ -750,11 +750,21 @@ fn coded_hashes_and_their_book_round_trip() {
     for i in 0..20 {
         let mut h = HashValue::new();
         for f in 0..10 {
-            h.set(format!("field{f}").as_bytes(), &ycsb_text(&mut seed, 100), &hl);
+            h.set(
+                format!("field{f}").as_bytes(),
+                &ycsb_text(&mut seed, 100),
+                &hl,
+            );
         }
         h.seal();
         assert!(h.is_compressed());
-        put(&a, 0, format!("user{i}").as_bytes(), Value::Hash(Box::new(h)), 0);
+        put(
+            &a,
+            0,
+            format!("user{i}").as_bytes(),
+            Value::Hash(Box::new(h)),
+            0,
+        );
     }
     let dir = tmpdir("books");
     let path = dir.join("s");
@@ -770,7 +780,10 @@ fn coded_hashes_and_their_book_round_trip() {
         assert_eq!(&sec[3..259], &lens[..]);
         assert_eq!(*current, *id == cur);
     }
-    assert_eq!(file[format::HEADER_LEN + books.len() * format::BOOK_LEN], b'B');
+    assert_eq!(
+        file[format::HEADER_LEN + books.len() * format::BOOK_LEN],
+        b'B'
+    );
     let b = engine();
     load(&b, &path, &LoadOptions::default(), &mut no_progress).unwrap();
     assert_eq!(digest(&a), digest(&b));
