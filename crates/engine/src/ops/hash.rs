@@ -23,8 +23,8 @@ use crate::{Error, Result};
 /// Calls `f` with a view of the hash under `k` (None when the key is
 /// absent), or fails with WRONGTYPE. A read lookup: counts a hit or miss and
 /// touches the key, like Redis's `lookupKeyRead`. The shard stays locked
-/// while `f` runs, so `f` can write a reply straight from the stored (or,
-/// for a compressed hash, just decompressed) bytes.
+/// while `f` runs, so `f` can write a reply straight from the stored bytes
+/// (for a coded hash, from values decoded as they are asked for).
 pub fn view<R>(
     g: &mut Guard,
     db: usize,

@@ -66,7 +66,7 @@ const MAX_VARINT_LEN: usize = 10;
 
 /// A hash value as stored. See the module docs for when each encoding is
 /// used. 32 bytes (the `Box<HashValue>` in `Value` is one 32-byte block);
-/// reads go through [`HashValue::view`], which decompresses if needed.
+/// reads go through [`HashValue::view`], which decodes coded values.
 #[derive(Clone, Debug)]
 pub enum HashValue {
     Packed(PackedHash),
