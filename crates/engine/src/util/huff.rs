@@ -41,8 +41,10 @@ const PEEK_MASK: u64 = PEEK_SIZE as u64 - 1;
 /// A shared code: what the encoder and the decoder need, built once.
 pub struct Codebook {
     lens: [u8; 256],
-    /// Per byte: bit-reversed canonical code in bits 0..16, length above.
-    enc: [u32; 256],
+    /// Per byte: its bit-reversed canonical code, and its length again, as
+    /// u64 so the encoder's shift and add take them straight from memory.
+    code: [u64; 256],
+    bits: [u64; 256],
     /// Per 12-bit peek: `sym0 | sym1 << 8 | len0 << 16 | bits << 20 |
     /// symbols << 25` (one or two symbols; `bits` is what they use).
     dec: Box<[u32; PEEK_SIZE]>,
@@ -185,12 +187,14 @@ impl Codebook {
             return None;
         }
         let codes = canonical_codes(lens)?;
-        let mut enc = [0u32; 256];
+        let mut code = [0u64; 256];
+        let mut bits = [0u64; 256];
         // One symbol per MAX_BITS peek: (symbol, length).
         let mut single = vec![(0u8, 0u8); 1 << MAX_BITS];
         for s in 0..256 {
             let l = lens[s];
-            enc[s] = u32::from(codes[s]) | u32::from(l) << 16;
+            code[s] = u64::from(codes[s]);
+            bits[s] = u64::from(l);
             let mut i = codes[s] as usize;
             while i < single.len() {
                 single[i] = (s as u8, l);
@@ -216,7 +220,8 @@ impl Codebook {
         }
         Some(Codebook {
             lens: *lens,
-            enc,
+            code,
+            bits,
             dec,
         })
     }
@@ -259,13 +264,13 @@ impl Codebook {
         let dst = &mut out[start..];
         let mut pos = 0usize;
         let mut acc: u64 = 0;
-        let mut nbits = 0u32;
+        let mut nbits = 0u64;
         let mut chunks = src.chunks_exact(4);
         for c in &mut chunks {
-            for &b in c {
-                let e = self.enc[b as usize];
-                acc |= u64::from(e & 0xffff) << nbits;
-                nbits += e >> 16;
+            let [a, b, c, d] = <[u8; 4]>::try_from(c).expect("chunks of 4");
+            for s in [a, b, c, d] {
+                acc |= self.code[s as usize] << nbits;
+                nbits += self.bits[s as usize];
             }
             // `pos + 8 <= dst.len()`: pos <= 1.5 * (bytes coded so far).
             dst[pos..pos + 8].copy_from_slice(&acc.to_le_bytes());
@@ -274,10 +279,9 @@ impl Codebook {
             acc >>= whole * 8;
             nbits -= whole * 8;
         }
-        for &b in chunks.remainder() {
-            let e = self.enc[b as usize];
-            acc |= u64::from(e & 0xffff) << nbits;
-            nbits += e >> 16;
+        for &s in chunks.remainder() {
+            acc |= self.code[s as usize] << nbits;
+            nbits += self.bits[s as usize];
         }
         dst[pos..pos + 8].copy_from_slice(&acc.to_le_bytes());
         pos + nbits.div_ceil(8) as usize
