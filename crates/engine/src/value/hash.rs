@@ -586,6 +586,20 @@ impl PackedHash {
         }
     }
 
+    /// Adds an entry for a field known to be absent.
+    fn append(&mut self, field: &[u8], value: &[u8]) {
+        put_varint(&mut self.buf, field.len());
+        self.buf.extend_from_slice(field);
+        match self.book() {
+            Some(book) => put_value(&mut self.buf, book, value),
+            None => {
+                put_varint(&mut self.buf, value.len());
+                self.buf.extend_from_slice(value);
+            }
+        }
+        self.len += 1;
+    }
+
     /// `upsert` on a coded buffer: codes the one new value and splices it
     /// in; the other values are not touched.
     fn coded_upsert(&mut self, book: &Codebook, field: &[u8], value: &[u8]) -> bool {
@@ -731,6 +745,19 @@ impl HashValue {
     /// `max_listpack_entries` fields. Updating a packed value with one of the
     /// same length rewrites it in place without reallocating.
     pub fn set(&mut self, field: &[u8], value: &[u8], limits: &HashLimits) -> bool {
+        self.set_inner(field, value, limits, false)
+    }
+
+    /// [`set`](Self::set) of a field the caller knows is absent (a new
+    /// hash filled by one HSET, whose fields it has compared among
+    /// themselves): a packed hash appends without looking for the field,
+    /// which for a whole record would walk the buffer once per field.
+    /// Returns true, as `set` would.
+    pub fn set_absent(&mut self, field: &[u8], value: &[u8], limits: &HashLimits) -> bool {
+        self.set_inner(field, value, limits, true)
+    }
+
+    fn set_inner(&mut self, field: &[u8], value: &[u8], limits: &HashLimits, absent: bool) -> bool {
         if let HashValue::Packed(p) = self {
             let too_long =
                 field.len() > limits.max_listpack_value || value.len() > limits.max_listpack_value;
@@ -747,7 +774,14 @@ impl HashValue {
                         p.book = id;
                     }
                 }
-                let new = p.upsert(field, value);
+                let new = if absent {
+                    debug_assert!(p.book != 0 || p.find(field).is_none());
+                    debug_assert!(p.book == 0 || coded_find(&p.buf, field).is_none());
+                    p.append(field, value);
+                    true
+                } else {
+                    p.upsert(field, value)
+                };
                 if p.len as usize > limits.max_listpack_entries {
                     self.convert_to_table();
                 }
