@@ -452,7 +452,17 @@ mod tests {
             // A new key named twice in one HSET: counted once, first place,
             // last value (the new-hash path compares the names itself).
             assert_eq!(
-                hs(g, b"n", &[(b"f", b"1"), (b"g", b"2"), (b"f", b"3"), (b"g", b"4"), (b"h", b"5")]),
+                hs(
+                    g,
+                    b"n",
+                    &[
+                        (b"f", b"1"),
+                        (b"g", b"2"),
+                        (b"f", b"3"),
+                        (b"g", b"4"),
+                        (b"h", b"5")
+                    ]
+                ),
                 3
             );
             assert_eq!(

@@ -131,7 +131,11 @@ pub fn install(id: u8, lens: &[u8; 256], make_current: bool) -> bool {
 /// counts in `used_memory` like any heap block (the encode tables live in
 /// the books' static slots).
 pub fn heap_bytes() -> usize {
-    BOOKS.iter().filter_map(|b| b.get()).map(|b| b.heap_bytes()).sum()
+    BOOKS
+        .iter()
+        .filter_map(|b| b.get())
+        .map(|b| b.heap_bytes())
+        .sum()
 }
 
 #[cfg(test)]
