@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""Generate crates/server/src/resp/meta_data.rs from a real Redis server.
+"""Generate crates/server/src/exec/meta_data.rs from a real Redis server.
 
 Cairn answers COMMAND, COMMAND INFO and COMMAND DOCS with the same bytes
 Redis 7.0 sends. Rather than transcribing that metadata by hand, this script
 asks a real redis-server for it over RESP3 (where sets, maps, status and bulk
 strings are all distinguishable) and writes the reply trees out as Rust
-statics that `crates/server/src/resp/meta.rs` renders in RESP2 or RESP3.
+statics that `crates/server/src/exec/meta.rs` renders in RESP2 or RESP3.
 
 Usage:
     python3 tools/gen_command_meta.py                # start a private redis-server
@@ -91,7 +91,7 @@ COMMANDS = [
 ]
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DEFAULT_OUT = os.path.join(REPO_ROOT, "crates", "server", "src", "resp", "meta_data.rs")
+DEFAULT_OUT = os.path.join(REPO_ROOT, "crates", "server", "src", "exec", "meta_data.rs")
 MAX_WIDTH = 100
 
 

@@ -4,7 +4,6 @@
 //! absolute deadlines (EXPIREAT, PXAT) and relative ones share one scale. The
 //! offset exists so integration tests can jump the clock forward through
 //! `DEBUG JUMP-CLOCK` instead of sleeping; it is zero in production.
-use std::cell::Cell;
 use std::sync::atomic::{AtomicI64, AtomicU32, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -16,35 +15,12 @@ static LRU_SECS: AtomicU32 = AtomicU32::new(0);
 /// Non-zero: the clock stands still at this Unix millisecond (tests only).
 static FROZEN_MS: AtomicI64 = AtomicI64::new(0);
 
-thread_local! {
-    /// The running command's start time in microseconds (0: none), so one
-    /// command reads the clock once for its timing and all its expiry
-    /// checks (Redis 7.0 `call()`: `updateCachedTimeWithUs`). On this kind
-    /// of machine a clock read is a system call, not a vDSO read.
-    static COMMAND_US: Cell<u64> = const { Cell::new(0) };
-}
-
-/// Current Unix time in milliseconds: the running command's start time on
-/// a thread that is running one, else the clock (with the test offset).
+/// Current Unix time in milliseconds (with the test offset). A running
+/// command reads its own fixed time from its context instead
+/// (`crate::cx::Cx::now_ms`, Redis 7.0 `call()`'s cached time), so one
+/// command reads the clock once for its timing and all its expiry checks.
 pub fn now_ms() -> u64 {
-    match COMMAND_US.with(Cell::get) {
-        0 => now_us() / 1000,
-        us => us / 1000,
-    }
-}
-
-/// Marks the start of a command on this thread and returns its time in
-/// Unix microseconds; `end_command` clears it.
-pub fn start_command() -> u64 {
-    let us = now_us();
-    COMMAND_US.with(|c| c.set(us));
-    us
-}
-
-/// Clears the command time and returns the clock, for the duration.
-pub fn end_command() -> u64 {
-    COMMAND_US.with(|c| c.set(0));
-    now_us()
+    now_us() / 1000
 }
 
 /// Current Unix time in microseconds, including the test offset.
@@ -88,8 +64,6 @@ pub fn offset_ms() -> i64 {
 
 /// Refreshes the cached LRU clock; the server's cron calls it every tick.
 pub fn tick() {
-    // The clock itself, not a running command's cached start time: `jump`
-    // calls this from inside DEBUG JUMP-CLOCK.
     LRU_SECS.store((now_us() / 1_000_000) as u32, Ordering::Relaxed);
 }
 

@@ -1,6 +1,10 @@
-//! Errors the engine returns as values. The server turns each into Redis's
-//! exact reply text in one place (`server::resp::errors`); nothing here knows
-//! the wire form.
+//! Errors the engine returns as values: each variant names a condition and
+//! its data, never a reply text. Each protocol maps them to its own wording
+//! in one file (`server::resp::errors` for Redis's texts, byte for byte;
+//! `server::memcache::errors` for memcached's), so a new front end maps the
+//! same conditions to its own codes.
+
+pub use crate::util::lcs::LcsError;
 
 /// A command failed for a reason the client must be told about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -19,7 +23,10 @@ pub enum Error {
     Overflow,
     /// INCRBYFLOAT result would be NaN or infinite.
     NanOrInfinity,
-    /// The key does not exist (RENAME and friends).
+    /// A sorted-set increment met the opposite infinity: the score would be
+    /// NaN (ZADD INCR, ZINCRBY).
+    ScoreNaN,
+    /// The key does not exist (RENAME, LSET, PFDEBUG and friends).
     NoSuchKey,
     /// Source and destination are the same (MOVE, COPY into itself).
     SameObject,
@@ -29,10 +36,32 @@ pub enum Error {
     DbIndexOutOfRange,
     /// A computed expire time overflows.
     InvalidExpireTime,
-    /// LCS would need more transient memory than allowed.
-    LcsTooLarge,
-    /// Any other failure, as Redis's complete reply text (without the
-    /// leading `-`), e.g. `ERR index out of range`. For errors one family
-    /// raises in one place; shared ones deserve a variant of their own.
-    Msg(&'static str),
+    /// A list index outside the list (LSET).
+    IndexOutOfRange,
+    /// A bit offset that is not a non-negative integer, or whose byte lies
+    /// past `proto-max-bulk-len` (SETBIT, GETBIT, BITFIELD).
+    BitOffsetOutOfRange,
+    /// The memory for a string could not be allocated (a bitmap grown to a
+    /// huge offset; Redis would abort instead).
+    OutOfMemory,
+    /// A write asked of the read-only form of a command (BITFIELD_RO with
+    /// SET or INCRBY).
+    ReadOnlyWrite,
+    /// SORT without ALPHA met an element (or BY weight) that does not read
+    /// as a double.
+    SortNotFloat,
+    /// The string at the key is not a HyperLogLog (bad header or size).
+    HllInvalid,
+    /// A HyperLogLog's sparse data does not describe its registers.
+    HllCorrupt,
+    /// PFDEBUG DECODE of a HyperLogLog that is not sparse.
+    HllNotSparse,
+    /// LCS cannot be computed within the limits.
+    Lcs(LcsError),
+}
+
+impl From<LcsError> for Error {
+    fn from(e: LcsError) -> Self {
+        Error::Lcs(e)
+    }
 }

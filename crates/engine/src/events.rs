@@ -3,14 +3,12 @@
 //! clients blocked on them (BLPOP, BZPOPMIN, ...).
 //!
 //! The engine knows no pub/sub and no connections, so operations only
-//! record events, in a buffer local to the thread that runs the command;
-//! the server drains it once the command is over (and its shard locks are
-//! released) and publishes or wakes. Nothing is recorded unless someone
+//! record events, in the running command's state (`crate::cx::CmdState`,
+//! through its guard's context); the server drains it once the command is
+//! over (and its shard locks are released) and publishes or wakes. Nothing is recorded unless someone
 //! listens: a notification class must be enabled, and a ready key needs a
 //! blocked client somewhere (`Engine::blocked`), so a server without
 //! listeners pays one relaxed load per event site.
-use std::cell::RefCell;
-
 /// Redis's `NOTIFY_*` classes (server.h); the bits match
 /// `notify-keyspace-events`' parsing in the server's config.
 pub mod class {
@@ -48,23 +46,4 @@ pub enum Event {
     /// Every key of `db` may have changed at once (SWAPDB, FLUSHDB): wake
     /// every client blocked on a key of it, to look again.
     ReadyDb { db: usize },
-}
-
-thread_local! {
-    static PENDING: RefCell<Vec<Event>> = const { RefCell::new(Vec::new()) };
-}
-
-/// Records an event for the server to handle after the command.
-pub fn push(e: Event) {
-    PENDING.with(|p| p.borrow_mut().push(e));
-}
-
-/// Takes this thread's recorded events, oldest first.
-pub fn take() -> Vec<Event> {
-    PENDING.with(|p| std::mem::take(&mut *p.borrow_mut()))
-}
-
-/// True if this thread has recorded events not yet taken.
-pub fn pending() -> bool {
-    PENDING.with(|p| !p.borrow().is_empty())
 }

@@ -27,6 +27,7 @@
 //! notification and WATCH are handled there (and persistence can record
 //! the deletion there).
 use crate::compact::Meta;
+use crate::cx::Cx;
 use crate::entry::Owned;
 use crate::keyspace::{Engine, Guard, Key};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -254,22 +255,28 @@ const RESCORES: usize = 8;
 
 /// Evicts one key under `policy`, sampling `samples` keys per step into
 /// `pool`. Locks one shard at a time, never two.
-pub fn evict_one(engine: &Engine, policy: Policy, samples: usize, pool: &mut Pool) -> Step {
+pub fn evict_one(
+    engine: &Engine,
+    cx: &Cx,
+    policy: Policy,
+    samples: usize,
+    pool: &mut Pool,
+) -> Step {
     if policy == Policy::NoEviction {
         return Step::Nothing;
     }
     let samples = samples.clamp(1, 64);
     if policy.random() {
-        return evict_random(engine, policy);
+        return evict_random(engine, cx, policy);
     }
     let mut rescored = 0;
     loop {
-        if !populate(engine, policy, samples, pool) && pool.is_empty() {
+        if !populate(engine, cx, policy, samples, pool) && pool.is_empty() {
             return Step::Nothing;
         }
         while let Some(c) = pool.pop_best() {
             let k = engine.key(&c.key);
-            let mut g = engine.lock(&k);
+            let mut g = engine.lock(cx, &k);
             let now = g.now;
             let Some(e) = g.peek_ref(c.db, &k) else {
                 // Gone since sampled (deleted, evicted by another thread,
@@ -305,12 +312,12 @@ pub fn evict_one(engine: &Engine, policy: Policy, samples: usize, pool: &mut Poo
 /// Samples keys into the pool: `samples` live candidates from random
 /// shards (all databases of each shard visited). Returns false if nothing
 /// evictable was found even by a full sweep.
-fn populate(engine: &Engine, policy: Policy, samples: usize, pool: &mut Pool) -> bool {
+fn populate(engine: &Engine, cx: &Cx, policy: Policy, samples: usize, pool: &mut Pool) -> bool {
     let n = engine.shard_count();
     let volatile = policy.volatile_only();
     let mut found = 0;
     let sample_shard = |i: usize, pool: &mut Pool, found: &mut usize| {
-        engine.with_shard(i, |s| {
+        engine.with_shard(cx, i, |s| {
             let now = crate::clock::now_ms();
             for db in 0..s.dbs.len() {
                 let t = s.db(db);
@@ -350,11 +357,11 @@ fn populate(engine: &Engine, policy: Policy, samples: usize, pool: &mut Pool) ->
 }
 
 /// allkeys-random / volatile-random: a random key of a random shard.
-fn evict_random(engine: &Engine, policy: Policy) -> Step {
+fn evict_random(engine: &Engine, cx: &Cx, policy: Policy) -> Step {
     let n = engine.shard_count();
     let volatile = policy.volatile_only();
     let pick = |i: usize| {
-        engine.with_shard(i, |s| {
+        engine.with_shard(cx, i, |s| {
             let dbs = s.dbs.len();
             let first = (rand::random::<u64>() as usize) % dbs;
             for d in 0..dbs {
@@ -386,7 +393,7 @@ fn evict_random(engine: &Engine, policy: Policy) -> Step {
         return Step::Nothing;
     };
     let k = engine.key(&key);
-    let mut g = engine.lock(&k);
+    let mut g = engine.lock(cx, &k);
     // peek removes it if it expired meanwhile; that frees memory too.
     if g.peek_ref(db, &k).is_none() {
         return Step::Freed(None);
@@ -411,7 +418,7 @@ mod tests {
 
     fn put(e: &Engine, db: usize, key: &str, at: u64) {
         let k = e.key(key.as_bytes());
-        let mut g = e.lock(&k);
+        let mut g = e.lock(&Cx::DETACHED, &k);
         let exp = if at == 0 {
             Expiry::Clear
         } else {
@@ -422,7 +429,7 @@ mod tests {
 
     fn exists(e: &Engine, db: usize, key: &str) -> bool {
         let k = e.key(key.as_bytes());
-        e.lock(&k).exists(db, &k)
+        e.lock(&Cx::DETACHED, &k).exists(db, &k)
     }
 
     #[test]
@@ -476,13 +483,13 @@ mod tests {
                 put(&e, 1, &format!("w{i}"), far);
             }
             let mut n = 0;
-            while let Step::Freed(_) = evict_one(&e, policy, 5, &mut pool) {
+            while let Step::Freed(_) = evict_one(&e, &Cx::DETACHED, policy, 5, &mut pool) {
                 n += 1;
                 assert!(n <= 100, "{policy:?} keeps evicting");
             }
             assert!(n >= 5, "{policy:?} evicted {n}");
-            assert_eq!(e.dbsize(0), 200, "{policy:?}");
-            assert_eq!(e.dbsize(1), 0, "{policy:?}");
+            assert_eq!(e.dbsize(&Cx::DETACHED, 0), 200, "{policy:?}");
+            assert_eq!(e.dbsize(&Cx::DETACHED, 1), 0, "{policy:?}");
         }
     }
 
@@ -496,7 +503,7 @@ mod tests {
         let mut pool = Pool::default();
         for _ in 0..50 {
             assert!(matches!(
-                evict_one(&e, Policy::VolatileTtl, 10, &mut pool),
+                evict_one(&e, &Cx::DETACHED, Policy::VolatileTtl, 10, &mut pool),
                 Step::Freed(Some(_))
             ));
         }
@@ -515,7 +522,7 @@ mod tests {
             put(&e, 0, &format!("k{i}"), 0);
         }
         // Half the keys look idle for an hour.
-        e.for_each_shard(|_, s| {
+        e.for_each_shard(&Cx::DETACHED, |_, s| {
             let t = s.db_mut(0);
             let slots: Vec<usize> = (0..t.capacity()).collect();
             for i in slots {
@@ -532,7 +539,7 @@ mod tests {
         });
         let mut pool = Pool::default();
         for _ in 0..60 {
-            evict_one(&e, Policy::AllkeysLru, 5, &mut pool);
+            evict_one(&e, &Cx::DETACHED, Policy::AllkeysLru, 5, &mut pool);
         }
         let hot_gone = (0..200)
             .filter(|i| i % 2 == 1 && !exists(&e, 0, &format!("k{i}")))
@@ -545,27 +552,27 @@ mod tests {
         let e = engine();
         let mut pool = Pool::default();
         assert!(matches!(
-            evict_one(&e, Policy::AllkeysLru, 5, &mut pool),
+            evict_one(&e, &Cx::DETACHED, Policy::AllkeysLru, 5, &mut pool),
             Step::Nothing
         ));
         assert!(matches!(
-            evict_one(&e, Policy::AllkeysRandom, 5, &mut pool),
+            evict_one(&e, &Cx::DETACHED, Policy::AllkeysRandom, 5, &mut pool),
             Step::Nothing
         ));
         put(&e, 0, "a", 0);
         assert!(matches!(
-            evict_one(&e, Policy::NoEviction, 5, &mut pool),
+            evict_one(&e, &Cx::DETACHED, Policy::NoEviction, 5, &mut pool),
             Step::Nothing
         ));
         assert!(matches!(
-            evict_one(&e, Policy::VolatileLru, 5, &mut pool),
+            evict_one(&e, &Cx::DETACHED, Policy::VolatileLru, 5, &mut pool),
             Step::Nothing
         ));
         assert!(matches!(
-            evict_one(&e, Policy::AllkeysRandom, 5, &mut pool),
+            evict_one(&e, &Cx::DETACHED, Policy::AllkeysRandom, 5, &mut pool),
             Step::Freed(Some(_))
         ));
-        assert_eq!(e.dbsize(0), 0);
+        assert_eq!(e.dbsize(&Cx::DETACHED, 0), 0);
     }
 
     #[test]

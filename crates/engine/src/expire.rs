@@ -9,6 +9,7 @@
 //! tick (Redis spends up to 25% of a core: `ACTIVE_EXPIRE_CYCLE_SLOW_TIME_PERC`);
 //! within it the sweep keeps going round the keyspace, so the share of
 //! expired-but-unread keys stays bounded by how fast one pass completes.
+use crate::cx::Cx;
 use crate::entry::Owned;
 use crate::keyspace::Engine;
 use std::sync::atomic::Ordering;
@@ -32,8 +33,14 @@ pub struct ExpireReport {
 
 impl Engine {
     /// Sweeps until `deadline` or until one full pass over all shards is
-    /// done, whichever comes first.
-    pub fn active_expire(&self, state: &mut ExpireCycle, deadline: Instant) -> ExpireReport {
+    /// done, whichever comes first. `expired` notifications go to `cx`'s
+    /// events (`Cx::background`).
+    pub fn active_expire(
+        &self,
+        cx: &Cx,
+        state: &mut ExpireCycle,
+        deadline: Instant,
+    ) -> ExpireReport {
         let mut report = ExpireReport::default();
         // Nothing expires while the journal is replayed (`record`).
         if self.journal.loading.load(Ordering::Relaxed) {
@@ -45,7 +52,7 @@ impl Engine {
             // While a snapshot runs, a shard with nothing that can expire
             // is passed over without the lock that would serialize it.
             if self.snapshot_running()
-                && self.with_shard_read(i, |s| s.dbs.iter().all(|t| t.volatile() == 0))
+                && self.with_shard_read(cx, i, |s| s.dbs.iter().all(|t| t.volatile() == 0))
             {
                 state.shard = (i + 1) % n;
                 continue;
@@ -53,7 +60,7 @@ impl Engine {
             // Each shard is finished (all its tables' cursors back at 0)
             // before moving on, releasing the lock between chunks.
             loop {
-                let done = self.with_shard(i, |shard| {
+                let done = self.with_shard(cx, i, |shard| {
                     let now = crate::clock::now_ms();
                     let mut all_done = true;
                     let shard_watched_empty = shard.watched.is_empty();
@@ -95,7 +102,7 @@ impl Engine {
                         for e in gone {
                             shard.touch_watched(db, e.key());
                             if notify {
-                                crate::events::push(crate::events::Event::Notify {
+                                cx.push_event(crate::events::Event::Notify {
                                     class: crate::events::class::EXPIRED,
                                     event: "expired",
                                     db,

@@ -1,6 +1,7 @@
 //! Whole-keyspace operations: SCAN, KEYS, DBSIZE, FLUSHDB,
 //! FLUSHALL and SWAPDB. They work shard by shard; the ones that must be
 //! atomic (flushes, SWAPDB) lock every shard first.
+use crate::cx::Cx;
 use crate::entry::Ref;
 use crate::keyspace::Engine;
 use crate::table::Table;
@@ -18,6 +19,7 @@ impl Engine {
     /// sees live entries only; expired ones are skipped.
     pub fn scan(
         &self,
+        cx: &Cx,
         db: usize,
         cursor: u64,
         count: usize,
@@ -30,9 +32,9 @@ impl Engine {
         let mut seen = 0usize;
         let mut buckets = 0usize;
         let max_buckets = count.saturating_mul(10).max(1);
-        let now = crate::clock::now_ms();
+        let now = cx.now_ms();
         while shard < n {
-            let finished_shard = self.with_shard_read(shard as usize, |s| {
+            let finished_shard = self.with_shard_read(cx, shard as usize, |s| {
                 let t = s.db(db);
                 loop {
                     if t.is_empty() {
@@ -70,9 +72,9 @@ impl Engine {
 
     /// Calls `visit` with every live key of `db` (KEYS). Not a snapshot:
     /// keys written while it runs may or may not be seen.
-    pub fn for_each_key(&self, db: usize, mut visit: impl FnMut(Ref<'_>)) {
-        let now = crate::clock::now_ms();
-        self.for_each_shard_read(|_, s| {
+    pub fn for_each_key(&self, cx: &Cx, db: usize, mut visit: impl FnMut(Ref<'_>)) {
+        let now = cx.now_ms();
+        self.for_each_shard_read(cx, |_, s| {
             for e in s.db(db).iter() {
                 if !e.is_expired(now) {
                     visit(e);
@@ -82,16 +84,16 @@ impl Engine {
     }
 
     /// Keys in `db`, expired-but-unremoved ones included, as Redis counts.
-    pub fn dbsize(&self, db: usize) -> usize {
+    pub fn dbsize(&self, cx: &Cx, db: usize) -> usize {
         let mut n = 0;
-        self.for_each_shard_read(|_, s| n += s.db(db).len());
+        self.for_each_shard_read(cx, |_, s| n += s.db(db).len());
         n
     }
 
     /// (keys, keys with a TTL) for one database, for INFO keyspace.
-    pub fn db_counts(&self, db: usize) -> (usize, usize) {
+    pub fn db_counts(&self, cx: &Cx, db: usize) -> (usize, usize) {
         let (mut keys, mut volatile) = (0, 0);
-        self.for_each_shard_read(|_, s| {
+        self.for_each_shard_read(cx, |_, s| {
             keys += s.db(db).len();
             volatile += s.db(db).volatile();
         });
@@ -101,8 +103,8 @@ impl Engine {
     /// Empties one database (or all with None) atomically and returns the
     /// old tables, so the caller decides where the memory is freed
     /// (FLUSHALL ASYNC frees it on another thread).
-    pub fn flush(&self, db: Option<usize>) -> Vec<Table> {
-        let mut g = self.lock_all();
+    pub fn flush(&self, cx: &Cx, db: Option<usize>) -> Vec<Table> {
+        let mut g = self.lock_all(cx);
         match db {
             Some(d) => g.modified_db(d, None),
             None => (0..self.databases()).for_each(|d| g.modified_db(d, None)),
@@ -126,8 +128,8 @@ impl Engine {
     }
 
     /// Swaps two databases atomically (SWAPDB).
-    pub fn swap_dbs(&self, a: usize, b: usize) {
-        let mut g = self.lock_all();
+    pub fn swap_dbs(&self, cx: &Cx, a: usize, b: usize) {
+        let mut g = self.lock_all(cx);
         // A watched key changes if it exists on either side of the swap.
         g.modified_db(a, Some(b));
         g.modified_db(b, Some(a));
@@ -138,8 +140,8 @@ impl Engine {
         // Clients blocked on keys of either database look again: the key
         // they wait on may now hold a list (Redis `scanDatabaseForReadyKeys`).
         if self.blocked.load(std::sync::atomic::Ordering::Relaxed) > 0 {
-            crate::events::push(crate::events::Event::ReadyDb { db: a });
-            crate::events::push(crate::events::Event::ReadyDb { db: b });
+            cx.push_event(crate::events::Event::ReadyDb { db: a });
+            cx.push_event(crate::events::Event::ReadyDb { db: b });
         }
     }
 }

@@ -9,9 +9,15 @@
 //! - `expire`, `iterate`: the active expiry sweep and whole-keyspace walks.
 //! - `snapshot`: the copy-on-lock cut behind point-in-time snapshots.
 //! - `ops`: one module per command family, e.g. `ops::string::set`.
-//! - `record`: the deterministic record of each write, for the journal.
+//! - `record`: the deterministic record of each write, for the journal;
+//!   `rewrite`: the deterministic forms of clock-, chance- and wait-dependent
+//!   writes, in one place.
+//! - `cx`: the command context every lock takes (arguments, clock, EXEC's
+//!   hold, staged records and events), so no per-command state is
+//!   thread-local.
 pub mod clock;
 pub mod compact;
+pub mod cx;
 pub mod entry;
 pub mod error;
 pub mod events;
@@ -22,11 +28,13 @@ pub mod keyspace;
 pub mod lazyfree;
 pub mod ops;
 pub mod record;
+pub mod rewrite;
 pub mod snapshot;
 pub mod table;
 pub mod util;
 pub mod value;
 
+pub use cx::{CmdState, Cx};
 pub use entry::{Entry, Owned, Ref, StrRef};
 pub use error::Error;
 pub use keyspace::{Engine, Expiry, Guard, HoldAll, Key, Options, WatchFlag};

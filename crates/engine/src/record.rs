@@ -6,7 +6,7 @@
 //! propagation rules (`alsoPropagate`, `rewriteClientCommandVector`):
 //!
 //! - by default a command is recorded as it was sent (its argument vector,
-//!   which the server lends for the command's duration: `CommandScope`),
+//!   which the command's context lends for its duration: `crate::cx::Cx`),
 //!   with the database it ran in, and only if it changed something (a
 //!   `Guard` that wrote: Redis's dirty counter);
 //! - a command whose effect depends on the clock or on chance stages its
@@ -22,9 +22,13 @@
 //! Ordering: a guard commits its records when it is dropped, while its
 //! shard locks are still held, so two writes to one key reach the journal
 //! in the order they took effect. Inside EXEC (`Engine::hold_all`) the
-//! records of every queued command are collected and committed as one
-//! unit when the hold is released, so a transaction replays entirely or
-//! not at all.
+//! records of every queued command are collected in the hold and committed
+//! as one unit when the hold is released, so a transaction replays
+//! entirely or not at all.
+//!
+//! Staged records live in the command's `CmdState` (`crate::cx`), not in
+//! the thread: a command run inside another (a queued command of EXEC, a
+//! script's call) stages into the state it shares with its caller.
 //!
 //! With no journal the cost is one relaxed load at each guard's drop.
 //!
@@ -42,9 +46,9 @@
 //! HSET `-P 16`: ~250 of the journal's ~810 per write); one copy of the
 //! request costs a tenth of that. The engine never looks inside those
 //! bytes.
+use crate::cx::{Cx, Staged};
 use crate::keyspace::{Engine, Guard, Key};
 use crate::value::{StrValue, Value};
-use std::cell::{Cell, RefCell};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -75,28 +79,31 @@ impl Tag {
     }
 }
 
-/// Where committed records go: the server's journal buffer.
+/// Where committed records go: the server's journal buffer. Each append
+/// returns the end of the unit in the journal's stream (0 if nothing was
+/// appended), which the command's context keeps (`CmdState`) so the
+/// server knows what a reply must wait for.
 pub trait Sink: Send + Sync {
     /// Appends one unit of records (one command's, or one transaction's)
     /// that must replay as a whole. Called with the writing command's shard
     /// locks held, so it must not block for long and never take a shard
     /// lock.
-    fn append(&self, unit: &[u8]) {
-        self.append_with(&mut |out| out.extend_from_slice(unit));
+    fn append(&self, unit: &[u8]) -> u64 {
+        self.append_with(&mut |out| out.extend_from_slice(unit))
     }
 
     /// Appends one unit that `fill` writes at the end of `out` (the sink's
     /// own buffer, so a command's record is encoded once, in place, with
     /// no copy in between). Writing nothing appends nothing. The same
     /// rules as `append`.
-    fn append_with(&self, fill: &mut dyn FnMut(&mut Vec<u8>));
+    fn append_with(&self, fill: &mut dyn FnMut(&mut Vec<u8>)) -> u64;
 
     /// Appends a unit of one `Wire` record (`put_wire`): a write command
     /// recorded as sent, with nothing before it. This is the record of
     /// nearly every write, so a sink may serve it without the closure and
     /// the general framing checks of `append_with`. The same rules.
-    fn append_wire(&self, db: usize, raw: &[u8]) {
-        self.append_with(&mut |out| put_wire(out, db, raw));
+    fn append_wire(&self, db: usize, raw: &[u8]) -> u64 {
+        self.append_with(&mut |out| put_wire(out, db, raw))
     }
 }
 
@@ -180,7 +187,7 @@ pub fn put_args<'a>(out: &mut Vec<u8>, args: impl ExactSizeIterator<Item = &'a [
 /// The engine's journal hook: a sink while the journal is on.
 #[derive(Default)]
 pub struct Hook {
-    /// Commands lend their arguments (`CommandScope`): set before `on`, so
+    /// Commands lend their arguments (`Cx`): set before `on`, so
     /// no command can write after the switch without a record.
     armed: std::sync::atomic::AtomicBool,
     on: std::sync::atomic::AtomicBool,
@@ -256,66 +263,6 @@ impl Engine {
     #[inline]
     pub fn journal_armed(&self) -> bool {
         self.journal.armed.load(Ordering::Relaxed)
-    }
-}
-
-/// What this thread has staged for its current guard.
-#[derive(Default)]
-struct Staged {
-    /// Encoded records that go first (expiry deletions found by lookups).
-    pre: Vec<u8>,
-    /// An explicit record replacing the command's own (`stage`).
-    explicit: Vec<u8>,
-    has_explicit: bool,
-    /// Records of an EXEC, committed together when the hold ends.
-    tx: Vec<u8>,
-}
-
-thread_local! {
-    // Const-initialised: no lazy-initialisation check on every write.
-    static STAGED: RefCell<Staged> = const {
-        RefCell::new(Staged {
-            pre: Vec::new(),
-            explicit: Vec::new(),
-            has_explicit: false,
-            tx: Vec::new(),
-        })
-    };
-    /// Whether `STAGED` holds anything for the current guard (`pre` or an
-    /// explicit record). A plain flag without a destructor, so the common
-    /// commit (nothing staged: the command as sent) never touches
-    /// `STAGED`, whose access checks its destructor's registration and
-    /// its `RefCell` borrow.
-    static STAGED_ANY: Cell<bool> = const { Cell::new(false) };
-    /// The running command: (db, its arguments). The pointer is valid while
-    /// the `CommandScope` that set it lives.
-    static COMMAND: Cell<Option<(usize, *const (dyn ArgSource + 'static))>> = const { Cell::new(None) };
-}
-
-/// Lends the running command's arguments to the engine for its duration.
-pub struct CommandScope {
-    prev: Option<(usize, *const (dyn ArgSource + 'static))>,
-}
-
-impl CommandScope {
-    /// `db` is the database the command runs in (the client's SELECTed
-    /// one). Scopes nest (EXEC runs queued commands inside its own).
-    pub fn new(db: usize, args: &dyn ArgSource) -> CommandScope {
-        // SAFETY: the lifetime is erased only for the thread-local; the
-        // pointer is removed when this scope drops, and the scope cannot
-        // outlive `args` because callers create it from a borrow that
-        // lives across the command.
-        let ptr: *const (dyn ArgSource + 'static) = unsafe {
-            std::mem::transmute::<*const dyn ArgSource, *const (dyn ArgSource + 'static)>(args)
-        };
-        let prev = COMMAND.with(|c| c.replace(Some((db, ptr))));
-        CommandScope { prev }
-    }
-}
-
-impl Drop for CommandScope {
-    fn drop(&mut self) {
-        COMMAND.with(|c| c.set(self.prev));
     }
 }
 
@@ -409,36 +356,45 @@ pub fn decode_unit(b: &[u8]) -> Result<Vec<Record<'_>>, (usize, &'static str)> {
 }
 
 /// Replaces the running command's record with `args` (in `db`) for the
-/// next guard that writes. Call before that guard is dropped; a guard that
-/// changes nothing drops it unrecorded.
-pub fn stage(engine: &Engine, db: usize, args: &[&[u8]]) {
-    if !engine.journal_on() {
-        return;
-    }
-    STAGED.with(|s| {
-        let mut s = s.borrow_mut();
-        s.explicit.clear();
-        encode(&mut s.explicit, Tag::Command, db, args.iter().copied());
-        s.has_explicit = true;
+/// next guard of `cx` that writes. Call before that guard is dropped; a
+/// guard that changes nothing drops it unrecorded.
+pub fn stage(engine: &Engine, cx: &Cx, db: usize, args: &[&[u8]]) {
+    stage_with(engine, cx, false, |out| {
+        encode(out, Tag::Command, db, args.iter().copied())
     });
-    STAGED_ANY.with(|a| a.set(true));
+}
+
+impl Guard<'_> {
+    /// `stage` for this guard's command.
+    pub fn stage(&self, db: usize, args: &[&[u8]]) {
+        stage(self.engine(), &self.cx(), db, args);
+    }
 }
 
 /// Like `stage`, appending one more record to what is staged (a
 /// rewrite that takes two commands, e.g. SET then PEXPIREAT).
-pub fn stage_more(engine: &Engine, db: usize, args: &[&[u8]]) {
+pub fn stage_more(engine: &Engine, cx: &Cx, db: usize, args: &[&[u8]]) {
+    stage_with(engine, cx, true, |out| {
+        encode(out, Tag::Command, db, args.iter().copied())
+    });
+}
+
+/// Stages what `fill` writes as the command's record: in place of what is
+/// staged, or after it (`more`).
+fn stage_with(engine: &Engine, cx: &Cx, more: bool, fill: impl FnOnce(&mut Vec<u8>)) {
     if !engine.journal_on() {
         return;
     }
-    STAGED.with(|s| {
-        let mut s = s.borrow_mut();
-        if !s.has_explicit {
-            s.explicit.clear();
-        }
-        encode(&mut s.explicit, Tag::Command, db, args.iter().copied());
-        s.has_explicit = true;
-    });
-    STAGED_ANY.with(|a| a.set(true));
+    let Some(state) = cx.state() else {
+        return;
+    };
+    let mut s = state.staged.borrow_mut();
+    if !(more && s.has_explicit) {
+        s.explicit.clear();
+    }
+    fill(&mut s.explicit);
+    s.has_explicit = true;
+    state.staged_any.set(true);
 }
 
 /// Stages the state of a memcached item after a write: an `ITEM` record,
@@ -478,25 +434,26 @@ pub fn stage_item(g: &mut Guard, db: usize, k: &Key) {
             out
         }
     };
-    STAGED.with(|s| {
-        let mut s = s.borrow_mut();
-        s.explicit = rec;
-        s.has_explicit = true;
-    });
-    STAGED_ANY.with(|a| a.set(true));
+    let cx = g.cx();
+    stage_with(g.engine(), &cx, false, |out| *out = rec);
 }
 
 /// A key was removed because it expired (a lookup found it so): record
 /// `DEL key` ahead of the command's own record.
-pub(crate) fn expired(engine: &Engine, db: usize, key: &[u8]) -> bool {
+pub(crate) fn expired(engine: &Engine, cx: &Cx, db: usize, key: &[u8]) -> bool {
     if !engine.journal_on() {
         return false;
     }
-    STAGED.with(|s| {
-        let mut s = s.borrow_mut();
-        encode(&mut s.pre, Tag::Command, db, [&b"DEL"[..], key].into_iter());
-    });
-    STAGED_ANY.with(|a| a.set(true));
+    match cx.state() {
+        Some(state) => {
+            let mut s = state.staged.borrow_mut();
+            encode(&mut s.pre, Tag::Command, db, [&b"DEL"[..], key].into_iter());
+            state.staged_any.set(true);
+        }
+        // No command to put it ahead of: record it on its own, now (the
+        // caller holds the key's shard lock, so it is in order).
+        None => deleted(engine, db, std::iter::once(key)),
+    }
     true
 }
 
@@ -520,77 +477,75 @@ pub fn deleted<'a>(engine: &Engine, db: usize, keys: impl Iterator<Item = &'a [u
 
 /// Called by a guard being dropped: commits its records (expiry deletions
 /// it found, then the command's record if it wrote) while its locks are
-/// still held. `held`: inside `hold_all`, collect for the transaction.
-/// This runs for every write command while the journal is on.
+/// still held. Inside a hold (EXEC) they are collected in the hold's
+/// transaction instead. This runs for every write command while the
+/// journal is on.
 #[inline]
-pub(crate) fn commit(engine: &Engine, wrote: bool, held: bool) {
+pub(crate) fn commit(engine: &Engine, cx: &Cx, wrote: bool) {
     let Some(sink) = engine.journal.sink() else {
-        discard();
+        discard(cx);
         return;
     };
-    if wrote && !held && !STAGED_ANY.with(Cell::get) {
+    let state = cx.state();
+    if wrote && cx.hold().is_none() && !state.is_some_and(|s| s.staged_any.get()) {
         // The common case: one write command recorded as sent.
-        if let Some((db, args)) = COMMAND.with(Cell::get) {
-            // SAFETY: see `CommandScope::new`.
-            if let Some(raw) = unsafe { &*args }.raw() {
-                sink.append_wire(db, raw);
-                return;
+        if let Some(raw) = cx.args().and_then(|a| a.raw()) {
+            let end = sink.append_wire(cx.db, raw);
+            if let Some(s) = state {
+                s.note_journal_end(end);
             }
+            return;
         }
     }
-    commit_staged(sink, wrote, held);
+    commit_staged(sink, cx, wrote);
 }
 
 /// `commit` of anything but a lone command recorded as sent.
 #[cold]
-fn commit_staged(sink: &Arc<dyn Sink>, wrote: bool, held: bool) {
-    STAGED_ANY.with(|a| a.set(false));
-    STAGED.with(|s| {
-        let mut s = s.borrow_mut();
-        let Staged {
-            pre,
-            explicit,
-            has_explicit,
-            tx,
-        } = &mut *s;
-        if !wrote {
-            *has_explicit = false;
-            if pre.is_empty() {
-                return;
+fn commit_staged(sink: &Arc<dyn Sink>, cx: &Cx, wrote: bool) {
+    let mut empty = Staged::default();
+    let mut borrowed;
+    let staged: &mut Staged = match cx.state() {
+        Some(state) => {
+            state.staged_any.set(false);
+            borrowed = state.staged.borrow_mut();
+            &mut borrowed
+        }
+        None => &mut empty,
+    };
+    if !wrote {
+        staged.has_explicit = false;
+        if staged.pre.is_empty() {
+            return;
+        }
+    }
+    match cx.hold() {
+        Some(hold) => write_unit(staged, cx, wrote, &mut hold.tx.borrow_mut()),
+        None => {
+            let end = sink.append_with(&mut |out| write_unit(staged, cx, wrote, out));
+            if let Some(s) = cx.state() {
+                s.note_journal_end(end);
             }
         }
-        if held {
-            write_unit(pre, explicit, has_explicit, wrote, tx);
-        } else {
-            sink.append_with(&mut |out| write_unit(pre, explicit, has_explicit, wrote, out));
-        }
-    });
+    }
 }
 
 /// Writes a guard's unit at the end of `out`: the expiry deletions it
 /// found, then (if it wrote) the staged record or the command as sent.
-fn write_unit(
-    pre: &mut Vec<u8>,
-    explicit: &[u8],
-    has_explicit: &mut bool,
-    wrote: bool,
-    out: &mut Vec<u8>,
-) {
-    out.append(pre);
+fn write_unit(staged: &mut Staged, cx: &Cx, wrote: bool, out: &mut Vec<u8>) {
+    out.append(&mut staged.pre);
     if !wrote {
         return;
     }
-    if *has_explicit {
-        out.extend_from_slice(explicit);
-        *has_explicit = false;
-    } else if let Some((db, args)) = COMMAND.with(Cell::get) {
-        // SAFETY: see `CommandScope::new`.
-        let args = unsafe { &*args };
+    if staged.has_explicit {
+        out.extend_from_slice(&staged.explicit);
+        staged.has_explicit = false;
+    } else if let Some(args) = cx.args() {
         if let Some(raw) = args.raw() {
-            put_wire(out, db, raw);
+            put_wire(out, cx.db, raw);
         } else {
             out.push(Tag::Command as u8);
-            put_varint(out, db as u64);
+            put_varint(out, cx.db as u64);
             args.put_args(out);
         }
     } else {
@@ -600,34 +555,30 @@ fn write_unit(
 
 /// A guard dropped without committing (no journal): forget what it staged.
 #[inline]
-pub(crate) fn discard() {
-    if !STAGED_ANY.with(|a| a.replace(false)) {
+pub(crate) fn discard(cx: &Cx) {
+    let Some(state) = cx.state() else {
+        return;
+    };
+    if !state.staged_any.replace(false) {
         return;
     }
-    STAGED.with(|s| {
-        let mut s = s.borrow_mut();
-        s.has_explicit = false;
-        s.pre.clear();
-    });
+    let mut s = state.staged.borrow_mut();
+    s.has_explicit = false;
+    s.pre.clear();
 }
 
-/// The hold of an EXEC ends: commit its records as one unit.
-pub(crate) fn commit_tx(engine: &Engine) {
-    let tx = STAGED.with(|s| std::mem::take(&mut s.borrow_mut().tx));
+/// The hold of an EXEC ends: commit its records as one unit. Returns the
+/// unit's end in the journal (0: nothing appended).
+pub(crate) fn commit_tx(engine: &Engine, tx: &mut Vec<u8>) -> u64 {
     if tx.is_empty() {
-        return;
+        return 0;
     }
-    if let Some(sink) = engine.journal.sink() {
-        sink.append(&tx);
-    }
-    STAGED.with(|s| {
-        let mut s = s.borrow_mut();
-        if s.tx.is_empty() {
-            // Keep the allocation for the next transaction.
-            s.tx = tx;
-            s.tx.clear();
-        }
-    });
+    let end = match engine.journal.sink() {
+        Some(sink) => sink.append(tx),
+        None => 0,
+    };
+    tx.clear();
+    end
 }
 
 static UNSOURCED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);

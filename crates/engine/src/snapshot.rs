@@ -85,10 +85,11 @@ impl Engine {
     /// shard reached the sink.
     pub fn begin_snapshot(
         &self,
+        cx: &crate::cx::Cx,
         sink: Arc<dyn ShardSink>,
         on_cut: impl FnOnce(),
     ) -> Result<u64, BeginError> {
-        if self.holds_all_here() {
+        if self.holds_all(cx) {
             return Err(BeginError::InsideHold);
         }
         let locks: Vec<_> = (0..self.shard_count())
@@ -111,7 +112,7 @@ impl Engine {
     /// may stop the sweep by returning false.
     pub fn snapshot_sweep(&self, mut between: impl FnMut(usize) -> bool) {
         for i in 0..self.shard_count() {
-            self.with_shard(i, |_| ());
+            self.with_shard(&crate::cx::Cx::DETACHED, i, |_| ());
             if !between(i) {
                 return;
             }
@@ -137,6 +138,7 @@ impl Engine {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cx::Cx;
     use crate::keyspace::{Expiry, Options};
     use crate::value::{StrValue, Value};
     use parking_lot::Mutex;
@@ -163,7 +165,7 @@ mod tests {
 
     fn set(e: &Engine, k: &str, v: &str) {
         let key = e.key(k.as_bytes());
-        let mut g = e.lock(&key);
+        let mut g = e.lock(&Cx::DETACHED, &key);
         g.set(
             0,
             &key,
@@ -187,10 +189,12 @@ mod tests {
         }
         let sink = Arc::new(Collect::default());
         let mut cut_ran = false;
-        let ep = e.begin_snapshot(sink.clone(), || cut_ran = true).unwrap();
+        let ep = e
+            .begin_snapshot(&Cx::DETACHED, sink.clone(), || cut_ran = true)
+            .unwrap();
         assert!(cut_ran);
         assert_eq!(
-            e.begin_snapshot(sink.clone(), || ()),
+            e.begin_snapshot(&Cx::DETACHED, sink.clone(), || ()),
             Err(BeginError::InProgress)
         );
         // Writers after the cut: every shard they touch is dumped first.
@@ -211,7 +215,9 @@ mod tests {
         // After the end, nothing more is dumped, and a new snapshot can start.
         set(&e, "k1", "newer");
         assert_eq!(sink.0.lock().len(), 16);
-        let ep2 = e.begin_snapshot(sink.clone(), || ()).unwrap();
+        let ep2 = e
+            .begin_snapshot(&Cx::DETACHED, sink.clone(), || ())
+            .unwrap();
         assert!(ep2 > ep);
         e.end_snapshot(ep2);
         assert!(!e.snapshot_running());
@@ -224,11 +230,17 @@ mod tests {
             set(&e, &format!("k{i}"), "v");
         }
         let sink = Arc::new(Collect::default());
-        let ep = e.begin_snapshot(sink.clone(), || ()).unwrap();
-        assert_eq!(e.dbsize(0), 100);
-        e.for_each_key(0, |_| ());
-        e.scan(0, 0, 1000, |_| ());
-        e.active_expire(&mut Default::default(), std::time::Instant::now());
+        let ep = e
+            .begin_snapshot(&Cx::DETACHED, sink.clone(), || ())
+            .unwrap();
+        assert_eq!(e.dbsize(&Cx::DETACHED, 0), 100);
+        e.for_each_key(&Cx::DETACHED, 0, |_| ());
+        e.scan(&Cx::DETACHED, 0, 0, 1000, |_| ());
+        e.active_expire(
+            &Cx::DETACHED,
+            &mut Default::default(),
+            std::time::Instant::now(),
+        );
         assert_eq!(sink.0.lock().len(), 0, "reads hand nothing over");
         set(&e, "k1", "w");
         assert_eq!(sink.0.lock().len(), 1, "a write hands its shard over");
@@ -244,9 +256,13 @@ mod tests {
         set(&e, "a", "1");
         set(&e, "b", "1");
         assert_eq!(e.changes(), before + 2);
-        let hold = e.hold_all();
+        let hold = e.hold_all(&Cx::DETACHED);
         assert_eq!(
-            e.begin_snapshot(Arc::new(Collect::default()), || ()),
+            e.begin_snapshot(
+                &Cx::DETACHED.with_hold(&hold),
+                Arc::new(Collect::default()),
+                || ()
+            ),
             Err(BeginError::InsideHold)
         );
         drop(hold);

@@ -6,6 +6,7 @@ use cairn_engine::compact::{materialized, HEADER};
 use cairn_engine::ops::bitmap;
 use cairn_engine::ops::keys::{self as kops, ExpireCond};
 use cairn_engine::ops::string::{self as sops, Cond};
+use cairn_engine::Cx;
 use cairn_engine::{evict, Engine, Expiry, Options};
 
 #[test]
@@ -17,7 +18,7 @@ fn cache_traffic_never_materializes_compact_strings() {
     let before = materialized();
     for (i, k) in keys.iter().enumerate() {
         let kk = e.key(k);
-        let mut g = e.lock(&kk);
+        let mut g = e.lock(&Cx::DETACHED, &kk);
         let exp = if i % 3 == 0 {
             Expiry::At(cairn_engine::clock::now_ms() + 3_600_000)
         } else {
@@ -32,7 +33,7 @@ fn cache_traffic_never_materializes_compact_strings() {
     let mut bytes = 0;
     for k in &keys {
         let kk = e.key(k);
-        let mut g = e.lock(&kk);
+        let mut g = e.lock(&Cx::DETACHED, &kk);
         let got = sops::get(&mut g, 0, &kk, |b| b.map(|b| b.len())).unwrap();
         assert_eq!(got, Some(100));
         sops::get_str(&mut g, 0, &kk, |s| assert_eq!(s.unwrap().len(), 100)).unwrap();
@@ -67,24 +68,24 @@ fn cache_traffic_never_materializes_compact_strings() {
     // One block per key, of exactly header + key + value bytes.
     assert_eq!(bytes, n as usize * (HEADER + 13 + 100));
     let mut seen = 0;
-    e.for_each_key(0, |_| seen += 1);
+    e.for_each_key(&Cx::DETACHED, 0, |_| seen += 1);
     assert_eq!(seen, n);
     // Eviction and DEL free blocks as they are.
     let mut pool = evict::Pool::default();
     for _ in 0..100 {
         assert!(matches!(
-            evict::evict_one(&e, evict::Policy::AllkeysLru, 5, &mut pool),
+            evict::evict_one(&e, &Cx::DETACHED, evict::Policy::AllkeysLru, 5, &mut pool),
             evict::Step::Freed(_)
         ));
     }
     for k in &keys[..1000] {
         let kk = e.key(k);
-        kops::del(&mut e.lock(&kk), 0, &[kk], drop);
+        kops::del(&mut e.lock(&Cx::DETACHED, &kk), 0, &[kk], drop);
     }
     assert_eq!(materialized(), before, "a compact string was materialized");
     // An in-place edit does materialize (Redis turns embstr into raw too).
     let kk = e.key(b"edited");
-    let mut g = e.lock(&kk);
+    let mut g = e.lock(&Cx::DETACHED, &kk);
     sops::set(&mut g, 0, &kk, b"hello", Cond::Always, Expiry::Clear, false).unwrap();
     sops::append(&mut g, 0, &kk, b"!").unwrap();
     drop(g);

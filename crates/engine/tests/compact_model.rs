@@ -8,6 +8,7 @@ use cairn_engine::compact::HEADER;
 use cairn_engine::ops::keys::{self as kops, ExpireCond, Ttl};
 use cairn_engine::ops::string::{self as sops, Cond};
 use cairn_engine::util::num::should_store_as_int;
+use cairn_engine::Cx;
 use cairn_engine::{evict, Engine, Expiry, Options};
 use proptest::prelude::*;
 use std::collections::HashMap;
@@ -159,10 +160,10 @@ type Model = Vec<HashMap<Vec<u8>, M>>;
 
 fn check(e: &Engine, model: &Model) -> Result<(), TestCaseError> {
     for (db, m) in model.iter().enumerate() {
-        prop_assert_eq!(e.dbsize(db), m.len());
+        prop_assert_eq!(e.dbsize(&Cx::DETACHED, db), m.len());
         for (k, want) in m {
             let key = e.key(k);
-            let mut g = e.lock(&key);
+            let mut g = e.lock(&Cx::DETACHED, &key);
             let r = g.peek_ref(db, &key).expect("model key present");
             let got = r.str().expect("a string").to_vec();
             prop_assert_eq!(&got, &want.val);
@@ -210,7 +211,7 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
             } => {
                 let (k, v) = (key(ki), value(val));
                 let kk = e.key(&k);
-                let mut g = e.lock(&kk);
+                let mut g = e.lock(&Cx::DETACHED, &kk);
                 let old_at = model[db].get(&k).map_or(0, |m| m.at);
                 let (expiry, at) = if ttl {
                     (Expiry::At(far + ki as u64), far + ki as u64)
@@ -225,14 +226,14 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
             Op::Get { db, key: ki } => {
                 let k = key(ki);
                 let kk = e.key(&k);
-                let mut g = e.lock(&kk);
+                let mut g = e.lock(&Cx::DETACHED, &kk);
                 let got = sops::get(&mut g, db, &kk, |b| b.map(|b| b.to_vec())).unwrap();
                 prop_assert_eq!(got, model[db].get(&k).map(|m| m.val.clone()));
             }
             Op::Append { db, key: ki, val } => {
                 let (k, v) = (key(ki), value(val));
                 let kk = e.key(&k);
-                let mut g = e.lock(&kk);
+                let mut g = e.lock(&Cx::DETACHED, &kk);
                 let n = sops::append(&mut g, db, &kk, &v).unwrap();
                 let m = match model[db].remove(&k) {
                     Some(mut m) => {
@@ -254,7 +255,7 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
             } => {
                 let (k, v) = (key(ki), value(val));
                 let kk = e.key(&k);
-                let mut g = e.lock(&kk);
+                let mut g = e.lock(&Cx::DETACHED, &kk);
                 let off = off as usize;
                 let n = sops::setrange(&mut g, db, &kk, off, &v).unwrap();
                 match model[db].get_mut(&k) {
@@ -290,7 +291,7 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
             Op::Incr { db, key: ki } => {
                 let k = key(ki);
                 let kk = e.key(&k);
-                let mut g = e.lock(&kk);
+                let mut g = e.lock(&Cx::DETACHED, &kk);
                 let r = sops::incr_by(&mut g, db, &kk, 1);
                 match model[db].get_mut(&k) {
                     None => {
@@ -329,7 +330,7 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
             Op::Expire { db, key: ki, secs } => {
                 let k = key(ki);
                 let kk = e.key(&k);
-                let mut g = e.lock(&kk);
+                let mut g = e.lock(&Cx::DETACHED, &kk);
                 let at = far + secs as u64;
                 let out = kops::expire(&mut g, db, &kk, at as i64, ExpireCond::default());
                 let set = matches!(out, kops::ExpireOutcome::Set);
@@ -352,7 +353,7 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
             Op::Persist { db, key: ki } => {
                 let k = key(ki);
                 let kk = e.key(&k);
-                let mut g = e.lock(&kk);
+                let mut g = e.lock(&Cx::DETACHED, &kk);
                 let done = kops::persist(&mut g, db, &kk);
                 let want = model[db]
                     .get_mut(&k)
@@ -362,7 +363,7 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
             Op::Del { db, key: ki } => {
                 let k = key(ki);
                 let kk = e.key(&k);
-                let mut g = e.lock(&kk);
+                let mut g = e.lock(&Cx::DETACHED, &kk);
                 let mut freed = 0;
                 let n = kops::del(&mut g, db, &[kk], |o| freed += o.mem_bytes());
                 let had = model[db].remove(&k);
@@ -374,7 +375,7 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
             Op::Rename { db, from, to } => {
                 let (f, t) = (key(from), key(to));
                 let (fk, tk) = (e.key(&f), e.key(&t));
-                let mut g = e.lock_keys(&[fk, tk]);
+                let mut g = e.lock_keys(&Cx::DETACHED, &[fk, tk]);
                 let r = kops::rename(&mut g, db, &fk, &tk, false);
                 match model[db].remove(&f) {
                     None => prop_assert!(r.is_err()),
@@ -395,7 +396,7 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
             } => {
                 let (f, t) = (key(from), key(to));
                 let (fk, tk) = (e.key(&f), e.key(&t));
-                let mut g = e.lock_keys(&[fk, tk]);
+                let mut g = e.lock_keys(&Cx::DETACHED, &[fk, tk]);
                 let r = kops::copy(&mut g, db, &fk, to_db, &tk, true, drop);
                 if db == to_db && f == t {
                     prop_assert!(r.is_err());
@@ -416,7 +417,7 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                 let k = key(ki);
                 let kk = e.key(&k);
                 let to = 1 - db;
-                let mut g = e.lock(&kk);
+                let mut g = e.lock(&Cx::DETACHED, &kk);
                 let moved = kops::move_key(&mut g, db, to, &kk).unwrap();
                 let can = model[db].contains_key(&k) && !model[to].contains_key(&k);
                 prop_assert_eq!(moved, can);
@@ -428,7 +429,7 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
             Op::Evict { db, key: ki } => {
                 let k = key(ki);
                 let kk = e.key(&k);
-                let mut g = e.lock(&kk);
+                let mut g = e.lock(&Cx::DETACHED, &kk);
                 let gone = evict::evict_key(&mut g, db, &kk);
                 prop_assert_eq!(gone.is_some(), model[db].remove(&k).is_some());
             }
@@ -439,7 +440,7 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                 for i in 0..300u32 {
                     let k = format!("burst:{i}").into_bytes();
                     let kk = e.key(&k);
-                    let mut g = e.lock(&kk);
+                    let mut g = e.lock(&Cx::DETACHED, &kk);
                     sops::set(
                         &mut g,
                         db,
@@ -454,7 +455,7 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                 for i in 0..300u32 {
                     let k = format!("burst:{i}").into_bytes();
                     let kk = e.key(&k);
-                    let mut g = e.lock(&kk);
+                    let mut g = e.lock(&Cx::DETACHED, &kk);
                     if i % 50 == 0 {
                         let m = set_model(&k, b"some value", 0);
                         model[db].insert(k.clone(), m);

@@ -4,6 +4,7 @@
 //! the clock jumping so lazy and active expiry both take part.
 use cairn_engine::expire::ExpireCycle;
 use cairn_engine::value::{StrValue, Value};
+use cairn_engine::Cx;
 use cairn_engine::{clock, Engine, Expiry, Options};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
@@ -98,7 +99,7 @@ proptest! {
                 Op::Set { db, key: k, val, ttl } => {
                     let kb = key(k);
                     let key = e.key(&kb);
-                    let mut g = e.lock(&key);
+                    let mut g = e.lock(&Cx::DETACHED, &key);
                     let at = ttl.map(|t| g.now + t as u64);
                     let exp = at.map_or(Expiry::Clear, Expiry::At);
                     g.set(db, &key, Value::Str(StrValue::from_bytes(&[val])), exp);
@@ -107,7 +108,7 @@ proptest! {
                 Op::Remove { db, key: k } => {
                     let kb = key(k);
                     let key = e.key(&kb);
-                    let mut g = e.lock(&key);
+                    let mut g = e.lock(&Cx::DETACHED, &key);
                     let now = g.now;
                     let had = g.remove(db, &key).is_some();
                     prop_assert_eq!(had, live(&model[db], &kb, now).is_some());
@@ -116,7 +117,7 @@ proptest! {
                 Op::Expire { db, key: k, ttl } => {
                     let kb = key(k);
                     let key = e.key(&kb);
-                    let mut g = e.lock(&key);
+                    let mut g = e.lock(&Cx::DETACHED, &key);
                     let now = g.now;
                     let at = now + ttl as u64;
                     let done = g.set_expire(db, &key, at);
@@ -129,7 +130,7 @@ proptest! {
                 Op::Persist { db, key: k } => {
                     let kb = key(k);
                     let key = e.key(&kb);
-                    let mut g = e.lock(&key);
+                    let mut g = e.lock(&Cx::DETACHED, &key);
                     let now = g.now;
                     let done = g.set_expire(db, &key, 0);
                     let want = live(&model[db], &kb, now);
@@ -141,7 +142,7 @@ proptest! {
                 Op::Rename { db, from, to } => {
                     let (fb, tb) = (key(from), key(to));
                     let (fk, tk) = (e.key(&fb), e.key(&tb));
-                    let mut g = e.lock_keys(&[fk, tk]);
+                    let mut g = e.lock_keys(&Cx::DETACHED, &[fk, tk]);
                     let now = g.now;
                     let done = g.rename_entry(db, &fk, db, &tk);
                     let want = live(&model[db], &fb, now);
@@ -154,7 +155,7 @@ proptest! {
                 Op::Move { from_db, to_db, key: k } => {
                     let kb = key(k);
                     let key = e.key(&kb);
-                    let mut g = e.lock(&key);
+                    let mut g = e.lock(&Cx::DETACHED, &key);
                     let now = g.now;
                     let src = live(&model[from_db], &kb, now);
                     let dst = live(&model[to_db], &kb, now);
@@ -169,20 +170,20 @@ proptest! {
                 }
                 Op::Flush { db } => {
                     if db == DBS {
-                        drop(e.flush(None));
+                        drop(e.flush(&Cx::DETACHED, None));
                         model.iter_mut().for_each(BTreeMap::clear);
                     } else {
-                        drop(e.flush(Some(db)));
+                        drop(e.flush(&Cx::DETACHED, Some(db)));
                         model[db].clear();
                     }
                 }
                 Op::Swap { a, b } => {
-                    e.swap_dbs(a, b);
+                    e.swap_dbs(&Cx::DETACHED, a, b);
                     model.swap(a, b);
                 }
                 Op::Tick { ms } => clock::jump(ms as i64),
                 Op::ActiveExpire => {
-                    e.active_expire(&mut cycle, Instant::now() + Duration::from_millis(50));
+                    e.active_expire(&Cx::DETACHED, &mut cycle, Instant::now() + Duration::from_millis(50));
                 }
             }
             // Every live key in the model reads back with its value and TTL;
@@ -192,7 +193,7 @@ proptest! {
                 let mut scanned = Vec::new();
                 let mut cursor = 0;
                 loop {
-                    cursor = e.scan(db, cursor, 7, |en| {
+                    cursor = e.scan(&Cx::DETACHED, db, cursor, 7, |en| {
                         if !en.is_expired(now) {
                             scanned.push(en.key().to_vec())
                         }
@@ -211,7 +212,7 @@ proptest! {
                 prop_assert_eq!(&scanned, &want, "db {}", db);
                 for k in &want {
                     let key = e.key(k);
-                    let mut g = e.lock(&key);
+                    let mut g = e.lock(&Cx::DETACHED, &key);
                     let en = g.peek(db, &key).expect("live key present");
                     let (v, at) = live_model[k];
                     prop_assert_eq!(en.expire_at(), at);

@@ -3,4 +3,13 @@
 //!
 //! - `snapshot`: point-in-time snapshot files (SAVE, BGSAVE, start-up
 //!   loading, and the base file of a journal rewrite).
+//! - `journal`: the journal's file formats (framing, manifest, checker);
+//!   the server runs the writer and the replay.
+//! - `crc`: the one checksum both formats use; `Error`: what any of them
+//!   reports when a file cannot be used (file, offset, reason).
+pub mod crc;
+mod error;
+pub mod journal;
 pub mod snapshot;
+
+pub use error::{Error, ErrorKind};

@@ -1,10 +1,16 @@
 //! Per-connection state: what a command handler may read and change
 //! (`Client`), and the part other threads may see (`ClientInfo`, for CLIENT
-//! LIST, CLIENT KILL and INFO clients).
-use cairn_engine::WatchFlag;
+//! LIST, CLIENT KILL and INFO clients); the client's description (its
+//! CLIENT LIST line, also written to the log when the server closes it),
+//! and ending its transaction and WATCHes. Shared by every protocol's
+//! session; the worker reads it to decide when a connection may move,
+//! time out or be woken.
+use crate::shared::Shared;
+use cairn_engine::{Cx, WatchFlag};
 use cairn_protocol::resp::ArgList;
 use cairn_protocol::resp::Protocol;
 use parking_lot::Mutex;
+use std::io::Write;
 use std::net::SocketAddr;
 use std::sync::atomic::{
     AtomicBool, AtomicI64, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering,
@@ -154,6 +160,14 @@ pub struct Client {
     /// Large values referenced by the replies in the output buffer
     /// (`crate::outref`): handlers add them, the worker writes them.
     pub out_refs: crate::outref::OutRefs,
+    /// Pushes this client's own running command addressed to it (its
+    /// subscriptions' confirmations, a PUBLISH or keyspace event it is
+    /// subscribed to), placed around the reply when the command ends.
+    pub pushes: crate::pubsub::SelfPushes,
+    /// End of what this client's commands appended to the journal since
+    /// the worker last looked (0: nothing): under `appendfsync always` its
+    /// replies wait until the journal is synced that far.
+    pub journal_end: u64,
 }
 
 /// A transaction being queued.
@@ -204,7 +218,19 @@ impl Client {
             multi: None,
             watched: Vec::new(),
             out_refs: Default::default(),
+            pushes: Default::default(),
+            journal_end: 0,
         }
+    }
+
+    /// Notes the journal end of a command this client ran (0: none).
+    pub fn note_journal_end(&mut self, end: u64) {
+        self.journal_end = self.journal_end.max(end);
+    }
+
+    /// Takes the journal end noted since the last call (0: none).
+    pub fn take_journal_end(&mut self) -> u64 {
+        std::mem::take(&mut self.journal_end)
     }
 
     /// Hides argument `i` of the running command from MONITOR and SLOWLOG
@@ -219,4 +245,137 @@ impl Client {
         self.db = db;
         self.info.db.store(db as u32, Ordering::Relaxed);
     }
+}
+
+/// Ends a transaction without running it (DISCARD, a refused EXEC, RESET).
+pub fn discard_transaction(shared: &Shared, cx: &Cx, client: &mut Client) {
+    client.multi = None;
+    client.info.multi.store(-1, Ordering::Relaxed);
+    unwatch_all(shared, cx, client);
+}
+
+/// Drops every WATCH of `client` and clears its dirty flag. Also run when
+/// the connection closes, so no shard keeps a dead client's flag. `cx`:
+/// the command that asks (EXEC's, with its hold), or `Cx::DETACHED`
+/// outside any command.
+pub fn unwatch_all(shared: &Shared, cx: &Cx, client: &mut Client) {
+    let e = &shared.engine;
+    for (db, key) in client.watched.drain(..) {
+        let k = e.key(&key);
+        e.lock(cx, &k).unwatch(db, &k, &client.info.dirty_cas);
+    }
+    client.info.dirty_cas.store(false, Ordering::Relaxed);
+    client.info.watching.store(0, Ordering::Relaxed);
+}
+
+/// True while the client is subscribed to anything (CLIENT LIST flag `P`).
+pub fn is_subscriber(c: &ClientInfo) -> bool {
+    c.sub.load(Ordering::Relaxed) + c.psub.load(Ordering::Relaxed) + c.ssub.load(Ordering::Relaxed)
+        > 0
+}
+
+/// Redis's `catClientInfoString` for a client seen from another thread
+/// (no trailing newline), for log lines such as the output-buffer-limit
+/// disconnection.
+pub fn describe(shared: &Shared, c: &ClientInfo) -> String {
+    let mut out = Vec::new();
+    client_line(&mut out, shared, c, None);
+    if out.last() == Some(&b'\n') {
+        out.pop();
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The client whose command is writing the line, with that command:
+/// `qbuf` and `argv-mem` are the running request's, as its front end
+/// measures them.
+pub struct Running<'a> {
+    pub client: &'a Client,
+    pub qbuf: usize,
+    pub argv_mem: usize,
+    pub cmd: &'static str,
+}
+
+pub fn client_line(out: &mut Vec<u8>, shared: &Shared, c: &ClientInfo, me: Option<Running>) {
+    let is_me = me.is_some();
+    let mut flags = String::new();
+    if c.monitor.load(Ordering::Relaxed) {
+        flags.push('O');
+    }
+    if is_subscriber(c) {
+        flags.push('P');
+    }
+    if c.multi.load(Ordering::Relaxed) >= 0 {
+        flags.push('x');
+    }
+    if c.blocked.load(Ordering::Relaxed) {
+        flags.push('b');
+    }
+    if c.dirty_cas.load(Ordering::Relaxed) {
+        flags.push('d');
+    }
+    if me.as_ref().is_some_and(|m| m.client.close_after_reply) {
+        flags.push('c');
+    }
+    if c.no_evict.load(Ordering::Relaxed) {
+        flags.push('e');
+    }
+    if flags.is_empty() {
+        flags.push('N');
+    }
+    let (qbuf, argv_mem, cmd) = if let Some(m) = &me {
+        (m.qbuf, m.argv_mem, m.cmd)
+    } else {
+        let last = c.last_cmd.load(Ordering::Relaxed);
+        let cmd = if last < shared.table.all().len() {
+            shared.table.get(last).name
+        } else {
+            "NULL"
+        };
+        (c.qbuf.load(Ordering::Relaxed), 0, cmd)
+    };
+    let qbuf_free = c.qbuf_free.load(Ordering::Relaxed);
+    let rbs = c.omem.load(Ordering::Relaxed);
+    let obl = c.obl.load(Ordering::Relaxed);
+    let tot_mem = qbuf
+        + qbuf_free
+        + argv_mem
+        + rbs
+        + std::mem::size_of::<ClientInfo>()
+        + std::mem::size_of::<Client>();
+    let events = if obl > 0 { "rw" } else { "r" };
+    let idle = if is_me { 0 } else { c.idle_secs() };
+    let _ = write!(
+        out,
+        "id={} addr={} laddr={} fd={} name=",
+        c.id, c.addr, c.laddr, c.fd
+    );
+    if let Some(n) = c.name.lock().as_deref() {
+        out.extend_from_slice(n);
+    }
+    let _ = writeln!(
+        out,
+        " age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} \
+         argv-mem={} multi-mem=0 rbs={} rbp={} obl={} oll=0 omem={} tot-mem={} events={} \
+         cmd={} user=default redir=-1 resp={}",
+        c.created.elapsed().as_secs(),
+        idle,
+        flags,
+        c.db.load(Ordering::Relaxed),
+        c.sub.load(Ordering::Relaxed),
+        c.psub.load(Ordering::Relaxed),
+        c.ssub.load(Ordering::Relaxed),
+        c.multi.load(Ordering::Relaxed),
+        qbuf,
+        qbuf_free,
+        argv_mem,
+        rbs,
+        rbs,
+        obl,
+        rbs,
+        tot_mem,
+        events,
+        cmd,
+        c.resp.load(Ordering::Relaxed),
+    );
 }

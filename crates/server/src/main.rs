@@ -3,16 +3,19 @@
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
-mod balance;
+mod auth;
 mod blocking;
 mod client;
 mod config;
+mod exec;
 mod journal;
 mod keyevents;
-mod listener;
+#[cfg(test)]
+mod layout;
 mod log;
 mod memcache;
 mod memory;
+mod net;
 mod outref;
 mod process;
 mod pubsub;
@@ -24,7 +27,6 @@ mod shared;
 mod slowlog;
 mod snapshots;
 mod util;
-mod worker;
 
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
@@ -40,7 +42,7 @@ fn main() {
         Some("--version" | "-v") => {
             println!(
                 "Cairn server v={VERSION} redis-compat={} malloc=jemalloc bits={}",
-                resp::meta::REDIS_VERSION,
+                exec::meta::REDIS_VERSION,
                 usize::BITS
             );
             return;

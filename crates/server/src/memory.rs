@@ -41,6 +41,7 @@
 //! thread finishes the job in the background.
 use crate::shared::Shared;
 use cairn_engine::evict::{self, Policy, Pool, Step};
+use cairn_engine::{CmdState, Cx};
 #[cfg(test)]
 use parking_lot::Mutex;
 use parking_lot::RwLock;
@@ -341,7 +342,7 @@ const INCOMING_BUDGET: Duration = Duration::from_millis(5);
 /// Makes room for a command bringing `incoming` bytes; false if it may not
 /// grow memory (see the module comment). Costs two loads and a compare
 /// while memory is under the limit.
-pub fn make_room(shared: &Shared, incoming: u64) -> bool {
+pub fn make_room(shared: &Shared, cx: &Cx, incoming: u64) -> bool {
     let max = shared.hot.maxmemory.load(Ordering::Relaxed);
     if max == 0 {
         return true;
@@ -356,7 +357,7 @@ pub fn make_room(shared: &Shared, incoming: u64) -> bool {
     {
         return true;
     }
-    let ok = evict_until(shared, max, incoming, true);
+    let ok = evict_until(shared, cx, max, incoming, true);
     shared.memory.over_limit.store(!ok, Ordering::Relaxed);
     ok
 }
@@ -364,7 +365,7 @@ pub fn make_room(shared: &Shared, incoming: u64) -> bool {
 /// Evicts until `used + incoming <= max` or the budget runs out. `foreground`:
 /// a command waits, so the budget applies and a partial result counts as
 /// progress; the watcher passes false and stops at its own budget.
-fn evict_until(shared: &Shared, max: u64, incoming: u64, foreground: bool) -> bool {
+fn evict_until(shared: &Shared, cx: &Cx, max: u64, incoming: u64, foreground: bool) -> bool {
     let guard = &shared.memory;
     let policy = guard.policy();
     if incoming > max {
@@ -385,7 +386,7 @@ fn evict_until(shared: &Shared, max: u64, incoming: u64, foreground: bool) -> bo
         }
         let mut steps = 0u32;
         loop {
-            match evict::evict_one(&shared.engine, policy, samples, pool) {
+            match evict::evict_one(&shared.engine, cx, policy, samples, pool) {
                 Step::Freed(entry) => drop(entry),
                 Step::Nothing => {
                     return used_exact().saturating_add(incoming) <= max;
@@ -426,8 +427,9 @@ pub fn watch(shared: &Shared) {
         let mut busy = false;
         if max > 0 && used > max && shared.memory.policy() != Policy::NoEviction {
             // Background eviction (Redis's evictionTimeProc): 1 ms steps.
-            evict_until(shared, max, 0, false);
-            crate::keyevents::after_command(shared);
+            let state = CmdState::new();
+            evict_until(shared, &Cx::background(&state), max, 0, false);
+            crate::keyevents::after_command(shared, &state, None);
             busy = used_exact() > max;
         } else {
             shared.memory.pending.store(false, Ordering::Relaxed);
@@ -449,11 +451,11 @@ pub fn watch(shared: &Shared) {
 
 /// Keys evicted since start, over every shard (INFO `evicted_keys` is
 /// this minus the CONFIG RESETSTAT baseline).
-pub fn evicted_total(shared: &Shared) -> u64 {
+pub fn evicted_total(shared: &Shared, cx: &Cx) -> u64 {
     let mut n = 0;
     shared
         .engine
-        .for_each_shard(|_, s| n += s.stats.evicted_keys);
+        .for_each_shard_read(cx, |_, s| n += s.stats.evicted_keys);
     n
 }
 

@@ -1,9 +1,14 @@
-//! Process-level settings Redis applies to itself: `daemonize`,
-//! `supervised`, `oom-score-adj` / `oom-score-adj-values` and
-//! `jemalloc-bg-thread`.
+//! The process itself: the settings Redis applies to itself
+//! (`daemonize`, `supervised`, `oom-score-adj` / `oom-score-adj-values`,
+//! `jemalloc-bg-thread`), background threads' priority, the signals that
+//! ask for a shutdown, the shutdown itself, and CPU time (`getrusage`) for
+//! INFO, memcached's stats and the balancer. A service: command handlers
+//! call it (SHUTDOWN, INFO, CONFIG SET), it calls none of them.
 use crate::config::{Config, OomScoreAdj, Supervised};
 use crate::log;
+use crate::shared::Shared;
 use parking_lot::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// The pid file a daemonized Cairn writes when `pidfile` is not set (Redis:
 /// `/var/run/redis.pid`).
@@ -242,6 +247,88 @@ pub fn background_priority() {
             std::io::Error::last_os_error()
         ));
     }
+}
+
+// ------------------------------------------------------------ signals ---
+
+static SIGNALLED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    SIGNALLED.store(true, Ordering::SeqCst);
+}
+
+/// True once SIGTERM or SIGINT arrived (the start-up load checks it).
+pub fn signalled() -> bool {
+    SIGNALLED.load(Ordering::SeqCst)
+}
+
+/// SIGTERM and SIGINT ask for a shutdown (`server::run` waits for them).
+pub fn catch_signals() {
+    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
+    unsafe {
+        let handler = on_signal as extern "C" fn(libc::c_int);
+        libc::signal(libc::SIGTERM, handler as libc::sighandler_t);
+        libc::signal(libc::SIGINT, handler as libc::sighandler_t);
+    }
+}
+
+/// Whether a signal arrived, forgetting it: a shutdown that fails (its
+/// final save) leaves the server running until the next one.
+pub fn take_signal() -> bool {
+    SIGNALLED.swap(false, Ordering::SeqCst)
+}
+
+// ----------------------------------------------------------- shutdown ---
+
+/// Final steps before the process exits (SHUTDOWN, SIGTERM).
+pub fn shutdown(shared: &Shared, pidfile: &str) -> ! {
+    log::warning("User requested shutdown...");
+    if supervised_by_systemd() {
+        notify_systemd("STOPPING=1\n");
+    }
+    if !pidfile.is_empty() {
+        let _ = std::fs::remove_file(pidfile);
+    }
+    if shared.journal.enabled() {
+        log::notice("Calling fsync() on the journal (append only) file.");
+        // SHUTDOWN is refused inside MULTI, so no hold is held here.
+        crate::journal::stop(shared, &cairn_engine::Cx::DETACHED);
+    }
+    log::warning("Cairn is now ready to exit, bye bye...");
+    std::process::exit(0)
+}
+
+/// Supervised by systemd (`supervised systemd` or `auto`, and systemd was
+/// reached at start-up): it is told when the server is ready and stops.
+pub fn supervised_by_systemd() -> bool {
+    supervisor() == Supervised::Systemd
+}
+
+// ------------------------------------------------------------- rusage ---
+
+fn getrusage(who: libc::c_int) -> Option<libc::rusage> {
+    // SAFETY: rusage is plain data that getrusage fills in.
+    unsafe {
+        let mut ru: libc::rusage = std::mem::zeroed();
+        (libc::getrusage(who, &mut ru) == 0).then_some(ru)
+    }
+}
+
+/// `getrusage(who)` as (system, user) seconds with six decimals.
+pub fn rusage(who: libc::c_int) -> (String, String) {
+    let Some(ru) = getrusage(who) else {
+        return ("0.000000".into(), "0.000000".into());
+    };
+    let t = |tv: libc::timeval| format!("{}.{:06}", tv.tv_sec, tv.tv_usec);
+    (t(ru.ru_stime), t(ru.ru_utime))
+}
+
+/// System plus user CPU time of `getrusage(who)` in microseconds (0 if
+/// it fails): `RUSAGE_THREAD` for the calling thread, `RUSAGE_SELF` for
+/// the process.
+pub fn cpu_us(who: libc::c_int) -> u64 {
+    let us = |tv: libc::timeval| tv.tv_sec as u64 * 1_000_000 + tv.tv_usec as u64;
+    getrusage(who).map_or(0, |ru| us(ru.ru_stime) + us(ru.ru_utime))
 }
 
 #[cfg(test)]

@@ -35,16 +35,15 @@
 //! Redis's log line when it is over, so a subscriber that never reads
 //! cannot make the server's memory grow without bound.
 use crate::client::Client;
+use crate::exec::table::Command;
 use crate::resp::ctx::Args;
 use crate::resp::errors::CmdError;
-use crate::resp::table::Command;
 use crate::shared::{Msg, Shared};
 use cairn_engine::events::class as notify_class;
 use cairn_engine::util::glob::glob_match;
 use cairn_protocol::resp::{Protocol, ReplyWriter};
 use parking_lot::Mutex;
 use smallvec::SmallVec;
-use std::cell::RefCell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -272,46 +271,31 @@ fn sync_info(c: &Client) {
 // --------------------------------------------------------------------------
 // The running command's own pushes.
 
-/// Pushes addressed to the client whose command runs on this thread.
-struct SelfPush {
-    /// That client's id (0: no command is running, e.g. the cron thread).
-    id: u64,
-    proto: Protocol,
+/// Pushes a client's own running command addressed to it (kept in its
+/// `Client`), so they land around that command's reply instead of going
+/// through the worker's mailbox after it.
+#[derive(Default)]
+pub struct SelfPushes {
     out: Vec<u8>,
     /// The pushes go after the command's reply instead of before it.
     after_reply: bool,
 }
 
-thread_local! {
-    static SELF_PUSH: RefCell<SelfPush> = const {
-        RefCell::new(SelfPush {
-            id: 0,
-            proto: Protocol::Resp2,
-            out: Vec::new(),
-            after_reply: false,
-        })
-    };
-}
-
 /// Called by the dispatcher before a command runs: from now on, pushes to
 /// `client` are collected for `end_command`.
-pub fn begin_command(client: &Client) {
-    SELF_PUSH.with(|s| {
-        let mut s = s.borrow_mut();
-        s.id = client.id;
-        s.proto = client.proto;
-        s.out.clear();
-        s.after_reply = false;
-    });
+pub fn begin_command(client: &mut Client) {
+    client.pushes.out.clear();
+    client.pushes.after_reply = false;
 }
 
 /// Called by the dispatcher after the command (and its keyspace
-/// notifications): places the client's pushes (`place_pushes`) and ends
-/// the collection.
-pub fn end_command(out: &mut Vec<u8>, reply_start: usize) -> Option<(usize, usize)> {
-    let inserted = place_pushes(out, reply_start);
-    SELF_PUSH.with(|s| s.borrow_mut().id = 0);
-    inserted
+/// notifications): places the client's pushes (`place_pushes`).
+pub fn end_command(
+    client: &mut Client,
+    out: &mut Vec<u8>,
+    reply_start: usize,
+) -> Option<(usize, usize)> {
+    place_pushes(client, out, reply_start)
 }
 
 /// Puts the pushes collected so far for the running client in front of
@@ -322,36 +306,30 @@ pub fn end_command(out: &mut Vec<u8>, reply_start: usize) -> Option<(usize, usiz
 /// reply where Redis writes them. Returns where bytes were inserted before
 /// the end of `out`, and how many, so references to large values placed
 /// after that point (`crate::outref`) can move with them.
-pub fn place_pushes(out: &mut Vec<u8>, reply_start: usize) -> Option<(usize, usize)> {
-    SELF_PUSH.with(|s| {
-        let mut s = s.borrow_mut();
-        let after = std::mem::take(&mut s.after_reply);
-        if s.out.is_empty() {
-            return None;
-        }
-        let at = if after {
-            out.len()
-        } else {
-            reply_start.min(out.len())
-        };
-        let inserted = if at == out.len() {
-            out.extend_from_slice(&s.out);
-            None
-        } else {
-            out.splice(at..at, s.out.iter().copied());
-            Some((at, s.out.len()))
-        };
-        s.out.clear();
-        inserted
-    })
-}
-
-/// Runs `f` on the running command's push buffer, in `proto`.
-fn with_self_push<R>(proto: Protocol, f: impl FnOnce(&mut ReplyWriter) -> R) -> R {
-    SELF_PUSH.with(|s| {
-        let mut s = s.borrow_mut();
-        f(&mut ReplyWriter::new(&mut s.out, proto))
-    })
+pub fn place_pushes(
+    client: &mut Client,
+    out: &mut Vec<u8>,
+    reply_start: usize,
+) -> Option<(usize, usize)> {
+    let s = &mut client.pushes;
+    let after = std::mem::take(&mut s.after_reply);
+    if s.out.is_empty() {
+        return None;
+    }
+    let at = if after {
+        out.len()
+    } else {
+        reply_start.min(out.len())
+    };
+    let inserted = if at == out.len() {
+        out.extend_from_slice(&s.out);
+        None
+    } else {
+        out.splice(at..at, s.out.iter().copied());
+        Some((at, s.out.len()))
+    };
+    s.out.clear();
+    inserted
 }
 
 // --------------------------------------------------------------------------
@@ -378,19 +356,18 @@ pub fn subscribe<'a>(
 ) {
     let mut reg = shared.pubsub.lock();
     let (id, worker) = (client.id, client.info.worker());
-    with_self_push(client.proto, |w| {
-        for name in names {
-            if client.subs.add(kind, name) {
-                reg.reg.add(kind, name, id, worker);
-            }
-            confirm(
-                w,
-                kind.subscribe_word(),
-                Some(name),
-                client.subs.reply_count(kind),
-            );
+    let w = &mut ReplyWriter::new(&mut client.pushes.out, client.proto);
+    for name in names {
+        if client.subs.add(kind, name) {
+            reg.reg.add(kind, name, id, worker);
         }
-    });
+        confirm(
+            w,
+            kind.subscribe_word(),
+            Some(name),
+            client.subs.reply_count(kind),
+        );
+    }
     drop(reg);
     sync_info(client);
 }
@@ -403,26 +380,25 @@ pub fn unsubscribe(shared: &Shared, client: &mut Client, kind: Kind, names: &[&[
     let mut reg = shared.pubsub.lock();
     let id = client.id;
     let word = kind.unsubscribe_word();
-    with_self_push(client.proto, |w| {
-        if names.is_empty() {
-            let all = client.subs.ordered(kind);
-            if all.is_empty() {
-                confirm(w, word, None, client.subs.reply_count(kind));
-            }
-            for name in all {
-                client.subs.remove(kind, &name);
-                reg.reg.remove(kind, &name, id);
-                confirm(w, word, Some(&name), client.subs.reply_count(kind));
-            }
-        } else {
-            for &name in names {
-                if client.subs.remove(kind, name) {
-                    reg.reg.remove(kind, name, id);
-                }
-                confirm(w, word, Some(name), client.subs.reply_count(kind));
-            }
+    let w = &mut ReplyWriter::new(&mut client.pushes.out, client.proto);
+    if names.is_empty() {
+        let all = client.subs.ordered(kind);
+        if all.is_empty() {
+            confirm(w, word, None, client.subs.reply_count(kind));
         }
-    });
+        for name in all {
+            client.subs.remove(kind, &name);
+            reg.reg.remove(kind, &name, id);
+            confirm(w, word, Some(&name), client.subs.reply_count(kind));
+        }
+    } else {
+        for &name in names {
+            if client.subs.remove(kind, name) {
+                reg.reg.remove(kind, name, id);
+            }
+            confirm(w, word, Some(name), client.subs.reply_count(kind));
+        }
+    }
     drop(reg);
     sync_info(client);
 }
@@ -475,12 +451,12 @@ pub fn forget(shared: &Shared, ids: &[u64]) {
 /// HSETNX, HINCRBY and HINCRBYFLOAT reply first.
 pub fn before_run(
     shared: &Shared,
-    client: &Client,
+    client: &mut Client,
     cmd: &Command,
     args: &Args,
 ) -> Option<CmdError> {
     if shared.pubsub.active.load(Ordering::Relaxed) > 0 && replies_first(cmd.name, args) {
-        SELF_PUSH.with(|s| s.borrow_mut().after_reply = true);
+        client.pushes.after_reply = true;
     }
     if client.proto != Protocol::Resp2 || !client.subs.active() {
         return None;
@@ -492,11 +468,7 @@ pub fn before_run(
     match top {
         "ping" | "subscribe" | "ssubscribe" | "unsubscribe" | "sunsubscribe" | "psubscribe"
         | "punsubscribe" | "quit" | "reset" => None,
-        _ => Some(CmdError::text(format!(
-            "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET \
-             are allowed in this context",
-            cmd.name
-        ))),
+        _ => Some(crate::resp::errors::subscribed_context(cmd.name)),
     }
 }
 
@@ -594,7 +566,15 @@ type Group<'a> = (&'a Subscribers, Option<&'a [u8]>);
 /// to the subscribers of `channel` and, for PUBLISH, to those of every
 /// matching pattern (a client subscribed both ways gets both, the channel's
 /// first). Returns the number of deliveries, as Redis counts receivers.
-pub fn publish(shared: &Shared, shard: bool, channel: &[u8], message: &[u8]) -> usize {
+/// `me` is the client whose command publishes, if any: what it receives
+/// itself lands around that command's reply (`SelfPushes`).
+pub fn publish(
+    shared: &Shared,
+    mut me: Option<&mut Client>,
+    shard: bool,
+    channel: &[u8],
+    message: &[u8],
+) -> usize {
     let ps = &shared.pubsub;
     if ps.active.load(Ordering::Acquire) == 0 {
         return 0;
@@ -634,17 +614,15 @@ pub fn publish(shared: &Shared, shard: bool, channel: &[u8], message: &[u8]) -> 
     let workers = shared.workers();
     let mut per_worker: SmallVec<[Vec<(u64, u32)>; 8]> =
         (0..workers.len()).map(|_| Vec::new()).collect();
-    let me = SELF_PUSH.with(|s| s.borrow().id);
+    let my_id = me.as_ref().map_or(0, |c| c.id);
     let mut receivers = 0;
     for (frame, (subs, _)) in groups.iter().enumerate() {
         for (&id, &worker) in subs.iter() {
             receivers += 1;
-            if id == me {
-                SELF_PUSH.with(|s| {
-                    let mut s = s.borrow_mut();
-                    let proto = s.proto;
-                    write_frame(&msg.frames[frame].bytes, proto, &mut s.out);
-                });
+            if id == my_id {
+                if let Some(c) = me.as_deref_mut() {
+                    write_frame(&msg.frames[frame].bytes, c.proto, &mut c.pushes.out);
+                }
             } else if let Some(list) = per_worker.get_mut(worker) {
                 list.push((id, frame as u32));
             }
@@ -674,7 +652,14 @@ pub fn publish(shared: &Shared, shard: bool, channel: &[u8], message: &[u8]) -> 
 /// `__keyspace@<db>__:<key>` and/or `__keyevent@<db>__:<event>` as
 /// `notify-keyspace-events` enables them. `class` is already known to be
 /// enabled.
-pub fn keyspace_event(shared: &Shared, class: u32, event: &str, db: usize, key: &[u8]) {
+pub fn keyspace_event(
+    shared: &Shared,
+    mut me: Option<&mut Client>,
+    class: u32,
+    event: &str,
+    db: usize,
+    key: &[u8],
+) {
     let flags = shared.engine.limits.notify.load(Ordering::Relaxed);
     if flags & class == 0 || shared.pubsub.active.load(Ordering::Acquire) == 0 {
         return;
@@ -682,11 +667,11 @@ pub fn keyspace_event(shared: &Shared, class: u32, event: &str, db: usize, key: 
     if flags & notify_class::KEYSPACE != 0 {
         let mut channel = format!("__keyspace@{db}__:").into_bytes();
         channel.extend_from_slice(key);
-        publish(shared, false, &channel, event.as_bytes());
+        publish(shared, me.as_deref_mut(), false, &channel, event.as_bytes());
     }
     if flags & notify_class::KEYEVENT != 0 {
         let channel = format!("__keyevent@{db}__:{event}");
-        publish(shared, false, channel.as_bytes(), key);
+        publish(shared, me, false, channel.as_bytes(), key);
     }
 }
 

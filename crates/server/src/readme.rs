@@ -1,8 +1,8 @@
 //! Keeps the README's list of supported commands equal to the command table.
 //! The list is generated here; the test fails when README.md differs, and
 //! `CAIRN_UPDATE_README=1` rewrites it.
-use crate::resp::meta::M;
-use crate::resp::table::CommandTable;
+use crate::exec::meta::M;
+use crate::exec::table::CommandTable;
 use std::collections::BTreeMap;
 
 const START: &str = "<!-- commands:start -->";

@@ -2,12 +2,12 @@
 //! worker per core (or `server-threads`), the acceptors, and the cron thread
 //! that runs active expiry; then waits for SHUTDOWN or a signal.
 use crate::config::Config;
+use crate::exec::table::CommandTable;
 use crate::log;
+use crate::net::worker::{Worker, WAKER};
 use crate::resp::cmd;
-use crate::resp::table::CommandTable;
 use crate::shared::{Hot, Pause, Shared, WorkerHandle, WorkerStats};
 use crate::slowlog::SlowLog;
-use crate::worker::{Worker, WAKER};
 use cairn_engine::expire::ExpireCycle;
 use cairn_engine::{Engine, Options};
 use parking_lot::{Mutex, RwLock};
@@ -15,17 +15,6 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
-
-static SIGNALLED: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_signal(_: libc::c_int) {
-    SIGNALLED.store(true, Ordering::SeqCst);
-}
-
-/// True once SIGTERM or SIGINT arrived (the start-up load checks it).
-pub fn signalled() -> bool {
-    SIGNALLED.load(Ordering::SeqCst)
-}
 
 /// Builds the shared state from a config (also used by unit tests).
 pub fn build_shared(cfg: Config) -> Result<Arc<Shared>, String> {
@@ -67,7 +56,7 @@ pub fn build_shared(cfg: Config) -> Result<Arc<Shared>, String> {
         memcache: crate::memcache::McShared::new(threads),
         journal: Arc::new(crate::journal::Journal::new(threads)),
         snapshots: Default::default(),
-        balance: crate::balance::Balance::new(start_active),
+        balance: crate::net::balance::Balance::new(start_active),
     });
     let _ = shared.journal.server.set(Arc::downgrade(&shared));
     shared.refresh_hot();
@@ -98,7 +87,7 @@ pub fn run(cfg: Config) -> Result<(), String> {
     log::notice(&format!(
         "Cairn version={} redis_compat={} bits={} pid={} just started",
         crate::VERSION,
-        crate::resp::meta::REDIS_VERSION,
+        crate::exec::meta::REDIS_VERSION,
         usize::BITS,
         std::process::id()
     ));
@@ -113,11 +102,11 @@ pub fn run(cfg: Config) -> Result<(), String> {
     // Failure is logged and start-up goes on, as in Redis.
     let _ = crate::process::set_oom_score_adj(&cfg);
     crate::memory::register_thread();
-    let listeners = crate::listener::bind_all(&cfg.bind, cfg.port, cfg.tcp_backlog as i32)?;
+    let listeners = crate::net::listener::bind_all(&cfg.bind, cfg.port, cfg.tcp_backlog as i32)?;
     // memcached clients on their own port, same addresses (issue 7).
     let mc_listeners = match cfg.memcached_port {
         0 => Vec::new(),
-        p => crate::listener::bind_all(&cfg.bind, p, cfg.tcp_backlog as i32)?,
+        p => crate::net::listener::bind_all(&cfg.bind, p, cfg.tcp_backlog as i32)?,
     };
     if !cfg.dir.is_empty() {
         std::env::set_current_dir(&cfg.dir)
@@ -201,7 +190,9 @@ pub fn run(cfg: Config) -> Result<(), String> {
         let s = shared.clone();
         std::thread::Builder::new()
             .name("cairn-accept".into())
-            .spawn(move || crate::listener::accept_loop(l, s, false))
+            .spawn(move || {
+                crate::net::listener::accept_loop(l, s, &crate::resp::session::FRONT_END)
+            })
             .map_err(|e| format!("spawn acceptor: {e}"))?;
         log::notice(&format!("Ready to accept connections tcp addr={addr}"));
     }
@@ -210,7 +201,9 @@ pub fn run(cfg: Config) -> Result<(), String> {
         let s = shared.clone();
         std::thread::Builder::new()
             .name("cairn-accept-mc".into())
-            .spawn(move || crate::listener::accept_loop(l, s, true))
+            .spawn(move || {
+                crate::net::listener::accept_loop(l, s, &crate::memcache::session::FRONT_END)
+            })
             .map_err(|e| format!("spawn acceptor: {e}"))?;
         log::notice(&format!(
             "Ready to accept memcached clients tcp addr={addr}"
@@ -229,12 +222,7 @@ pub fn run(cfg: Config) -> Result<(), String> {
         "Server initialized threads={n} shards={}",
         shared.engine.shard_count()
     ));
-    // SAFETY: the handler only stores to an atomic, which is async-signal-safe.
-    unsafe {
-        let handler = on_signal as extern "C" fn(libc::c_int);
-        libc::signal(libc::SIGTERM, handler as libc::sighandler_t);
-        libc::signal(libc::SIGINT, handler as libc::sighandler_t);
-    }
+    crate::process::catch_signals();
     // The listeners are up, as in Redis: clients connecting now are told
     // -LOADING until the snapshot is in.
     if let Some(p) = snapshot {
@@ -244,50 +232,29 @@ pub fn run(cfg: Config) -> Result<(), String> {
         crate::journal::open_at_startup(&shared)?;
         shared.snapshots.loading.store(false, Ordering::Relaxed);
     }
-    if supervised_by_systemd() {
+    if crate::process::supervised_by_systemd() {
         crate::process::notify_systemd("STATUS=Ready to accept connections\n");
         crate::process::notify_systemd("READY=1\n");
     }
     loop {
-        while !SIGNALLED.load(Ordering::SeqCst) && !shared.shutdown.load(Ordering::SeqCst) {
+        while !crate::process::signalled() && !shared.shutdown.load(Ordering::SeqCst) {
             std::thread::sleep(Duration::from_millis(50));
         }
-        if !SIGNALLED.swap(false, Ordering::SeqCst) {
+        if !crate::process::take_signal() {
             break;
         }
         log::warning("Received SIGTERM scheduling shutdown...");
         // As Redis: with save rules, save first; if that fails, keep running.
-        if crate::snapshots::final_save(&shared, false, false, false).is_ok() {
+        if crate::snapshots::final_save(&shared, &cairn_engine::Cx::DETACHED, false, false, false)
+            .is_ok()
+        {
             break;
         }
         log::warning(
             "SIGTERM received but errors trying to shut down the server, check the logs for more information",
         );
     }
-    shutdown(&shared, &pidfile)
-}
-
-/// Final steps before the process exits (SHUTDOWN, SIGTERM).
-pub fn shutdown(shared: &Shared, pidfile: &str) -> ! {
-    log::warning("User requested shutdown...");
-    if supervised_by_systemd() {
-        crate::process::notify_systemd("STOPPING=1\n");
-    }
-    if !pidfile.is_empty() {
-        let _ = std::fs::remove_file(pidfile);
-    }
-    if shared.journal.enabled() {
-        log::notice("Calling fsync() on the journal (append only) file.");
-        crate::journal::stop(shared);
-    }
-    log::warning("Cairn is now ready to exit, bye bye...");
-    std::process::exit(0)
-}
-
-/// Supervised by systemd (`supervised systemd` or `auto`, and systemd was
-/// reached at start-up): it is told when the server is ready and stops.
-fn supervised_by_systemd() -> bool {
-    crate::process::supervisor() == crate::config::Supervised::Systemd
+    crate::process::shutdown(&shared, &pidfile)
 }
 
 /// Background work at `hz` times a second: active expiry within a quarter
@@ -295,18 +262,22 @@ fn supervised_by_systemd() -> bool {
 fn cron(shared: Arc<Shared>) {
     crate::memory::register_thread();
     let mut state = ExpireCycle::default();
-    let mut balancer = crate::balance::Balancer::default();
+    let mut balancer = crate::net::balance::Balancer::default();
     loop {
         let hz = shared.config.read().hz.clamp(1, 500) as u64;
         let period = Duration::from_millis(1000 / hz);
         let started = Instant::now();
         cairn_engine::clock::tick();
+        // The sweep's and the delayed flush's events and records, outside
+        // any client command.
+        let events = cairn_engine::CmdState::new();
+        let cx = cairn_engine::Cx::background(&events);
         shared
             .engine
-            .active_expire(&mut state, started + period / 4);
+            .active_expire(&cx, &mut state, started + period / 4);
+        crate::memcache::run_due_flush(&shared, &cx);
         // Keys it expired: `expired` notifications.
-        crate::keyevents::after_command(&shared);
-        crate::memcache::run_due_flush(&shared);
+        crate::keyevents::after_command(&shared, &events, None);
         balancer.tick(&shared);
         std::thread::sleep(period.saturating_sub(started.elapsed()));
     }

@@ -2,7 +2,7 @@
 //! the client registry, statistics, and the handles to wake each worker.
 use crate::client::ClientInfo;
 use crate::config::Config;
-use crate::resp::table::CommandTable;
+use crate::exec::table::CommandTable;
 use crate::slowlog::SlowLog;
 use cairn_engine::Engine;
 use parking_lot::{Mutex, RwLock};
@@ -15,10 +15,12 @@ use std::time::Instant;
 pub enum Msg {
     /// Pub/Sub messages for subscribers of this worker.
     Pubsub(crate::pubsub::Batch),
-    /// A freshly accepted connection to adopt.
-    NewConn(std::net::TcpStream, std::net::SocketAddr),
-    /// A freshly accepted connection on `memcached-port`.
-    NewMemcacheConn(std::net::TcpStream, std::net::SocketAddr),
+    /// A freshly accepted connection to adopt, and its port's protocol.
+    NewConn(
+        std::net::TcpStream,
+        std::net::SocketAddr,
+        &'static crate::net::session::FrontEnd,
+    ),
     /// A line for the MONITOR client with this id.
     Monitor(u64, Arc<[u8]>),
     /// Look at kill flags and paused clients now.
@@ -29,7 +31,7 @@ pub enum Msg {
     /// The journal's durable position moved: release output held for it.
     Durable,
     /// A connection another worker handed over (`balance`): adopt it.
-    Moved(crate::worker::Moved),
+    Moved(crate::net::worker::Moved),
     /// Count down once this message is reached (a barrier between
     /// commands on every worker: see `journal::start`).
     Barrier(Arc<std::sync::atomic::AtomicUsize>),
@@ -165,7 +167,7 @@ pub struct Shared {
     /// Snapshots: BGSAVE state, save rules, loading (`snapshots.rs`).
     pub snapshots: crate::snapshots::Snapshots,
     /// Which workers take connections (`balance.rs`).
-    pub balance: crate::balance::Balance,
+    pub balance: crate::net::balance::Balance,
 }
 
 impl Shared {

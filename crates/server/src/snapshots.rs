@@ -10,6 +10,7 @@
 //! save rules and scheduled saves ten times a second (Redis's serverCron).
 use crate::log;
 use crate::shared::Shared;
+use cairn_engine::Cx;
 use cairn_persist::snapshot::{self as snap, Cut, Progress, SaveError};
 use parking_lot::{Condvar, Mutex};
 use std::path::PathBuf;
@@ -183,7 +184,7 @@ pub enum BgError {
 }
 
 /// Makes the cut now, on this thread, and hands the writing to the saver.
-pub fn bgsave(shared: &Shared) -> Result<(), BgError> {
+pub fn bgsave(shared: &Shared, cx: &Cx) -> Result<(), BgError> {
     let st = &shared.snapshots;
     if st
         .in_progress
@@ -195,9 +196,9 @@ pub fn bgsave(shared: &Shared) -> Result<(), BgError> {
     st.last_try.store(unix_secs(), Ordering::Relaxed);
     st.saves.fetch_add(1, Ordering::Relaxed);
     let keys_total: u64 = (0..shared.engine.databases())
-        .map(|d| shared.engine.dbsize(d) as u64)
+        .map(|d| shared.engine.dbsize(cx, d) as u64)
         .sum();
-    let cut = match snap::begin(&shared.engine, &options(shared), || ()) {
+    let cut = match snap::begin(&shared.engine, cx, &options(shared), || ()) {
         Ok(c) => c,
         Err(e) => {
             st.in_progress.store(false, Ordering::Release);
@@ -226,13 +227,13 @@ pub fn bgsave(shared: &Shared) -> Result<(), BgError> {
 /// SAVE: the whole snapshot on this thread. Other workers keep serving
 /// their clients meanwhile (Redis's SAVE stops the whole server); a
 /// running journal rewrite's cut is waited for.
-pub fn save(shared: &Shared, keep_dirty: bool) -> Result<snap::Stats, String> {
+pub fn save(shared: &Shared, cx: &Cx, keep_dirty: bool) -> Result<snap::Stats, String> {
     let st = &shared.snapshots;
     st.saves.fetch_add(1, Ordering::Relaxed);
     let path = path(shared);
     let opts = options(shared);
     let cut = loop {
-        match snap::begin(&shared.engine, &opts, || ()) {
+        match snap::begin(&shared.engine, cx, &opts, || ()) {
             Ok(c) => break c,
             Err(SaveError::InProgress) => {
                 snap::wait_free(&shared.engine, Duration::from_millis(100));
@@ -362,7 +363,8 @@ fn check_rules(shared: &Shared) {
     } else if !st.scheduled.load(Ordering::Relaxed) {
         return;
     }
-    match bgsave(shared) {
+    // The cron thread: outside any command.
+    match bgsave(shared, &Cx::DETACHED) {
         Ok(()) | Err(BgError::InProgress) | Err(BgError::Busy) => {}
         Err(BgError::InsideHold) => {}
         Err(BgError::Failed(e)) => log::warning(&format!("Can't start a background save: {e}")),
@@ -372,14 +374,20 @@ fn check_rules(shared: &Shared) {
 /// The final save of SHUTDOWN and SIGTERM: with save rules (unless
 /// `nosave`) or with `save`, stop any BGSAVE and save now. Err means the
 /// save failed and the server must not exit (unless `force`).
-pub fn final_save(shared: &Shared, save: bool, nosave: bool, force: bool) -> Result<(), ()> {
+pub fn final_save(
+    shared: &Shared,
+    cx: &Cx,
+    save: bool,
+    nosave: bool,
+    force: bool,
+) -> Result<(), ()> {
     let rules = !shared.config.read().save.is_empty();
     abort_bgsave(shared, true);
     if !(save || (rules && !nosave)) {
         return Ok(());
     }
     log::notice("Saving the final snapshot before exiting.");
-    match self::save(shared, false) {
+    match self::save(shared, cx, false) {
         Ok(_) => Ok(()),
         Err(_) if force => {
             log::warning("Error trying to save the DB. Exit anyway.");
@@ -404,14 +412,14 @@ pub fn before_flushall(shared: &Shared, in_exec: bool) {
 /// Redis keeps it, so the flush still counts as a change. Inside EXEC no
 /// cut can be made (this thread holds every shard), so a BGSAVE is
 /// scheduled for right after it instead.
-pub fn after_flushall(shared: &Shared, in_exec: bool) {
+pub fn after_flushall(shared: &Shared, cx: &Cx, in_exec: bool) {
     if shared.config.read().save.is_empty() {
         return;
     }
     if in_exec {
         shared.snapshots.scheduled.store(true, Ordering::Relaxed);
     } else {
-        let _ = save(shared, true);
+        let _ = save(shared, cx, true);
     }
 }
 
@@ -452,7 +460,7 @@ pub fn load(shared: &Shared, path: &std::path::Path) -> Result<(), String> {
         ..Default::default()
     };
     let result = snap::load(&shared.engine, path, &opts, &mut |p| {
-        if crate::server::signalled() {
+        if crate::process::signalled() {
             // Nothing to save yet: a half-loaded dataset must not be.
             log::warning("Received SIGTERM during loading, exiting now");
             std::process::exit(0);

@@ -512,6 +512,30 @@ fn flipped_byte_stops_startup_with_file_and_offset() {
 }
 
 #[test]
+fn a_bad_manifest_stops_startup_with_file_and_offset() {
+    let dir = TempDir::new("badmanifest");
+    journal_with(&dir, 2);
+    let path = dir.0.join("appendonlydir/appendonly.aof.manifest");
+    let mut m = std::fs::read_to_string(&path).unwrap();
+    let offset = m.len();
+    m.push_str("file appendonly.aof.9.incr.journal seq nine type i\n");
+    std::fs::write(&path, &m).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_cairn"))
+        .args(["--port", "0", "--bind", "127.0.0.1", "--dir", dir.path()])
+        .args(["--appendonly", "yes"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let log = text(&out.stdout) + &text(&out.stderr);
+    assert!(
+        log.contains(&format!(
+            "appendonly.aof.manifest at offset {offset}: manifest line"
+        )),
+        "{log}"
+    );
+}
+
+#[test]
 fn check_journal_usage_and_missing_file() {
     let (code, out) = check_journal(&[]);
     assert_eq!(code, 1);

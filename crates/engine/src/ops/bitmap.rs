@@ -22,14 +22,12 @@ use crate::util::num;
 use crate::value::{StrValue, Value};
 use crate::{Error, Result};
 
-/// The reply text of every bad bit offset (`getBitOffsetFromArgument`).
-pub const BAD_OFFSET: &str = "ERR bit offset is not an integer or out of range";
-
 /// Parses a bit offset as `getBitOffsetFromArgument` does: a `string2ll`
 /// integer, or with `hash_bits > 0` (BITFIELD) also `#N`, meaning
 /// `N * hash_bits`. The product wraps as the C multiplication does on
 /// x86-64. The result must not be negative and its byte (`offset >> 3`)
-/// must be below `max_bytes` (proto-max-bulk-len). None is [`BAD_OFFSET`].
+/// must be below `max_bytes` (proto-max-bulk-len). None is
+/// [`Error::BitOffsetOutOfRange`].
 pub fn parse_bit_offset(arg: &[u8], hash_bits: u32, max_bytes: usize) -> Option<u64> {
     let (digits, mult) = match arg.split_first() {
         Some((b'#', rest)) if hash_bits > 0 => (rest, hash_bits as i64),
@@ -526,10 +524,6 @@ pub(crate) fn unshare(s: &mut StrValue) -> &mut Vec<u8> {
     s.plain_bytes_mut()
 }
 
-/// What a bit write answers when the memory for its string cannot be had
-/// (Redis would abort; only reachable with a huge proto-max-bulk-len).
-const NO_MEMORY: Error = Error::Msg("ERR Out of memory allocating the string");
-
 /// Zero-extends `data` to `len` bytes. Growth follows `sdsMakeRoomFor`
 /// (double below 1 MB, then 1 MB more) instead of Vec's doubling, so a
 /// bitmap of hundreds of megabytes is not given as much again in spare
@@ -547,7 +541,7 @@ fn grow_zero(data: &mut Vec<u8>, len: usize) -> Result<()> {
         };
         if data.try_reserve_exact(want - data.len()).is_err() {
             data.try_reserve_exact(len - data.len())
-                .map_err(|_| NO_MEMORY)?;
+                .map_err(|_| Error::OutOfMemory)?;
         }
     }
     data.resize(len, 0);
@@ -573,7 +567,8 @@ fn open_for_bits<'g>(
         None => {
             // Created at its exact size, as `sdsnewlen`.
             let mut data = Vec::new();
-            data.try_reserve_exact(need).map_err(|_| NO_MEMORY)?;
+            data.try_reserve_exact(need)
+                .map_err(|_| Error::OutOfMemory)?;
             data.resize(need, 0);
             g.set(db, k, Value::Str(StrValue::edited(data)), Expiry::Clear);
             true
@@ -594,7 +589,7 @@ fn open_for_bits<'g>(
 /// signals the key) only when the key was created or grown, or the bit
 /// changed, as Redis 7.0 does.
 pub fn setbit(g: &mut Guard, db: usize, k: &Key, offset: u64, on: bool) -> Result<bool> {
-    let byte = usize::try_from(offset >> 3).map_err(|_| Error::Msg(BAD_OFFSET))?;
+    let byte = usize::try_from(offset >> 3).map_err(|_| Error::BitOffsetOutOfRange)?;
     let (data, grew) = open_for_bits(g, db, k, byte)?;
     let mask = 0x80u8 >> (offset & 7);
     let old = data[byte] & mask != 0;
@@ -726,11 +721,9 @@ pub fn bitfield(
         };
     };
     if readonly_cmd {
-        return Err(Error::Msg(
-            "ERR BITFIELD_RO only supports the GET subcommand",
-        ));
+        return Err(Error::ReadOnlyWrite);
     }
-    let last_byte = usize::try_from(last_bit >> 3).map_err(|_| Error::Msg(BAD_OFFSET))?;
+    let last_byte = usize::try_from(last_bit >> 3).map_err(|_| Error::BitOffsetOutOfRange)?;
     let (data, grew) = open_for_bits(g, db, k, last_byte)?;
     let mut changed = false;
     let replies = ops
@@ -754,7 +747,7 @@ pub fn bitfield(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::events::{self, Event};
+    use crate::events::Event;
     use crate::ops::test_support::{engine, with};
     use proptest::prelude::*;
     use std::sync::atomic::Ordering;
@@ -1108,7 +1101,7 @@ mod tests {
             Ordering::Relaxed,
         );
         with(&e, |g| {
-            events::take();
+            crate::cx::testing::take_events();
             let k = g.key(b"k");
             assert_eq!(setbit(g, 0, &k, 3, true), Ok(false));
             assert_eq!(value(g, b"k"), Some((vec![0x10], "raw")));
@@ -1117,7 +1110,7 @@ mod tests {
             // Growing counts as a change even when the bit stays 0.
             assert_eq!(setbit(g, 0, &k, 20, false), Ok(false));
             assert_eq!(value(g, b"k"), Some((vec![0, 0, 0], "raw")));
-            let names: Vec<_> = events::take()
+            let names: Vec<_> = crate::cx::testing::take_events()
                 .into_iter()
                 .filter_map(|ev| match ev {
                     Event::Notify { event, .. } => Some(event),
@@ -1146,7 +1139,7 @@ mod tests {
     fn bitop_stores_raw_or_deletes() {
         let e = engine();
         let (a, b, d, m) = (e.key(b"a"), e.key(b"b"), e.key(b"d"), e.key(b"m"));
-        let mut g = e.lock_keys(&[a, b, d, m]);
+        let mut g = e.lock_keys(&crate::cx::testing::cx(), &[a, b, d, m]);
         put(&mut g, b"a", b"\xff\x0f");
         put(&mut g, b"b", b"7");
         assert_eq!(bitop(&mut g, 0, &d, BitOp::And, &[a, b]), Ok(2));
@@ -1216,9 +1209,7 @@ mod tests {
                     &[op(FieldOp::Set(1), false, 8, 0, Overflow::Wrap)],
                     true
                 ),
-                Err(Error::Msg(
-                    "ERR BITFIELD_RO only supports the GET subcommand"
-                ))
+                Err(Error::ReadOnlyWrite)
             );
         });
     }

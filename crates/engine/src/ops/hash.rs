@@ -14,6 +14,7 @@
 //! `hdel` (then `del` when the hash is gone), `hincrby`, `hincrbyfloat`.
 use crate::events::class;
 use crate::keyspace::{Expiry, Guard, Key};
+use crate::ops::sample;
 use crate::ops::{as_hash, as_hash_mut};
 use crate::util::glob;
 use crate::util::num::{self, FloatIncrError, LdClass};
@@ -264,27 +265,9 @@ pub fn random_field<'a>(h: &'a HashView) -> Option<&'a [u8]> {
     h.nth(rand::random_range(0..h.len())).map(|(f, _)| f)
 }
 
-/// The (field, value) pairs HRANDFIELD key count returns, as an exact-size
-/// iterator so the reply header can be written first. Mirrors the cases of
-/// Redis 7.0 `hrandfieldWithCountCommand`:
-/// * count 0: nothing;
-/// * negative count (or count 1): `|count|` independent uniform picks,
-///   repeats allowed;
-/// * count >= size: the whole hash, in iteration order;
-/// * otherwise `count` distinct fields in random order.
-pub struct Sample<'a> {
-    kind: SampleKind<'a>,
-    remaining: usize,
-}
-
-enum SampleKind<'a> {
-    Empty,
-    Whole(hash::Iter<'a>),
-    /// Independent picks from every pair.
-    Repeat(Vec<(&'a [u8], &'a [u8])>),
-    /// The first `remaining` entries, already shuffled.
-    Distinct(std::vec::IntoIter<(&'a [u8], &'a [u8])>),
-}
+/// The (field, value) pairs HRANDFIELD key count returns (the cases are
+/// in `ops::sample`).
+pub type Sample<'a> = sample::Sample<hash::Iter<'a>, Vec<(&'a [u8], &'a [u8])>>;
 
 /// Chooses HRANDFIELD's pairs for `count` (see [`Sample`]). The caller has
 /// range-checked `count` as Redis does (`-i64::MAX..=i64::MAX`).
@@ -292,66 +275,18 @@ pub fn sample<'a>(h: &'a HashView, count: i64) -> Sample<'a> {
     let size = h.len();
     let wanted = usize::try_from(count.unsigned_abs()).unwrap_or(usize::MAX);
     if wanted == 0 || size == 0 {
-        return Sample {
-            kind: SampleKind::Empty,
-            remaining: 0,
-        };
+        return Sample::empty();
     }
     if count < 0 || wanted == 1 {
-        return Sample {
-            kind: SampleKind::Repeat(h.iter().collect()),
-            remaining: wanted,
-        };
+        return Sample::repeat(h.iter().collect(), wanted);
     }
     if wanted >= size {
-        return Sample {
-            kind: SampleKind::Whole(h.iter()),
-            remaining: size,
-        };
+        return Sample::whole(h.iter(), size);
     }
-    // Partial Fisher-Yates: the first `wanted` slots end up a uniform
-    // random choice, in random order.
     let mut all: Vec<(&[u8], &[u8])> = h.iter().collect();
-    for i in 0..wanted {
-        let j = rand::random_range(i..all.len());
-        all.swap(i, j);
-    }
-    all.truncate(wanted);
-    Sample {
-        kind: SampleKind::Distinct(all.into_iter()),
-        remaining: wanted,
-    }
+    sample::shuffle_prefix(&mut all, wanted);
+    Sample::distinct(all)
 }
-
-impl<'a> Iterator for Sample<'a> {
-    type Item = (&'a [u8], &'a [u8]);
-
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.remaining == 0 {
-            return None;
-        }
-        let item = match &mut self.kind {
-            SampleKind::Empty => None,
-            SampleKind::Whole(it) => it.next(),
-            SampleKind::Repeat(all) => all.get(rand::random_range(0..all.len())).copied(),
-            SampleKind::Distinct(it) => it.next(),
-        };
-        // Every kind holds at least `remaining` items, so `item` is Some
-        // whenever `remaining` > 0; stop cleanly if that ever fails.
-        self.remaining = if item.is_some() {
-            self.remaining - 1
-        } else {
-            0
-        };
-        item
-    }
-
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        (self.remaining, Some(self.remaining))
-    }
-}
-
-impl ExactSizeIterator for Sample<'_> {}
 
 /// One HSCAN step (Redis `scanGenericCommand` over a hash): appends the
 /// pairs visited from `cursor` to `out`, keeping only those whose field
@@ -769,7 +704,7 @@ mod tests {
         fn matches_a_map_model(ops in proptest::collection::vec(op(), 0..80)) {
             let e = engine();
             set_limits(&e, 4, 8);
-            let mut g = e.lock_all();
+            let mut g = e.lock_all(&crate::cx::testing::cx());
             let k = g.key(b"h");
             let mut model: HashMap<Vec<u8>, Vec<u8>> = HashMap::new();
             let mut converted = false;
@@ -864,7 +799,7 @@ mod tests {
 
     /// Every keyspace event recorded since the last call, as `event:key`.
     fn events() -> Vec<String> {
-        crate::events::take()
+        crate::cx::testing::take_events()
             .into_iter()
             .filter_map(|e| match e {
                 crate::events::Event::Notify { event, key, .. } => {

@@ -57,11 +57,6 @@ const XZERO_MAX_LEN: usize = 16384;
 /// 0.5 / ln(2), the estimator's constant for m → ∞.
 const ALPHA_INF: f64 = 0.721_347_520_444_481_7;
 
-/// The reply to a value that is not a HyperLogLog (`isHLLObjectOrReply`).
-pub const NOT_HLL: Error = Error::Msg("WRONGTYPE Key is not a valid HyperLogLog string value.");
-/// The reply to a HyperLogLog whose sparse data does not add up.
-pub const CORRUPT: Error = Error::Msg("INVALIDOBJ Corrupted HLL object detected");
-
 /// Sparse data that does not describe exactly 16384 registers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Corrupt;
@@ -407,14 +402,14 @@ pub fn add(hll: &mut Vec<u8>, ele: &[u8], max_bytes: usize) -> std::result::Resu
 /// known encoding, and for dense the exact size. An `int` never is.
 pub fn validate(v: &StrValue) -> Result<&[u8]> {
     let Some(data) = v.stored_bytes() else {
-        return Err(NOT_HLL);
+        return Err(Error::HllInvalid);
     };
     if data.len() < HDR
         || &data[..4] != b"HYLL"
         || data[4] > SPARSE
         || (data[4] == DENSE && data.len() != DENSE_SIZE)
     {
-        return Err(NOT_HLL);
+        return Err(Error::HllInvalid);
     }
     Ok(data)
 }
@@ -587,7 +582,7 @@ pub fn pfadd<'a>(
     let Some(e) = g.write(db, k) else {
         let mut hll = new_sparse();
         for ele in elements {
-            add(&mut hll, ele, sparse_max_bytes).map_err(|_| CORRUPT)?;
+            add(&mut hll, ele, sparse_max_bytes).map_err(|_| Error::HllCorrupt)?;
         }
         invalidate(&mut hll);
         g.set(db, k, Value::Str(StrValue::edited(hll)), Expiry::Clear);
@@ -597,7 +592,7 @@ pub fn pfadd<'a>(
     let hll = open_hll(&mut e.value)?;
     let mut updated = false;
     for ele in elements {
-        updated |= add(hll, ele, sparse_max_bytes).map_err(|_| CORRUPT)?;
+        updated |= add(hll, ele, sparse_max_bytes).map_err(|_| Error::HllCorrupt)?;
     }
     if updated {
         invalidate(hll);
@@ -620,7 +615,7 @@ pub fn pfcount(g: &mut Guard, db: usize, keys: &[Key]) -> Result<u64> {
         if let Some(card) = cached(hll) {
             return Ok(card);
         }
-        let card = count(hll).map_err(|_| CORRUPT)?;
+        let card = count(hll).map_err(|_| Error::HllCorrupt)?;
         hll[8..16].copy_from_slice(&card.to_le_bytes());
         g.modified(db, k);
         return Ok(card);
@@ -629,7 +624,7 @@ pub fn pfcount(g: &mut Guard, db: usize, keys: &[Key]) -> Result<u64> {
     for k in keys {
         if let Some(e) = g.read(db, k) {
             let hll = validate(as_str(&e.value)?)?;
-            merge_into(&mut max, hll).map_err(|_| CORRUPT)?;
+            merge_into(&mut max, hll).map_err(|_| Error::HllCorrupt)?;
         }
     }
     Ok(count_raw(&max))
@@ -652,12 +647,12 @@ pub fn pfmerge(
         if let Some(e) = g.read(db, k) {
             let hll = validate(as_str(&e.value)?)?;
             use_dense |= hll[4] == DENSE;
-            merge_into(&mut max, hll).map_err(|_| CORRUPT)?;
+            merge_into(&mut max, hll).map_err(|_| Error::HllCorrupt)?;
         }
     }
     let fill = |hll: &mut Vec<u8>| -> Result<()> {
         if use_dense {
-            sparse_to_dense(hll).map_err(|_| CORRUPT)?;
+            sparse_to_dense(hll).map_err(|_| Error::HllCorrupt)?;
         }
         for (j, &m) in max.iter().enumerate() {
             if m == 0 {
@@ -717,7 +712,7 @@ pub enum PfDebugReply {
 /// notification and no signal, as in Redis.
 pub fn pfdebug(g: &mut Guard, db: usize, k: &Key, sub: Option<PfDebug>) -> Result<PfDebugReply> {
     let Some(e) = g.write(db, k) else {
-        return Err(Error::Msg("ERR The specified key does not exist"));
+        return Err(Error::NoSuchKey);
     };
     let hll = open_hll(&mut e.value)?;
     let Some(sub) = sub else {
@@ -725,12 +720,12 @@ pub fn pfdebug(g: &mut Guard, db: usize, k: &Key, sub: Option<PfDebug>) -> Resul
     };
     Ok(match sub {
         PfDebug::GetReg => {
-            sparse_to_dense(hll).map_err(|_| CORRUPT)?;
+            sparse_to_dense(hll).map_err(|_| Error::HllCorrupt)?;
             PfDebugReply::Registers((0..REGISTERS).map(|i| dense_get(&hll[HDR..], i)).collect())
         }
         PfDebug::Decode => {
             if hll[4] != SPARSE {
-                return Err(Error::Msg("ERR HLL encoding is not sparse"));
+                return Err(Error::HllNotSparse);
             }
             PfDebugReply::Decoded(decode(hll))
         }
@@ -740,7 +735,7 @@ pub fn pfdebug(g: &mut Guard, db: usize, k: &Key, sub: Option<PfDebug>) -> Resul
         PfDebug::ToDense => {
             let sparse = hll[4] == SPARSE;
             if sparse {
-                sparse_to_dense(hll).map_err(|_| CORRUPT)?;
+                sparse_to_dense(hll).map_err(|_| Error::HllCorrupt)?;
             }
             PfDebugReply::Converted(sparse)
         }
@@ -771,12 +766,33 @@ fn decode(hll: &[u8]) -> String {
     out
 }
 
+/// Why PFSELFTEST failed: a debugging aid, so the front end shows the
+/// details (Redis: a `TESTFAILED` error with the same figures).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SelfTestFailure {
+    /// A dense register read back other than written.
+    Register {
+        index: usize,
+        expected: u8,
+        found: u8,
+    },
+    /// Adding to the sparse HyperLogLog found its data corrupt.
+    CorruptSparse,
+    /// The sparse HyperLogLog turned dense while still small.
+    SparseNotUsed,
+    /// The dense and sparse counts differ.
+    Disagree,
+    /// The estimate at `card` elements is off by more than six standard
+    /// errors.
+    TooBigError { card: u64, abserr: u64 },
+}
+
 /// PFSELFTEST (`pfselftestCommand`): register access on random values,
 /// then ten million distinct elements added to a dense and a sparse
 /// HyperLogLog, checking at each power of ten that the sparse one is still
 /// sparse while small, that both agree, and that the error stays within
-/// six standard errors. Err is the TESTFAILED message.
-pub fn selftest() -> std::result::Result<(), String> {
+/// six standard errors.
+pub fn selftest() -> std::result::Result<(), SelfTestFailure> {
     use rand::{Rng, SeedableRng};
     let mut rng = rand::rngs::SmallRng::from_rng(&mut rand::rng());
     let mut dense = vec![0u8; DENSE_SIZE];
@@ -791,7 +807,11 @@ pub fn selftest() -> std::result::Result<(), String> {
         for (i, &b) in bytes.iter().enumerate() {
             let v = dense_get(&dense[HDR..], i);
             if v != b {
-                return Err(format!("TESTFAILED Register {i} should be {b} but is {v}"));
+                return Err(SelfTestFailure::Register {
+                    index: i,
+                    expected: b,
+                    found: v,
+                });
             }
         }
     }
@@ -805,17 +825,16 @@ pub fn selftest() -> std::result::Result<(), String> {
         let ele = (j ^ seed).to_le_bytes();
         let (index, cnt) = pat_len(&ele);
         dense_raise(&mut dense[HDR..], index, cnt);
-        add(&mut sparse, &ele, SPARSE_MAX_BYTES)
-            .map_err(|_| "TESTFAILED corrupted sparse".to_string())?;
+        add(&mut sparse, &ele, SPARSE_MAX_BYTES).map_err(|_| SelfTestFailure::CorruptSparse)?;
         if j != checkpoint {
             continue;
         }
         if (j as usize) < SPARSE_MAX_BYTES / 2 && sparse[4] != SPARSE {
-            return Err("TESTFAILED sparse encoding not used".into());
+            return Err(SelfTestFailure::SparseNotUsed);
         }
         let d = count(&dense).unwrap_or(0);
         if count(&sparse) != Ok(d) {
-            return Err("TESTFAILED dense/sparse disagree".into());
+            return Err(SelfTestFailure::Disagree);
         }
         let abserr = (checkpoint as i64 - d as i64).unsigned_abs();
         let maxerr = if j == 10 {
@@ -824,9 +843,10 @@ pub fn selftest() -> std::result::Result<(), String> {
             (relerr * 6.0 * checkpoint as f64).ceil() as u64
         };
         if abserr > maxerr {
-            return Err(format!(
-                "TESTFAILED Too big error. card:{checkpoint} abserr:{abserr}"
-            ));
+            return Err(SelfTestFailure::TooBigError {
+                card: checkpoint,
+                abserr,
+            });
         }
         checkpoint *= 10;
     }
@@ -836,7 +856,7 @@ pub fn selftest() -> std::result::Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::events::{self, Event};
+    use crate::events::Event;
     use crate::ops::test_support::{engine, with};
     use proptest::prelude::*;
     use std::sync::atomic::Ordering;
@@ -998,7 +1018,7 @@ mod tests {
     }
 
     fn notes() -> Vec<&'static str> {
-        events::take()
+        crate::cx::testing::take_events()
             .into_iter()
             .filter_map(|ev| match ev {
                 Event::Notify { event, .. } => Some(event),
@@ -1042,7 +1062,7 @@ mod tests {
             .notify
             .store(class::STRING | class::KEYSPACE, Ordering::Relaxed);
         with(&e, |g| {
-            events::take();
+            crate::cx::testing::take_events();
             let k = g.key(b"h");
             assert_eq!(
                 pfadd(g, 0, &k, SPARSE_MAX_BYTES, [&b"a"[..], b"b", b"c"]),
@@ -1072,11 +1092,14 @@ mod tests {
             // Not a HyperLogLog.
             put(g, b"s", b"HYLL");
             let s = g.key(b"s");
-            assert_eq!(pfadd(g, 0, &s, SPARSE_MAX_BYTES, [&b"x"[..]]), Err(NOT_HLL));
-            assert_eq!(pfcount(g, 0, &[s]), Err(NOT_HLL));
+            assert_eq!(
+                pfadd(g, 0, &s, SPARSE_MAX_BYTES, [&b"x"[..]]),
+                Err(Error::HllInvalid)
+            );
+            assert_eq!(pfcount(g, 0, &[s]), Err(Error::HllInvalid));
             put(g, b"i", b"12345678901234567");
             let i = g.key(b"i");
-            assert_eq!(pfcount(g, 0, &[i, k]), Err(NOT_HLL));
+            assert_eq!(pfcount(g, 0, &[i, k]), Err(Error::HllInvalid));
             let hk = g.key(b"hash");
             g.set(0, &hk, Value::Hash(Box::default()), Expiry::Clear);
             assert_eq!(
@@ -1086,9 +1109,12 @@ mod tests {
             // Corrupted: a sparse header with no opcodes.
             put(g, b"c", b"HYLL\x01\0\0\0\0\0\0\x80\0\0\0\x80");
             let c = g.key(b"c");
-            assert_eq!(pfcount(g, 0, &[c]), Err(CORRUPT));
-            assert_eq!(pfcount(g, 0, &[c, k]), Err(CORRUPT));
-            assert_eq!(pfadd(g, 0, &c, SPARSE_MAX_BYTES, [&b"x"[..]]), Err(CORRUPT));
+            assert_eq!(pfcount(g, 0, &[c]), Err(Error::HllCorrupt));
+            assert_eq!(pfcount(g, 0, &[c, k]), Err(Error::HllCorrupt));
+            assert_eq!(
+                pfadd(g, 0, &c, SPARSE_MAX_BYTES, [&b"x"[..]]),
+                Err(Error::HllCorrupt)
+            );
         });
     }
 
@@ -1115,7 +1141,7 @@ mod tests {
             );
             assert_eq!(
                 pfdebug(g, 0, &b, Some(PfDebug::Decode)),
-                Err(Error::Msg("ERR HLL encoding is not sparse"))
+                Err(Error::HllNotSparse)
             );
             // A dense source makes the destination dense.
             assert_eq!(pfmerge(g, 0, &d, SPARSE_MAX_BYTES, &[b]), Ok(()));
@@ -1129,10 +1155,7 @@ mod tests {
             };
             assert_eq!(regs.iter().filter(|&&r| r > 0).count(), 3);
             let missing = g.key(b"x");
-            assert_eq!(
-                pfdebug(g, 0, &missing, None),
-                Err(Error::Msg("ERR The specified key does not exist"))
-            );
+            assert_eq!(pfdebug(g, 0, &missing, None), Err(Error::NoSuchKey));
             assert_eq!(pfdebug(g, 0, &a, None), Ok(PfDebugReply::Unknown));
         });
     }

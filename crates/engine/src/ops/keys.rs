@@ -16,6 +16,7 @@
 //! `persist`, `rename_from` + `rename_to`, `move_from` + `move_to`, and
 //! `copy_to`; a destination that is replaced is deleted first, so it gets
 //! the `new` event of a key created, as Redis's `dbDelete` + `dbAdd` do.
+use crate::cx::Cx;
 use crate::entry::Owned;
 use crate::events::class;
 use crate::keyspace::{Engine, Guard, Key};
@@ -320,11 +321,11 @@ pub fn object(g: &mut Guard, db: usize, k: &Key) -> Option<ObjectInfo> {
 /// A shard is picked with probability proportional to its key count, then a slot
 /// uniformly within it; expired keys met on the way are removed, as Redis's
 /// `dbRandomKey` does, in a loop. Costs one pass over the shard locks.
-pub fn random_key(engine: &Engine, db: usize) -> Option<Vec<u8>> {
+pub fn random_key(engine: &Engine, cx: &Cx, db: usize) -> Option<Vec<u8>> {
     let mut lens: Vec<usize> = Vec::with_capacity(engine.shard_count());
     loop {
         lens.clear();
-        engine.for_each_shard_read(|_, s| lens.push(s.db(db).len()));
+        engine.for_each_shard_read(cx, |_, s| lens.push(s.db(db).len()));
         let total: usize = lens.iter().sum();
         if total == 0 {
             return None;
@@ -337,8 +338,8 @@ pub fn random_key(engine: &Engine, db: usize) -> Option<Vec<u8>> {
             r -= n;
             false
         })?;
-        let found = engine.with_shard(shard, |s| {
-            let now = crate::clock::now_ms();
+        let found = engine.with_shard(cx, shard, |s| {
+            let now = cx.now_ms();
             loop {
                 let t = s.db_mut(db);
                 let slot = t.random_slot(rand::random::<u64>)?;
@@ -380,6 +381,7 @@ pub enum TypeFilter {
 /// `emit`. Returns the next cursor (0: done).
 pub fn scan(
     engine: &Engine,
+    cx: &Cx,
     db: usize,
     cursor: u64,
     count: usize,
@@ -387,7 +389,7 @@ pub fn scan(
     mut emit: impl FnMut(&[u8]),
 ) -> u64 {
     let mut type_checked = 0u64;
-    let next = engine.scan(db, cursor, count, |e| {
+    let next = engine.scan(cx, db, cursor, count, |e| {
         if let Some(p) = filter.pattern {
             if !glob_match(p, e.key(), false) {
                 return;
@@ -413,7 +415,7 @@ pub fn scan(
         // key checked; keyspace statistics are summed over shards, so any
         // shard may carry them.
         let k = engine.key(b"");
-        engine.lock(&k).stats_mut(&k).keyspace_hits += type_checked;
+        engine.lock(cx, &k).stats_mut(&k).keyspace_hits += type_checked;
     }
     next
 }
@@ -422,16 +424,16 @@ pub fn scan(
 /// pattern with no special bytes is one lookup instead of a walk; `*` alone
 /// matches every key, the empty one included (Redis's `allkeys` shortcut,
 /// which the matcher itself does not take).
-pub fn keys(engine: &Engine, db: usize, pattern: &[u8], mut emit: impl FnMut(&[u8])) {
+pub fn keys(engine: &Engine, cx: &Cx, db: usize, pattern: &[u8], mut emit: impl FnMut(&[u8])) {
     if crate::util::glob::is_literal(pattern) {
         let k = engine.key(pattern);
-        if engine.lock(&k).exists(db, &k) {
+        if engine.lock(cx, &k).exists(db, &k) {
             emit(pattern);
         }
         return;
     }
     let all = pattern == b"*";
-    engine.for_each_key(db, |e| {
+    engine.for_each_key(cx, db, |e| {
         if all || glob_match(pattern, e.key(), false) {
             emit(e.key());
         }
@@ -459,8 +461,12 @@ mod tests {
         } else {
             Expiry::At(at)
         };
-        e.lock(&k)
-            .set(db, &k, Value::Str(StrValue::from_bytes(val)), exp);
+        e.lock(&crate::cx::testing::cx(), &k).set(
+            db,
+            &k,
+            Value::Str(StrValue::from_bytes(val)),
+            exp,
+        );
     }
 
     fn put_hash(e: &Engine, db: usize, key: &[u8], fields: usize) {
@@ -470,13 +476,13 @@ mod tests {
             h.set(format!("f{i}").as_bytes(), b"v", &limits);
         }
         let k = e.key(key);
-        e.lock(&k)
+        e.lock(&crate::cx::testing::cx(), &k)
             .set(db, &k, Value::Hash(Box::new(h)), Expiry::Clear);
     }
 
     fn get(e: &Engine, db: usize, key: &[u8]) -> Option<Vec<u8>> {
         let k = e.key(key);
-        let mut g = e.lock(&k);
+        let mut g = e.lock(&crate::cx::testing::cx(), &k);
         g.peek(db, &k).map(|en| match &en.value {
             Value::Str(s) => s.to_vec(),
             _ => b"<aggregate>".to_vec(),
@@ -485,12 +491,12 @@ mod tests {
 
     fn ttl_of(e: &Engine, db: usize, key: &[u8]) -> Ttl {
         let k = e.key(key);
-        ttl(&mut e.lock(&k), db, &k)
+        ttl(&mut e.lock(&crate::cx::testing::cx(), &k), db, &k)
     }
 
     fn hits_misses(e: &Engine) -> (u64, u64) {
         let (mut h, mut m) = (0, 0);
-        e.for_each_shard(|_, s| {
+        e.for_each_shard(&crate::cx::testing::cx(), |_, s| {
             h += s.stats.keyspace_hits;
             m += s.stats.keyspace_misses;
         });
@@ -504,7 +510,7 @@ mod tests {
         put(&e, 0, b"b", b"2", 0);
         let names: [&[u8]; 4] = [b"a", b"a", b"b", b"nosuch"];
         let keys: Vec<Key> = names.iter().map(|n| e.key(n)).collect();
-        let mut g = e.lock_keys(&keys);
+        let mut g = e.lock_keys(&crate::cx::testing::cx(), &keys);
         assert_eq!(exists(&mut g, 0, &keys), 3);
         assert_eq!(touch(&mut g, 0, &keys), 3);
         let mut freed = Vec::new();
@@ -521,7 +527,7 @@ mod tests {
         let e = engine();
         put(&e, 0, b"gone", b"v", 1);
         let k = e.key(b"gone");
-        let mut g = e.lock(&k);
+        let mut g = e.lock(&crate::cx::testing::cx(), &k);
         assert_eq!(key_type(&mut g, 0, &k), None);
         assert_eq!(ttl(&mut g, 0, &k), Ttl::Missing);
         assert!(!persist(&mut g, 0, &k));
@@ -537,7 +543,7 @@ mod tests {
         put_hash(&e, 0, b"h", 2);
         let info = |key: &[u8]| {
             let k = e.key(key);
-            object(&mut e.lock(&k), 0, &k)
+            object(&mut e.lock(&crate::cx::testing::cx(), &k), 0, &k)
         };
         let i = info(b"i").unwrap();
         assert_eq!((i.encoding, i.shared_integer), ("int", true));
@@ -547,12 +553,21 @@ mod tests {
         assert_eq!(info(b"h").unwrap().encoding, "listpack");
         assert_eq!(info(b"none"), None);
         let k = e.key(b"h");
-        assert_eq!(key_type(&mut e.lock(&k), 0, &k), Some(Kind::Hash));
+        assert_eq!(
+            key_type(&mut e.lock(&crate::cx::testing::cx(), &k), 0, &k),
+            Some(Kind::Hash)
+        );
     }
 
     fn run_expire(e: &Engine, key: &[u8], when: i64, cond: ExpireCond) -> u8 {
         let k = e.key(key);
-        match expire(&mut e.lock(&k), 0, &k, when, cond) {
+        match expire(
+            &mut e.lock(&crate::cx::testing::cx(), &k),
+            0,
+            &k,
+            when,
+            cond,
+        ) {
             ExpireOutcome::Unchanged => 0,
             ExpireOutcome::Set => 1,
             ExpireOutcome::Deleted(_) => 2,
@@ -597,7 +612,7 @@ mod tests {
         let e = engine();
         put(&e, 0, b"k", b"v", u64::MAX / 2);
         let k = e.key(b"k");
-        let mut g = e.lock(&k);
+        let mut g = e.lock(&crate::cx::testing::cx(), &k);
         assert!(persist(&mut g, 0, &k));
         assert!(!persist(&mut g, 0, &k));
         assert_eq!(ttl(&mut g, 0, &k), Ttl::Persistent);
@@ -609,7 +624,7 @@ mod tests {
         put(&e, 0, b"a", b"1", u64::MAX / 2);
         put(&e, 0, b"b", b"2", 0);
         let (a, b, c) = (e.key(b"a"), e.key(b"b"), e.key(b"c"));
-        let mut g = e.lock_keys(&[a, b, c]);
+        let mut g = e.lock_keys(&crate::cx::testing::cx(), &[a, b, c]);
         assert_eq!(rename(&mut g, 0, &a, &a, false), Ok(true));
         assert_eq!(rename(&mut g, 0, &a, &a, true), Ok(false));
         assert_eq!(rename(&mut g, 0, &a, &b, true), Ok(false));
@@ -629,7 +644,7 @@ mod tests {
         put(&e, 0, b"k", b"v0", u64::MAX / 2);
         put(&e, 2, b"k", b"v2", 0);
         let k = e.key(b"k");
-        let mut g = e.lock(&k);
+        let mut g = e.lock(&crate::cx::testing::cx(), &k);
         assert_eq!(move_key(&mut g, 0, 0, &k), Err(Error::SameObject));
         assert_eq!(move_key(&mut g, 0, 2, &k), Ok(false));
         assert_eq!(move_key(&mut g, 0, 1, &k), Ok(true));
@@ -647,7 +662,7 @@ mod tests {
         put(&e, 0, b"x", b"old", 0);
         let (h, h2, t, x) = (e.key(b"h"), e.key(b"h2"), e.key(b"t"), e.key(b"x"));
         let nosuch = e.key(b"nosuch");
-        let mut g = e.lock_keys(&[h, h2, t, x, nosuch]);
+        let mut g = e.lock_keys(&crate::cx::testing::cx(), &[h, h2, t, x, nosuch]);
         let mut freed = 0;
         assert_eq!(
             copy(&mut g, 0, &h, 0, &h, true, |_| ()),
@@ -685,7 +700,7 @@ mod tests {
         put(&e, 0, b"dead", b"v", 1);
         let keys_of = |p: &[u8]| {
             let mut v = BTreeSet::new();
-            keys(&e, 0, p, |k| {
+            keys(&e, &crate::cx::testing::cx(), 0, p, |k| {
                 v.insert(k.to_vec());
             });
             v
@@ -702,7 +717,7 @@ mod tests {
             let mut v = BTreeSet::new();
             let mut cursor = 0;
             loop {
-                cursor = scan(&e, 0, cursor, 2, filter, |k| {
+                cursor = scan(&e, &crate::cx::testing::cx(), 0, cursor, 2, filter, |k| {
                     v.insert(k.to_vec());
                 });
                 if cursor == 0 {
@@ -738,20 +753,22 @@ mod tests {
             databases: 2,
             shards: 64,
         });
-        assert_eq!(random_key(&e, 0), None);
+        assert_eq!(random_key(&e, &crate::cx::testing::cx(), 0), None);
         // Many expired keys: removed iteratively (no recursion), then None.
         for i in 0..200_000 {
             put(&e, 0, format!("x{i}").as_bytes(), b"v", 1);
         }
-        assert_eq!(random_key(&e, 0), None);
-        assert_eq!(e.dbsize(0), 0);
+        assert_eq!(random_key(&e, &crate::cx::testing::cx(), 0), None);
+        assert_eq!(e.dbsize(&crate::cx::testing::cx(), 0), 0);
         // Ten live keys: each is picked about equally often.
         for i in 0..10 {
             put(&e, 1, format!("k{i}").as_bytes(), b"v", 0);
         }
         let mut counts = BTreeMap::new();
         for _ in 0..10_000 {
-            *counts.entry(random_key(&e, 1).unwrap()).or_insert(0) += 1;
+            *counts
+                .entry(random_key(&e, &crate::cx::testing::cx(), 1).unwrap())
+                .or_insert(0) += 1;
         }
         assert_eq!(counts.len(), 10);
         assert!(
@@ -781,7 +798,7 @@ mod tests {
             let a = format!("k{}", next(6)).into_bytes();
             let b = format!("k{}", next(6)).into_bytes();
             let (ka, kb) = (e.key(&a), e.key(&b));
-            let mut g = e.lock_keys(&[ka, kb]);
+            let mut g = e.lock_keys(&crate::cx::testing::cx(), &[ka, kb]);
             match next(7) {
                 0 | 1 => {
                     let v = step.to_string().into_bytes();
@@ -889,7 +906,7 @@ mod tests {
     /// Every keyspace event recorded since the last call, as
     /// `event:key` (`@db` when not 0).
     fn events() -> Vec<String> {
-        crate::events::take()
+        crate::cx::testing::take_events()
             .into_iter()
             .filter_map(|e| match e {
                 crate::events::Event::Notify { event, key, db, .. } => {
@@ -916,7 +933,7 @@ mod tests {
         events();
         let names: [&[u8]; 5] = [b"a", b"b", b"c", b"d", b"nosuch"];
         let k: Vec<Key> = names.iter().map(|n| e.key(n)).collect();
-        let mut g = e.lock_all();
+        let mut g = e.lock_all(&crate::cx::testing::cx());
         let far = crate::clock::now_ms() as i64 + 1_000_000;
         expire(&mut g, 0, &k[0], far, ExpireCond::default());
         assert_eq!(events(), ["expire:a"]);

@@ -20,9 +20,6 @@ use crate::{Error, Result};
 
 pub use crate::value::list::{Elem, End, Iter, Needle};
 
-/// LSET's error for an index outside the list.
-pub const INDEX_OUT_OF_RANGE: &str = "ERR index out of range";
-
 /// The event a push at `end` raises.
 fn push_event(end: End) -> &'static str {
     match end {
@@ -196,12 +193,12 @@ pub fn lindex<R>(
 }
 
 /// LSET key index element. A missing key is `NoSuchKey`, an index outside
-/// the list "ERR index out of range".
+/// the list `IndexOutOfRange`.
 pub fn lset(g: &mut Guard, db: usize, k: &Key, index: i64, v: &[u8]) -> Result<()> {
     let e = g.write(db, k).ok_or(Error::NoSuchKey)?;
     let l = as_list_mut(&mut e.value)?;
     if !l.set(index, v) {
-        return Err(Error::Msg(INDEX_OUT_OF_RANGE));
+        return Err(Error::IndexOutOfRange);
     }
     g.modified(db, k);
     g.notify(class::LIST, "lset", db, k);
@@ -463,7 +460,7 @@ pub fn lmove(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::events::{self, Event};
+    use crate::events::Event;
     use crate::ops::test_support::{engine, with};
     use crate::Engine;
     use std::sync::atomic::AtomicBool;
@@ -504,10 +501,10 @@ mod tests {
     /// Runs `f` with every notification class on; returns the events.
     fn notified(e: &Engine, f: impl FnOnce(&mut Guard)) -> Vec<(&'static str, String)> {
         e.limits.notify.store(u32::MAX, Ordering::Relaxed);
-        events::take();
+        crate::cx::testing::take_events();
         with(e, f);
         e.limits.notify.store(0, Ordering::Relaxed);
-        events::take()
+        crate::cx::testing::take_events()
             .into_iter()
             .filter_map(|ev| match ev {
                 Event::Notify { event, key, .. } => {
@@ -694,7 +691,7 @@ mod tests {
             assert_eq!(linsert(g, 0, &k, false, b"c", b"x").unwrap(), 4);
             assert_eq!(linsert(g, 0, &k, false, b"nope", b"x").unwrap(), -1);
             lset(g, 0, &k, -1, b"C").unwrap();
-            assert_eq!(lset(g, 0, &k, 9, b"C"), Err(Error::Msg(INDEX_OUT_OF_RANGE)));
+            assert_eq!(lset(g, 0, &k, 9, b"C"), Err(Error::IndexOutOfRange));
             ltrim(g, 0, &k, 0, -1).unwrap();
             ltrim(g, 0, &k, 5, 1).unwrap();
             let n = g.key(b"nokey");

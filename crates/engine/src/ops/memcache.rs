@@ -23,6 +23,7 @@ use crate::keyspace::{Expiry, Guard, Key};
 use crate::value::string::{mc_bits, next_cas};
 use crate::value::{StrValue, Value};
 use crate::Entry;
+use cairn_num::memcache::strtoull;
 
 /// memcached's `REALTIME_MAXDELTA`: a larger exptime is a Unix time.
 pub const MAX_RELATIVE_SECS: i64 = 60 * 60 * 24 * 30;
@@ -353,8 +354,10 @@ pub enum Arith {
 }
 
 /// incr/decr/ma (memcached `do_add_delta`): the value must read as an
-/// unsigned 64-bit decimal (`parse_u64`); incr wraps at 2^64, decr stops
-/// at 0. The result is stored as its decimal text (memcached pads a
+/// unsigned 64-bit decimal as memcached's `safe_strtoull` reads the
+/// item's data, which ends in "\r\n" (`cairn_num::memcache::strtoull`:
+/// "-1" is not a number but "-0" is 0, an empty value is not a number);
+/// incr wraps at 2^64, decr stops at 0. The result is stored as its decimal text (memcached pads a
 /// shorter result with spaces; Cairn stores the exact digits), keeping the
 /// item's flags and TTL, with a new CAS. `vivify` (`ma N`): on a miss,
 /// create the item with this TTL and initial value instead.
@@ -386,7 +389,7 @@ pub fn arith(
     if cas != 0 && !s.cas_matches(cas) {
         return Arith::Exists;
     }
-    let Some(cur) = s.with_bytes(parse_u64) else {
+    let Some(cur) = s.with_bytes(strtoull) else {
         return Arith::NonNumeric;
     };
     let new = if incr {
@@ -421,50 +424,6 @@ pub fn vivify(g: &mut Guard, db: usize, k: &Key, expiry: Expiry, key_binary: boo
     if matches!(expiry, Expiry::At(_)) {
         g.notify(class::GENERIC, "expire", db, k);
     }
-}
-
-/// A stored value as incr/decr read it (memcached `safe_strtoull` over the
-/// item's data, which ends in "\r\n"): optional leading whitespace, an
-/// optional sign, decimal digits that fit 64 bits, then the end or a
-/// whitespace or NUL byte (anything may follow that). A `-` is refused
-/// when the result would look negative as a signed number, so "-1" is not
-/// a number but "-0" is 0. An empty value is not a number.
-pub fn parse_u64(b: &[u8]) -> Option<u64> {
-    let is_space = |c: u8| matches!(c, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r');
-    let mut i = 0;
-    while i < b.len() && is_space(b[i]) {
-        i += 1;
-    }
-    let neg = match b.get(i) {
-        Some(b'-') => {
-            i += 1;
-            true
-        }
-        Some(b'+') => {
-            i += 1;
-            false
-        }
-        _ => false,
-    };
-    let start = i;
-    let mut n: u64 = 0;
-    while i < b.len() && b[i].is_ascii_digit() {
-        n = n.checked_mul(10)?.checked_add((b[i] - b'0') as u64)?;
-        i += 1;
-    }
-    if i == start {
-        return None;
-    }
-    match b.get(i) {
-        None | Some(0) => {}
-        Some(&c) if is_space(c) => {}
-        Some(_) => return None,
-    }
-    let n = if neg { n.wrapping_neg() } else { n };
-    if neg && (n as i64) < 0 {
-        return None;
-    }
-    Some(n)
 }
 
 #[cfg(test)]
@@ -708,23 +667,5 @@ mod tests {
             assert_eq!(delete(g, 0, &k, None, None), Deleted::Deleted);
             assert!(read(g, b"k").is_none());
         });
-    }
-
-    #[test]
-    fn parse_u64_is_memcached_safe_strtoull() {
-        assert_eq!(parse_u64(b"10"), Some(10));
-        assert_eq!(parse_u64(b" 10"), Some(10));
-        assert_eq!(parse_u64(b"10 "), Some(10));
-        assert_eq!(parse_u64(b"10 junk"), Some(10));
-        assert_eq!(parse_u64(b"+7"), Some(7));
-        assert_eq!(parse_u64(b"-0"), Some(0));
-        assert_eq!(parse_u64(b"-1"), None);
-        assert_eq!(parse_u64(b"10x"), None);
-        assert_eq!(parse_u64(b""), None);
-        assert_eq!(parse_u64(b" "), None);
-        assert_eq!(parse_u64(b"18446744073709551615"), Some(u64::MAX));
-        assert_eq!(parse_u64(b"18446744073709551616"), None);
-        assert_eq!(parse_u64(b"000000000000000000001"), Some(1));
-        assert_eq!(parse_u64(b"5\0x"), Some(5));
     }
 }

@@ -7,6 +7,7 @@ pub mod hll;
 pub mod keys;
 pub mod list;
 pub mod memcache;
+pub mod sample;
 pub mod set;
 pub mod sort;
 pub mod string;
@@ -105,7 +106,7 @@ pub(crate) mod test_support {
 
     /// Runs `f` with the whole keyspace locked.
     pub fn with<R>(e: &Engine, f: impl FnOnce(&mut Guard) -> R) -> R {
-        let mut g = e.lock_all();
+        let mut g = e.lock_all(&crate::cx::testing::cx());
         f(&mut g)
     }
 }

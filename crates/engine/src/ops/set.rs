@@ -710,7 +710,7 @@ pub fn scan_step<'s>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::events::{self, Event};
+    use crate::events::Event;
     use crate::ops::test_support::{engine, with};
     use crate::Engine;
     use proptest::prelude::*;
@@ -754,12 +754,12 @@ mod tests {
 
     fn notify_all(e: &Engine) {
         e.limits.notify.store(u32::MAX, Ordering::Relaxed);
-        events::take();
+        crate::cx::testing::take_events();
     }
 
     /// The notifications recorded since the last call, as "event:key".
     fn notes() -> Vec<String> {
-        events::take()
+        crate::cx::testing::take_events()
             .into_iter()
             .filter_map(|e| match e {
                 Event::Notify { event, key, .. } => {
@@ -1278,7 +1278,7 @@ mod tests {
             const LIMIT: usize = 5;
             let e = engine();
             set_limit(&e, LIMIT);
-            let mut g = e.lock_all();
+            let mut g = e.lock_all(&crate::cx::testing::cx());
             let (ka, kb) = (g.key(b"a"), g.key(b"b"));
             let mut a: BTreeSet<Vec<u8>> = BTreeSet::new();
             let mut b: BTreeSet<Vec<u8>> = BTreeSet::new();

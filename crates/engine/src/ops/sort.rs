@@ -131,9 +131,7 @@ pub fn sort(g: &mut Guard, db: usize, k: &Key, spec: &SortSpec) -> Result<Sorted
             }
         }
         if conversion_error {
-            return Err(Error::Msg(
-                "ERR One or more scores can't be converted into double",
-            ));
+            return Err(Error::SortNotFloat);
         }
         let store = spec.store.is_some();
         let by_pattern = by.is_some();

@@ -361,13 +361,12 @@ pub fn getex_str<R>(
     let had_ttl = e.expire_at() != 0;
     match (action, deadline) {
         (_, Some(at)) if at <= now => {
-            crate::record::stage(g.engine(), db, &[b"DEL", k.bytes]);
+            crate::rewrite::del(g.engine(), &g.cx(), db, k.bytes);
             drop(g.remove(db, k));
             g.notify(class::GENERIC, "del", db, k);
         }
         (_, Some(at)) => {
-            let t = itoa::Buffer::new().format(at).to_owned();
-            crate::record::stage(g.engine(), db, &[b"PEXPIREAT", k.bytes, t.as_bytes()]);
+            crate::rewrite::pexpireat(g.engine(), &g.cx(), db, k.bytes, at, std::iter::empty());
             g.set_expire(db, k, at);
             g.notify(class::GENERIC, "expire", db, k);
         }
@@ -969,7 +968,7 @@ mod tests {
     fn multi_key() {
         let e = engine();
         let (a, b, c) = (e.key(b"a"), e.key(b"b"), e.key(b"c"));
-        let mut g = e.lock_keys(&[a, b, c]);
+        let mut g = e.lock_keys(&crate::cx::testing::cx(), &[a, b, c]);
         mset(&mut g, 0, [(a, &b"1"[..]), (b, &b"2"[..]), (a, &b"3"[..])]);
         put_hash(&mut g, b"c");
         let mut seen = Vec::new();
@@ -1032,7 +1031,7 @@ mod tests {
     fn lcs_operands_types() {
         let e = engine();
         let (a, b) = (e.key(b"a"), e.key(b"b"));
-        let mut g = e.lock_keys(&[a, b]);
+        let mut g = e.lock_keys(&crate::cx::testing::cx(), &[a, b]);
         put(&mut g, b"a", b"123", Expiry::Clear);
         assert_eq!(
             lcs_operands(&mut g, 0, &a, &b),
@@ -1096,7 +1095,7 @@ mod tests {
         #[test]
         fn string_ops_match_model(steps in proptest::collection::vec(step(), 1..40)) {
             let e = engine();
-            let mut g = e.lock_all();
+            let mut g = e.lock_all(&crate::cx::testing::cx());
             let k = g.key(b"k");
             let mut model: Option<Vec<u8>> = None;
             for s in steps {
@@ -1152,7 +1151,7 @@ mod tests {
 
     /// Every keyspace event recorded since the last call, as `event:key`.
     fn events() -> Vec<String> {
-        crate::events::take()
+        crate::cx::testing::take_events()
             .into_iter()
             .filter_map(|e| match e {
                 crate::events::Event::Notify { event, key, .. } => {

@@ -12,15 +12,13 @@
 //! encodings live in `value::zset`; the wire replies live in the server.
 use crate::events::class;
 use crate::keyspace::{Expiry, Guard, Key};
+use crate::ops::sample;
 use crate::ops::{as_zset, as_zset_mut};
 use crate::util::glob;
 use crate::value::zset::{self, AddFlags, Added, LexBound, LexRange, ScoreRange, ZSetLimits};
 use crate::value::{SetValue, Value, ZSetValue};
 use crate::{Error, Result};
 use std::sync::atomic::Ordering;
-
-/// ZADD/ZINCRBY's error when an increment meets the opposite infinity.
-pub const NAN_ERROR: &str = "ERR resulting score is not a number (NaN)";
 
 /// The encoding limits in force (`zset-max-listpack-*`).
 pub fn limits(g: &Guard) -> ZSetLimits {
@@ -286,7 +284,7 @@ pub struct ZaddOutcome {
 /// applies each pair in order. A missing key is created (its encoding
 /// chosen from the first member, `ZSetValue::for_first_member`) unless XX
 /// is given. An increment that makes a score NaN stops the command there
-/// with [`NAN_ERROR`], keeping what earlier pairs did, as Redis does. If
+/// with [`Error::ScoreNaN`], keeping what earlier pairs did, as Redis does. If
 /// anything was added or updated the key is signalled modified and "zadd"
 /// ("zincr" with INCR) is notified, also on that error path.
 pub fn zadd(
@@ -344,7 +342,7 @@ pub fn zadd(
         g.notify(class::ZSET, event, db, k);
     }
     if nan {
-        return Err(Error::Msg(NAN_ERROR));
+        return Err(Error::ScoreNaN);
     }
     Ok(out)
 }
@@ -835,28 +833,34 @@ pub fn random_member(z: &ZSetValue) -> Option<&[u8]> {
     z.get(rand::random_range(0..z.len())).map(|(m, _)| m)
 }
 
-/// The members ZRANDMEMBER key count returns, as an exact-size iterator so
-/// the reply header can be written first. Mirrors the cases of Redis 7.0
-/// `zrandmemberWithCountCommand`:
-/// * count 0: nothing;
-/// * negative count, or 1: `|count|` independent uniform picks;
-/// * count >= size: the whole set, highest first (Redis walks it from the
-///   tail, `zuiInitIterator`);
-/// * otherwise `count` distinct members in random order.
-pub struct Sample<'a> {
-    kind: SampleKind<'a>,
-    remaining: usize,
+/// The members (with scores) ZRANDMEMBER key count returns (the cases are
+/// in `ops::sample`); the whole set comes highest first, as Redis walks it
+/// from the tail (`zuiInitIterator`).
+pub type Sample<'a> = sample::Sample<zset::Iter<'a>, Picks<'a>>;
+
+/// Where ZRANDMEMBER's independent picks come from.
+pub enum Picks<'a> {
+    /// By index from a skiplist (O(log n) each).
+    Indexed(&'a ZSetValue),
+    /// A packed set's members, listed once so a pick does not walk the
+    /// buffer.
+    Listed(Vec<(&'a [u8], f64)>),
 }
 
-enum SampleKind<'a> {
-    Empty,
-    Whole(zset::Iter<'a>),
-    /// Independent picks by index from a skiplist (O(log n) each).
-    Repeat(&'a ZSetValue),
-    /// Independent picks from a packed set's members, listed once so a
-    /// pick does not walk the buffer.
-    RepeatListed(Vec<(&'a [u8], f64)>),
-    Distinct(std::vec::IntoIter<(&'a [u8], f64)>),
+impl<'a> sample::Pick for Picks<'a> {
+    type Item = (&'a [u8], f64);
+    fn size(&self) -> usize {
+        match self {
+            Picks::Indexed(z) => z.len(),
+            Picks::Listed(all) => all.len(),
+        }
+    }
+    fn get(&self, i: usize) -> Option<Self::Item> {
+        match self {
+            Picks::Indexed(z) => z.get(i),
+            Picks::Listed(all) => all.as_slice().get(i).copied(),
+        }
+    }
 }
 
 /// Chooses ZRANDMEMBER's members for `count` (see [`Sample`]). The caller
@@ -865,36 +869,23 @@ pub fn sample(z: &ZSetValue, count: i64) -> Sample<'_> {
     let size = z.len();
     let wanted = usize::try_from(count.unsigned_abs()).unwrap_or(usize::MAX);
     if wanted == 0 || size == 0 {
-        return Sample {
-            kind: SampleKind::Empty,
-            remaining: 0,
-        };
+        return Sample::empty();
     }
     if count < 0 || wanted == 1 {
-        let kind = if z.is_packed() && wanted > 1 {
-            SampleKind::RepeatListed(z.iter().collect())
+        let from = if z.is_packed() && wanted > 1 {
+            Picks::Listed(z.iter().collect())
         } else {
-            SampleKind::Repeat(z)
+            Picks::Indexed(z)
         };
-        return Sample {
-            kind,
-            remaining: wanted,
-        };
+        return Sample::repeat(from, wanted);
     }
     if wanted >= size {
-        return Sample {
-            kind: SampleKind::Whole(z.iter_from(size - 1, true)),
-            remaining: size,
-        };
+        return Sample::whole(z.iter_from(size - 1, true), size);
     }
     let all: Vec<(&[u8], f64)> = if wanted * 3 > size {
         // Partial Fisher-Yates over everything.
         let mut all: Vec<_> = z.iter().collect();
-        for i in 0..wanted {
-            let j = rand::random_range(i..all.len());
-            all.swap(i, j);
-        }
-        all.truncate(wanted);
+        sample::shuffle_prefix(&mut all, wanted);
         all
     } else {
         // Few out of many: distinct random indexes, O(log n) each for a
@@ -911,41 +902,8 @@ pub fn sample(z: &ZSetValue, count: i64) -> Sample<'_> {
         }
         all
     };
-    Sample {
-        kind: SampleKind::Distinct(all.into_iter()),
-        remaining: wanted,
-    }
+    Sample::distinct(all)
 }
-
-impl<'a> Iterator for Sample<'a> {
-    type Item = (&'a [u8], f64);
-
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.remaining == 0 {
-            return None;
-        }
-        let item = match &mut self.kind {
-            SampleKind::Empty => None,
-            SampleKind::Whole(it) => it.next(),
-            SampleKind::Repeat(z) => z.get(rand::random_range(0..z.len())),
-            SampleKind::RepeatListed(all) => all.get(rand::random_range(0..all.len())).copied(),
-            SampleKind::Distinct(it) => it.next(),
-        };
-        // Every kind holds at least `remaining` items; stop cleanly if not.
-        self.remaining = if item.is_some() {
-            self.remaining - 1
-        } else {
-            0
-        };
-        item
-    }
-
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        (self.remaining, Some(self.remaining))
-    }
-}
-
-impl ExactSizeIterator for Sample<'_> {}
 
 /// One ZSCAN step (Redis `scanGenericCommand` over a sorted set): appends
 /// the (member, score) pairs visited from `cursor`, keeping only members
@@ -1116,7 +1074,7 @@ mod tests {
             zadd(g, 0, &k, incr, &[(f64::INFINITY, b"inf")]).unwrap();
             assert_eq!(
                 zadd(g, 0, &k, incr, &[(f64::NEG_INFINITY, b"inf")]),
-                Err(Error::Msg(NAN_ERROR))
+                Err(Error::ScoreNaN)
             );
             assert_eq!(zrem(g, 0, &k, [&b"a"[..], b"a", b"x"]).unwrap(), 1);
             assert_eq!(zrem(g, 0, &k, [&b"b"[..], b"inf"]).unwrap(), 2);
@@ -1390,10 +1348,10 @@ mod tests {
     /// Every keyspace event an operation records, as (class, event, key).
     fn events_of(e: &Engine, f: impl FnOnce(&mut Guard)) -> Vec<(u32, &'static str, Vec<u8>)> {
         e.limits.notify.store(u32::MAX, Ordering::Relaxed);
-        crate::events::take();
+        crate::cx::testing::take_events();
         with(e, f);
         e.limits.notify.store(0, Ordering::Relaxed);
-        crate::events::take()
+        crate::cx::testing::take_events()
             .into_iter()
             .filter_map(|ev| match ev {
                 crate::events::Event::Notify {

@@ -33,17 +33,15 @@ pub struct Lcs {
     pub matches: Vec<LcsMatch>,
 }
 
-/// Why an LCS cannot be computed; each maps to one Redis error reply.
+/// Why an LCS cannot be computed (carried by `Error::Lcs`; each front end
+/// words it, Redis's texts are in `server::resp::errors`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LcsError {
-    /// A string is at least `u32::MAX - 1` bytes: "ERR String too long for
-    /// LCS".
+    /// A string is at least `u32::MAX - 1` bytes.
     StringTooLong,
-    /// The table would exceed proto-max-bulk-len: "ERR Insufficient memory,
-    /// transient memory for LCS exceeds proto-max-bulk-len".
+    /// The table would exceed proto-max-bulk-len.
     ExceedsProtoMaxBulkLen,
-    /// The allocator refused the table: "ERR Insufficient memory, failed
-    /// allocating transient memory for LCS".
+    /// The allocator refused the table.
     AllocFailed,
 }
 

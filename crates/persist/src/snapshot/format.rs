@@ -1,4 +1,4 @@
-//! The snapshot file format, version 1: constants, tags, and the encoding
+//! The snapshot file format, version 2: constants, tags, and the encoding
 //! and decoding of one key. Drawn byte by byte in docs/design.md
 //! ("Snapshot file format"); the short form:
 //!
@@ -11,10 +11,11 @@
 //! ```
 //!
 //! Integers are little-endian; `varint` is unsigned LEB128; a byte string
-//! is a varint length and the bytes. Each CRC is CRC-32 (IEEE, as zlib) of
+//! is a varint length and the bytes. Each CRC is CRC-32C (`crate::crc`) of
 //! everything before it in its section, a block's CRC including its
 //! payload; a CRC of 0 means "not computed" (`rdbchecksum no`) and is not
-//! checked. Values are written logically (the elements through the value
+//! checked. Version 1 differs only there: its CRCs are CRC-32 (IEEE, as
+//! zlib). It is still read (`Checksum::of_version`), never written. Values are written logically (the elements through the value
 //! types' public APIs), never as their in-memory encodings, so a change of
 //! encoding never changes the file, and a loaded value is built by the
 //! same constructors the commands use, in the encodings the limits in
@@ -29,8 +30,10 @@ use cairn_engine::{Ref, Value};
 
 /// The first eight bytes of every snapshot file.
 pub const MAGIC: &[u8; 8] = b"CAIRNSNP";
-/// The format version this code writes and reads.
-pub const VERSION: u32 = 1;
+/// The format version this code writes.
+pub const VERSION: u32 = 2;
+/// The oldest version this code reads.
+pub const OLDEST_READ: u32 = 1;
 /// Header size in bytes.
 pub const HEADER_LEN: usize = 32;
 /// Block header size in bytes (before the payload).
@@ -90,17 +93,42 @@ impl Tag {
     }
 }
 
-/// CRC-32 of `parts`, in order.
+/// The checksum of a file's sections, by format version.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Checksum {
+    /// Version 1: CRC-32 (IEEE).
+    Crc32Ieee,
+    /// Version 2 on: CRC-32C, the journal's checksum too.
+    Crc32c,
+}
+
+impl Checksum {
+    /// The checksum of `version`; None for a version this code cannot read.
+    pub fn of_version(version: u32) -> Option<Checksum> {
+        match version {
+            1 => Some(Checksum::Crc32Ieee),
+            2 => Some(Checksum::Crc32c),
+            _ => None,
+        }
+    }
+
+    /// The checksum of `parts`, in order.
+    pub fn of(self, parts: &[&[u8]]) -> u32 {
+        let c = match self {
+            Checksum::Crc32Ieee => crate::crc::crc32_ieee(parts),
+            Checksum::Crc32c => parts.iter().fold(0, |c, p| crate::crc::crc32c(c, p)),
+        };
+        // 0 marks "not computed"; a real 0 is mapped to 1 so it stays checked.
+        match c {
+            0 => 1,
+            c => c,
+        }
+    }
+}
+
+/// The checksum this code writes (`VERSION`'s) of `parts`, in order.
 pub fn crc(parts: &[&[u8]]) -> u32 {
-    let mut h = crc32fast::Hasher::new();
-    for p in parts {
-        h.update(p);
-    }
-    // 0 marks "not computed"; a real 0 is mapped to 1 so it stays checked.
-    match h.finalize() {
-        0 => 1,
-        c => c,
-    }
+    Checksum::Crc32c.of(parts)
 }
 
 pub fn put_varint(out: &mut Vec<u8>, mut v: u64) {
@@ -159,7 +187,7 @@ pub fn header(cut_ms: u64, databases: u32, checksum: bool) -> [u8; HEADER_LEN] {
     let mut h = [0u8; HEADER_LEN];
     h[0..8].copy_from_slice(MAGIC);
     h[8..12].copy_from_slice(&VERSION.to_le_bytes());
-    // 12..16: flags, none defined in version 1.
+    // 12..16: flags, none defined.
     h[16..24].copy_from_slice(&cut_ms.to_le_bytes());
     h[24..28].copy_from_slice(&databases.to_le_bytes());
     let c = if checksum { crc(&[&h[..28]]) } else { 0 };
@@ -538,7 +566,24 @@ mod tests {
         assert_eq!(Section::End as u8, 0x45);
         assert_eq!(Section::Codebook as u8, 0x44);
         assert_eq!(MAGIC, b"CAIRNSNP");
-        assert_eq!(VERSION, 1);
+        assert_eq!(VERSION, 2);
+        assert_eq!(OLDEST_READ, 1);
+    }
+
+    /// Each version keeps its checksum forever; version 1's is CRC-32
+    /// IEEE, version 2's CRC-32C (check values of "123456789").
+    #[test]
+    fn checksums_are_pinned_per_version() {
+        assert_eq!(Checksum::of_version(0), None);
+        assert_eq!(Checksum::of_version(1), Some(Checksum::Crc32Ieee));
+        assert_eq!(Checksum::of_version(2), Some(Checksum::Crc32c));
+        assert_eq!(Checksum::of_version(3), None);
+        assert_eq!(Checksum::of_version(VERSION), Some(Checksum::Crc32c));
+        assert_eq!(Checksum::Crc32Ieee.of(&[b"1234", b"56789"]), 0xcbf4_3926);
+        assert_eq!(Checksum::Crc32c.of(&[b"1234", b"56789"]), 0xe306_9283);
+        assert_eq!(crc(&[b"123456789"]), 0xe306_9283);
+        // 0 means "not computed", so a true 0 is written as 1.
+        assert_eq!(Checksum::Crc32c.of(&[]), 1);
     }
 
     #[test]
@@ -559,11 +604,14 @@ mod tests {
     fn golden_header_and_end() {
         let h = header(0x0102030405060708, 16, true);
         assert_eq!(&h[..8], b"CAIRNSNP");
-        assert_eq!(&h[8..12], &[1, 0, 0, 0]);
+        assert_eq!(&h[8..12], &[2, 0, 0, 0]);
         assert_eq!(&h[12..16], &[0, 0, 0, 0]);
         assert_eq!(&h[16..24], &[8, 7, 6, 5, 4, 3, 2, 1]);
         assert_eq!(&h[24..28], &[16, 0, 0, 0]);
         assert_eq!(&h[28..32], &crc(&[&h[..28]]).to_le_bytes());
+        assert_eq!(&h[28..32], &0xfa77_29fbu32.to_le_bytes());
+        let e = end(2, 1, true);
+        assert_eq!(&e[17..21], &0xe9cb_5016u32.to_le_bytes());
         let mut lens = [8u8; 256];
         lens[1] = 7;
         let b = codebook(3, true, &lens, true);
@@ -575,6 +623,17 @@ mod tests {
             e,
             [b'E', 3, 0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]
         );
+    }
+
+    #[test]
+    fn golden_block() {
+        // A string k = v1 in db 0 and a hash h = {f: x} in db 3.
+        let payload = [
+            1, 0, 0, 1, b'k', 2, b'v', b'1', 2, 3, 0, 1, b'h', 1, 1, b'f', 1, b'x',
+        ];
+        let h = block_header(2, &payload, true);
+        assert_eq!(&h[..13], &[b'B', 2, 0, 0, 0, 18, 0, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(&h[13..], &0xd721_e9bdu32.to_le_bytes());
     }
 
     #[test]

@@ -17,7 +17,7 @@ pub mod format;
 pub mod reader;
 pub mod writer;
 
-pub use reader::{check, load, LoadError, LoadOptions, LoadProgress, LoadStats};
+pub use reader::{check, load, LoadOptions, LoadProgress, LoadStats};
 pub use writer::{begin, save, wait_free, write, Cut, Options, Progress, SaveError, Stats};
 
 #[cfg(test)]

@@ -2,47 +2,28 @@
 //! check it (`check`, behind `cairn check-snapshot FILE`).
 //!
 //! Every section is verified before it is used: the header's magic,
-//! version and CRC; each block's length against the file's size (so a
+//! version and CRC (CRC-32C, or CRC-32 IEEE in a version-1 file); each block's length against the file's size (so a
 //! corrupt length cannot make a huge allocation) and its CRC before any
 //! record in it is decoded; the end section's counts against what was
-//! read; nothing after it. Any failure names the file, the byte offset and
-//! the reason, and nothing is guessed or skipped. Codebook sections
-//! (issue 20) are checked the same way; a load installs them into the
-//! process (`cairn_engine::value::codebooks`) before the blocks that
-//! follow are decoded, so loaded hashes are coded as before the restart.
+//! read; nothing after it. Any failure is a `crate::Error` naming the
+//! file, the byte offset and the reason, and nothing is guessed or skipped.
+//! Codebook sections (issue 20) are checked the same way; a load installs
+//! them into the process (`cairn_engine::value::codebooks`) before the
+//! blocks that follow are decoded, so loaded hashes are coded as before
+//! the restart.
 use super::format::{
-    self, BuildLimits, Decoder, Record, Section, BLOCK_HEADER_LEN, BOOK_LEN, END_LEN, HEADER_LEN,
+    self, BuildLimits, Checksum, Decoder, Record, Section, BLOCK_HEADER_LEN, BOOK_LEN, END_LEN,
+    HEADER_LEN,
 };
+use crate::{Error, ErrorKind};
+use cairn_engine::Cx;
 use cairn_engine::{Engine, Expiry};
 use parking_lot::Mutex;
-use std::fmt;
 use std::fs::File;
 use std::io::{self, BufReader, Read};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
-
-/// A snapshot that cannot be read: file, byte offset and reason.
-#[derive(Debug)]
-pub struct LoadError {
-    pub path: PathBuf,
-    pub offset: u64,
-    pub reason: String,
-}
-
-impl fmt::Display for LoadError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} at offset {}: {}",
-            self.path.display(),
-            self.offset,
-            self.reason
-        )
-    }
-}
-
-impl std::error::Error for LoadError {}
 
 /// What a load or check read.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -99,7 +80,7 @@ pub fn load(
     path: &Path,
     opts: &LoadOptions,
     progress: &mut dyn FnMut(&LoadProgress),
-) -> Result<LoadStats, LoadError> {
+) -> Result<LoadStats, Error> {
     let limits = BuildLimits::of(engine);
     let dbs = engine.databases();
     let now = cairn_engine::clock::now_ms();
@@ -116,7 +97,7 @@ pub fn load(
             return Ok(());
         }
         let k = engine.key(rec.key);
-        let mut g = engine.lock(&k);
+        let mut g = engine.lock(&Cx::DETACHED, &k);
         let expiry = match rec.expire_at {
             0 => Expiry::Clear,
             t => Expiry::At(t),
@@ -139,7 +120,7 @@ pub fn load(
 /// Reads and verifies the whole snapshot at `path` without loading it:
 /// every CRC, every record decoded into a value (with Redis's default
 /// encoding limits) and the end counts.
-pub fn check(path: &Path) -> Result<LoadStats, LoadError> {
+pub fn check(path: &Path) -> Result<LoadStats, Error> {
     read(
         path,
         &BuildLimits::default(),
@@ -197,19 +178,19 @@ fn read(
     install_books: bool,
     progress: &mut dyn FnMut(&LoadProgress),
     visit: &(dyn Fn(Record<'_>) -> Result<(), String> + Sync),
-) -> Result<LoadStats, LoadError> {
-    let fail = |offset: u64, reason: String| LoadError {
+) -> Result<LoadStats, Error> {
+    let fail = |offset: u64, kind: ErrorKind| Error {
         path: path.to_path_buf(),
-        offset,
-        reason,
+        offset: Some(offset),
+        kind,
     };
-    let file = File::open(path).map_err(|e| fail(0, format!("cannot open: {e}")))?;
+    let file = File::open(path).map_err(|e| Error::io(path, "open", e))?;
     let total = file
         .metadata()
-        .map_err(|e| fail(0, format!("cannot stat: {e}")))?
+        .map_err(|e| Error::io(path, "stat", e))?
         .len();
     let mut r = BufReader::with_capacity(1 << 20, file);
-    let cut_ms = read_header(&mut r).map_err(|(o, reason)| fail(o, reason))?;
+    let (cut_ms, sum) = read_header(&mut r).map_err(|(o, kind)| fail(o, kind))?;
     let threads = if opts.threads > 0 {
         opts.threads.min(MAX_LOAD_THREADS)
     } else if total < (4 << 20) {
@@ -269,6 +250,7 @@ fn read(
             r: &mut r,
             total,
             pos: HEADER_LEN as u64,
+            sum,
             blocks: 0,
             end: (0, 0),
             install_books,
@@ -307,19 +289,21 @@ fn read(
         result
     });
     if let Some((offset, reason)) = failed.into_inner() {
-        return Err(fail(offset, reason));
+        return Err(Error::corrupt(path, offset, reason));
     }
     let Some((end_pos, blocks, (end_keys, end_blocks))) =
-        framing.map_err(|(o, reason)| fail(o, reason))?
+        framing.map_err(|(o, kind)| fail(o, kind))?
     else {
-        return Err(fail(
+        return Err(Error::corrupt(
+            path,
             0,
-            "internal error: load stopped without a reason".into(),
+            "internal error: load stopped without a reason",
         ));
     };
     let keys = keys.into_inner();
     if end_keys != keys || end_blocks != blocks {
-        return Err(fail(
+        return Err(Error::corrupt(
+            path,
             end_pos,
             format!(
                 "end marker counts {end_keys} keys in {end_blocks} blocks but the file holds {keys} in {blocks}"
@@ -335,37 +319,45 @@ fn read(
     })
 }
 
-/// Checks the header; returns the cut time.
-fn read_header(r: &mut impl Read) -> Result<u64, (u64, String)> {
+/// Where reading stopped and why.
+type Fail = (u64, ErrorKind);
+
+fn corrupt(offset: u64, reason: impl Into<String>) -> Fail {
+    (offset, ErrorKind::Corrupt(reason.into()))
+}
+
+/// Checks the header; returns the cut time and the version's checksum.
+fn read_header(r: &mut impl Read) -> Result<(u64, Checksum), Fail> {
     let mut head = [0u8; HEADER_LEN];
     read_exact(r, &mut head).map_err(|e| (0, short_read("header", e)))?;
     if head.starts_with(format::REDIS_MAGIC) {
-        return Err((
+        return Err(corrupt(
             0,
-            "this is a Redis RDB file; Cairn reads only its own snapshot format".into(),
+            "this is a Redis RDB file; Cairn reads only its own snapshot format",
         ));
     }
     if &head[..8] != format::MAGIC {
-        return Err((0, "not a Cairn snapshot (bad magic)".into()));
+        return Err(corrupt(0, "not a Cairn snapshot (bad magic)"));
     }
     let version = u32::from_le_bytes(head[8..12].try_into().expect("4 bytes"));
-    if version != format::VERSION {
-        return Err((
+    let Some(sum) = Checksum::of_version(version) else {
+        return Err(corrupt(
             8,
             format!(
-                "snapshot format version {version}; this Cairn reads version {}",
+                "snapshot format version {version}; this Cairn reads versions {} to {}",
+                format::OLDEST_READ,
                 format::VERSION
             ),
         ));
-    }
+    };
     let flags = u32::from_le_bytes(head[12..16].try_into().expect("4 bytes"));
     if flags != 0 {
-        return Err((12, format!("unknown header flags {flags:#x}")));
+        return Err(corrupt(12, format!("unknown header flags {flags:#x}")));
     }
-    check_crc(&head[28..32], &[&head[..28]]).map_err(|r| (28, format!("header {r}")))?;
-    Ok(u64::from_le_bytes(
-        head[16..24].try_into().expect("8 bytes"),
-    ))
+    check_crc(sum, &head[28..32], &[&head[..28]])
+        .map_err(|r| corrupt(28, format!("header {r}")))?;
+    let cut_ms = u64::from_le_bytes(head[16..24].try_into().expect("8 bytes"));
+    Ok((cut_ms, sum))
 }
 
 /// The file's sections after the header, one block at a time.
@@ -373,6 +365,8 @@ struct Sections<'a, R> {
     r: &'a mut R,
     total: u64,
     pos: u64,
+    /// The checksum of the file's version.
+    sum: Checksum,
     blocks: u64,
     /// The end section's (keys, blocks), once read.
     end: (u64, u64),
@@ -383,7 +377,7 @@ struct Sections<'a, R> {
 impl<R: Read> Sections<'_, R> {
     /// The next block, checked (length and CRC); None at a valid end
     /// section followed by nothing.
-    fn next(&mut self) -> Result<Option<Work>, (u64, String)> {
+    fn next(&mut self) -> Result<Option<Work>, Fail> {
         loop {
             if let Some(w) = self.section()? {
                 return Ok(w);
@@ -393,17 +387,12 @@ impl<R: Read> Sections<'_, R> {
 
     /// One section: `Some(next())`'s answer for a block or the end, `None`
     /// after a codebook (installed, if loading).
-    fn section(&mut self) -> Result<Option<Option<Work>>, (u64, String)> {
+    fn section(&mut self) -> Result<Option<Option<Work>>, Fail> {
         let pos = self.pos;
         let mut tag = [0u8; 1];
-        read_exact(self.r, &mut tag).map_err(|e| {
-            (
-                pos,
-                match e {
-                    Short::Eof => "truncated: the file ends before its end marker".into(),
-                    Short::Io(e) => format!("read error: {e}"),
-                },
-            )
+        read_exact(self.r, &mut tag).map_err(|e| match e {
+            Short::Eof => corrupt(pos, "truncated: the file ends before its end marker"),
+            Short::Io(source) => (pos, ErrorKind::Io { op: "read", source }),
         })?;
         match tag[0] {
             t if t == Section::Block as u8 => {
@@ -416,7 +405,7 @@ impl<R: Read> Sections<'_, R> {
                 let body = pos + BLOCK_HEADER_LEN as u64;
                 let left = self.total.saturating_sub(body);
                 if len > left {
-                    return Err((
+                    return Err(corrupt(
                         pos,
                         format!(
                             "block of {len} bytes runs past the end of the file ({left} bytes left): truncated or corrupt"
@@ -425,8 +414,8 @@ impl<R: Read> Sections<'_, R> {
                 }
                 let mut payload = vec![0u8; len as usize];
                 read_exact(self.r, &mut payload).map_err(|e| (body, short_read("block", e)))?;
-                check_crc(&h[13..17], &[&h[..13], &payload])
-                    .map_err(|r| (pos, format!("block {r}")))?;
+                check_crc(self.sum, &h[13..17], &[&h[..13], &payload])
+                    .map_err(|r| corrupt(pos, format!("block {r}")))?;
                 self.pos = body + len;
                 self.blocks += 1;
                 Ok(Some(Some(Work {
@@ -440,14 +429,17 @@ impl<R: Read> Sections<'_, R> {
                 let mut b = [0u8; BOOK_LEN];
                 b[0] = t;
                 read_exact(self.r, &mut b[1..]).map_err(|e| (pos, short_read("codebook", e)))?;
-                check_crc(&b[259..263], &[&b[..259]])
-                    .map_err(|r| (pos, format!("codebook {r}")))?;
+                check_crc(self.sum, &b[259..263], &[&b[..259]])
+                    .map_err(|r| corrupt(pos, format!("codebook {r}")))?;
                 if b[2] > 1 {
-                    return Err((pos + 2, format!("codebook flag {} (corrupt file)", b[2])));
+                    return Err(corrupt(
+                        pos + 2,
+                        format!("codebook flag {} (corrupt file)", b[2]),
+                    ));
                 }
                 let lens: &[u8; 256] = b[3..259].try_into().expect("256 bytes");
                 if cairn_engine::util::huff::Codebook::from_lens(lens).is_none() {
-                    return Err((pos + 3, "codebook lengths do not form a code".into()));
+                    return Err(corrupt(pos + 3, "codebook lengths do not form a code"));
                 }
                 if self.install_books {
                     // Refused only if this process already holds another
@@ -463,14 +455,15 @@ impl<R: Read> Sections<'_, R> {
                 e[0] = t;
                 read_exact(self.r, &mut e[1..])
                     .map_err(|er| (pos, short_read("end marker", er)))?;
-                check_crc(&e[17..21], &[&e[..17]]).map_err(|r| (pos, format!("end marker {r}")))?;
+                check_crc(self.sum, &e[17..21], &[&e[..17]])
+                    .map_err(|r| corrupt(pos, format!("end marker {r}")))?;
                 self.end = (
                     u64::from_le_bytes(e[1..9].try_into().expect("8 bytes")),
                     u64::from_le_bytes(e[9..17].try_into().expect("8 bytes")),
                 );
                 let after = pos + END_LEN as u64;
                 if after != self.total {
-                    return Err((
+                    return Err(corrupt(
                         after,
                         format!(
                             "{} bytes after the end marker",
@@ -480,18 +473,21 @@ impl<R: Read> Sections<'_, R> {
                 }
                 Ok(Some(None))
             }
-            t => Err((pos, format!("unknown section tag {t:#04x} (corrupt file)"))),
+            t => Err(corrupt(
+                pos,
+                format!("unknown section tag {t:#04x} (corrupt file)"),
+            )),
         }
     }
 }
 
 /// Compares a stored CRC (0 = not computed) with the CRC of `parts`.
-fn check_crc(stored: &[u8], parts: &[&[u8]]) -> Result<(), String> {
+fn check_crc(sum: Checksum, stored: &[u8], parts: &[&[u8]]) -> Result<(), String> {
     let stored = u32::from_le_bytes(stored.try_into().expect("4 bytes"));
     if stored == 0 {
         return Ok(());
     }
-    let actual = format::crc(parts);
+    let actual = sum.of(parts);
     if stored != actual {
         return Err(format!(
             "checksum mismatch (stored {stored:#010x}, computed {actual:#010x})"
@@ -515,9 +511,9 @@ fn read_exact(r: &mut impl Read, buf: &mut [u8]) -> Result<(), Short> {
     })
 }
 
-fn short_read(what: &str, e: Short) -> String {
+fn short_read(what: &str, e: Short) -> ErrorKind {
     match e {
-        Short::Eof => format!("truncated: the file ends inside the {what}"),
-        Short::Io(e) => format!("read error in the {what}: {e}"),
+        Short::Eof => ErrorKind::Corrupt(format!("truncated: the file ends inside the {what}")),
+        Short::Io(source) => ErrorKind::Io { op: "read", source },
     }
 }

@@ -6,6 +6,7 @@ use super::*;
 use cairn_engine::value::string::mc_bits;
 use cairn_engine::value::zset::ZSetLimits;
 use cairn_engine::value::{HashValue, ListValue, SetValue, StrValue, ZSetValue};
+use cairn_engine::Cx;
 use cairn_engine::{Engine, Expiry, Options as EngineOptions, Value};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -54,7 +55,7 @@ fn rand_suffix() -> u64 {
 
 fn put(e: &Engine, db: usize, key: &[u8], v: Value, exp: u64) {
     let k = e.key(key);
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&Cx::DETACHED, &k);
     let expiry = if exp == 0 {
         Expiry::Clear
     } else {
@@ -191,7 +192,7 @@ type Digest = BTreeMap<(usize, Vec<u8>), (String, String, Vec<Vec<u8>>, u64, u32
 
 fn digest(e: &Engine) -> Digest {
     let mut out = BTreeMap::new();
-    e.for_each_shard(|_, s| {
+    e.for_each_shard(&Cx::DETACHED, |_, s| {
         for db in 0..s.databases() {
             for en in s.db(db).iter() {
                 // A compact string digests as the `Str` value it stands for.
@@ -258,7 +259,7 @@ fn round_trip_every_type_and_encoding() {
     let path = dir.join("dump.cairn");
     let a = engine();
     fill(&a);
-    let stats = save(&a, &path, &Options::default(), || ()).unwrap();
+    let stats = save(&a, &Cx::DETACHED, &path, &Options::default(), || ()).unwrap();
     assert_eq!(stats.keys, 15);
     assert_eq!(stats.bytes, std::fs::metadata(&path).unwrap().len());
     let b = engine();
@@ -307,7 +308,7 @@ fn loaded_encodings_follow_the_limits_in_force() {
     let path = dir.join("s");
     let a = engine();
     fill(&a);
-    save(&a, &path, &Options::default(), || ()).unwrap();
+    save(&a, &Cx::DETACHED, &path, &Options::default(), || ()).unwrap();
     let b = engine();
     b.limits
         .zset_max_listpack_entries
@@ -345,7 +346,7 @@ fn expired_keys_are_left_out() {
         now + 300,
     );
     put(&a, 0, b"stays", Value::Str(StrValue::from_bytes(b"x")), 0);
-    let st = save(&a, &path, &Options::default(), || ()).unwrap();
+    let st = save(&a, &Cx::DETACHED, &path, &Options::default(), || ()).unwrap();
     assert_eq!(st.keys, 2, "expired at the cut: not written");
     std::thread::sleep(std::time::Duration::from_millis(400));
     let b = engine();
@@ -376,7 +377,7 @@ fn small_file(dir: &std::path::Path, checksum: bool) -> Vec<u8> {
         checksum,
         ..Options::default()
     };
-    save(&a, &path, &opts, || ()).unwrap();
+    save(&a, &Cx::DETACHED, &path, &opts, || ()).unwrap();
     std::fs::read(&path).unwrap()
 }
 
@@ -392,7 +393,7 @@ fn every_flipped_bit_is_caught() {
             std::fs::write(&path, &b).unwrap();
             let e = check(&path).expect_err(&format!("flip at {i} not caught"));
             // Reported at the damaged section (its start or its CRC).
-            assert!(e.offset <= (i as u64).max(28), "flip at {i}: {e}");
+            assert!(e.offset.unwrap() <= (i as u64).max(28), "flip at {i}: {e}");
         }
     }
 }
@@ -406,7 +407,7 @@ fn every_truncation_is_caught_and_trailing_bytes_too() {
         std::fs::write(&path, &bytes[..n]).unwrap();
         let e = check(&path).expect_err(&format!("truncation at {n} not caught"));
         assert!(
-            e.reason.contains("truncated") || e.reason.contains("past the end"),
+            e.reason().contains("truncated") || e.reason().contains("past the end"),
             "{e}"
         );
     }
@@ -415,7 +416,7 @@ fn every_truncation_is_caught_and_trailing_bytes_too() {
     std::fs::write(&path, &more).unwrap();
     assert!(check(&path)
         .unwrap_err()
-        .reason
+        .reason()
         .contains("after the end marker"));
 }
 
@@ -435,13 +436,47 @@ fn foreign_files_are_named() {
     let mut pad = std::fs::read(&p).unwrap();
     pad.resize(64, 0);
     std::fs::write(&p, &pad).unwrap();
-    assert!(check(&p).unwrap_err().reason.contains("Redis RDB"));
+    assert!(check(&p).unwrap_err().reason().contains("Redis RDB"));
     std::fs::write(&p, [0u8; 64]).unwrap();
-    assert!(check(&p).unwrap_err().reason.contains("bad magic"));
-    let mut v2 = small_file(&dir, true);
+    assert!(check(&p).unwrap_err().reason().contains("bad magic"));
+    let mut v3 = small_file(&dir, true);
+    v3[8] = 3;
+    std::fs::write(&p, &v3).unwrap();
+    assert!(check(&p).unwrap_err().reason().contains("version 3"));
+}
+
+/// A version-1 file (CRC-32 IEEE), its bytes made outside this code:
+/// k = v1 in db 0, h = {f: x} in db 3, cut at unix ms 1,700,000,000,000.
+const GOLDEN_V1: [u8; 88] = [
+    67, 65, 73, 82, 78, 83, 78, 80, 1, 0, 0, 0, 0, 0, 0, 0, 0, 104, 229, 207, 139, 1, 0, 0, 16, 0,
+    0, 0, 104, 64, 254, 111, 66, 2, 0, 0, 0, 18, 0, 0, 0, 0, 0, 0, 0, 234, 20, 111, 154, 1, 0, 0,
+    1, 107, 2, 118, 49, 2, 3, 0, 1, 104, 1, 1, 102, 1, 120, 69, 2, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0,
+    0, 0, 0, 0, 56, 93, 13, 43,
+];
+
+#[test]
+fn version_1_files_still_load() {
+    let dir = tmpdir("v1");
+    let p = dir.join("dump.cairn");
+    std::fs::write(&p, GOLDEN_V1).unwrap();
+    let stats = check(&p).unwrap();
+    assert_eq!((stats.keys, stats.blocks), (2, 1));
+    assert_eq!(stats.cut_ms, 1_700_000_000_000);
+    let loaded = load(&engine(), &p, &LoadOptions::default(), &mut |_| {}).unwrap();
+    assert_eq!((loaded.keys, loaded.expired), (2, 0));
+    // A version-1 CRC is checked as CRC-32 IEEE: a flipped payload byte
+    // is found in its block.
+    let mut bad = GOLDEN_V1;
+    bad[60] ^= 1;
+    std::fs::write(&p, bad).unwrap();
+    let err = check(&p).unwrap_err();
+    assert_eq!(err.offset, Some(32), "{err}");
+    assert!(err.reason().contains("checksum mismatch"), "{err}");
+    // The same file claiming version 2 fails on its header's CRC-32C.
+    let mut v2 = GOLDEN_V1;
     v2[8] = 2;
-    std::fs::write(&p, &v2).unwrap();
-    assert!(check(&p).unwrap_err().reason.contains("version 2"));
+    std::fs::write(&p, v2).unwrap();
+    assert!(check(&p).unwrap_err().reason().contains("header checksum"));
 }
 
 #[test]
@@ -450,14 +485,14 @@ fn a_failed_write_leaves_the_previous_file_whole() {
     let path = dir.join("dump.cairn");
     let a = engine();
     fill(&a);
-    save(&a, &path, &Options::default(), || ()).unwrap();
+    save(&a, &Cx::DETACHED, &path, &Options::default(), || ()).unwrap();
     let before = std::fs::read(&path).unwrap();
     put(&a, 0, b"new", Value::Str(StrValue::from_bytes(b"x")), 0);
     let opts = Options {
         fail_after_bytes: Some(100),
         ..Options::default()
     };
-    let err = save(&a, &path, &opts, || ()).unwrap_err();
+    let err = save(&a, &Cx::DETACHED, &path, &opts, || ()).unwrap_err();
     assert!(err.to_string().contains("No space left"), "{err}");
     assert_eq!(std::fs::read(&path).unwrap(), before);
     let names: Vec<_> = std::fs::read_dir(&*dir)
@@ -467,12 +502,12 @@ fn a_failed_write_leaves_the_previous_file_whole() {
     assert_eq!(names.len(), 1, "temporary file removed: {names:?}");
     // The engine is free again: the next snapshot works.
     assert!(!a.snapshot_running());
-    save(&a, &path, &Options::default(), || ()).unwrap();
+    save(&a, &Cx::DETACHED, &path, &Options::default(), || ()).unwrap();
     assert_eq!(check(&path).unwrap().keys, 16);
     // A directory that does not exist: an error, nothing written.
     let missing = dir.join("no-such-dir").join("x");
     assert!(matches!(
-        save(&a, &missing, &Options::default(), || ()),
+        save(&a, &Cx::DETACHED, &missing, &Options::default(), || ()),
         Err(SaveError::Io { op: "create", .. })
     ));
 }
@@ -523,7 +558,7 @@ fn a_snapshot_under_concurrent_writes_is_one_instant() {
             key_delay: std::time::Duration::from_micros(20),
             ..Options::default()
         };
-        let st = save(&e, &path, &opts, || ()).unwrap();
+        let st = save(&e, &Cx::DETACHED, &path, &opts, || ()).unwrap();
         peak = peak.max(st.peak_queued_bytes);
         let b = engine();
         load(&b, &path, &LoadOptions::default(), &mut no_progress).unwrap();
@@ -531,7 +566,7 @@ fn a_snapshot_under_concurrent_writes_is_one_instant() {
             .map(|i| {
                 let k = format!("k{i}");
                 let key = b.key(k.as_bytes());
-                let mut g = b.lock(&key);
+                let mut g = b.lock(&Cx::DETACHED, &key);
                 match &g.peek(0, &key).unwrap().value {
                     Value::Str(s) => s.as_i64().unwrap(),
                     _ => unreachable!(),
@@ -556,10 +591,10 @@ fn on_cut_runs_inside_the_cut_and_begin_is_exclusive() {
     let e = engine();
     fill(&e);
     let mut ran = false;
-    let cut = begin(&e, &Options::default(), || ran = true).unwrap();
+    let cut = begin(&e, &Cx::DETACHED, &Options::default(), || ran = true).unwrap();
     assert!(ran);
     assert!(matches!(
-        begin(&e, &Options::default(), || ()),
+        begin(&e, &Cx::DETACHED, &Options::default(), || ()),
         Err(SaveError::InProgress)
     ));
     // A write after the cut is not in the file.
@@ -571,7 +606,7 @@ fn on_cut_runs_inside_the_cut_and_begin_is_exclusive() {
     assert_eq!(st.keys, 15);
     assert_eq!(progress.queued_bytes.load(Ordering::Relaxed), 0);
     assert!(!e.snapshot_running());
-    let cut = begin(&e, &Options::default(), || ()).unwrap();
+    let cut = begin(&e, &Cx::DETACHED, &Options::default(), || ()).unwrap();
     cut.abandon(&e);
     assert!(!e.snapshot_running());
 }
@@ -591,7 +626,7 @@ fn parallel_loading_matches_and_reports_errors() {
             0,
         );
     }
-    save(&a, &path, &Options::default(), || ()).unwrap();
+    save(&a, &Cx::DETACHED, &path, &Options::default(), || ()).unwrap();
     let threads = LoadOptions {
         threads: 3,
         ..LoadOptions::default()
@@ -603,8 +638,8 @@ fn parallel_loading_matches_and_reports_errors() {
     // Loading the same file again into the loaded engine: every key is a
     // duplicate, and the error names one with its offset.
     let e = load(&b, &path, &threads, &mut no_progress).unwrap_err();
-    assert!(e.reason.starts_with("duplicate key"), "{e}");
-    assert!(e.offset > 32, "{e}");
+    assert!(e.reason().starts_with("duplicate key"), "{e}");
+    assert!(e.offset.unwrap() > 32, "{e}");
 }
 
 mod fuzz {
@@ -667,7 +702,7 @@ fn storm_during_snapshot(limit: u64, n: usize) -> (u64, Vec<u8>) {
         max_queued_bytes: limit,
         ..Options::default()
     };
-    let cut = begin(&e, &opts, || ()).unwrap();
+    let cut = begin(&e, &Cx::DETACHED, &opts, || ()).unwrap();
     let progress = cut.progress();
     let path = dir.join("storm");
     let writer = {
@@ -692,7 +727,7 @@ fn storm_during_snapshot(limit: u64, n: usize) -> (u64, Vec<u8>) {
     let b = engine();
     load(&b, &path, &LoadOptions::default(), &mut no_progress).unwrap();
     let key = b.key(b"k0");
-    let mut g = b.lock(&key);
+    let mut g = b.lock(&Cx::DETACHED, &key);
     let v = match &g.peek(0, &key).unwrap().value {
         Value::Str(s) => s.to_vec(),
         _ => unreachable!(),
@@ -768,7 +803,7 @@ fn coded_hashes_and_their_book_round_trip() {
     }
     let dir = tmpdir("books");
     let path = dir.join("s");
-    save(&a, &path, &Options::default(), || ()).unwrap();
+    save(&a, &Cx::DETACHED, &path, &Options::default(), || ()).unwrap();
     // Header, then one section per book, the current one flagged.
     let file = std::fs::read(&path).unwrap();
     let books = codebooks::all();
@@ -790,7 +825,7 @@ fn coded_hashes_and_their_book_round_trip() {
     for i in 0..20 {
         let name = format!("user{i}");
         let k = b.key(name.as_bytes());
-        let mut g = b.lock(&k);
+        let mut g = b.lock(&Cx::DETACHED, &k);
         match g.peek(0, &k).map(|e| &e.value) {
             Some(Value::Hash(h)) => assert!(h.is_compressed(), "user{i} loaded plain"),
             _ => panic!("user{i} missing"),
@@ -804,5 +839,5 @@ fn coded_hashes_and_their_book_round_trip() {
     bad[format::HEADER_LEN + 259..format::HEADER_LEN + 263].copy_from_slice(&crc.to_le_bytes());
     std::fs::write(&path, &bad).unwrap();
     let e = check(&path).unwrap_err();
-    assert_eq!(e.offset, format::HEADER_LEN as u64 + 3, "{e}");
+    assert_eq!(e.offset, Some(format::HEADER_LEN as u64 + 3), "{e}");
 }

@@ -25,6 +25,7 @@
 use super::format::{self, BLOCK_TARGET_BYTES};
 use cairn_engine::keyspace::Shard;
 use cairn_engine::snapshot::{BeginError, ShardSink};
+use cairn_engine::Cx;
 use cairn_engine::Engine;
 use parking_lot::Mutex;
 use std::fmt;
@@ -308,8 +309,14 @@ impl Cut {
 
 /// Makes the cut: a point-in-time image of `engine` starts now. `on_cut`
 /// runs while every shard is locked (the journal rotates its file there).
-/// Fast: it costs one pass over the shard locks.
-pub fn begin(engine: &Engine, opts: &Options, on_cut: impl FnOnce()) -> Result<Cut, SaveError> {
+/// Fast: it costs one pass over the shard locks. `cx` is the command that
+/// asks (refused inside its own EXEC hold, which would deadlock).
+pub fn begin(
+    engine: &Engine,
+    cx: &Cx,
+    opts: &Options,
+    on_cut: impl FnOnce(),
+) -> Result<Cut, SaveError> {
     let queue = Arc::new(Queue {
         blocks: Mutex::new(Vec::new()),
         progress: Arc::new(Progress::default()),
@@ -320,7 +327,7 @@ pub fn begin(engine: &Engine, opts: &Options, on_cut: impl FnOnce()) -> Result<C
         spare: Mutex::new(Vec::new()),
     });
     let mut at = (0, 0);
-    let epoch = engine.begin_snapshot(queue.clone(), || {
+    let epoch = engine.begin_snapshot(cx, queue.clone(), || {
         at = (cairn_engine::clock::now_ms(), engine.changes());
         queue.cut_ms.store(at.0, Ordering::Relaxed);
         on_cut();
@@ -384,11 +391,12 @@ pub fn write(engine: &Engine, cut: Cut, path: &Path) -> Result<Stats, SaveError>
 /// Begins and writes on this thread (SAVE; a journal rewrite's base file).
 pub fn save(
     engine: &Engine,
+    cx: &Cx,
     path: &Path,
     opts: &Options,
     on_cut: impl FnOnce(),
 ) -> Result<Stats, SaveError> {
-    let cut = begin(engine, opts, on_cut)?;
+    let cut = begin(engine, cx, opts, on_cut)?;
     write(engine, cut, path)
 }
 

@@ -8,10 +8,11 @@
 //! - `request`: requests in (`Decoder`), borrowing from the read buffer.
 //! - `reply`: reply lines out.
 //! - `base64`: meta keys sent with the `b` flag.
-//! - `num`: numbers as memcached's `safe_strto*` read them.
+//!
+//! Numbers are read as memcached's `safe_strto*` read them
+//! (`cairn_num::memcache`, shared with the engine's incr/decr).
 
 pub mod base64;
-pub mod num;
 mod reply;
 mod request;
 

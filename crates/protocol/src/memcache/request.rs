@@ -17,7 +17,7 @@
 //! `Limits::max_value` is refused and its data block discarded as it
 //! arrives, never buffered.
 use super::base64;
-use super::num::{strtol, strtoul, strtoull};
+use cairn_num::memcache::{strtol, strtoul, strtoull};
 use memchr::memchr;
 use std::sync::Arc;
 

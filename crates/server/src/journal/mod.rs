@@ -25,11 +25,10 @@
 //!   since after a failed fsync the page cache can no longer be trusted),
 //!   until it succeeds.
 //! - Files: a directory (`appenddirname`) with a manifest, an optional base
-//!   snapshot and journal files (`manifest`); start-up replays them
-//!   (`replay`); `cairn check-journal` checks and repairs one (`check`).
-pub mod check;
-pub mod frame;
-pub mod manifest;
+//!   snapshot and journal files; start-up replays them (`replay`). Their
+//!   formats, and `cairn check-journal`, are `cairn_persist::journal`.
+/// `cairn check-journal`, reached as `journal::check` by main.rs.
+pub use cairn_persist::journal::check;
 pub mod replay;
 pub mod rewrite;
 mod spin;
@@ -38,7 +37,9 @@ use crate::config::AppendFsync;
 use crate::log;
 use crate::shared::{Msg, Shared};
 use cairn_engine::record::put_wire;
-use manifest::Manifest;
+use cairn_engine::Cx;
+use cairn_persist::journal::frame;
+use cairn_persist::journal::manifest::{self, Manifest};
 use parking_lot::{Condvar, Mutex};
 use spin::{SpinGuard, SpinLock};
 use std::fs::File;
@@ -332,7 +333,7 @@ impl cairn_engine::record::Sink for Journal {
     /// appending worker's path. Measured before (a header and a checksum
     /// per unit): ~80 of the ~600 instructions the journal added per
     /// write (callgrind, INCR -P 16).
-    fn append_with(&self, fill: &mut dyn FnMut(&mut Vec<u8>)) {
+    fn append_with(&self, fill: &mut dyn FnMut(&mut Vec<u8>)) -> u64 {
         const HDR: usize = frame::FRAME_HEADER_LEN;
         let mut p = self.pending.lock();
         let start = p.data.len();
@@ -344,7 +345,7 @@ impl cairn_engine::record::Sink for Journal {
         fill(&mut p.data);
         if p.data.len() == body {
             p.data.truncate(start);
-            return;
+            return 0;
         }
         let frame_start = match open {
             Some(f) if p.data.len() - f - HDR > frame::MAX_FRAME as usize => {
@@ -365,7 +366,7 @@ impl cairn_engine::record::Sink for Journal {
                 "framing a unit for",
                 &std::io::Error::from_raw_os_error(libc::EFBIG),
             );
-            return;
+            return 0;
         }
         if frame_start == start {
             p.frames.push(start);
@@ -373,7 +374,7 @@ impl cairn_engine::record::Sink for Journal {
         }
         prefetch_for_write(&p.data, start);
         let framed = p.data.len() - start;
-        self.appended_unit(p, framed);
+        self.appended_unit(p, framed)
     }
 
     /// `append_with` for the common unit, one WIRE record: no closure,
@@ -381,7 +382,7 @@ impl cairn_engine::record::Sink for Journal {
     /// With the engine's matching fast path (`record::commit`), the
     /// journal's cost per write fell from 361 to 272 instructions
     /// (callgrind, INCR -P 16, everysec against persistence off).
-    fn append_wire(&self, db: usize, raw: &[u8]) {
+    fn append_wire(&self, db: usize, raw: &[u8]) -> u64 {
         const HDR: usize = frame::FRAME_HEADER_LEN;
         if raw.len() > FRAME_TARGET {
             return self.append_with(&mut |out| put_wire(out, db, raw));
@@ -398,17 +399,18 @@ impl cairn_engine::record::Sink for Journal {
         put_wire(&mut p.data, db, raw);
         prefetch_for_write(&p.data, start);
         let framed = p.data.len() - start;
-        self.appended_unit(p, framed);
+        self.appended_unit(p, framed)
     }
 }
 
 impl Journal {
-    /// The end of an append: `framed` bytes were added under `p`.
+    /// The end of an append: `framed` bytes were added under `p`. Returns
+    /// the unit's end in the journal's stream, which the command's context
+    /// keeps for its connection's replies (`CmdState::take_journal_end`).
     #[inline]
-    fn appended_unit(&self, mut p: SpinGuard<'_, Pending>, framed: usize) {
+    fn appended_unit(&self, mut p: SpinGuard<'_, Pending>, framed: usize) -> u64 {
         let end = self.appended.load(Ordering::Relaxed) + framed as u64;
         self.appended.store(end, Ordering::Release);
-        LAST_END.with(|c| c.set(end));
         if DEFER_KICK.with(|d| d.get()) && self.policy.load(Ordering::Relaxed) == POLICY_ALWAYS {
             // A worker mid-turn: it leads the fsync, or wakes the writer,
             // when the turn ends (`end_of_turn`), so one fsync carries
@@ -419,6 +421,7 @@ impl Journal {
             p.turn_ended = true;
             self.wake_if_sleeping(p);
         }
+        end
     }
 }
 
@@ -531,21 +534,15 @@ impl Journal {
     }
 }
 
+// Per worker thread, not per command: whether this thread batches its
+// wake-ups of the writer to the end of its loop turn, and whether it owes
+// one. The end of what a command appended travels in its context instead
+// (`cairn_engine::CmdState`).
 thread_local! {
-    /// End of the last unit this thread appended: the worker reads it
-    /// after serving a connection to know what that connection's output
-    /// must wait for.
-    static LAST_END: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
     /// This thread is a worker that calls `end_of_turn` after every turn.
     static DEFER_KICK: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
     /// An append found the writer asleep and did not wake it.
     static KICK_OWED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// End of what this thread appended since the last call (0: nothing).
-#[inline]
-pub fn take_last_end() -> u64 {
-    LAST_END.with(|c| c.replace(0))
 }
 
 /// C's strerror text, as Redis puts it in MISCONF and the log.
@@ -579,10 +576,12 @@ impl Paths {
 /// compaction writes; until then it is allowed on an empty keyspace only.
 /// `worker`: the worker running the CONFIG SET (it is between commands of
 /// its own as far as the switch is concerned, and must not wait for itself).
-pub fn on_config_appendonly(shared: &Shared, worker: usize) -> Result<(), String> {
+/// `cx`: the CONFIG SET's context (inside EXEC, its hold already locks
+/// every shard).
+pub fn on_config_appendonly(shared: &Shared, cx: &Cx, worker: usize) -> Result<(), String> {
     let want = shared.config.read().appendonly;
     if !want {
-        stop(shared);
+        stop(shared, cx);
         return Ok(());
     }
     if shared.journal.enabled() {
@@ -592,7 +591,7 @@ pub fn on_config_appendonly(shared: &Shared, worker: usize) -> Result<(), String
         return Err("the server is not fully started".into());
     };
     let keys: usize = (0..shared.engine.databases())
-        .map(|d| shared.engine.db_counts(d).0)
+        .map(|d| shared.engine.db_counts(cx, d).0)
         .sum();
     if keys > 0 {
         // The data in memory becomes the base of the new journal: a
@@ -604,7 +603,7 @@ pub fn on_config_appendonly(shared: &Shared, worker: usize) -> Result<(), String
     let paths = Paths::from_config(shared);
     std::fs::create_dir_all(&paths.dir)
         .map_err(|e| format!("Can't create the journal directory: {e}"))?;
-    let old = Manifest::load(&paths.dir, &paths.appendfilename)?.unwrap_or_default();
+    let old = load_manifest(&paths)?.unwrap_or_default();
     let seq = old.last_seq() + 1;
     let (f, size) = create_file(&paths, seq)?;
     let m = Manifest {
@@ -618,7 +617,7 @@ pub fn on_config_appendonly(shared: &Shared, worker: usize) -> Result<(), String
     for (name, _) in old.incr.iter().chain(old.base.iter()) {
         let _ = std::fs::remove_file(paths.dir.join(name));
     }
-    start(&arc, f, size, Some(worker));
+    start(&arc, cx, f, size, Some(worker));
     Ok(())
 }
 
@@ -642,7 +641,7 @@ pub fn open_at_startup(shared: &Arc<Shared>) -> Result<(), String> {
             }
         }
     }
-    let manifest = Manifest::load(&paths.dir, &paths.appendfilename)?;
+    let manifest = load_manifest(&paths)?;
     let (manifest, file, size) = match manifest {
         Some(m) if !m.incr.is_empty() => {
             let last = replay::load(shared, &paths, &m, load_truncated)?;
@@ -701,8 +700,15 @@ pub fn open_at_startup(shared: &Arc<Shared>) -> Result<(), String> {
         Ordering::Relaxed,
     );
     *j.manifest.lock() = manifest;
-    start(shared, file, size, None);
+    start(shared, &Cx::DETACHED, file, size, None);
     Ok(())
+}
+
+/// The journal directory's manifest, None if there is none. A failure
+/// names the file and, for a bad line, its byte offset.
+fn load_manifest(paths: &Paths) -> Result<Option<Manifest>, String> {
+    Manifest::load(&paths.dir, &paths.appendfilename)
+        .map_err(|e| format!("Can't load the journal manifest: {e}"))
 }
 
 /// Creates journal file `seq` with its header, fsynced.
@@ -726,12 +732,12 @@ fn create_file(paths: &Paths, seq: u64) -> Result<(File, u64), String> {
 
 /// Starts the writer on `file` (whose good data ends at `size`) and turns
 /// recording on.
-fn start(shared: &Arc<Shared>, file: File, size: u64, caller: Option<usize>) {
+fn start(shared: &Arc<Shared>, cx: &Cx, file: File, size: u64, caller: Option<usize>) {
     spawn_writer(shared, file, size);
     arm(shared, caller);
     // Under every shard lock: the journal holds exactly the writes after
     // this instant.
-    let g = shared.engine.lock_all();
+    let g = shared.engine.lock_all(cx);
     switch_on(shared);
     drop(g);
 }
@@ -775,7 +781,8 @@ fn switch_on(shared: &Arc<Shared>) {
 /// A run-time start whose cut could not be made: stop the writer again.
 fn abandon_enable(shared: &Shared) {
     shared.journal.enabled.store(true, Ordering::SeqCst);
-    stop(shared);
+    // From the compaction thread: outside any command.
+    stop(shared, &Cx::DETACHED);
 }
 
 impl Journal {
@@ -818,14 +825,15 @@ fn barrier(shared: &Shared, caller: Option<usize>) {
 }
 
 /// Stops recording, writes and fsyncs what is pending, and stops the
-/// writer (CONFIG SET appendonly no, shutdown).
-pub fn stop(shared: &Shared) {
+/// writer (CONFIG SET appendonly no, shutdown). `cx`: the command that
+/// asks, whose EXEC hold may already lock every shard.
+pub fn stop(shared: &Shared, cx: &Cx) {
     let j = &shared.journal;
     if !j.enabled() {
         return;
     }
     {
-        let g = shared.engine.lock_all();
+        let g = shared.engine.lock_all(cx);
         shared.engine.set_journal(None);
         drop(g);
     }

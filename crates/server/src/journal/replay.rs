@@ -4,17 +4,17 @@
 //! with a fake client). A torn tail of the last file is dropped with a
 //! warning when `aof-load-truncated` allows (Redis's default); any other
 //! damage stops start-up with the file, the offset and the reason.
-use super::frame::{self, End};
-use super::manifest::Manifest;
 use super::Paths;
 use crate::client::{Client, ClientInfo};
+use crate::exec::dispatch;
 use crate::log;
 use crate::resp::ctx::Args;
-use crate::resp::dispatch;
 use crate::shared::Shared;
 use cairn_engine::record::{Record, Tag};
 use cairn_engine::value::StrValue;
 use cairn_engine::{Expiry, Value};
+use cairn_persist::journal::frame::{self, End};
+use cairn_persist::journal::Manifest;
 use cairn_protocol::resp::{parse_request, ArgList, Limits, Parsed};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -101,6 +101,7 @@ impl<'s> Replayer<'s> {
         self.client.db = db;
         self.out.clear();
         let stats = &self.shared.worker_stats[0];
+        let state = cairn_engine::CmdState::new();
         dispatch::invoke(
             self.shared,
             &mut self.client,
@@ -108,8 +109,9 @@ impl<'s> Replayer<'s> {
             args,
             &mut self.out,
             stats,
+            &cairn_engine::Cx::command(db, None, 0, &state),
         );
-        crate::keyevents::after_command(self.shared);
+        crate::keyevents::after_command(self.shared, &state, None);
         self.commands += 1;
         if self.out.first() == Some(&b'-') {
             self.errors += 1;
@@ -135,7 +137,8 @@ impl<'s> Replayer<'s> {
         let at = u64::from_le_bytes(at);
         let e = &self.shared.engine;
         let k = e.key(key);
-        let mut g = e.lock(&k);
+        // Loading: the journal is off, so nothing is recorded.
+        let mut g = e.lock(&cairn_engine::Cx::DETACHED, &k);
         let v = StrValue::mc(data.into(), u32::from_le_bytes(flags));
         let expiry = if at == 0 {
             Expiry::Clear
@@ -194,42 +197,37 @@ fn load_files(
     for (i, (name, _)) in m.incr.iter().enumerate() {
         let is_last = i + 1 == m.incr.len();
         let path = paths.dir.join(name);
-        let f = match std::fs::File::open(&path) {
+        let file = match frame::Reader::open(&path) {
             Ok(f) => f,
             // The newest file may not exist yet: a crash between writing
             // the manifest and creating it is harmless.
-            Err(e) if is_last && e.kind() == std::io::ErrorKind::NotFound => {
+            Err(e) if is_last && e.is_not_found() => {
                 log::warning(&format!(
                     "Journal file {} is missing; starting it anew",
                     path.display()
                 ));
                 return Ok((0, rep.commands, rep.errors));
             }
-            Err(e) => {
-                return Err(format!(
-                    "Can't open the journal file {}: {e}",
-                    path.display()
-                ))
-            }
+            Err(e) => return Err(format!("Can't load the journal: {e}")),
         };
-        let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+        let len = file.len_bytes();
         let mut next_log = Instant::now() + Duration::from_secs(1);
-        let reader = std::io::BufReader::with_capacity(1 << 20, f);
-        let summary = frame::read(reader, len, |off, recs| {
-            rep.apply(recs)?;
-            if Instant::now() >= next_log {
-                next_log = Instant::now() + Duration::from_secs(1);
-                log::notice(&format!(
-                    "Loading {}: {} of {} MB",
-                    name,
-                    off >> 20,
-                    len >> 20
-                ));
-            }
-            Ok(())
-        })
-        .map_err(|e| format!("Can't read the journal file {}: {e}", path.display()))?;
-        match summary.end {
+        let summary = file
+            .read(|off, recs| {
+                rep.apply(recs)?;
+                if Instant::now() >= next_log {
+                    next_log = Instant::now() + Duration::from_secs(1);
+                    log::notice(&format!(
+                        "Loading {}: {} of {} MB",
+                        name,
+                        off >> 20,
+                        len >> 20
+                    ));
+                }
+                Ok(())
+            })
+            .map_err(|e| format!("Can't load the journal: {e}"))?;
+        match &summary.end {
             End::Clean => {}
             End::Torn { good_end, reason } if is_last && load_truncated => {
                 log::warning(&format!(
@@ -239,26 +237,24 @@ fn load_files(
                     len - good_end
                 ));
             }
-            End::Torn { good_end, reason } => {
-                return Err(format!(
-                    "Bad journal file {} at offset {good_end}: {reason}. The file ends in the \
-                     middle of a batch{}; run 'cairn check-journal --fix {}' to cut it there",
-                    path.display(),
-                    if is_last {
-                        " and aof-load-truncated is no"
-                    } else {
-                        " but it is not the last file"
-                    },
-                    path.display()
-                ));
-            }
-            End::Corrupt { offset, reason } => {
-                return Err(format!(
-                    "Bad journal file {} at offset {offset}: {reason}. Run 'cairn check-journal {}' \
-                     for details",
-                    path.display(),
-                    path.display()
-                ));
+            end => {
+                // "PATH at offset N: reason".
+                let e = summary.error(&path).expect("the end is not clean");
+                let advice = if let End::Torn { .. } = end {
+                    format!(
+                        "The file ends in the middle of a batch{}; run 'cairn check-journal \
+                         --fix {}' to cut it there",
+                        if is_last {
+                            " and aof-load-truncated is no"
+                        } else {
+                            " but it is not the last file"
+                        },
+                        path.display()
+                    )
+                } else {
+                    format!("Run 'cairn check-journal {}' for details", path.display())
+                };
+                return Err(format!("Bad journal file {e}. {advice}"));
             }
         }
         last_end = summary.good_end;

@@ -21,10 +21,10 @@
 //! Turning the journal on at run time is the same with no old files: the
 //! cut is also where recording starts, and the manifest is written only
 //! once the base exists (Redis's AOF_WAIT_REWRITE).
-use super::manifest::{self, Manifest};
 use super::{Journal, Paths};
 use crate::log;
 use crate::shared::Shared;
+use cairn_persist::journal::manifest::{self, Manifest};
 use cairn_persist::snapshot::{self as snap, SaveError};
 use parking_lot::{Condvar, Mutex};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
@@ -93,12 +93,16 @@ pub enum Started {
     Scheduled,
 }
 
+/// BGREWRITEAOF while a compaction is already running (the RESP layer
+/// words it).
+pub struct AlreadyRunning;
+
 /// BGREWRITEAOF: starts a compaction on the rewrite thread, or schedules
 /// one behind a running snapshot or EXEC (Redis: behind a child process).
-pub fn request(shared: &Shared, in_exec: bool) -> Result<Started, &'static str> {
+pub fn request(shared: &Shared, in_exec: bool) -> Result<Started, AlreadyRunning> {
     let r = &shared.journal.rewrite;
     if r.in_progress.load(Ordering::Acquire) {
-        return Err("ERR Background append only file rewriting already in progress");
+        return Err(AlreadyRunning);
     }
     if in_exec || shared.engine.snapshot_running() {
         r.scheduled.store(true, Ordering::Relaxed);
@@ -109,7 +113,7 @@ pub fn request(shared: &Shared, in_exec: bool) -> Result<Started, &'static str> 
         .compare_exchange(false, true, Ordering::AcqRel, Ordering::Relaxed)
         .is_err()
     {
-        return Err("ERR Background append only file rewriting already in progress");
+        return Err(AlreadyRunning);
     }
     *r.started.lock() = Some(Instant::now());
     r.kick();
@@ -233,7 +237,7 @@ fn compact(shared: &Arc<Shared>) -> Result<bool, String> {
     let old = if j.enabled() {
         j.manifest.lock().clone()
     } else {
-        Manifest::load(&paths.dir, &paths.appendfilename)?.unwrap_or_default()
+        super::load_manifest(&paths)?.unwrap_or_default()
     };
     let seq = old.last_seq() + 1;
     let mut next = None;
@@ -256,7 +260,8 @@ fn compact(shared: &Arc<Shared>) -> Result<bool, String> {
     log::notice("Background append only file rewriting started");
     // 2: the cut.
     let opts = crate::snapshots::options(shared);
-    let cut = snap::begin(&shared.engine, &opts, || {
+    // A compaction thread: never inside a client's EXEC hold.
+    let cut = snap::begin(&shared.engine, &cairn_engine::Cx::DETACHED, &opts, || {
         if let Some(f) = next.take() {
             j.rotate_at_cut(f);
         }

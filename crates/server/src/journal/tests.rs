@@ -3,13 +3,13 @@
 //! the keyspace is emptied, the cut journal is replayed, and the state
 //! must equal the state after exactly the writes whose batches are whole
 //! (always a prefix of what was acknowledged, never anything else).
-use super::frame::{self, End};
 use super::replay::Replayer;
 use crate::client::{Client, ClientInfo};
 use crate::config::Config;
+use crate::exec::dispatch;
 use crate::resp::ctx::Args;
-use crate::resp::dispatch;
 use crate::shared::Shared;
+use cairn_persist::journal::frame::{self, End};
 use cairn_protocol::resp::ArgList;
 use parking_lot::Mutex;
 use std::sync::Arc;
@@ -18,15 +18,16 @@ use std::sync::Arc;
 struct Capture(Mutex<Vec<u8>>);
 
 impl cairn_engine::record::Sink for Capture {
-    fn append_with(&self, fill: &mut dyn FnMut(&mut Vec<u8>)) {
+    fn append_with(&self, fill: &mut dyn FnMut(&mut Vec<u8>)) -> u64 {
         let mut unit = Vec::new();
         fill(&mut unit);
         if unit.is_empty() {
-            return;
+            return 0;
         }
         let mut f = self.0.lock();
         f.extend_from_slice(&frame::frame_header(&unit));
         f.extend_from_slice(&unit);
+        f.len() as u64
     }
 }
 
@@ -218,7 +219,7 @@ fn replay_of_every_cut_is_a_prefix_of_the_writes() {
 
 /// Empties the keyspace and replays `bytes` as a journal file.
 fn replay_cut(shared: &Shared, bytes: &[u8]) -> (usize, End) {
-    drop(shared.engine.flush(None));
+    drop(shared.engine.flush(&cairn_engine::Cx::DETACHED, None));
     let mut rep = Replayer::new(shared);
     shared.engine.set_loading(true);
     let s = frame::read(bytes, bytes.len() as u64, |_, recs| rep.apply(recs)).unwrap();

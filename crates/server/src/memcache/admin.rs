@@ -27,8 +27,8 @@ pub fn flush_all(cx: &mut Ctx, delay: i32, noreply: bool) {
         mc.flush_at.store(at, Ordering::Relaxed);
     } else {
         mc.flush_at.store(0, Ordering::Relaxed);
-        cairn_engine::record::stage(&cx.shared.engine, DB, &[b"FLUSHDB"]);
-        drop(cx.shared.engine.flush(Some(DB)));
+        cairn_engine::rewrite::flushdb(&cx.shared.engine, &cx.ecx, DB);
+        drop(cx.shared.engine.flush(&cx.ecx, Some(DB)));
     }
     cx.reply("OK", noreply);
 }
@@ -55,11 +55,12 @@ pub fn authenticate(
     out: &mut Vec<u8>,
 ) {
     stats.inc(Stat::AuthCmds);
-    if crate::resp::cmd::connection::credentials_ok(shared, user, pass) {
+    if crate::auth::credentials_ok(shared, user, pass) {
         client.authenticated = true;
         out.extend_from_slice(b"STORED\r\n");
     } else {
         stats.inc(Stat::AuthErrors);
-        out.extend_from_slice(b"CLIENT_ERROR authentication failure\r\n");
+        out.extend_from_slice(super::errors::AUTH_FAILURE.as_bytes());
+        out.extend_from_slice(b"\r\n");
     }
 }

@@ -1,4 +1,5 @@
 //! incr, decr.
+use super::errors;
 use super::stats::Stat;
 use super::{Ctx, DB};
 use cairn_engine::ops::memcache as mc;
@@ -8,13 +9,13 @@ use cairn_engine::ops::memcache as mc;
 /// like Redis's INCRBY.
 pub fn incr_decr(cx: &mut Ctx, incr: bool, key: &[u8], delta: u64, noreply: bool) {
     if cx.over_memory() {
-        cx.reply("SERVER_ERROR out of memory", noreply);
+        cx.reply(errors::OUT_OF_MEMORY, noreply);
         return;
     }
     let engine = &cx.shared.engine;
     let k = engine.key(key);
     let outcome = {
-        let mut g = engine.lock(&k);
+        let mut g = engine.lock(&cx.ecx, &k);
         mc::arith(&mut g, DB, &k, incr, delta, 0, None)
     };
     count(cx, incr, outcome);
@@ -24,13 +25,11 @@ pub fn incr_decr(cx: &mut Ctx, incr: bool, key: &[u8], delta: u64, noreply: bool
             cx.reply(&n, noreply);
         }
         mc::Arith::NotFound => cx.reply("NOT_FOUND", noreply),
-        mc::Arith::NonNumeric => cx.reply(NON_NUMERIC, noreply),
+        mc::Arith::NonNumeric => cx.reply(errors::NON_NUMERIC, noreply),
         // No CAS is compared here.
         mc::Arith::Exists => cx.reply("EXISTS", noreply),
     }
 }
-
-pub const NON_NUMERIC: &str = "CLIENT_ERROR cannot increment or decrement non-numeric value";
 
 /// Statistics of an incr/decr outcome (shared with `ma`).
 pub fn count(cx: &Ctx, incr: bool, outcome: mc::Arith) {

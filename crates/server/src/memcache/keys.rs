@@ -9,7 +9,7 @@ pub fn delete(cx: &mut Ctx, key: &[u8], noreply: bool) {
     let engine = &cx.shared.engine;
     let k = engine.key(key);
     let outcome = {
-        let mut g = engine.lock(&k);
+        let mut g = engine.lock(&cx.ecx, &k);
         mc::delete(&mut g, DB, &k, None, None)
     };
     if outcome == mc::Deleted::Deleted {
@@ -26,7 +26,7 @@ pub fn touch(cx: &mut Ctx, key: &[u8], exptime: i32, noreply: bool) {
     let engine = &cx.shared.engine;
     let k = engine.key(key);
     let hit = {
-        let mut g = engine.lock(&k);
+        let mut g = engine.lock(&cx.ecx, &k);
         let exp = expiry(exptime, g.now);
         mc::touch(&mut g, DB, &k, exp)
     };

@@ -78,7 +78,7 @@ fn get(cx: &mut Ctx, m: &Meta) {
     let bump = !f.no_bump;
     // Asked before locking: making room evicts, which locks other shards.
     let room = f.vivify.is_some() && !cx.over_memory();
-    let mut g = engine.lock(&k);
+    let mut g = engine.lock(&cx.ecx, &k);
     let now = g.now;
     // Vivify: a stub item whose creator wins the right to fill it. Not
     // over another type's key, nor while memory is full (a miss then).
@@ -238,7 +238,7 @@ fn set(cx: &mut Ctx, m: &Meta) {
     } else {
         mode
     };
-    if !crate::memory::make_room(cx.shared, m.data.len() as u64) {
+    if !crate::exec::admission::room_for(cx.shared, &cx.ecx, m.data.len() as u64) {
         super::storage::refused(
             cx,
             cairn_protocol::memcache::Refusal::NoMemory,
@@ -252,7 +252,7 @@ fn set(cx: &mut Ctx, m: &Meta) {
     let k = engine.key(m.key.as_bytes());
     let max_len = cx.max_value();
     let outcome = {
-        let mut g = engine.lock(&k);
+        let mut g = engine.lock(&cx.ecx, &k);
         let req = mc::Store {
             mode,
             data: m.data,
@@ -305,7 +305,7 @@ fn delete(cx: &mut Ctx, m: &Meta) {
     let engine = &cx.shared.engine;
     let k = engine.key(m.key.as_bytes());
     let outcome = {
-        let mut g = engine.lock(&k);
+        let mut g = engine.lock(&cx.ecx, &k);
         let now = g.now;
         let invalidate = f
             .invalidate
@@ -339,14 +339,14 @@ fn delete(cx: &mut Ctx, m: &Meta) {
 /// EX, with the O, k, c and t flags; `q` hides a successful change.
 fn arith(cx: &mut Ctx, m: &Meta) {
     if cx.over_memory() {
-        cx.line("SERVER_ERROR out of memory");
+        cx.line(super::errors::OUT_OF_MEMORY);
         return;
     }
     let f = &m.flags;
     let incr = !matches!(f.mode, Some(b'D' | b'-'));
     let engine = &cx.shared.engine;
     let k = engine.key(m.key.as_bytes());
-    let mut g = engine.lock(&k);
+    let mut g = engine.lock(&cx.ecx, &k);
     let now = g.now;
     let vivify = f.vivify.map(|n| (expiry(n, now), f.initial));
     let outcome = mc::arith(
@@ -377,7 +377,7 @@ fn arith(cx: &mut Ctx, m: &Meta) {
         }
         mc::Arith::NonNumeric => {
             drop(g);
-            cx.line(super::arith::NON_NUMERIC);
+            cx.line(super::errors::NON_NUMERIC);
             return;
         }
     };
@@ -439,7 +439,7 @@ pub fn debug(cx: &mut Ctx, key: &KeyBytes) {
     cx.stats.inc(Stat::CmdMeta);
     let engine = &cx.shared.engine;
     let k = engine.key(key.as_bytes());
-    let mut g = engine.lock(&k);
+    let mut g = engine.lock(&cx.ecx, &k);
     let now = g.now;
     let out = &mut *cx.out;
     let Some(e) = g.peek(DB, &k).filter(|e| matches!(e.value, Value::Str(_))) else {

@@ -17,11 +17,11 @@ pub fn get(cx: &mut Ctx, want_cas: bool, touch: Option<i32>, keys: Keys) {
         if !key_ok(key) {
             cx.out.truncate(start);
             cx.client.out_refs.truncate(start);
-            cx.line("CLIENT_ERROR bad command line format");
+            cx.line(super::errors::BAD_FORMAT);
             return;
         }
         let k = engine.key(key);
-        let mut g = engine.lock(&k);
+        let mut g = engine.lock(&cx.ecx, &k);
         let found = mc::lookup(&mut g, DB, &k, true);
         match found {
             Some(e) => {

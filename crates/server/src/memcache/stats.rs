@@ -120,7 +120,7 @@ pub fn command(cx: &mut Ctx, mut args: Words) {
         // listings: not kept by Cairn. memcached answers an unknown group
         // this way.
         Some(_) => {
-            cx.line("ERROR");
+            cx.line(super::errors::UNKNOWN_STATS_GROUP);
             return;
         }
     }
@@ -138,7 +138,7 @@ fn general(shared: &Shared, out: &mut String) {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0);
-    let (sys, user) = crate::resp::cmd::info::rusage(libc::RUSAGE_SELF);
+    let (sys, user) = crate::process::rusage(libc::RUSAGE_SELF);
     stat(out, "pid", std::process::id());
     stat(out, "uptime", shared.started.elapsed().as_secs());
     stat(out, "time", now);
@@ -177,10 +177,18 @@ fn general(shared: &Shared, out: &mut String) {
     stat(out, "threads", shared.worker_stats.len());
     // Cairn's whole allocation (jemalloc), not only item bytes.
     stat(out, "bytes", crate::memory::used_exact());
-    stat(out, "curr_items", shared.engine.db_counts(DB).0);
+    stat(
+        out,
+        "curr_items",
+        shared.engine.db_counts(&cairn_engine::Cx::DETACHED, DB).0,
+    );
     stat(out, "total_items", total(shared, Stat::TotalItems));
     // Keys evicted under maxmemory (every database: one counter).
-    stat(out, "evictions", crate::memory::evicted_total(shared));
+    stat(
+        out,
+        "evictions",
+        crate::memory::evicted_total(shared, &cairn_engine::Cx::DETACHED),
+    );
 }
 
 fn settings(shared: &Shared, out: &mut String) {
@@ -220,12 +228,16 @@ fn settings(shared: &Shared, out: &mut String) {
 
 /// One pseudo slab class holding every item of database 0.
 fn items(shared: &Shared, out: &mut String) {
-    let n = shared.engine.db_counts(DB).0;
+    let n = shared.engine.db_counts(&cairn_engine::Cx::DETACHED, DB).0;
     if n == 0 {
         return;
     }
     stat(out, "items:1:number", n);
-    stat(out, "items:1:evicted", crate::memory::evicted_total(shared));
+    stat(
+        out,
+        "items:1:evicted",
+        crate::memory::evicted_total(shared, &cairn_engine::Cx::DETACHED),
+    );
     stat(
         out,
         "items:1:outofmemory",

@@ -22,7 +22,7 @@ pub fn store(cx: &mut Ctx, s: &Store) {
     cx.stats.inc(Stat::CmdSet);
     // The value's bytes must fit under maxmemory (evicting first if the
     // policy allows), as for a RESP write.
-    if !crate::memory::make_room(cx.shared, s.data.len() as u64) {
+    if !crate::exec::admission::room_for(cx.shared, &cx.ecx, s.data.len() as u64) {
         refused(
             cx,
             Refusal::NoMemory,
@@ -36,7 +36,7 @@ pub fn store(cx: &mut Ctx, s: &Store) {
     let k = engine.key(s.key);
     let max_len = cx.max_value();
     let outcome = {
-        let mut g = engine.lock(&k);
+        let mut g = engine.lock(&cx.ecx, &k);
         let req = mc::Store {
             mode: mode(s.mode),
             data: s.data,
@@ -88,8 +88,8 @@ pub fn refused(cx: &mut Ctx, why: Refusal, key: &[u8], deletes: bool, noreply: b
     if deletes {
         let engine = &cx.shared.engine;
         let k = engine.key(key);
-        cairn_engine::record::stage(engine, DB, &[b"DEL", key]);
-        let mut g = engine.lock(&k);
+        cairn_engine::rewrite::del(engine, &cx.ecx, DB, key);
+        let mut g = engine.lock(&cx.ecx, &k);
         if g.remove(DB, &k).is_some() {
             g.notify(cairn_engine::events::class::GENERIC, "del", DB, &k);
         }

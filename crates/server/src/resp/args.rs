@@ -1,4 +1,5 @@
 //! Parsing of argument values shared by every family, with Redis's errors.
+use crate::resp::errors;
 use crate::resp::errors::CmdError;
 use cairn_engine::util::num;
 
@@ -18,8 +19,7 @@ pub fn is(arg: &[u8], word: &str) -> bool {
 /// cast gives LLONG_MIN, so huge and infinite values are "negative"), then
 /// checked against the clock.
 pub fn timeout_ms(arg: &[u8]) -> Result<u64, CmdError> {
-    let secs = num::parse_f64_strict(arg)
-        .ok_or(CmdError::text("ERR timeout is not a float or out of range"))?;
+    let secs = num::parse_f64_strict(arg).ok_or(CmdError::text(errors::TIMEOUT_NOT_FLOAT))?;
     let scaled = secs * 1000.0;
     // 2^63 as an f64: the first value outside the i64 range.
     const LIMIT: f64 = 9_223_372_036_854_775_808.0;
@@ -29,11 +29,11 @@ pub fn timeout_ms(arg: &[u8]) -> Result<u64, CmdError> {
         scaled as i64
     };
     if ms < 0 {
-        return Err(CmdError::text("ERR timeout is negative"));
+        return Err(CmdError::text(errors::TIMEOUT_NEGATIVE));
     }
     let now = cairn_engine::clock::now_ms() as i64;
     if ms > 0 && ms > i64::MAX - now {
-        return Err(CmdError::text("ERR timeout is out of range"));
+        return Err(CmdError::text(errors::TIMEOUT_OUT_OF_RANGE));
     }
     Ok(ms as u64)
 }
@@ -42,7 +42,7 @@ pub fn timeout_ms(arg: &[u8]) -> Result<u64, CmdError> {
 /// uses `strtoul`): leading `+`/`-` allowed (`-1` wraps to 2^64-1), no
 /// leading whitespace, nothing after the digits, a NUL ends the argument.
 pub fn cursor(arg: &[u8]) -> Result<u64, CmdError> {
-    parse_cursor(arg).ok_or(CmdError::text("ERR invalid cursor"))
+    parse_cursor(arg).ok_or(CmdError::text(errors::INVALID_CURSOR))
 }
 
 pub fn parse_cursor(arg: &[u8]) -> Option<u64> {

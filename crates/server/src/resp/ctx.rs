@@ -4,7 +4,7 @@ use crate::client::{BlockOn, Client, Unblock};
 use crate::resp::errors::CmdError;
 use crate::shared::Shared;
 use cairn_engine::value::StrValue;
-use cairn_engine::{Engine, StrRef};
+use cairn_engine::{Cx, Engine, StrRef};
 use cairn_protocol::resp::{ArgList, ReplyWriter};
 use std::sync::Arc;
 
@@ -92,6 +92,11 @@ pub struct Ctx<'a> {
     pub client: &'a mut Client,
     pub args: Args<'a>,
     pub out: &'a mut Vec<u8>,
+    /// The command's context in the engine: every lock the handler takes
+    /// passes it (`Engine::lock(&ctx.cx, key)`), so the journal records
+    /// this command's writes, its events reach the server after it, and
+    /// inside EXEC its locks are served from the transaction's hold.
+    pub cx: Cx<'a>,
 }
 
 impl<'a> Ctx<'a> {
@@ -109,6 +114,11 @@ impl<'a> Ctx<'a> {
 
     pub fn db(&self) -> usize {
         self.client.db
+    }
+
+    /// The command's clock, Unix milliseconds: fixed for its whole run.
+    pub fn now_ms(&self) -> u64 {
+        self.cx.now_ms()
     }
 
     /// A writer in this connection's protocol (RESP2 or RESP3).
@@ -229,14 +239,12 @@ impl<'a> Ctx<'a> {
                 }
                 Ok(())
             }
-            Some(Unblock::Error) => Err(CmdError::text(
-                "UNBLOCKED client unblocked via CLIENT UNBLOCK",
-            )),
+            Some(Unblock::Error) => Err(CmdError::text(crate::resp::errors::UNBLOCKED)),
             None => {
                 let deadline_ms = match &self.client.blocked {
                     Some(b) => b.deadline_ms,
                     None if timeout_ms == 0 => 0,
-                    None => cairn_engine::clock::now_ms().saturating_add(timeout_ms),
+                    None => self.now_ms().saturating_add(timeout_ms),
                 };
                 self.client.wants_block = Some(BlockOn {
                     db: self.client.db,

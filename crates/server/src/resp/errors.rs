@@ -1,8 +1,16 @@
-//! Every error a command can answer, and its exact Redis text. This is the
-//! one place error wording lives; handlers return values, never strings
-//! scattered through the code.
-use cairn_engine::Error as EngineError;
+//! Every error a RESP command can answer, in Redis 7.0's exact words: the
+//! one place this wording lives. The engine returns typed errors
+//! ([`engine_text`] maps each one); handlers return [`CmdError`] built from
+//! the constants and constructors below, never literals of their own.
+//!
+//! Texts are grouped by where Redis raises them: the shared replies and
+//! argument getters many commands use first, then admission (checks before
+//! a command runs), then one group per command family. A text is written
+//! without the leading `-` and the CRLF; `CmdError::message` gives the line.
+use cairn_engine::error::{Error as EngineError, LcsError};
+use cairn_engine::ops::hll::SelfTestFailure;
 use std::borrow::Cow;
+use std::fmt::Display;
 
 /// A command's failure, turned into a `-` reply by the dispatcher.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,13 +31,308 @@ pub enum CmdError {
     },
     /// `ERR wrong number of arguments for '<cmd>' command`
     WrongArity(&'static str),
-    /// A complete reply text (without the leading `-`) that has no variant
-    /// of its own, such as `ERR Client names cannot contain spaces, ...`.
+    /// A complete reply text (without the leading `-`), one of the
+    /// constants below or made by a constructor here.
     Text(Cow<'static, str>),
     /// Like `Text`, for texts that quote client bytes verbatim (which need
     /// not be UTF-8), such as the unknown-command error.
     Bytes(Vec<u8>),
 }
+
+// ------------------------------------------------------------------------
+// Shared replies (Redis `shared.*`) and the argument getters of `object.c`
+// / `server.c` that many commands call with their default messages.
+
+pub const SYNTAX: &str = "ERR syntax error";
+/// `getLongLongFromObjectOrReply` and a stored value that is not one.
+pub const NOT_INTEGER: &str = "ERR value is not an integer or out of range";
+pub const NOT_FLOAT: &str = "ERR value is not a valid float";
+pub const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
+pub const NO_SUCH_KEY: &str = "ERR no such key";
+pub const INDEX_OUT_OF_RANGE: &str = "ERR index out of range";
+pub const DB_INDEX_OUT_OF_RANGE: &str = "ERR DB index is out of range";
+/// A value inside the integer range but outside what the command allows
+/// (HRANDFIELD/ZRANDMEMBER WITHVALUES counts).
+pub const OUT_OF_RANGE: &str = "ERR value is out of range";
+/// `getPositiveLongFromObjectOrReply` with its default message.
+pub const MUST_BE_POSITIVE: &str = "ERR value is out of range, must be positive";
+/// `getRangeLongFromObjectOrReply(-LONG_MAX, LONG_MAX)`: a count whose
+/// negation must not overflow.
+pub const OUT_OF_LONG_RANGE: &str =
+    "ERR value is out of range, value must between -9223372036854775807 and 9223372036854775807";
+/// `getIntFromObjectOrReply`'s default message.
+pub const OUT_OF_INT_RANGE: &str =
+    "ERR value is out of range, value must between -2147483648 and 2147483647";
+/// SRANDMEMBER/ZRANDMEMBER refusing a reply larger than proto-max-bulk-len
+/// (Cairn's guard: Redis itself would build it and run out of memory).
+pub const REPLY_TOO_BIG: &str =
+    "ERR value is out of range, the reply would exceed proto-max-bulk-len";
+/// The numkeys of the *MPOP and *INTERCARD commands.
+pub const NUMKEYS_NOT_POSITIVE: &str = "ERR numkeys should be greater than 0";
+/// The COUNT of the *MPOP commands.
+pub const COUNT_NOT_POSITIVE: &str = "ERR count should be greater than 0";
+/// The LIMIT of SINTERCARD and ZINTERCARD.
+pub const LIMIT_NEGATIVE: &str = "ERR LIMIT can't be negative";
+/// HINCRBYFLOAT's increment, which `string2ld` accepts as infinite.
+pub const NAN_OR_INFINITY: &str = "ERR value is NaN or Infinity";
+/// `getTimeoutFromObjectOrReply` (blocking commands).
+pub const TIMEOUT_NOT_FLOAT: &str = "ERR timeout is not a float or out of range";
+/// CLIENT PAUSE's timeout.
+pub const TIMEOUT_NOT_INTEGER: &str = "ERR timeout is not an integer or out of range";
+pub const TIMEOUT_NEGATIVE: &str = "ERR timeout is negative";
+pub const TIMEOUT_OUT_OF_RANGE: &str = "ERR timeout is out of range";
+/// `parseScanCursorOrReply`.
+pub const INVALID_CURSOR: &str = "ERR invalid cursor";
+
+/// Redis's `addReplySubcommandSyntaxError`, given the subcommand as Redis
+/// quotes it (its first 128 bytes) and the command in upper case.
+pub fn subcommand_syntax(sub: &str, cmd: &str) -> CmdError {
+    CmdError::text(format!(
+        "ERR unknown subcommand or wrong number of arguments for '{sub}'. Try {cmd} HELP."
+    ))
+}
+
+// ------------------------------------------------------------------------
+// Admission: refusals before a command runs (`processCommand`), and the
+// dispatcher's own.
+
+pub const NOAUTH: &str = "NOAUTH Authentication required.";
+pub const NOT_IN_MULTI: &str = "ERR Command not allowed inside a transaction";
+pub const OOM: &str = "OOM command not allowed when used memory > 'maxmemory'.";
+// MISCONF and LOADING are worded in `crate::snapshots` (MISCONF, LOADING)
+// and `dispatch::writes_denied`, which the memcached port also quotes; they
+// move here once admission returns a typed refusal (see docs/design.md,
+// "Errors").
+
+/// A refused EXEC: the refusal without its "ERR " (shared errors such as
+/// OOM keep their own code).
+pub fn exec_abort(refusal: &CmdError) -> CmdError {
+    let msg = refusal.message();
+    CmdError::text(format!(
+        "EXECABORT Transaction discarded because of: {}",
+        msg.strip_prefix("ERR ").unwrap_or(&msg)
+    ))
+}
+
+/// A handler panicked (a Cairn bug): the client is told, the server goes on.
+pub const INTERNAL: &str =
+    "ERR internal error: the command failed unexpectedly (see the server log)";
+
+/// A RESP2 client in subscribed mode may run only the pub/sub commands.
+pub fn subscribed_context(cmd: &str) -> CmdError {
+    CmdError::text(format!(
+        "ERR Can't execute '{cmd}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET \
+         are allowed in this context"
+    ))
+}
+
+/// A blocked client released by CLIENT UNBLOCK ... ERROR.
+pub const UNBLOCKED: &str = "UNBLOCKED client unblocked via CLIENT UNBLOCK";
+
+// ------------------------------------------------------------------------
+// Connection: AUTH, HELLO, SELECT.
+
+pub const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
+pub const AUTH_WITHOUT_PASSWORD: &str = "ERR AUTH <password> called without any password \
+     configured for the default user. Are you sure your configuration is correct?";
+pub const HELLO_PROTO_NOT_INTEGER: &str = "ERR Protocol version is not an integer or out of range";
+pub const NOPROTO: &str = "NOPROTO unsupported protocol version";
+pub const HELLO_NOAUTH: &str = "NOAUTH HELLO must be called with the client already \
+     authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate \
+     the client and select the RESP protocol version at the same time";
+
+pub fn hello_syntax(opt: &[u8]) -> CmdError {
+    CmdError::text(format!(
+        "ERR Syntax error in HELLO option '{}'",
+        String::from_utf8_lossy(opt)
+    ))
+}
+
+// ------------------------------------------------------------------------
+// CLIENT.
+
+pub const CLIENT_UNBLOCK_REASON: &str = "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR";
+pub const CLIENT_NAME_INVALID: &str =
+    "ERR Client names cannot contain spaces, newlines or special characters.";
+pub const CLIENT_ID_INVALID: &str = "ERR Invalid client ID";
+pub const CLIENT_ID_NOT_POSITIVE: &str = "ERR client-id should be greater than 0";
+pub const NO_SUCH_CLIENT: &str = "ERR No such client";
+pub const CLIENT_PAUSE_MODE: &str = "ERR CLIENT PAUSE mode must be WRITE or ALL";
+
+/// `name` is already cut at a NUL, as Redis's `%s` would.
+pub fn unknown_client_type(name: &str) -> CmdError {
+    CmdError::text(format!("ERR Unknown client type '{name}'"))
+}
+
+/// `user` is already cut at a NUL, as Redis's `%s` would.
+pub fn no_such_user(user: &str) -> CmdError {
+    CmdError::text(format!("ERR No such user '{user}'"))
+}
+
+// ------------------------------------------------------------------------
+// Transactions.
+
+pub const MULTI_NESTED: &str = "ERR MULTI calls can not be nested";
+pub const DISCARD_WITHOUT_MULTI: &str = "ERR DISCARD without MULTI";
+pub const WATCH_INSIDE_MULTI: &str = "ERR WATCH inside MULTI is not allowed";
+pub const EXEC_WITHOUT_MULTI: &str = "ERR EXEC without MULTI";
+
+// ------------------------------------------------------------------------
+// Generic keyspace commands: EXPIRE family, SWAPDB, OBJECT.
+
+/// `opt` is already cut at a NUL, as Redis's `%s` would.
+pub fn expire_unsupported_option(opt: &str) -> CmdError {
+    CmdError::text(format!("ERR Unsupported option {opt}"))
+}
+
+pub const EXPIRE_NX_WITH_OTHERS: &str =
+    "ERR NX and XX, GT or LT options at the same time are not compatible";
+pub const EXPIRE_GT_WITH_LT: &str = "ERR GT and LT options at the same time are not compatible";
+pub const SWAPDB_FIRST_INVALID: &str = "ERR invalid first DB index";
+pub const SWAPDB_SECOND_INVALID: &str = "ERR invalid second DB index";
+pub const OBJECT_IDLETIME_UNDER_LFU: &str = "ERR An LFU maxmemory policy is selected, idle time \
+     not tracked. Please note that when switching between policies at runtime LRU and LFU data \
+     will take some time to adjust.";
+pub const OBJECT_FREQ_WITHOUT_LFU: &str = "ERR An LFU maxmemory policy is not selected, access \
+     frequency not tracked. Please note that when switching between policies at runtime LRU and \
+     LFU data will take some time to adjust.";
+
+// ------------------------------------------------------------------------
+// Strings.
+
+pub const SETRANGE_OFFSET: &str = "ERR offset is out of range";
+/// DECRBY i64::MIN, refused before negating it.
+pub const DECREMENT_OVERFLOW: &str = "ERR decrement would overflow";
+/// LCS's wording for WRONGTYPE.
+pub const LCS_NOT_STRINGS: &str = "ERR The specified keys must contain string values";
+pub const LCS_IDX_WITH_LEN: &str =
+    "ERR If you want both the length and indexes, please just use IDX.";
+
+// ------------------------------------------------------------------------
+// Bitmaps.
+
+pub const BIT_NOT_BINARY: &str = "ERR bit is not an integer or out of range";
+pub const BITPOS_BIT: &str = "ERR The bit argument must be 1 or 0.";
+pub const BITOP_NOT_ONE_SOURCE: &str = "ERR BITOP NOT must be called with a single source key.";
+pub const BITFIELD_TYPE: &str = "ERR Invalid bitfield type. Use something like i16 u8. Note that \
+     u64 is not supported but i64 is.";
+pub const BITFIELD_OVERFLOW: &str = "ERR Invalid OVERFLOW type specified";
+
+// ------------------------------------------------------------------------
+// Lists.
+
+pub const LPOS_RANK_ZERO: &str = "ERR RANK can't be zero: use 1 to start from the first match, 2 \
+     from the second ... or use negative to start from the end of the list";
+pub const LPOS_COUNT_NEGATIVE: &str = "ERR COUNT can't be negative";
+pub const LPOS_MAXLEN_NEGATIVE: &str = "ERR MAXLEN can't be negative";
+
+// ------------------------------------------------------------------------
+// Sets.
+
+pub const NUMKEYS_OVER_ARGS: &str = "ERR Number of keys can't be greater than number of args";
+
+// ------------------------------------------------------------------------
+// Sorted sets.
+
+pub const MIN_MAX_NOT_FLOAT: &str = "ERR min or max is not a float";
+pub const MIN_MAX_NOT_LEX: &str = "ERR min or max not valid string range item";
+pub const ZADD_XX_AND_NX: &str = "ERR XX and NX options at the same time are not compatible";
+pub const ZADD_GT_LT_NX: &str = "ERR GT, LT, and/or NX options at the same time are not compatible";
+pub const ZADD_INCR_ONE_PAIR: &str = "ERR INCR option supports a single increment-element pair";
+pub const ZRANGE_LIMIT_BY_RANK: &str =
+    "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX";
+pub const ZRANGE_WITHSCORES_BYLEX: &str =
+    "ERR syntax error, WITHSCORES not supported in combination with BYLEX";
+pub const WEIGHT_NOT_FLOAT: &str = "ERR weight value is not a float";
+
+/// ZUNION/ZINTER/ZDIFF(STORE) and ZINTERCARD with numkeys < 1.
+pub fn no_input_keys(cmd: &str) -> CmdError {
+    CmdError::text(format!(
+        "ERR at least 1 input key is needed for '{cmd}' command"
+    ))
+}
+
+// ------------------------------------------------------------------------
+// HyperLogLog.
+
+/// PFDEBUG's wording for [`EngineError::NoSuchKey`].
+pub const PFDEBUG_NO_KEY: &str = "ERR The specified key does not exist";
+
+/// `sub` quoted verbatim (`%s` of the client's bytes).
+pub fn pfdebug_unknown(sub: &[u8]) -> CmdError {
+    let mut msg = b"ERR Unknown PFDEBUG subcommand '".to_vec();
+    msg.extend_from_slice(sub);
+    msg.push(b'\'');
+    CmdError::Bytes(msg)
+}
+
+/// PFSELFTEST's failures, with Redis's figures.
+pub fn hll_selftest(f: SelfTestFailure) -> CmdError {
+    CmdError::text(match f {
+        SelfTestFailure::Register {
+            index,
+            expected,
+            found,
+        } => format!("TESTFAILED Register {index} should be {expected} but is {found}"),
+        SelfTestFailure::CorruptSparse => "TESTFAILED corrupted sparse".to_string(),
+        SelfTestFailure::SparseNotUsed => "TESTFAILED sparse encoding not used".to_string(),
+        SelfTestFailure::Disagree => "TESTFAILED dense/sparse disagree".to_string(),
+        SelfTestFailure::TooBigError { card, abserr } => {
+            format!("TESTFAILED Too big error. card:{card} abserr:{abserr}")
+        }
+    })
+}
+
+// ------------------------------------------------------------------------
+// Pub/Sub.
+
+pub const SSUBSCRIBE_DENY_BLOCKING: &str =
+    "ERR SSUBSCRIBE isn't allowed for a DENY BLOCKING client";
+
+// ------------------------------------------------------------------------
+// Persistence: SAVE, BGSAVE, BGREWRITEAOF.
+
+pub const BGSAVE_IN_PROGRESS: &str = "ERR Background save already in progress";
+pub const BGSAVE_BUSY: &str = "ERR Another child process is active (AOF?): can't BGSAVE right \
+     now. Use BGSAVE SCHEDULE in order to schedule a BGSAVE whenever possible.";
+/// A failed SAVE: Redis's bare error (the log says why).
+pub const SAVE_FAILED: &str = "ERR";
+pub const BGREWRITEAOF_IN_PROGRESS: &str =
+    "ERR Background append only file rewriting already in progress";
+
+// ------------------------------------------------------------------------
+// Server: COMMAND GETKEYS, CONFIG, SHUTDOWN, DEBUG, SLOWLOG.
+
+pub const GETKEYS_INVALID_COMMAND: &str = "ERR Invalid command specified";
+pub const GETKEYS_NO_KEYS: &str = "ERR The command has no key arguments";
+pub const GETKEYS_BAD_ARITY: &str = "ERR Invalid number of arguments specified for command";
+pub const GETKEYS_BAD_ARGS: &str = "ERR Invalid arguments specified for command";
+
+/// A CONFIG SET whose value was accepted but could not be applied.
+pub fn config_set_failed(name: &str, why: impl Display) -> CmdError {
+    CmdError::text(format!(
+        "ERR CONFIG SET failed (possibly related to argument '{name}') - {why}"
+    ))
+}
+
+pub const NO_CONFIG_FILE: &str = "ERR The server is running without a config file";
+
+pub fn config_rewrite_failed(why: impl Display) -> CmdError {
+    CmdError::text(format!("ERR Rewriting config file: {why}"))
+}
+
+pub const NO_SHUTDOWN: &str = "ERR No shutdown in progress.";
+pub const DEBUG_NOT_ALLOWED: &str = "ERR DEBUG command not allowed. If the enable-debug-command \
+     option is set to \"local\", you can run it from a local connection, otherwise you need to \
+     set this option in the configuration file, and then restart the server.";
+
+/// DEBUG WORKERS (Cairn's own) with a bad count.
+pub fn debug_workers_range(max: usize) -> CmdError {
+    CmdError::text(format!("ERR workers must be AUTO or between 1 and {max}"))
+}
+
+/// SLOWLOG GET's count.
+pub const COUNT_AT_LEAST_MINUS_ONE: &str = "ERR count should be greater than or equal to -1";
 
 impl From<EngineError> for CmdError {
     fn from(e: EngineError) -> Self {
@@ -46,9 +349,9 @@ impl CmdError {
     pub fn message(&self) -> Cow<'static, str> {
         match self {
             CmdError::Engine(e) => Cow::Borrowed(engine_text(*e)),
-            CmdError::Syntax => Cow::Borrowed("ERR syntax error"),
-            CmdError::NotInteger => Cow::Borrowed("ERR value is not an integer or out of range"),
-            CmdError::NotFloat => Cow::Borrowed("ERR value is not a valid float"),
+            CmdError::Syntax => Cow::Borrowed(SYNTAX),
+            CmdError::NotInteger => Cow::Borrowed(NOT_INTEGER),
+            CmdError::NotFloat => Cow::Borrowed(NOT_FLOAT),
             CmdError::InvalidExpire(cmd) => {
                 Cow::Owned(format!("ERR invalid expire time in '{cmd}' command"))
             }
@@ -78,29 +381,42 @@ impl CmdError {
     }
 }
 
-/// Redis's text for each engine error.
+/// Redis's text for each engine error. Where a command words a condition
+/// its own way (LCS's WRONGTYPE, PFDEBUG's missing key), its handler maps
+/// that one case with a constant above.
 pub fn engine_text(e: EngineError) -> &'static str {
     match e {
-        EngineError::WrongType => {
-            "WRONGTYPE Operation against a key holding the wrong kind of value"
-        }
-        EngineError::NotInteger => "ERR value is not an integer or out of range",
-        EngineError::NotFloat => "ERR value is not a valid float",
+        EngineError::WrongType => WRONGTYPE,
+        EngineError::NotInteger => NOT_INTEGER,
+        EngineError::NotFloat => NOT_FLOAT,
         EngineError::HashNotInteger => "ERR hash value is not an integer",
         EngineError::HashNotFloat => "ERR hash value is not a float",
         EngineError::Overflow => "ERR increment or decrement would overflow",
         EngineError::NanOrInfinity => "ERR increment would produce NaN or Infinity",
-        EngineError::NoSuchKey => "ERR no such key",
+        EngineError::ScoreNaN => "ERR resulting score is not a number (NaN)",
+        EngineError::NoSuchKey => NO_SUCH_KEY,
         EngineError::SameObject => "ERR source and destination objects are the same",
         EngineError::StringTooLong => {
             "ERR string exceeds maximum allowed size (proto-max-bulk-len)"
         }
-        EngineError::DbIndexOutOfRange => "ERR DB index is out of range",
+        EngineError::DbIndexOutOfRange => DB_INDEX_OUT_OF_RANGE,
         EngineError::InvalidExpireTime => "ERR invalid expire time",
-        EngineError::LcsTooLarge => {
+        EngineError::IndexOutOfRange => INDEX_OUT_OF_RANGE,
+        EngineError::BitOffsetOutOfRange => "ERR bit offset is not an integer or out of range",
+        EngineError::OutOfMemory => "ERR Out of memory allocating the string",
+        // BITFIELD_RO is the only read-only form that can be asked a write.
+        EngineError::ReadOnlyWrite => "ERR BITFIELD_RO only supports the GET subcommand",
+        EngineError::SortNotFloat => "ERR One or more scores can't be converted into double",
+        EngineError::HllInvalid => "WRONGTYPE Key is not a valid HyperLogLog string value.",
+        EngineError::HllCorrupt => "INVALIDOBJ Corrupted HLL object detected",
+        EngineError::HllNotSparse => "ERR HLL encoding is not sparse",
+        EngineError::Lcs(LcsError::StringTooLong) => "ERR String too long for LCS",
+        EngineError::Lcs(LcsError::ExceedsProtoMaxBulkLen) => {
             "ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len"
         }
-        EngineError::Msg(m) => m,
+        EngineError::Lcs(LcsError::AllocFailed) => {
+            "ERR Insufficient memory, failed allocating transient memory for LCS"
+        }
     }
 }
 
@@ -143,6 +459,53 @@ pub fn unknown_command<'a>(name: &[u8], args: impl Iterator<Item = &'a [u8]>) ->
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every engine error becomes one reply line that opens with an
+    /// upper-case error code (what clients and INFO errorstats key on).
+    #[test]
+    fn engine_texts_are_single_lines_with_a_code() {
+        use EngineError::*;
+        let all = [
+            WrongType,
+            NotInteger,
+            NotFloat,
+            HashNotInteger,
+            HashNotFloat,
+            Overflow,
+            NanOrInfinity,
+            ScoreNaN,
+            NoSuchKey,
+            SameObject,
+            StringTooLong,
+            DbIndexOutOfRange,
+            InvalidExpireTime,
+            IndexOutOfRange,
+            BitOffsetOutOfRange,
+            OutOfMemory,
+            ReadOnlyWrite,
+            SortNotFloat,
+            HllInvalid,
+            HllCorrupt,
+            HllNotSparse,
+            Lcs(LcsError::StringTooLong),
+            Lcs(LcsError::ExceedsProtoMaxBulkLen),
+            Lcs(LcsError::AllocFailed),
+        ];
+        for e in all {
+            let text = engine_text(e);
+            let code = text.split(' ').next().unwrap();
+            assert!(code.len() >= 2, "{e:?}: {text}");
+            assert!(
+                code.bytes().all(|b| b.is_ascii_uppercase()),
+                "{e:?}: {text}"
+            );
+            assert!(!text.contains(['\r', '\n']), "{e:?}: {text}");
+        }
+        assert_eq!(
+            CmdError::Engine(HllInvalid).message(),
+            "WRONGTYPE Key is not a valid HyperLogLog string value."
+        );
+    }
 
     #[test]
     fn unknown_command_quotes_bytes_like_printf() {

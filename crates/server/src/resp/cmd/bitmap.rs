@@ -4,15 +4,16 @@
 //! lookup (a missing key answers before the range is parsed), so those
 //! hand their parser to the engine op as a closure. The keyspace work is
 //! `cairn_engine::ops::bitmap`.
+use crate::exec::table::Def;
 use crate::resp::args;
 use crate::resp::ctx::{CmdResult, Ctx};
+use crate::resp::errors;
 use crate::resp::errors::CmdError;
-use crate::resp::table::Def;
 use cairn_engine::ops::bitmap::{
     self as op, BitOp, BitfieldOp, CountArgs, FieldOp, Overflow, PosArgs, Unit,
 };
 use cairn_engine::util::num;
-use cairn_engine::Key;
+use cairn_engine::{Error, Key};
 use smallvec::SmallVec;
 
 pub const COMMANDS: &[Def] = &[
@@ -40,7 +41,8 @@ pub(crate) fn c_str(arg: &[u8]) -> &[u8] {
 /// A bit offset argument, bounded by proto-max-bulk-len.
 fn offset(ctx: &Ctx, i: usize, hash_bits: u32) -> Result<u64, CmdError> {
     let max = ctx.engine().limits.max_string();
-    op::parse_bit_offset(ctx.arg(i), hash_bits, max).ok_or(CmdError::text(op::BAD_OFFSET))
+    op::parse_bit_offset(ctx.arg(i), hash_bits, max)
+        .ok_or(CmdError::Engine(Error::BitOffsetOutOfRange))
 }
 
 /// BYTE or BIT, as the last argument of BITCOUNT and BITPOS.
@@ -60,11 +62,11 @@ fn setbit(ctx: &mut Ctx) -> CmdResult {
     let on = match num::parse_i64(ctx.arg(3)) {
         Some(0) => false,
         Some(1) => true,
-        _ => return Err(CmdError::text("ERR bit is not an integer or out of range")),
+        _ => return Err(CmdError::text(errors::BIT_NOT_BINARY)),
     };
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     let old = op::setbit(&mut g, ctx.db(), &k, off, on)?;
     drop(g);
     ctx.int(old as i64)
@@ -75,7 +77,7 @@ fn getbit(ctx: &mut Ctx) -> CmdResult {
     let off = offset(ctx, 2, 0)?;
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     let bit = op::getbit(&mut g, ctx.db(), &k, off)?;
     drop(g);
     ctx.int(bit as i64)
@@ -90,7 +92,7 @@ fn bitcount(ctx: &mut Ctx) -> CmdResult {
     let k = e.key(ctx.arg(1));
     let argc = ctx.argc();
     let a = ctx.args;
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     let n = op::bitcount(&mut g, ctx.db(), &k, || match argc {
         2 => Ok(CountArgs::Whole),
         4 | 5 => {
@@ -119,13 +121,13 @@ fn bitpos(ctx: &mut Ctx) -> CmdResult {
     let bit = match args::int(ctx.arg(2))? {
         0 => false,
         1 => true,
-        _ => return Err(CmdError::text("ERR The bit argument must be 1 or 0.")),
+        _ => return Err(CmdError::text(errors::BITPOS_BIT)),
     };
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
     let argc = ctx.argc();
     let a = ctx.args;
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     let pos = op::bitpos(&mut g, ctx.db(), &k, bit, || match argc {
         3 => Ok(None),
         4..=6 => {
@@ -164,13 +166,11 @@ fn bitop(ctx: &mut Ctx) -> CmdResult {
         return Err(CmdError::Syntax);
     };
     if bop == BitOp::Not && ctx.argc() != 4 {
-        return Err(CmdError::text(
-            "ERR BITOP NOT must be called with a single source key.",
-        ));
+        return Err(CmdError::text(errors::BITOP_NOT_ONE_SOURCE));
     }
     let e = ctx.engine();
     let keys: SmallVec<[Key; 8]> = ctx.args.iter_from(2).map(|a| e.key(a)).collect();
-    let mut g = e.lock_keys(&keys);
+    let mut g = e.lock_keys(&ctx.cx, &keys);
     let len = op::bitop(&mut g, ctx.db(), &keys[0], bop, &keys[1..])?;
     drop(g);
     ctx.int(len as i64)
@@ -189,21 +189,18 @@ fn bitfield_ro(ctx: &mut Ctx) -> CmdResult {
     bitfield_generic(ctx, true)
 }
 
-const BAD_TYPE: &str =
-    "ERR Invalid bitfield type. Use something like i16 u8. Note that u64 is not supported but i64 is.";
-
 /// `getBitfieldTypeFromArgument`: `i1`..`i64` or `u1`..`u63` (lower case
 /// letter, the number read up to a NUL as `strlen` does).
 fn field_type(arg: &[u8]) -> Result<(bool, u32), CmdError> {
     let signed = match arg.first() {
         Some(b'i') => true,
         Some(b'u') => false,
-        _ => return Err(CmdError::text(BAD_TYPE)),
+        _ => return Err(CmdError::text(errors::BITFIELD_TYPE)),
     };
     let max = if signed { 64 } else { 63 };
     match num::parse_i64(c_str(&arg[1..])) {
         Some(n) if (1..=max).contains(&n) => Ok((signed, n as u32)),
-        _ => Err(CmdError::text(BAD_TYPE)),
+        _ => Err(CmdError::text(errors::BITFIELD_TYPE)),
     }
 }
 
@@ -232,7 +229,7 @@ fn bitfield_generic(ctx: &mut Ctx, readonly: bool) -> CmdResult {
             } else if c_eq(t, "fail") {
                 Overflow::Fail
             } else {
-                return Err(CmdError::text("ERR Invalid OVERFLOW type specified"));
+                return Err(CmdError::text(errors::BITFIELD_OVERFLOW));
             };
             j += 2;
             continue;
@@ -257,7 +254,7 @@ fn bitfield_generic(ctx: &mut Ctx, readonly: bool) -> CmdResult {
     }
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     let replies = op::bitfield(&mut g, ctx.db(), &k, &ops, readonly)?;
     drop(g);
     let mut w = ctx.reply();

@@ -13,14 +13,14 @@
 //! Not implemented (not registered, so the dispatcher answers "unknown
 //! subcommand"): CACHING, GETREDIR, TRACKING and TRACKINGINFO, which need
 //! client-side caching.
-use crate::client::{Client, ClientInfo, ReplyMode};
+use crate::client::{client_line, is_subscriber, Client, ClientInfo, ReplyMode, Running};
+use crate::exec::table::Def;
 use crate::resp::cmd::{reply_help, subcommand_syntax_error};
 use crate::resp::ctx::{Args, CmdResult, Ctx};
+use crate::resp::errors;
 use crate::resp::errors::CmdError;
-use crate::resp::table::Def;
 use crate::shared::{Msg, Shared};
 use cairn_engine::util::num;
-use std::io::Write;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -50,11 +50,7 @@ fn unblock(ctx: &mut Ctx) -> CmdResult {
         3 => 1,
         4 if ctx.arg(3).eq_ignore_ascii_case(b"timeout") => 1,
         4 if ctx.arg(3).eq_ignore_ascii_case(b"error") => 2,
-        4 => {
-            return Err(CmdError::text(
-                "ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR",
-            ))
-        }
+        4 => return Err(CmdError::text(errors::CLIENT_UNBLOCK_REASON)),
         _ => return Err(subcommand_syntax_error(ctx)),
     };
     let id = num::parse_i64(ctx.arg(2)).ok_or(CmdError::NotInteger)?;
@@ -93,9 +89,7 @@ pub fn validate_name(name: &[u8]) -> Result<(), CmdError> {
     if name.iter().all(|&b| (b'!'..=b'~').contains(&b)) {
         Ok(())
     } else {
-        Err(CmdError::text(
-            "ERR Client names cannot contain spaces, newlines or special characters.",
-        ))
+        Err(CmdError::text(errors::CLIENT_NAME_INVALID))
     }
 }
 
@@ -119,7 +113,7 @@ fn list(ctx: &mut Ctx) -> CmdResult {
     } else if argc > 3 && ctx.arg(2).eq_ignore_ascii_case(b"id") {
         let mut ids = Vec::with_capacity(argc - 3);
         for j in 3..argc {
-            ids.push(num::parse_i64(ctx.arg(j)).ok_or(CmdError::text("ERR Invalid client ID"))?);
+            ids.push(num::parse_i64(ctx.arg(j)).ok_or(CmdError::text(errors::CLIENT_ID_INVALID))?);
         }
         for id in ids {
             let found = ctx.shared.clients.lock().get(&(id as u64)).cloned();
@@ -175,10 +169,7 @@ fn client_type(name: &[u8]) -> Result<Kind, CmdError> {
     } else if name.eq_ignore_ascii_case(b"master") {
         Kind::Master
     } else {
-        return Err(CmdError::text(format!(
-            "ERR Unknown client type '{}'",
-            c_str_lossy(name)
-        )));
+        return Err(errors::unknown_client_type(&c_str_lossy(name)));
     };
     Ok(k)
 }
@@ -192,12 +183,6 @@ fn kind(c: &ClientInfo) -> Kind {
     } else {
         Kind::Normal
     }
-}
-
-/// True while the client is subscribed to anything (flag `P`).
-fn is_subscriber(c: &ClientInfo) -> bool {
-    c.sub.load(Ordering::Relaxed) + c.psub.load(Ordering::Relaxed) + c.ssub.load(Ordering::Relaxed)
-        > 0
 }
 
 /// One CLIENT LIST line, `\n`-terminated, in Redis 7.0's field order.
@@ -220,113 +205,11 @@ fn is_subscriber(c: &ClientInfo) -> bool {
 fn write_line(out: &mut Vec<u8>, ctx: &Ctx, c: &ClientInfo, current_cmd: &'static str) {
     let me = (c.id == ctx.client.id).then_some(Running {
         client: &*ctx.client,
-        args: &ctx.args,
+        qbuf: request_len(&ctx.args),
+        argv_mem: args_len(&ctx.args),
         cmd: current_cmd,
     });
     client_line(out, ctx.shared, c, me);
-}
-
-/// Redis's `catClientInfoString` for a client seen from another thread
-/// (no trailing newline), for log lines such as the output-buffer-limit
-/// disconnection.
-pub fn describe(shared: &Shared, c: &ClientInfo) -> String {
-    let mut out = Vec::new();
-    client_line(&mut out, shared, c, None);
-    if out.last() == Some(&b'\n') {
-        out.pop();
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-/// The client whose command is writing the line, with that command.
-struct Running<'a> {
-    client: &'a Client,
-    args: &'a Args<'a>,
-    cmd: &'static str,
-}
-
-fn client_line(out: &mut Vec<u8>, shared: &Shared, c: &ClientInfo, me: Option<Running>) {
-    let is_me = me.is_some();
-    let mut flags = String::new();
-    if c.monitor.load(Ordering::Relaxed) {
-        flags.push('O');
-    }
-    if is_subscriber(c) {
-        flags.push('P');
-    }
-    if c.multi.load(Ordering::Relaxed) >= 0 {
-        flags.push('x');
-    }
-    if c.blocked.load(Ordering::Relaxed) {
-        flags.push('b');
-    }
-    if c.dirty_cas.load(Ordering::Relaxed) {
-        flags.push('d');
-    }
-    if me.as_ref().is_some_and(|m| m.client.close_after_reply) {
-        flags.push('c');
-    }
-    if c.no_evict.load(Ordering::Relaxed) {
-        flags.push('e');
-    }
-    if flags.is_empty() {
-        flags.push('N');
-    }
-    let (qbuf, argv_mem, cmd) = if let Some(m) = &me {
-        (request_len(m.args), args_len(m.args), m.cmd)
-    } else {
-        let last = c.last_cmd.load(Ordering::Relaxed);
-        let cmd = if last < shared.table.all().len() {
-            shared.table.get(last).name
-        } else {
-            "NULL"
-        };
-        (c.qbuf.load(Ordering::Relaxed), 0, cmd)
-    };
-    let qbuf_free = c.qbuf_free.load(Ordering::Relaxed);
-    let rbs = c.omem.load(Ordering::Relaxed);
-    let obl = c.obl.load(Ordering::Relaxed);
-    let tot_mem = qbuf
-        + qbuf_free
-        + argv_mem
-        + rbs
-        + std::mem::size_of::<ClientInfo>()
-        + std::mem::size_of::<Client>();
-    let events = if obl > 0 { "rw" } else { "r" };
-    let idle = if is_me { 0 } else { c.idle_secs() };
-    let _ = write!(
-        out,
-        "id={} addr={} laddr={} fd={} name=",
-        c.id, c.addr, c.laddr, c.fd
-    );
-    if let Some(n) = c.name.lock().as_deref() {
-        out.extend_from_slice(n);
-    }
-    let _ = writeln!(
-        out,
-        " age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} \
-         argv-mem={} multi-mem=0 rbs={} rbp={} obl={} oll=0 omem={} tot-mem={} events={} \
-         cmd={} user=default redir=-1 resp={}",
-        c.created.elapsed().as_secs(),
-        idle,
-        flags,
-        c.db.load(Ordering::Relaxed),
-        c.sub.load(Ordering::Relaxed),
-        c.psub.load(Ordering::Relaxed),
-        c.ssub.load(Ordering::Relaxed),
-        c.multi.load(Ordering::Relaxed),
-        qbuf,
-        qbuf_free,
-        argv_mem,
-        rbs,
-        rbs,
-        obl,
-        rbs,
-        tot_mem,
-        events,
-        cmd,
-        c.resp.load(Ordering::Relaxed),
-    );
 }
 
 /// Bytes of the request as a RESP multibulk.
@@ -373,7 +256,7 @@ fn kill(ctx: &mut Ctx) -> CmdResult {
             if opt.eq_ignore_ascii_case(b"id") {
                 match num::parse_i64(val) {
                     Some(n) if n >= 1 => id = Some(n as u64),
-                    _ => return Err(CmdError::text("ERR client-id should be greater than 0")),
+                    _ => return Err(CmdError::text(errors::CLIENT_ID_NOT_POSITIVE)),
                 }
             } else if opt.eq_ignore_ascii_case(b"type") {
                 ty = Some(client_type(val)?);
@@ -384,10 +267,7 @@ fn kill(ctx: &mut Ctx) -> CmdResult {
             } else if opt.eq_ignore_ascii_case(b"user") {
                 // `default` is the only user and every client's.
                 if val != b"default" {
-                    return Err(CmdError::text(format!(
-                        "ERR No such user '{}'",
-                        c_str_lossy(val)
-                    )));
+                    return Err(errors::no_such_user(&c_str_lossy(val)));
                 }
             } else if opt.eq_ignore_ascii_case(b"skipme") {
                 skipme = if val.eq_ignore_ascii_case(b"yes") {
@@ -449,7 +329,7 @@ fn kill(ctx: &mut Ctx) -> CmdResult {
 
     if argc == 3 {
         if killed == 0 {
-            return Err(CmdError::text("ERR No such client"));
+            return Err(CmdError::text(errors::NO_SUCH_CLIENT));
         }
         ctx.ok()?;
     } else {
@@ -489,16 +369,14 @@ fn pause(ctx: &mut Ctx) -> CmdResult {
         } else if mode.eq_ignore_ascii_case(b"all") {
             true
         } else {
-            return Err(CmdError::text("ERR CLIENT PAUSE mode must be WRITE or ALL"));
+            return Err(CmdError::text(errors::CLIENT_PAUSE_MODE));
         }
     } else {
         true
     };
-    let timeout = num::parse_i64(ctx.arg(2)).ok_or(CmdError::text(
-        "ERR timeout is not an integer or out of range",
-    ))?;
+    let timeout = num::parse_i64(ctx.arg(2)).ok_or(CmdError::text(errors::TIMEOUT_NOT_INTEGER))?;
     if timeout < 0 {
-        return Err(CmdError::text("ERR timeout is negative"));
+        return Err(CmdError::text(errors::TIMEOUT_NEGATIVE));
     }
     let now = cairn_engine::clock::now_ms() as i64;
     // Redis 7.0 adds without an overflow check: a huge timeout wraps to a

@@ -7,13 +7,14 @@
 //! `requirepass`. With no requirepass the user is `nopass`, as in Redis:
 //! `AUTH default <anything>` succeeds, the one-argument form is refused.
 //! CLIENT and its subcommands live in `client.rs`.
-use crate::client::{Client, ReplyMode};
+use crate::auth::credentials_ok;
+use crate::client::{discard_transaction, Client, ReplyMode};
+use crate::exec::meta::REDIS_VERSION;
+use crate::exec::table::Def;
 use crate::resp::cmd::client::{set_name, validate_name};
 use crate::resp::ctx::{CmdResult, Ctx};
+use crate::resp::errors;
 use crate::resp::errors::CmdError;
-use crate::resp::meta::REDIS_VERSION;
-use crate::resp::table::Def;
-use crate::shared::Shared;
 use cairn_engine::util::num;
 use cairn_protocol::resp::Protocol;
 use std::sync::atomic::Ordering;
@@ -27,8 +28,6 @@ pub const COMMANDS: &[Def] = &[
     Def::new("reset", reset),
     Def::new("select", select),
 ];
-
-const WRONGPASS: &str = "WRONGPASS invalid username-password pair or user is disabled.";
 
 /// PING [message] → +PONG, or the message as a bulk string. A RESP2
 /// client with subscriptions gets `["pong", message or ""]` instead, the
@@ -68,13 +67,12 @@ fn hello(ctx: &mut Ctx) -> CmdResult {
     let mut proto = None;
     let mut next = 1;
     if ctx.argc() >= 2 {
-        let ver = num::parse_i64(ctx.arg(1)).ok_or(CmdError::text(
-            "ERR Protocol version is not an integer or out of range",
-        ))?;
+        let ver =
+            num::parse_i64(ctx.arg(1)).ok_or(CmdError::text(errors::HELLO_PROTO_NOT_INTEGER))?;
         proto = Some(match ver {
             2 => Protocol::Resp2,
             3 => Protocol::Resp3,
-            _ => return Err(CmdError::text("NOPROTO unsupported protocol version")),
+            _ => return Err(CmdError::text(errors::NOPROTO)),
         });
         next = 2;
     }
@@ -95,24 +93,17 @@ fn hello(ctx: &mut Ctx) -> CmdResult {
             name = Some(n);
             j += 2;
         } else {
-            return Err(CmdError::text(format!(
-                "ERR Syntax error in HELLO option '{}'",
-                String::from_utf8_lossy(opt)
-            )));
+            return Err(errors::hello_syntax(opt));
         }
     }
     if let Some((user, pass)) = credentials {
         if !credentials_ok(ctx.shared, user, pass) {
-            return Err(CmdError::text(WRONGPASS));
+            return Err(CmdError::text(errors::WRONGPASS));
         }
         ctx.client.authenticated = true;
     }
     if !ctx.client.authenticated {
-        return Err(CmdError::text(
-            "NOAUTH HELLO must be called with the client already authenticated, otherwise the \
-             HELLO AUTH <user> <pass> option can be used to authenticate the client and select \
-             the RESP protocol version at the same time",
-        ));
+        return Err(CmdError::text(errors::HELLO_NOAUTH));
     }
     if let Some(n) = name {
         set_name(ctx.client, n);
@@ -155,10 +146,7 @@ fn auth(ctx: &mut Ctx) -> CmdResult {
             // Redis keeps the pre-ACL error for the one-argument form when
             // the default user has no password.
             if ctx.shared.config.read().requirepass.is_empty() {
-                return Err(CmdError::text(
-                    "ERR AUTH <password> called without any password configured for the \
-                     default user. Are you sure your configuration is correct?",
-                ));
+                return Err(CmdError::text(errors::AUTH_WITHOUT_PASSWORD));
             }
             (&b"default"[..], ctx.arg(1))
         }
@@ -166,34 +154,10 @@ fn auth(ctx: &mut Ctx) -> CmdResult {
         _ => return Err(CmdError::Syntax),
     };
     if !credentials_ok(ctx.shared, user, pass) {
-        return Err(CmdError::text(WRONGPASS));
+        return Err(CmdError::text(errors::WRONGPASS));
     }
     ctx.client.authenticated = true;
     ctx.ok()
-}
-
-/// True if `user`/`pass` name the default user with its password (any
-/// password while requirepass is empty: the user is then `nopass`).
-pub(crate) fn credentials_ok(shared: &Shared, user: &[u8], pass: &[u8]) -> bool {
-    if user != b"default" {
-        return false;
-    }
-    let cfg = shared.config.read();
-    let want = cfg.requirepass.as_bytes();
-    want.is_empty() || constant_time_eq(want, pass)
-}
-
-/// Compares without an early exit on the first differing byte, so the
-/// time taken does not reveal how much of a guess was right (Redis
-/// compares SHA-256 digests with `time_independent_strcmp` for the same
-/// reason). The length still shows; Redis hides it by hashing first.
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    let n = a.len().max(b.len());
-    let mut diff = (a.len() != b.len()) as u8;
-    for i in 0..n {
-        diff |= a.get(i).copied().unwrap_or(0) ^ b.get(i).copied().unwrap_or(0);
-    }
-    diff == 0
 }
 
 /// QUIT → +OK, then the connection closes once the reply is written.
@@ -215,7 +179,7 @@ fn reset(ctx: &mut Ctx) -> CmdResult {
         m.retain(|(id, _)| *id != c.id);
         shared.monitor_count.store(m.len(), Ordering::Relaxed);
     }
-    crate::resp::cmd::multi::discard_transaction(shared, c);
+    discard_transaction(shared, &ctx.cx, c);
     c.set_db(0);
     set_proto(c, Protocol::Resp2);
     *c.info.name.lock() = None;
@@ -230,12 +194,10 @@ fn select(ctx: &mut Ctx) -> CmdResult {
     // getIntFromObjectOrReply: a long long first, then the int range.
     let n = num::parse_i64(ctx.arg(1)).ok_or(CmdError::NotInteger)?;
     if n < i64::from(i32::MIN) || n > i64::from(i32::MAX) {
-        return Err(CmdError::text(
-            "ERR value is out of range, value must between -2147483648 and 2147483647",
-        ));
+        return Err(CmdError::text(errors::OUT_OF_INT_RANGE));
     }
     if n < 0 || n as usize >= ctx.engine().databases() {
-        return Err(CmdError::text("ERR DB index is out of range"));
+        return Err(CmdError::text(errors::DB_INDEX_OUT_OF_RANGE));
     }
     ctx.client.set_db(n as usize);
     ctx.ok()
@@ -249,19 +211,4 @@ fn set_proto(c: &mut Client, p: Protocol) {
         Protocol::Resp3 => 3,
     };
     c.info.resp.store(n, Ordering::Relaxed);
-}
-
-#[cfg(test)]
-mod tests {
-    use super::constant_time_eq;
-
-    #[test]
-    fn constant_time_eq_is_equality() {
-        assert!(constant_time_eq(b"", b""));
-        assert!(constant_time_eq(b"secret", b"secret"));
-        assert!(!constant_time_eq(b"secret", b"secreT"));
-        assert!(!constant_time_eq(b"secret", b"secret1"));
-        assert!(!constant_time_eq(b"secret", b""));
-        assert!(!constant_time_eq(b"a\0", b"a"));
-    }
 }

@@ -5,10 +5,11 @@
 //!
 //! Replies that list a hash are written while the shard is locked, straight
 //! from the stored bytes, so reading a hash copies nothing.
+use crate::exec::table::Def;
 use crate::resp::args;
 use crate::resp::ctx::{CmdResult, Ctx};
+use crate::resp::errors;
 use crate::resp::errors::CmdError;
-use crate::resp::table::Def;
 use cairn_engine::ops::hash::{self as op, FloatIncr};
 use cairn_engine::util::num::LdClass;
 use cairn_protocol::resp::{Protocol, ReplyWriter};
@@ -56,7 +57,7 @@ fn set_pairs(ctx: &mut Ctx, name: &'static str) -> Result<usize, CmdError> {
     let k = e.key(ctx.arg(1));
     let a = ctx.args;
     let pairs = (2..a.len()).step_by(2).map(|i| (a.get(i), a.get(i + 1)));
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     Ok(op::hset(&mut g, ctx.db(), &k, pairs)?)
 }
 
@@ -64,7 +65,7 @@ fn set_pairs(ctx: &mut Ctx, name: &'static str) -> Result<usize, CmdError> {
 fn hsetnx(ctx: &mut Ctx) -> CmdResult {
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     let set = op::hsetnx(&mut g, ctx.db(), &k, ctx.arg(2), ctx.arg(3))?;
     drop(g);
     ctx.int(i64::from(set))
@@ -76,7 +77,7 @@ fn hget(ctx: &mut Ctx) -> CmdResult {
     let k = e.key(ctx.arg(1));
     let (db, field) = (ctx.db(), ctx.arg(2));
     let (out, proto) = (&mut *ctx.out, ctx.client.proto);
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     op::hget(&mut g, db, &k, field, |v| {
         let mut w = ReplyWriter::new(out, proto);
         match v {
@@ -94,7 +95,7 @@ fn hmget(ctx: &mut Ctx) -> CmdResult {
     let k = e.key(ctx.arg(1));
     let (db, a) = (ctx.db(), ctx.args);
     let (out, proto) = (&mut *ctx.out, ctx.client.proto);
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     op::view(&mut g, db, &k, |h| {
         let mut w = ReplyWriter::new(out, proto);
         w.array(a.len() - 2);
@@ -139,7 +140,7 @@ fn list(ctx: &mut Ctx, part: Part) -> CmdResult {
     let k = e.key(ctx.arg(1));
     let db = ctx.db();
     let (out, proto) = (&mut *ctx.out, ctx.client.proto);
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     op::view(&mut g, db, &k, |h| {
         let mut w = ReplyWriter::new(out, proto);
         let n = h.map_or(0, |h| h.len());
@@ -171,7 +172,7 @@ fn list(ctx: &mut Ctx, part: Part) -> CmdResult {
 fn hdel(ctx: &mut Ctx) -> CmdResult {
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     let n = op::hdel(&mut g, ctx.db(), &k, ctx.args.iter_from(2))?;
     drop(g);
     ctx.int(n as i64)
@@ -181,7 +182,7 @@ fn hdel(ctx: &mut Ctx) -> CmdResult {
 fn hlen(ctx: &mut Ctx) -> CmdResult {
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     let n = op::hlen(&mut g, ctx.db(), &k)?;
     drop(g);
     ctx.int(n as i64)
@@ -191,7 +192,7 @@ fn hlen(ctx: &mut Ctx) -> CmdResult {
 fn hexists(ctx: &mut Ctx) -> CmdResult {
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     let found = op::hexists(&mut g, ctx.db(), &k, ctx.arg(2))?;
     drop(g);
     ctx.int(i64::from(found))
@@ -201,7 +202,7 @@ fn hexists(ctx: &mut Ctx) -> CmdResult {
 fn hstrlen(ctx: &mut Ctx) -> CmdResult {
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     let n = op::hstrlen(&mut g, ctx.db(), &k, ctx.arg(2))?;
     drop(g);
     ctx.int(n as i64)
@@ -213,7 +214,7 @@ fn hincrby(ctx: &mut Ctx) -> CmdResult {
     let incr = args::int(ctx.arg(3))?;
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     let n = op::hincrby(&mut g, ctx.db(), &k, ctx.arg(2), incr)?;
     drop(g);
     ctx.int(n)
@@ -225,15 +226,15 @@ fn hincrby(ctx: &mut Ctx) -> CmdResult {
 fn hincrbyfloat(ctx: &mut Ctx) -> CmdResult {
     let incr = match FloatIncr::parse(ctx.arg(3)) {
         Ok(incr) => incr,
-        Err(LdClass::Infinite) => return Err(CmdError::text("ERR value is NaN or Infinity")),
+        Err(LdClass::Infinite) => return Err(CmdError::text(errors::NAN_OR_INFINITY)),
         Err(_) => return Err(CmdError::NotFloat),
     };
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     let text = op::hincrbyfloat(&mut g, ctx.db(), &k, ctx.arg(2), incr)?;
     // Journaled as the result (Redis: HSET key field result).
-    cairn_engine::record::stage(e, ctx.db(), &[b"HSET", k.bytes, ctx.arg(2), &text]);
+    cairn_engine::rewrite::hset(e, &ctx.cx, ctx.db(), k.bytes, ctx.arg(2), &text);
     drop(g);
     ctx.bulk(&text)
 }
@@ -252,7 +253,7 @@ fn hrandfield(ctx: &mut Ctx) -> CmdResult {
     let db = ctx.db();
     let (out, proto) = (&mut *ctx.out, ctx.client.proto);
     if ctx.args.len() == 2 {
-        let mut g = e.lock(&k);
+        let mut g = e.lock(&ctx.cx, &k);
         op::view(&mut g, db, &k, |h| {
             let mut w = ReplyWriter::new(out, proto);
             match h.and_then(op::random_field) {
@@ -265,10 +266,7 @@ fn hrandfield(ctx: &mut Ctx) -> CmdResult {
     // Checked in this order, all before the key is looked up.
     let count = args::int(ctx.args.get(2))?;
     if count == i64::MIN {
-        return Err(CmdError::text(
-            "ERR value is out of range, value must between -9223372036854775807 and \
-             9223372036854775807",
-        ));
+        return Err(CmdError::text(errors::OUT_OF_LONG_RANGE));
     }
     let with_values = match ctx.args.len() {
         3 => false,
@@ -276,9 +274,9 @@ fn hrandfield(ctx: &mut Ctx) -> CmdResult {
         _ => return Err(CmdError::Syntax),
     };
     if with_values && !(-RANDFIELD_MAX_WITHVALUES..=RANDFIELD_MAX_WITHVALUES).contains(&count) {
-        return Err(CmdError::text("ERR value is out of range"));
+        return Err(CmdError::text(errors::OUT_OF_RANGE));
     }
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     op::view(&mut g, db, &k, |h| {
         let mut w = ReplyWriter::new(out, proto);
         let Some(h) = h else {
@@ -318,7 +316,7 @@ fn hscan(ctx: &mut Ctx) -> CmdResult {
     let k = e.key(ctx.arg(1));
     let (db, a) = (ctx.db(), ctx.args);
     let mut pairs = Vec::new();
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     let next = op::view(&mut g, db, &k, |h| -> Result<u64, CmdError> {
         let Some(h) = h else { return Ok(0) };
         let (pattern, count) = args::scan_options(a.iter_from(3))?;

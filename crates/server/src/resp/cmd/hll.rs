@@ -3,11 +3,12 @@
 //! (`cairn_engine::ops::hll`), so GET/SET move HyperLogLogs between Cairn
 //! and Redis unchanged. Multi-key commands lock all their keys at once.
 use super::bitmap::c_str;
+use crate::exec::table::Def;
 use crate::resp::ctx::{CmdResult, Ctx};
+use crate::resp::errors;
 use crate::resp::errors::CmdError;
-use crate::resp::table::Def;
 use cairn_engine::ops::hll::{self as op, PfDebug, PfDebugReply};
-use cairn_engine::Key;
+use cairn_engine::{Error, Key};
 use smallvec::SmallVec;
 
 pub const COMMANDS: &[Def] = &[
@@ -34,7 +35,7 @@ fn pfadd(ctx: &mut Ctx) -> CmdResult {
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
     let max = sparse_max_bytes(ctx);
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     let changed = op::pfadd(&mut g, ctx.db(), &k, max, ctx.args.iter_from(2))?;
     drop(g);
     ctx.int(changed as i64)
@@ -45,7 +46,7 @@ fn pfadd(ctx: &mut Ctx) -> CmdResult {
 fn pfcount(ctx: &mut Ctx) -> CmdResult {
     let e = ctx.engine();
     let keys: Keys = ctx.args.iter_from(1).map(|a| e.key(a)).collect();
-    let mut g = e.lock_keys(&keys);
+    let mut g = e.lock_keys(&ctx.cx, &keys);
     let n = op::pfcount(&mut g, ctx.db(), &keys)?;
     drop(g);
     ctx.int(n as i64)
@@ -56,7 +57,7 @@ fn pfmerge(ctx: &mut Ctx) -> CmdResult {
     let e = ctx.engine();
     let keys: Keys = ctx.args.iter_from(1).map(|a| e.key(a)).collect();
     let max = sparse_max_bytes(ctx);
-    let mut g = e.lock_keys(&keys);
+    let mut g = e.lock_keys(&ctx.cx, &keys);
     op::pfmerge(&mut g, ctx.db(), &keys[0], max, &keys[1..])?;
     drop(g);
     ctx.ok()
@@ -67,6 +68,14 @@ fn pfmerge(ctx: &mut Ctx) -> CmdResult {
 /// 1/0 for a conversion to dense. The key is checked before the
 /// subcommand name, as in Redis.
 fn pfdebug(ctx: &mut Ctx) -> CmdResult {
+    pfdebug_run(ctx).map_err(|err| match err {
+        CmdError::Engine(Error::NoSuchKey) => CmdError::text(errors::PFDEBUG_NO_KEY),
+        other => other,
+    })
+}
+
+/// PFDEBUG itself; `pfdebug` words its missing key.
+fn pfdebug_run(ctx: &mut Ctx) -> CmdResult {
     let sub = ctx.arg(1);
     let name = c_str(sub);
     let parsed = [
@@ -80,7 +89,7 @@ fn pfdebug(ctx: &mut Ctx) -> CmdResult {
     .map(|(_, s)| s);
     let e = ctx.engine();
     let k = e.key(ctx.arg(2));
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     let reply = op::pfdebug(&mut g, ctx.db(), &k, parsed)?;
     drop(g);
     let mut w = ctx.reply();
@@ -95,10 +104,7 @@ fn pfdebug(ctx: &mut Ctx) -> CmdResult {
         PfDebugReply::Encoding(enc) => w.simple(enc),
         PfDebugReply::Converted(c) => w.int(c as i64),
         PfDebugReply::Unknown => {
-            let mut msg = b"ERR Unknown PFDEBUG subcommand '".to_vec();
-            msg.extend_from_slice(name);
-            msg.push(b'\'');
-            return Err(CmdError::Bytes(msg));
+            return Err(errors::pfdebug_unknown(name));
         }
     }
     Ok(())
@@ -108,6 +114,6 @@ fn pfdebug(ctx: &mut Ctx) -> CmdResult {
 fn pfselftest(ctx: &mut Ctx) -> CmdResult {
     match op::selftest() {
         Ok(()) => ctx.ok(),
-        Err(msg) => Err(CmdError::text(msg)),
+        Err(failure) => Err(errors::hll_selftest(failure)),
     }
 }

@@ -18,9 +18,10 @@
 //! writes its own counters with a plain load + store), so CONFIG RESETSTAT
 //! cannot zero them from another thread without racing. Instead it takes a
 //! snapshot, and INFO reports `current - snapshot`.
+use crate::exec::table::Def;
 use crate::resp::ctx::{CmdResult, Ctx};
-use crate::resp::table::Def;
 use crate::shared::Shared;
+use cairn_engine::Cx;
 use parking_lot::{const_mutex, Mutex};
 use std::fmt::{Display, Write as _};
 use std::sync::atomic::Ordering;
@@ -33,7 +34,7 @@ pub const COMMANDS: &[Def] = &[Def::new("info", info)];
 /// string, format `txt`); an unknown section contributes nothing.
 fn info(ctx: &mut Ctx) -> CmdResult {
     let sel = Selection::parse(ctx.args.iter_from(1));
-    let text = report(ctx.shared, &sel);
+    let text = report(ctx.shared, &ctx.cx, &sel);
     ctx.reply().verbatim("txt", text.as_bytes());
     Ok(())
 }
@@ -97,12 +98,12 @@ impl Selection {
 
 /// Builds the INFO text for `sel`: sections in Redis's order, separated by
 /// an empty line.
-fn report(shared: &Shared, sel: &Selection) -> String {
+fn report(shared: &Shared, cx: &Cx, sel: &Selection) -> String {
     let mut out = String::with_capacity(4096);
     let needs_engine = ["memory", "stats", "keyspace", "persistence"]
         .iter()
         .any(|s| sel.wants(s));
-    let engine = needs_engine.then(|| EngineTotals::read(shared));
+    let engine = needs_engine.then(|| EngineTotals::read(shared, cx));
     let counters = Counters::read(shared, engine.as_ref());
     let since_reset = counters.minus(&BASELINE.lock());
 
@@ -193,8 +194,9 @@ struct EngineTotals {
 }
 
 impl EngineTotals {
-    /// One pass over the shards, each locked only while it is read.
-    fn read(shared: &Shared) -> EngineTotals {
+    /// One pass over the shards, each locked only while it is read (or
+    /// read from the hold of `cx`'s EXEC).
+    fn read(shared: &Shared, cx: &Cx) -> EngineTotals {
         let dbs = shared.engine.databases();
         let mut t = EngineTotals {
             keys: vec![0; dbs],
@@ -205,7 +207,7 @@ impl EngineTotals {
             expired: 0,
             evicted: 0,
         };
-        shared.engine.for_each_shard_read(|_, shard| {
+        shared.engine.for_each_shard_read(cx, |_, shard| {
             for db in 0..dbs {
                 let table = shard.db(db);
                 t.keys[db] += table.len() as u64;
@@ -306,14 +308,12 @@ static BASELINE: Mutex<Option<Counters>> = const_mutex(None);
 /// CONFIG RESETSTAT: from now on INFO's stats, commandstats and errorstats
 /// count from zero (server.c `resetServerStats`, `resetCommandTableStats`,
 /// `resetErrorTableStats`). The slow log is not touched, as in Redis.
-pub fn reset_stats(shared: &Shared) {
-    let engine = EngineTotals::read(shared);
+pub fn reset_stats(shared: &Shared, cx: &Cx) {
+    let engine = EngineTotals::read(shared, cx);
     let now = Counters::read(shared, Some(&engine));
     *SAMPLE.lock() = Some(Sample::start(Instant::now(), &now));
     *BASELINE.lock() = Some(now);
-    for t in ERRORS.iter() {
-        t.lock().clear();
-    }
+    crate::exec::errorstats::reset();
     *shared.stat_reset_at.lock() = Instant::now();
 }
 
@@ -377,54 +377,9 @@ fn rates(shared: &Shared, c: &Counters) -> (u64, f64, f64) {
 
 // ----------------------------------------------------------- errorstats ---
 
-/// Distinct error codes tracked per worker. Redis's codes are a handful
-/// (ERR, WRONGTYPE, NOAUTH, ...); the bound keeps a client that makes up
-/// codes from growing the table.
-const MAX_ERROR_CODES: usize = 128;
-
-/// Workers with a table of their own: `server-threads` is at most 1024.
-const MAX_WORKERS: usize = 1024;
-
-/// One worker's (error code, count) pairs.
-type ErrorTable = Mutex<Vec<(Box<str>, u64)>>;
-
-/// Locked by its worker when counting and by INFO / RESETSTAT, so
-/// uncontended; 32 KiB in all.
-static ERRORS: [ErrorTable; MAX_WORKERS] = [const { const_mutex(Vec::new()) }; MAX_WORKERS];
-
-/// Counts one error reply under its code: the text before the first space
-/// within the first 31 bytes, or `ERR` when there is none (networking.c
-/// `afterErrorReply`). `msg` is the reply without the leading `-`.
-///
-/// The dispatcher's error path (`dispatch::write_error`), where every
-/// error reply is written, calls it.
-pub fn record_error(worker: usize, msg: &[u8]) {
-    let head = &msg[..msg.len().min(31)];
-    let code = match memchr::memchr(b' ', head) {
-        Some(i) if i > 0 => String::from_utf8_lossy(&msg[..i]),
-        _ => "ERR".into(),
-    };
-    let mut t = ERRORS[worker % MAX_WORKERS].lock();
-    if let Some(entry) = t.iter_mut().find(|(c, _)| **c == *code) {
-        entry.1 += 1;
-    } else if t.len() < MAX_ERROR_CODES {
-        t.push((code.into(), 1));
-    }
-}
-
 /// `errorstat_<CODE>:count=<n>`, codes sorted as Redis's rax returns them.
 fn errorstats_section(out: &mut String) {
-    let mut all: Vec<(Box<str>, u64)> = Vec::new();
-    for t in ERRORS.iter() {
-        for (code, n) in t.lock().iter() {
-            match all.iter_mut().find(|(c, _)| c == code) {
-                Some(e) => e.1 += n,
-                None => all.push((code.clone(), *n)),
-            }
-        }
-    }
-    all.sort();
-    for (code, n) in all {
+    for (code, n) in crate::exec::errorstats::totals() {
         let _ = write!(out, "errorstat_{code}:count={n}\r\n");
     }
 }
@@ -444,7 +399,7 @@ fn server_section(out: &mut String, shared: &Shared) {
     let exe = std::env::current_exe()
         .map(|p| p.display().to_string())
         .unwrap_or_default();
-    field(out, "redis_version", crate::resp::meta::REDIS_VERSION);
+    field(out, "redis_version", crate::exec::meta::REDIS_VERSION);
     field(out, "cairn_version", crate::VERSION);
     field(out, "redis_mode", "standalone");
     field(out, "os", os_name());
@@ -485,6 +440,8 @@ fn server_section(out: &mut String, shared: &Shared) {
     if let Some(s) = *b.last.lock() {
         field(out, "cairn_worker_load", format!("{:.2}", s.work));
         field(out, "cairn_cpu_others", format!("{:.2}", s.others));
+        field(out, "cairn_cpus_allowed", s.cores);
+        field(out, "cairn_cpus_online", s.online);
     }
 }
 
@@ -825,34 +782,9 @@ fn replication_section(out: &mut String) {
     field(out, "repl_backlog_histlen", 0);
 }
 
-fn getrusage(who: libc::c_int) -> Option<libc::rusage> {
-    // SAFETY: rusage is plain data that getrusage fills in.
-    unsafe {
-        let mut ru: libc::rusage = std::mem::zeroed();
-        (libc::getrusage(who, &mut ru) == 0).then_some(ru)
-    }
-}
-
-/// `getrusage(who)` as (system, user) seconds with six decimals.
-pub(crate) fn rusage(who: libc::c_int) -> (String, String) {
-    let Some(ru) = getrusage(who) else {
-        return ("0.000000".into(), "0.000000".into());
-    };
-    let t = |tv: libc::timeval| format!("{}.{:06}", tv.tv_sec, tv.tv_usec);
-    (t(ru.ru_stime), t(ru.ru_utime))
-}
-
-/// System plus user CPU time of `getrusage(who)` in microseconds (0 if
-/// it fails): `RUSAGE_THREAD` for the calling thread, `RUSAGE_SELF` for
-/// the process.
-pub(crate) fn cpu_us(who: libc::c_int) -> u64 {
-    let us = |tv: libc::timeval| tv.tv_sec as u64 * 1_000_000 + tv.tv_usec as u64;
-    getrusage(who).map_or(0, |ru| us(ru.ru_stime) + us(ru.ru_utime))
-}
-
 fn cpu_section(out: &mut String) {
-    let (sys, user) = rusage(libc::RUSAGE_SELF);
-    let (sys_children, user_children) = rusage(libc::RUSAGE_CHILDREN);
+    let (sys, user) = crate::process::rusage(libc::RUSAGE_SELF);
+    let (sys_children, user_children) = crate::process::rusage(libc::RUSAGE_CHILDREN);
     field(out, "used_cpu_sys", &sys);
     field(out, "used_cpu_user", &user);
     field(out, "used_cpu_sys_children", sys_children);
@@ -888,6 +820,7 @@ fn commandstats_section(out: &mut String, shared: &Shared, c: &Counters) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::exec::errorstats::record_error;
 
     #[test]
     fn human_sizes_match_redis() {

@@ -1,10 +1,11 @@
 //! BGREWRITEAOF: journal compaction (issue 6). Replies and error texts are
 //! Redis 7.0's (`aof.c` bgrewriteaofCommand); the work is
 //! `crate::journal::rewrite`.
+use crate::exec::table::Def;
 use crate::journal::rewrite::{self, Started};
 use crate::resp::ctx::{CmdResult, Ctx};
+use crate::resp::errors;
 use crate::resp::errors::CmdError;
-use crate::resp::table::Def;
 
 pub const COMMANDS: &[Def] = &[Def::new("bgrewriteaof", bgrewriteaof)];
 
@@ -24,6 +25,6 @@ fn bgrewriteaof(ctx: &mut Ctx) -> CmdResult {
                 .simple("Background append only file rewriting scheduled");
             Ok(())
         }
-        Err(e) => Err(CmdError::text(e)),
+        Err(rewrite::AlreadyRunning) => Err(CmdError::text(errors::BGREWRITEAOF_IN_PROGRESS)),
     }
 }

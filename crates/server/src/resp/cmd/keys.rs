@@ -10,12 +10,14 @@
 //! options) are dropped on one background thread, Redis's lazyfree bio
 //! thread, after the shard locks are released.
 use crate::config::MaxmemoryPolicy;
+use crate::exec::table::Def;
 use crate::resp::args;
 use crate::resp::cmd::reply_help;
 use crate::resp::ctx::{CmdResult, Ctx};
+use crate::resp::errors;
 use crate::resp::errors::CmdError;
-use crate::resp::table::Def;
 use cairn_engine::ops::keys::{self as op, ExpireCond, ExpireOutcome, ScanFilter, Ttl, TypeFilter};
+use cairn_engine::rewrite;
 use cairn_engine::{Error as EngineError, Key, Kind, Owned};
 use cairn_protocol::resp::ReplyWriter;
 use smallvec::SmallVec;
@@ -86,9 +88,12 @@ fn unlink(ctx: &mut Ctx) -> CmdResult {
 fn remove_keys(ctx: &mut Ctx, lazy: bool) -> CmdResult {
     let keys = keys_from(ctx, 1);
     let mut removed: SmallVec<[Owned; 4]> = SmallVec::new();
-    let n = op::del(&mut ctx.engine().lock_keys(&keys), ctx.db(), &keys, |e| {
-        removed.push(e)
-    });
+    let n = op::del(
+        &mut ctx.engine().lock_keys(&ctx.cx, &keys),
+        ctx.db(),
+        &keys,
+        |e| removed.push(e),
+    );
     for e in removed {
         free_entry(ctx, e, lazy);
     }
@@ -137,14 +142,14 @@ fn free_in_background(garbage: Box<dyn Send>) {
 /// EXISTS key [key ...] → integer: how many exist, repeats counted.
 fn exists(ctx: &mut Ctx) -> CmdResult {
     let keys = keys_from(ctx, 1);
-    let n = op::exists(&mut ctx.engine().lock_keys(&keys), ctx.db(), &keys);
+    let n = op::exists(&mut ctx.engine().lock_keys(&ctx.cx, &keys), ctx.db(), &keys);
     ctx.int(n as i64)
 }
 
 /// TOUCH key [key ...] → integer: how many exist (access time updated).
 fn touch(ctx: &mut Ctx) -> CmdResult {
     let keys = keys_from(ctx, 1);
-    let n = op::touch(&mut ctx.engine().lock_keys(&keys), ctx.db(), &keys);
+    let n = op::touch(&mut ctx.engine().lock_keys(&ctx.cx, &keys), ctx.db(), &keys);
     ctx.int(n as i64)
 }
 
@@ -152,7 +157,7 @@ fn touch(ctx: &mut Ctx) -> CmdResult {
 fn type_(ctx: &mut Ctx) -> CmdResult {
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
-    let kind = op::key_type(&mut e.lock(&k), ctx.db(), &k);
+    let kind = op::key_type(&mut e.lock(&ctx.cx, &k), ctx.db(), &k);
     ctx.reply().simple(kind.map_or("none", Kind::name));
     Ok(())
 }
@@ -192,19 +197,17 @@ fn expire_generic(ctx: &mut Ctx, unit: Unit, relative: bool, name: &'static str)
     let n = args::int(ctx.arg(2))?;
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     let base = if relative { g.now as i64 } else { 0 };
     let when = deadline(n, unit, base).ok_or(CmdError::InvalidExpire(name))?;
     // Journaled with an absolute time, options kept (Redis: PEXPIREAT),
     // or as DEL when the time has already passed and the key goes now.
     if e.journal_on() {
         if when <= g.now as i64 {
-            cairn_engine::record::stage(e, ctx.db(), &[b"DEL", k.bytes]);
+            rewrite::del(e, &ctx.cx, ctx.db(), k.bytes);
         } else {
-            let t = itoa::Buffer::new().format(when).to_owned();
-            let mut rec: Vec<&[u8]> = vec![b"PEXPIREAT", k.bytes, t.as_bytes()];
-            rec.extend(ctx.args.iter_from(3));
-            cairn_engine::record::stage(e, ctx.db(), &rec);
+            let flags = ctx.args.iter_from(3);
+            rewrite::pexpireat(e, &ctx.cx, ctx.db(), k.bytes, when as u64, flags);
         }
     }
     let outcome = op::expire(&mut g, ctx.db(), &k, when, cond);
@@ -246,21 +249,14 @@ fn parse_expire_cond(ctx: &Ctx) -> Result<ExpireCond, CmdError> {
         } else if args::is(opt, "lt") {
             c.lt = true;
         } else {
-            return Err(CmdError::text(format!(
-                "ERR Unsupported option {}",
-                c_str(opt)
-            )));
+            return Err(errors::expire_unsupported_option(&c_str(opt)));
         }
     }
     if c.nx && (c.xx || c.gt || c.lt) {
-        return Err(CmdError::text(
-            "ERR NX and XX, GT or LT options at the same time are not compatible",
-        ));
+        return Err(CmdError::text(errors::EXPIRE_NX_WITH_OTHERS));
     }
     if c.gt && c.lt {
-        return Err(CmdError::text(
-            "ERR GT and LT options at the same time are not compatible",
-        ));
+        return Err(CmdError::text(errors::EXPIRE_GT_WITH_LT));
     }
     Ok(c)
 }
@@ -296,7 +292,7 @@ fn pexpiretime(ctx: &mut Ctx) -> CmdResult {
 fn ttl_generic(ctx: &mut Ctx, unit: Unit, absolute: bool) -> CmdResult {
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     let t = op::ttl(&mut g, ctx.db(), &k);
     let now = g.now as i64;
     drop(g);
@@ -319,7 +315,7 @@ fn ttl_generic(ctx: &mut Ctx, unit: Unit, absolute: bool) -> CmdResult {
 fn persist(ctx: &mut Ctx) -> CmdResult {
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
-    let done = op::persist(&mut e.lock(&k), ctx.db(), &k);
+    let done = op::persist(&mut e.lock(&ctx.cx, &k), ctx.db(), &k);
     ctx.int(i64::from(done))
 }
 
@@ -339,7 +335,7 @@ fn renamenx(ctx: &mut Ctx) -> CmdResult {
 fn rename_generic(ctx: &mut Ctx, nx: bool) -> Result<bool, CmdError> {
     let e = ctx.engine();
     let (from, to) = (e.key(ctx.arg(1)), e.key(ctx.arg(2)));
-    let mut g = e.lock_keys(&[from, to]);
+    let mut g = e.lock_keys(&ctx.cx, &[from, to]);
     Ok(op::rename(&mut g, ctx.db(), &from, &to, nx)?)
 }
 
@@ -348,7 +344,7 @@ fn move_(ctx: &mut Ctx) -> CmdResult {
     let to = db_arg(ctx, ctx.arg(2))?;
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
-    let moved = op::move_key(&mut e.lock(&k), ctx.db(), to, &k)?;
+    let moved = op::move_key(&mut e.lock(&ctx.cx, &k), ctx.db(), to, &k)?;
     ctx.int(i64::from(moved))
 }
 
@@ -372,7 +368,7 @@ fn copy(ctx: &mut Ctx) -> CmdResult {
     let e = ctx.engine();
     let (from, to) = (e.key(ctx.arg(1)), e.key(ctx.arg(2)));
     let mut replaced = None;
-    let mut g = e.lock_keys(&[from, to]);
+    let mut g = e.lock_keys(&ctx.cx, &[from, to]);
     let copied = op::copy(&mut g, ctx.db(), &from, dst_db, &to, replace, |old| {
         replaced = Some(old)
     })?;
@@ -398,9 +394,7 @@ fn db_arg(ctx: &Ctx, arg: &[u8]) -> Result<usize, CmdError> {
 /// Redis `getIntFromObjectOrReply` with its default messages.
 fn int32(arg: &[u8]) -> Result<i32, CmdError> {
     let n = args::int(arg)?;
-    i32::try_from(n).map_err(|_| {
-        CmdError::text("ERR value is out of range, value must between -2147483648 and 2147483647")
-    })
+    i32::try_from(n).map_err(|_| CmdError::text(errors::OUT_OF_INT_RANGE))
 }
 
 /// KEYS pattern → array of every matching key, in no particular order.
@@ -408,7 +402,7 @@ fn keys(ctx: &mut Ctx) -> CmdResult {
     let (db, proto) = (ctx.db(), ctx.client.proto);
     let mut body = Vec::new();
     let mut n = 0usize;
-    op::keys(ctx.engine(), db, ctx.arg(1), |k| {
+    op::keys(ctx.engine(), &ctx.cx, db, ctx.arg(1), |k| {
         ReplyWriter::new(&mut body, proto).bulk(k);
         n += 1;
     });
@@ -455,7 +449,7 @@ fn scan(ctx: &mut Ctx) -> CmdResult {
     let (db, proto) = (ctx.db(), ctx.client.proto);
     let mut body = Vec::new();
     let mut n = 0usize;
-    let next = op::scan(ctx.engine(), db, cursor, count, filter, |k| {
+    let next = op::scan(ctx.engine(), &ctx.cx, db, cursor, count, filter, |k| {
         ReplyWriter::new(&mut body, proto).bulk(k);
         n += 1;
     });
@@ -469,20 +463,20 @@ fn scan(ctx: &mut Ctx) -> CmdResult {
 
 /// RANDOMKEY → a random key, or null when the database is empty.
 fn randomkey(ctx: &mut Ctx) -> CmdResult {
-    let k = op::random_key(ctx.engine(), ctx.db());
+    let k = op::random_key(ctx.engine(), &ctx.cx, ctx.db());
     ctx.bulk_or_null(k.as_deref())
 }
 
 /// DBSIZE → integer: keys in the current database.
 fn dbsize(ctx: &mut Ctx) -> CmdResult {
-    let n = ctx.engine().dbsize(ctx.db());
+    let n = ctx.engine().dbsize(&ctx.cx, ctx.db());
     ctx.int(n as i64)
 }
 
 /// FLUSHDB [ASYNC|SYNC] → +OK.
 fn flushdb(ctx: &mut Ctx) -> CmdResult {
     let lazy = flush_mode(ctx)?;
-    let old = ctx.engine().flush(Some(ctx.db()));
+    let old = ctx.engine().flush(&ctx.cx, Some(ctx.db()));
     free_tables(old, lazy);
     ctx.ok()
 }
@@ -491,9 +485,9 @@ fn flushdb(ctx: &mut Ctx) -> CmdResult {
 fn flushall(ctx: &mut Ctx) -> CmdResult {
     let lazy = flush_mode(ctx)?;
     crate::snapshots::before_flushall(ctx.shared, ctx.client.in_exec);
-    let old = ctx.engine().flush(None);
+    let old = ctx.engine().flush(&ctx.cx, None);
     free_tables(old, lazy);
-    crate::snapshots::after_flushall(ctx.shared, ctx.client.in_exec);
+    crate::snapshots::after_flushall(ctx.shared, &ctx.cx, ctx.client.in_exec);
     ctx.ok()
 }
 
@@ -519,8 +513,8 @@ fn free_tables(old: Vec<cairn_engine::table::Table>, lazy: bool) {
 /// SWAPDB index1 index2 → +OK. Each index must be an int (else "invalid
 /// first/second DB index"), then both in range.
 fn swapdb(ctx: &mut Ctx) -> CmdResult {
-    let a = int32(ctx.arg(1)).map_err(|_| CmdError::text("ERR invalid first DB index"))?;
-    let b = int32(ctx.arg(2)).map_err(|_| CmdError::text("ERR invalid second DB index"))?;
+    let a = int32(ctx.arg(1)).map_err(|_| CmdError::text(errors::SWAPDB_FIRST_INVALID))?;
+    let b = int32(ctx.arg(2)).map_err(|_| CmdError::text(errors::SWAPDB_SECOND_INVALID))?;
     let n = ctx.engine().databases();
     let (Some(a), Some(b)) = (
         usize::try_from(a).ok().filter(|&d| d < n),
@@ -529,7 +523,7 @@ fn swapdb(ctx: &mut Ctx) -> CmdResult {
         return Err(EngineError::DbIndexOutOfRange.into());
     };
     if a != b {
-        ctx.engine().swap_dbs(a, b);
+        ctx.engine().swap_dbs(&ctx.cx, a, b);
     }
     ctx.ok()
 }
@@ -538,7 +532,7 @@ fn swapdb(ctx: &mut Ctx) -> CmdResult {
 fn object_info(ctx: &Ctx) -> Option<op::ObjectInfo> {
     let e = ctx.engine();
     let k = e.key(ctx.arg(2));
-    op::object(&mut e.lock(&k), ctx.db(), &k)
+    op::object(&mut e.lock(&ctx.cx, &k), ctx.db(), &k)
 }
 
 /// OBJECT ENCODING key → bulk encoding name, or null if missing.
@@ -574,9 +568,7 @@ fn object_idletime(ctx: &mut Ctx) -> CmdResult {
         return ctx.null();
     };
     if is_lfu(ctx.shared.config.read().maxmemory_policy) {
-        return Err(CmdError::text(
-            "ERR An LFU maxmemory policy is selected, idle time not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.",
-        ));
+        return Err(CmdError::text(errors::OBJECT_IDLETIME_UNDER_LFU));
     }
     ctx.int(info.idle_secs as i64)
 }
@@ -588,9 +580,7 @@ fn object_freq(ctx: &mut Ctx) -> CmdResult {
         return ctx.null();
     };
     if !is_lfu(ctx.shared.config.read().maxmemory_policy) {
-        return Err(CmdError::text(
-            "ERR An LFU maxmemory policy is not selected, access frequency not tracked. Please note that when switching between policies at runtime LRU and LFU data will take some time to adjust.",
-        ));
+        return Err(CmdError::text(errors::OBJECT_FREQ_WITHOUT_LFU));
     }
     ctx.int(i64::from(info.freq))
 }

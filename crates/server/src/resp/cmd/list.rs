@@ -12,11 +12,13 @@
 //! `block` answers the null reply) or on CLIENT UNBLOCK. On such a retry a
 //! watched key of another type is skipped rather than an error: Redis 7.0
 //! keeps the client blocked until a list appears there.
+use crate::exec::table::Def;
 use crate::resp::args;
 use crate::resp::ctx::{CmdResult, Ctx, OnTimeout};
+use crate::resp::errors;
 use crate::resp::errors::CmdError;
-use crate::resp::table::Def;
 use cairn_engine::ops::list::{self as op, Elem, End, Iter, LposOptions};
+use cairn_engine::rewrite;
 use cairn_engine::Key;
 use cairn_protocol::resp::ReplyWriter;
 use smallvec::SmallVec;
@@ -110,7 +112,7 @@ fn rpushx(ctx: &mut Ctx) -> CmdResult {
 fn push(ctx: &mut Ctx, end: End, only_existing: bool) -> CmdResult {
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     let n = op::push(
         &mut g,
         ctx.db(),
@@ -150,12 +152,7 @@ fn pop(ctx: &mut Ctx, end: End) -> CmdResult {
         return Err(CmdError::WrongArity(name));
     }
     let count = if ctx.argc() == 3 {
-        let n = ranged(
-            ctx.arg(2),
-            0,
-            i64::MAX,
-            "ERR value is out of range, must be positive",
-        )?;
+        let n = ranged(ctx.arg(2), 0, i64::MAX, errors::MUST_BE_POSITIVE)?;
         Some(usize::try_from(n).unwrap_or(usize::MAX))
     } else {
         None
@@ -164,7 +161,7 @@ fn pop(ctx: &mut Ctx, end: End) -> CmdResult {
     let k = e.key(ctx.arg(1));
     let db = ctx.db();
     let (out, proto) = (&mut *ctx.out, ctx.client.proto);
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     let found = op::pop(&mut g, db, &k, end, count.unwrap_or(1), |mut it| {
         let mut w = ReplyWriter::new(out, proto);
         match count {
@@ -210,7 +207,7 @@ fn parse_mpop(ctx: &Ctx, numkeys_idx: usize) -> Result<(usize, usize, End, usize
         ctx.arg(numkeys_idx),
         1,
         i64::MAX,
-        "ERR numkeys should be greater than 0",
+        errors::NUMKEYS_NOT_POSITIVE,
     )?;
     let argc = ctx.argc();
     let where_idx = match usize::try_from(numkeys) {
@@ -222,12 +219,7 @@ fn parse_mpop(ctx: &Ctx, numkeys_idx: usize) -> Result<(usize, usize, End, usize
     let mut j = where_idx + 1;
     while j < argc {
         if count.is_none() && args::is(ctx.arg(j), "count") && j + 1 < argc {
-            let n = ranged(
-                ctx.arg(j + 1),
-                1,
-                i64::MAX,
-                "ERR count should be greater than 0",
-            )?;
+            let n = ranged(ctx.arg(j + 1), 1, i64::MAX, errors::COUNT_NOT_POSITIVE)?;
             count = Some(usize::try_from(n).unwrap_or(usize::MAX));
             j += 2;
         } else {
@@ -254,15 +246,12 @@ fn mpop(
     let e = ctx.engine();
     let db = ctx.db();
     let (out, proto) = (&mut *ctx.out, ctx.client.proto);
-    let mut g = e.lock_keys(keys);
+    let mut g = e.lock_keys(&ctx.cx, keys);
     let served = op::pop_first(&mut g, db, keys, end, count, retry, |i, it| {
         // Journaled as the pop it did, on the key served (Redis: LMPOP's
         // and BLMPOP's non-blocking form).
         if e.journal_on() {
-            let c = itoa::Buffer::new().format(count).to_owned();
-            let side: &[u8] = if end == End::Left { b"LEFT" } else { b"RIGHT" };
-            let rec: [&[u8]; 6] = [b"LMPOP", b"1", keys[i].bytes, side, b"COUNT", c.as_bytes()];
-            cairn_engine::record::stage(e, db, &rec);
+            rewrite::lmpop(e, &ctx.cx, db, keys[i].bytes, end, count);
         }
         let mut w = ReplyWriter::new(out, proto);
         w.array(2);
@@ -278,7 +267,7 @@ fn mpop(
 fn llen(ctx: &mut Ctx) -> CmdResult {
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     let n = op::llen(&mut g, ctx.db(), &k)?;
     drop(g);
     ctx.int(n as i64)
@@ -293,7 +282,7 @@ fn lrange(ctx: &mut Ctx) -> CmdResult {
     let k = e.key(ctx.arg(1));
     let db = ctx.db();
     let (out, proto) = (&mut *ctx.out, ctx.client.proto);
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     op::lrange(&mut g, db, &k, start, stop, |it| {
         elems(&mut ReplyWriter::new(out, proto), it)
     })?;
@@ -309,7 +298,7 @@ fn lindex(ctx: &mut Ctx) -> CmdResult {
     let db = ctx.db();
     let idx_arg = ctx.arg(2);
     let (out, proto) = (&mut *ctx.out, ctx.client.proto);
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     op::view(&mut g, db, &k, |l| -> CmdResult {
         let mut w = ReplyWriter::new(out, proto);
         let Some(l) = l else {
@@ -343,10 +332,7 @@ fn lpos(ctx: &mut Ctx) -> CmdResult {
             // `ops::list::lpos`).
             let rank = args::int(ctx.arg(j + 1))?;
             if rank == 0 {
-                return Err(CmdError::text(
-                    "ERR RANK can't be zero: use 1 to start from the first match, 2 from the \
-                     second ... or use negative to start from the end of the list",
-                ));
+                return Err(CmdError::text(errors::LPOS_RANK_ZERO));
             }
             opts.rank = rank;
         } else if args::is(opt, "count") && more {
@@ -354,10 +340,10 @@ fn lpos(ctx: &mut Ctx) -> CmdResult {
                 ctx.arg(j + 1),
                 0,
                 i64::MAX,
-                "ERR COUNT can't be negative",
+                errors::LPOS_COUNT_NEGATIVE,
             )?);
         } else if args::is(opt, "maxlen") && more {
-            opts.maxlen = ranged(ctx.arg(j + 1), 0, i64::MAX, "ERR MAXLEN can't be negative")?;
+            opts.maxlen = ranged(ctx.arg(j + 1), 0, i64::MAX, errors::LPOS_MAXLEN_NEGATIVE)?;
         } else {
             return Err(CmdError::Syntax);
         }
@@ -365,7 +351,7 @@ fn lpos(ctx: &mut Ctx) -> CmdResult {
     }
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     let found = op::lpos(&mut g, ctx.db(), &k, ctx.arg(2), opts)?;
     drop(g);
     let mut w = ctx.reply();
@@ -391,7 +377,7 @@ fn lset(ctx: &mut Ctx) -> CmdResult {
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
     let db = ctx.db();
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     // Redis looks the key up (and type-checks it) before parsing the index.
     match g.write(db, &k) {
         None => return Err(CmdError::Engine(cairn_engine::Error::NoSuchKey)),
@@ -417,7 +403,7 @@ fn linsert(ctx: &mut Ctx) -> CmdResult {
     };
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     let n = op::linsert(&mut g, ctx.db(), &k, after, ctx.arg(3), ctx.arg(4))?;
     drop(g);
     ctx.int(n)
@@ -428,7 +414,7 @@ fn lrem(ctx: &mut Ctx) -> CmdResult {
     let count = args::int(ctx.arg(2))?;
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     let n = op::lrem(&mut g, ctx.db(), &k, count, ctx.arg(3))?;
     drop(g);
     ctx.int(n as i64)
@@ -440,7 +426,7 @@ fn ltrim(ctx: &mut Ctx) -> CmdResult {
     let stop = args::int(ctx.arg(3))?;
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     op::ltrim(&mut g, ctx.db(), &k, start, stop)?;
     drop(g);
     ctx.ok()
@@ -468,17 +454,9 @@ fn move_one(ctx: &mut Ctx, from: End, to: End, timeout_ms: Option<u64>) -> CmdRe
     let retry = timeout_ms.is_some() && ctx.is_retry();
     if timeout_ms.is_some() {
         // BLMOVE/BRPOPLPUSH are journaled as LMOVE (their non-blocking form).
-        let side = |x: End| -> &'static [u8] {
-            if x == End::Left {
-                b"LEFT"
-            } else {
-                b"RIGHT"
-            }
-        };
-        let rec: [&[u8]; 5] = [b"LMOVE", src.bytes, dst.bytes, side(from), side(to)];
-        cairn_engine::record::stage(e, ctx.db(), &rec);
+        rewrite::lmove(e, &ctx.cx, ctx.db(), src.bytes, dst.bytes, from, to);
     }
-    let mut g = e.lock_keys(&[src, dst]);
+    let mut g = e.lock_keys(&ctx.cx, &[src, dst]);
     let moved = op::lmove(&mut g, ctx.db(), &src, &dst, from, to, retry)?;
     drop(g);
     match (moved, timeout_ms) {
@@ -521,11 +499,10 @@ fn bpop(ctx: &mut Ctx, end: End) -> CmdResult {
     let db = ctx.db();
     let retry = ctx.is_retry();
     let (out, proto) = (&mut *ctx.out, ctx.client.proto);
-    let mut g = e.lock_keys(&keys);
+    let mut g = e.lock_keys(&ctx.cx, &keys);
     let served = op::pop_first(&mut g, db, &keys, end, 1, retry, |i, mut it| {
         // Journaled as the non-blocking pop it did, on the key served.
-        let name: &[u8] = if end == End::Left { b"LPOP" } else { b"RPOP" };
-        cairn_engine::record::stage(e, db, &[name, keys[i].bytes]);
+        rewrite::pop(e, &ctx.cx, db, end, keys[i].bytes);
         let mut w = ReplyWriter::new(out, proto);
         w.array(2);
         w.bulk(keys[i].bytes);

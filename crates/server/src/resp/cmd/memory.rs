@@ -2,12 +2,13 @@
 //! after Redis 7.0's `memoryCommand` (object.c). The figures come from
 //! `crate::memory` (jemalloc's per-thread counters: every live byte) and
 //! from jemalloc's arena statistics.
+use crate::exec::table::Def;
 use crate::memory;
 use crate::resp::cmd::reply_help;
 use crate::resp::ctx::{CmdResult, Ctx};
 use crate::resp::errors::CmdError;
-use crate::resp::table::Def;
 use crate::shared::Shared;
+use cairn_engine::Cx;
 use std::sync::atomic::Ordering;
 
 /// The MEMORY container command and its subcommands.
@@ -49,7 +50,7 @@ fn usage(ctx: &mut Ctx) -> CmdResult {
     let e = ctx.engine();
     let k = e.key(ctx.arg(2));
     let size = {
-        let mut g = e.lock(&k);
+        let mut g = e.lock(&ctx.cx, &k);
         g.peek_ref(ctx.db(), &k).map(|en| en.mem_bytes() as u64)
     };
     match size {
@@ -78,7 +79,7 @@ struct Overhead {
 }
 
 impl Overhead {
-    fn read(shared: &Shared) -> Overhead {
+    fn read(shared: &Shared, cx: &Cx) -> Overhead {
         use tikv_jemalloc_ctl::{epoch, stats};
         let used = shared.memory.refresh();
         let peak = (shared.memory.peak.load(Ordering::Relaxed) as u64).max(used);
@@ -98,7 +99,7 @@ impl Overhead {
         let n = shared.engine.databases();
         let mut index = vec![0u64; n];
         let mut keys = vec![0u64; n];
-        shared.engine.for_each_shard(|_, s| {
+        shared.engine.for_each_shard_read(cx, |_, s| {
             for db in 0..n {
                 let t = s.db(db);
                 index[db] += t.index_bytes() as u64;
@@ -161,7 +162,7 @@ fn diff(a: u64, b: u64) -> i64 {
 /// array), in Redis 7.0's order; a `db.N` entry for each database that
 /// holds keys.
 fn stats(ctx: &mut Ctx) -> CmdResult {
-    let o = Overhead::read(ctx.shared);
+    let o = Overhead::read(ctx.shared, &ctx.cx);
     let net = o.net();
     let mut w = ctx.reply();
     w.map(27 + o.dbs.len());
@@ -282,7 +283,7 @@ fn doctor_report(o: &Overhead, allocator: &str) -> String {
 
 /// MEMORY DOCTOR → verbatim text (RESP2 bulk).
 fn doctor(ctx: &mut Ctx) -> CmdResult {
-    let o = Overhead::read(ctx.shared);
+    let o = Overhead::read(ctx.shared, &ctx.cx);
     let v = tikv_jemalloc_ctl::version::read().unwrap_or("unknown");
     let allocator = format!("jemalloc-{}", v.split('-').next().unwrap_or(v));
     let report = doctor_report(&o, &allocator);

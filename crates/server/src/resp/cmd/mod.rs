@@ -1,8 +1,9 @@
 //! One file per command family; each exports `COMMANDS`, which
 //! `table::CommandTable::build` assembles into the one command table.
+use crate::exec::table::Def;
 use crate::resp::ctx::{CmdResult, Ctx};
+use crate::resp::errors;
 use crate::resp::errors::{truncate_lossy, CmdError};
-use crate::resp::table::Def;
 
 pub mod bitmap;
 pub mod client;
@@ -66,9 +67,8 @@ pub fn reply_help(ctx: &mut Ctx, lines: &[&str]) -> CmdResult {
 
 /// Redis's `addReplySubcommandSyntaxError`.
 pub fn subcommand_syntax_error(ctx: &Ctx) -> CmdError {
-    CmdError::text(format!(
-        "ERR unknown subcommand or wrong number of arguments for '{}'. Try {} HELP.",
-        truncate_lossy(ctx.arg(1), 128),
-        String::from_utf8_lossy(ctx.arg(0)).to_ascii_uppercase()
-    ))
+    errors::subcommand_syntax(
+        &truncate_lossy(ctx.arg(1), 128),
+        &String::from_utf8_lossy(ctx.arg(0)).to_ascii_uppercase(),
+    )
 }

@@ -16,12 +16,11 @@
 //! time is caught at EXEC, which looks every watched key up under the hold
 //! (a lookup of an expired key deletes it and sets the flag), as Redis's
 //! `isWatchedKeyExpired` does.
-use crate::client::Client;
+use crate::client::{discard_transaction, unwatch_all};
+use crate::exec::dispatch;
+use crate::exec::table::Def;
 use crate::resp::ctx::{Args, CmdResult, Ctx};
-use crate::resp::dispatch;
 use crate::resp::errors::CmdError;
-use crate::resp::table::Def;
-use crate::shared::Shared;
 use std::sync::atomic::Ordering;
 
 pub const COMMANDS: &[Def] = &[
@@ -35,7 +34,7 @@ pub const COMMANDS: &[Def] = &[
 /// MULTI → +OK; later commands are queued until EXEC or DISCARD.
 fn multi(ctx: &mut Ctx) -> CmdResult {
     if ctx.client.multi.is_some() {
-        return Err(CmdError::text("ERR MULTI calls can not be nested"));
+        return Err(CmdError::text(crate::resp::errors::MULTI_NESTED));
     }
     ctx.client.multi = Some(Default::default());
     ctx.client.info.multi.store(0, Ordering::Relaxed);
@@ -45,23 +44,16 @@ fn multi(ctx: &mut Ctx) -> CmdResult {
 /// DISCARD → +OK; drops the queue and every WATCH.
 fn discard(ctx: &mut Ctx) -> CmdResult {
     if ctx.client.multi.is_none() {
-        return Err(CmdError::text("ERR DISCARD without MULTI"));
+        return Err(CmdError::text(crate::resp::errors::DISCARD_WITHOUT_MULTI));
     }
-    discard_transaction(ctx.shared, ctx.client);
+    discard_transaction(ctx.shared, &ctx.cx, ctx.client);
     ctx.ok()
-}
-
-/// Ends a transaction without running it (DISCARD, a refused EXEC, RESET).
-pub fn discard_transaction(shared: &Shared, client: &mut Client) {
-    client.multi = None;
-    client.info.multi.store(-1, Ordering::Relaxed);
-    unwatch_all(shared, client);
 }
 
 /// WATCH key [key ...] → +OK.
 fn watch(ctx: &mut Ctx) -> CmdResult {
     if ctx.client.multi.is_some() {
-        return Err(CmdError::text("ERR WATCH inside MULTI is not allowed"));
+        return Err(CmdError::text(crate::resp::errors::WATCH_INSIDE_MULTI));
     }
     let e = ctx.engine();
     let db = ctx.db();
@@ -75,7 +67,7 @@ fn watch(ctx: &mut Ctx) -> CmdResult {
             continue;
         }
         let k = e.key(key);
-        let mut g = e.lock(&k);
+        let mut g = e.lock(&ctx.cx, &k);
         // A key already past its expire time is deleted now, before the
         // watch starts, so its (logically old) expiry fails no EXEC
         // (Redis: "WATCH stale keys should not fail EXEC").
@@ -93,49 +85,40 @@ fn watch(ctx: &mut Ctx) -> CmdResult {
 
 /// UNWATCH → +OK.
 fn unwatch(ctx: &mut Ctx) -> CmdResult {
-    unwatch_all(ctx.shared, ctx.client);
+    unwatch_all(ctx.shared, &ctx.cx, ctx.client);
     ctx.ok()
-}
-
-/// Drops every WATCH of `client` and clears its dirty flag. Also run when
-/// the connection closes, so no shard keeps a dead client's flag.
-pub fn unwatch_all(shared: &Shared, client: &mut Client) {
-    let e = &shared.engine;
-    for (db, key) in client.watched.drain(..) {
-        let k = e.key(&key);
-        e.lock(&k).unwatch(db, &k, &client.info.dirty_cas);
-    }
-    client.info.dirty_cas.store(false, Ordering::Relaxed);
-    client.info.watching.store(0, Ordering::Relaxed);
 }
 
 /// EXEC → an array of the queued commands' replies; a null array if a
 /// watched key changed; EXECABORT if queueing failed.
 fn exec(ctx: &mut Ctx) -> CmdResult {
     let Some(m) = ctx.client.multi.take() else {
-        return Err(CmdError::text("ERR EXEC without MULTI"));
+        return Err(CmdError::text(crate::resp::errors::EXEC_WITHOUT_MULTI));
     };
     ctx.client.info.multi.store(-1, Ordering::Relaxed);
     if m.aborted {
-        unwatch_all(ctx.shared, ctx.client);
+        unwatch_all(ctx.shared, &ctx.cx, ctx.client);
         return Err(CmdError::text(
             "EXECABORT Transaction discarded because of previous errors.",
         ));
     }
     let shared = ctx.shared;
     let e = &shared.engine;
-    let hold = e.hold_all();
+    let hold = e.hold_all(&ctx.cx);
+    // Every lock of the transaction, its queued commands' included, is
+    // served from the hold through this context.
+    let cx = ctx.cx.with_hold(&hold);
     for (db, key) in &ctx.client.watched {
         let k = e.key(key);
-        e.lock(&k).exists(*db, &k);
+        e.lock(&cx, &k).exists(*db, &k);
     }
     if ctx.client.info.dirty_cas.load(Ordering::Relaxed) {
         drop(hold);
-        unwatch_all(shared, ctx.client);
+        unwatch_all(shared, &ctx.cx, ctx.client);
         ctx.reply().null_array();
         return Ok(());
     }
-    unwatch_all(shared, ctx.client);
+    unwatch_all(shared, &cx, ctx.client);
     ctx.reply().array(m.queued.len());
     let stats = &shared.worker_stats[ctx.client.info.worker()];
     ctx.client.in_exec = true;
@@ -149,13 +132,16 @@ fn exec(ctx: &mut Ctx) -> CmdResult {
             Args::new(&[], list),
             ctx.out,
             stats,
+            &cx,
         );
         // Each command's notifications and pushes to this very client go
         // out where Redis sends them: inside EXEC's reply, after that
         // command. (Publishing and waking touch no shard, so this is safe
         // under the hold.)
-        crate::keyevents::after_command(shared);
-        if let Some((at, len)) = crate::pubsub::place_pushes(ctx.out, start) {
+        if let Some(state) = cx.state() {
+            crate::keyevents::after_command(shared, state, Some(&mut *ctx.client));
+        }
+        if let Some((at, len)) = crate::pubsub::place_pushes(ctx.client, ctx.out, start) {
             ctx.client.out_refs.shift(at, len);
         }
     }

@@ -6,11 +6,12 @@
 //! `crate::pubsub`; this file parses arguments and writes the replies.
 //! Subscribe confirmations are pushes (`>3` in RESP3), written through
 //! `pubsub` so that CLIENT REPLY OFF does not drop them, as in Redis.
+use crate::exec::table::Def;
 use crate::pubsub::{self, Kind};
 use crate::resp::cmd::{reply_help, subcommand_syntax_error};
 use crate::resp::ctx::{CmdResult, Ctx};
+use crate::resp::errors;
 use crate::resp::errors::CmdError;
-use crate::resp::table::Def;
 
 pub const COMMANDS: &[Def] = &[
     Def::new("subscribe", subscribe),
@@ -72,9 +73,7 @@ fn punsubscribe(ctx: &mut Ctx) -> CmdResult {
 /// `CLIENT_DENY_BLOCKING` without the MULTI exemption.
 fn ssubscribe(ctx: &mut Ctx) -> CmdResult {
     if ctx.client.in_exec {
-        return Err(CmdError::text(
-            "ERR SSUBSCRIBE isn't allowed for a DENY BLOCKING client",
-        ));
+        return Err(CmdError::text(errors::SSUBSCRIBE_DENY_BLOCKING));
     }
     sub(ctx, Kind::Shard)
 }
@@ -87,13 +86,15 @@ fn sunsubscribe(ctx: &mut Ctx) -> CmdResult {
 /// PUBLISH channel message → integer: deliveries (channel and pattern
 /// subscribers together).
 fn publish(ctx: &mut Ctx) -> CmdResult {
-    let n = pubsub::publish(ctx.shared, false, ctx.arg(1), ctx.arg(2));
+    let (channel, message) = (ctx.arg(1), ctx.arg(2));
+    let n = pubsub::publish(ctx.shared, Some(&mut *ctx.client), false, channel, message);
     ctx.int(n as i64)
 }
 
 /// SPUBLISH shardchannel message → integer: shard channel subscribers.
 fn spublish(ctx: &mut Ctx) -> CmdResult {
-    let n = pubsub::publish(ctx.shared, true, ctx.arg(1), ctx.arg(2));
+    let (channel, message) = (ctx.arg(1), ctx.arg(2));
+    let n = pubsub::publish(ctx.shared, Some(&mut *ctx.client), true, channel, message);
     ctx.int(n as i64)
 }
 

@@ -4,18 +4,19 @@
 //! replication.c `monitorCommand`). INFO lives in `info.rs`.
 //!
 //! COMMAND's replies are rendered from the metadata Redis itself publishes
-//! (`resp::meta`), so they are byte-identical to Redis 7.0 for every command
+//! (`exec::meta`), so they are byte-identical to Redis 7.0 for every command
 //! in Cairn's table; commands Cairn does not implement do not exist here.
 use crate::client::Client;
 use crate::config::{Config, MaxmemoryPolicy};
+use crate::exec::meta::{self, M};
+use crate::exec::table::{Command, CommandTable, Def};
 use crate::log;
 use crate::resp::args;
 use crate::resp::cmd::info;
 use crate::resp::cmd::{reply_help, subcommand_syntax_error};
 use crate::resp::ctx::{CmdResult, Ctx};
+use crate::resp::errors;
 use crate::resp::errors::CmdError;
-use crate::resp::meta::{self, M};
-use crate::resp::table::{Command, CommandTable, Def};
 use cairn_engine::value::{HashValue, SetValue, StrValue};
 use cairn_engine::Value;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -222,17 +223,15 @@ fn command_getkeys(ctx: &mut Ctx) -> CmdResult {
         other => other,
     };
     let Some(cmd) = cmd else {
-        return Err(CmdError::text("ERR Invalid command specified"));
+        return Err(CmdError::text(errors::GETKEYS_INVALID_COMMAND));
     };
     let specs = key_specs(cmd);
     if !specs.iter().any(|s| !s.not_key) {
-        return Err(CmdError::text("ERR The command has no key arguments"));
+        return Err(CmdError::text(errors::GETKEYS_NO_KEYS));
     }
     let argc = ctx.argc() - 2;
     if !cmd.arity_ok(argc) {
-        return Err(CmdError::text(
-            "ERR Invalid number of arguments specified for command",
-        ));
+        return Err(CmdError::text(errors::GETKEYS_BAD_ARITY));
     }
     let argv: Vec<&[u8]> = ctx.args.iter_from(2).collect();
     // Redis uses SET's getkeys callback rather than its spec (the spec's
@@ -244,9 +243,7 @@ fn command_getkeys(ctx: &mut Ctx) -> CmdResult {
             ctx.reply().array(0);
             return Ok(());
         }
-        return Err(CmdError::text(
-            "ERR Invalid arguments specified for command",
-        ));
+        return Err(CmdError::text(errors::GETKEYS_BAD_ARGS));
     }
     let mut w = ctx.reply();
     w.array(keys.len());
@@ -532,12 +529,11 @@ fn config_set(ctx: &mut Ctx) -> CmdResult {
     // Starting or stopping the journal needs the config lock released
     // (it locks every shard).
     if changed.contains(&"appendonly") {
-        if let Err(why) = crate::journal::on_config_appendonly(ctx.shared, ctx.client.info.worker())
+        if let Err(why) =
+            crate::journal::on_config_appendonly(ctx.shared, &ctx.cx, ctx.client.info.worker())
         {
             *ctx.shared.config.write() = before;
-            return Err(CmdError::text(format!(
-                "ERR CONFIG SET failed (possibly related to argument 'appendonly') - {why}"
-            )));
+            return Err(errors::config_set_failed("appendonly", why));
         }
     }
     ctx.shared.refresh_hot();
@@ -549,11 +545,7 @@ fn config_set(ctx: &mut Ctx) -> CmdResult {
 /// caller restores the previous config; the checks that can fail come
 /// before any effect is applied.
 fn apply_config_changes(cfg: &Config, changed: &[&str]) -> Result<(), CmdError> {
-    let failed = |name: &str, why: &str| {
-        CmdError::text(format!(
-            "ERR CONFIG SET failed (possibly related to argument '{name}') - {why}"
-        ))
-    };
+    let failed = |name: &str, why: &str| errors::config_set_failed(name, why);
     if changed.contains(&"bind") {
         // The listeners are bound once at start; rebinding them needs the
         // acceptor threads to be replaceable, which they are not yet.
@@ -607,7 +599,7 @@ fn strerror(e: &std::io::Error) -> String {
 
 /// CONFIG RESETSTAT → +OK; INFO's statistics restart from zero.
 fn config_resetstat(ctx: &mut Ctx) -> CmdResult {
-    info::reset_stats(ctx.shared);
+    info::reset_stats(ctx.shared, &ctx.cx);
     ctx.ok()
 }
 
@@ -616,9 +608,7 @@ fn config_rewrite(ctx: &mut Ctx) -> CmdResult {
     // Write from a copy, so CONFIG SET and readers never wait on the disk.
     let cfg = ctx.shared.config.read().clone();
     let Some(path) = cfg.config_file() else {
-        return Err(CmdError::text(
-            "ERR The server is running without a config file",
-        ));
+        return Err(CmdError::text(errors::NO_CONFIG_FILE));
     };
     match cfg.rewrite(path) {
         Ok(()) => {
@@ -628,7 +618,7 @@ fn config_rewrite(ctx: &mut Ctx) -> CmdResult {
         Err(e) => {
             let why = strerror(&e);
             log::warning(&format!("CONFIG REWRITE failed: {why}"));
-            Err(CmdError::text(format!("ERR Rewriting config file: {why}")))
+            Err(errors::config_rewrite_failed(why))
         }
     }
 }
@@ -690,14 +680,14 @@ fn shutdown(ctx: &mut Ctx) -> CmdResult {
         return Err(CmdError::Syntax);
     }
     if abort {
-        return Err(CmdError::text("ERR No shutdown in progress."));
+        return Err(CmdError::text(errors::NO_SHUTDOWN));
     }
-    if crate::snapshots::final_save(ctx.shared, save, nosave, force).is_err() {
+    if crate::snapshots::final_save(ctx.shared, &ctx.cx, save, nosave, force).is_err() {
         return Err(CmdError::text("ERR Errors trying to SHUTDOWN. Check logs."));
     }
     // NOW (don't wait for replicas) changes nothing: there are none.
     let pidfile = ctx.shared.config.read().pidfile.clone();
-    crate::server::shutdown(ctx.shared, &pidfile)
+    crate::process::shutdown(ctx.shared, &pidfile)
 }
 
 // ----------------------------------------------------------------- DEBUG ---
@@ -712,11 +702,7 @@ fn debug(ctx: &mut Ctx) -> CmdResult {
         .enable_debug_command
         .allows(is_local(ctx.client));
     if !allowed {
-        return Err(CmdError::text(
-            "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", \
-             you can run it from a local connection, otherwise you need to set this option in the \
-             configuration file, and then restart the server.",
-        ));
+        return Err(CmdError::text(errors::DEBUG_NOT_ALLOWED));
     }
     let sub = ctx.arg(1);
     match ctx.argc() {
@@ -765,11 +751,7 @@ fn debug_balance(ctx: &mut Ctx) -> CmdResult {
             .and_then(|s| s.parse::<usize>().ok())
         {
             Some(k) if (1..=n).contains(&k) => k,
-            _ => {
-                return Err(CmdError::text(format!(
-                    "ERR workers must be AUTO or between 1 and {n}"
-                )))
-            }
+            _ => return Err(errors::debug_workers_range(n)),
         }
     };
     ctx.shared.balance.force(ctx.shared, k);
@@ -855,7 +837,7 @@ fn debug_object(ctx: &mut Ctx) -> CmdResult {
     };
     let e = ctx.engine();
     let k = e.key(ctx.arg(2));
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     let Some(entry) = g.peek(ctx.client.db, &k) else {
         return Err(CmdError::Engine(cairn_engine::Error::NoSuchKey));
     };
@@ -1066,9 +1048,7 @@ fn slowlog_get(ctx: &mut Ctx) -> CmdResult {
             Some(-1) => usize::MAX,
             Some(n) if n >= 0 => n as usize,
             _ => {
-                return Err(CmdError::text(
-                    "ERR count should be greater than or equal to -1",
-                ));
+                return Err(CmdError::text(errors::COUNT_AT_LEAST_MINUS_ONE));
             }
         }
     } else {

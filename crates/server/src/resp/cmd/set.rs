@@ -7,11 +7,13 @@
 //! and SPOP with a count answer a set (`~` in RESP3), SRANDMEMBER with a
 //! count and SMISMEMBER an array. Members are written while the shards are
 //! locked, straight from the stored set.
+use crate::exec::table::Def;
 use crate::resp::args;
 use crate::resp::ctx::{CmdResult, Ctx};
+use crate::resp::errors;
 use crate::resp::errors::CmdError;
-use crate::resp::table::Def;
 use cairn_engine::ops::set::{self as op, SetOp, Sink};
+use cairn_engine::rewrite;
 use cairn_engine::value::set::Elem;
 use cairn_engine::Key;
 use cairn_protocol::resp::ReplyWriter;
@@ -86,7 +88,7 @@ impl Sink for Members<'_> {
 fn sadd(ctx: &mut Ctx) -> CmdResult {
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     let n = op::sadd(&mut g, ctx.db(), &k, ctx.args.iter_from(2))?;
     drop(g);
     ctx.int(n as i64)
@@ -97,7 +99,7 @@ fn sadd(ctx: &mut Ctx) -> CmdResult {
 fn srem(ctx: &mut Ctx) -> CmdResult {
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     let n = op::srem(&mut g, ctx.db(), &k, ctx.args.iter_from(2))?;
     drop(g);
     ctx.int(n as i64)
@@ -107,7 +109,7 @@ fn srem(ctx: &mut Ctx) -> CmdResult {
 fn smove(ctx: &mut Ctx) -> CmdResult {
     let e = ctx.engine();
     let (src, dst) = (e.key(ctx.arg(1)), e.key(ctx.arg(2)));
-    let mut g = e.lock_keys(&[src, dst]);
+    let mut g = e.lock_keys(&ctx.cx, &[src, dst]);
     let moved = op::smove(&mut g, ctx.db(), &src, &dst, ctx.arg(3))?;
     drop(g);
     ctx.int(i64::from(moved))
@@ -117,7 +119,7 @@ fn smove(ctx: &mut Ctx) -> CmdResult {
 fn sismember(ctx: &mut Ctx) -> CmdResult {
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     let found = op::sismember(&mut g, ctx.db(), &k, ctx.arg(2))?;
     drop(g);
     ctx.int(i64::from(found))
@@ -130,7 +132,7 @@ fn smismember(ctx: &mut Ctx) -> CmdResult {
     let k = e.key(ctx.arg(1));
     let (db, a) = (ctx.db(), ctx.args);
     let (out, proto) = (&mut *ctx.out, ctx.client.proto);
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     op::view(&mut g, db, &k, |s| {
         let mut w = ReplyWriter::new(out, proto);
         w.array(a.len() - 2);
@@ -145,7 +147,7 @@ fn smismember(ctx: &mut Ctx) -> CmdResult {
 fn scard(ctx: &mut Ctx) -> CmdResult {
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     let n = op::scard(&mut g, ctx.db(), &k)?;
     drop(g);
     ctx.int(n as i64)
@@ -157,7 +159,7 @@ fn smembers(ctx: &mut Ctx) -> CmdResult {
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
     let db = ctx.db();
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     op::smembers(&mut g, db, &k, &mut Members::new(ctx.reply(), true))?;
     Ok(())
 }
@@ -170,9 +172,10 @@ fn spop(ctx: &mut Ctx) -> CmdResult {
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
     let db = ctx.db();
+    let cx = ctx.cx;
     match ctx.argc() {
         2 => {
-            let mut g = e.lock(&k);
+            let mut g = e.lock(&cx, &k);
             let mut w = ctx.reply();
             let popped = op::spop_one(&mut g, db, &k, |m| {
                 // Journaled as its outcome (Redis: SREM key member).
@@ -182,7 +185,7 @@ fn spop(ctx: &mut Ctx) -> CmdResult {
                         Elem::Int(n) => b.format(n).as_bytes(),
                         Elem::Bytes(b) => b,
                     };
-                    cairn_engine::record::stage(e, db, &[b"SREM", k.bytes, m]);
+                    rewrite::srem(e, &cx, db, k.bytes, std::iter::once(m));
                 }
                 match m {
                     Elem::Int(n) => w.bulk_int(n),
@@ -196,7 +199,7 @@ fn spop(ctx: &mut Ctx) -> CmdResult {
         }
         3 => {
             let count = positive(ctx.arg(2))?;
-            let mut g = e.lock(&k);
+            let mut g = e.lock(&ctx.cx, &k);
             let mut sink = Recording {
                 inner: Members::new(ctx.reply(), true),
                 popped: e.journal_on().then(Vec::new),
@@ -204,9 +207,7 @@ fn spop(ctx: &mut Ctx) -> CmdResult {
             op::spop_count(&mut g, db, &k, count, &mut sink)?;
             // Journaled as its outcome (Redis: SREM of the popped members).
             if let Some(popped) = sink.popped.filter(|p| !p.is_empty()) {
-                let mut rec: Vec<&[u8]> = vec![b"SREM", k.bytes];
-                rec.extend(popped.iter().map(|m| m.as_slice()));
-                cairn_engine::record::stage(e, db, &rec);
+                rewrite::srem(e, &ctx.cx, db, k.bytes, popped.iter().map(|m| m.as_slice()));
             }
             drop(g);
             Ok(())
@@ -242,9 +243,7 @@ impl<S: Sink> Sink for Recording<S> {
 fn positive(arg: &[u8]) -> Result<u64, CmdError> {
     match args::int(arg) {
         Ok(n) if n >= 0 => Ok(n as u64),
-        _ => Err(CmdError::text(
-            "ERR value is out of range, must be positive",
-        )),
+        _ => Err(CmdError::text(errors::MUST_BE_POSITIVE)),
     }
 }
 
@@ -269,7 +268,7 @@ fn srandmember(ctx: &mut Ctx) -> CmdResult {
     let db = ctx.db();
     let count = match ctx.argc() {
         2 => {
-            let mut g = e.lock(&k);
+            let mut g = e.lock(&ctx.cx, &k);
             let mut w = ctx.reply();
             op::view(&mut g, db, &k, |s| match s.and_then(|s| s.random()) {
                 Some(Elem::Int(n)) => w.bulk_int(n),
@@ -282,13 +281,10 @@ fn srandmember(ctx: &mut Ctx) -> CmdResult {
         _ => return Err(CmdError::Syntax),
     };
     if count == i64::MIN {
-        return Err(CmdError::text(
-            "ERR value is out of range, value must between -9223372036854775807 and \
-             9223372036854775807",
-        ));
+        return Err(CmdError::text(errors::OUT_OF_LONG_RANGE));
     }
     let budget = e.limits.max_string();
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     let mut sink = Members::new(ctx.reply(), false);
     sink.budget = budget;
     let start = sink.start;
@@ -304,9 +300,7 @@ fn srandmember(ctx: &mut Ctx) -> CmdResult {
     drop(g);
     if too_big {
         ctx.out.truncate(start);
-        return Err(CmdError::text(
-            "ERR value is out of range, the reply would exceed proto-max-bulk-len",
-        ));
+        return Err(CmdError::text(errors::REPLY_TOO_BIG));
     }
     Ok(())
 }
@@ -323,7 +317,7 @@ fn sinter(ctx: &mut Ctx) -> CmdResult {
     let keys = keys_from(ctx, 1);
     let e = ctx.engine();
     let db = ctx.db();
-    let mut g = e.lock_keys(&keys);
+    let mut g = e.lock_keys(&ctx.cx, &keys);
     op::sinter(&mut g, db, &keys, &mut Members::new(ctx.reply(), true))?;
     Ok(())
 }
@@ -343,7 +337,7 @@ fn union_diff(ctx: &mut Ctx, set_op: SetOp) -> CmdResult {
     let keys = keys_from(ctx, 1);
     let e = ctx.engine();
     let db = ctx.db();
-    let mut g = e.lock_keys(&keys);
+    let mut g = e.lock_keys(&ctx.cx, &keys);
     op::sunion_diff(
         &mut g,
         db,
@@ -377,7 +371,7 @@ fn store(ctx: &mut Ctx, set_op: Option<SetOp>) -> CmdResult {
     let g_keys = keys.clone();
     let dst = keys.remove(0);
     let e = ctx.engine();
-    let mut g = e.lock_keys(&g_keys);
+    let mut g = e.lock_keys(&ctx.cx, &g_keys);
     let n = match set_op {
         None => op::sinterstore(&mut g, db, &dst, &keys)?,
         Some(o) => op::sunion_diff_store(&mut g, db, &dst, &keys, o)?,
@@ -394,13 +388,11 @@ fn store(ctx: &mut Ctx, set_op: Option<SetOp>) -> CmdResult {
 fn sintercard(ctx: &mut Ctx) -> CmdResult {
     let numkeys = match args::int(ctx.arg(1)) {
         Ok(n) if n >= 1 => n as u64,
-        _ => return Err(CmdError::text("ERR numkeys should be greater than 0")),
+        _ => return Err(CmdError::text(errors::NUMKEYS_NOT_POSITIVE)),
     };
     let argc = ctx.argc();
     if numkeys > (argc - 2) as u64 {
-        return Err(CmdError::text(
-            "ERR Number of keys can't be greater than number of args",
-        ));
+        return Err(CmdError::text(errors::NUMKEYS_OVER_ARGS));
     }
     let numkeys = numkeys as usize;
     let mut limit = 0usize;
@@ -409,7 +401,7 @@ fn sintercard(ctx: &mut Ctx) -> CmdResult {
         if args::is(ctx.arg(i), "limit") && i + 1 < argc {
             limit = match args::int(ctx.arg(i + 1)) {
                 Ok(n) if n >= 0 => usize::try_from(n).unwrap_or(usize::MAX),
-                _ => return Err(CmdError::text("ERR LIMIT can't be negative")),
+                _ => return Err(CmdError::text(errors::LIMIT_NEGATIVE)),
             };
             i += 2;
         } else {
@@ -418,7 +410,7 @@ fn sintercard(ctx: &mut Ctx) -> CmdResult {
     }
     let e = ctx.engine();
     let keys: Vec<Key> = (2..2 + numkeys).map(|i| e.key(ctx.arg(i))).collect();
-    let mut g = e.lock_keys(&keys);
+    let mut g = e.lock_keys(&ctx.cx, &keys);
     let n = op::sintercard(&mut g, ctx.db(), &keys, limit)?;
     drop(g);
     ctx.int(n as i64)
@@ -435,7 +427,7 @@ fn sscan(ctx: &mut Ctx) -> CmdResult {
     let k = e.key(ctx.arg(1));
     let (db, a) = (ctx.db(), ctx.args);
     let (out, proto) = (&mut *ctx.out, ctx.client.proto);
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     op::view(&mut g, db, &k, |s| -> CmdResult {
         let mut found = Vec::new();
         let next = match s {
@@ -467,9 +459,7 @@ mod tests {
     fn positive_counts() {
         assert_eq!(positive(b"0"), Ok(0));
         assert_eq!(positive(b"9223372036854775807"), Ok(i64::MAX as u64));
-        let err = Err(CmdError::text(
-            "ERR value is out of range, must be positive",
-        ));
+        let err = Err(CmdError::text(errors::MUST_BE_POSITIVE));
         assert_eq!(positive(b"-1"), err);
         assert_eq!(positive(b"x"), err);
         assert_eq!(positive(b"9223372036854775808"), err);

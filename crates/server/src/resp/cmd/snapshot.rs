@@ -1,10 +1,11 @@
 //! SAVE, BGSAVE, LASTSAVE: point-in-time snapshots (issue 6). Replies and
 //! error texts are Redis 7.0's (`rdb.c` saveCommand, bgsaveCommand,
 //! lastsaveCommand); the scheduling lives in `crate::snapshots`.
+use crate::exec::table::Def;
 use crate::resp::args;
 use crate::resp::ctx::{CmdResult, Ctx};
+use crate::resp::errors;
 use crate::resp::errors::CmdError;
-use crate::resp::table::Def;
 use crate::snapshots::{self, BgError};
 use std::sync::atomic::Ordering;
 
@@ -20,11 +21,11 @@ pub const COMMANDS: &[Def] = &[
 fn save(ctx: &mut Ctx) -> CmdResult {
     let st = &ctx.shared.snapshots;
     if st.in_progress.load(Ordering::Relaxed) {
-        return Err(CmdError::text("ERR Background save already in progress"));
+        return Err(CmdError::text(errors::BGSAVE_IN_PROGRESS));
     }
-    match snapshots::save(ctx.shared, false) {
+    match snapshots::save(ctx.shared, &ctx.cx, false) {
         Ok(_) => ctx.ok(),
-        Err(_) => Err(CmdError::text("ERR")),
+        Err(_) => Err(CmdError::text(errors::SAVE_FAILED)),
     }
 }
 
@@ -39,7 +40,7 @@ fn bgsave(ctx: &mut Ctx) -> CmdResult {
     };
     let st = &ctx.shared.snapshots;
     if st.in_progress.load(Ordering::Relaxed) {
-        return Err(CmdError::text("ERR Background save already in progress"));
+        return Err(CmdError::text(errors::BGSAVE_IN_PROGRESS));
     }
     let busy = ctx.shared.engine.snapshot_running();
     if busy || ctx.client.in_exec {
@@ -50,12 +51,12 @@ fn bgsave(ctx: &mut Ctx) -> CmdResult {
         }
         return Err(another_child());
     }
-    match snapshots::bgsave(ctx.shared) {
+    match snapshots::bgsave(ctx.shared, &ctx.cx) {
         Ok(()) => {
             ctx.reply().simple("Background saving started");
             Ok(())
         }
-        Err(BgError::InProgress) => Err(CmdError::text("ERR Background save already in progress")),
+        Err(BgError::InProgress) => Err(CmdError::text(errors::BGSAVE_IN_PROGRESS)),
         Err(BgError::Busy) if schedule => {
             st.scheduled.store(true, Ordering::Relaxed);
             ctx.reply().simple("Background saving scheduled");
@@ -67,15 +68,12 @@ fn bgsave(ctx: &mut Ctx) -> CmdResult {
             ctx.reply().simple("Background saving scheduled");
             Ok(())
         }
-        Err(BgError::Failed(_)) => Err(CmdError::text("ERR")),
+        Err(BgError::Failed(_)) => Err(CmdError::text(errors::SAVE_FAILED)),
     }
 }
 
 fn another_child() -> CmdError {
-    CmdError::text(
-        "ERR Another child process is active (AOF?): can't BGSAVE right now. \
-         Use BGSAVE SCHEDULE in order to schedule a BGSAVE whenever possible.",
-    )
+    CmdError::text(errors::BGSAVE_BUSY)
 }
 
 /// LASTSAVE → integer: Unix time of the last successful save (the start

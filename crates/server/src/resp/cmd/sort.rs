@@ -2,10 +2,10 @@
 //! options parsed left to right in Redis's order, so the same bad request
 //! fails with the same error. The sorting itself is
 //! `cairn_engine::ops::sort`.
+use crate::exec::table::Def;
 use crate::resp::args;
 use crate::resp::ctx::{CmdResult, Ctx};
 use crate::resp::errors::CmdError;
-use crate::resp::table::Def;
 use cairn_engine::ops::sort::{self as op, SortSpec, Sorted};
 
 pub const COMMANDS: &[Def] = &[Def::new("sort", sort), Def::new("sort_ro", sort_ro)];
@@ -68,11 +68,11 @@ fn generic(ctx: &mut Ctx, readonly: bool) -> CmdResult {
     let db = ctx.db();
     let result = {
         let mut g = if spec.uses_patterns() {
-            e.lock_all()
+            e.lock_all(&ctx.cx)
         } else {
             match &spec.store {
-                Some(dest) => e.lock_keys(&[k, *dest]),
-                None => e.lock(&k),
+                Some(dest) => e.lock_keys(&ctx.cx, &[k, *dest]),
+                None => e.lock(&ctx.cx, &k),
             }
         };
         op::sort(&mut g, db, &k, &spec)?

@@ -5,13 +5,14 @@
 //! Redis reports is the one we report), call `cairn_engine::ops::string`,
 //! and write the reply. Multi-key commands lock all their keys at once, so
 //! each runs atomically.
+use crate::exec::table::Def;
 use crate::resp::args;
 use crate::resp::ctx::{CmdResult, Ctx};
+use crate::resp::errors;
 use crate::resp::errors::CmdError;
-use crate::resp::table::Def;
 use cairn_engine::ops::string::{self as op, Cond, GetExAction, TtlKind};
-use cairn_engine::record;
-use cairn_engine::util::lcs::{self, LcsError};
+use cairn_engine::rewrite;
+use cairn_engine::util::lcs;
 use cairn_engine::{Error, Expiry, Key};
 use cairn_protocol::resp::ReplyWriter;
 use smallvec::SmallVec;
@@ -51,7 +52,7 @@ type Pairs<'a> = Vec<(Key<'a>, &'a [u8])>;
 fn get(ctx: &mut Ctx) -> CmdResult {
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     let db = ctx.client.db;
     op::get_str(&mut g, db, &k, |v| ctx.bulk_str_or_null(v))?;
     Ok(())
@@ -66,18 +67,12 @@ fn set(ctx: &mut Ctx) -> CmdResult {
     let big = ctx.args.block(2).map(|_| ctx.value_arg(2));
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     // Redis checks the time argument before GET's type check.
     let expiry = opts.expiry(g.now, "set")?;
     if let Expiry::At(at) = expiry {
         // Journaled with an absolute time (Redis: SET ... PXAT).
-        let at = itoa::Buffer::new().format(at).to_owned();
-        let v = ctx.arg(2);
-        record::stage(
-            e,
-            ctx.client.db,
-            &[b"SET", k.bytes, v, b"PXAT", at.as_bytes()],
-        );
+        rewrite::set_pxat(e, &ctx.cx, ctx.client.db, k.bytes, ctx.arg(2), at);
     }
     let db = ctx.client.db;
     let res = match big {
@@ -100,7 +95,7 @@ fn setnx(ctx: &mut Ctx) -> CmdResult {
     let big = ctx.args.block(2).map(|_| ctx.value_arg(2));
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     let (db, cond) = (ctx.client.db, Cond::IfAbsent);
     let res = match big {
         Some(v) => op::set_value(&mut g, db, &k, v, cond, Expiry::Clear, false)?,
@@ -124,16 +119,11 @@ fn set_with_ttl(ctx: &mut Ctx, kind: TtlKind, cmd: &'static str) -> CmdResult {
     let big = ctx.args.block(3).map(|_| ctx.value_arg(3));
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     let at = kind
         .parse_deadline(ctx.arg(2), g.now)
         .map_err(|err| expire_error(err, cmd))?;
-    let t = itoa::Buffer::new().format(at).to_owned();
-    record::stage(
-        e,
-        ctx.client.db,
-        &[b"SET", k.bytes, ctx.arg(3), b"PXAT", t.as_bytes()],
-    );
+    rewrite::set_pxat(e, &ctx.cx, ctx.client.db, k.bytes, ctx.arg(3), at);
     let (db, exp) = (ctx.client.db, Expiry::At(at));
     match big {
         Some(v) => op::set_value(&mut g, db, &k, v, Cond::Always, exp, false)?,
@@ -148,7 +138,7 @@ fn getset(ctx: &mut Ctx) -> CmdResult {
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
     let value = ctx.value_arg(2);
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     let old = op::getset_value(&mut g, ctx.client.db, &k, value)?;
     drop(g);
     ctx.bulk_str_or_null(old.as_ref());
@@ -159,7 +149,7 @@ fn getset(ctx: &mut Ctx) -> CmdResult {
 fn getdel(ctx: &mut Ctx) -> CmdResult {
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     let old = op::getdel_value(&mut g, ctx.client.db, &k)?;
     drop(g);
     ctx.bulk_str_or_null(old.as_ref());
@@ -177,7 +167,7 @@ fn getex(ctx: &mut Ctx) -> CmdResult {
     };
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     let db = ctx.client.db;
     op::getex_str(&mut g, db, &k, action, |v| ctx.bulk_str_or_null(v))
         .map_err(|err| expire_error(err, "getex"))?;
@@ -189,7 +179,7 @@ fn getex(ctx: &mut Ctx) -> CmdResult {
 fn mget(ctx: &mut Ctx) -> CmdResult {
     let e = ctx.engine();
     let keys: Keys = ctx.args.iter_from(1).map(|a| e.key(a)).collect();
-    let mut g = e.lock_keys(&keys);
+    let mut g = e.lock_keys(&ctx.cx, &keys);
     let db = ctx.client.db;
     ctx.reply().array(keys.len());
     op::mget_str(&mut g, db, &keys, |v| ctx.bulk_str_or_null(v));
@@ -234,7 +224,7 @@ fn mset(ctx: &mut Ctx) -> CmdResult {
         })
         .collect();
     let keys: Keys = pairs.iter().map(|p| p.0).collect();
-    let mut g = e.lock_keys(&keys);
+    let mut g = e.lock_keys(&ctx.cx, &keys);
     op::mset_new(&mut g, ctx.client.db, pairs);
     drop(g);
     ctx.ok()
@@ -244,7 +234,7 @@ fn mset(ctx: &mut Ctx) -> CmdResult {
 /// existed (then none is).
 fn msetnx(ctx: &mut Ctx) -> CmdResult {
     let (keys, pairs) = pairs(ctx, "msetnx")?;
-    let mut g = ctx.engine().lock_keys(&keys);
+    let mut g = ctx.engine().lock_keys(&ctx.cx, &keys);
     let done = op::msetnx(&mut g, ctx.client.db, &pairs);
     drop(g);
     ctx.int(done as i64)
@@ -254,7 +244,7 @@ fn msetnx(ctx: &mut Ctx) -> CmdResult {
 fn append(ctx: &mut Ctx) -> CmdResult {
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     let len = op::append(&mut g, ctx.client.db, &k, ctx.arg(2))?;
     drop(g);
     ctx.int(len as i64)
@@ -264,7 +254,7 @@ fn append(ctx: &mut Ctx) -> CmdResult {
 fn strlen(ctx: &mut Ctx) -> CmdResult {
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     let len = op::strlen(&mut g, ctx.client.db, &k)?;
     drop(g);
     ctx.int(len as i64)
@@ -277,7 +267,7 @@ fn getrange(ctx: &mut Ctx) -> CmdResult {
     let end = args::int(ctx.arg(3))?;
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     let db = ctx.client.db;
     op::get_str(&mut g, db, &k, |v| match v {
         Some(s) => match op::range_of(s.len(), start, end) {
@@ -293,11 +283,11 @@ fn getrange(ctx: &mut Ctx) -> CmdResult {
 fn setrange(ctx: &mut Ctx) -> CmdResult {
     let offset = args::int(ctx.arg(2))?;
     let Ok(offset) = usize::try_from(offset) else {
-        return Err(CmdError::text("ERR offset is out of range"));
+        return Err(CmdError::text(errors::SETRANGE_OFFSET));
     };
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     let len = op::setrange(&mut g, ctx.client.db, &k, offset, ctx.arg(3))?;
     drop(g);
     ctx.int(len as i64)
@@ -306,7 +296,7 @@ fn setrange(ctx: &mut Ctx) -> CmdResult {
 fn incr_by(ctx: &mut Ctx, delta: i64) -> CmdResult {
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     let v = op::incr_by(&mut g, ctx.client.db, &k, delta)?;
     drop(g);
     ctx.int(v)
@@ -333,7 +323,7 @@ fn decrby(ctx: &mut Ctx) -> CmdResult {
     let delta = args::int(ctx.arg(2))?;
     // Negating i64::MIN overflows; Redis 7.0 refuses it up front.
     if delta == i64::MIN {
-        return Err(CmdError::text("ERR decrement would overflow"));
+        return Err(CmdError::text(errors::DECREMENT_OVERFLOW));
     }
     incr_by(ctx, -delta)
 }
@@ -342,14 +332,14 @@ fn decrby(ctx: &mut Ctx) -> CmdResult {
 fn incrbyfloat(ctx: &mut Ctx) -> CmdResult {
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     let incr = ctx.arg(2);
     let mut w = ReplyWriter::new(ctx.out, ctx.client.proto);
     let db = ctx.client.db;
     op::incr_by_float(&mut g, db, &k, incr, |b| {
         // Journaled as the result (Redis: SET key result KEEPTTL), so a
         // replay on another machine's `long double` cannot differ.
-        record::stage(e, db, &[b"SET", k.bytes, b, b"KEEPTTL"]);
+        rewrite::set_keepttl(e, &ctx.cx, db, k.bytes, b);
         w.bulk(b)
     })?;
     Ok(())
@@ -363,10 +353,10 @@ fn lcs(ctx: &mut Ctx) -> CmdResult {
     let e = ctx.engine();
     let ka = e.key(ctx.arg(1));
     let kb = e.key(ctx.arg(2));
-    let mut g = e.lock_keys(&[ka, kb]);
+    let mut g = e.lock_keys(&ctx.cx, &[ka, kb]);
     // The type check comes before option parsing in `lcsCommand`.
     let (a, b) = op::lcs_operands(&mut g, ctx.client.db, &ka, &kb).map_err(|err| match err {
-        Error::WrongType => CmdError::text("ERR The specified keys must contain string values"),
+        Error::WrongType => CmdError::text(errors::LCS_NOT_STRINGS),
         other => other.into(),
     })?;
     drop(g);
@@ -391,21 +381,9 @@ fn lcs(ctx: &mut Ctx) -> CmdResult {
         i += 1;
     }
     if idx && len {
-        return Err(CmdError::text(
-            "ERR If you want both the length and indexes, please just use IDX.",
-        ));
+        return Err(CmdError::text(errors::LCS_IDX_WITH_LEN));
     }
-    let r = lcs::lcs(&a, &b, e.limits.max_string() as u64).map_err(|err| {
-        CmdError::text(match err {
-            LcsError::StringTooLong => "ERR String too long for LCS",
-            LcsError::ExceedsProtoMaxBulkLen => {
-                "ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len"
-            }
-            LcsError::AllocFailed => {
-                "ERR Insufficient memory, failed allocating transient memory for LCS"
-            }
-        })
-    })?;
+    let r = lcs::lcs(&a, &b, e.limits.max_string() as u64).map_err(Error::Lcs)?;
 
     let mut w = ctx.reply();
     if idx {

@@ -8,10 +8,11 @@
 //!
 //! Replies that list members are written while the shard is locked,
 //! straight from the stored bytes, so reading a sorted set copies nothing.
+use crate::exec::table::Def;
 use crate::resp::args;
 use crate::resp::ctx::{CmdResult, Ctx, OnTimeout};
+use crate::resp::errors;
 use crate::resp::errors::CmdError;
-use crate::resp::table::Def;
 use cairn_engine::ops::zset::{self as op, Aggregate, RangeSpec, RemoveRange, SetOp};
 use cairn_engine::util::num;
 use cairn_engine::value::zset::AddFlags;
@@ -57,9 +58,6 @@ pub const COMMANDS: &[Def] = &[
     Def::new("zscan", zscan),
 ];
 
-const NOT_FLOAT_RANGE: &str = "ERR min or max is not a float";
-const NOT_LEX_RANGE: &str = "ERR min or max not valid string range item";
-
 /// A score argument (`getDoubleFromObjectOrReply`: Redis `string2d`).
 fn score_arg(arg: &[u8]) -> Result<f64, CmdError> {
     num::parse_f64_strict(arg).ok_or(CmdError::NotFloat)
@@ -78,12 +76,7 @@ fn ranged_int(arg: &[u8], min: i64, max: i64, msg: &'static str) -> Result<i64, 
 /// `getPositiveLongFromObjectOrReply` with Redis's default message, which
 /// also covers a non-integer.
 fn positive_int(arg: &[u8]) -> Result<i64, CmdError> {
-    ranged_int(
-        arg,
-        0,
-        i64::MAX,
-        "ERR value is out of range, must be positive",
-    )
+    ranged_int(arg, 0, i64::MAX, errors::MUST_BE_POSITIVE)
 }
 
 // ---------------------------------------------------------------------------
@@ -135,20 +128,14 @@ fn zadd_generic(ctx: &mut Ctx, incr: bool) -> CmdResult {
         return Err(CmdError::Syntax);
     }
     if flags.nx && flags.xx {
-        return Err(CmdError::text(
-            "ERR XX and NX options at the same time are not compatible",
-        ));
+        return Err(CmdError::text(errors::ZADD_XX_AND_NX));
     }
     // NX with GT or LT, or GT with LT (XX goes with either).
     if (flags.nx && (flags.gt || flags.lt)) || (flags.gt && flags.lt) {
-        return Err(CmdError::text(
-            "ERR GT, LT, and/or NX options at the same time are not compatible",
-        ));
+        return Err(CmdError::text(errors::ZADD_GT_LT_NX));
     }
     if flags.incr && elements > 2 {
-        return Err(CmdError::text(
-            "ERR INCR option supports a single increment-element pair",
-        ));
+        return Err(CmdError::text(errors::ZADD_INCR_ONE_PAIR));
     }
     let mut pairs: SmallVec<[(f64, &[u8]); 4]> = SmallVec::with_capacity(elements / 2);
     for j in (i..ctx.argc()).step_by(2) {
@@ -156,7 +143,7 @@ fn zadd_generic(ctx: &mut Ctx, incr: bool) -> CmdResult {
     }
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     let out = op::zadd(&mut g, ctx.db(), &k, flags, &pairs)?;
     drop(g);
     if flags.incr {
@@ -180,7 +167,7 @@ fn zadd_generic(ctx: &mut Ctx, incr: bool) -> CmdResult {
 fn zrem(ctx: &mut Ctx) -> CmdResult {
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     let n = op::zrem(&mut g, ctx.db(), &k, ctx.args.iter_from(2))?;
     drop(g);
     ctx.int(n as i64)
@@ -199,7 +186,7 @@ fn with_zset<R>(
     let k = e.key(ctx.arg(1));
     let db = ctx.db();
     let (out, proto) = (&mut *ctx.out, ctx.client.proto);
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     Ok(op::view(&mut g, db, &k, |z| {
         let mut w = ReplyWriter::new(out, proto);
         f(z, &mut w)
@@ -215,7 +202,7 @@ fn zcard(ctx: &mut Ctx) -> CmdResult {
 /// is checked before the key.
 fn zcount(ctx: &mut Ctx) -> CmdResult {
     let (a, b) = (ctx.arg(2), ctx.arg(3));
-    let r = op::parse_score_range(a, b).ok_or(CmdError::text(NOT_FLOAT_RANGE))?;
+    let r = op::parse_score_range(a, b).ok_or(CmdError::text(errors::MIN_MAX_NOT_FLOAT))?;
     with_zset(ctx, |z, w| {
         w.int(z.map_or(0, |z| z.count_in_score(&r)) as i64)
     })
@@ -224,7 +211,7 @@ fn zcount(ctx: &mut Ctx) -> CmdResult {
 /// ZLEXCOUNT key min max → integer: members in the lex range.
 fn zlexcount(ctx: &mut Ctx) -> CmdResult {
     let (a, b) = (ctx.arg(2), ctx.arg(3));
-    let r = op::parse_lex_range(a, b).ok_or(CmdError::text(NOT_LEX_RANGE))?;
+    let r = op::parse_lex_range(a, b).ok_or(CmdError::text(errors::MIN_MAX_NOT_LEX))?;
     with_zset(ctx, |z, w| {
         w.int(z.map_or(0, |z| z.count_in_lex(&r)) as i64)
     })
@@ -369,14 +356,10 @@ fn zrange_generic(ctx: &mut Ctx, src: usize, store: bool, mut by: By, mut dir: D
     let rev = dir == Dir::Reverse;
     // Redis tests the value, so an explicit LIMIT 0 -1 passes.
     if limit != -1 && by == By::Rank {
-        return Err(CmdError::text(
-            "ERR syntax error, LIMIT is only supported in combination with either BYSCORE or BYLEX",
-        ));
+        return Err(CmdError::text(errors::ZRANGE_LIMIT_BY_RANK));
     }
     if withscores && by == By::Lex {
-        return Err(CmdError::text(
-            "ERR syntax error, WITHSCORES not supported in combination with BYLEX",
-        ));
+        return Err(CmdError::text(errors::ZRANGE_WITHSCORES_BYLEX));
     }
     if rev && by != By::Rank {
         std::mem::swap(&mut minidx, &mut maxidx);
@@ -384,12 +367,13 @@ fn zrange_generic(ctx: &mut Ctx, src: usize, store: bool, mut by: By, mut dir: D
     let (min, max) = (ctx.arg(minidx), ctx.arg(maxidx));
     let spec = match by {
         By::Score => RangeSpec::Score {
-            range: op::parse_score_range(min, max).ok_or(CmdError::text(NOT_FLOAT_RANGE))?,
+            range: op::parse_score_range(min, max)
+                .ok_or(CmdError::text(errors::MIN_MAX_NOT_FLOAT))?,
             offset,
             limit,
         },
         By::Lex => RangeSpec::Lex {
-            range: op::parse_lex_range(min, max).ok_or(CmdError::text(NOT_LEX_RANGE))?,
+            range: op::parse_lex_range(min, max).ok_or(CmdError::text(errors::MIN_MAX_NOT_LEX))?,
             offset,
             limit,
         },
@@ -402,14 +386,14 @@ fn zrange_generic(ctx: &mut Ctx, src: usize, store: bool, mut by: By, mut dir: D
     let db = ctx.db();
     if store {
         let keys = [e.key(ctx.arg(1)), e.key(ctx.arg(2))];
-        let mut g = e.lock_keys(&keys);
+        let mut g = e.lock_keys(&ctx.cx, &keys);
         let n = op::zrangestore(&mut g, db, &keys[0], &keys[1], &spec, rev)?;
         drop(g);
         return ctx.int(n as i64);
     }
     let k = e.key(ctx.arg(src));
     let (out, proto) = (&mut *ctx.out, ctx.client.proto);
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     op::view(&mut g, db, &k, |z| {
         let mut w = ReplyWriter::new(out, proto);
         let Some(z) = z else {
@@ -462,21 +446,21 @@ fn zremrangebyrank(ctx: &mut Ctx) -> CmdResult {
 /// ZREMRANGEBYSCORE key min max → integer.
 fn zremrangebyscore(ctx: &mut Ctx) -> CmdResult {
     let (a, b) = (ctx.arg(2), ctx.arg(3));
-    let r = op::parse_score_range(a, b).ok_or(CmdError::text(NOT_FLOAT_RANGE))?;
+    let r = op::parse_score_range(a, b).ok_or(CmdError::text(errors::MIN_MAX_NOT_FLOAT))?;
     remove_range(ctx, RemoveRange::Score(r))
 }
 
 /// ZREMRANGEBYLEX key min max → integer.
 fn zremrangebylex(ctx: &mut Ctx) -> CmdResult {
     let (a, b) = (ctx.arg(2), ctx.arg(3));
-    let r = op::parse_lex_range(a, b).ok_or(CmdError::text(NOT_LEX_RANGE))?;
+    let r = op::parse_lex_range(a, b).ok_or(CmdError::text(errors::MIN_MAX_NOT_LEX))?;
     remove_range(ctx, RemoveRange::Lex(r))
 }
 
 fn remove_range(ctx: &mut Ctx, r: RemoveRange) -> CmdResult {
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     let n = op::zremrange(&mut g, ctx.db(), &k, r)?;
     drop(g);
     ctx.int(n as i64)
@@ -512,14 +496,12 @@ fn pop_and_reply(
     let e = ctx.engine();
     let db = ctx.db();
     let (out, proto) = (&mut *ctx.out, ctx.client.proto);
-    let mut g = e.lock_keys(keys);
+    let mut g = e.lock_keys(&ctx.cx, keys);
     let mut write = |key: &[u8], n: usize, items: &mut dyn Iterator<Item = (&[u8], f64)>| {
         // BZPOPMIN/BZPOPMAX/ZMPOP/BZMPOP are journaled as the pop they did
         // (Redis: the non-blocking form, on the key that was served).
         if !matches!(shape, PopReply::Plain { .. }) && n > 0 {
-            let c = itoa::Buffer::new().format(n).to_owned();
-            let name: &[u8] = if max { b"ZPOPMAX" } else { b"ZPOPMIN" };
-            cairn_engine::record::stage(e, db, &[name, key, c.as_bytes()]);
+            cairn_engine::rewrite::zpop(e, &ctx.cx, db, max, key, n);
         }
         let mut w = ReplyWriter::new(&mut *out, proto);
         match shape {
@@ -616,7 +598,7 @@ fn parse_mpop(ctx: &Ctx, numkeys_idx: usize) -> Result<(usize, bool, usize), Cmd
         ctx.arg(numkeys_idx),
         1,
         i64::MAX,
-        "ERR numkeys should be greater than 0",
+        errors::NUMKEYS_NOT_POSITIVE,
     )?;
     let where_idx = usize::try_from(numkeys)
         .ok()
@@ -638,7 +620,7 @@ fn parse_mpop(ctx: &Ctx, numkeys_idx: usize) -> Result<(usize, bool, usize), Cmd
                 ctx.arg(j),
                 1,
                 i64::MAX,
-                "ERR count should be greater than 0",
+                errors::COUNT_NOT_POSITIVE,
             )?);
         } else {
             return Err(CmdError::Syntax);
@@ -728,10 +710,7 @@ fn zrandmember(ctx: &mut Ctx) -> CmdResult {
     // No message of its own: a non-integer gets the integer error.
     let count = args::int(ctx.arg(2))?;
     if count == i64::MIN {
-        return Err(CmdError::text(
-            "ERR value is out of range, value must between -9223372036854775807 and \
-             9223372036854775807",
-        ));
+        return Err(CmdError::text(errors::OUT_OF_LONG_RANGE));
     }
     let withscores = match ctx.argc() {
         3 => false,
@@ -739,7 +718,7 @@ fn zrandmember(ctx: &mut Ctx) -> CmdResult {
         _ => return Err(CmdError::Syntax),
     };
     if withscores && !(-RANDMEMBER_MAX_WITHSCORES..=RANDMEMBER_MAX_WITHSCORES).contains(&count) {
-        return Err(CmdError::text("ERR value is out of range"));
+        return Err(CmdError::text(errors::OUT_OF_RANGE));
     }
     let budget = ctx.engine().limits.max_string();
     with_zset(ctx, |z, w| {
@@ -751,7 +730,7 @@ fn zrandmember(ctx: &mut Ctx) -> CmdResult {
         // fit proto-max-bulk-len, up front when even the smallest members
         // could not, else once it has grown past it (as SRANDMEMBER does).
         let repeats = count < 0;
-        let too_big = || CmdError::text(REPLY_TOO_BIG);
+        let too_big = || CmdError::text(errors::REPLY_TOO_BIG);
         if repeats && !z.is_empty() && count.unsigned_abs() > (budget / MIN_MEMBER_REPLY) as u64 {
             return Err(too_big());
         }
@@ -780,11 +759,6 @@ fn zrandmember(ctx: &mut Ctx) -> CmdResult {
 /// The smallest reply of one member ("$0\r\n\r\n").
 const MIN_MEMBER_REPLY: usize = 6;
 
-/// ZRANDMEMBER's refusal of a reply larger than `proto-max-bulk-len`
-/// (the same text as SRANDMEMBER's; Redis itself would build it and run
-/// out of memory).
-const REPLY_TOO_BIG: &str = "ERR value is out of range, the reply would exceed proto-max-bulk-len";
-
 /// ZSCAN key cursor [MATCH pattern] [COUNT count] → [next cursor, [member,
 /// score, ...]] (scores as text, also in RESP3). The cursor is checked
 /// before the key, the options only for an existing key.
@@ -794,7 +768,7 @@ fn zscan(ctx: &mut Ctx) -> CmdResult {
     let k = e.key(ctx.arg(1));
     let (db, a) = (ctx.db(), ctx.args);
     let mut pairs = Vec::new();
-    let mut g = e.lock(&k);
+    let mut g = e.lock(&ctx.cx, &k);
     let (next, packed) = op::view(&mut g, db, &k, |z| -> Result<(u64, bool), CmdError> {
         let Some(z) = z else { return Ok((0, true)) };
         let (pattern, count) = args::scan_options(a.iter_from(3))?;
@@ -863,9 +837,7 @@ fn setop_generic(ctx: &mut Ctx, name: &str, store: bool, op: SetOp, card: bool) 
     let numkeys_idx = if store { 2 } else { 1 };
     let setnum = args::int(ctx.arg(numkeys_idx))?;
     if setnum < 1 {
-        return Err(CmdError::text(format!(
-            "ERR at least 1 input key is needed for '{name}' command"
-        )));
+        return Err(errors::no_input_keys(name));
     }
     let first = numkeys_idx + 1;
     let available = ctx.argc() - first;
@@ -882,7 +854,7 @@ fn setop_generic(ctx: &mut Ctx, name: &str, store: bool, op: SetOp, card: bool) 
     }
     keys.extend((first..first + setnum).map(|i| e.key(ctx.arg(i))));
     let inputs = if store { &keys[1..] } else { &keys[..] };
-    let mut g = e.lock_keys(&keys);
+    let mut g = e.lock_keys(&ctx.cx, &keys);
     let sizes = op::setop_sizes(&mut g, db, inputs)?;
 
     let mut weights: Vec<f64> = Vec::new();
@@ -897,7 +869,7 @@ fn setop_generic(ctx: &mut Ctx, name: &str, store: bool, op: SetOp, card: bool) 
             weights.clear();
             for i in 0..setnum {
                 let w = num::parse_f64_strict(ctx.arg(j + 1 + i))
-                    .ok_or(CmdError::text("ERR weight value is not a float"))?;
+                    .ok_or(CmdError::text(errors::WEIGHT_NOT_FLOAT))?;
                 weights.push(w);
             }
             j += setnum + 1;
@@ -917,7 +889,7 @@ fn setop_generic(ctx: &mut Ctx, name: &str, store: bool, op: SetOp, card: bool) 
             withscores = true;
             j += 1;
         } else if card && remaining >= 2 && args::is(a, "limit") {
-            let n = ranged_int(ctx.arg(j + 1), 0, i64::MAX, "ERR LIMIT can't be negative")?;
+            let n = ranged_int(ctx.arg(j + 1), 0, i64::MAX, errors::LIMIT_NEGATIVE)?;
             limit = usize::try_from(n).unwrap_or(usize::MAX);
             j += 2;
         } else {

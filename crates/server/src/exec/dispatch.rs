@@ -1,11 +1,14 @@
-//! Runs one parsed request: finds the command, checks arity, auth and
-//! pause, times the handler, and keeps the statistics, the slow log and
-//! MONITOR fed. Steps 3 and 7 of the request path in shared/STYLE.md.
+//! Runs one parsed RESP request: finds the command, checks arity, auth and
+//! MULTI's rules, asks `admission` (memory, MISCONF, loading, pause), times
+//! the handler, and keeps the statistics, the slow log and MONITOR fed.
+//! Steps 3 and 7 of the request path in shared/STYLE.md.
 use crate::client::{Client, ReplyMode};
+use crate::exec::admission;
+use crate::exec::table::{flags, Command};
 use crate::resp::ctx::{Args, Ctx};
 use crate::resp::errors::{unknown_command, CmdError};
-use crate::resp::table::{flags, Command};
 use crate::shared::{bump, Msg, Shared, WorkerStats};
+use cairn_engine::{CmdState, Cx};
 use cairn_protocol::resp::{ArgList, ReplyWriter};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -47,18 +50,6 @@ pub fn resolve<'t>(shared: &'t Shared, args: &Args) -> Result<&'t Command, CmdEr
         })
 }
 
-/// True while CLIENT PAUSE holds `cmd` back. As in Redis 7.0
-/// (`processCommand`), PAUSE ALL holds every command of a normal client and
-/// PAUSE WRITE holds the ones that write or may replicate; the pause ends
-/// when its time runs out or another client sends CLIENT UNPAUSE.
-fn paused(shared: &Shared, cmd: &Command) -> bool {
-    let until = shared.pause.until_ms.load(Ordering::Relaxed);
-    if until == 0 || cairn_engine::clock::now_ms() >= until {
-        return false;
-    }
-    shared.pause.all.load(Ordering::Relaxed) || cmd.has(flags::WRITE | flags::MAY_REPLICATE)
-}
-
 /// Executes one request and appends its reply (if any) to `out`.
 pub fn execute(
     shared: &Shared,
@@ -76,8 +67,14 @@ pub fn execute(
     let start_len = out.len();
     client.redact = 0;
     crate::pubsub::begin_command(client);
-    let outcome = run(shared, client, args, out, stats);
-    crate::keyevents::after_command(shared);
+    // The command's state in the engine (staged records, events, journal
+    // end): a local, so a command run inside this one shares it and
+    // nothing of it is left on the thread.
+    let state = CmdState::new();
+    let base = Cx::command(client.db, None, 0, &state);
+    let outcome = run(shared, client, args, out, stats, &base);
+    crate::keyevents::after_command(shared, &state, Some(&mut *client));
+    client.note_journal_end(state.take_journal_end());
     if outcome != Outcome::Done {
         if skip_this {
             client.reply_mode = ReplyMode::Skip;
@@ -88,7 +85,7 @@ pub fn execute(
         out.truncate(start_len);
         client.out_refs.truncate(start_len);
     }
-    if let Some((at, len)) = crate::pubsub::end_command(out, start_len) {
+    if let Some((at, len)) = crate::pubsub::end_command(client, out, start_len) {
         client.out_refs.shift(at, len);
     }
     outcome
@@ -100,6 +97,7 @@ fn run(
     args: Args,
     out: &mut Vec<u8>,
     stats: &WorkerStats,
+    base: &Cx,
 ) -> Outcome {
     let cmd = match resolve(shared, &args) {
         Ok(c) => c,
@@ -109,20 +107,16 @@ fn run(
             return Outcome::Done;
         }
     };
-    if let Some(e) = refusal(shared, client, cmd, &args) {
+    if let Some(e) = refusal(shared, base, client, cmd, &args) {
         // Redis `rejectCommand`: a refusal inside MULTI dooms the
         // transaction; a refused EXEC discards it.
         bump(&stats.cmd[cmd.id][2], 1);
         flag_transaction(client);
         let e = if cmd.name == "exec" {
-            crate::resp::cmd::multi::discard_transaction(shared, client);
+            crate::client::discard_transaction(shared, base, client);
             // Redis formats the refusal without its "ERR " (shared errors
             // such as OOM keep their own code).
-            let msg = e.message();
-            CmdError::text(format!(
-                "EXECABORT Transaction discarded because of: {}",
-                msg.strip_prefix("ERR ").unwrap_or(&msg)
-            ))
+            crate::resp::errors::exec_abort(&e)
         } else {
             e
         };
@@ -134,7 +128,7 @@ fn run(
         write_error(out, client, &e, stats);
         return Outcome::Done;
     }
-    if paused(shared, cmd) {
+    if admission::paused(shared, base, cmd.has(flags::WRITE | flags::MAY_REPLICATE)) {
         return Outcome::Paused;
     }
     if let Some(m) = &mut client.multi {
@@ -150,7 +144,7 @@ fn run(
             return Outcome::Done;
         }
     }
-    invoke(shared, client, cmd, args, out, stats)
+    invoke(shared, client, cmd, args, out, stats, base)
 }
 
 /// Commands that run at once inside MULTI instead of being queued.
@@ -158,17 +152,21 @@ const RUN_IN_MULTI: &[&str] = &["exec", "discard", "multi", "watch", "quit", "re
 
 /// Why `cmd` may not run now, checked in Redis 7.0 `processCommand`'s
 /// order: arity, authentication, MULTI restrictions, memory.
-fn refusal(shared: &Shared, client: &Client, cmd: &Command, args: &Args) -> Option<CmdError> {
+fn refusal(
+    shared: &Shared,
+    cx: &Cx,
+    client: &Client,
+    cmd: &Command,
+    args: &Args,
+) -> Option<CmdError> {
     if !cmd.arity_ok(args.len()) {
         return Some(CmdError::WrongArity(cmd.name));
     }
     if !client.authenticated && !cmd.has(flags::NO_AUTH) {
-        return Some(CmdError::text("NOAUTH Authentication required."));
+        return Some(CmdError::text(crate::resp::errors::NOAUTH));
     }
     if client.multi.is_some() && cmd.has(flags::NO_MULTI) {
-        return Some(CmdError::text(
-            "ERR Command not allowed inside a transaction",
-        ));
+        return Some(CmdError::text(crate::resp::errors::NOT_IN_MULTI));
     }
     // Redis's performEvictions before every command while maxmemory is
     // set; a command that may grow memory brings its arguments' bytes.
@@ -177,7 +175,7 @@ fn refusal(shared: &Shared, client: &Client, cmd: &Command, args: &Args) -> Opti
     } else {
         0
     };
-    if !crate::memory::make_room(shared, incoming) {
+    if !admission::room_for(shared, cx, incoming) {
         // Queueing may itself use unbounded memory, so under the limit
         // every command but EXEC/DISCARD/QUIT/RESET is refused in MULTI;
         // EXEC is refused if it would run a command that may grow memory.
@@ -188,34 +186,18 @@ fn refusal(shared: &Shared, client: &Client, cmd: &Command, args: &Args) -> Opti
             (None, _) => cmd.has(flags::DENYOOM),
         };
         if oom {
-            return Some(CmdError::text(
-                "OOM command not allowed when used memory > 'maxmemory'.",
-            ));
+            return Some(CmdError::text(crate::resp::errors::OOM));
         }
     }
     if cmd.has(flags::WRITE) || cmd.name == "ping" {
-        if let Some(why) = writes_denied(shared) {
+        if let Some(why) = admission::writes_denied(shared) {
             return Some(CmdError::text(why));
         }
     }
-    if shared.snapshots.loading.load(Ordering::Relaxed) && !cmd.has(flags::LOADING) {
+    if admission::loading(shared) && !cmd.has(flags::LOADING) {
         return Some(CmdError::text(crate::snapshots::LOADING));
     }
     None
-}
-
-/// Why writes (and PING) are refused now, in Redis 7.0's words, or None:
-/// a failed background save while save rules exist (`processCommand`),
-/// or a journal that cannot be written (`writeCommandsDeniedByDiskError`).
-/// Reads go on. The memcached port refuses its writes with the same text.
-pub(crate) fn writes_denied(shared: &Shared) -> Option<String> {
-    if shared.snapshots.deny_writes.load(Ordering::Relaxed) {
-        return Some(crate::snapshots::MISCONF.to_string());
-    }
-    shared
-        .journal
-        .failure()
-        .map(|err| format!("MISCONF Errors writing to the AOF file: {err}"))
 }
 
 /// Inside MULTI, an error while queueing makes EXEC fail (`flagTransaction`).
@@ -226,7 +208,9 @@ fn flag_transaction(client: &mut Client) {
 }
 
 /// Runs `cmd` (already checked) and keeps the statistics, the slow log and
-/// MONITOR fed. EXEC calls it for each queued command.
+/// MONITOR fed. EXEC calls it for each queued command. `outer` is the
+/// context the command runs in: its caller's (the dispatcher's, or EXEC's
+/// with the transaction's hold), whose state it shares.
 pub fn invoke(
     shared: &Shared,
     client: &mut Client,
@@ -234,6 +218,7 @@ pub fn invoke(
     args: Args,
     out: &mut Vec<u8>,
     stats: &WorkerStats,
+    outer: &Cx,
 ) -> Outcome {
     if !cmd.has(flags::FAST) {
         // A shard lock kept from the previous command (`retain_locks`)
@@ -242,25 +227,22 @@ pub fn invoke(
         // blocking commands); "fast" commands only lock their keys.
         cairn_engine::keyspace::release_retained();
     }
-    let started_us = cairn_engine::clock::start_command();
+    // One clock reading for the command's timing and all its expiry
+    // checks (Redis 7.0 `call()`).
+    let started_us = cairn_engine::clock::now_us();
     let handler = cmd.handler.expect("resolve returns runnable commands");
     let reply_start = out.len();
     // The journal records the command as sent unless its handler stages
-    // another form; the engine reads the arguments while the command runs.
-    // The scope points at this parameter, not at `ctx.args`: `Args` is
-    // `Copy`, so building `ctx` copies it and `args` stays valid, in
-    // place, until the call returns (the slowlog reads it after the
-    // handler); a parameter outlives every local, the scope included.
-    let _scope = shared
-        .engine
-        .journal_armed()
-        .then(|| cairn_engine::record::CommandScope::new(client.db, &args));
+    // another form: the context lends the engine the arguments for the
+    // call, a plain borrow of this parameter.
+    let cx = outer.nested(client.db, Some(&args), started_us / 1000);
     let result = {
         let mut ctx = Ctx {
             shared,
             client,
             args,
             out,
+            cx,
         };
         // A bug in one command must not take down the worker thread and
         // every connection on it: the client gets an error, the log gets
@@ -275,13 +257,11 @@ pub fn invoke(
                     "BUG: command '{}' panicked; the client got an error and the server goes on",
                     cmd.name
                 ));
-                Err(CmdError::text(
-                    "ERR internal error: the command failed unexpectedly (see the server log)",
-                ))
+                Err(CmdError::text(crate::resp::errors::INTERNAL))
             },
         )
     };
-    let micros = cairn_engine::clock::end_command().saturating_sub(started_us);
+    let micros = cairn_engine::clock::now_us().saturating_sub(started_us);
     if result.is_ok() && client.wants_block.is_some() {
         // Counted when it finally answers, not for each wait.
         return Outcome::Blocked;
@@ -329,7 +309,7 @@ fn shown_arg<'a>(args: &Args<'a>, i: usize, redact: u64) -> &'a [u8] {
 fn write_error(out: &mut Vec<u8>, client: &Client, e: &CmdError, stats: &WorkerStats) {
     bump(&stats.error_replies, 1);
     let msg = e.message_bytes();
-    crate::resp::cmd::info::record_error(client.info.worker(), &msg);
+    crate::exec::errorstats::record_error(client.info.worker(), &msg);
     // Client bytes may sit in the text; CR and LF become spaces so the
     // reply stays one line (Redis: `addReplyErrorLength`).
     out.push(b'-');

@@ -10,6 +10,7 @@
 //! file appendonly.aof.2.incr.journal seq 2 type i
 //! file appendonly.aof.3.incr.journal seq 3 type i
 //! ```
+use crate::Error;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -46,29 +47,36 @@ impl Manifest {
             .unwrap_or(0)
     }
 
-    pub fn parse(text: &str) -> Result<Manifest, String> {
+    /// Parses the text of the manifest at `path`; a bad line is named by
+    /// its number and its byte offset.
+    pub fn parse(text: &str, path: &Path) -> Result<Manifest, Error> {
         let mut m = Manifest::default();
-        for (n, line) in text.lines().enumerate() {
-            let line = line.trim();
+        let mut offset = 0u64;
+        for (n, full) in text.split_inclusive('\n').enumerate() {
+            let at = offset;
+            offset += full.len() as u64;
+            let line = full.trim();
             if line.is_empty() || line.starts_with('#') {
                 continue;
             }
+            let fail =
+                |why: String| Error::corrupt(path, at, format!("manifest line {}: {why}", n + 1));
             let w: Vec<&str> = line.split_ascii_whitespace().collect();
-            let bad = || format!("line {}: '{line}' is not 'file NAME seq N type b|i'", n + 1);
+            let bad = || fail(format!("'{line}' is not 'file NAME seq N type b|i'"));
             if w.len() != 6 || w[0] != "file" || w[2] != "seq" || w[4] != "type" {
                 return Err(bad());
             }
             let name = w[1].to_string();
             if name.contains('/') || name.contains('\\') || name == ".." {
-                return Err(format!("line {}: file name '{name}' is a path", n + 1));
+                return Err(fail(format!("file name '{name}' is a path")));
             }
             let seq: u64 = w[3].parse().map_err(|_| bad())?;
             match w[5] {
                 "b" if m.base.is_none() => m.base = Some((name, seq)),
-                "b" => return Err(format!("line {}: a second base file", n + 1)),
+                "b" => return Err(fail("a second base file".into())),
                 "i" => {
                     if m.incr.last().is_some_and(|(_, s)| *s >= seq) {
-                        return Err(format!("line {}: journal files out of order", n + 1));
+                        return Err(fail("journal files out of order".into()));
                     }
                     m.incr.push((name, seq));
                 }
@@ -90,31 +98,27 @@ impl Manifest {
     }
 
     /// Reads the manifest; None if there is none.
-    pub fn load(dir: &Path, appendfilename: &str) -> Result<Option<Manifest>, String> {
+    pub fn load(dir: &Path, appendfilename: &str) -> Result<Option<Manifest>, Error> {
         let p = Self::path(dir, appendfilename);
         match std::fs::read_to_string(&p) {
-            Ok(t) => Manifest::parse(&t)
-                .map(Some)
-                .map_err(|e| format!("Bad journal manifest {}: {e}", p.display())),
+            Ok(t) => Manifest::parse(&t, &p).map(Some),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(format!(
-                "Can't read the journal manifest {}: {e}",
-                p.display()
-            )),
+            Err(e) => Err(Error::io(&p, "read", e)),
         }
     }
 
     /// Replaces the manifest atomically.
-    pub fn store(&self, dir: &Path, appendfilename: &str) -> std::io::Result<()> {
+    pub fn store(&self, dir: &Path, appendfilename: &str) -> Result<(), Error> {
         let p = Self::path(dir, appendfilename);
         let tmp = dir.join(format!("temp-{appendfilename}.manifest"));
-        {
-            let mut f = std::fs::File::create(&tmp)?;
-            f.write_all(self.render().as_bytes())?;
-            f.sync_all()?;
-        }
-        std::fs::rename(&tmp, &p)?;
-        sync_dir(dir)
+        let tmp = tmp.as_path();
+        let io = |op| move |e| Error::io(tmp, op, e);
+        let mut f = std::fs::File::create(tmp).map_err(io("create"))?;
+        f.write_all(self.render().as_bytes()).map_err(io("write"))?;
+        f.sync_all().map_err(io("fsync"))?;
+        drop(f);
+        std::fs::rename(tmp, &p).map_err(io("rename"))?;
+        sync_dir(dir).map_err(|e| Error::io(dir, "fsync", e))
     }
 }
 
@@ -142,11 +146,24 @@ mod tests {
             "# cairn journal manifest v1\nfile a.2.base.snapshot seq 2 type b\n\
              file a.2.incr.journal seq 2 type i\nfile a.3.incr.journal seq 3 type i\n"
         );
-        assert_eq!(Manifest::parse(&text).unwrap(), m);
+        let p = Path::new("/d/a.manifest");
+        assert_eq!(Manifest::parse(&text, p).unwrap(), m);
         assert_eq!(m.last_seq(), 3);
-        assert!(Manifest::parse("file ../x seq 1 type i").is_err());
-        assert!(Manifest::parse("file x seq 2 type i\nfile y seq 1 type i").is_err());
-        assert!(Manifest::parse("file x seq one type i").is_err());
-        assert!(Manifest::parse("hello").is_err());
+        assert!(Manifest::parse("file ../x seq 1 type i", p).is_err());
+        assert!(Manifest::parse("file x seq 2 type i\nfile y seq 1 type i", p).is_err());
+        assert!(Manifest::parse("file x seq one type i", p).is_err());
+        assert!(Manifest::parse("hello", p).is_err());
+    }
+
+    #[test]
+    fn a_bad_line_is_named_by_file_line_and_offset() {
+        let p = Path::new("/d/a.manifest");
+        let text = "# cairn journal manifest v1\nfile x seq 2 type i\nfile y seq 1 type i\n";
+        let e = Manifest::parse(text, p).unwrap_err();
+        assert_eq!(e.offset, Some(48));
+        assert_eq!(
+            e.to_string(),
+            "/d/a.manifest at offset 48: manifest line 3: journal files out of order"
+        );
     }
 }

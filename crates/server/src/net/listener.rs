@@ -1,8 +1,10 @@
 //! Accepting connections: one thread per bound address, blocking in
-//! `accept`, handing each socket to an active worker round-robin. It enforces
-//! `maxclients` (Redis's error, then close) and protected mode before a
-//! worker ever sees the socket.
+//! `accept`, handing each socket to an active worker round-robin with the
+//! front end (protocol) of its port. It enforces `maxclients` and protected
+//! mode before a worker ever sees the socket; the front end words the
+//! refusal (Redis's error, memcached's).
 use crate::log;
+use crate::net::session::{FrontEnd, Refusal};
 use crate::shared::{Msg, Shared};
 use std::io::Write;
 use std::net::{SocketAddr, TcpListener};
@@ -59,10 +61,9 @@ fn bind_one(addr: SocketAddr, backlog: i32) -> std::io::Result<TcpListener> {
     Ok(s.into())
 }
 
-/// Accepts forever on `l`, spreading connections over the workers.
-/// `memcache`: the listener of `memcached-port`; its refusals are worded
-/// as memcached errors.
-pub fn accept_loop(l: TcpListener, shared: Arc<Shared>, memcache: bool) {
+/// Accepts forever on `l`, spreading connections over the workers; each
+/// gets a session of `front`'s protocol.
+pub fn accept_loop(l: TcpListener, shared: Arc<Shared>, front: &'static FrontEnd) {
     let mut next = 0usize;
     loop {
         crate::memory::register_thread();
@@ -80,23 +81,13 @@ pub fn accept_loop(l: TcpListener, shared: Arc<Shared>, memcache: bool) {
         if shared.connected.fetch_add(1, Ordering::Relaxed) >= max {
             shared.connected.fetch_sub(1, Ordering::Relaxed);
             shared.rejected_connections.fetch_add(1, Ordering::Relaxed);
-            let _ = stream.write_all(if memcache {
-                // memcached's own words when it is out of connections.
-                &b"ERROR Too many open connections\r\n"[..]
-            } else {
-                b"-ERR max number of clients reached\r\n"
-            });
+            let _ = stream.write_all(&(front.refusal)(Refusal::MaxClients));
             continue;
         }
         if denied_by_protected_mode(&shared, &addr) {
             shared.connected.fetch_sub(1, Ordering::Relaxed);
             shared.rejected_connections.fetch_add(1, Ordering::Relaxed);
-            if memcache {
-                let _ = stream.write_all(b"SERVER_ERROR ");
-                let _ = stream.write_all(&PROTECTED_MODE_ERROR.as_bytes()[1..]);
-            } else {
-                let _ = stream.write_all(PROTECTED_MODE_ERROR.as_bytes());
-            }
+            let _ = stream.write_all(&(front.refusal)(Refusal::ProtectedMode));
             continue;
         }
         let workers = shared.workers();
@@ -104,11 +95,7 @@ pub fn accept_loop(l: TcpListener, shared: Arc<Shared>, memcache: bool) {
         let active = shared.balance.active().clamp(1, workers.len());
         let w = next % active;
         next = next.wrapping_add(1);
-        workers[w].send(if memcache {
-            Msg::NewMemcacheConn(stream, addr)
-        } else {
-            Msg::NewConn(stream, addr)
-        });
+        workers[w].send(Msg::NewConn(stream, addr, front));
     }
 }
 
@@ -123,4 +110,6 @@ fn denied_by_protected_mode(shared: &Shared, addr: &SocketAddr) -> bool {
     shared.config.read().protected_mode
 }
 
-const PROTECTED_MODE_ERROR: &str = "-DENIED Cairn is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Cairn you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Cairn from the same host the server is running, however MAKE SURE Cairn is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Cairn configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Set up an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.\r\n";
+/// Why protected mode refused a connection, with its line end; each front
+/// end puts its error prefix in front (RESP `-`, memcached `SERVER_ERROR `).
+pub const PROTECTED_MODE_ERROR: &str = "DENIED Cairn is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Cairn you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Cairn from the same host the server is running, however MAKE SURE Cairn is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Cairn configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Set up an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.\r\n";

@@ -7,8 +7,8 @@
 //! one file, while lookup, arity and flag checks happen in one place. A
 //! handler with no metadata, or a duplicate name, fails the build's tests
 //! and the server's start-up, never silently.
+use crate::exec::meta::{self, CommandMeta};
 use crate::resp::ctx::{CmdResult, Ctx};
-use crate::resp::meta::{self, CommandMeta};
 use hashbrown::HashMap;
 
 pub type Handler = fn(&mut Ctx<'_>) -> CmdResult;

@@ -1,6 +1,7 @@
-//! Numbers as memcached 1.6 reads them from a command line
-//! (`util.c`: `safe_strtol`, `safe_strtoul`, `safe_strtoull`, built on C's
-//! `strtol`/`strtoul`/`strtoull` on a 64-bit system). The quirks are kept
+//! Numbers as memcached 1.6 reads them from a command line, and from a
+//! stored item's data for incr/decr (`util.c`: `safe_strtol`,
+//! `safe_strtoul`, `safe_strtoull`, built on C's `strtol`/`strtoul`/
+//! `strtoull` on a 64-bit system). The quirks are kept
 //! on purpose, so a line memcached accepts is accepted here with the same
 //! value: leading whitespace and a sign are allowed, a number may be
 //! followed by one whitespace byte and then anything, `safe_strtol` and
@@ -121,5 +122,23 @@ mod tests {
         assert_eq!(strtol(b"-9223372036854775809"), None);
         assert_eq!(strtol(b"x"), None);
         assert_eq!(strtol(b"12a"), None);
+    }
+
+    #[test]
+    fn a_stored_value_as_incr_reads_it() {
+        assert_eq!(strtoull(b"10"), Some(10));
+        assert_eq!(strtoull(b" 10"), Some(10));
+        assert_eq!(strtoull(b"10 "), Some(10));
+        assert_eq!(strtoull(b"10 junk"), Some(10));
+        assert_eq!(strtoull(b"+7"), Some(7));
+        assert_eq!(strtoull(b"-0"), Some(0));
+        assert_eq!(strtoull(b"-1"), None);
+        assert_eq!(strtoull(b"10x"), None);
+        assert_eq!(strtoull(b""), None);
+        assert_eq!(strtoull(b" "), None);
+        assert_eq!(strtoull(b"18446744073709551615"), Some(u64::MAX));
+        assert_eq!(strtoull(b"18446744073709551616"), None);
+        assert_eq!(strtoull(b"000000000000000000001"), Some(1));
+        assert_eq!(strtoull(b"5\0x"), Some(5));
     }
 }

@@ -13,12 +13,19 @@
 //! So once a second the cron thread measures how much work the workers do
 //! (`WorkerStats::work_ns`: each worker thread's CPU time, less the time
 //! it spent spinning on empty polls) and how much CPU the rest of the
-//! machine takes (/proc/stat minus this process's `getrusage`), and chooses how many workers are *active* (`target`): enough
-//! that none runs above `SPREAD_AT` of a core, but no more than the cores
-//! other processes leave free. Active workers are 0..k; the acceptor gives
-//! new connections to them only, and an inactive worker hands each of its
-//! connections to an active one as soon as the connection is quiet (no
-//! pending input or output, not blocked, subscribed or monitoring: see
+//! machine takes (/proc/stat minus this process's `getrusage`), and
+//! chooses how many workers are *active* (`target`): enough that none runs
+//! above `SPREAD_AT` of a core, but no more than the cores other processes
+//! leave free *among the cores this process may run on*. Other processes'
+//! CPU counts against those only where it cannot fit on the cores outside
+//! the server's affinity mask: a server pinned to 6 of 16 cores beside
+//! clients on the other 10 has all 6 (the first rule, which subtracted
+//! all of the machine's other CPU from the 6, kept about two workers of a
+//! saturated server busy there: 266k SET/s against 727k with every worker
+//! on). Active workers are 0..k; the acceptor gives new connections to
+//! them only, and an inactive worker hands each of its connections to an
+//! active one as soon as the connection is quiet (no pending input or
+//! output, not blocked, subscribed or monitoring: see
 //! `worker::Worker::movable`). When k grows, the busiest workers hand
 //! their surplus connections to the new ones (`Plan`).
 //!
@@ -127,26 +134,47 @@ pub struct Sample {
     pub work: f64,
     /// Busiest active worker's busy fraction.
     pub peak: f64,
-    /// CPU the rest of the machine used (other processes, interrupts, and
-    /// time the hypervisor took).
+    /// CPU the rest of the machine used (other processes and time the
+    /// hypervisor took; see `Jiffies::busy`), over all its online cores.
     pub others: f64,
-    /// Cores this process may use.
+    /// Cores this process may use: its affinity mask (`sched_getaffinity`),
+    /// or less under a cgroup CPU quota (`available_parallelism`).
     pub cores: f64,
+    /// Cores the machine has online (`others` is measured over these).
+    pub online: f64,
+}
+
+impl Sample {
+    /// Other processes' CPU that must be running on this process's cores:
+    /// what does not fit on the online cores outside them. Where the
+    /// server may use every core (the 2-core box) that is all of `others`,
+    /// as before; a pinned server beside clients on other cores sees none
+    /// of theirs. Others pinned onto the server's own cores are
+    /// undercounted, but they then share those cores with the workers
+    /// rather than leave them: a worker still gets its turn on each.
+    pub fn others_here(&self) -> f64 {
+        let elsewhere = (self.online - self.cores).max(0.0);
+        (self.others - elsewhere).max(0.0)
+    }
+
+    /// Cores left for the workers: a quarter core of slack, so 0.8 of a
+    /// free core still counts as one; at least one.
+    pub fn room(&self) -> usize {
+        ((self.cores - self.others_here()) + 0.25).floor().max(1.0) as usize
+    }
 }
 
 /// The active count for a window: enough workers that the work fits at
 /// `SPREAD_AT` each (twice the current count when the busiest is saturated,
 /// since a saturated worker under-reports the work waiting for it), but no
-/// more than the cores left free by everyone else, at least one and at
-/// most `n`.
+/// more than the cores left free by everyone else (`Sample::room`), at
+/// least one and at most `n`.
 pub fn target(s: &Sample, current: usize, n: usize) -> usize {
     let mut need = (s.work / SPREAD_AT).ceil().max(1.0) as usize;
     if s.peak > 0.9 {
         need = need.max(current * 2);
     }
-    // A quarter core of slack: 0.8 of a free core still counts as one.
-    let room = ((s.cores - s.others) + 0.25).floor().max(1.0) as usize;
-    need.min(room).clamp(1, n.max(1))
+    need.min(s.room()).clamp(1, n.max(1))
 }
 
 /// Moves that even out connection counts over workers 0..k: each worker
@@ -187,7 +215,7 @@ pub fn spread(counts: &[usize], k: usize) -> Vec<(usize, usize, usize)> {
 pub struct Balancer {
     at: Instant,
     busy: Vec<u64>,
-    machine: Option<(u64, u64)>,
+    machine: Option<Jiffies>,
     /// This process's CPU time, in µs.
     own: u64,
     /// A smaller target and how many windows in a row it has held.
@@ -222,7 +250,11 @@ impl Balancer {
             .map(|w| w.work_ns.load(Ordering::Relaxed))
             .collect();
         let machine = machine_jiffies();
-        let own = crate::resp::cmd::info::cpu_us(libc::RUSAGE_SELF);
+        // Online cores: the per-core lines of the same read, so `others`
+        // and `online` describe one machine even where /proc is a
+        // container's view.
+        let online = machine.map(|m| m.online);
+        let own = crate::process::cpu_us(libc::RUSAGE_SELF);
         let first = self.busy.is_empty();
         let prev = std::mem::replace(&mut self.busy, busy);
         let prev_machine = std::mem::replace(&mut self.machine, machine);
@@ -247,20 +279,20 @@ impl Balancer {
         // Without /proc (or in a container hiding it) nobody else is seen
         // to use the machine: the count then follows the work alone.
         let others = match (machine, prev_machine) {
-            (Some((b1, t1)), Some((b0, t0))) if t1 > t0 => {
-                let busy = (b1.saturating_sub(b0)) as f64 / clock_ticks() / secs;
+            (Some(m1), Some(m0)) if m1.total > m0.total => {
+                let busy = (m1.busy.saturating_sub(m0.busy)) as f64 / clock_ticks() / secs;
                 (busy - own.saturating_sub(prev_own) as f64 / 1e6 / secs).max(0.0)
             }
             _ => 0.0,
         };
-        let cores = std::thread::available_parallelism()
-            .map(|n| n.get() as f64)
-            .unwrap_or(1.0);
+        let cores = cores();
         let sample = Sample {
             work,
             peak,
             others,
             cores,
+            // Unknown: as if this process may use every core.
+            online: online.map_or(cores, |n| n as f64).max(cores),
         };
         *balance.last.lock() = Some(sample);
         let forced = balance.forced.load(Ordering::Relaxed);
@@ -294,11 +326,38 @@ impl Balancer {
     }
 }
 
-/// (busy, total) jiffies of the whole machine from /proc/stat; busy
-/// includes interrupts and steal (time the hypervisor gave elsewhere).
-fn machine_jiffies() -> Option<(u64, u64)> {
-    let s = std::fs::read_to_string("/proc/stat").ok()?;
-    let line = s.lines().next()?;
+/// Cores this process may use (`available_parallelism` reads the
+/// affinity mask with `sched_getaffinity`, then any cgroup quota).
+fn cores() -> f64 {
+    std::thread::available_parallelism()
+        .map(|n| n.get() as f64)
+        .unwrap_or(1.0)
+}
+
+/// The whole machine's CPU time from /proc/stat, in jiffies summed over
+/// its online cores.
+#[derive(Clone, Copy, Debug)]
+struct Jiffies {
+    /// Time processes ran (user, nice, system) and steal (time the
+    /// hypervisor gave elsewhere). Not interrupts and softirq: with IRQ
+    /// time accounting the kernel charges them to no process, and on a busy
+    /// server they are mostly its own network work (delivering its replies
+    /// on loopback runs in softirq on the worker's core). Counted as
+    /// others', they made saturated workers look crowded by other processes
+    /// just when more of them were needed.
+    busy: u64,
+    total: u64,
+    /// Online cores: the `cpuN` lines.
+    online: usize,
+}
+
+fn machine_jiffies() -> Option<Jiffies> {
+    parse_stat(&std::fs::read_to_string("/proc/stat").ok()?)
+}
+
+fn parse_stat(s: &str) -> Option<Jiffies> {
+    let mut lines = s.lines();
+    let line = lines.next()?;
     let v: Vec<u64> = line
         .split_whitespace()
         .skip(1)
@@ -308,9 +367,17 @@ fn machine_jiffies() -> Option<(u64, u64)> {
     if v.len() < 8 {
         return None;
     }
-    let idle = v[3] + v[4];
+    let busy = v[0] + v[1] + v[2] + v[7];
     let total: u64 = v[..8].iter().sum();
-    Some((total - idle, total))
+    let online = lines
+        .take_while(|l| l.starts_with("cpu"))
+        .filter(|l| l.as_bytes().get(3).is_some_and(u8::is_ascii_digit))
+        .count();
+    Some(Jiffies {
+        busy,
+        total,
+        online: online.max(1),
+    })
 }
 
 fn clock_ticks() -> f64 {
@@ -327,13 +394,92 @@ fn clock_ticks() -> f64 {
 mod tests {
     use super::*;
 
+    /// A machine whose every core this process may use.
     fn s(work: f64, peak: f64, others: f64, cores: f64) -> Sample {
+        on(work, peak, others, cores, cores)
+    }
+
+    /// A process allowed `cores` of the machine's `online`.
+    fn on(work: f64, peak: f64, others: f64, cores: f64, online: f64) -> Sample {
         Sample {
             work,
             peak,
             others,
             cores,
+            online,
         }
+    }
+
+    /// Follows `target` window by window from one active worker while
+    /// `load(k)` says what the machine measures with k workers active.
+    fn settle(n: usize, windows: usize, load: impl Fn(usize) -> Sample) -> usize {
+        let mut k = 1;
+        for _ in 0..windows {
+            let t = target(&load(k), k, n);
+            // Growing applies at once; the loads below never shrink it.
+            k = k.max(t);
+        }
+        k
+    }
+
+    #[test]
+    fn a_pinned_server_beside_busy_clients_spreads_over_its_cores() {
+        // Issue 19's 16-core run: the server pinned to 6 cores, two
+        // redis-benchmark processes with 5 threads each on the other 10
+        // (about 10 cores' worth), every active worker saturated. The first
+        // rule gave room for max(1, 6 - 10) = 1 or 2 workers.
+        let busy = |k: usize| on(k as f64, 1.0, 10.0, 6.0, 16.0);
+        assert_eq!(target(&busy(1), 1, 6), 2);
+        assert_eq!(target(&busy(2), 2, 6), 4);
+        assert_eq!(target(&busy(4), 4, 6), 6);
+        assert_eq!(target(&busy(6), 6, 6), 6);
+        assert_eq!(settle(6, 5, busy), 6);
+        // Clients a little short of their 10 cores, or a little over with
+        // interrupts counted: still every core.
+        assert_eq!(settle(6, 5, |k| on(k as f64, 1.0, 9.2, 6.0, 16.0)), 6);
+        assert_eq!(settle(6, 5, |k| on(k as f64, 1.0, 10.2, 6.0, 16.0)), 6);
+        // More threads than allowed cores: the cores bound it.
+        assert_eq!(settle(16, 5, |k| on(k as f64, 1.0, 10.0, 6.0, 16.0)), 6);
+        // Unpipelined, the workers a little below saturation.
+        assert_eq!(target(&on(4.0, 0.85, 10.0, 6.0, 16.0), 4, 6), 6);
+    }
+
+    #[test]
+    fn a_pinned_server_stays_small_on_light_load() {
+        // The same machine and clients, but the server has little to do.
+        assert_eq!(target(&on(0.3, 0.3, 10.0, 6.0, 16.0), 1, 6), 1);
+        assert_eq!(target(&on(0.6, 0.6, 10.0, 6.0, 16.0), 1, 6), 1);
+        assert_eq!(target(&on(1.0, 0.5, 10.0, 6.0, 16.0), 2, 6), 2);
+        assert_eq!(target(&on(0.0, 0.0, 2.0, 6.0, 16.0), 6, 6), 1);
+    }
+
+    #[test]
+    fn others_count_against_the_server_only_beyond_the_cores_it_may_not_use() {
+        // Pinned to 6 of 16: the first 10 cores of others' work fit outside.
+        assert_eq!(on(0.0, 0.0, 10.0, 6.0, 16.0).others_here(), 0.0);
+        assert_eq!(on(0.0, 0.0, 13.0, 6.0, 16.0).others_here(), 3.0);
+        assert_eq!(on(0.0, 0.0, 13.0, 6.0, 16.0).room(), 3);
+        // Every core: all of it counts, as on the 2-core box.
+        assert_eq!(s(0.0, 0.0, 1.0, 2.0).others_here(), 1.0);
+        assert_eq!(s(0.0, 0.0, 1.0, 2.0).room(), 1);
+        // The whole machine busy, server's cores too: one worker.
+        let full = on(6.0, 1.0, 15.5, 6.0, 16.0);
+        assert_eq!(full.room(), 1);
+        assert_eq!(target(&full, 6, 6), 1);
+    }
+
+    #[test]
+    fn the_stat_file_gives_busy_total_and_online_cores() {
+        // user nice system idle iowait irq softirq steal guest guest_nice
+        let stat = "cpu  100 1 50 800 50 5 5 7 0 0\n\
+                    cpu0 50 1 25 400 25 3 2 4 0 0\n\
+                    cpu1 50 0 25 400 25 2 3 3 0 0\n\
+                    intr 12345\n\
+                    ctxt 678\n";
+        let j = parse_stat(stat).unwrap();
+        // Busy: user, nice, system and steal; not idle, iowait, irq, softirq.
+        assert_eq!((j.busy, j.total, j.online), (158, 1018, 2));
+        assert!(parse_stat("cpu 1 2 3\n").is_none());
     }
 
     #[test]

@@ -1,0 +1,451 @@
+//! The directive table: one line of `directives!` per directive declares
+//! the `Config` field, its name and alias, syntax, default, flags and
+//! check; parsing, CONFIG GET/SET and CONFIG REWRITE are all driven by it.
+
+use super::*;
+
+/// No flags: CONFIG SET may change it.
+pub(super) const MUTABLE: u8 = 0;
+/// CONFIG SET refuses it ("can't set immutable config").
+pub(super) const IMMUTABLE: u8 = 1;
+/// CONFIG SET allows it only as `enable-protected-configs` says.
+pub(super) const PROTECTED: u8 = 2;
+/// The value is a secret: callers should redact it from logs, MONITOR and
+/// the slow log, and `Debug` hides it.
+pub(super) const SENSITIVE: u8 = 4;
+
+pub(super) const I32_MIN: i128 = i32::MIN as i128;
+pub(super) const I32_MAX: i128 = i32::MAX as i128;
+pub(super) const U32_MAX: i128 = u32::MAX as i128;
+pub(super) const I64_MAX: i128 = i64::MAX as i128;
+pub(super) const U64_MAX: i128 = u64::MAX as i128;
+/// Redis's size_t configs top out at LONG_MAX; a 32-bit usize cannot hold that.
+pub(super) const SIZE_MAX: i128 = if (usize::MAX as u128) < (i64::MAX as u128) {
+    usize::MAX as i128
+} else {
+    I64_MAX
+};
+pub(super) const MB: i128 = 1024 * 1024;
+
+pub(super) struct Directive {
+    pub(super) name: &'static str,
+    pub(super) alias: Option<&'static str>,
+    pub(super) kind: Kind,
+    /// The default, written as in a config file after the name.
+    pub(super) default: &'static str,
+    pub(super) flags: u8,
+    pub(super) refine: Refine,
+    pub(super) get: fn(&Config) -> Value,
+    pub(super) put: fn(&mut Config, &Value) -> bool,
+}
+
+impl Directive {
+    pub(super) fn default_value(&self) -> Result<Value, String> {
+        let args = if self.kind.multi_arg() {
+            split_args(self.default.as_bytes())
+                .map(bytes_to_strings)
+                .ok_or("unbalanced quotes")?
+                .ok_or("not UTF-8")?
+        } else {
+            vec![self.default.to_string()]
+        };
+        let zero = (self.get)(&Config::zeroed());
+        self.kind.parse(&args, &zero)
+    }
+
+    pub(super) fn store(&self, config: &mut Config, v: &Value) -> Result<(), String> {
+        if (self.put)(config, v) {
+            Ok(())
+        } else {
+            Err(format!(
+                "internal error: the value of '{}' does not fit its field",
+                self.name
+            ))
+        }
+    }
+
+    pub(super) fn render(&self, config: &Config) -> String {
+        self.kind.render(&(self.get)(config))
+    }
+}
+
+macro_rules! alias {
+    () => {
+        None
+    };
+    ($a:literal) => {
+        Some($a)
+    };
+}
+
+macro_rules! directives {
+    ($(
+        $(#[doc = $doc:literal])*
+        $field:ident : $ty:ty = $name:literal $(| $alias:literal)?,
+            $kind:expr, $default:literal, $flags:expr, $refine:expr;
+    )*) => {
+        /// The server configuration. Field docs give the directive name;
+        /// values are as Redis stores them (memory in bytes, times in the
+        /// directive's unit).
+        #[derive(Clone, PartialEq, Eq)]
+        pub struct Config {
+            $( $(#[doc = $doc])* pub $field: $ty, )*
+            /// Absolute path of the config file given at startup.
+            pub(super) config_file: Option<PathBuf>,
+        }
+
+        impl Config {
+            /// Every field at its type's zero; only a base for applying the
+            /// table's defaults.
+            pub(super) fn zeroed() -> Config {
+                Config { $( $field: <$ty>::default(), )* config_file: None }
+            }
+        }
+
+        pub(super) static TABLE: &[Directive] = &[$(
+            Directive {
+                name: $name,
+                alias: alias!($($alias)?),
+                kind: $kind,
+                default: $default,
+                flags: $flags,
+                refine: $refine,
+                get: |c: &Config| Field::to_value(&c.$field),
+                put: |c: &mut Config, v: &Value| match Field::from_value(v) {
+                    Some(x) => {
+                        c.$field = x;
+                        true
+                    }
+                    None => false,
+                },
+            },
+        )*];
+    };
+}
+
+pub(super) const fn int(min: i128, max: i128) -> Kind {
+    Kind::Int { min, max }
+}
+
+pub(super) const fn mem(min: i128, max: i128) -> Kind {
+    Kind::Memory { min, max }
+}
+
+pub(super) const STR: Kind = Kind::Str {
+    null_if_empty: false,
+};
+pub(super) const NULLABLE_STR: Kind = Kind::Str {
+    null_if_empty: true,
+};
+
+directives! {
+    /// `bind`: addresses to listen on; a leading `-` marks one that may be
+    /// unavailable. Cairn defaults to loopback only (Redis: `* -::*`).
+    bind: Vec<String> = "bind", Kind::Bind, "127.0.0.1", MUTABLE, keep;
+    /// `port`: TCP port, 0 = no TCP listener. Immutable in Cairn.
+    port: u16 = "port", int(0, 65535), "6379", IMMUTABLE, keep;
+    /// `databases`.
+    databases: usize = "databases", int(1, I32_MAX), "16", IMMUTABLE, keep;
+    /// `requirepass`: empty = no password.
+    requirepass: String = "requirepass", NULLABLE_STR, "", SENSITIVE, keep;
+    /// `maxclients`.
+    maxclients: u32 = "maxclients", int(1, U32_MAX), "10000", MUTABLE, keep;
+    /// `timeout`: idle seconds before a client is closed, 0 = never.
+    timeout: u32 = "timeout", int(0, I32_MAX), "0", MUTABLE, keep;
+    /// `tcp-keepalive`: seconds, 0 = off.
+    tcp_keepalive: u32 = "tcp-keepalive", int(0, I32_MAX), "300", MUTABLE, keep;
+    /// `tcp-backlog`.
+    tcp_backlog: u32 = "tcp-backlog", int(0, I32_MAX), "511", IMMUTABLE, keep;
+    /// `protected-mode`.
+    protected_mode: bool = "protected-mode", Kind::Bool, "yes", MUTABLE, keep;
+    /// `proto-max-bulk-len`: bytes.
+    proto_max_bulk_len: u64 = "proto-max-bulk-len", mem(MB, I64_MAX), "512mb", MUTABLE, keep;
+    /// `client-query-buffer-limit`: bytes.
+    client_query_buffer_limit: u64 = "client-query-buffer-limit", mem(MB, I64_MAX), "1gb", MUTABLE, keep;
+    /// `loglevel`.
+    loglevel: LogLevel = "loglevel", Kind::Enum(LogLevel::NAMES), "notice", MUTABLE, keep;
+    /// `logfile`: empty = standard error. Relative to `dir`, as Redis
+    /// resolves it after chdir.
+    logfile: String = "logfile", STR, "", IMMUTABLE, keep;
+    /// `pidfile`: empty = none. Immutable, as in Redis.
+    pidfile: String = "pidfile", NULLABLE_STR, "", IMMUTABLE, keep;
+    /// `daemonize`: fork into the background at start-up, as Redis does
+    /// (`crate::process::daemonize`); with no `pidfile`, one is written at
+    /// `process::DEFAULT_PIDFILE`.
+    daemonize: bool = "daemonize", Kind::Bool, "no", IMMUTABLE, keep;
+    /// `supervised`: no, upstart, systemd or auto; when supervision is
+    /// found, `daemonize` is ignored, as in Redis.
+    supervised: Supervised = "supervised", Kind::Enum(Supervised::NAMES), "no", IMMUTABLE, keep;
+    /// `dir`: working directory. Parsing checks it exists and stores its
+    /// absolute path; changing the process's directory is the caller's job.
+    /// Protected, as in Redis.
+    dir: String = "dir", STR, ".", PROTECTED, valid_dir;
+    /// `dbfilename`: the snapshot file in `dir`. Protected, as in Redis.
+    /// Cairn's default names its own format (`dump.cairn`, not Redis's
+    /// `dump.rdb`), so a Redis RDB file left in `dir` is never mistaken
+    /// for a Cairn snapshot.
+    dbfilename: String = "dbfilename", STR, "dump.cairn", PROTECTED, valid_dbfilename;
+    /// `appendonly`: record every write in the journal (Cairn's AOF).
+    appendonly: bool = "appendonly", Kind::Bool, "no", MUTABLE, keep;
+    /// `appenddirname`: the journal's directory, under `dir`. Immutable, as in Redis.
+    appenddirname: String = "appenddirname", STR, "appendonlydir", IMMUTABLE, valid_appenddirname;
+    /// `auto-aof-rewrite-percentage`: compact when the journal grew by this
+    /// much over its size after the last compaction; 0 = never.
+    auto_aof_rewrite_percentage: u32 = "auto-aof-rewrite-percentage", int(0, I32_MAX), "100", MUTABLE, keep;
+    /// `auto-aof-rewrite-min-size`: no automatic compaction below this size.
+    auto_aof_rewrite_min_size: u64 = "auto-aof-rewrite-min-size", mem(0, I64_MAX), "64mb", MUTABLE, keep;
+    /// `aof-load-truncated`: start with a warning when the last journal
+    /// batch is torn (a crash mid-write), instead of refusing to start.
+    aof_load_truncated: bool = "aof-load-truncated", Kind::Bool, "yes", MUTABLE, keep;
+    /// `no-appendfsync-on-rewrite`: accepted for compatibility. Cairn's
+    /// compaction does not fork and its fsyncs do not compete with a child,
+    /// so fsyncs go on during a rewrite.
+    no_appendfsync_on_rewrite: bool = "no-appendfsync-on-rewrite", Kind::Bool, "no", MUTABLE, keep;
+    /// `appendfilename`. Immutable, as in Redis.
+    appendfilename: String = "appendfilename", STR, "appendonly.aof", IMMUTABLE, valid_appendfilename;
+    /// `appendfsync`.
+    appendfsync: AppendFsync = "appendfsync", Kind::Enum(AppendFsync::NAMES), "everysec", MUTABLE, keep;
+    /// `save`: snapshot rules, `<seconds> <changes>` pairs (a BGSAVE when
+    /// at least `changes` keys changed and `seconds` passed since the last
+    /// save). Cairn's default is none (Redis 7: `3600 1 300 100 60
+    /// 10000`): persistence is opted into, so a Cairn started anywhere
+    /// writes no file unasked; docs/design.md ("Snapshots") explains.
+    save: Vec<SaveRule> = "save", Kind::Save, "", MUTABLE, keep;
+    /// `stop-writes-on-bgsave-error`: with save rules, refuse writes
+    /// (`-MISCONF`) while the last background save failed.
+    stop_writes_on_bgsave_error: bool = "stop-writes-on-bgsave-error", Kind::Bool, "yes", MUTABLE, keep;
+    /// `rdbchecksum`: CRCs in snapshot files (written as 0 and not
+    /// checked when off). Immutable, as in Redis.
+    rdbchecksum: bool = "rdbchecksum", Kind::Bool, "yes", IMMUTABLE, keep;
+    /// `key-load-delay`: microseconds to wait per key loaded (a Redis
+    /// debugging knob that tests use to watch a slow load).
+    key_load_delay: i32 = "key-load-delay", int(I32_MIN, I32_MAX), "0", MUTABLE, keep;
+    /// `rdb-key-save-delay`: microseconds to wait per key written by a
+    /// snapshot (a Redis debugging knob that keeps a BGSAVE running).
+    rdb_key_save_delay: i32 = "rdb-key-save-delay", int(I32_MIN, I32_MAX), "0", MUTABLE, keep;
+    /// `snapshot-queue-limit` (Cairn only): serialized bytes a running
+    /// snapshot may hold in memory (its copy-on-write cost) before the
+    /// thread that adds to them writes them to the file itself; 0 = no
+    /// limit.
+    snapshot_queue_limit: u64 = "snapshot-queue-limit", mem(0, U64_MAX), "64mb", MUTABLE, keep;
+    /// `maxmemory`: bytes, 0 = no limit.
+    maxmemory: u64 = "maxmemory", mem(0, U64_MAX), "0", MUTABLE, keep;
+    /// `maxmemory-policy`.
+    maxmemory_policy: MaxmemoryPolicy = "maxmemory-policy", Kind::Enum(MaxmemoryPolicy::NAMES), "noeviction", MUTABLE, keep;
+    /// `maxmemory-samples`.
+    maxmemory_samples: u32 = "maxmemory-samples", int(1, I32_MAX), "5", MUTABLE, keep;
+    /// `maxmemory-eviction-tenacity`: eviction time budget per command.
+    maxmemory_eviction_tenacity: u32 = "maxmemory-eviction-tenacity", int(0, 100), "10", MUTABLE, keep;
+    /// `lfu-log-factor`: how slowly the LFU counter saturates.
+    lfu_log_factor: u32 = "lfu-log-factor", int(0, I32_MAX), "10", MUTABLE, keep;
+    /// `lfu-decay-time`: minutes per LFU counter decrement (0: never).
+    lfu_decay_time: u32 = "lfu-decay-time", int(0, I32_MAX), "1", MUTABLE, keep;
+    /// `hz`: any value is accepted and clamped to 1..=500, as Redis does.
+    hz: u32 = "hz", int(0, I32_MAX), "10", MUTABLE, clamp_hz;
+    /// `dynamic-hz`.
+    dynamic_hz: bool = "dynamic-hz", Kind::Bool, "yes", MUTABLE, keep;
+    /// `notify-keyspace-events`.
+    notify_keyspace_events: KeyspaceEvents = "notify-keyspace-events", Kind::Events, "", MUTABLE, keep;
+    /// `slowlog-log-slower-than`: microseconds; negative disables the slow
+    /// log, 0 logs every command.
+    slowlog_log_slower_than: i64 = "slowlog-log-slower-than", int(-1, I64_MAX), "10000", MUTABLE, keep;
+    /// `slowlog-max-len`.
+    slowlog_max_len: u64 = "slowlog-max-len", int(0, I64_MAX), "128", MUTABLE, keep;
+    /// `latency-tracking`.
+    latency_tracking: bool = "latency-tracking", Kind::Bool, "yes", MUTABLE, keep;
+    /// `enable-debug-command`.
+    enable_debug_command: ProtectedAction = "enable-debug-command", Kind::Enum(ProtectedAction::NAMES), "no", IMMUTABLE, keep;
+    /// `enable-protected-configs`: who may CONFIG SET `dir` and
+    /// `dbfilename`. Immutable, as in Redis.
+    enable_protected_configs: ProtectedAction = "enable-protected-configs", Kind::Enum(ProtectedAction::NAMES), "no", IMMUTABLE, keep;
+    /// `hash-max-listpack-entries` (alias `hash-max-ziplist-entries`).
+    /// Default 512 as in Redis 7.0.
+    hash_max_listpack_entries: usize = "hash-max-listpack-entries" | "hash-max-ziplist-entries", int(0, SIZE_MAX), "512", MUTABLE, keep;
+    /// `hash-max-listpack-value` (alias `hash-max-ziplist-value`). Cairn's
+    /// default is 1024 (Redis: 64), so hashes of 100-byte to 1 KB values,
+    /// such as YCSB records, stay one packed (and compressible) buffer
+    /// instead of a pointer-heavy table (issue 5).
+    hash_max_listpack_value: usize = "hash-max-listpack-value" | "hash-max-ziplist-value", int(0, SIZE_MAX), "1024", MUTABLE, keep;
+    /// `set-max-intset-entries`.
+    set_max_intset_entries: usize = "set-max-intset-entries", int(0, SIZE_MAX), "512", MUTABLE, keep;
+    /// `set-max-listpack-entries` (Redis 7.2).
+    set_max_listpack_entries: usize = "set-max-listpack-entries", int(0, SIZE_MAX), "128", MUTABLE, keep;
+    /// `set-max-listpack-value` (Redis 7.2).
+    set_max_listpack_value: usize = "set-max-listpack-value", int(0, SIZE_MAX), "64", MUTABLE, keep;
+    /// `zset-max-listpack-entries` (alias `zset-max-ziplist-entries`).
+    zset_max_listpack_entries: usize = "zset-max-listpack-entries" | "zset-max-ziplist-entries", int(0, SIZE_MAX), "128", MUTABLE, keep;
+    /// `zset-max-listpack-value` (alias `zset-max-ziplist-value`). Cairn's
+    /// default is 1024 (Redis: 64), as for hashes.
+    zset_max_listpack_value: usize = "zset-max-listpack-value" | "zset-max-ziplist-value", int(0, SIZE_MAX), "1024", MUTABLE, keep;
+    /// `list-max-listpack-size` (alias `list-max-ziplist-size`): positive =
+    /// entries per node, -1..-5 = 4kb..64kb per node.
+    list_max_listpack_size: i32 = "list-max-listpack-size" | "list-max-ziplist-size", int(I32_MIN, I32_MAX), "-2", MUTABLE, keep;
+    /// `lazyfree-lazy-user-del`.
+    lazyfree_lazy_user_del: bool = "lazyfree-lazy-user-del", Kind::Bool, "no", MUTABLE, keep;
+    /// `lazyfree-lazy-user-flush`.
+    lazyfree_lazy_user_flush: bool = "lazyfree-lazy-user-flush", Kind::Bool, "no", MUTABLE, keep;
+    /// `lazyfree-lazy-expire`.
+    lazyfree_lazy_expire: bool = "lazyfree-lazy-expire", Kind::Bool, "no", MUTABLE, keep;
+    /// `lazyfree-lazy-eviction`.
+    lazyfree_lazy_eviction: bool = "lazyfree-lazy-eviction", Kind::Bool, "no", MUTABLE, keep;
+    /// `active-expire-effort`.
+    active_expire_effort: u32 = "active-expire-effort", int(1, 10), "1", MUTABLE, keep;
+    /// `client-output-buffer-limit`.
+    client_output_buffer_limit: ClientOutputBufferLimits = "client-output-buffer-limit", Kind::Obuf,
+        "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60", MUTABLE, keep;
+    /// `server-threads` (Cairn): worker threads, 0 = one per core.
+    server_threads: usize = "server-threads", int(0, 1024), "0", IMMUTABLE, keep;
+    /// `worker-spin-us` (Cairn only): how long a busy worker keeps polling
+    /// without sleeping after its last request, 0 = never spin.
+    worker_spin_us: u64 = "worker-spin-us", int(0, 1_000_000), "50", MUTABLE, keep;
+    /// `worker-retain-locks` (Cairn only): a worker keeps a shard's lock
+    /// from one command to the next while they hit the same shard, for at
+    /// most one loop turn (`cairn_engine::keyspace::retain_locks`).
+    worker_retain_locks: bool = "worker-retain-locks", Kind::Bool, "yes", IMMUTABLE, keep;
+    /// `worker-balance` (Cairn only): serve clients on as many workers as
+    /// the load needs and the machine's free cores allow, moving quiet
+    /// connections between workers (`balance.rs`); no = every worker, always.
+    worker_balance: bool = "worker-balance", Kind::Bool, "yes", MUTABLE, keep;
+    /// `memcached-port` (Cairn): memcached protocol port, 0 = off.
+    memcached_port: u16 = "memcached-port", int(0, 65535), "0", IMMUTABLE, keep;
+    /// `io-threads`: accepted and shown as Redis does, otherwise ignored;
+    /// Cairn's threading is `server-threads`.
+    io_threads: u32 = "io-threads", int(1, 128), "1", IMMUTABLE, keep;
+
+    // Directives of Redis 7.0's stock redis.conf, so Cairn starts from a
+    // Redis config file. Ranges, flags and defaults are Redis's. Those
+    // without an effect in Cairn are listed, with the reason, in
+    // tests/diff/DIFFERENCES.md ("Directives accepted without effect").
+
+    /// `oom-score-adj`: set `/proc/self/oom_score_adj` from
+    /// `oom-score-adj-values` (`crate::process::set_oom_score_adj`).
+    oom_score_adj: OomScoreAdj = "oom-score-adj", Kind::Enum(OomScoreAdj::NAMES), "no", MUTABLE, fold_oom_relative;
+    /// `oom-score-adj-values`: master, replica, background-child scores;
+    /// Cairn uses the first (it is never a replica and does not fork).
+    oom_score_adj_values: OomScoreAdjValues = "oom-score-adj-values", Kind::OomValues, "0 200 800", MUTABLE, keep;
+    /// `hll-sparse-max-bytes`: a sparse HyperLogLog that would grow past
+    /// this many bytes turns dense (read per PFADD/PFMERGE via `Hot`).
+    hll_sparse_max_bytes: u64 = "hll-sparse-max-bytes", mem(0, I64_MAX), "3000", MUTABLE, keep;
+    /// `jemalloc-bg-thread`: jemalloc's background purging threads
+    /// (`opt.background_thread`), switched at start-up and on CONFIG SET.
+    jemalloc_bg_thread: bool = "jemalloc-bg-thread", Kind::Bool, "yes", MUTABLE, keep;
+    /// `always-show-logo`: no effect (Cairn prints no ASCII logo).
+    always_show_logo: bool = "always-show-logo", Kind::Bool, "no", IMMUTABLE, keep;
+    /// `set-proc-title`: no effect (Cairn does not rewrite its argv).
+    set_proc_title: bool = "set-proc-title", Kind::Bool, "yes", IMMUTABLE, keep;
+    /// `proc-title-template`: validated as Redis does; no effect.
+    proc_title_template: String = "proc-title-template", STR, "{title} {listen-addr} {server-mode}", MUTABLE, valid_proc_title_template;
+    /// `rdbcompression`: no effect (see DIFFERENCES.md).
+    rdbcompression: bool = "rdbcompression", Kind::Bool, "yes", MUTABLE, keep;
+    /// `rdb-del-sync-files`: no effect (no replication sync files).
+    rdb_del_sync_files: bool = "rdb-del-sync-files", Kind::Bool, "no", MUTABLE, keep;
+    /// `rdb-save-incremental-fsync`: no effect.
+    rdb_save_incremental_fsync: bool = "rdb-save-incremental-fsync", Kind::Bool, "yes", MUTABLE, keep;
+    /// `aof-rewrite-incremental-fsync`: no effect.
+    aof_rewrite_incremental_fsync: bool = "aof-rewrite-incremental-fsync", Kind::Bool, "yes", MUTABLE, keep;
+    /// `aof-use-rdb-preamble`: no effect (the journal's base is always a
+    /// Cairn snapshot).
+    aof_use_rdb_preamble: bool = "aof-use-rdb-preamble", Kind::Bool, "yes", MUTABLE, keep;
+    /// `aof-timestamp-enabled`: no effect.
+    aof_timestamp_enabled: bool = "aof-timestamp-enabled", Kind::Bool, "no", MUTABLE, keep;
+    /// `replica-serve-stale-data` (alias `slave-serve-stale-data`): no
+    /// effect (no replication), as for every `replica-*`/`repl-*` below.
+    replica_serve_stale_data: bool = "replica-serve-stale-data" | "slave-serve-stale-data", Kind::Bool, "yes", MUTABLE, keep;
+    /// `replica-read-only` (alias `slave-read-only`).
+    replica_read_only: bool = "replica-read-only" | "slave-read-only", Kind::Bool, "yes", MUTABLE, keep;
+    /// `replica-priority` (alias `slave-priority`).
+    replica_priority: u32 = "replica-priority" | "slave-priority", int(0, I32_MAX), "100", MUTABLE, keep;
+    /// `replica-lazy-flush` (alias `slave-lazy-flush`).
+    replica_lazy_flush: bool = "replica-lazy-flush" | "slave-lazy-flush", Kind::Bool, "no", MUTABLE, keep;
+    /// `repl-diskless-sync`.
+    repl_diskless_sync: bool = "repl-diskless-sync", Kind::Bool, "yes", MUTABLE, keep;
+    /// `repl-diskless-sync-delay`: seconds.
+    repl_diskless_sync_delay: u32 = "repl-diskless-sync-delay", int(0, I32_MAX), "5", MUTABLE, keep;
+    /// `repl-diskless-sync-max-replicas`.
+    repl_diskless_sync_max_replicas: u32 = "repl-diskless-sync-max-replicas", int(0, I32_MAX), "0", MUTABLE, keep;
+    /// `repl-diskless-load`.
+    repl_diskless_load: ReplDisklessLoad = "repl-diskless-load", Kind::Enum(ReplDisklessLoad::NAMES), "disabled", MUTABLE, keep;
+    /// `repl-disable-tcp-nodelay`.
+    repl_disable_tcp_nodelay: bool = "repl-disable-tcp-nodelay", Kind::Bool, "no", MUTABLE, keep;
+    /// `acllog-max-len`: stored only (Cairn has no ACL LOG).
+    acllog_max_len: u64 = "acllog-max-len", int(0, I64_MAX), "128", MUTABLE, keep;
+    /// `latency-monitor-threshold`: milliseconds; stored only (Cairn has
+    /// no LATENCY command).
+    latency_monitor_threshold: u64 = "latency-monitor-threshold", int(0, I64_MAX), "0", MUTABLE, keep;
+    /// `lazyfree-lazy-server-del`: no effect (see DIFFERENCES.md).
+    lazyfree_lazy_server_del: bool = "lazyfree-lazy-server-del", Kind::Bool, "no", MUTABLE, keep;
+    /// `disable-thp`: no effect (Cairn leaves transparent huge pages as
+    /// the system has them).
+    disable_thp: bool = "disable-thp", Kind::Bool, "yes", IMMUTABLE, keep;
+    /// `activerehashing`: no effect (see DIFFERENCES.md).
+    activerehashing: bool = "activerehashing", Kind::Bool, "yes", MUTABLE, keep;
+    /// `list-compress-depth`: no effect (Cairn's lists are not compressed).
+    list_compress_depth: u32 = "list-compress-depth", int(0, I32_MAX), "0", MUTABLE, keep;
+    /// `stream-node-max-bytes`: no effect (no streams).
+    stream_node_max_bytes: u64 = "stream-node-max-bytes", mem(0, I64_MAX), "4096", MUTABLE, keep;
+    /// `stream-node-max-entries`: no effect (no streams).
+    stream_node_max_entries: u64 = "stream-node-max-entries", int(0, I64_MAX), "100", MUTABLE, keep;
+    /// `replicaof` (alias `slaveof`): always empty, Cairn is only ever a
+    /// master. Here so CONFIG GET and SET answer as Redis does (empty;
+    /// immutable); a config line naming it is refused with the reason.
+    replicaof: String = "replicaof" | "slaveof", NULLABLE_STR, "", IMMUTABLE, keep;
+}
+
+/// Directives only meaningful while reading a file; CONFIG REWRITE keeps
+/// their lines untouched. Only `include` is supported by Cairn; the rest
+/// are Redis's and are listed so a rewrite doesn't mangle such lines.
+pub(super) const FILE_ONLY_DIRECTIVES: &[&str] = &[
+    "include",
+    "rename-command",
+    "user",
+    "loadmodule",
+    "sentinel",
+];
+
+/// Looks a directive up by name or alias, case-insensitively. The second
+/// value is the name that matched (Redis reports errors under it).
+pub(super) fn lookup(name: &str) -> Option<(&'static Directive, &'static str)> {
+    TABLE.iter().find_map(|d| {
+        if d.name.eq_ignore_ascii_case(name) {
+            Some((d, d.name))
+        } else {
+            d.alias
+                .filter(|a| a.eq_ignore_ascii_case(name))
+                .map(|a| (d, a))
+        }
+    })
+}
+
+/// True for directives whose value is a secret (`requirepass`): callers
+/// redact CONFIG SET arguments for them in logs, MONITOR and SLOWLOG.
+pub fn is_sensitive(name: &str) -> bool {
+    lookup(name).is_some_and(|(d, _)| d.flags & SENSITIVE != 0)
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        let mut c = Config::zeroed();
+        for d in TABLE {
+            // Every default parses (a unit test checks it); skipping a
+            // broken one keeps the zero value rather than panicking.
+            if let Ok(v) = d.default_value() {
+                let _ = d.store(&mut c, &v);
+            }
+        }
+        c
+    }
+}
+
+impl fmt::Debug for Config {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut s = f.debug_struct("Config");
+        for d in TABLE {
+            if is_sensitive(d.name) {
+                s.field(d.name, &"<redacted>");
+            } else {
+                s.field(d.name, &d.render(self));
+            }
+        }
+        s.field("config_file", &self.config_file).finish()
+    }
+}

@@ -1,0 +1,45 @@
+//! Every error line the memcached front end writes itself, in memcached
+//! 1.6's words (`proto_text.c`, `proto_meta.c`): the one place this
+//! wording lives, as `resp::errors` is for Redis's. Lines are written
+//! without the CRLF.
+//!
+//! Not here: the codec's own refusals of a malformed request (`CLIENT_ERROR
+//! bad data chunk`, `ERROR` for an unknown command, the storage refusals of
+//! `cairn_protocol::memcache::Refusal`), which `cairn_protocol::memcache`
+//! words as it parses; and the listener's refusal of a connection.
+//!
+//! No `cairn_engine::Error` reaches this front end: the engine's memcached
+//! operations (`cairn_engine::ops::memcache`) report their expected
+//! failures as outcomes (`Arith::NonNumeric`, `Stored::NotStored`, ...),
+//! which the handlers answer with the lines below or memcached's status
+//! words. A command that one day can fail with an engine error maps it here.
+
+/// incr/decr/ma on a value that is not an unsigned 64-bit decimal (or not a
+/// string at all).
+pub const NON_NUMERIC: &str = "CLIENT_ERROR cannot increment or decrement non-numeric value";
+
+/// A write refused while memory is over maxmemory and nothing can be
+/// evicted (incr/decr/ma; the storage commands refuse with the codec's
+/// `Refusal::NoMemory`).
+pub const OUT_OF_MEMORY: &str = "SERVER_ERROR out of memory";
+
+/// A key longer than memcached's 250 bytes or holding control characters.
+pub const BAD_FORMAT: &str = "CLIENT_ERROR bad command line format";
+
+/// `auth` (SASL-less text authentication) with wrong credentials.
+pub const AUTH_FAILURE: &str = "CLIENT_ERROR authentication failure";
+
+/// `stats <group>` for a group Cairn does not keep: memcached answers an
+/// unknown group with a bare ERROR.
+pub const UNKNOWN_STATS_GROUP: &str = "ERROR";
+
+/// Any command that touches the keyspace while the start-up load runs (RESP
+/// clients get `-LOADING` meanwhile).
+pub const LOADING: &str = "SERVER_ERROR loading the dataset in memory";
+
+/// A write refused while the journal or the save rules could not keep it:
+/// `why` is the reason RESP clients get as their MISCONF error; memcached
+/// has no disk, and its line for "cannot store now" is SERVER_ERROR.
+pub fn writes_denied(why: &str) -> String {
+    format!("SERVER_ERROR {why}")
+}

@@ -1,0 +1,12 @@
+//! The connection layer: accepting sockets (`listener`), the worker loop
+//! that polls them (`worker`), a connection's buffers and transport
+//! (`conn`, `transport`), and moving connections between workers
+//! (`balance`). It knows no protocol: each connection carries a
+//! `Session` of its port's protocol (`session`), which parses what is
+//! buffered, runs it and writes the replies.
+pub mod balance;
+pub mod conn;
+pub mod listener;
+pub mod session;
+pub mod transport;
+pub mod worker;
