@@ -24,8 +24,8 @@ use crate::{Error, Result};
 /// Calls `f` with a view of the hash under `k` (None when the key is
 /// absent), or fails with WRONGTYPE. A read lookup: counts a hit or miss and
 /// touches the key, like Redis's `lookupKeyRead`. The shard stays locked
-/// while `f` runs, so `f` can write a reply straight from the stored (or,
-/// for a compressed hash, just decompressed) bytes.
+/// while `f` runs, so `f` can write a reply straight from the stored bytes
+/// (for a coded hash, from values decoded as they are asked for).
 pub fn view<R>(
     g: &mut Guard,
     db: usize,
@@ -74,8 +74,8 @@ pub fn hstrlen(g: &mut Guard, db: usize, k: &Key, field: &[u8]) -> Result<usize>
 /// only if `f` succeeded and left it non-empty, so a failed write never
 /// leaves an empty key behind (Redis would, but none of its callers can
 /// fail once the key was created: every argument is checked before).
-/// The hash is opened (decompressed) before `f` and sealed (compressed or
-/// trimmed) after it, error or not, so `f` can edit it field by field.
+/// The hash is sealed (coded or trimmed) after `f`, error or not, so `f`
+/// can edit it field by field and the buffer is sized once.
 fn write_or_create<R>(
     g: &mut Guard,
     db: usize,
@@ -86,7 +86,6 @@ fn write_or_create<R>(
     match g.write(db, k) {
         Some(e) => {
             let h = as_hash_mut(&mut e.value)?;
-            h.open();
             let r = f(h, &limits);
             h.seal();
             r
@@ -116,10 +115,27 @@ pub fn hset<'a>(
     pairs: impl IntoIterator<Item = (&'a [u8], &'a [u8])>,
 ) -> Result<usize> {
     let created = write_or_create(g, db, k, |h, limits| {
-        Ok(pairs
-            .into_iter()
-            .filter(|(f, v)| h.set(f, v, limits))
-            .count())
+        if !h.is_empty() {
+            return Ok(pairs
+                .into_iter()
+                .filter(|(f, v)| h.set(f, v, limits))
+                .count());
+        }
+        // A new hash (a YCSB insert): a field can only be there already if
+        // this command named it before, so compare with the fields named so
+        // far (short slices) instead of walking the buffer for each field.
+        let mut named: smallvec::SmallVec<[&[u8]; 16]> = smallvec::SmallVec::new();
+        let mut created = 0;
+        for (f, v) in pairs {
+            if named.contains(&f) {
+                h.set(f, v, limits);
+            } else {
+                h.set_absent(f, v, limits);
+                named.push(f);
+                created += 1;
+            }
+        }
+        Ok(created)
     })?;
     // Redis signals and notifies even when every field already had its value.
     changed(g, db, k, "hset");
@@ -154,7 +170,6 @@ pub fn hdel<'a>(
         None => return Ok(0),
         Some(e) => {
             let h = as_hash_mut(&mut e.value)?;
-            h.open();
             let mut removed = 0;
             for f in fields {
                 if h.remove(f) {
@@ -369,6 +384,30 @@ mod tests {
             assert_eq!(hstrlen(g, 0, &k, b"z").unwrap(), 0);
             // Another database is another keyspace.
             assert_eq!(hlen(g, 1, &k).unwrap(), 0);
+            // A new key named twice in one HSET: counted once, first place,
+            // last value (the new-hash path compares the names itself).
+            assert_eq!(
+                hs(
+                    g,
+                    b"n",
+                    &[
+                        (b"f", b"1"),
+                        (b"g", b"2"),
+                        (b"f", b"3"),
+                        (b"g", b"4"),
+                        (b"h", b"5")
+                    ]
+                ),
+                3
+            );
+            assert_eq!(
+                all(g, b"n"),
+                vec![
+                    (b"f".to_vec(), b"3".to_vec()),
+                    (b"g".to_vec(), b"4".to_vec()),
+                    (b"h".to_vec(), b"5".to_vec())
+                ]
+            );
         });
     }
 

@@ -19,19 +19,25 @@
 //! value)*`, with LEB128 varints. Unlike a listpack it does not store
 //! integer-looking strings as integers; the bytes clients see are the same.
 //!
-//! Memory (issue 5): a packed buffer is sized exactly once a write ends
-//! (`seal`), and one of 256 B to 16 KiB whose entries average 64 bytes or
-//! more is kept compressed with `util::huff` when that saves 1/8 (random
-//! text such as YCSB values has ~6 bits per byte). Reads go through
-//! [`HashValue::view`], which decompresses into a per-thread buffer; the
-//! stored form has no `get`/`iter`, so no caller can read a compressed
-//! buffer by mistake. Writes decompress once (`open`), edit, and seal.
+//! Memory (issues 5 and 20): a packed buffer is sized exactly once a write
+//! ends (`seal`), and one of 256 B to 16 KiB whose entries average 64 bytes
+//! or more is kept **coded** when that saves 1/8: each value on its own,
+//! against the process's shared Huffman book (`value::codebooks`; random
+//! text such as YCSB values has ~6 bits per byte), fields left plain. A
+//! coded hash is read and written one value at a time: HGET/HMGET decode
+//! only the values asked for, a one-field HSET codes only the new value and
+//! splices it in, and HGETALL decodes each value once. Reads go through
+//! [`HashValue::view`]; the stored form has no `get`/`iter`, so no caller
+//! can read a coded value by mistake.
 
+use std::cell::{Cell, OnceCell};
 use std::hash::Hasher;
+use std::ops::Range;
 
 use hashbrown::HashMap;
 
-use crate::util::huff;
+use crate::util::huff::Codebook;
+use crate::value::codebooks;
 
 /// The two config knobs that decide the encoding (redis.conf
 /// `hash-max-listpack-entries` and `hash-max-listpack-value`).
@@ -60,42 +66,46 @@ const MAX_VARINT_LEN: usize = 10;
 
 /// A hash value as stored. See the module docs for when each encoding is
 /// used. 32 bytes (the `Box<HashValue>` in `Value` is one 32-byte block);
-/// reads go through [`HashValue::view`], which decompresses if needed.
+/// reads go through [`HashValue::view`], which decodes coded values.
 #[derive(Clone, Debug)]
 pub enum HashValue {
     Packed(PackedHash),
     Table(Box<TableHash>),
 }
 
-/// The listpack-like encoding: one buffer, insertion order, possibly
-/// compressed (see [`HashValue::seal`]).
+/// The listpack-like encoding: one buffer, insertion order, values
+/// possibly coded (see [`HashValue::seal`]).
 #[derive(Clone, Debug, Default)]
 pub struct PackedHash {
-    /// The packed entries, or (when `compressed`) their `util::huff` form.
-    /// Sized exactly once sealed.
+    /// The entries: plain (`book == 0`) or coded. Sized exactly once
+    /// sealed.
     buf: Vec<u8>,
     /// Number of fields (at most `PACKED_MAX_SAFE_BYTES / 2`, so it fits).
     len: u32,
-    compressed: bool,
+    /// 0: plain entries. Else the id of the shared book (`codebooks`) the
+    /// entries are coded with; the book lives as long as the process.
+    book: u8,
 }
 
-/// Packed buffers shorter than this are never compressed: the code-length
-/// table (~40 bytes) would eat the gain, and small values (redis-benchmark's
-/// 3-byte ones) stay on the fast path.
+/// Packed buffers shorter than this are never coded: small values
+/// (redis-benchmark's 3-byte ones) stay on the plain path.
 pub const COMPRESS_MIN: usize = 256;
-/// Packed buffers longer than this are not compressed, so that one read
-/// never decompresses more than this many bytes (~10-20 us).
+/// Packed buffers longer than this are not coded, so that reading a whole
+/// hash never decodes more than this many bytes (~10 us).
 pub const COMPRESS_MAX: usize = 16 * 1024;
+/// Values shorter than this stay raw inside a coded hash: a code saves at
+/// most a few bytes there and each coded value pays a length varint.
+pub const CODE_MIN_VALUE: usize = 16;
 /// Only hashes whose entries average at least this many packed bytes are
-/// compressed: there a table would cost the most and a write's
-/// decompress-and-recompress is small next to the data it moves. Hashes of
+/// coded: there coding saves the most and the cost of coding a written
+/// value is small next to the data it moves. Hashes of
 /// many small fields (counters, session attributes, redis-benchmark's
 /// HSET) stay plain, so HINCRBY on them stays as cheap as in Redis.
 pub const COMPRESS_MIN_AVG_ENTRY: usize = 64;
 
 thread_local! {
-    /// A reusable buffer for decompressed reads and for compression output,
-    /// so a read of a compressed hash allocates nothing in the steady state.
+    /// A reusable buffer for decoded reads and for coding output, so a
+    /// read of a coded hash allocates nothing in the steady state.
     static SCRATCH: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
@@ -160,7 +170,18 @@ fn varint_len(v: usize) -> usize {
 /// truncated or over-long encoding, which a buffer built by this module
 /// never contains; callers treat it as the end of the data rather than
 /// panicking.
+#[inline]
 fn get_varint(buf: &[u8], pos: usize) -> Option<(usize, usize)> {
+    // Almost every length in a hash takes one or two bytes (a coded
+    // value's header is `vlen << 1 | 1`: two bytes from 64).
+    match buf.get(pos..pos + 2) {
+        Some(&[b, _]) if b < 0x80 => Some((usize::from(b), 1)),
+        Some(&[b, c]) if c < 0x80 => Some((usize::from(b & 0x7f) | usize::from(c) << 7, 2)),
+        _ => get_varint_long(buf, pos),
+    }
+}
+
+fn get_varint_long(buf: &[u8], pos: usize) -> Option<(usize, usize)> {
     let mut v: usize = 0;
     let mut shift = 0u32;
     for (i, &byte) in buf.get(pos..)?.iter().enumerate().take(MAX_VARINT_LEN) {
@@ -242,63 +263,287 @@ impl Iterator for Slots<'_> {
     }
 }
 
-/// The slot of `field` in an uncompressed packed buffer.
+/// The slot of `field` in a plain packed buffer.
 fn packed_find(buf: &[u8], field: &[u8]) -> Option<Slot> {
     // Compare lengths first: cheap and skips most entries.
     Slots { buf, pos: 0 }
-        .find(|s| s.field.1 - s.field.0 == field.len() && &buf[s.field.0..s.field.1] == field)
+        .find(|s| s.field.1 - s.field.0 == field.len() && same(&buf[s.field.0..s.field.1], field))
+}
+
+// ---------------------------------------------------------------------------
+// Coded entries (issue 20)
+//
+// A coded buffer keeps the plain layout's order and field bytes; only the
+// value part of an entry changes:
+//
+//   varint flen | field | varint (vlen << 1 | c) | c = 1: varint clen, clen code bytes
+//                                                 | c = 0: vlen raw bytes
+//
+// A value is coded (c = 1) only if that saves 1/8 of it, so short values
+// and values the book does not suit stay raw and are read in place.
+
+/// Where one coded entry sits.
+#[derive(Clone, Copy, Debug)]
+struct CSlot {
+    start: usize,
+    field: (usize, usize),
+    /// First byte of the value's header (the `vlen << 1 | c` varint).
+    value_hdr: usize,
+    vlen: usize,
+    coded: bool,
+    /// The code if `coded`, else the value itself.
+    data: (usize, usize),
+}
+
+fn cslot_at(buf: &[u8], pos: usize) -> Option<CSlot> {
+    let (flen, n) = get_varint(buf, pos)?;
+    let fstart = pos + n;
+    let fend = fstart.checked_add(flen)?;
+    let (h, m) = get_varint(buf, fend)?;
+    let (vlen, coded) = (h >> 1, h & 1 == 1);
+    let mut dstart = fend + m;
+    let dlen = if coded {
+        let (clen, k) = get_varint(buf, dstart)?;
+        dstart += k;
+        clen
+    } else {
+        vlen
+    };
+    let dend = dstart.checked_add(dlen)?;
+    if dend > buf.len() {
+        return None;
+    }
+    Some(CSlot {
+        start: pos,
+        field: (fstart, fend),
+        value_hdr: fend,
+        vlen,
+        coded,
+        data: (dstart, dend),
+    })
+}
+
+/// Iterator over the entries of a coded buffer, in insertion order.
+struct CSlots<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl Iterator for CSlots<'_> {
+    type Item = CSlot;
+    fn next(&mut self) -> Option<CSlot> {
+        if self.pos >= self.buf.len() {
+            return None;
+        }
+        match cslot_at(self.buf, self.pos) {
+            Some(s) => {
+                self.pos = s.data.1;
+                Some(s)
+            }
+            None => {
+                self.pos = self.buf.len();
+                None
+            }
+        }
+    }
+}
+
+fn coded_find(buf: &[u8], field: &[u8]) -> Option<CSlot> {
+    CSlots { buf, pos: 0 }
+        .find(|s| s.field.1 - s.field.0 == field.len() && same(&buf[s.field.0..s.field.1], field))
+}
+
+/// `a == b` for slices of equal length, short ones (most field names)
+/// compared with two overlapping word loads instead of a call to memcmp.
+#[inline]
+fn same(a: &[u8], b: &[u8]) -> bool {
+    let n = a.len();
+    if n != b.len() {
+        return false;
+    }
+    if (8..=16).contains(&n) {
+        let w =
+            |s: &[u8], at: usize| u64::from_le_bytes(s[at..at + 8].try_into().expect("8 bytes"));
+        return w(a, 0) == w(b, 0) && w(a, n - 8) == w(b, n - 8);
+    }
+    if (4..8).contains(&n) {
+        let w =
+            |s: &[u8], at: usize| u32::from_le_bytes(s[at..at + 4].try_into().expect("4 bytes"));
+        return w(a, 0) == w(b, 0) && w(a, n - 4) == w(b, n - 4);
+    }
+    a == b
+}
+
+/// Length of the plain buffer a coded one stands for.
+fn plain_len(buf: &[u8]) -> usize {
+    CSlots { buf, pos: 0 }
+        .map(|s| {
+            let flen = s.field.1 - s.field.0;
+            varint_len(flen) + flen + varint_len(s.vlen) + s.vlen
+        })
+        .sum()
+}
+
+/// Appends a value's header and bytes to a coded buffer: coded with `book`
+/// when that saves at least 1/8 of the value, else raw. The code is
+/// written first, behind room for the longest header, and moved down once
+/// its length is known (one pass over the value, not two).
+fn put_value(out: &mut Vec<u8>, book: &Codebook, value: &[u8]) {
+    if value.len() >= CODE_MIN_VALUE {
+        let start = out.len();
+        let vhdr = varint_len(value.len() << 1 | 1);
+        let room = vhdr + varint_len(value.len() * 3 / 2);
+        out.resize(start + room, 0);
+        let clen = book.encode_into(value, out);
+        let code_at = start + room;
+        let used = vhdr + varint_len(clen);
+        if used + clen <= value.len() - value.len() / 8 {
+            let mut hdr = [0u8; 2 * MAX_VARINT_LEN];
+            let a = encode_varint(
+                value.len() << 1 | 1,
+                (&mut hdr[..MAX_VARINT_LEN]).try_into().expect("10"),
+            );
+            let b = encode_varint(
+                clen,
+                (&mut hdr[a..a + MAX_VARINT_LEN]).try_into().expect("10"),
+            );
+            debug_assert_eq!(a + b, used);
+            out.copy_within(code_at..code_at + clen, start + used);
+            out[start..start + used].copy_from_slice(&hdr[..used]);
+            out.truncate(start + used + clen);
+            return;
+        }
+        out.truncate(start);
+    }
+    put_varint(out, value.len() << 1);
+    out.extend_from_slice(value);
+}
+
+/// Writes the value of `s` into `out` (exactly `s.vlen` bytes long).
+fn read_value(buf: &[u8], s: &CSlot, book: &Codebook, out: &mut [u8]) {
+    if !s.coded {
+        out.copy_from_slice(&buf[s.data.0..s.data.1]);
+    } else if book
+        .decode(&buf[s.data.0..], s.data.1 - s.data.0, out)
+        .is_none()
+    {
+        // Cannot happen for a buffer this module wrote.
+        debug_assert!(false, "corrupt coded hash value");
+    }
+}
+
+/// Appends the plain form of a coded buffer to `out`.
+fn decode_all(buf: &[u8], book: &Codebook, out: &mut Vec<u8>) {
+    for s in (CSlots { buf, pos: 0 }) {
+        put_varint(out, s.field.1 - s.field.0);
+        out.extend_from_slice(&buf[s.field.0..s.field.1]);
+        put_varint(out, s.vlen);
+        let at = out.len();
+        out.resize(at + s.vlen, 0);
+        read_value(buf, &s, book, &mut out[at..]);
+    }
+}
+
+/// Replaces `buf[r]` by `with`, moving the tail once.
+fn replace_range(buf: &mut Vec<u8>, r: Range<usize>, with: &[u8]) {
+    let old = r.end - r.start;
+    let end = buf.len();
+    if with.len() > old {
+        let grow = with.len() - old;
+        buf.resize(end + grow, 0);
+        buf.copy_within(r.end..end, r.end + grow);
+    } else if with.len() < old {
+        buf.copy_within(r.end..end, r.start + with.len());
+        buf.truncate(end - (old - with.len()));
+    }
+    buf[r.start..r.start + with.len()].copy_from_slice(with);
 }
 
 impl PackedHash {
     fn slots(&self) -> Slots<'_> {
-        debug_assert!(!self.compressed);
+        debug_assert!(self.book == 0);
         Slots {
             buf: &self.buf,
             pos: 0,
         }
     }
 
-    /// Decompresses in place (no-op if not compressed), so it can be edited.
-    fn open(&mut self) {
-        if !self.compressed {
-            return;
+    /// The book a coded buffer uses (`None` for a plain one).
+    fn book(&self) -> Option<&'static Codebook> {
+        if self.book == 0 {
+            return None;
         }
-        let mut raw = Vec::new();
-        let n = huff::decompressed_len(&self.buf).unwrap_or(0);
-        raw.reserve_exact(n);
-        if huff::decompress(&self.buf, PACKED_MAX_SAFE_BYTES, &mut raw).is_none() {
-            // Cannot happen for a blob this module wrote; keep what decoded.
-            debug_assert!(false, "corrupt compressed hash");
-        }
-        self.buf = raw;
-        self.compressed = false;
+        Some(codebooks::get(self.book).expect("books are never removed"))
     }
 
-    /// Compresses if that is worth it, else trims the buffer to its length.
+    fn worth_coding(&self, plain_len: usize) -> bool {
+        (COMPRESS_MIN..=COMPRESS_MAX).contains(&plain_len)
+            && plain_len >= COMPRESS_MIN_AVG_ENTRY.saturating_mul(self.len as usize)
+    }
+
+    /// Ends a write: codes a plain buffer that qualifies (see
+    /// [`HashValue::seal`]), makes a coded one that no longer does plain,
+    /// and trims the buffer to its length.
     fn seal(&mut self) {
-        if self.compressed {
-            return;
-        }
-        let n = self.buf.len();
-        if (COMPRESS_MIN..=COMPRESS_MAX).contains(&n)
-            && n >= COMPRESS_MIN_AVG_ENTRY.saturating_mul(self.len as usize)
-        {
-            let mut out = take_scratch();
-            huff::compress(&self.buf, &mut out);
-            // Worth it only if it saves at least 1/8.
-            if out.len() <= n - n / 8 {
-                self.buf = out.as_slice().to_vec();
-                self.compressed = true;
-                give_scratch(out);
-                return;
+        match self.book() {
+            None => {
+                if self.worth_coding(self.buf.len()) {
+                    self.code();
+                }
             }
-            give_scratch(out);
+            Some(book) => {
+                // The plain size is at most 8 times the coded size (no code
+                // is shorter than 1 bit) and at least the coded size, so
+                // most seals need not walk the entries to know it.
+                let n = self.buf.len();
+                let surely = self.worth_coding(n) && n.saturating_mul(8) <= COMPRESS_MAX;
+                if !surely && !self.worth_coding(plain_len(&self.buf)) {
+                    let mut raw = Vec::new();
+                    decode_all(&self.buf, book, &mut raw);
+                    self.buf = raw;
+                    self.book = 0;
+                }
+            }
         }
         self.buf.shrink_to_fit();
     }
 
+    /// Codes a plain buffer with the current book if that saves 1/8. With
+    /// no book yet, the values go to the training sample instead.
+    fn code(&mut self) {
+        let cur = codebooks::current().or_else(|| {
+            let buf = &self.buf;
+            codebooks::observe(self.slots().map(|s| &buf[s.value.0..s.value.1]))
+        });
+        let Some((id, book)) = cur else {
+            return;
+        };
+        let n = self.buf.len();
+        let mut out = take_scratch();
+        for s in self.slots() {
+            put_varint(&mut out, s.field.1 - s.field.0);
+            out.extend_from_slice(&self.buf[s.field.0..s.field.1]);
+            put_value(&mut out, book, &self.buf[s.value.0..s.value.1]);
+        }
+        if out.len() <= n - n / 8 {
+            self.buf = out.as_slice().to_vec();
+            self.book = id;
+        }
+        give_scratch(out);
+    }
+
+    /// Makes a coded buffer plain (for a conversion to a table).
+    fn decode(&mut self) {
+        if let Some(book) = self.book() {
+            let mut raw = Vec::new();
+            decode_all(&self.buf, book, &mut raw);
+            self.buf = raw;
+            self.book = 0;
+        }
+    }
+
     fn find(&self, field: &[u8]) -> Option<Slot> {
-        debug_assert!(!self.compressed);
+        debug_assert!(self.book == 0);
         packed_find(&self.buf, field)
     }
 
@@ -306,6 +551,9 @@ impl PackedHash {
     /// entry's position (listpack `lpReplace`), a new field goes to the tail
     /// (`lpAppend`).
     fn upsert(&mut self, field: &[u8], value: &[u8]) -> bool {
+        if let Some(book) = self.book() {
+            return self.coded_upsert(book, field, value);
+        }
         match self.find(field) {
             Some(s) => {
                 if s.value.1 - s.value.0 == value.len() {
@@ -338,10 +586,50 @@ impl PackedHash {
         }
     }
 
-    fn remove(&mut self, field: &[u8]) -> bool {
-        match self.find(field) {
+    /// Adds an entry for a field known to be absent.
+    fn append(&mut self, field: &[u8], value: &[u8]) {
+        put_varint(&mut self.buf, field.len());
+        self.buf.extend_from_slice(field);
+        match self.book() {
+            Some(book) => put_value(&mut self.buf, book, value),
+            None => {
+                put_varint(&mut self.buf, value.len());
+                self.buf.extend_from_slice(value);
+            }
+        }
+        self.len += 1;
+    }
+
+    /// `upsert` on a coded buffer: codes the one new value and splices it
+    /// in; the other values are not touched.
+    fn coded_upsert(&mut self, book: &Codebook, field: &[u8], value: &[u8]) -> bool {
+        match coded_find(&self.buf, field) {
             Some(s) => {
-                self.buf.drain(s.start..s.end());
+                let mut part = take_scratch();
+                put_value(&mut part, book, value);
+                replace_range(&mut self.buf, s.value_hdr..s.data.1, &part);
+                give_scratch(part);
+                false
+            }
+            None => {
+                put_varint(&mut self.buf, field.len());
+                self.buf.extend_from_slice(field);
+                put_value(&mut self.buf, book, value);
+                self.len += 1;
+                true
+            }
+        }
+    }
+
+    fn remove(&mut self, field: &[u8]) -> bool {
+        let range = if self.book != 0 {
+            coded_find(&self.buf, field).map(|s| s.start..s.data.1)
+        } else {
+            self.find(field).map(|s| s.start..s.end())
+        };
+        match range {
+            Some(r) => {
+                self.buf.drain(r);
                 self.len -= 1;
                 true
             }
@@ -409,46 +697,39 @@ impl HashValue {
         self.len() == 0
     }
 
-    /// A read-only view with the lookups (get, iter, scan, ...). For a
-    /// compressed packed hash this decompresses into a per-thread buffer
-    /// that the view returns when dropped; otherwise it only borrows.
+    /// A read-only view with the lookups (get, iter, scan, ...). It only
+    /// borrows: for a coded hash, `get` decodes the one value asked for
+    /// and `iter` the whole hash once, into per-thread buffers the view
+    /// hands back when dropped.
     pub fn view(&self) -> HashView<'_> {
         let len = self.len();
         let inner = match self {
-            HashValue::Packed(p) if p.compressed => {
-                let mut raw = take_scratch();
-                if huff::decompress(&p.buf, PACKED_MAX_SAFE_BYTES, &mut raw).is_none() {
-                    // Cannot happen for a blob this module wrote.
-                    debug_assert!(false, "corrupt compressed hash");
-                }
-                ViewInner::Unpacked(Scratch(raw))
-            }
-            HashValue::Packed(p) => ViewInner::Packed(&p.buf),
+            HashValue::Packed(p) => match p.book() {
+                Some(book) => ViewInner::Coded(CodedView {
+                    buf: &p.buf,
+                    book,
+                    values: OnceCell::new(),
+                    plain: OnceCell::new(),
+                }),
+                None => ViewInner::Packed(&p.buf),
+            },
             HashValue::Table(t) => ViewInner::Table(t),
         };
         HashView { inner, len }
     }
 
-    /// True if the packed buffer is stored compressed.
+    /// True if the packed buffer is stored coded.
     pub fn is_compressed(&self) -> bool {
-        matches!(self, HashValue::Packed(p) if p.compressed)
-    }
-
-    /// Makes the hash editable without further decompression: a write
-    /// command calls it before a series of `set`/`remove` calls and
-    /// [`seal`](Self::seal) after them, so a 10-field HSET decompresses and
-    /// compresses once, not ten times. (Each write also opens by itself.)
-    pub fn open(&mut self) {
-        if let HashValue::Packed(p) = self {
-            p.open();
-        }
+        matches!(self, HashValue::Packed(p) if p.book != 0)
     }
 
     /// Ends a write: a packed buffer between `COMPRESS_MIN` and
-    /// `COMPRESS_MAX` bytes whose entries average `COMPRESS_MIN_AVG_ENTRY`
-    /// bytes or more is compressed if that saves at least 1/8, otherwise
-    /// trimmed to its exact length. A hash that is never sealed
-    /// is still correct, only larger.
+    /// `COMPRESS_MAX` bytes (plain size) whose entries average
+    /// `COMPRESS_MIN_AVG_ENTRY` bytes or more is coded if that saves at
+    /// least 1/8 and a book exists (else its values train the first book),
+    /// a coded one that no longer qualifies is made plain, and the buffer
+    /// is trimmed to its length. A hash that is never sealed is still
+    /// correct, only larger.
     pub fn seal(&mut self) {
         if let HashValue::Packed(p) = self {
             p.seal();
@@ -464,14 +745,43 @@ impl HashValue {
     /// `max_listpack_entries` fields. Updating a packed value with one of the
     /// same length rewrites it in place without reallocating.
     pub fn set(&mut self, field: &[u8], value: &[u8], limits: &HashLimits) -> bool {
+        self.set_inner(field, value, limits, false)
+    }
+
+    /// [`set`](Self::set) of a field the caller knows is absent (a new
+    /// hash filled by one HSET, whose fields it has compared among
+    /// themselves): a packed hash appends without looking for the field,
+    /// which for a whole record would walk the buffer once per field.
+    /// Returns true, as `set` would.
+    pub fn set_absent(&mut self, field: &[u8], value: &[u8], limits: &HashLimits) -> bool {
+        self.set_inner(field, value, limits, true)
+    }
+
+    fn set_inner(&mut self, field: &[u8], value: &[u8], limits: &HashLimits, absent: bool) -> bool {
         if let HashValue::Packed(p) = self {
-            p.open();
             let too_long =
                 field.len() > limits.max_listpack_value || value.len() > limits.max_listpack_value;
             let too_big =
                 p.buf.len().saturating_add(field.len() + value.len()) > PACKED_MAX_SAFE_BYTES;
             if !too_long && !too_big {
-                let new = p.upsert(field, value);
+                if p.len == 0 && p.book == 0 && value.len() >= COMPRESS_MIN_AVG_ENTRY {
+                    // A new hash whose first value is long enough to be
+                    // coded starts coded, so an HSET of a whole record
+                    // codes each value once instead of building the plain
+                    // form and coding it at the seal (which makes it plain
+                    // again should the whole not qualify).
+                    if let Some((id, _)) = codebooks::current() {
+                        p.book = id;
+                    }
+                }
+                let new = if absent {
+                    debug_assert!(p.book != 0 || p.find(field).is_none());
+                    debug_assert!(p.book == 0 || coded_find(&p.buf, field).is_none());
+                    p.append(field, value);
+                    true
+                } else {
+                    p.upsert(field, value)
+                };
                 if p.len as usize > limits.max_listpack_entries {
                     self.convert_to_table();
                 }
@@ -500,15 +810,12 @@ impl HashValue {
     /// The caller deletes the key when the hash becomes empty, as Redis does.
     pub fn remove(&mut self, field: &[u8]) -> bool {
         match self {
-            HashValue::Packed(p) => {
-                p.open();
-                p.remove(field)
-            }
+            HashValue::Packed(p) => p.remove(field),
             HashValue::Table(t) => t.remove(field),
         }
     }
 
-    /// OBJECT ENCODING's answer, with Redis 7.0's names (a compressed
+    /// OBJECT ENCODING's answer, with Redis 7.0's names (a coded
     /// packed hash is still a "listpack": same rules, same order).
     pub fn encoding(&self) -> &'static str {
         match self {
@@ -540,7 +847,7 @@ impl HashValue {
     /// Switches to the hashtable encoding (no-op if already there).
     pub fn convert_to_table(&mut self) {
         if let HashValue::Packed(p) = self {
-            p.open();
+            p.decode();
             let mut t = TableHash {
                 map: HashMap::with_capacity(p.len as usize),
                 payload: 0,
@@ -579,12 +886,105 @@ impl HashValue {
     }
 }
 
-/// A decompressed buffer on loan from the thread's scratch slot.
+/// A buffer on loan from the thread's scratch slot.
 struct Scratch(Vec<u8>);
 
 impl Drop for Scratch {
     fn drop(&mut self) {
         give_scratch(std::mem::take(&mut self.0));
+    }
+}
+
+/// The values `get` decoded from a coded hash. One buffer, sized up front
+/// (twice the coded size: every value of the hash unless the book codes
+/// it more than 2:1, without walking the entries to add them up), filled
+/// from the front and never moved or rewritten, so a slice handed out
+/// stays valid (and is the only reference to its bytes) while later gets
+/// append behind it.
+struct Arena {
+    /// Owns the memory; not touched through this field while the arena
+    /// lives (only through `ptr`), and handed back to the scratch slot on
+    /// drop, when no slice into it can be left.
+    _keep: Scratch,
+    ptr: *mut u8,
+    cap: usize,
+    used: Cell<usize>,
+}
+
+impl Arena {
+    fn new(buf: &[u8]) -> Arena {
+        let cap = 2 * buf.len();
+        let mut v = take_scratch();
+        // Initialised, so handing out `&mut [u8]` over it is sound.
+        v.resize(cap, 0);
+        let ptr = v.as_mut_ptr();
+        Arena {
+            _keep: Scratch(v),
+            ptr,
+            cap,
+            used: Cell::new(0),
+        }
+    }
+
+    /// The next `n` bytes, or `None` once the buffer is used up (a caller
+    /// that asks for the same value many times, or values coded more than
+    /// 2:1).
+    #[allow(clippy::mut_from_ref)]
+    fn alloc(&self, n: usize) -> Option<&mut [u8]> {
+        let at = self.used.get();
+        if n > self.cap - at {
+            return None;
+        }
+        self.used.set(at + n);
+        // SAFETY: `at + n <= cap` = the initialised length of the buffer
+        // `ptr` points to, which lives (unmoved: a Vec's heap block does
+        // not move with the Vec) as long as `self`. `used` only grows, so
+        // `at..at + n` was never handed out: this is its only reference.
+        Some(unsafe { std::slice::from_raw_parts_mut(self.ptr.add(at), n) })
+    }
+}
+
+/// Read state of a coded hash: its buffer and book, the values decoded by
+/// `get` (one at a time), and the whole plain form once something walks it.
+struct CodedView<'a> {
+    buf: &'a [u8],
+    book: &'static Codebook,
+    values: OnceCell<Arena>,
+    plain: OnceCell<Scratch>,
+}
+
+impl CodedView<'_> {
+    fn plain(&self) -> &[u8] {
+        &self
+            .plain
+            .get_or_init(|| {
+                let mut v = take_scratch();
+                decode_all(self.buf, self.book, &mut v);
+                Scratch(v)
+            })
+            .0
+    }
+
+    /// One value: a raw one in place, a coded one decoded on its own.
+    fn get(&self, field: &[u8]) -> Option<&[u8]> {
+        if let Some(p) = self.plain.get() {
+            return packed_find(&p.0, field).map(|s| &p.0[s.value.0..s.value.1]);
+        }
+        let s = coded_find(self.buf, field)?;
+        if !s.coded {
+            return Some(&self.buf[s.data.0..s.data.1]);
+        }
+        let arena = self.values.get_or_init(|| Arena::new(self.buf));
+        match arena.alloc(s.vlen) {
+            Some(out) => {
+                read_value(self.buf, &s, self.book, out);
+                Some(out)
+            }
+            None => {
+                let p = self.plain();
+                packed_find(p, field).map(|s| &p[s.value.0..s.value.1])
+            }
+        }
     }
 }
 
@@ -597,16 +997,17 @@ pub struct HashView<'a> {
 
 enum ViewInner<'a> {
     Packed(&'a [u8]),
-    Unpacked(Scratch),
+    Coded(CodedView<'a>),
     Table(&'a TableHash),
 }
 
 impl HashView<'_> {
-    /// The uncompressed packed buffer, if the hash is packed.
+    /// The plain packed buffer (decoding a coded one), if the hash is
+    /// packed.
     fn packed(&self) -> Option<&[u8]> {
         match &self.inner {
             ViewInner::Packed(b) => Some(b),
-            ViewInner::Unpacked(s) => Some(&s.0),
+            ViewInner::Coded(c) => Some(c.plain()),
             ViewInner::Table(_) => None,
         }
     }
@@ -622,15 +1023,47 @@ impl HashView<'_> {
     pub fn get(&self, field: &[u8]) -> Option<&[u8]> {
         match &self.inner {
             ViewInner::Table(t) => t.map.get(field).map(|v| &**v),
-            _ => {
-                let buf = self.packed()?;
-                packed_find(buf, field).map(|s| &buf[s.value.0..s.value.1])
-            }
+            ViewInner::Coded(c) => c.get(field),
+            ViewInner::Packed(buf) => packed_find(buf, field).map(|s| &buf[s.value.0..s.value.1]),
         }
     }
 
     pub fn contains(&self, field: &[u8]) -> bool {
-        self.get(field).is_some()
+        match &self.inner {
+            // No need to decode anything.
+            ViewInner::Coded(c) => coded_find(c.buf, field).is_some(),
+            _ => self.get(field).is_some(),
+        }
+    }
+
+    /// Calls `f` with every pair in [`iter`](Self::iter) order. Unlike
+    /// `iter`, a coded hash is not decoded first: each [`ValueRef`] decodes
+    /// its value straight into the buffer the caller appends it to (HGETALL
+    /// into the reply, the snapshot writer into its block), so a coded
+    /// value is decoded once and copied never.
+    pub fn for_each(&self, mut f: impl FnMut(&[u8], ValueRef<'_>)) {
+        match &self.inner {
+            ViewInner::Coded(c) if c.plain.get().is_none() => {
+                for s in (CSlots { buf: c.buf, pos: 0 }) {
+                    let v = if s.coded {
+                        ValueRef::Coded {
+                            code: &c.buf[s.data.0..],
+                            clen: s.data.1 - s.data.0,
+                            len: s.vlen,
+                            book: c.book,
+                        }
+                    } else {
+                        ValueRef::Bytes(&c.buf[s.data.0..s.data.1])
+                    };
+                    f(&c.buf[s.field.0..s.field.1], v);
+                }
+            }
+            _ => {
+                for (field, v) in self.iter() {
+                    f(field, ValueRef::Bytes(v));
+                }
+            }
+        }
     }
 
     /// All (field, value) pairs: insertion order when packed (what Redis's
@@ -709,6 +1142,54 @@ impl HashView<'_> {
     }
 }
 
+/// A value met by [`HashView::for_each`]: bytes to borrow, or a coded
+/// value that decodes into whatever buffer it is appended to.
+pub enum ValueRef<'a> {
+    Bytes(&'a [u8]),
+    Coded {
+        /// The code and whatever follows it in the hash's buffer (read as
+        /// slack by the decoder, never used).
+        code: &'a [u8],
+        clen: usize,
+        len: usize,
+        book: &'static Codebook,
+    },
+}
+
+impl ValueRef<'_> {
+    /// The value's length in bytes (known without decoding).
+    pub fn len(&self) -> usize {
+        match self {
+            ValueRef::Bytes(b) => b.len(),
+            ValueRef::Coded { len, .. } => *len,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Appends the value's bytes to `out`.
+    pub fn append_to(&self, out: &mut Vec<u8>) {
+        match self {
+            ValueRef::Bytes(b) => out.extend_from_slice(b),
+            ValueRef::Coded {
+                code,
+                clen,
+                len,
+                book,
+            } => {
+                if book.decode_append(code, *clen, *len, out).is_none() {
+                    // Cannot happen for a buffer this module wrote; keep
+                    // the length the caller announced (a reply header).
+                    debug_assert!(false, "corrupt coded hash value");
+                    out.resize(out.len() + len, 0);
+                }
+            }
+        }
+    }
+}
+
 /// Iterator returned by [`HashValue::iter`].
 pub struct Iter<'a>(IterInner<'a>);
 
@@ -764,6 +1245,13 @@ mod tests {
             max_listpack_entries: entries,
             max_listpack_value: value,
         }
+    }
+
+    #[test]
+    fn header_is_one_32_byte_block() {
+        // The `Box<HashValue>` in `Value` is one jemalloc 32-byte block
+        // (docs/design.md, "Memory layout").
+        assert_eq!(std::mem::size_of::<HashValue>(), 32);
     }
 
     #[test]
@@ -1030,8 +1518,21 @@ mod tests {
             .collect()
     }
 
+    /// Makes sure the process has a book, trained on YCSB-like text if
+    /// this is the first test to need one.
+    fn ensure_book() {
+        let mut seed = 77;
+        while codebooks::current().is_none() {
+            let text: Vec<Vec<u8>> = (0..64)
+                .flat_map(|_| ycsb_record(&mut seed).into_iter().map(|(_, v)| v))
+                .collect();
+            codebooks::observe(text.iter().map(|v| &v[..]));
+        }
+    }
+
     #[test]
     fn ycsb_record_is_compressed_and_reads_back() {
+        ensure_book();
         let l = lim(512, 1024);
         let mut seed = 9;
         let rec = ycsb_record(&mut seed);
@@ -1042,7 +1543,8 @@ mod tests {
         h.seal();
         assert!(h.is_compressed());
         assert_eq!(h.encoding(), "listpack");
-        // 1080 packed bytes: the Huffman form is under 7/8 of that.
+        // 1080 packed bytes: the coded form is under 7/8 of that (each
+        // value at ~6 bits a byte).
         assert!(h.mem_bytes() <= 1080 - 1080 / 8, "{}", h.mem_bytes());
         let got: Vec<(Vec<u8>, Vec<u8>)> = h
             .view()
@@ -1050,13 +1552,37 @@ mod tests {
             .map(|(f, v)| (f.to_vec(), v.to_vec()))
             .collect();
         assert_eq!(got, rec);
-        // A write opens it, sealing compresses again; HDEL of all but one
-        // field leaves a buffer too small to compress.
+        // One value at a time, in any order, each decoded on its own, and
+        // all of them alive at once.
+        let v = h.view();
+        let some: Vec<&[u8]> = [7, 2, 7, 9, 0]
+            .iter()
+            .map(|&i| v.get(&rec[i].0).unwrap())
+            .collect();
+        for (got, &i) in some.iter().zip(&[7, 2, 7, 9, 0]) {
+            assert_eq!(*got, &rec[i].1[..]);
+        }
+        // Asking for more than the hash holds falls back to one full
+        // decode, and the earlier values stay valid.
+        let many: Vec<&[u8]> = (0..40).map(|i| v.get(&rec[i % 10].0).unwrap()).collect();
+        for (i, got) in many.iter().enumerate() {
+            assert_eq!(*got, &rec[i % 10].1[..]);
+        }
+        assert_eq!(some[0], &rec[7].1[..]);
+        assert!(v.contains(b"field4") && !v.contains(b"field10") && v.get(b"nope").is_none());
+        drop(v);
+        // A write edits the coded form in place: the new value is coded
+        // (or kept raw, if short) and the others are not touched.
         assert!(!h.set(b"field3", b"short", &l));
-        assert!(!h.is_compressed());
+        assert!(h.is_compressed());
+        assert!(!h.set(b"field5", &rec[1].1, &l));
+        assert!(h.set(b"field10", &rec[2].1, &l));
         h.seal();
         assert!(h.is_compressed());
         assert_eq!(h.view().get(b"field3"), Some(&b"short"[..]));
+        assert_eq!(h.view().get(b"field5"), Some(&rec[1].1[..]));
+        assert_eq!(h.view().get(b"field10"), Some(&rec[2].1[..]));
+        assert!(h.remove(b"field10"));
         for (f, _) in rec.iter().skip(1) {
             assert!(h.remove(f));
         }
@@ -1098,11 +1624,9 @@ mod tests {
             }
             h
         };
+        ensure_book();
         for compressed in [false, true] {
             let mut h = build(compressed);
-            if !compressed {
-                h.open();
-            }
             assert_eq!(h.is_compressed(), compressed);
             let n = 100_000u32;
             let t = Instant::now();
@@ -1122,7 +1646,6 @@ mod tests {
             let hgetall = t.elapsed() / n;
             let t = Instant::now();
             for i in 0..n {
-                h.open();
                 h.set(b"field7", &rec[(i % 10) as usize].1, &l);
                 if compressed {
                     h.seal();
@@ -1147,6 +1670,7 @@ mod tests {
             ops in proptest::collection::vec(
                 (0u8..6, 0u8..12, 0usize..140, any::<u64>()), 0..80)
         ) {
+            ensure_book();
             let l = lim(10, 120);
             let mut h = HashValue::new();
             let mut model: StdMap<Vec<u8>, Vec<u8>> = StdMap::new();
@@ -1181,6 +1705,9 @@ mod tests {
                     }
                     _ => h.seal(),
                 }
+                // Coding is decided when a write ends (a seal); writes in
+                // between edit the form they find.
+                let sealed = kind >= 4;
                 if !h.is_packed() || !converted {
                     prop_assert_eq!(h.is_packed(), !converted);
                 }
@@ -1191,11 +1718,36 @@ mod tests {
                     .map(|(f, v)| (f.to_vec(), v.to_vec()))
                     .collect();
                 prop_assert_eq!(&got, &model);
-                for (f, v) in &model {
-                    let g = h.view().get(f).map(<[u8]>::to_vec);
-                    prop_assert_eq!(g.as_ref(), Some(v));
+                // `for_each` walks the same pairs in the same order as
+                // `iter`, decoding each value into the caller's buffer.
+                let listed: Vec<(Vec<u8>, Vec<u8>)> = h
+                    .view()
+                    .iter()
+                    .map(|(f, v)| (f.to_vec(), v.to_vec()))
+                    .collect();
+                let mut walked = Vec::new();
+                h.view().for_each(|f, v| {
+                    let mut b = vec![7u8];
+                    v.append_to(&mut b);
+                    walked.push((f.to_vec(), b[1..].to_vec(), v.len()));
+                });
+                prop_assert_eq!(walked.len(), listed.len());
+                for ((f, v, n), (lf, lv)) in walked.iter().zip(&listed) {
+                    prop_assert_eq!(f, lf);
+                    prop_assert_eq!(v, lv);
+                    prop_assert_eq!(*n, lv.len());
                 }
-                if h.is_compressed() {
+                // Every value through one view, all borrowed at once (the
+                // coded form decodes each into the view's own buffer).
+                let view = h.view();
+                let gets: Vec<Option<&[u8]>> = model.keys().map(|f| view.get(f)).collect();
+                for ((f, v), g) in model.iter().zip(gets) {
+                    prop_assert_eq!(g, Some(&v[..]));
+                    prop_assert!(view.contains(f));
+                }
+                prop_assert!(!view.contains(b"absent"));
+                drop(view);
+                if sealed && h.is_compressed() {
                     let raw: usize = model.iter().map(|(f, v)| 2 + f.len() + v.len()).sum();
                     prop_assert!(h.mem_bytes() < raw);
                     prop_assert!(raw >= COMPRESS_MIN);

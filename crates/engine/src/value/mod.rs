@@ -1,4 +1,5 @@
 //! The value types a key can hold, and their encodings.
+pub mod codebooks;
 pub mod hash;
 pub mod list;
 pub mod set;

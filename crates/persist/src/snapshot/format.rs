@@ -4,6 +4,7 @@
 //!
 //! ```text
 //! header  "CAIRNSNP" | version u32 | flags u32 | cut_ms u64 | databases u32 | crc u32      (32 bytes)
+//! book*   'D' | id u8 | current u8 | code lengths [u8; 256] | crc u32                    (263 bytes)
 //! block*  'B' | records u32 | payload_len u64 | crc u32 | payload (records)               (17 + len)
 //! end     'E' | keys u64 | blocks u64 | crc u32                                          (21 bytes)
 //! record  tag u8 | db varint | expire_ms varint | key | value (by tag, below)
@@ -39,6 +40,8 @@ pub const HEADER_LEN: usize = 32;
 pub const BLOCK_HEADER_LEN: usize = 17;
 /// End section size in bytes.
 pub const END_LEN: usize = 21;
+/// Codebook section size in bytes.
+pub const BOOK_LEN: usize = 263;
 /// A block is closed after the record that takes its payload past this,
 /// so loading works on buffers of about this size (a single larger
 /// record makes one larger block).
@@ -52,6 +55,10 @@ pub const REDIS_MAGIC: &[u8; 5] = b"REDIS";
 pub enum Section {
     Block = b'B',
     End = b'E',
+    /// A shared Huffman book of hash values (issue 20), written before the
+    /// blocks. Only the in-memory size of values depends on it: records
+    /// stay logical, so a reader may ignore a book it cannot install.
+    Codebook = b'D',
 }
 
 /// Record tags: the kind of value a record holds. Append-only.
@@ -214,6 +221,19 @@ pub fn end(keys: u64, blocks: u64, checksum: bool) -> [u8; END_LEN] {
     e
 }
 
+/// A codebook section: the book's id, whether new values are coded with
+/// it, and its 256 code lengths (`cairn_engine::value::codebooks`).
+pub fn codebook(id: u8, current: bool, lens: &[u8; 256], checksum: bool) -> [u8; BOOK_LEN] {
+    let mut b = [0u8; BOOK_LEN];
+    b[0] = Section::Codebook as u8;
+    b[1] = id;
+    b[2] = u8::from(current);
+    b[3..259].copy_from_slice(lens);
+    let c = if checksum { crc(&[&b[..259]]) } else { 0 };
+    b[259..263].copy_from_slice(&c.to_le_bytes());
+    b
+}
+
 /// Appends one key as a record.
 pub fn put_entry(out: &mut Vec<u8>, db: usize, r: Ref<'_>) {
     let e = match r {
@@ -251,10 +271,12 @@ pub fn put_entry(out: &mut Vec<u8>, db: usize, r: Ref<'_>) {
         }
         Value::Hash(h) => {
             put_varint(out, h.len() as u64);
-            for (f, v) in h.view().iter() {
+            // A coded value decodes straight into the block.
+            h.view().for_each(|f, v| {
                 put_bytes(out, f);
-                put_bytes(out, v);
-            }
+                put_varint(out, v.len() as u64);
+                v.append_to(out);
+            });
         }
         Value::List(l) => {
             put_varint(out, l.len() as u64);
@@ -458,6 +480,8 @@ impl<'a> Decoder<'a> {
                         return self.fail("duplicate field in a hash");
                     }
                 }
+                // As a write command leaves it: trimmed, or coded.
+                h.seal();
                 Value::Hash(Box::new(h))
             }
             Tag::List => {
@@ -540,6 +564,7 @@ mod tests {
         }
         assert_eq!(Section::Block as u8, 0x42);
         assert_eq!(Section::End as u8, 0x45);
+        assert_eq!(Section::Codebook as u8, 0x44);
         assert_eq!(MAGIC, b"CAIRNSNP");
         assert_eq!(VERSION, 2);
         assert_eq!(OLDEST_READ, 1);
@@ -587,6 +612,12 @@ mod tests {
         assert_eq!(&h[28..32], &0xfa77_29fbu32.to_le_bytes());
         let e = end(2, 1, true);
         assert_eq!(&e[17..21], &0xe9cb_5016u32.to_le_bytes());
+        let mut lens = [8u8; 256];
+        lens[1] = 7;
+        let b = codebook(3, true, &lens, true);
+        assert_eq!(&b[..5], &[b'D', 3, 1, 8, 7]);
+        assert_eq!(&b[259..], &crc(&[&b[..259]]).to_le_bytes());
+        assert_eq!(codebook(3, false, &lens, false)[259..], [0, 0, 0, 0]);
         let e = end(3, 2, false);
         assert_eq!(
             e,

@@ -7,8 +7,13 @@
 //! record in it is decoded; the end section's counts against what was
 //! read; nothing after it. Any failure is a `crate::Error` naming the
 //! file, the byte offset and the reason, and nothing is guessed or skipped.
+//! Codebook sections (issue 20) are checked the same way; a load installs
+//! them into the process (`cairn_engine::value::codebooks`) before the
+//! blocks that follow are decoded, so loaded hashes are coded as before
+//! the restart.
 use super::format::{
-    self, BuildLimits, Checksum, Decoder, Record, Section, BLOCK_HEADER_LEN, END_LEN, HEADER_LEN,
+    self, BuildLimits, Checksum, Decoder, Record, Section, BLOCK_HEADER_LEN, BOOK_LEN, END_LEN,
+    HEADER_LEN,
 };
 use crate::{Error, ErrorKind};
 use cairn_engine::Cx;
@@ -80,7 +85,7 @@ pub fn load(
     let dbs = engine.databases();
     let now = cairn_engine::clock::now_ms();
     let expired = AtomicU64::new(0);
-    let mut stats = read(path, &limits, opts, progress, &|rec| {
+    let mut stats = read(path, &limits, opts, true, progress, &|rec| {
         if rec.db >= dbs {
             return Err(format!(
                 "key in database {} but this server has {dbs} databases (raise `databases`)",
@@ -120,6 +125,7 @@ pub fn check(path: &Path) -> Result<LoadStats, Error> {
         path,
         &BuildLimits::default(),
         &LoadOptions::default(),
+        false,
         &mut |_| {},
         &|_| Ok(()),
     )
@@ -169,6 +175,7 @@ fn read(
     path: &Path,
     limits: &BuildLimits,
     opts: &LoadOptions,
+    install_books: bool,
     progress: &mut dyn FnMut(&LoadProgress),
     visit: &(dyn Fn(Record<'_>) -> Result<(), String> + Sync),
 ) -> Result<LoadStats, Error> {
@@ -246,6 +253,7 @@ fn read(
             sum,
             blocks: 0,
             end: (0, 0),
+            install_books,
         };
         let result = loop {
             if stop.load(Ordering::Relaxed) {
@@ -362,12 +370,24 @@ struct Sections<'a, R> {
     blocks: u64,
     /// The end section's (keys, blocks), once read.
     end: (u64, u64),
+    /// Install the codebooks read into this process (a load; not a check).
+    install_books: bool,
 }
 
 impl<R: Read> Sections<'_, R> {
     /// The next block, checked (length and CRC); None at a valid end
     /// section followed by nothing.
     fn next(&mut self) -> Result<Option<Work>, Fail> {
+        loop {
+            if let Some(w) = self.section()? {
+                return Ok(w);
+            }
+        }
+    }
+
+    /// One section: `Some(next())`'s answer for a block or the end, `None`
+    /// after a codebook (installed, if loading).
+    fn section(&mut self) -> Result<Option<Option<Work>>, Fail> {
         let pos = self.pos;
         let mut tag = [0u8; 1];
         read_exact(self.r, &mut tag).map_err(|e| match e {
@@ -398,12 +418,37 @@ impl<R: Read> Sections<'_, R> {
                     .map_err(|r| corrupt(pos, format!("block {r}")))?;
                 self.pos = body + len;
                 self.blocks += 1;
-                Ok(Some(Work {
+                Ok(Some(Some(Work {
                     pos,
                     body,
                     records,
                     payload,
-                }))
+                })))
+            }
+            t if t == Section::Codebook as u8 => {
+                let mut b = [0u8; BOOK_LEN];
+                b[0] = t;
+                read_exact(self.r, &mut b[1..]).map_err(|e| (pos, short_read("codebook", e)))?;
+                check_crc(self.sum, &b[259..263], &[&b[..259]])
+                    .map_err(|r| corrupt(pos, format!("codebook {r}")))?;
+                if b[2] > 1 {
+                    return Err(corrupt(
+                        pos + 2,
+                        format!("codebook flag {} (corrupt file)", b[2]),
+                    ));
+                }
+                let lens: &[u8; 256] = b[3..259].try_into().expect("256 bytes");
+                if cairn_engine::util::huff::Codebook::from_lens(lens).is_none() {
+                    return Err(corrupt(pos + 3, "codebook lengths do not form a code"));
+                }
+                if self.install_books {
+                    // Refused only if this process already holds another
+                    // book under the id: values then code with the books
+                    // it has, which changes their size, not their bytes.
+                    cairn_engine::value::codebooks::install(b[1], lens, b[2] == 1);
+                }
+                self.pos = pos + BOOK_LEN as u64;
+                Ok(None)
             }
             t if t == Section::End as u8 => {
                 let mut e = [0u8; END_LEN];
@@ -426,7 +471,7 @@ impl<R: Read> Sections<'_, R> {
                         ),
                     ));
                 }
-                Ok(None)
+                Ok(Some(None))
             }
             t => Err(corrupt(
                 pos,

@@ -755,3 +755,89 @@ fn a_write_storm_during_a_snapshot_stays_within_the_queue_limit() {
         "peak {bounded} over the limit {limit}"
     );
 }
+
+/// YCSB-like text: bytes 32..=95, uniform.
+fn ycsb_text(seed: &mut u64, n: usize) -> Vec<u8> {
+    (0..n)
+        .map(|_| {
+            *seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            b' ' + (*seed >> 58) as u8
+        })
+        .collect()
+}
+
+/// Issue 20: the shared codebook of hash values is a section of its own
+/// before the blocks; a load installs it before the hashes that follow,
+/// which come back coded, with the same contents; a check reads it too.
+#[test]
+fn coded_hashes_and_their_book_round_trip() {
+    use cairn_engine::value::codebooks;
+    let mut seed = 5u64;
+    // The process's book, trained here unless another test did first.
+    while codebooks::current().is_none() {
+        let vals: Vec<Vec<u8>> = (0..100).map(|_| ycsb_text(&mut seed, 100)).collect();
+        codebooks::observe(vals.iter().map(|v| &v[..]));
+    }
+    let a = engine();
+    let hl = a.limits.hash();
+    for i in 0..20 {
+        let mut h = HashValue::new();
+        for f in 0..10 {
+            h.set(
+                format!("field{f}").as_bytes(),
+                &ycsb_text(&mut seed, 100),
+                &hl,
+            );
+        }
+        h.seal();
+        assert!(h.is_compressed());
+        put(
+            &a,
+            0,
+            format!("user{i}").as_bytes(),
+            Value::Hash(Box::new(h)),
+            0,
+        );
+    }
+    let dir = tmpdir("books");
+    let path = dir.join("s");
+    save(&a, &Cx::DETACHED, &path, &Options::default(), || ()).unwrap();
+    // Header, then one section per book, the current one flagged.
+    let file = std::fs::read(&path).unwrap();
+    let books = codebooks::all();
+    let (cur, _) = codebooks::current().unwrap();
+    for (i, (id, lens, current)) in books.iter().enumerate() {
+        let at = format::HEADER_LEN + i * format::BOOK_LEN;
+        let sec = &file[at..at + format::BOOK_LEN];
+        assert_eq!(sec[..3], [b'D', *id, u8::from(*current)]);
+        assert_eq!(&sec[3..259], &lens[..]);
+        assert_eq!(*current, *id == cur);
+    }
+    assert_eq!(
+        file[format::HEADER_LEN + books.len() * format::BOOK_LEN],
+        b'B'
+    );
+    let b = engine();
+    load(&b, &path, &LoadOptions::default(), &mut no_progress).unwrap();
+    assert_eq!(digest(&a), digest(&b));
+    for i in 0..20 {
+        let name = format!("user{i}");
+        let k = b.key(name.as_bytes());
+        let mut g = b.lock(&Cx::DETACHED, &k);
+        match g.peek(0, &k).map(|e| &e.value) {
+            Some(Value::Hash(h)) => assert!(h.is_compressed(), "user{i} loaded plain"),
+            _ => panic!("user{i} missing"),
+        }
+    }
+    assert_eq!(check(&path).unwrap().keys, 20);
+    // A book section that is not a code is refused, with its offset.
+    let mut bad = file.clone();
+    bad[format::HEADER_LEN + 3] = 0;
+    let crc = format::crc(&[&bad[format::HEADER_LEN..format::HEADER_LEN + 259]]);
+    bad[format::HEADER_LEN + 259..format::HEADER_LEN + 263].copy_from_slice(&crc.to_le_bytes());
+    std::fs::write(&path, &bad).unwrap();
+    let e = check(&path).unwrap_err();
+    assert_eq!(e.offset, Some(format::HEADER_LEN as u64 + 3), "{e}");
+}

@@ -451,6 +451,12 @@ fn write_file(engine: &Engine, cut: &Cut, tmp: &Path) -> Result<Stats, SaveError
         checksum,
     ))
     .map_err(io_err("write"))?;
+    // The shared books of hash values (issue 20), before any block, so a
+    // load installs them before it builds the first hash.
+    for (id, lens, current) in cairn_engine::value::codebooks::all() {
+        w.write_all(&format::codebook(id, current, &lens, checksum))
+            .map_err(io_err("write"))?;
+    }
     *cut.queue.out.lock() = Some(Out {
         w,
         keys: 0,

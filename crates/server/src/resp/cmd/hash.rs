@@ -149,13 +149,19 @@ fn list(ctx: &mut Ctx, part: Part) -> CmdResult {
         } else {
             w.array(n);
         }
-        for (f, v) in h.into_iter().flat_map(|h| h.iter()) {
-            if part != Part::Values {
-                w.bulk(f);
-            }
-            if part != Part::Fields {
-                w.bulk(v);
-            }
+        // A coded value decodes straight into the reply (issue 20).
+        if let Some(h) = h {
+            h.for_each(|f, v| {
+                if part != Part::Values {
+                    w.bulk(f);
+                }
+                if part != Part::Fields {
+                    w.bulk_len(v.len());
+                    w.out.reserve(v.len() + 2);
+                    v.append_to(w.out);
+                    w.out.extend_from_slice(b"\r\n");
+                }
+            });
         }
     })?;
     Ok(())
