@@ -643,15 +643,20 @@ impl PackedHash {
 
 impl TableHash {
     fn insert(&mut self, field: &[u8], value: &[u8]) -> bool {
-        if let Some(v) = self.map.get_mut(field) {
-            // Existing field: replace the value only, no key allocation.
-            self.payload = self.payload - v.len() + value.len();
-            *v = value.into();
-            false
-        } else {
-            self.payload += field.len() + value.len();
-            self.map.insert(field.into(), value.into());
-            true
+        // One hash and one probe either way (a lookup then an insert hashed
+        // a new field twice); the key is boxed only when it is new.
+        match self.map.entry_ref(field) {
+            hashbrown::hash_map::EntryRef::Occupied(mut e) => {
+                let v = e.get_mut();
+                self.payload = self.payload - v.len() + value.len();
+                *v = value.into();
+                false
+            }
+            hashbrown::hash_map::EntryRef::Vacant(e) => {
+                self.payload += field.len() + value.len();
+                e.insert(value.into());
+                true
+            }
         }
     }
 
