@@ -42,7 +42,17 @@ fn bgsave(ctx: &mut Ctx) -> CmdResult {
     if st.in_progress.load(Ordering::Relaxed) {
         return Err(CmdError::text(errors::BGSAVE_IN_PROGRESS));
     }
-    let busy = ctx.shared.engine.snapshot_running();
+    // Redis refuses (or schedules) a BGSAVE while any child runs, an AOF
+    // rewrite's from the moment it starts (`hasActiveChildProcess`); here
+    // the rewrite counts before its compaction has made its cut too, so
+    // the answer does not depend on how far that thread has got.
+    let busy = ctx.shared.engine.snapshot_running()
+        || ctx
+            .shared
+            .journal
+            .rewrite
+            .in_progress
+            .load(Ordering::Acquire);
     if busy || ctx.client.in_exec {
         if schedule || ctx.client.in_exec {
             st.scheduled.store(true, Ordering::Relaxed);
