@@ -358,30 +358,16 @@ pub fn decode_unit(b: &[u8]) -> Result<Vec<Record<'_>>, (usize, &'static str)> {
 /// Replaces the running command's record with `args` (in `db`) for the
 /// next guard of `cx` that writes. Call before that guard is dropped; a
 /// guard that changes nothing drops it unrecorded.
+/// The forms a handler stages are named in `crate::rewrite`.
 pub fn stage(engine: &Engine, cx: &Cx, db: usize, args: &[&[u8]]) {
-    stage_with(engine, cx, false, |out| {
+    stage_with(engine, cx, |out| {
         encode(out, Tag::Command, db, args.iter().copied())
     });
 }
 
-impl Guard<'_> {
-    /// `stage` for this guard's command.
-    pub fn stage(&self, db: usize, args: &[&[u8]]) {
-        stage(self.engine(), &self.cx(), db, args);
-    }
-}
-
-/// Like `stage`, appending one more record to what is staged (a
-/// rewrite that takes two commands, e.g. SET then PEXPIREAT).
-pub fn stage_more(engine: &Engine, cx: &Cx, db: usize, args: &[&[u8]]) {
-    stage_with(engine, cx, true, |out| {
-        encode(out, Tag::Command, db, args.iter().copied())
-    });
-}
-
-/// Stages what `fill` writes as the command's record: in place of what is
-/// staged, or after it (`more`).
-fn stage_with(engine: &Engine, cx: &Cx, more: bool, fill: impl FnOnce(&mut Vec<u8>)) {
+/// Stages what `fill` writes as the command's record, in place of what
+/// was staged before.
+fn stage_with(engine: &Engine, cx: &Cx, fill: impl FnOnce(&mut Vec<u8>)) {
     if !engine.journal_on() {
         return;
     }
@@ -389,9 +375,7 @@ fn stage_with(engine: &Engine, cx: &Cx, more: bool, fill: impl FnOnce(&mut Vec<u
         return;
     };
     let mut s = state.staged.borrow_mut();
-    if !(more && s.has_explicit) {
-        s.explicit.clear();
-    }
+    s.explicit.clear();
     fill(&mut s.explicit);
     s.has_explicit = true;
     state.staged_any.set(true);
@@ -435,7 +419,7 @@ pub fn stage_item(g: &mut Guard, db: usize, k: &Key) {
         }
     };
     let cx = g.cx();
-    stage_with(g.engine(), &cx, false, |out| *out = rec);
+    stage_with(g.engine(), &cx, |out| *out = rec);
 }
 
 /// A key was removed because it expired (a lookup found it so): record

@@ -25,7 +25,7 @@
 //! The connection running the command is served without the mailbox: its
 //! pushes (subscribe confirmations, a message a RESP3 client publishes to
 //! itself, keyspace notifications of its own writes) are collected on the
-//! side (`begin_command` / `end_command`, called by the dispatcher) and put
+//! side (`begin_command` / `place_pushes`, called by the dispatcher) and put
 //! before the command's reply, where Redis writes them. They are pushes,
 //! so CLIENT REPLY OFF/SKIP does not drop them (Redis's `CLIENT_PUSHING`).
 //!
@@ -282,20 +282,10 @@ pub struct SelfPushes {
 }
 
 /// Called by the dispatcher before a command runs: from now on, pushes to
-/// `client` are collected for `end_command`.
+/// `client` are collected for `place_pushes`.
 pub fn begin_command(client: &mut Client) {
     client.pushes.out.clear();
     client.pushes.after_reply = false;
-}
-
-/// Called by the dispatcher after the command (and its keyspace
-/// notifications): places the client's pushes (`place_pushes`).
-pub fn end_command(
-    client: &mut Client,
-    out: &mut Vec<u8>,
-    reply_start: usize,
-) -> Option<(usize, usize)> {
-    place_pushes(client, out, reply_start)
 }
 
 /// Puts the pushes collected so far for the running client in front of

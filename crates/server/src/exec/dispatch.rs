@@ -85,7 +85,7 @@ pub fn execute(
         out.truncate(start_len);
         client.out_refs.truncate(start_len);
     }
-    if let Some((at, len)) = crate::pubsub::end_command(client, out, start_len) {
+    if let Some((at, len)) = crate::pubsub::place_pushes(client, out, start_len) {
         client.out_refs.shift(at, len);
     }
     outcome
