@@ -88,6 +88,12 @@ COMMANDS = [
     ("memory", ["usage", "stats", "doctor", "malloc-stats", "purge", "help"]),
     # persistence
     "save", "bgsave", "lastsave", "bgrewriteaof",
+    # scripting and functions
+    "eval", "evalsha", "eval_ro", "evalsha_ro",
+    ("script", ["load", "exists", "flush", "kill", "help"]),
+    "fcall", "fcall_ro",
+    ("function", ["load", "delete", "list", "dump", "restore", "flush",
+                  "kill", "stats", "help"]),
 ]
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -9,7 +9,7 @@
 //!   long as the command runs: no lifetime is erased anywhere;
 //! - its clock: one reading for the whole command, as Redis 7.0's `call()`
 //!   fixes the time for every expiry check a command makes;
-//! - the `HoldAll` of an EXEC, whose queued commands lock nothing of their
+//! - the `Hold` of an EXEC, whose queued commands lock nothing of their
 //!   own but borrow the held shards and collect their records into it;
 //! - a `CmdState`, the mutable part: records staged in place of the command
 //!   as sent (SET EX -> SET PXAT, SPOP -> SREM, expiry DELs found by
@@ -26,7 +26,7 @@
 //! `Cx::DETACHED` is a constant for work outside any client command that
 //! records nothing implicitly (tests, loading, the snapshot cut).
 use crate::events::Event;
-use crate::keyspace::HoldAll;
+use crate::keyspace::Hold;
 use crate::record::ArgSource;
 use std::cell::{Cell, RefCell};
 
@@ -98,7 +98,7 @@ pub struct Cx<'a> {
     /// The command's start, Unix milliseconds (0: read the clock at each
     /// lock).
     now_ms: u64,
-    hold: Option<&'a HoldAll<'a>>,
+    hold: Option<&'a Hold<'a>>,
     state: Option<&'a CmdState>,
 }
 
@@ -153,7 +153,7 @@ impl<'a> Cx<'a> {
     }
 
     /// This context with `hold`: every lock is served from it.
-    pub fn with_hold(&self, hold: &'a HoldAll<'a>) -> Cx<'a> {
+    pub fn with_hold(&self, hold: &'a Hold<'a>) -> Cx<'a> {
         Cx {
             hold: Some(hold),
             ..*self
@@ -175,7 +175,7 @@ impl<'a> Cx<'a> {
     }
 
     #[inline]
-    pub(crate) fn hold(&self) -> Option<&'a HoldAll<'a>> {
+    pub(crate) fn hold(&self) -> Option<&'a Hold<'a>> {
         self.hold
     }
 

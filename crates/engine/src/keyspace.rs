@@ -248,8 +248,8 @@ impl Engine {
     /// the hold already owns.
     #[inline]
     fn take_shard<'e>(&'e self, cx: &Cx<'e>, i: usize) -> ShardRef<'e> {
-        match self.held_base(cx) {
-            Some(base) => ShardRef::Held(base[i]),
+        match self.held(cx) {
+            Some(hold) => ShardRef::Held(hold.shard(i)),
             None => ShardRef::Locked(self.lock_shard(i)),
         }
     }
@@ -266,6 +266,16 @@ impl Engine {
         let mut g = self.shards[i].0.lock();
         self.snap.before_use(i, &mut g);
         g
+    }
+
+    /// `lock_shard` if shard `i` is free now.
+    fn try_lock_shard(&self, i: usize) -> Option<MutexGuard<'_, Shard>> {
+        if let Some(g) = self.reclaim(i) {
+            return Some(g);
+        }
+        let mut g = self.shards[i].0.try_lock()?;
+        self.snap.before_use(i, &mut g);
+        Some(g)
     }
 
     /// The raw lock of shard `i`, without the snapshot hook: only for
@@ -305,15 +315,16 @@ impl Engine {
             .sum()
     }
 
-    /// True if `cx` holds every shard of this engine (`hold_all`).
-    pub(crate) fn holds_all(&self, cx: &Cx) -> bool {
-        self.held_base(cx).is_some()
+    /// True if `cx` holds shards of this engine (`hold_all`, `hold_shards`).
+    pub(crate) fn holds_any(&self, cx: &Cx) -> bool {
+        self.held(cx).is_some()
     }
 
-    /// The shards `cx` holds through `hold_all`, if it holds this engine's.
-    fn held_base<'e>(&self, cx: &Cx<'e>) -> Option<&'e [*mut Shard]> {
+    /// The hold `cx` carries, if it holds shards of this engine.
+    #[inline]
+    fn held<'e>(&self, cx: &Cx<'e>) -> Option<&'e Hold<'e>> {
         let hold = cx.hold()?;
-        std::ptr::eq(hold.engine, self).then_some(&*hold.ptrs)
+        std::ptr::eq(hold.engine, self).then_some(hold)
     }
 
     /// A guard over shards already locked in ascending order, with the
@@ -364,8 +375,8 @@ impl Engine {
 
     /// `with_shard` for reads only; see `for_each_shard_read`.
     pub fn with_shard_read<R>(&self, cx: &Cx, i: usize, f: impl FnOnce(&Shard) -> R) -> R {
-        match self.held_base(cx) {
-            Some(base) => f(&ShardRef::Held(base[i])),
+        match self.held(cx) {
+            Some(hold) => f(&ShardRef::Held(hold.shard(i))),
             None => f(&self.lock_shard_raw(i)),
         }
     }
@@ -377,18 +388,49 @@ impl Engine {
     /// other thread sees anything between them. The records of the writes
     /// made through it are committed as one unit when it drops, and their
     /// end is noted in `cx`'s state. Holds do not nest.
-    pub fn hold_all<'e>(&'e self, cx: &Cx<'e>) -> HoldAll<'e> {
-        assert!(self.held_base(cx).is_none(), "hold_all does not nest");
+    pub fn hold_all<'e>(&'e self, cx: &Cx<'e>) -> Hold<'e> {
+        assert!(self.held(cx).is_none(), "holds do not nest");
         let mut locks: Vec<MutexGuard<'_, Shard>> =
             (0..self.shards.len()).map(|i| self.lock_shard(i)).collect();
         let ptrs: Box<[*mut Shard]> = locks.iter_mut().map(|g| &mut **g as *mut Shard).collect();
-        HoldAll {
+        Hold {
             engine: self,
-            _locks: locks,
-            ptrs,
+            set: HeldSet::All {
+                _locks: locks,
+                ptrs,
+            },
             tx: Default::default(),
             state: cx.state(),
         }
+    }
+
+    /// Locks the shards of `keys` (in ascending order) and keeps them until
+    /// the returned hold drops: `hold_all` for a command that names its
+    /// keys up front (a script's declared KEYS), at the cost of those
+    /// shards instead of all 1024. A lock outside the set through a context
+    /// carrying the hold takes the shard into the hold (`Hold::add` first
+    /// if it must not wait: see there). Records commit as one unit, as for
+    /// `hold_all`.
+    pub fn hold_keys<'e>(&'e self, cx: &Cx<'e>, keys: &[Key]) -> Hold<'e> {
+        assert!(self.held(cx).is_none(), "holds do not nest");
+        let mut idx: SmallVec<[usize; 8]> = keys.iter().map(|k| self.shard_of(k)).collect();
+        idx.sort_unstable();
+        idx.dedup();
+        let locks = idx
+            .into_iter()
+            .map(|i| (i, leak(self.lock_shard(i))))
+            .collect();
+        Hold {
+            engine: self,
+            set: HeldSet::Some(std::cell::RefCell::new(locks)),
+            tx: Default::default(),
+            state: cx.state(),
+        }
+    }
+
+    /// The shard index of `k` (for `Hold::add`).
+    pub fn shard_index(&self, k: &Key) -> usize {
+        self.shard_of(k)
     }
 }
 
@@ -435,11 +477,11 @@ pub fn release_retained() {
     }
 }
 
-/// Every shard of an engine, locked by one command (see `Engine::hold_all`).
-pub struct HoldAll<'e> {
+/// Shards of an engine locked by one command for its whole run (see
+/// `Engine::hold_all` and `Engine::hold_keys`).
+pub struct Hold<'e> {
     engine: &'e Engine,
-    _locks: Vec<MutexGuard<'e, Shard>>,
-    ptrs: Box<[*mut Shard]>,
+    set: HeldSet<'e>,
     /// The records of the writes made through the hold, committed as one
     /// unit when it drops (`record::commit_tx`).
     pub(crate) tx: std::cell::RefCell<Vec<u8>>,
@@ -447,7 +489,95 @@ pub struct HoldAll<'e> {
     state: Option<&'e CmdState>,
 }
 
-impl Drop for HoldAll<'_> {
+/// The shards a hold owns.
+enum HeldSet<'e> {
+    /// Every shard (EXEC, a script that names keys it did not declare).
+    All {
+        _locks: Vec<MutexGuard<'e, Shard>>,
+        ptrs: Box<[*mut Shard]>,
+    },
+    /// Some shards, sorted by index (a script's declared keys, plus any it
+    /// took later), each locked with its guard leaked (`leak`) and
+    /// unlocked when the hold drops: a `RefCell` of guards would make the
+    /// hold, and so every `Cx`, invariant in its lifetime.
+    Some(std::cell::RefCell<SmallVec<[(usize, *mut Shard); 4]>>),
+}
+
+/// Why `Hold::add` could not take a shard.
+#[derive(Debug, PartialEq, Eq)]
+pub struct WouldWait;
+
+impl<'e> Hold<'e> {
+    /// True if the hold owns every shard.
+    pub fn is_all(&self) -> bool {
+        matches!(self.set, HeldSet::All { .. })
+    }
+
+    /// True if the hold owns shard `i`.
+    pub fn has(&self, i: usize) -> bool {
+        match &self.set {
+            HeldSet::All { .. } => true,
+            HeldSet::Some(set) => set.borrow().iter().any(|(j, _)| *j == i),
+        }
+    }
+
+    /// Takes shard `i` into the hold without risking a deadlock: a shard
+    /// above every one held is waited for (every thread locks in
+    /// ascending order, so no cycle can form); one below is taken only if
+    /// it is free now. `WouldWait` if it is not: the caller decides (a
+    /// script that has written nothing starts again under `hold_all`).
+    pub fn add(&self, i: usize) -> Result<(), WouldWait> {
+        let HeldSet::Some(set) = &self.set else {
+            return Ok(());
+        };
+        let mut set = set.borrow_mut();
+        let pos = match set.binary_search_by_key(&i, |(j, _)| *j) {
+            Ok(_) => return Ok(()),
+            Err(pos) => pos,
+        };
+        let guard = if pos == set.len() {
+            self.engine.lock_shard(i)
+        } else {
+            self.engine.try_lock_shard(i).ok_or(WouldWait)?
+        };
+        set.insert(pos, (i, leak(guard)));
+        Ok(())
+    }
+
+    /// The held shard `i`. A shard outside a partial hold is taken into it
+    /// first, waiting if it must: callers that cannot know their shards in
+    /// advance use `hold_all`, and a script checks each call's keys with
+    /// `add` before running it, so this wait happens only for a shard
+    /// above all others.
+    #[inline]
+    fn shard(&self, i: usize) -> *mut Shard {
+        match &self.set {
+            HeldSet::All { ptrs, .. } => ptrs[i],
+            HeldSet::Some(set) => {
+                let mut set = set.borrow_mut();
+                match set.binary_search_by_key(&i, |(j, _)| *j) {
+                    Ok(pos) => set[pos].1,
+                    Err(pos) => {
+                        debug_assert!(
+                            pos == set.len(),
+                            "a partial hold took shard {i} out of order without Hold::add"
+                        );
+                        let p = leak(self.engine.lock_shard(i));
+                        set.insert(pos, (i, p));
+                        p
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// A locked shard whose guard is given up: `Hold`'s drop unlocks it.
+fn leak(g: MutexGuard<'_, Shard>) -> *mut Shard {
+    MutexGuard::leak(g) as *mut Shard
+}
+
+impl Drop for Hold<'_> {
     fn drop(&mut self) {
         // The transaction's records go out as one unit while every shard
         // is still locked (the locks drop after this body).
@@ -457,11 +587,18 @@ impl Drop for HoldAll<'_> {
                 s.note_journal_end(end);
             }
         }
+        if let HeldSet::Some(set) = &self.set {
+            for &(i, _) in set.borrow().iter() {
+                // SAFETY: the hold locked shard `i` and leaked its guard
+                // (`leak`); nothing borrows the shard once the hold drops.
+                unsafe { self.engine.shards[i].0.force_unlock() };
+            }
+        }
     }
 }
 
 /// A shard as a guard has it: locked by the guard, or borrowed from its
-/// command's `HoldAll`. Two guards of one thread never share a shard (with
+/// command's `Hold`. Two guards of one thread never share a shard (with
 /// real locks that would deadlock), so a held shard is never aliased.
 enum ShardRef<'e> {
     Locked(MutexGuard<'e, Shard>),
@@ -958,6 +1095,61 @@ mod tests {
 
     fn shard_locked(e: &Engine, k: &Key) -> bool {
         e.shards[e.shard_of(k)].0.try_lock().is_none()
+    }
+
+    #[test]
+    fn a_partial_hold_serves_its_shards_and_takes_others_without_deadlock() {
+        let e = Arc::new(Engine::new(Options::default()));
+        // Three keys in three shards, sorted by shard.
+        let mut keys: Vec<(usize, Vec<u8>)> = Vec::new();
+        for n in 0.. {
+            let k = format!("hold:{n}").into_bytes();
+            let i = e.shard_of(&e.key(&k));
+            if keys.iter().all(|(j, _)| *j != i) {
+                keys.push((i, k));
+            }
+            if keys.len() == 3 {
+                break;
+            }
+        }
+        keys.sort();
+        let [(_, lo), (mid_i, mid), (_, hi)] = [keys[0].clone(), keys[1].clone(), keys[2].clone()];
+        let (klo, kmid, khi) = (e.key(&lo), e.key(&mid), e.key(&hi));
+        {
+            let hold = e.hold_keys(&Cx::DETACHED, &[kmid]);
+            let cx = Cx::DETACHED.with_hold(&hold);
+            assert!(shard_locked(&e, &kmid) && hold.has(mid_i) && !hold.is_all());
+            e.lock(&cx, &kmid).set(
+                0,
+                &kmid,
+                Value::Str(StrValue::from_bytes(b"v")),
+                Expiry::Clear,
+            );
+            // Below the held shard and taken by another thread: no wait.
+            let (tx, rx) = std::sync::mpsc::channel();
+            let (release_tx, release_rx) = std::sync::mpsc::channel::<()>();
+            let e2 = e.clone();
+            let lo2 = lo.clone();
+            let t = std::thread::spawn(move || {
+                let k = e2.key(&lo2);
+                let g = e2.lock(&Cx::DETACHED, &k);
+                tx.send(()).unwrap();
+                release_rx.recv().unwrap();
+                drop(g);
+            });
+            rx.recv().unwrap();
+            assert_eq!(hold.add(e.shard_of(&klo)), Err(WouldWait));
+            release_tx.send(()).unwrap();
+            t.join().unwrap();
+            // Free now: taken.
+            assert_eq!(hold.add(e.shard_of(&klo)), Ok(()));
+            // Above: waited for (free here), and a plain lock through the
+            // hold's context takes it too.
+            assert!(e.lock(&cx, &khi).read(0, &khi).is_none());
+            assert!(shard_locked(&e, &klo) && shard_locked(&e, &khi));
+        }
+        assert!(!shard_locked(&e, &klo) && !shard_locked(&e, &kmid) && !shard_locked(&e, &khi));
+        assert!(e.lock(&Cx::DETACHED, &kmid).read(0, &kmid).is_some());
     }
 
     /// Two keys in different shards.

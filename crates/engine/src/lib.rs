@@ -37,7 +37,7 @@ pub mod value;
 pub use cx::{CmdState, Cx};
 pub use entry::{Entry, Owned, Ref, StrRef};
 pub use error::Error;
-pub use keyspace::{Engine, Expiry, Guard, HoldAll, Key, Options, WatchFlag};
+pub use keyspace::{Engine, Expiry, Guard, Hold, Key, Options, WatchFlag, WouldWait};
 pub use value::{Kind, Value};
 
 pub type Result<T> = std::result::Result<T, Error>;

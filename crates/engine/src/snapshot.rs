@@ -89,7 +89,7 @@ impl Engine {
         sink: Arc<dyn ShardSink>,
         on_cut: impl FnOnce(),
     ) -> Result<u64, BeginError> {
-        if self.holds_all(cx) {
+        if self.holds_any(cx) {
             return Err(BeginError::InsideHold);
         }
         let locks: Vec<_> = (0..self.shard_count())
