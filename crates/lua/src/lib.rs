@@ -2,7 +2,9 @@
 //! `mlua`), the extra libraries Redis loads, and the conversions between
 //! Lua values and RESP replies. The server (`cairn-server`'s `script`
 //! module) owns the commands; this crate knows nothing of the keyspace.
+pub mod convert;
 pub mod libs;
+pub mod vm;
 
 pub use mlua;
 

@@ -10,5 +10,6 @@
 pub mod admission;
 pub mod dispatch;
 pub mod errorstats;
+pub mod keys;
 pub mod meta;
 pub mod table;

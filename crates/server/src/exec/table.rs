@@ -97,6 +97,8 @@ pub struct Command {
     pub subs: HashMap<&'static str, usize>,
     /// For a subcommand, the parent's index.
     pub parent: Option<usize>,
+    /// Where its keys are (`exec::keys`).
+    pub key_specs: Vec<crate::exec::keys::KeySpec>,
 }
 
 impl Command {
@@ -162,6 +164,7 @@ impl CommandTable {
             meta: m,
             subs: HashMap::new(),
             parent,
+            key_specs: crate::exec::keys::key_specs(m),
         });
         Ok(id)
     }

@@ -1,0 +1,520 @@
+//! Conversions between Lua values and RESP, as Redis 7.0's `script_lua.c`
+//! makes them: a command's reply read into Lua for `redis.call`
+//! (`redisProtocolToLuaType`), and a script's result written as the reply
+//! (`luaReplyToRedisReply`).
+use cairn_protocol::resp::{Protocol, ReplyWriter};
+use mlua::{Lua, Table, Value};
+
+/// How deep a script's result may nest before the reply is refused, as
+/// Redis stops at Lua's C stack limit.
+const MAX_DEPTH: usize = 1000;
+
+/// Reads one RESP reply at the start of `buf` into a Lua value. An error
+/// reply comes back as `Err(table)`, the `{err=...}` table Redis makes.
+pub fn reply_to_lua(lua: &Lua, buf: &[u8]) -> mlua::Result<Result<Value, Table>> {
+    let mut r = Reader { buf, pos: 0 };
+    if buf.first() == Some(&b'-') {
+        let line = r.line();
+        return Ok(Err(error_table(lua, &prefixed(line))?));
+    }
+    Ok(Ok(r.value(lua)?))
+}
+
+/// `{err = text}` from an error text as Redis normalises it
+/// (`luaPushErrorBuff`): "-CODE msg" keeps its code, a bare message gets
+/// "ERR", trailing CR/LF go.
+pub fn error_table(lua: &Lua, text: &[u8]) -> mlua::Result<Table> {
+    let t = lua.create_table_with_capacity(0, 1)?;
+    t.raw_set("err", lua.create_string(normalise_error(text))?)?;
+    Ok(t)
+}
+
+/// See `error_table`.
+pub fn normalise_error(text: &[u8]) -> Vec<u8> {
+    let (code, msg): (&[u8], &[u8]) = match text.strip_prefix(b"-") {
+        Some(rest) => match rest.iter().position(|&c| c == b' ') {
+            Some(sp) => (&rest[..sp], &rest[sp + 1..]),
+            None => (b"ERR", rest),
+        },
+        None => (b"ERR", text),
+    };
+    let mut msg = msg;
+    while let [head @ .., b'\r' | b'\n'] = msg {
+        msg = head;
+    }
+    while let [b'\r' | b'\n', tail @ ..] = msg {
+        msg = tail;
+    }
+    let mut out = Vec::with_capacity(code.len() + 1 + msg.len());
+    out.extend_from_slice(code);
+    out.push(b' ');
+    out.extend_from_slice(msg);
+    out
+}
+
+struct Reader<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    /// The rest of the current line after its type byte, CRLF dropped.
+    fn line(&mut self) -> &'a [u8] {
+        let start = self.pos + 1;
+        let end = memchr_crlf(&self.buf[start..]).map_or(self.buf.len(), |i| start + i);
+        self.pos = (end + 2).min(self.buf.len());
+        &self.buf[start..end]
+    }
+
+    fn int(&mut self) -> i64 {
+        parse_i64(self.line())
+    }
+
+    fn value(&mut self, lua: &Lua) -> mlua::Result<Value> {
+        let Some(&kind) = self.buf.get(self.pos) else {
+            return Ok(Value::Nil);
+        };
+        Ok(match kind {
+            b'+' => {
+                let s = self.line();
+                let t = lua.create_table_with_capacity(0, 1)?;
+                t.raw_set("ok", lua.create_string(s)?)?;
+                Value::Table(t)
+            }
+            b'-' => {
+                let s = self.line();
+                Value::Table(error_table(lua, &prefixed(s))?)
+            }
+            b':' => Value::Number(self.int() as f64),
+            b'$' => match self.bulk() {
+                Some(b) => Value::String(lua.create_string(b)?),
+                None => Value::Boolean(false),
+            },
+            b'*' => {
+                let n = self.int();
+                if n < 0 {
+                    return Ok(Value::Boolean(false));
+                }
+                let t = lua.create_table_with_capacity(n as usize, 0)?;
+                for i in 1..=n {
+                    t.raw_set(i, self.value(lua)?)?;
+                }
+                Value::Table(t)
+            }
+            b'%' => {
+                let n = self.int();
+                let inner = lua.create_table()?;
+                for _ in 0..n {
+                    let k = self.value(lua)?;
+                    let v = self.value(lua)?;
+                    inner.raw_set(k, v)?;
+                }
+                wrap(lua, "map", Value::Table(inner))?
+            }
+            b'~' => {
+                let n = self.int();
+                let inner = lua.create_table()?;
+                for _ in 0..n {
+                    let k = self.value(lua)?;
+                    inner.raw_set(k, true)?;
+                }
+                wrap(lua, "set", Value::Table(inner))?
+            }
+            b'_' => {
+                self.line();
+                Value::Nil
+            }
+            b'#' => Value::Boolean(self.line() == b"t"),
+            b',' => {
+                let s = self.line();
+                let d = parse_double(s);
+                wrap(lua, "double", Value::Number(d))?
+            }
+            b'(' => {
+                let s = self.line();
+                wrap(lua, "big_number", Value::String(lua.create_string(s)?))?
+            }
+            b'=' => {
+                let b = self.bulk().unwrap_or_default();
+                let (format, text) = if b.len() >= 4 && b[3] == b':' {
+                    (&b[..3], &b[4..])
+                } else {
+                    (&b"txt"[..], b)
+                };
+                let inner = lua.create_table_with_capacity(0, 2)?;
+                inner.raw_set("format", lua.create_string(format)?)?;
+                inner.raw_set("string", lua.create_string(text)?)?;
+                wrap(lua, "verbatim_string", Value::Table(inner))?
+            }
+            b'|' => {
+                // Attributes are dropped (Redis ignores them too); the value
+                // they annotate follows.
+                let n = self.int();
+                for _ in 0..2 * n {
+                    self.value(lua)?;
+                }
+                self.value(lua)?
+            }
+            _ => {
+                self.line();
+                Value::Nil
+            }
+        })
+    }
+
+    fn bulk(&mut self) -> Option<&'a [u8]> {
+        let n = self.int();
+        if n < 0 {
+            return None;
+        }
+        let start = self.pos;
+        let end = (start + n as usize).min(self.buf.len());
+        self.pos = (end + 2).min(self.buf.len());
+        Some(&self.buf[start..end])
+    }
+}
+
+fn prefixed(s: &[u8]) -> Vec<u8> {
+    let mut v = Vec::with_capacity(s.len() + 1);
+    v.push(b'-');
+    v.extend_from_slice(s);
+    v
+}
+
+fn wrap(lua: &Lua, field: &str, v: Value) -> mlua::Result<Value> {
+    let t = lua.create_table_with_capacity(0, 1)?;
+    t.raw_set(field, v)?;
+    Ok(Value::Table(t))
+}
+
+fn memchr_crlf(b: &[u8]) -> Option<usize> {
+    b.windows(2).position(|w| w == b"\r\n")
+}
+
+fn parse_i64(b: &[u8]) -> i64 {
+    std::str::from_utf8(b)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0)
+}
+
+fn parse_double(b: &[u8]) -> f64 {
+    match b {
+        b"inf" => f64::INFINITY,
+        b"-inf" => f64::NEG_INFINITY,
+        b"nan" => f64::NAN,
+        _ => std::str::from_utf8(b)
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0.0),
+    }
+}
+
+/// A Lua number as a RESP integer: truncated toward zero, as Redis casts
+/// `lua_Number` to `long long` (out of range and NaN give i64::MIN, what
+/// that cast gives on x86-64).
+pub fn lua_number_to_int(n: f64) -> i64 {
+    if n.is_nan() || n >= 9.223_372_036_854_775_807e18 || n < -9.223_372_036_854_775_808e18 {
+        i64::MIN
+    } else {
+        n as i64
+    }
+}
+
+/// What a script's result becomes at the top: a reply, or an error reply's
+/// text (the server writes errors itself, to count them).
+pub enum Top {
+    Reply,
+    Error(Vec<u8>),
+}
+
+/// Writes `v` as the reply to a client speaking `proto`.
+pub fn write_result(v: &Value, proto: Protocol, out: &mut Vec<u8>) -> Top {
+    if let Value::Table(t) = v {
+        if let Ok(Value::String(e)) = t.raw_get::<Value>("err") {
+            return Top::Error(e.as_bytes().to_vec());
+        }
+    }
+    write_value(v, proto, out, 0);
+    Top::Reply
+}
+
+fn write_value(v: &Value, proto: Protocol, out: &mut Vec<u8>, depth: usize) {
+    if depth > MAX_DEPTH {
+        ReplyWriter::new(out, proto).error("ERR reached lua stack limit");
+        return;
+    }
+    match v {
+        Value::String(s) => ReplyWriter::new(out, proto).bulk(&s.as_bytes()),
+        Value::Boolean(true) => {
+            let mut w = ReplyWriter::new(out, proto);
+            if proto == Protocol::Resp3 {
+                w.boolean(true)
+            } else {
+                w.int(1)
+            }
+        }
+        Value::Boolean(false) => {
+            let mut w = ReplyWriter::new(out, proto);
+            if proto == Protocol::Resp3 {
+                w.boolean(false)
+            } else {
+                w.null()
+            }
+        }
+        Value::Integer(i) => ReplyWriter::new(out, proto).int(*i as i64),
+        Value::Number(n) => ReplyWriter::new(out, proto).int(lua_number_to_int(*n)),
+        Value::Table(t) => write_table(t, proto, out, depth),
+        _ => ReplyWriter::new(out, proto).null(),
+    }
+}
+
+fn write_table(t: &Table, proto: Protocol, out: &mut Vec<u8>, depth: usize) {
+    let field = |name: &str| t.raw_get::<Value>(name).unwrap_or(Value::Nil);
+    if let Value::String(e) = field("err") {
+        ReplyWriter::new(out, proto).error(&String::from_utf8_lossy(&e.as_bytes()));
+        return;
+    }
+    if let Value::String(s) = field("ok") {
+        let text = sanitise(&s.as_bytes());
+        ReplyWriter::new(out, proto).simple(&String::from_utf8_lossy(&text));
+        return;
+    }
+    if let Value::Number(d) = field("double") {
+        ReplyWriter::new(out, proto).double(d);
+        return;
+    }
+    if let Value::Integer(d) = field("double") {
+        ReplyWriter::new(out, proto).double(d as f64);
+        return;
+    }
+    if let Value::String(s) = field("big_number") {
+        let digits = sanitise(&s.as_bytes());
+        let digits = String::from_utf8_lossy(&digits);
+        let mut w = ReplyWriter::new(out, proto);
+        if proto == Protocol::Resp3 {
+            w.big_number(&digits)
+        } else {
+            w.bulk(digits.as_bytes())
+        }
+        return;
+    }
+    if let Value::Table(m) = field("map") {
+        let pairs: Vec<(Value, Value)> = m.pairs::<Value, Value>().filter_map(Result::ok).collect();
+        if proto == Protocol::Resp3 {
+            ReplyWriter::new(out, proto).map(pairs.len());
+        } else {
+            ReplyWriter::new(out, proto).array(pairs.len() * 2);
+        }
+        for (k, v) in &pairs {
+            write_value(k, proto, out, depth + 1);
+            write_value(v, proto, out, depth + 1);
+        }
+        return;
+    }
+    if let Value::Table(s) = field("set") {
+        let keys: Vec<Value> = s
+            .pairs::<Value, Value>()
+            .filter_map(Result::ok)
+            .map(|(k, _)| k)
+            .collect();
+        if proto == Protocol::Resp3 {
+            ReplyWriter::new(out, proto).set(keys.len());
+        } else {
+            ReplyWriter::new(out, proto).array(keys.len());
+        }
+        for k in &keys {
+            write_value(k, proto, out, depth + 1);
+        }
+        return;
+    }
+    if let Value::Table(v) = field("verbatim_string") {
+        let format = v.raw_get::<Value>("format").unwrap_or(Value::Nil);
+        let text = v.raw_get::<Value>("string").unwrap_or(Value::Nil);
+        if let (Value::String(f), Value::String(s)) = (format, text) {
+            let f = String::from_utf8_lossy(&f.as_bytes()).into_owned();
+            let mut w = ReplyWriter::new(out, proto);
+            if proto == Protocol::Resp3 {
+                w.verbatim(&f, &s.as_bytes())
+            } else {
+                w.bulk(&s.as_bytes())
+            }
+            return;
+        }
+    }
+    // An array: elements 1, 2, ... up to the first nil.
+    let mut items = Vec::new();
+    for i in 1.. {
+        match t.raw_get::<Value>(i) {
+            Ok(Value::Nil) | Err(_) => break,
+            Ok(v) => items.push(v),
+        }
+    }
+    ReplyWriter::new(out, proto).array(items.len());
+    for v in &items {
+        write_value(v, proto, out, depth + 1);
+    }
+}
+
+/// A status or big number text with CR and LF made spaces, so the reply
+/// stays one line.
+fn sanitise(b: &[u8]) -> Vec<u8> {
+    b.iter()
+        .map(|&c| if c == b'\r' || c == b'\n' { b' ' } else { c })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lua_to_resp(code: &str, proto: Protocol) -> (Vec<u8>, Option<Vec<u8>>) {
+        let lua = Lua::new();
+        let v: Value = lua.load(code).eval().unwrap();
+        let mut out = Vec::new();
+        match write_result(&v, proto, &mut out) {
+            Top::Reply => (out, None),
+            Top::Error(e) => (out, Some(e)),
+        }
+    }
+
+    #[test]
+    fn lua_values_become_resp2_as_in_redis() {
+        let cases: &[(&str, &[u8])] = &[
+            ("return 'x'", b"$1\r\nx\r\n"),
+            ("return 3.99", b":3\r\n"),
+            ("return -3.99", b":-3\r\n"),
+            ("return 1e20", b":-9223372036854775808\r\n"),
+            ("return true", b":1\r\n"),
+            ("return false", b"$-1\r\n"),
+            ("return nil", b"$-1\r\n"),
+            (
+                "return {1,2,3,'x',nil,4}",
+                b"*4\r\n:1\r\n:2\r\n:3\r\n$1\r\nx\r\n",
+            ),
+            ("return {ok='FINE'}", b"+FINE\r\n"),
+            ("return {ok='a\\r\\nb'}", b"+a  b\r\n"),
+            ("return {double=3.5}", b"$3\r\n3.5\r\n"),
+            ("return {big_number='123'}", b"$3\r\n123\r\n"),
+            ("return {set={a=true}}", b"*1\r\n$1\r\na\r\n"),
+            ("return {map={a=1}}", b"*2\r\n$1\r\na\r\n:1\r\n"),
+            (
+                "return {1,{err='E x'},{ok='y'}}",
+                b"*3\r\n:1\r\n-E x\r\n+y\r\n",
+            ),
+            (
+                "return {verbatim_string={format='txt', string='hi'}}",
+                b"$2\r\nhi\r\n",
+            ),
+            ("return print", b"$-1\r\n"),
+        ];
+        for (code, want) in cases {
+            let (got, err) = lua_to_resp(code, Protocol::Resp2);
+            assert_eq!(err, None, "{code}");
+            assert_eq!(
+                String::from_utf8_lossy(&got),
+                String::from_utf8_lossy(want),
+                "{code}"
+            );
+        }
+        assert_eq!(
+            lua_to_resp("return {err='x'}", Protocol::Resp2).1,
+            Some(b"x".to_vec())
+        );
+    }
+
+    #[test]
+    fn lua_values_become_resp3_as_in_redis() {
+        let cases: &[(&str, &[u8])] = &[
+            ("return true", b"#t\r\n"),
+            ("return false", b"#f\r\n"),
+            ("return nil", b"_\r\n"),
+            ("return {double=3.5}", b",3.5\r\n"),
+            ("return {big_number='123'}", b"(123\r\n"),
+            ("return {set={a=true}}", b"~1\r\n$1\r\na\r\n"),
+            ("return {map={a=1}}", b"%1\r\n$1\r\na\r\n:1\r\n"),
+            (
+                "return {verbatim_string={format='txt', string='hi'}}",
+                b"=6\r\ntxt:hi\r\n",
+            ),
+        ];
+        for (code, want) in cases {
+            let (got, _) = lua_to_resp(code, Protocol::Resp3);
+            assert_eq!(
+                String::from_utf8_lossy(&got),
+                String::from_utf8_lossy(want),
+                "{code}"
+            );
+        }
+    }
+
+    fn resp_to_lua_repr(reply: &[u8]) -> String {
+        let lua = Lua::new();
+        let show: mlua::Function = lua
+            .load(
+                r#"
+                local function show(v)
+                  if type(v) ~= 'table' then return type(v) .. ':' .. tostring(v) end
+                  local keys = {}
+                  for k in pairs(v) do keys[#keys + 1] = k end
+                  table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
+                  local parts = {}
+                  for _, k in ipairs(keys) do parts[#parts + 1] = tostring(k) .. '=' .. show(v[k]) end
+                  return '{' .. table.concat(parts, ',') .. '}'
+                end
+                return show"#,
+            )
+            .eval()
+            .unwrap();
+        match reply_to_lua(&lua, reply).unwrap() {
+            Ok(v) => show.call(v).unwrap(),
+            Err(t) => format!("raise {}", show.call::<String>(t).unwrap()),
+        }
+    }
+
+    #[test]
+    fn resp_replies_become_lua_values_as_in_redis() {
+        let cases: &[(&[u8], &str)] = &[
+            (b"+OK\r\n", "{ok=string:OK}"),
+            (b":42\r\n", "number:42"),
+            (b"$3\r\nabc\r\n", "string:abc"),
+            (b"$-1\r\n", "boolean:false"),
+            (b"*-1\r\n", "boolean:false"),
+            (
+                b"*3\r\n:1\r\n$1\r\nx\r\n*-1\r\n",
+                "{1=number:1,2=string:x,3=boolean:false}",
+            ),
+            (
+                b"-WRONGTYPE Operation against a key\r\n",
+                "raise {err=string:WRONGTYPE Operation against a key}",
+            ),
+            (b"-oops\r\n", "raise {err=string:ERR oops}"),
+            (b"%1\r\n$1\r\na\r\n:1\r\n", "{map={a=number:1}}"),
+            (b"~1\r\n$1\r\na\r\n", "{set={a=boolean:true}}"),
+            (b"_\r\n", "nil:nil"),
+            (b"#t\r\n", "boolean:true"),
+            (b",3.5\r\n", "{double=number:3.5}"),
+            (b"(123\r\n", "{big_number=string:123}"),
+            (
+                b"=6\r\ntxt:hi\r\n",
+                "{verbatim_string={format=string:txt,string=string:hi}}",
+            ),
+        ];
+        for (reply, want) in cases {
+            assert_eq!(
+                resp_to_lua_repr(reply),
+                *want,
+                "{}",
+                String::from_utf8_lossy(reply)
+            );
+        }
+    }
+
+    #[test]
+    fn error_texts_are_normalised_as_redis_does() {
+        assert_eq!(normalise_error(b"-ERR x\r\n"), b"ERR x");
+        assert_eq!(normalise_error(b"-x"), b"ERR x");
+        assert_eq!(normalise_error(b"-My Error"), b"My Error");
+        assert_eq!(normalise_error(b"Unknown thing"), b"ERR Unknown thing");
+    }
+}

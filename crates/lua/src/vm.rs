@@ -1,0 +1,1157 @@
+//! One Lua interpreter set up as Redis 7.0 sets up its own: the standard
+//! libraries it opens, cjson, cmsgpack, struct and bit, the `redis`
+//! table, the read-only sandbox (`sandbox.lua`), and compiled scripts
+//! cached by name. What a script's `redis.call` runs, and everything else
+//! that touches the server, goes through a [`Host`] lent for one run.
+use crate::convert::{self, Top};
+use cairn_protocol::resp::Protocol;
+use mlua::{Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value, VmState};
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::ptr::NonNull;
+use std::rc::Rc;
+
+/// The version Redis reports to scripts (`redis.REDIS_VERSION`).
+pub const REDIS_VERSION: &str = "7.0.15";
+/// `redis.REDIS_VERSION_NUM`: 0x00MMmmpp.
+pub const REDIS_VERSION_NUM: i64 = 0x07_00_0f;
+
+/// How often (in Lua VM instructions) a running script asks its host
+/// whether to go on (`Host::tick`): Redis checks every 100,000.
+const TICK_INSTRUCTIONS: u32 = 100_000;
+
+/// `redis.log` levels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogLevel {
+    Debug = 0,
+    Verbose = 1,
+    Notice = 2,
+    Warning = 3,
+}
+
+/// What the interpreter asks of the server while a script runs.
+pub trait Host {
+    /// Runs one command for `redis.call`/`redis.pcall` and appends its
+    /// reply, in RESP3 when `resp3` (`redis.setresp(3)`), to `out`.
+    /// `Err(text)`: the command was refused before it ran; the text is
+    /// an error as Redis words it ("-CODE msg", or a bare message that
+    /// gets "ERR").
+    fn call(&mut self, args: &[&[u8]], resp3: bool, out: &mut Vec<u8>) -> Result<(), Vec<u8>>;
+
+    /// `redis.log(level, msg)`.
+    fn log(&mut self, level: LogLevel, msg: &[u8]);
+
+    /// Called every `TICK_INSTRUCTIONS` instructions. `Err(text)` stops
+    /// the script with that error (SCRIPT KILL, shutdown).
+    fn tick(&mut self) -> Result<(), Vec<u8>>;
+
+    /// `redis.acl_check_cmd(...)`: may the caller run this command?
+    fn acl_check(&mut self, args: &[&[u8]]) -> Result<bool, Vec<u8>>;
+
+    /// `redis.set_repl(flags)` with valid flags.
+    fn set_repl(&mut self, flags: i64);
+}
+
+/// The state the Rust functions of the `redis` table share with the VM.
+struct Shared {
+    /// The host of the running script. Set by `Vm::run` for the length of
+    /// the run only (`HostGuard`), so a function called outside a run
+    /// finds none.
+    host: Cell<Option<NonNull<dyn Host + 'static>>>,
+    resp3: Cell<bool>,
+    /// A reused buffer for command replies.
+    reply: RefCell<Vec<u8>>,
+    /// Set when the host asked to stop the script: every later tick
+    /// raises again, so a `pcall` cannot swallow the kill.
+    killed: RefCell<Option<Vec<u8>>>,
+    /// The functions `redis.register_function` collects during a FUNCTION
+    /// LOAD (None outside one).
+    registry: RefCell<Option<Vec<Registered>>>,
+}
+
+/// A function registered by a library's code.
+pub struct Registered {
+    pub name: Vec<u8>,
+    pub func: Function,
+    pub flags: Vec<Vec<u8>>,
+    pub description: Option<Vec<u8>>,
+}
+
+/// How a run ended.
+#[derive(Debug, PartialEq, Eq)]
+pub enum RunError {
+    /// The script raised an error or returned an error table: the error
+    /// reply's text (no leading '-').
+    Script(Vec<u8>),
+    /// The host stopped it (`Host::tick`): its error text.
+    Killed(Vec<u8>),
+}
+
+/// A Lua interpreter with Redis's environment.
+pub struct Vm {
+    lua: Lua,
+    /// The scripts' environment: the read-only proxy of the globals.
+    env: Table,
+    /// The real globals, where KEYS and ARGV are set for each run.
+    globals: Table,
+    /// `run(f)`: xpcall with Redis's message handler.
+    runner: Function,
+    scripts: HashMap<Box<str>, Function>,
+    shared: Rc<Shared>,
+    /// sandbox.lua's control flags (`killed`).
+    ctl: Table,
+    memory_limit: usize,
+}
+
+/// Clears the host pointer when a run ends, however it ends.
+struct HostGuard<'a>(&'a Shared);
+
+impl Drop for HostGuard<'_> {
+    fn drop(&mut self) {
+        self.0.host.set(None);
+    }
+}
+
+impl Vm {
+    /// A new interpreter, its heap limited to `memory_limit` bytes (0: no
+    /// limit).
+    pub fn new(memory_limit: usize) -> mlua::Result<Vm> {
+        // SAFETY: `debug` is needed by the sandbox's message handler, which
+        // keeps it in an upvalue; scripts never see it (sandbox.lua removes
+        // the global). No C modules can be loaded: there is no `package`.
+        let lua = unsafe {
+            Lua::unsafe_new_with(
+                StdLib::TABLE | StdLib::STRING | StdLib::MATH | StdLib::DEBUG,
+                LuaOptions::new(),
+            )
+        };
+        crate::libs::open_all(&lua)?;
+        let shared = Rc::new(Shared {
+            host: Cell::new(None),
+            resp3: Cell::new(false),
+            reply: RefCell::new(Vec::new()),
+            killed: RefCell::new(None),
+            registry: RefCell::new(None),
+        });
+        let globals = lua.globals();
+        globals.raw_set("redis", redis_table(&lua, &shared)?)?;
+        let (env, runner, ctl): (Table, Function, Table) = lua
+            .load(include_str!("sandbox.lua"))
+            .set_name("=[cairn]")
+            .call(globals.clone())?;
+        let hook_shared = shared.clone();
+        let hook_ctl = ctl.clone();
+        lua.set_hook(
+            HookTriggers::new().every_nth_instruction(TICK_INSTRUCTIONS),
+            move |_, _| tick(&hook_shared, &hook_ctl),
+        );
+        if memory_limit > 0 {
+            lua.set_memory_limit(memory_limit)?;
+        }
+        Ok(Vm {
+            lua,
+            env,
+            globals,
+            runner,
+            scripts: HashMap::new(),
+            shared,
+            ctl,
+            memory_limit,
+        })
+    }
+
+    /// Bytes the interpreter's heap uses (`used_memory_lua`).
+    pub fn used_memory(&self) -> usize {
+        self.lua.used_memory()
+    }
+
+    /// True if the script `sha` is compiled here.
+    pub fn has(&self, sha: &str) -> bool {
+        self.scripts.contains_key(sha)
+    }
+
+    /// Compiles `body` as the script `sha` (Redis's `f_<sha>`), its first
+    /// line dropped if it is a shebang (`#!lua ...`; the newline stays so
+    /// line numbers match). Err: Redis's compile error text.
+    pub fn compile(&mut self, sha: &str, body: &[u8]) -> Result<(), Vec<u8>> {
+        if self.scripts.contains_key(sha) {
+            return Ok(());
+        }
+        let f = self.load(body, "@user_script").map_err(|e| {
+            let mut msg = b"ERR Error compiling script (new function): ".to_vec();
+            msg.extend_from_slice(e.as_bytes());
+            msg
+        })?;
+        self.scripts.insert(sha.into(), f);
+        Ok(())
+    }
+
+    /// Forgets every compiled script (SCRIPT FLUSH) and collects garbage.
+    pub fn flush_scripts(&mut self) {
+        self.scripts.clear();
+        let _ = self.lua.gc_collect();
+    }
+
+    /// Loads `body` (shebang line blanked) as a function in the sandbox.
+    fn load(&self, body: &[u8], name: &str) -> Result<Function, String> {
+        let code = strip_shebang(body);
+        self.lua
+            .load(&*code)
+            .set_name(name)
+            .set_environment(self.env.clone())
+            .into_function()
+            .map_err(|e| lua_error_text(&e))
+    }
+
+    /// Runs the compiled script `sha` (`compile` first) with `keys` and
+    /// `argv`, writing its reply for a client speaking `proto` to `out`.
+    /// `name` is what an error names the script by (its SHA for EVAL).
+    pub fn run(
+        &mut self,
+        sha: &str,
+        keys: &[&[u8]],
+        argv: &[&[u8]],
+        host: &mut dyn Host,
+        proto: Protocol,
+        out: &mut Vec<u8>,
+    ) -> Result<(), RunError> {
+        let f = self
+            .scripts
+            .get(sha)
+            .cloned()
+            .expect("Vm::run of a script not compiled");
+        let set = |name: &str, items: &[&[u8]]| -> mlua::Result<()> {
+            let t = self.lua.create_table_with_capacity(items.len(), 0)?;
+            for (i, item) in items.iter().enumerate() {
+                t.raw_set(i + 1, self.lua.create_string(item)?)?;
+            }
+            self.globals.raw_set(name, t)
+        };
+        let ready = set("KEYS", keys).and_then(|_| set("ARGV", argv));
+        if let Err(e) = ready {
+            return Err(RunError::Script(out_of_memory_or(&e)));
+        }
+        self.call_function(&f, MultiValue::new(), sha, host, proto, out)
+    }
+
+    /// Runs `f(args...)` under Redis's message handler with `host` lent,
+    /// writing its result as a reply; `name` names it in errors.
+    pub fn call_function(
+        &mut self,
+        f: &Function,
+        args: MultiValue,
+        name: &str,
+        host: &mut dyn Host,
+        proto: Protocol,
+        out: &mut Vec<u8>,
+    ) -> Result<(), RunError> {
+        // SAFETY: the pointer is only dereferenced by the `redis` table's
+        // functions while this run is on the stack (the guard clears it
+        // when the run ends, unwinding included), and `host` is not used
+        // by anything else meanwhile: this function holds its borrow.
+        let host: NonNull<dyn Host + '_> = NonNull::from(host);
+        let host: NonNull<dyn Host + 'static> = unsafe { std::mem::transmute(host) };
+        self.shared.host.set(Some(host));
+        let _guard = HostGuard(&self.shared);
+        self.shared.resp3.set(false);
+        self.shared.killed.borrow_mut().take();
+        self.ctl
+            .raw_set("killed", false)
+            .map_err(|e| RunError::Script(out_of_memory_or(&e)))?;
+        let mut call_args = MultiValue::with_capacity(args.len() + 1);
+        call_args.push_back(Value::Function(f.clone()));
+        call_args.extend(args);
+        let result = self.runner.call::<(bool, Value)>(call_args);
+        if !matches!(result, Ok((true, _)))
+            && self.memory_limit > 0
+            && self.lua.used_memory() > self.memory_limit / 2
+        {
+            // A script that failed near the heap limit (out of memory,
+            // most likely) leaves its garbage behind: collect it now, or
+            // the next compile would fail too.
+            let _ = self.lua.gc_collect();
+        }
+        let killed = self.shared.killed.borrow_mut().take();
+        if let Some(text) = killed {
+            return Err(RunError::Killed(text));
+        }
+        match result {
+            Ok((true, v)) => match convert::write_result(&v, proto, out) {
+                Top::Reply => Ok(()),
+                Top::Error(e) => Err(RunError::Script(e)),
+            },
+            Ok((false, e)) => Err(RunError::Script(error_reply(&e, name))),
+            Err(e) => Err(RunError::Script(
+                format!(
+                    "ERR Error running script {name}, {:.100}",
+                    lua_error_text(&e)
+                )
+                .into_bytes(),
+            )),
+        }
+    }
+
+    /// Runs a library's code for FUNCTION LOAD: `redis.register_function`
+    /// is available while it runs, and the functions it registered come
+    /// back. Errors are Redis's texts.
+    pub fn load_library(&mut self, code: &[u8]) -> Result<Vec<Registered>, Vec<u8>> {
+        let f = self
+            .load(code, "@user_function")
+            .map_err(|e| format!("ERR Error compiling function: {e}").into_bytes())?;
+        *self.shared.registry.borrow_mut() = Some(Vec::new());
+        let result = self.runner.call::<(bool, Value)>(f);
+        let registered = self.shared.registry.borrow_mut().take().unwrap_or_default();
+        match result {
+            Ok((true, _)) => Ok(registered),
+            Ok((false, e)) => {
+                let text = match &e {
+                    Value::Table(t) => t
+                        .raw_get::<Value>("err")
+                        .ok()
+                        .and_then(|v| match v {
+                            Value::String(s) => Some(s.as_bytes().to_vec()),
+                            _ => None,
+                        })
+                        .unwrap_or_default(),
+                    other => format!("{other:?}").into_bytes(),
+                };
+                let mut msg = b"ERR Error registering functions: ".to_vec();
+                msg.extend_from_slice(text.strip_prefix(b"ERR ").unwrap_or(&text));
+                Err(msg)
+            }
+            Err(e) => {
+                Err(format!("ERR Error registering functions: {}", lua_error_text(&e)).into_bytes())
+            }
+        }
+    }
+
+    /// The Lua state, for the server's function engine.
+    pub fn lua(&self) -> &Lua {
+        &self.lua
+    }
+}
+
+/// Redis's reply for a script error: "<err> script: <name>, on
+/// <source>:<line>." from the handler's table, else "Error running
+/// script".
+fn error_reply(e: &Value, name: &str) -> Vec<u8> {
+    let Value::Table(t) = e else {
+        let msg = match e {
+            Value::String(s) => String::from_utf8_lossy(&s.as_bytes()).into_owned(),
+            _ => "execution failure".to_string(),
+        };
+        return format!("ERR Error running script {name}, {msg:.100}").into_bytes();
+    };
+    let get = |k: &str| t.raw_get::<Value>(k).unwrap_or(Value::Nil);
+    let mut msg = match get("err") {
+        Value::String(s) => s.as_bytes().to_vec(),
+        _ => b"ERR unknown error".to_vec(),
+    };
+    let line = match get("line") {
+        Value::Number(n) => Some(n as i64),
+        Value::Integer(n) => Some(n as i64),
+        _ => None,
+    };
+    if let (Value::String(source), Some(line)) = (get("source"), line) {
+        msg.extend_from_slice(b" script: ");
+        msg.extend_from_slice(name.as_bytes());
+        msg.extend_from_slice(b", on ");
+        msg.extend_from_slice(&source.as_bytes());
+        msg.push(b':');
+        msg.extend_from_slice(line.to_string().as_bytes());
+        msg.push(b'.');
+    }
+    msg
+}
+
+/// An mlua error as the text Lua would give (no traceback).
+fn lua_error_text(e: &mlua::Error) -> String {
+    match e {
+        mlua::Error::SyntaxError { message, .. } => message.clone(),
+        mlua::Error::RuntimeError(m) => m.clone(),
+        mlua::Error::MemoryError(m) => m.clone(),
+        mlua::Error::CallbackError { cause, .. } => lua_error_text(cause),
+        other => other.to_string(),
+    }
+}
+
+fn out_of_memory_or(e: &mlua::Error) -> Vec<u8> {
+    format!("ERR {}", lua_error_text(e)).into_bytes()
+}
+
+/// `body` with a first line starting with "#!" blanked, its newline kept.
+fn strip_shebang(body: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    if body.starts_with(b"#!") {
+        let end = body.iter().position(|&c| c == b'\n').unwrap_or(body.len());
+        std::borrow::Cow::Owned(body[end..].to_vec())
+    } else {
+        std::borrow::Cow::Borrowed(body)
+    }
+}
+
+/// The hook: asks the host whether to go on; once told to stop, raises
+/// at every later tick.
+fn tick(shared: &Shared, ctl: &Table) -> mlua::Result<VmState> {
+    if let Some(text) = &*shared.killed.borrow() {
+        return Err(mlua::Error::RuntimeError(
+            String::from_utf8_lossy(text).into_owned(),
+        ));
+    }
+    let Some(mut host) = shared.host.get() else {
+        return Ok(VmState::Continue);
+    };
+    // SAFETY: see `Vm::call_function`.
+    if let Err(text) = unsafe { host.as_mut() }.tick() {
+        let msg = String::from_utf8_lossy(&text).into_owned();
+        *shared.killed.borrow_mut() = Some(text);
+        ctl.raw_set("killed", true)?;
+        return Err(mlua::Error::RuntimeError(msg));
+    }
+    Ok(VmState::Continue)
+}
+
+/// The host of the running script, or the Lua error for a call outside
+/// a run.
+fn with_host<R>(shared: &Shared, f: impl FnOnce(&mut dyn Host) -> R) -> mlua::Result<R> {
+    let Some(mut host) = shared.host.get() else {
+        return Err(mlua::Error::RuntimeError(
+            "redis library function called outside a script".into(),
+        ));
+    };
+    // SAFETY: see `Vm::call_function`.
+    Ok(f(unsafe { host.as_mut() }))
+}
+
+/// What a `redis` library function answers: a value, or an error text
+/// raised as Redis raises it (an `{err=...}` table, normalised by
+/// `convert::error_table`).
+type LibResult = mlua::Result<Result<Value, Vec<u8>>>;
+
+/// A `redis` library function: `f`'s error texts are raised as error
+/// tables from a C frame (`raise_tables`), as Redis's C functions raise
+/// them, so the message handler finds the script's line one level up, a
+/// `return redis.call(...)` tail call keeps the script's frame, and
+/// `pcall` sees the table (and turns it into its text, as Redis does).
+fn lib_fn(
+    lua: &Lua,
+    f: impl Fn(&Lua, MultiValue) -> LibResult + 'static,
+) -> mlua::Result<Function> {
+    let inner = lua.create_function(move |lua, args: MultiValue| {
+        Ok(match f(lua, args)? {
+            Ok(v) => (v, false),
+            Err(text) => (Value::Table(convert::error_table(lua, &text)?), true),
+        })
+    })?;
+    // SAFETY: `raise_tables` only uses the C API on its own frame, with the
+    // function pushed here as its one upvalue.
+    unsafe {
+        lua.exec_raw(inner, |state| {
+            mlua::ffi::lua_pushcclosure(state, raise_tables, 1);
+        })
+    }
+}
+
+/// The C side of `lib_fn`: calls the Rust function in upvalue 1 with the
+/// arguments, which answers (value, raise); raises the value if asked,
+/// else returns it. No Rust value with a destructor is alive here, so the
+/// `longjmp` of `lua_error` skips nothing that needs dropping.
+unsafe extern "C-unwind" fn raise_tables(state: *mut mlua::ffi::lua_State) -> std::ffi::c_int {
+    use mlua::ffi;
+    let nargs = ffi::lua_gettop(state);
+    ffi::lua_pushvalue(state, ffi::lua_upvalueindex(1));
+    ffi::lua_insert(state, 1);
+    ffi::lua_call(state, nargs, 2);
+    let raise = ffi::lua_toboolean(state, -1) != 0;
+    ffi::lua_settop(state, -2);
+    if raise {
+        ffi::lua_error(state);
+    }
+    1
+}
+
+/// The `redis` table: Redis 7.0's functions and constants. `call` and
+/// `pcall` are completed in sandbox.lua from `__call`.
+fn redis_table(lua: &Lua, shared: &Rc<Shared>) -> mlua::Result<Table> {
+    let t = lua.create_table()?;
+    let s = shared.clone();
+    t.raw_set(
+        "call",
+        lib_fn(lua, move |lua, args| host_call(lua, &s, args, true))?,
+    )?;
+    let s = shared.clone();
+    t.raw_set(
+        "pcall",
+        lib_fn(lua, move |lua, args| host_call(lua, &s, args, false))?,
+    )?;
+    t.raw_set(
+        "sha1hex",
+        lib_fn(lua, |lua, args| {
+            if args.len() != 1 {
+                return Ok(Err(b"wrong number of arguments".to_vec()));
+            }
+            let v = args.into_iter().next().unwrap_or(Value::Nil);
+            let bytes = match lua.coerce_string(v)? {
+                Some(s) => s.as_bytes().to_vec(),
+                None => Vec::new(),
+            };
+            Ok(Ok(Value::String(
+                lua.create_string(crate::sha1hex(&bytes))?,
+            )))
+        })?,
+    )?;
+    t.raw_set(
+        "error_reply",
+        lib_fn(lua, |lua, args| {
+            let Some(text) = single_string(lua, args)? else {
+                return Ok(Err(b"wrong number or type of arguments".to_vec()));
+            };
+            let mut e = text;
+            if !e.starts_with(b"-") {
+                e.insert(0, b'-');
+            }
+            Ok(Ok(Value::Table(convert::error_table(lua, &e)?)))
+        })?,
+    )?;
+    t.raw_set(
+        "status_reply",
+        lib_fn(lua, |lua, args| {
+            let Some(text) = single_string(lua, args)? else {
+                return Ok(Err(b"wrong number or type of arguments".to_vec()));
+            };
+            let t = lua.create_table_with_capacity(0, 1)?;
+            t.raw_set("ok", lua.create_string(&text)?)?;
+            Ok(Ok(Value::Table(t)))
+        })?,
+    )?;
+    let s = shared.clone();
+    t.raw_set(
+        "log",
+        lib_fn(lua, move |lua, args| {
+            if args.len() < 2 {
+                return Ok(Err(b"redis.log() requires two arguments or more.".to_vec()));
+            }
+            let mut it = args.into_iter();
+            let level = match it.next().and_then(|v| number(&v)) {
+                Some(n) => n as i64,
+                None => return Ok(Err(b"First argument must be a number (log level).".to_vec())),
+            };
+            let level = match level {
+                0 => LogLevel::Debug,
+                1 => LogLevel::Verbose,
+                2 => LogLevel::Notice,
+                3 => LogLevel::Warning,
+                _ => return Ok(Err(b"Invalid debug level.".to_vec())),
+            };
+            let mut msg = Vec::new();
+            for (i, v) in it.enumerate() {
+                if i > 0 {
+                    msg.push(b' ');
+                }
+                if let Some(s) = lua.coerce_string(v)? {
+                    msg.extend_from_slice(&s.as_bytes());
+                }
+            }
+            with_host(&s, |h| h.log(level, &msg))?;
+            Ok(Ok(Value::Nil))
+        })?,
+    )?;
+    let s = shared.clone();
+    t.raw_set(
+        "setresp",
+        lib_fn(lua, move |_, args| {
+            let v = match args.iter().next().and_then(number) {
+                Some(n) if args.len() == 1 => n as i64,
+                _ => return Ok(Err(b"redis.setresp() requires one argument.".to_vec())),
+            };
+            match v {
+                2 | 3 => {
+                    s.resp3.set(v == 3);
+                    Ok(Ok(Value::Nil))
+                }
+                _ => Ok(Err(b"RESP version must be 2 or 3.".to_vec())),
+            }
+        })?,
+    )?;
+    let s = shared.clone();
+    t.raw_set(
+        "set_repl",
+        lib_fn(lua, move |_, args| {
+            let flags = match args.iter().next().and_then(number) {
+                Some(n) if args.len() == 1 => n as i64,
+                _ => return Ok(Err(b"redis.set_repl() requires one argument.".to_vec())),
+            };
+            if flags & !3 != 0 {
+                return Ok(Err(b"Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.".to_vec()));
+            }
+            with_host(&s, |h| h.set_repl(flags))?;
+            Ok(Ok(Value::Nil))
+        })?,
+    )?;
+    t.raw_set(
+        "replicate_commands",
+        lua.create_function(|_, _: MultiValue| Ok(true))?,
+    )?;
+    t.raw_set(
+        "breakpoint",
+        lua.create_function(|_, _: MultiValue| Ok(false))?,
+    )?;
+    t.raw_set("debug", lua.create_function(|_, _: MultiValue| Ok(()))?)?;
+    let s = shared.clone();
+    t.raw_set(
+        "acl_check_cmd",
+        lib_fn(lua, move |lua, args| {
+            if args.is_empty() {
+                return Ok(Err(
+                    b"Please specify at least one argument for this redis lib call".to_vec(),
+                ));
+            }
+            let strs = match arg_strings(lua, args)? {
+                Ok(v) => v,
+                Err(msg) => return Ok(Err(msg.as_bytes().to_vec())),
+            };
+            let bytes: Vec<mlua::BorrowedBytes> = strs.iter().map(|s| s.as_bytes()).collect();
+            let slices: Vec<&[u8]> = bytes.iter().map(|b| &b[..]).collect();
+            Ok(with_host(&s, |h| h.acl_check(&slices))?.map(Value::Boolean))
+        })?,
+    )?;
+    let s = shared.clone();
+    t.raw_set(
+        "register_function",
+        lib_fn(lua, move |lua, args| register_function(lua, &s, args))?,
+    )?;
+    t.raw_set("LOG_DEBUG", LogLevel::Debug as i64)?;
+    t.raw_set("LOG_VERBOSE", LogLevel::Verbose as i64)?;
+    t.raw_set("LOG_NOTICE", LogLevel::Notice as i64)?;
+    t.raw_set("LOG_WARNING", LogLevel::Warning as i64)?;
+    t.raw_set("REPL_NONE", 0)?;
+    t.raw_set("REPL_AOF", 1)?;
+    t.raw_set("REPL_SLAVE", 2)?;
+    t.raw_set("REPL_REPLICA", 2)?;
+    t.raw_set("REPL_ALL", 3)?;
+    t.raw_set("REDIS_VERSION", REDIS_VERSION)?;
+    t.raw_set("REDIS_VERSION_NUM", REDIS_VERSION_NUM)?;
+    Ok(t)
+}
+
+/// A Lua number argument (mlua hands integral ones over as Integer).
+fn number(v: &Value) -> Option<f64> {
+    match v {
+        Value::Number(n) => Some(*n),
+        Value::Integer(n) => Some(*n as f64),
+        _ => None,
+    }
+}
+
+fn single_string(lua: &Lua, args: MultiValue) -> mlua::Result<Option<Vec<u8>>> {
+    if args.len() != 1 {
+        return Ok(None);
+    }
+    match args.into_iter().next() {
+        Some(Value::String(s)) => Ok(Some(s.as_bytes().to_vec())),
+        Some(v @ (Value::Number(_) | Value::Integer(_))) => {
+            Ok(lua.coerce_string(v)?.map(|s| s.as_bytes().to_vec()))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// The arguments of a redis lib call as Lua strings (numbers converted as
+/// Lua does), or Redis's error for another type.
+fn arg_strings(
+    lua: &Lua,
+    args: MultiValue,
+) -> mlua::Result<Result<Vec<mlua::String>, &'static str>> {
+    let mut out = Vec::with_capacity(args.len());
+    for v in args {
+        match v {
+            Value::String(s) => out.push(s),
+            Value::Number(_) | Value::Integer(_) => match lua.coerce_string(v)? {
+                Some(s) => out.push(s),
+                None => {
+                    return Ok(Err(
+                        "Lua redis lib command arguments must be strings or integers",
+                    ))
+                }
+            },
+            _ => {
+                return Ok(Err(
+                    "Lua redis lib command arguments must be strings or integers",
+                ))
+            }
+        }
+    }
+    Ok(Ok(out))
+}
+
+/// `redis.call` / `redis.pcall`: runs the command through the host and
+/// answers its reply as a Lua value; an error reply, or a refusal, is an
+/// error text, raised under `redis.call` (`raise`) and returned as an
+/// `{err=...}` table under `redis.pcall`.
+fn host_call(lua: &Lua, shared: &Shared, args: MultiValue, raise: bool) -> LibResult {
+    let fail = |text: &[u8]| -> LibResult {
+        if raise {
+            Ok(Err(text.to_vec()))
+        } else {
+            Ok(Ok(Value::Table(convert::error_table(lua, text)?)))
+        }
+    };
+    if args.is_empty() {
+        return fail(b"Please specify at least one argument for this redis lib call");
+    }
+    let strs = match arg_strings(lua, args)? {
+        Ok(v) => v,
+        Err(msg) => return fail(msg.as_bytes()),
+    };
+    let bytes: Vec<mlua::BorrowedBytes> = strs.iter().map(|s| s.as_bytes()).collect();
+    let slices: Vec<&[u8]> = bytes.iter().map(|b| &b[..]).collect();
+    let mut out = std::mem::take(&mut *shared.reply.borrow_mut());
+    out.clear();
+    let resp3 = shared.resp3.get();
+    let ran = with_host(shared, |h| h.call(&slices, resp3, &mut out))?;
+    let result = match ran {
+        Err(text) => fail(&text),
+        Ok(()) => match convert::reply_to_lua(lua, &out)? {
+            Ok(v) => Ok(Ok(v)),
+            Err(t) if raise => {
+                // Raised as the table itself: already normalised.
+                Ok(Err(match t.raw_get::<Value>("err")? {
+                    Value::String(e) => {
+                        let mut v = b"-".to_vec();
+                        v.extend_from_slice(&e.as_bytes());
+                        v
+                    }
+                    _ => b"-ERR".to_vec(),
+                }))
+            }
+            Err(t) => Ok(Ok(Value::Table(t))),
+        },
+    };
+    *shared.reply.borrow_mut() = out;
+    result
+}
+
+/// `redis.register_function(name, f)` or `redis.register_function{
+/// function_name=, callback=, flags=, description=}` during FUNCTION LOAD.
+fn register_function(lua: &Lua, shared: &Shared, args: MultiValue) -> LibResult {
+    let mut registry = shared.registry.borrow_mut();
+    let Some(list) = registry.as_mut() else {
+        return Ok(Err(
+            b"redis.register_function can only be called on FUNCTION LOAD command".to_vec(),
+        ));
+    };
+    let err = |m: &str| Ok(Err(m.as_bytes().to_vec()));
+    let (name, func, flags, description) = match args.len() {
+        2 => {
+            let mut it = args.into_iter();
+            let name = match it.next() {
+                Some(Value::String(s)) => s.as_bytes().to_vec(),
+                _ => return err("first argument to redis.register_function must be a string"),
+            };
+            let func = match it.next() {
+                Some(Value::Function(f)) => f,
+                _ => return err("second argument to redis.register_function must be a function"),
+            };
+            (name, func, Vec::new(), None)
+        }
+        1 => {
+            let Some(Value::Table(t)) = args.into_iter().next() else {
+                return err("calling redis.register_function with a single argument is only applicable to Lua table (representing named arguments).");
+            };
+            let (mut name, mut func, mut flags, mut description) = (None, None, Vec::new(), None);
+            for pair in t.pairs::<Value, Value>() {
+                let (k, v) = pair?;
+                let Value::String(k) = k else {
+                    return err(
+                        "named argument key given to redis.register_function is not a string",
+                    );
+                };
+                match &*k.as_bytes() {
+                    b"function_name" => match v {
+                        Value::String(s) => name = Some(s.as_bytes().to_vec()),
+                        _ => return err("function_name argument given to redis.register_function must be a string"),
+                    },
+                    b"description" => match v {
+                        Value::String(s) => description = Some(s.as_bytes().to_vec()),
+                        _ => return err("description argument given to redis.register_function must be a string"),
+                    },
+                    b"callback" => match v {
+                        Value::Function(f) => func = Some(f),
+                        _ => return err("callback argument given to redis.register_function must be a function"),
+                    },
+                    b"flags" => match v {
+                        Value::Table(ft) => {
+                            for f in ft.sequence_values::<Value>() {
+                                match f? {
+                                    Value::String(s) => flags.push(s.as_bytes().to_vec()),
+                                    _ => return err("unknown flag given"),
+                                }
+                            }
+                        }
+                        _ => return err("flags argument to redis.register_function must be a table representing function flags"),
+                    },
+                    _ => return err("unknown argument given to redis.register_function"),
+                }
+            }
+            let Some(name) = name else {
+                return err("redis.register_function must get a function name argument");
+            };
+            let Some(func) = func else {
+                return err("redis.register_function must get a callback argument");
+            };
+            (name, func, flags, description)
+        }
+        _ => return err("wrong number of arguments to redis.register_function"),
+    };
+    let _ = lua;
+    list.push(Registered {
+        name,
+        func,
+        flags,
+        description,
+    });
+    Ok(Ok(Value::Nil))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A host answering a few commands the way the server would.
+    #[derive(Default)]
+    struct Mock {
+        calls: Vec<Vec<Vec<u8>>>,
+        logged: Vec<(LogLevel, Vec<u8>)>,
+        ticks: usize,
+        kill_after: Option<usize>,
+    }
+
+    impl Host for Mock {
+        fn call(&mut self, args: &[&[u8]], resp3: bool, out: &mut Vec<u8>) -> Result<(), Vec<u8>> {
+            self.calls.push(args.iter().map(|a| a.to_vec()).collect());
+            match &*args[0].to_ascii_lowercase() {
+                b"incr" => {
+                    out.extend_from_slice(b"-ERR value is not an integer or out of range\r\n")
+                }
+                b"get" => out.extend_from_slice(b"$3\r\nbar\r\n"),
+                b"set" => out.extend_from_slice(b"+OK\r\n"),
+                b"hgetall" if resp3 => out.extend_from_slice(b"%1\r\n$1\r\nf\r\n$1\r\nv\r\n"),
+                b"hgetall" => out.extend_from_slice(b"*2\r\n$1\r\nf\r\n$1\r\nv\r\n"),
+                _ => return Err(b"Unknown Redis command called from script".to_vec()),
+            }
+            Ok(())
+        }
+        fn log(&mut self, level: LogLevel, msg: &[u8]) {
+            self.logged.push((level, msg.to_vec()));
+        }
+        fn tick(&mut self) -> Result<(), Vec<u8>> {
+            self.ticks += 1;
+            match self.kill_after {
+                Some(n) if self.ticks > n => {
+                    Err(b"ERR Script killed by user with SCRIPT KILL...".to_vec())
+                }
+                _ => Ok(()),
+            }
+        }
+        fn acl_check(&mut self, _: &[&[u8]]) -> Result<bool, Vec<u8>> {
+            Ok(true)
+        }
+        fn set_repl(&mut self, _: i64) {}
+    }
+
+    fn eval_with(
+        vm: &mut Vm,
+        host: &mut Mock,
+        body: &str,
+        keys: &[&str],
+        proto: Protocol,
+    ) -> Result<String, String> {
+        let sha = crate::sha1hex(body.as_bytes());
+        vm.compile(&sha, body.as_bytes())
+            .map_err(|e| String::from_utf8_lossy(&e).into_owned())?;
+        let keys: Vec<&[u8]> = keys.iter().map(|k| k.as_bytes()).collect();
+        let mut out = Vec::new();
+        match vm.run(&sha, &keys, &[], host, proto, &mut out) {
+            Ok(()) => Ok(String::from_utf8_lossy(&out).into_owned()),
+            Err(RunError::Script(e) | RunError::Killed(e)) => {
+                Err(String::from_utf8_lossy(&e).into_owned())
+            }
+        }
+    }
+
+    fn eval(body: &str) -> Result<String, String> {
+        let mut vm = Vm::new(0).unwrap();
+        eval_with(&mut vm, &mut Mock::default(), body, &[], Protocol::Resp2)
+    }
+
+    fn script_err(body: &str, msg: &str, line: u32) -> Result<String, String> {
+        Err(format!(
+            "{msg} script: {}, on @user_script:{line}.",
+            crate::sha1hex(body.as_bytes())
+        ))
+    }
+
+    #[test]
+    fn errors_are_worded_as_redis_words_them() {
+        let b = "return redis.call('incr','s')";
+        assert_eq!(
+            eval(b),
+            script_err(b, "ERR value is not an integer or out of range", 1)
+        );
+        let b = "return error('x')";
+        assert_eq!(eval(b), script_err(b, "ERR user_script:1: x", 1));
+        let b = "error({err='MYERR boom'})";
+        assert_eq!(eval(b), script_err(b, "MYERR boom", 1));
+        let b = "\nreturn redis.call('nosuch')";
+        assert_eq!(
+            eval(b),
+            script_err(b, "ERR Unknown Redis command called from script", 2)
+        );
+        let b = "error('x',0)";
+        assert_eq!(eval(b), script_err(b, "ERR x", 1));
+        let b = "return redis.call()";
+        assert_eq!(
+            eval(b),
+            script_err(
+                b,
+                "ERR Please specify at least one argument for this redis lib call",
+                1
+            )
+        );
+        let b = "return redis.call('get',{})";
+        assert_eq!(
+            eval(b),
+            script_err(
+                b,
+                "ERR Lua redis lib command arguments must be strings or integers",
+                1
+            )
+        );
+        let b = "return redis.setresp(4)";
+        assert_eq!(
+            eval(b),
+            script_err(b, "ERR RESP version must be 2 or 3.", 1)
+        );
+        assert_eq!(
+            eval("return x y"),
+            Err("ERR Error compiling script (new function): user_script:1: '<eof>' expected near 'y'".into())
+        );
+        assert_eq!(
+            eval("return redis.pcall('incr','s')"),
+            Err("ERR value is not an integer or out of range".into())
+        );
+        assert_eq!(eval("return {err='x'}"), Err("x".into()));
+        assert_eq!(
+            eval("return redis.error_reply('My Error')"),
+            Err("My Error".into())
+        );
+        assert_eq!(eval("return redis.error_reply('x')"), Err("ERR x".into()));
+        assert_eq!(
+            eval("return redis.status_reply('FINE')"),
+            Ok("+FINE\r\n".into())
+        );
+    }
+
+    #[test]
+    fn pcall_turns_error_tables_into_strings_as_redis_7_does() {
+        assert_eq!(
+            eval("local ok, e = pcall(redis.call,'incr','s') return {tostring(ok), type(e), e}"),
+            Ok("*3\r\n$5\r\nfalse\r\n$6\r\nstring\r\n$43\r\nERR value is not an integer or out of range\r\n".into())
+        );
+        assert_eq!(
+            eval("local ok, e = pcall(error,{err='x'}) return type(e)"),
+            Ok("$6\r\nstring\r\n".into())
+        );
+        let b = "local ok, e = pcall(redis.call,'incr','s') error(e)";
+        assert_eq!(
+            eval(b),
+            script_err(
+                b,
+                "ERR user_script:1: ERR value is not an integer or out of range",
+                1
+            )
+        );
+    }
+
+    #[test]
+    fn the_sandbox_is_read_only_and_lacks_what_redis_removes() {
+        let b = "a=1";
+        assert_eq!(
+            eval(b),
+            script_err(
+                b,
+                "ERR user_script:1: Attempt to modify a readonly table",
+                1
+            )
+        );
+        let b = "string.foo=1";
+        assert_eq!(
+            eval(b),
+            script_err(
+                b,
+                "ERR user_script:1: Attempt to modify a readonly table",
+                1
+            )
+        );
+        let b = "redis.call=1";
+        assert_eq!(
+            eval(b),
+            script_err(
+                b,
+                "ERR user_script:1: Attempt to modify a readonly table",
+                1
+            )
+        );
+        let b = "rawset(_G,'x',1)";
+        assert_eq!(
+            eval(b),
+            script_err(b, "ERR Attempt to modify a readonly table", 1)
+        );
+        let b = "setmetatable(_G,nil)";
+        assert_eq!(
+            eval(b),
+            script_err(b, "ERR Attempt to modify a readonly table", 1)
+        );
+        for g in [
+            "print", "getfenv", "setfenv", "newproxy", "module", "require", "debug", "dofile",
+            "loadfile", "os", "io", "package",
+        ] {
+            let b = format!("return type({g})");
+            assert_eq!(
+                eval(&b),
+                script_err(&b, &format!("ERR user_script:1: Script attempted to access nonexistent global variable '{g}'"), 1),
+                "{g}"
+            );
+        }
+        for g in [
+            "loadstring",
+            "collectgarbage",
+            "gcinfo",
+            "unpack",
+            "load",
+            "rawset",
+            "rawget",
+            "pcall",
+            "xpcall",
+            "select",
+        ] {
+            assert_eq!(
+                eval(&format!("return type({g})")),
+                Ok("$8\r\nfunction\r\n".into()),
+                "{g}"
+            );
+        }
+        assert_eq!(eval("return _VERSION"), Ok("$7\r\nLua 5.1\r\n".into()));
+        assert_eq!(eval("return tostring(10/2)"), Ok("$1\r\n5\r\n".into()));
+        // pairs sees through the proxies.
+        assert_eq!(
+            eval("local n=0 for k in pairs(redis) do n=n+1 end return n > 20"),
+            Ok(":1\r\n".into())
+        );
+        assert_eq!(
+            eval("local s = 'ab' return s:upper()"),
+            Ok("$2\r\nAB\r\n".into())
+        );
+        // A chunk loaded by a script cannot write globals either.
+        let b = "loadstring('x=1')()";
+        assert_eq!(
+            eval(b),
+            Err(format!(
+                "ERR [string \"x=1\"]:1: Attempt to modify a readonly table script: {}, on x=1:1.",
+                crate::sha1hex(b.as_bytes())
+            ))
+        );
+    }
+
+    #[test]
+    fn calls_reach_the_host_with_keys_and_converted_numbers() {
+        let mut vm = Vm::new(0).unwrap();
+        let mut host = Mock::default();
+        let r = eval_with(
+            &mut vm,
+            &mut host,
+            "redis.call('set', KEYS[1], 1.5, 100000000000000000) return redis.call('get', KEYS[1])",
+            &["k"],
+            Protocol::Resp2,
+        );
+        assert_eq!(r, Ok("$3\r\nbar\r\n".into()));
+        assert_eq!(
+            host.calls[0],
+            vec![
+                b"set".to_vec(),
+                b"k".to_vec(),
+                b"1.5".to_vec(),
+                b"1e+17".to_vec()
+            ]
+        );
+        let r = eval_with(
+            &mut vm,
+            &mut host,
+            "redis.setresp(3) return redis.call('hgetall','h').map.f",
+            &[],
+            Protocol::Resp2,
+        );
+        assert_eq!(r, Ok("$1\r\nv\r\n".into()));
+        // setresp lasts for one run only.
+        let r = eval_with(
+            &mut vm,
+            &mut host,
+            "return redis.call('hgetall','h')",
+            &[],
+            Protocol::Resp2,
+        );
+        assert_eq!(r, Ok("*2\r\n$1\r\nf\r\n$1\r\nv\r\n".into()));
+        let r = eval_with(
+            &mut vm,
+            &mut host,
+            "redis.log(redis.LOG_WARNING, 'hi', 3) return 1",
+            &[],
+            Protocol::Resp2,
+        );
+        assert_eq!(r, Ok(":1\r\n".into()));
+        assert_eq!(host.logged, vec![(LogLevel::Warning, b"hi 3".to_vec())]);
+    }
+
+    #[test]
+    fn a_killed_script_stops_even_inside_pcall() {
+        let mut vm = Vm::new(0).unwrap();
+        let mut host = Mock {
+            kill_after: Some(3),
+            ..Mock::default()
+        };
+        let r = eval_with(
+            &mut vm,
+            &mut host,
+            "while true do pcall(function() while true do end end) end",
+            &[],
+            Protocol::Resp2,
+        );
+        assert_eq!(
+            r,
+            Err("ERR Script killed by user with SCRIPT KILL...".into())
+        );
+        // The next run is not killed.
+        let mut host = Mock::default();
+        assert_eq!(
+            eval_with(&mut vm, &mut host, "return 1", &[], Protocol::Resp2),
+            Ok(":1\r\n".into())
+        );
+    }
+
+    #[test]
+    fn the_heap_limit_stops_a_runaway_script() {
+        let mut vm = Vm::new(32 << 20).unwrap();
+        let mut host = Mock::default();
+        let r = eval_with(
+            &mut vm,
+            &mut host,
+            "local t = {} for i=1,1e8 do t[i] = string.rep('x', 100) .. i end return 1",
+            &[],
+            Protocol::Resp2,
+        );
+        assert!(r.unwrap_err().contains("not enough memory"));
+        assert_eq!(
+            eval_with(&mut vm, &mut host, "return 2", &[], Protocol::Resp2),
+            Ok(":2\r\n".into())
+        );
+    }
+}
