@@ -7,7 +7,7 @@
 //! representation. That rounds fractions to the nearest even integer and
 //! wraps modulo 2^32, and it is also what gives `tobit(1e300)` its value.
 
-use mlua::{Lua, MultiValue, Table, Value};
+use mlua::{Lua, Table, Value};
 
 use super::{Args, Fail, Outcome};
 
@@ -44,7 +44,7 @@ fn tobit(n: f64) -> u32 {
 }
 
 fn one(b: u32) -> Outcome {
-    Ok(MultiValue::from_iter([Value::Number(b as i32 as f64)]))
+    super::one(Value::Number(b as i32 as f64))
 }
 
 /// band/bor/bxor: LuaBitOp reads argument 1 first, then the others from
@@ -87,7 +87,7 @@ fn tohex(lua: &Lua, args: &Args) -> Outcome {
         *slot = digits[(b & 15) as usize];
         b >>= 4;
     }
-    Ok(MultiValue::from_iter([Value::String(lua.create_string(buf)?)]))
+    super::one(Value::String(lua.create_string(buf)?))
 }
 
 #[cfg(test)]

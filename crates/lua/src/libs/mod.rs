@@ -74,7 +74,23 @@ impl Fail {
     }
 }
 
-pub(crate) type Outcome = Result<MultiValue, Fail>;
+/// What a library function returns.
+pub(crate) enum Ret {
+    /// A few values, returned as they are.
+    Values(MultiValue),
+    /// `n` values held in a table (with holes for nils), spread onto the
+    /// Lua stack by [`raise_failures`]. mlua keeps every live handle in one
+    /// auxiliary stack of about 8000 slots, so thousands of results (an
+    /// unpacked stream) must not be held as Rust values at once.
+    Spread(Table, usize),
+}
+
+pub(crate) type Outcome = Result<Ret, Fail>;
+
+/// Returns one value.
+pub(crate) fn one(v: Value) -> Outcome {
+    Ok(Ret::Values(MultiValue::from_iter([v])))
+}
 
 /// The arguments of one call, read exactly (see the module comment).
 pub(crate) struct Args {
@@ -173,14 +189,14 @@ pub(crate) fn type_name(v: &Value) -> &'static str {
     }
 }
 
-/// A number read out of a table exactly: mlua hands `1e-300` over as
-/// `Integer(0)`, so that one case is read again as `f64`.
-pub(crate) fn exact_number(table: &Table, key: &Value, v: &Value) -> mlua::Result<Option<f64>> {
-    Ok(match *v {
-        Value::Integer(0) => Some(table.raw_get::<f64>(key.clone())?),
-        Value::Integer(i) => Some(i as f64),
-        Value::Number(n) => Some(n),
-        _ => None,
+/// A value read out of `table` at `key`, its number exact: mlua hands
+/// `1e-300` and `-0.0` over as `Integer(0)`, so that one case is read again
+/// as `f64`. Numbers come back as `Value::Number`.
+pub(crate) fn exact(table: &Table, key: &Value, v: Value) -> mlua::Result<Value> {
+    Ok(match v {
+        Value::Integer(0) => Value::Number(table.raw_get::<f64>(key.clone())?),
+        Value::Integer(i) => Value::Number(i as f64),
+        v => v,
     })
 }
 
@@ -226,9 +242,13 @@ where
         let args = Args { table, len };
         let mut out = MultiValue::new();
         match f(lua, &args) {
-            Ok(values) => {
+            Ok(Ret::Values(values)) => {
                 out.push_back(Value::Boolean(true));
                 out.extend(values);
+            }
+            Ok(Ret::Spread(table, n)) => {
+                out.push_back(Value::Table(table));
+                out.push_back(Value::Number(n as f64));
             }
             Err(Fail::Lua(e)) => return Err(e),
             Err(fail) => {
@@ -249,7 +269,8 @@ where
 
 /// The C side of [`function`]: packs the arguments into a table (so numbers
 /// survive exactly), calls the Rust function in upvalue 1, and either
-/// returns its results or raises its message with `lua_error`.
+/// returns its results (`true, values...`, or a table and a count to
+/// spread) or raises its message (`false, message`) with `lua_error`.
 ///
 /// No Rust value with a destructor is alive here, so the `longjmp` of
 /// `lua_error` (and of an error inside `lua_call`) skips nothing that needs
@@ -267,9 +288,22 @@ unsafe extern "C-unwind" fn raise_failures(state: *mut ffi::lua_State) -> c_int 
     ffi::lua_insert(state, 1);
     ffi::lua_pushinteger(state, nargs as ffi::lua_Integer);
     ffi::lua_call(state, 2, ffi::LUA_MULTRET);
+    if ffi::lua_type(state, 1) == ffi::LUA_TTABLE {
+        let n = ffi::lua_tointeger(state, 2) as c_int;
+        ffi::lua_settop(state, 1);
+        if ffi::lua_checkstack(state, n) == 0 {
+            ffi::lua_pushstring(state, c"too many results to unpack".as_ptr());
+            ffi::lua_error(state);
+        }
+        for i in 1..=n {
+            ffi::lua_rawgeti(state, 1, i as _);
+        }
+        ffi::lua_remove(state, 1);
+        return n;
+    }
     if ffi::lua_toboolean(state, 1) == 0 {
         ffi::lua_settop(state, 2);
-        return ffi::lua_error(state);
+        ffi::lua_error(state);
     }
     ffi::lua_gettop(state) - 1
 }
