@@ -506,7 +506,7 @@ enum Frame {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::super::golden;
     use proptest::prelude::*;
 
