@@ -21,7 +21,9 @@ pub(crate) fn open(lua: &Lua) -> mlua::Result<Table> {
         ("bxor", |lua, a| fold(lua, a, |x, y| x ^ y)),
         ("lshift", |lua, a| shift(lua, a, |b, n| b << n)),
         ("rshift", |lua, a| shift(lua, a, |b, n| b >> n)),
-        ("arshift", |lua, a| shift(lua, a, |b, n| ((b as i32) >> n) as u32)),
+        ("arshift", |lua, a| {
+            shift(lua, a, |b, n| ((b as i32) >> n) as u32)
+        }),
         ("rol", |lua, a| shift(lua, a, u32::rotate_left)),
         ("ror", |lua, a| shift(lua, a, u32::rotate_right)),
         ("bswap", |lua, a| one(barg(lua, a, 1)?.swap_bytes())),

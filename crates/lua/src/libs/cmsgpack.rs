@@ -217,7 +217,11 @@ fn unpack_full(lua: &Lua, args: &Args, limit: i64, offset: i64) -> Outcome {
         )));
     }
     let decode_all = limit == 0 && offset == 0;
-    let limit = if decode_all { i64::from(i32::MAX) } else { limit };
+    let limit = if decode_all {
+        i64::from(i32::MAX)
+    } else {
+        limit
+    };
     let mut cur = Cursor {
         lua,
         data: &s[offset as usize..],
@@ -344,7 +348,10 @@ impl Cursor<'_> {
                         Value::Table(t)
                     } else {
                         self.path.raw_set(2 * frames.len() + 1, t)?;
-                        frames.push(Frame::Map { left: len, key: false });
+                        frames.push(Frame::Map {
+                            left: len,
+                            key: false,
+                        });
                         used += 1;
                         continue;
                     }
@@ -500,9 +507,15 @@ enum Head {
 /// A table being filled by [`Cursor::value`]; the table itself is in
 /// `Cursor::path`.
 enum Frame {
-    Array { next: usize, len: usize },
+    Array {
+        next: usize,
+        len: usize,
+    },
     /// `key`: a key waits in `path` for its value.
-    Map { left: usize, key: bool },
+    Map {
+        left: usize,
+        key: bool,
+    },
 }
 
 #[cfg(test)]
@@ -538,8 +551,10 @@ pub(crate) mod tests {
                 prop::collection::vec(inner.clone(), 0..20)
                     .prop_map(|v| format!("{{{}}}", v.join(","))),
                 prop::collection::btree_map("[a-z]{1,8}", inner, 1..10).prop_map(|m| {
-                    let fields: Vec<String> =
-                        m.into_iter().map(|(k, v)| format!("[\"{k}\"]={v}")).collect();
+                    let fields: Vec<String> = m
+                        .into_iter()
+                        .map(|(k, v)| format!("[\"{k}\"]={v}"))
+                        .collect();
                     format!("{{{}}}", fields.join(","))
                 }),
             ]

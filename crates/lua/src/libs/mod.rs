@@ -203,19 +203,22 @@ pub(crate) fn exact(table: &Table, key: &Value, v: Value) -> mlua::Result<Value>
 /// C's `(int64_t)d` as x86-64 computes it (`cvttsd2si`): truncation, and
 /// `i64::MIN` for NaN and anything out of range.
 pub(crate) fn c_i64(d: f64) -> i64 {
-    if d.is_nan() || d >= 9.223_372_036_854_775_808e18 || d < -9.223_372_036_854_775_808e18 {
-        i64::MIN
-    } else {
+    // 2^63: every i64 lies in [-2^63, 2^63).
+    const TWO_63: f64 = 9_223_372_036_854_775_808.0;
+    if (-TWO_63..TWO_63).contains(&d) {
         d as i64
+    } else {
+        i64::MIN
     }
 }
 
 /// C's `(int)d` as x86-64 computes it: `i32::MIN` when out of range.
 pub(crate) fn c_i32(d: f64) -> i32 {
-    if d.is_nan() || d >= 2_147_483_648.0 || d <= -2_147_483_649.0 {
-        i32::MIN
-    } else {
+    // Truncation keeps (-2^31 - 1, 2^31) in range.
+    if d > -2_147_483_649.0 && d < 2_147_483_648.0 {
         d as i32
+    } else {
+        i32::MIN
     }
 }
 
@@ -405,6 +408,11 @@ pub(crate) mod golden {
             }
         }
         assert!(n > 0, "empty golden file");
-        assert!(bad.is_empty(), "{} of {n} cases differ:\n{}", bad.len(), bad.join("\n"));
+        assert!(
+            bad.is_empty(),
+            "{} of {n} cases differ:\n{}",
+            bad.len(),
+            bad.join("\n")
+        );
     }
 }

@@ -316,7 +316,11 @@ fn unpack(lua: &Lua, args: &Args) -> Outcome {
                     let Some(len) = previous else {
                         return Err(Fail::msg("format 'c0' needs a previous size"));
                     };
-                    size = if len < 0.0 { c_i64(len) as u64 } else { c_u64(len) } as usize;
+                    size = if len < 0.0 {
+                        c_i64(len) as u64
+                    } else {
+                        c_u64(len)
+                    } as usize;
                     results.raw_set(n, Value::Nil)?;
                     n -= 1;
                     if !(size <= ld && pos <= ld - size) {
