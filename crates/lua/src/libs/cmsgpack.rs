@@ -246,6 +246,8 @@ fn unpack_full(lua: &Lua, args: &Args, limit: i64, offset: i64) -> Outcome {
     if decode_all {
         return Ok(Ret::Spread(values, cnt as usize));
     }
+    // The offset takes one more slot over the string and the values.
+    check_stack(1 + cnt as usize, "in function mp_unpack_full")?;
     let left = cur.data.len() - cur.pos;
     let next = if left == 0 {
         -1
@@ -279,9 +281,9 @@ struct Cursor<'a> {
 }
 
 /// `luaL_checkstack(L, 1, what)` with `used` slots in use.
-fn check_stack(used: usize, what: &str) -> Result<(), Stop> {
+fn check_stack(used: usize, what: &str) -> Result<(), Fail> {
     if used + 1 > MAX_C_STACK {
-        return Err(Stop::Fail(Fail::msg(format!("stack overflow ({what})"))));
+        return Err(Fail::msg(format!("stack overflow ({what})")));
     }
     Ok(())
 }
@@ -331,7 +333,8 @@ impl Cursor<'_> {
                 Head::Value(v) => v,
                 Head::Array(len) => {
                     let t = self.lua.create_table()?;
-                    check_stack(used + 1, "in function mp_decode_to_lua_array")?;
+                    check_stack(used + 1, "in function mp_decode_to_lua_array")
+                        .map_err(Stop::Fail)?;
                     if len == 0 {
                         Value::Table(t)
                     } else {
@@ -418,7 +421,8 @@ impl Cursor<'_> {
         check_stack(
             used,
             "too many return values at once; use unpack_one or unpack_limit instead.",
-        )?;
+        )
+        .map_err(Stop::Fail)?;
         let tag = self.data[self.pos];
         match tag {
             0xcc => self.int(1, self.be(1)? as i64),
