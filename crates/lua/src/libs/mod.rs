@@ -16,8 +16,15 @@
 //!   plain string with `lua_error`, as `luaL_error` does.
 //! - With `lua51`, mlua turns a number whose distance to an integer is below
 //!   `f64::EPSILON` into `Value::Integer`, so `1e-300` and `-0.0` arrive as
-//!   `Integer(0)`. Arguments therefore travel in a table and numbers are
-//!   read with `raw_get::<f64>`, which reads the stack slot exactly.
+//!   `Integer(0)`. Arguments therefore travel in a table (one small
+//!   allocation a call) and numbers are read with `raw_get::<f64>`, which
+//!   reads the value exactly; numbers inside tables are read again the same
+//!   way ([`exact`]). A table *key* below `f64::EPSILON` still reads as 0.
+//! - mlua keeps every live handle in one auxiliary stack of about 8000
+//!   slots and panics past it, so nothing here holds a handle per result or
+//!   per nesting level without a bound: many results are spread from a
+//!   table by the C wrapper ([`Ret::Spread`]) and deep msgpack nesting is
+//!   kept in a Lua table.
 
 mod bit;
 mod cjson;
