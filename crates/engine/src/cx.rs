@@ -174,6 +174,12 @@ impl<'a> Cx<'a> {
         self.args
     }
 
+    /// True if the command runs inside a hold (EXEC, a script).
+    #[inline]
+    pub fn in_hold(&self) -> bool {
+        self.hold.is_some()
+    }
+
     #[inline]
     pub(crate) fn hold(&self) -> Option<&'a Hold<'a>> {
         self.hold

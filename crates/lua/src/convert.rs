@@ -228,48 +228,44 @@ pub enum Top {
     Error(Vec<u8>),
 }
 
-/// Writes `v` as the reply to a client speaking `proto`.
-pub fn write_result(v: &Value, proto: Protocol, out: &mut Vec<u8>) -> Top {
+/// Writes `v` as the reply to a client speaking `proto`. `script_resp3`:
+/// the script switched to RESP3 (`redis.setresp(3)`), which decides how
+/// booleans are written (Redis looks at the script's protocol there, at
+/// the client's everywhere else).
+pub fn write_result(v: &Value, proto: Protocol, script_resp3: bool, out: &mut Vec<u8>) -> Top {
     if let Value::Table(t) = v {
         if let Ok(Value::String(e)) = t.raw_get::<Value>("err") {
             return Top::Error(e.as_bytes().to_vec());
         }
     }
-    write_value(v, proto, out, 0);
+    write_value(v, proto, script_resp3, out, 0);
     Top::Reply
 }
 
-fn write_value(v: &Value, proto: Protocol, out: &mut Vec<u8>, depth: usize) {
+fn write_value(v: &Value, proto: Protocol, script_resp3: bool, out: &mut Vec<u8>, depth: usize) {
     if depth > MAX_DEPTH {
         ReplyWriter::new(out, proto).error("ERR reached lua stack limit");
         return;
     }
     match v {
         Value::String(s) => ReplyWriter::new(out, proto).bulk(&s.as_bytes()),
-        Value::Boolean(true) => {
+        Value::Boolean(b) => {
             let mut w = ReplyWriter::new(out, proto);
-            if proto == Protocol::Resp3 {
-                w.boolean(true)
-            } else {
-                w.int(1)
-            }
-        }
-        Value::Boolean(false) => {
-            let mut w = ReplyWriter::new(out, proto);
-            if proto == Protocol::Resp3 {
-                w.boolean(false)
-            } else {
-                w.null()
+            match (script_resp3, proto, *b) {
+                (false, _, true) => w.int(1),
+                (false, _, false) => w.null(),
+                (true, Protocol::Resp3, b) => w.boolean(b),
+                (true, _, b) => w.int(b as i64),
             }
         }
         Value::Integer(i) => ReplyWriter::new(out, proto).int(*i as i64),
         Value::Number(n) => ReplyWriter::new(out, proto).int(lua_number_to_int(*n)),
-        Value::Table(t) => write_table(t, proto, out, depth),
+        Value::Table(t) => write_table(t, proto, script_resp3, out, depth),
         _ => ReplyWriter::new(out, proto).null(),
     }
 }
 
-fn write_table(t: &Table, proto: Protocol, out: &mut Vec<u8>, depth: usize) {
+fn write_table(t: &Table, proto: Protocol, script_resp3: bool, out: &mut Vec<u8>, depth: usize) {
     let field = |name: &str| t.raw_get::<Value>(name).unwrap_or(Value::Nil);
     if let Value::String(e) = field("err") {
         ReplyWriter::new(out, proto).error(&String::from_utf8_lossy(&e.as_bytes()));
@@ -307,8 +303,8 @@ fn write_table(t: &Table, proto: Protocol, out: &mut Vec<u8>, depth: usize) {
             ReplyWriter::new(out, proto).array(pairs.len() * 2);
         }
         for (k, v) in &pairs {
-            write_value(k, proto, out, depth + 1);
-            write_value(v, proto, out, depth + 1);
+            write_value(k, proto, script_resp3, out, depth + 1);
+            write_value(v, proto, script_resp3, out, depth + 1);
         }
         return;
     }
@@ -324,7 +320,7 @@ fn write_table(t: &Table, proto: Protocol, out: &mut Vec<u8>, depth: usize) {
             ReplyWriter::new(out, proto).array(keys.len());
         }
         for k in &keys {
-            write_value(k, proto, out, depth + 1);
+            write_value(k, proto, script_resp3, out, depth + 1);
         }
         return;
     }
@@ -352,7 +348,7 @@ fn write_table(t: &Table, proto: Protocol, out: &mut Vec<u8>, depth: usize) {
     }
     ReplyWriter::new(out, proto).array(items.len());
     for v in &items {
-        write_value(v, proto, out, depth + 1);
+        write_value(v, proto, script_resp3, out, depth + 1);
     }
 }
 
@@ -372,7 +368,7 @@ mod tests {
         let lua = Lua::new();
         let v: Value = lua.load(code).eval().unwrap();
         let mut out = Vec::new();
-        match write_result(&v, proto, &mut out) {
+        match write_result(&v, proto, proto == Protocol::Resp3, &mut out) {
             Top::Reply => (out, None),
             Top::Error(e) => (out, Some(e)),
         }

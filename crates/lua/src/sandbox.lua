@@ -38,7 +38,7 @@ end
 local function err_handler(err)
   local level = 2
   local i = dbg.getinfo(level, 'nSl')
-  while i and (i.what == 'C' or i.source == '=[cairn]') do
+  while i and (i.what == 'C' or i.what == 'tail' or i.source == '=[cairn]') do
     level = level + 1
     i = dbg.getinfo(level, 'nSl')
   end
@@ -141,6 +141,9 @@ local wrappers = {
     local f, s, c = raw_ipairs(t)
     return f, real_of[s] or s, c
   end,
+  rawget = function(t, k)
+    return raw_rawget(real_of[t] or t, k)
+  end,
   -- Chunks loaded by a script see the script's (read-only) globals.
   loadstring = function(s, name)
     local f, e = raw_loadstring(s, name)
@@ -149,16 +152,24 @@ local wrappers = {
     end
     return f, e
   end,
+  -- Redis 7.0's load takes only a function. (Level 3: this function is
+  -- called through a C frame, see `vm.rs`'s `pass_through`.)
   load = function(fn, name)
+    if raw_type(fn) ~= 'function' then
+      raw_error("bad argument #1 to 'load' (function expected, got " .. raw_type(fn) .. ")", 3)
+    end
     local f, e = raw_load(fn, name)
     if f then
+      -- Chunks loaded by a script see the script's (read-only) globals.
       raw_setfenv(f, proxy_g)
     end
     return f, e
   end,
 }
+local wrapper_names = {}
 for k, v in raw_pairs(wrappers) do
   real_g[k] = v
+  wrapper_names[#wrapper_names + 1] = k
 end
 
 -- What Redis 7.0 leaves out of the globals.
@@ -173,8 +184,11 @@ for _, name in raw_ipairs({'redis', 'string', 'math', 'table', 'coroutine',
     real_g[name] = protect(real_g[name])
   end
 end
--- ("x"):upper() reads string's functions through the proxy too.
-getmetatable('').__index = real_g.string
+-- ("x"):upper() reads string's functions through the proxy too, and
+-- getmetatable('') answers a read-only view of the strings' metatable.
+local string_mt = getmetatable('')
+string_mt.__index = real_g.string
+string_mt.__metatable = protect(string_mt)
 
 proxy_g = protect(real_g)
 real_g._G = proxy_g
@@ -184,4 +198,4 @@ raw_setmetatable(real_g, {
   end,
   __metatable = false,
 })
-return proxy_g, run, ctl
+return proxy_g, run, ctl, wrapper_names

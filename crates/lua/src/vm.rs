@@ -33,10 +33,8 @@ pub enum LogLevel {
 pub trait Host {
     /// Runs one command for `redis.call`/`redis.pcall` and appends its
     /// reply, in RESP3 when `resp3` (`redis.setresp(3)`), to `out`.
-    /// `Err(text)`: the command was refused before it ran; the text is
-    /// an error as Redis words it ("-CODE msg", or a bare message that
-    /// gets "ERR").
-    fn call(&mut self, args: &[&[u8]], resp3: bool, out: &mut Vec<u8>) -> Result<(), Vec<u8>>;
+    /// `Err`: the command did not run (see `Refusal`).
+    fn call(&mut self, args: &[&[u8]], resp3: bool, out: &mut Vec<u8>) -> Result<(), Refusal>;
 
     /// `redis.log(level, msg)`.
     fn log(&mut self, level: LogLevel, msg: &[u8]);
@@ -50,6 +48,18 @@ pub trait Host {
 
     /// `redis.set_repl(flags)` with valid flags.
     fn set_repl(&mut self, flags: i64);
+}
+
+/// Why `Host::call` did not run a command.
+#[derive(Debug)]
+pub enum Refusal {
+    /// Refused with this error, as Redis words it ("-CODE msg", or a bare
+    /// message that gets "ERR"): raised by `redis.call`, returned by
+    /// `redis.pcall`.
+    Error(Vec<u8>),
+    /// The whole script must stop now, as if killed, with this error
+    /// (the host will run it again, or give up): no pcall can catch it.
+    Abort(Vec<u8>),
 }
 
 /// The state the Rust functions of the `redis` table share with the VM.
@@ -67,6 +77,20 @@ struct Shared {
     /// The functions `redis.register_function` collects during a FUNCTION
     /// LOAD (None outside one).
     registry: RefCell<Option<Vec<Registered>>>,
+    /// sandbox.lua's control flags (`killed`), once it has run.
+    ctl: RefCell<Option<Table>>,
+}
+
+impl Shared {
+    /// Stops the running script: every later tick, pcall and coroutine
+    /// resume raises again.
+    fn kill(&self, text: Vec<u8>) -> mlua::Result<()> {
+        *self.killed.borrow_mut() = Some(text);
+        if let Some(ctl) = &*self.ctl.borrow() {
+            ctl.raw_set("killed", true)?;
+        }
+        Ok(())
+    }
 }
 
 /// A function registered by a library's code.
@@ -132,18 +156,23 @@ impl Vm {
             reply: RefCell::new(Vec::new()),
             killed: RefCell::new(None),
             registry: RefCell::new(None),
+            ctl: RefCell::new(None),
         });
         let globals = lua.globals();
         globals.raw_set("redis", redis_table(&lua, &shared)?)?;
-        let (env, runner, ctl): (Table, Function, Table) = lua
+        let (env, runner, ctl, wrappers): (Table, Function, Table, Vec<String>) = lua
             .load(include_str!("sandbox.lua"))
             .set_name("=[cairn]")
             .call(globals.clone())?;
+        for name in wrappers {
+            let f: Function = globals.raw_get(name.as_str())?;
+            globals.raw_set(name, pass_through(&lua, f)?)?;
+        }
+        *shared.ctl.borrow_mut() = Some(ctl.clone());
         let hook_shared = shared.clone();
-        let hook_ctl = ctl.clone();
         lua.set_hook(
             HookTriggers::new().every_nth_instruction(TICK_INSTRUCTIONS),
-            move |_, _| tick(&hook_shared, &hook_ctl),
+            move |_, _| tick(&hook_shared),
         );
         if memory_limit > 0 {
             lua.set_memory_limit(memory_limit)?;
@@ -273,10 +302,26 @@ impl Vm {
         }
         let killed = self.shared.killed.borrow_mut().take();
         if let Some(text) = killed {
+            // Worded as Redis words a kill: the message, then the script
+            // and line it stopped at (the handler's table has them).
+            if let Ok((false, Value::Table(t))) = &result {
+                let mut coded = b"-".to_vec();
+                coded.extend_from_slice(&text);
+                let normalised = convert::normalise_error(&coded);
+                if t.raw_set("err", self.lua.create_string(&normalised).ok())
+                    .is_ok()
+                {
+                    return Err(RunError::Killed(error_reply(
+                        &Value::Table(t.clone()),
+                        name,
+                    )));
+                }
+            }
             return Err(RunError::Killed(text));
         }
+        let script_resp3 = self.shared.resp3.get();
         match result {
-            Ok((true, v)) => match convert::write_result(&v, proto, out) {
+            Ok((true, v)) => match convert::write_result(&v, proto, script_resp3, out) {
                 Top::Reply => Ok(()),
                 Top::Error(e) => Err(RunError::Script(e)),
             },
@@ -391,7 +436,7 @@ fn strip_shebang(body: &[u8]) -> std::borrow::Cow<'_, [u8]> {
 
 /// The hook: asks the host whether to go on; once told to stop, raises
 /// at every later tick.
-fn tick(shared: &Shared, ctl: &Table) -> mlua::Result<VmState> {
+fn tick(shared: &Shared) -> mlua::Result<VmState> {
     if let Some(text) = &*shared.killed.borrow() {
         return Err(mlua::Error::RuntimeError(
             String::from_utf8_lossy(text).into_owned(),
@@ -403,8 +448,7 @@ fn tick(shared: &Shared, ctl: &Table) -> mlua::Result<VmState> {
     // SAFETY: see `Vm::call_function`.
     if let Err(text) = unsafe { host.as_mut() }.tick() {
         let msg = String::from_utf8_lossy(&text).into_owned();
-        *shared.killed.borrow_mut() = Some(text);
-        ctl.raw_set("killed", true)?;
+        shared.kill(text)?;
         return Err(mlua::Error::RuntimeError(msg));
     }
     Ok(VmState::Continue)
@@ -449,6 +493,29 @@ fn lib_fn(
             mlua::ffi::lua_pushcclosure(state, raise_tables, 1);
         })
     }
+}
+
+/// `f` called through a C function. The sandbox's wrappers (pcall, load,
+/// rawset...) are Lua functions; a script's `return load(...)` would be a
+/// tail call that drops the script's frame, and errors would lose its
+/// line. A C function in between keeps it, as for Redis's C builtins.
+fn pass_through(lua: &Lua, f: Function) -> mlua::Result<Function> {
+    // SAFETY: `call_upvalue` only uses the C API on its own frame.
+    unsafe {
+        lua.exec_raw(f, |state| {
+            mlua::ffi::lua_pushcclosure(state, call_upvalue, 1);
+        })
+    }
+}
+
+/// Calls upvalue 1 with every argument and returns all it returns.
+unsafe extern "C-unwind" fn call_upvalue(state: *mut mlua::ffi::lua_State) -> std::ffi::c_int {
+    use mlua::ffi;
+    let nargs = ffi::lua_gettop(state);
+    ffi::lua_pushvalue(state, ffi::lua_upvalueindex(1));
+    ffi::lua_insert(state, 1);
+    ffi::lua_call(state, nargs, ffi::LUA_MULTRET);
+    ffi::lua_gettop(state)
 }
 
 /// The C side of `lib_fn`: calls the Rust function in upvalue 1 with the
@@ -502,8 +569,12 @@ fn redis_table(lua: &Lua, shared: &Rc<Shared>) -> mlua::Result<Table> {
     t.raw_set(
         "error_reply",
         lib_fn(lua, |lua, args| {
-            let Some(text) = single_string(lua, args)? else {
-                return Ok(Err(b"wrong number or type of arguments".to_vec()));
+            let Some(text) = single_string(args) else {
+                // Returned, not raised, as Redis does.
+                return Ok(Ok(Value::Table(convert::error_table(
+                    lua,
+                    b"wrong number or type of arguments",
+                )?)));
             };
             let mut e = text;
             if !e.starts_with(b"-") {
@@ -515,8 +586,11 @@ fn redis_table(lua: &Lua, shared: &Rc<Shared>) -> mlua::Result<Table> {
     t.raw_set(
         "status_reply",
         lib_fn(lua, |lua, args| {
-            let Some(text) = single_string(lua, args)? else {
-                return Ok(Err(b"wrong number or type of arguments".to_vec()));
+            let Some(text) = single_string(args) else {
+                return Ok(Ok(Value::Table(convert::error_table(
+                    lua,
+                    b"wrong number or type of arguments",
+                )?)));
             };
             let t = lua.create_table_with_capacity(0, 1)?;
             t.raw_set("ok", lua.create_string(&text)?)?;
@@ -578,7 +652,7 @@ fn redis_table(lua: &Lua, shared: &Rc<Shared>) -> mlua::Result<Table> {
         lib_fn(lua, move |_, args| {
             let flags = match args.iter().next().and_then(number) {
                 Some(n) if args.len() == 1 => n as i64,
-                _ => return Ok(Err(b"redis.set_repl() requires one argument.".to_vec())),
+                _ => return Ok(Err(b"redis.set_repl() requires two arguments.".to_vec())),
             };
             if flags & !3 != 0 {
                 return Ok(Err(b"Invalid replication flags. Use REPL_AOF, REPL_REPLICA, REPL_ALL or REPL_NONE.".to_vec()));
@@ -642,16 +716,13 @@ fn number(v: &Value) -> Option<f64> {
     }
 }
 
-fn single_string(lua: &Lua, args: MultiValue) -> mlua::Result<Option<Vec<u8>>> {
+fn single_string(args: MultiValue) -> Option<Vec<u8>> {
     if args.len() != 1 {
-        return Ok(None);
+        return None;
     }
     match args.into_iter().next() {
-        Some(Value::String(s)) => Ok(Some(s.as_bytes().to_vec())),
-        Some(v @ (Value::Number(_) | Value::Integer(_))) => {
-            Ok(lua.coerce_string(v)?.map(|s| s.as_bytes().to_vec()))
-        }
-        _ => Ok(None),
+        Some(Value::String(s)) => Some(s.as_bytes().to_vec()),
+        _ => None,
     }
 }
 
@@ -662,23 +733,26 @@ fn arg_strings(
     args: MultiValue,
 ) -> mlua::Result<Result<Vec<mlua::String>, &'static str>> {
     let mut out = Vec::with_capacity(args.len());
+    let mut num = Vec::new();
     for v in args {
-        match v {
-            Value::String(s) => out.push(s),
-            Value::Number(_) | Value::Integer(_) => match lua.coerce_string(v)? {
-                Some(s) => out.push(s),
-                None => {
-                    return Ok(Err(
-                        "Lua redis lib command arguments must be strings or integers",
-                    ))
-                }
-            },
+        let n = match v {
+            Value::String(s) => {
+                out.push(s);
+                continue;
+            }
+            Value::Number(n) => n,
+            Value::Integer(i) => i as f64,
             _ => {
                 return Ok(Err(
                     "Lua redis lib command arguments must be strings or integers",
                 ))
             }
-        }
+        };
+        // "%.17g", as Redis formats a number argument: Lua's own "%.14g"
+        // would lose digits (2^53 would become 9.007199254741e+15).
+        num.clear();
+        cairn_protocol::resp::format_g17(n, &mut num);
+        out.push(lua.create_string(&num)?);
     }
     Ok(Ok(out))
 }
@@ -709,7 +783,11 @@ fn host_call(lua: &Lua, shared: &Shared, args: MultiValue, raise: bool) -> LibRe
     let resp3 = shared.resp3.get();
     let ran = with_host(shared, |h| h.call(&slices, resp3, &mut out))?;
     let result = match ran {
-        Err(text) => fail(&text),
+        Err(Refusal::Error(text)) => fail(&text),
+        Err(Refusal::Abort(text)) => {
+            shared.kill(text.clone())?;
+            Ok(Err(text))
+        }
         Ok(()) => match convert::reply_to_lua(lua, &out)? {
             Ok(v) => Ok(Ok(v)),
             Err(t) if raise => {
@@ -826,7 +904,7 @@ mod tests {
     }
 
     impl Host for Mock {
-        fn call(&mut self, args: &[&[u8]], resp3: bool, out: &mut Vec<u8>) -> Result<(), Vec<u8>> {
+        fn call(&mut self, args: &[&[u8]], resp3: bool, out: &mut Vec<u8>) -> Result<(), Refusal> {
             self.calls.push(args.iter().map(|a| a.to_vec()).collect());
             match &*args[0].to_ascii_lowercase() {
                 b"incr" => {
@@ -836,7 +914,12 @@ mod tests {
                 b"set" => out.extend_from_slice(b"+OK\r\n"),
                 b"hgetall" if resp3 => out.extend_from_slice(b"%1\r\n$1\r\nf\r\n$1\r\nv\r\n"),
                 b"hgetall" => out.extend_from_slice(b"*2\r\n$1\r\nf\r\n$1\r\nv\r\n"),
-                _ => return Err(b"Unknown Redis command called from script".to_vec()),
+                b"abort" => return Err(Refusal::Abort(b"ERR start again".to_vec())),
+                _ => {
+                    return Err(Refusal::Error(
+                        b"Unknown Redis command called from script".to_vec(),
+                    ))
+                }
             }
             Ok(())
         }
@@ -1125,9 +1208,10 @@ mod tests {
             &[],
             Protocol::Resp2,
         );
+        let b = "while true do pcall(function() while true do end end) end";
         assert_eq!(
             r,
-            Err("ERR Script killed by user with SCRIPT KILL...".into())
+            script_err(b, "ERR Script killed by user with SCRIPT KILL...", 1)
         );
         // The next run is not killed.
         let mut host = Mock::default();
@@ -1135,6 +1219,23 @@ mod tests {
             eval_with(&mut vm, &mut host, "return 1", &[], Protocol::Resp2),
             Ok(":1\r\n".into())
         );
+    }
+
+    #[test]
+    fn an_abort_stops_the_script_through_pcall() {
+        let mut vm = Vm::new(0).unwrap();
+        let mut host = Mock::default();
+        let sha = crate::sha1hex(b"x");
+        vm.compile(
+            &sha,
+            b"pcall(redis.call, 'abort') redis.pcall('get', 'k') return 1",
+        )
+        .unwrap();
+        let mut out = Vec::new();
+        let r = vm.run(&sha, &[], &[], &mut host, Protocol::Resp2, &mut out);
+        let want = format!("ERR start again script: {sha}, on @user_script:1.");
+        assert_eq!(r, Err(RunError::Killed(want.into_bytes())));
+        assert_eq!(host.calls.len(), 1, "nothing ran after the abort");
     }
 
     #[test]

@@ -153,6 +153,9 @@ pub struct Client {
     /// True while EXEC runs this client's queued commands: blocking
     /// commands answer at once as if timed out.
     pub in_exec: bool,
+    /// A script is running its commands through this client: MONITOR
+    /// shows them as "lua", the slow log leaves them out.
+    pub in_script: bool,
     /// Inside MULTI: the commands queued so far.
     pub multi: Option<MultiState>,
     /// Keys this client WATCHes, as (db, key).
@@ -215,6 +218,7 @@ impl Client {
             blocked: None,
             unblock: None,
             in_exec: false,
+            in_script: false,
             multi: None,
             watched: Vec::new(),
             out_refs: Default::default(),

@@ -22,6 +22,7 @@ mod pubsub;
 #[cfg(test)]
 mod readme;
 mod resp;
+mod script;
 mod server;
 mod shared;
 mod slowlog;

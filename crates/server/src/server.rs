@@ -56,6 +56,7 @@ pub fn build_shared(cfg: Config) -> Result<Arc<Shared>, String> {
         memcache: crate::memcache::McShared::new(threads),
         journal: Arc::new(crate::journal::Journal::new(threads)),
         snapshots: Default::default(),
+        scripts: crate::script::Scripts::new(threads),
         balance: crate::net::balance::Balance::new(start_active),
     });
     let _ = shared.journal.server.set(Arc::downgrade(&shared));

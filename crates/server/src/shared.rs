@@ -120,6 +120,8 @@ pub struct Hot {
     pub normal_obuf_soft_secs: AtomicU64,
     /// `hll-sparse-max-bytes`, read by PFADD and PFMERGE.
     pub hll_sparse_max_bytes: AtomicUsize,
+    /// `busy-reply-threshold`, milliseconds (0: never busy).
+    pub busy_reply_threshold_ms: AtomicU64,
 }
 
 /// CLIENT PAUSE state.
@@ -166,6 +168,8 @@ pub struct Shared {
     pub journal: Arc<crate::journal::Journal>,
     /// Snapshots: BGSAVE state, save rules, loading (`snapshots.rs`).
     pub snapshots: crate::snapshots::Snapshots,
+    /// EVAL's script cache, the function libraries, what each worker runs.
+    pub scripts: crate::script::Scripts,
     /// Which workers take connections (`balance.rs`).
     pub balance: crate::net::balance::Balance,
 }
@@ -205,6 +209,8 @@ impl Shared {
             .store(c.slowlog_log_slower_than >= 0, Ordering::Relaxed);
         h.slowlog_slower_than_us
             .store(c.slowlog_log_slower_than.max(0) as u64, Ordering::Relaxed);
+        h.busy_reply_threshold_ms
+            .store(c.busy_reply_threshold, Ordering::Relaxed);
         self.memory.configure(&c);
         let limits = &self.engine.limits;
         limits.lfu.store(

@@ -249,6 +249,14 @@ directives! {
     /// `slowlog-log-slower-than`: microseconds; negative disables the slow
     /// log, 0 logs every command.
     slowlog_log_slower_than: i64 = "slowlog-log-slower-than", int(-1, I64_MAX), "10000", MUTABLE, keep;
+    /// `busy-reply-threshold` (alias `lua-time-limit`): milliseconds a
+    /// script may run before other clients get BUSY and SCRIPT KILL /
+    /// FUNCTION KILL apply; 0 = never.
+    busy_reply_threshold: u64 = "busy-reply-threshold" | "lua-time-limit", int(0, I64_MAX), "5000", MUTABLE, keep;
+    /// `lua-heap-limit` (Cairn only): bytes each worker's Lua interpreter
+    /// may allocate; a script past it fails with "not enough memory"
+    /// instead of growing the server without bound. 0 = no limit.
+    lua_heap_limit: u64 = "lua-heap-limit", mem(0, U64_MAX), "256mb", MUTABLE, keep;
     /// `slowlog-max-len`.
     slowlog_max_len: u64 = "slowlog-max-len", int(0, I64_MAX), "128", MUTABLE, keep;
     /// `latency-tracking`.

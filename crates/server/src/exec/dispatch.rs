@@ -128,6 +128,14 @@ fn run(
         write_error(out, client, &e, stats);
         return Outcome::Done;
     }
+    if !cmd.has(flags::ALLOW_BUSY) {
+        if let Some(busy) = shared.scripts.busy_error() {
+            bump(&stats.cmd[cmd.id][2], 1);
+            flag_transaction(client);
+            write_error(out, client, &CmdError::text(busy), stats);
+            return Outcome::Done;
+        }
+    }
     if admission::paused(shared, base, cmd.has(flags::WRITE | flags::MAY_REPLICATE)) {
         return Outcome::Paused;
     }
@@ -278,6 +286,7 @@ pub fn invoke(
     if shared.hot.slowlog_enabled.load(Ordering::Relaxed)
         && micros >= shared.hot.slowlog_slower_than_us.load(Ordering::Relaxed)
         && !cmd.has(flags::SKIP_SLOWLOG)
+        && !client.in_script
     {
         let name = client.info.name.lock().clone().unwrap_or_default();
         let redact = client.redact;
@@ -324,12 +333,16 @@ fn write_error(out: &mut Vec<u8>, client: &Client, e: &CmdError, stats: &WorkerS
 /// (`replicationFeedMonitors`: `+<secs>.<usecs> [<db> <addr>] "arg" ...`).
 fn feed_monitors(shared: &Shared, client: &Client, args: &Args) {
     let us = cairn_engine::clock::now_us();
+    let source = if client.in_script {
+        "lua".to_string()
+    } else {
+        client.info.addr.to_string()
+    };
     let mut line = format!(
-        "+{}.{:06} [{} {}]",
+        "+{}.{:06} [{} {source}]",
         us / 1_000_000,
         us % 1_000_000,
         client.db,
-        client.info.addr
     )
     .into_bytes();
     for i in 0..args.len() {

@@ -93,8 +93,15 @@ pub fn accept_loop(l: TcpListener, shared: Arc<Shared>, front: &'static FrontEnd
         let workers = shared.workers();
         // Only the workers `balance` keeps active take new clients.
         let active = shared.balance.active().clamp(1, workers.len());
-        let w = next % active;
+        let mut w = next % active;
         next = next.wrapping_add(1);
+        // A worker stuck in a long script cannot serve a new client: give
+        // it to another, which can answer BUSY and take SCRIPT KILL.
+        if shared.scripts.worker_busy(w) {
+            if let Some(free) = (0..workers.len()).find(|&o| !shared.scripts.worker_busy(o)) {
+                w = free;
+            }
+        }
         workers[w].send(Msg::NewConn(stream, addr, front));
     }
 }

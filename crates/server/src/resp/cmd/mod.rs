@@ -17,6 +17,7 @@ pub mod list;
 pub mod memory;
 pub mod multi;
 pub mod pubsub;
+pub mod scripting;
 pub mod server;
 pub mod set;
 pub mod snapshot;
@@ -45,6 +46,7 @@ pub fn families() -> Vec<&'static [Def]> {
         memory::COMMANDS,
         snapshot::COMMANDS,
         journal::COMMANDS,
+        scripting::COMMANDS,
     ]
 }
 

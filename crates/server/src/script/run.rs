@@ -1,0 +1,408 @@
+//! Running a script: the worker's interpreter, the shards a script holds,
+//! and the host through which its `redis.call`s run as commands inside the
+//! EVAL (or FCALL) that started it.
+//!
+//! Atomicity. A script runs under one `Hold` for its whole run, so no
+//! other client sees anything between its calls:
+//! - normally the shards of its declared KEYS (`Engine::hold_keys`), the
+//!   cost of a single-key command for the usual script;
+//! - a key it did not declare is taken into the hold before the call runs
+//!   (`Hold::add`): waited for when it lies above every shard held (no
+//!   deadlock is possible: all threads lock in ascending order), taken
+//!   only if free otherwise. When it is not free and the script has done
+//!   nothing yet that others could see, the script starts again under
+//!   `hold_all` (every shard) and is remembered as needing it
+//!   (`Script::global`); Redis allows undeclared keys, Dragonfly refused
+//!   them and broke BullMQ and Sidekiq;
+//! - commands that walk the whole keyspace (KEYS, SCAN, FLUSHALL, INFO,
+//!   SORT ... BY) need every shard: the same restart;
+//! - inside MULTI/EXEC the transaction's `hold_all` serves it all.
+//! The rare case left (a script that already wrote finds an undeclared
+//! key's lower shard busy) waits a little and then fails that one call
+//! with an error, as Redis Cluster fails a call for a key not on the node;
+//! docs/design.md ("Scripts") gives the measurements.
+//!
+//! Effects, not scripts, reach the journal: each call is a command with
+//! its own arguments (and deterministic rewrite) recorded into the hold,
+//! which commits them as one unit when the script ends.
+use super::{flag, RunSlot};
+use crate::client::Client;
+use crate::exec::dispatch;
+use crate::exec::table::{flags, Command};
+use crate::resp::ctx::{Args, CmdResult, Ctx};
+use crate::resp::errors::{self, CmdError};
+use crate::shared::{Shared, WorkerStats};
+use cairn_engine::{Cx, Hold};
+use cairn_lua::vm::{Host, LogLevel, Refusal, RunError, Vm};
+use cairn_protocol::resp::{ArgList, Protocol};
+use smallvec::SmallVec;
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// A worker's interpreter and what it has compiled.
+pub struct WorkerVm {
+    pub vm: Vm,
+    /// The script cache generation its compiled scripts belong to.
+    generation: u64,
+    /// The function libraries loaded into it (`functions`).
+    pub functions: super::functions::Loaded,
+}
+
+// The Lua state is not `Send` and belongs to the worker thread, not to a
+// command: each worker has its own, made at its first script (see
+// docs/design.md, "Scripts", for this departure from the no-thread-local
+// rule).
+thread_local! {
+    static WORKER_VM: RefCell<Option<WorkerVm>> = const { RefCell::new(None) };
+}
+
+/// Runs `f` with this worker's interpreter, made on first use, its
+/// compiled scripts dropped if SCRIPT FLUSH ran since.
+pub fn with_vm<R>(shared: &Shared, f: impl FnOnce(&mut WorkerVm) -> R) -> Result<R, CmdError> {
+    WORKER_VM.with(|cell| {
+        let Ok(mut slot) = cell.try_borrow_mut() else {
+            return Err(CmdError::text(errors::SCRIPT_NESTED));
+        };
+        if slot.is_none() {
+            let limit = shared.config.read().lua_heap_limit as usize;
+            let vm = Vm::new(limit)
+                .map_err(|e| CmdError::Bytes(format!("ERR cannot start Lua: {e}").into_bytes()))?;
+            *slot = Some(WorkerVm {
+                vm,
+                generation: shared.scripts.generation(),
+                functions: Default::default(),
+            });
+        }
+        let wvm = slot.as_mut().expect("made above");
+        let generation = shared.scripts.generation();
+        if wvm.generation != generation {
+            wvm.vm.flush_scripts();
+            wvm.generation = generation;
+        }
+        Ok(f(wvm))
+    })
+}
+
+/// What is being run and under which rules.
+pub struct Spec<'s> {
+    /// What errors and the slow-script warning name it by: the SHA of an
+    /// EVAL script, a function's name.
+    pub name: &'s str,
+    pub keys: &'s [&'s [u8]],
+    /// Shebang or function flags (`super::flag`).
+    pub flags: u32,
+    /// EVAL_RO, EVALSHA_RO, FCALL_RO.
+    pub read_only: bool,
+    pub is_function: bool,
+    /// Learned: the script needs every shard (see the module comment).
+    pub global: &'s AtomicBool,
+}
+
+/// Runs a script for the command in `ctx` under `spec`: `body` runs it on
+/// the interpreter with a host and writes its reply. Checks first what
+/// Redis checks before a script with flags starts.
+pub fn execute(
+    ctx: &mut Ctx,
+    spec: &Spec,
+    mut body: impl FnMut(&mut WorkerVm, &mut dyn Host, Protocol, &mut Vec<u8>) -> Result<(), RunError>,
+) -> CmdResult {
+    let shared = ctx.shared;
+    if spec.flags & flag::EVAL_COMPAT == 0 {
+        if spec.read_only && spec.flags & flag::NO_WRITES == 0 {
+            return Err(CmdError::text(errors::SCRIPT_RO_WITH_WRITE_FLAG));
+        }
+        let may_write = spec.flags & flag::NO_WRITES == 0 && !spec.read_only;
+        if may_write {
+            if let Some(why) = crate::exec::admission::writes_denied(shared) {
+                return Err(CmdError::text(errors::writes_denied(&why)));
+            }
+            if spec.flags & flag::ALLOW_OOM == 0
+                && !crate::exec::admission::room_for(shared, &ctx.cx, 0)
+            {
+                return Err(CmdError::text(errors::OOM));
+            }
+        }
+    }
+    let worker = ctx.client.info.worker();
+    let slot = &shared.scripts.slots[worker];
+    let started_ms = cairn_engine::clock::now_ms();
+    slot.is_function.store(spec.is_function, Ordering::Relaxed);
+    slot.wrote.store(false, Ordering::Relaxed);
+    slot.kill.store(false, Ordering::Relaxed);
+    slot.started_ms.store(started_ms, Ordering::Relaxed);
+    let saved_db = ctx.client.db;
+    let saved_in_exec = ctx.client.in_exec;
+    // Blocking commands answer at once inside a script, as inside EXEC.
+    ctx.client.in_exec = true;
+    ctx.client.in_script = true;
+    let proto = ctx.client.proto;
+    let start = ctx.out.len();
+    let stats = &shared.worker_stats[worker];
+    let mut global = spec.global.load(Ordering::Relaxed);
+    let result = loop {
+        let e = &shared.engine;
+        let keys: SmallVec<[cairn_engine::Key; 8]> = spec.keys.iter().map(|k| e.key(k)).collect();
+        let hold = if ctx.cx.in_hold() {
+            None
+        } else if global {
+            Some(e.hold_all(&ctx.cx))
+        } else {
+            Some(e.hold_keys(&ctx.cx, &keys))
+        };
+        let cx = match &hold {
+            Some(h) => ctx.cx.with_hold(h),
+            None => ctx.cx,
+        };
+        let mut host = ScriptHost {
+            shared,
+            client: ctx.client,
+            cx,
+            hold: hold.as_ref(),
+            stats,
+            slot,
+            spec,
+            started_ms,
+            wrote: false,
+            side_effect: false,
+            restart: false,
+        };
+        let out = &mut *ctx.out;
+        let r = with_vm(shared, |wvm| body(wvm, &mut host, proto, out));
+        let restart = host.restart;
+        drop(hold);
+        if restart {
+            ctx.out.truncate(start);
+            ctx.client.out_refs.truncate(start);
+            ctx.client.db = saved_db;
+            global = true;
+            spec.global.store(true, Ordering::Relaxed);
+            continue;
+        }
+        break r;
+    };
+    ctx.client.db = saved_db;
+    ctx.client.in_exec = saved_in_exec;
+    ctx.client.in_script = false;
+    slot.started_ms.store(0, Ordering::Relaxed);
+    if slot.busy.swap(false, Ordering::Relaxed) {
+        shared.scripts.busy.fetch_sub(1, Ordering::Relaxed);
+    }
+    let _ = with_vm(shared, |wvm| {
+        shared.scripts.heap[worker].store(wvm.vm.used_memory(), Ordering::Relaxed)
+    });
+    match result? {
+        Ok(()) => Ok(()),
+        Err(RunError::Script(text) | RunError::Killed(text)) => Err(CmdError::Bytes(text)),
+    }
+}
+
+/// Commands that walk the whole keyspace, so need every shard in a script.
+const WHOLE_KEYSPACE: &[&str] = &[
+    "keys",
+    "scan",
+    "randomkey",
+    "dbsize",
+    "flushdb",
+    "flushall",
+    "swapdb",
+    "info",
+    "sort",
+    "sort_ro",
+];
+
+/// How long a script that already wrote waits for an undeclared key's
+/// busy shard before that call fails.
+const UNDECLARED_WAIT: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// The server as a running script sees it.
+struct ScriptHost<'a, 'c> {
+    shared: &'a Shared,
+    client: &'c mut Client,
+    cx: Cx<'a>,
+    /// The script's own hold (None inside EXEC, whose hold serves all).
+    hold: Option<&'a Hold<'a>>,
+    stats: &'a WorkerStats,
+    slot: &'a RunSlot,
+    spec: &'a Spec<'a>,
+    started_ms: u64,
+    /// A write command ran (SCRIPT KILL answers UNKILLABLE).
+    wrote: bool,
+    /// Something others could see happened (a write, a PUBLISH): the
+    /// script can no longer start again.
+    side_effect: bool,
+    /// The script must start again under `hold_all`.
+    restart: bool,
+}
+
+impl ScriptHost<'_, '_> {
+    /// Takes the shards `cmd` needs into the script's hold.
+    fn take_shards(&mut self, cmd: &Command, args: &[&[u8]]) -> Result<(), Refusal> {
+        let Some(hold) = self.hold else {
+            return Ok(());
+        };
+        if hold.is_all() {
+            return Ok(());
+        }
+        let e = &self.shared.engine;
+        let positions = if WHOLE_KEYSPACE.contains(&cmd.name) {
+            None
+        } else {
+            crate::exec::keys::keys_from_specs(&cmd.key_specs, args)
+        };
+        let Some(positions) = positions else {
+            if !self.side_effect {
+                return Err(self.start_again());
+            }
+            for i in 0..e.shard_count() {
+                self.take(hold, i)?;
+            }
+            return Ok(());
+        };
+        for p in positions {
+            let i = e.shard_index(&e.key(args[p]));
+            if hold.add(i).is_err() {
+                if !self.side_effect {
+                    return Err(self.start_again());
+                }
+                self.take(hold, i)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `Hold::add`, retried for a while when the shard is busy.
+    fn take(&self, hold: &Hold, i: usize) -> Result<(), Refusal> {
+        let deadline = std::time::Instant::now() + UNDECLARED_WAIT;
+        loop {
+            if hold.add(i).is_ok() {
+                return Ok(());
+            }
+            if std::time::Instant::now() >= deadline {
+                return Err(Refusal::Error(
+                    errors::SCRIPT_UNDECLARED_BUSY.as_bytes().to_vec(),
+                ));
+            }
+            std::thread::yield_now();
+        }
+    }
+
+    fn start_again(&mut self) -> Refusal {
+        self.restart = true;
+        Refusal::Abort(b"ERR script restarted under a whole-keyspace hold".to_vec())
+    }
+
+    fn refuse(text: &str) -> Result<(), Refusal> {
+        Err(Refusal::Error(text.as_bytes().to_vec()))
+    }
+}
+
+impl Host for ScriptHost<'_, '_> {
+    fn call(&mut self, args: &[&[u8]], resp3: bool, out: &mut Vec<u8>) -> Result<(), Refusal> {
+        if self.slot.kill.load(Ordering::Relaxed) {
+            return Err(Refusal::Abort(errors::SCRIPT_KILLED.as_bytes().to_vec()));
+        }
+        let list = ArgList::from_args(args.iter().copied());
+        let a = Args::new(&[], &list);
+        let Ok(cmd) = dispatch::resolve(self.shared, &a) else {
+            return Self::refuse(errors::SCRIPT_UNKNOWN_COMMAND);
+        };
+        if !cmd.arity_ok(args.len()) {
+            return Self::refuse(errors::SCRIPT_WRONG_ARITY);
+        }
+        if cmd.has(flags::NOSCRIPT) {
+            return Self::refuse(errors::SCRIPT_NOT_ALLOWED);
+        }
+        let writes = cmd.has(flags::WRITE);
+        let read_only = self.spec.read_only || self.spec.flags & flag::NO_WRITES != 0;
+        // Redis counts may-replicate commands as writes here, PUBLISH
+        // among them (its COMMAND INFO does not show that flag).
+        let may_replicate =
+            cmd.has(flags::MAY_REPLICATE) || matches!(cmd.name, "publish" | "spublish");
+        if read_only && (writes || may_replicate) {
+            return Self::refuse(errors::SCRIPT_WRITE_IN_READ_ONLY);
+        }
+        if writes {
+            if let Some(why) = crate::exec::admission::writes_denied(self.shared) {
+                return Self::refuse(&format!("-{}", errors::writes_denied(&why)));
+            }
+        }
+        if cmd.has(flags::DENYOOM)
+            && self.spec.flags & flag::ALLOW_OOM == 0
+            && !self.wrote
+            && !crate::exec::admission::room_for(self.shared, &self.cx, 0)
+        {
+            return Self::refuse(&format!("-{}", errors::OOM));
+        }
+        self.take_shards(cmd, args)?;
+        let proto = self.client.proto;
+        self.client.proto = if resp3 {
+            Protocol::Resp3
+        } else {
+            Protocol::Resp2
+        };
+        dispatch::invoke(self.shared, self.client, cmd, a, out, self.stats, &self.cx);
+        self.client.proto = proto;
+        if writes {
+            self.wrote = true;
+            self.slot.wrote.store(true, Ordering::Relaxed);
+        }
+        if writes || may_replicate {
+            self.side_effect = true;
+        }
+        Ok(())
+    }
+
+    fn log(&mut self, level: LogLevel, msg: &[u8]) {
+        let text = String::from_utf8_lossy(msg);
+        match level {
+            LogLevel::Warning => crate::log::warning(&text),
+            LogLevel::Notice => crate::log::notice(&text),
+            LogLevel::Verbose | LogLevel::Debug => crate::log::verbose(&text),
+        }
+    }
+
+    fn tick(&mut self) -> Result<(), Vec<u8>> {
+        if self.slot.kill.load(Ordering::Relaxed) {
+            crate::log::warning("Lua script killed by user with SCRIPT KILL.");
+            return Err(errors::SCRIPT_KILLED.as_bytes().to_vec());
+        }
+        if self.shared.shutdown.load(Ordering::Relaxed) {
+            return Err(errors::SCRIPT_KILLED.as_bytes().to_vec());
+        }
+        let threshold = self
+            .shared
+            .hot
+            .busy_reply_threshold_ms
+            .load(Ordering::Relaxed);
+        let elapsed = cairn_engine::clock::now_ms().saturating_sub(self.started_ms);
+        if threshold > 0 && elapsed >= threshold && !self.slot.busy.swap(true, Ordering::Relaxed) {
+            self.shared.scripts.busy.fetch_add(1, Ordering::Relaxed);
+            crate::log::warning(&format!(
+                "Slow script detected: still in execution after {elapsed} milliseconds. \
+                 You can try killing the script using the {} command. Script name is: {}.",
+                if self.spec.is_function {
+                    "FUNCTION KILL"
+                } else {
+                    "SCRIPT KILL"
+                },
+                self.spec.name
+            ));
+        }
+        Ok(())
+    }
+
+    fn acl_check(&mut self, args: &[&[u8]]) -> Result<bool, Vec<u8>> {
+        // Without ACL users every client may run every command; an unknown
+        // command is Redis's error.
+        let list = ArgList::from_args(args.iter().copied());
+        match dispatch::resolve(self.shared, &Args::new(&[], &list)) {
+            Ok(_) => Ok(true),
+            Err(_) => Err(b"Invalid command passed to redis.acl_check_cmd()".to_vec()),
+        }
+    }
+
+    fn set_repl(&mut self, _flags: i64) {
+        // Effects always reach the journal as they ran: dropping some
+        // (REPL_NONE) would make a replay differ from what clients saw.
+    }
+}
