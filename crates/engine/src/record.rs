@@ -459,6 +459,28 @@ pub fn deleted<'a>(engine: &Engine, db: usize, keys: impl Iterator<Item = &'a [u
     }
 }
 
+/// Records a command that changes no shard but must be replayed (FUNCTION
+/// LOAD, DELETE, FLUSH, RESTORE), as sent: one unit now, or in the hold's
+/// transaction inside EXEC. Its end is noted in `cx`'s state.
+pub fn command(engine: &Engine, cx: &Cx, args: &[&[u8]]) {
+    if !engine.journal_on() {
+        return;
+    }
+    let mut unit = Vec::new();
+    encode(&mut unit, Tag::Command, cx.db, args.iter().copied());
+    match cx.hold() {
+        Some(hold) => hold.tx.borrow_mut().extend_from_slice(&unit),
+        None => {
+            if let Some(sink) = engine.journal.sink() {
+                let end = sink.append(&unit);
+                if let Some(s) = cx.state() {
+                    s.note_journal_end(end);
+                }
+            }
+        }
+    }
+}
+
 /// Called by a guard being dropped: commits its records (expiry deletions
 /// it found, then the command's record if it wrote) while its locks are
 /// still held. Inside a hold (EXEC) they are collected in the hold's

@@ -214,10 +214,12 @@ fn parse_double(b: &[u8]) -> f64 {
 /// `lua_Number` to `long long` (out of range and NaN give i64::MIN, what
 /// that cast gives on x86-64).
 pub fn lua_number_to_int(n: f64) -> i64 {
-    if n.is_nan() || n >= 9.223_372_036_854_775_807e18 || n < -9.223_372_036_854_775_808e18 {
-        i64::MIN
-    } else {
+    // 2^63: every i64 lies in [-2^63, 2^63).
+    const TWO_63: f64 = 9_223_372_036_854_775_808.0;
+    if (-TWO_63..TWO_63).contains(&n) {
         n as i64
+    } else {
+        i64::MIN
     }
 }
 
@@ -258,7 +260,7 @@ fn write_value(v: &Value, proto: Protocol, script_resp3: bool, out: &mut Vec<u8>
                 (true, _, b) => w.int(b as i64),
             }
         }
-        Value::Integer(i) => ReplyWriter::new(out, proto).int(*i as i64),
+        Value::Integer(i) => ReplyWriter::new(out, proto).int(*i),
         Value::Number(n) => ReplyWriter::new(out, proto).int(lua_number_to_int(*n)),
         Value::Table(t) => write_table(t, proto, script_resp3, out, depth),
         _ => ReplyWriter::new(out, proto).null(),

@@ -190,6 +190,31 @@ local string_mt = getmetatable('')
 string_mt.__index = real_g.string
 string_mt.__metatable = protect(string_mt)
 
+-- FUNCTION libraries run with an environment of their own, as Redis 7.0
+-- switches its globals while a library loads: then only the library API
+-- (redis.register_function, redis.log, the constants) is there; when the
+-- functions run, the same globals as scripts.
+local load_api_redis = {}
+local function no_global(_, k)
+  raw_error("Script attempted to access nonexistent global variable '" .. raw_tostring(k) .. "'", 2)
+end
+for _, name in raw_ipairs({'register_function', 'log', 'LOG_DEBUG', 'LOG_VERBOSE',
+    'LOG_NOTICE', 'LOG_WARNING', 'REDIS_VERSION', 'REDIS_VERSION_NUM'}) do
+  load_api_redis[name] = real_g.redis[name]
+end
+raw_setmetatable(load_api_redis, {__index = no_global})
+-- Scripts and running functions have no register_function.
+real_of[real_g.redis].register_function = nil
+local load_api = raw_setmetatable({redis = protect(load_api_redis)}, {__index = no_global})
+local function_env_mt = {__newindex = refuse_write, __metatable = false}
+local function_env = raw_setmetatable({}, function_env_mt)
+real_of[function_env] = real_g
+local load_api_proxy = protect(load_api)
+local function set_loading(on)
+  function_env_mt.__index = on and load_api_proxy or real_g
+end
+set_loading(false)
+
 proxy_g = protect(real_g)
 real_g._G = proxy_g
 raw_setmetatable(real_g, {
@@ -198,4 +223,4 @@ raw_setmetatable(real_g, {
   end,
   __metatable = false,
 })
-return proxy_g, run, ctl, wrapper_names
+return proxy_g, run, ctl, wrapper_names, function_env, set_loading

@@ -125,6 +125,10 @@ pub struct Vm {
     /// sandbox.lua's control flags (`killed`).
     ctl: Table,
     memory_limit: usize,
+    /// The environment of FUNCTION libraries and `set_loading(bool)`,
+    /// which switches it to the library API while one loads.
+    function_env: Table,
+    set_loading: Function,
 }
 
 /// Clears the host pointer when a run ends, however it ends.
@@ -160,7 +164,8 @@ impl Vm {
         });
         let globals = lua.globals();
         globals.raw_set("redis", redis_table(&lua, &shared)?)?;
-        let (env, runner, ctl, wrappers): (Table, Function, Table, Vec<String>) = lua
+        type Sandbox = (Table, Function, Table, Vec<String>, Table, Function);
+        let (env, runner, ctl, wrappers, function_env, set_loading): Sandbox = lua
             .load(include_str!("sandbox.lua"))
             .set_name("=[cairn]")
             .call(globals.clone())?;
@@ -186,6 +191,8 @@ impl Vm {
             shared,
             ctl,
             memory_limit,
+            function_env,
+            set_loading,
         })
     }
 
@@ -339,29 +346,44 @@ impl Vm {
     /// Runs a library's code for FUNCTION LOAD: `redis.register_function`
     /// is available while it runs, and the functions it registered come
     /// back. Errors are Redis's texts.
-    pub fn load_library(&mut self, code: &[u8]) -> Result<Vec<Registered>, Vec<u8>> {
+    pub fn load_library(
+        &mut self,
+        code: &[u8],
+        host: &mut dyn Host,
+    ) -> Result<Vec<Registered>, Vec<u8>> {
+        let code = strip_shebang(code);
         let f = self
-            .load(code, "@user_function")
-            .map_err(|e| format!("ERR Error compiling function: {e}").into_bytes())?;
+            .lua
+            .load(&*code)
+            .set_name("@user_function")
+            .set_environment(self.function_env.clone())
+            .into_function()
+            .map_err(|e| {
+                format!("ERR Error compiling function: {}", lua_error_text(&e)).into_bytes()
+            })?;
         *self.shared.registry.borrow_mut() = Some(Vec::new());
-        let result = self.runner.call::<(bool, Value)>(f);
+        // SAFETY: as in `call_function`: the pointer lives for this call.
+        let host: NonNull<dyn Host + '_> = NonNull::from(host);
+        let host: NonNull<dyn Host + 'static> = unsafe { std::mem::transmute(host) };
+        self.shared.host.set(Some(host));
+        let _guard = HostGuard(&self.shared);
+        let loading = self.set_loading.call::<()>(true);
+        let result = loading.and_then(|_| self.runner.call::<(bool, Value)>(f));
+        let _ = self.set_loading.call::<()>(false);
         let registered = self.shared.registry.borrow_mut().take().unwrap_or_default();
         match result {
             Ok((true, _)) => Ok(registered),
             Ok((false, e)) => {
                 let text = match &e {
-                    Value::Table(t) => t
-                        .raw_get::<Value>("err")
-                        .ok()
-                        .and_then(|v| match v {
-                            Value::String(s) => Some(s.as_bytes().to_vec()),
-                            _ => None,
-                        })
-                        .unwrap_or_default(),
-                    other => format!("{other:?}").into_bytes(),
+                    Value::Table(t) => match t.raw_get::<Value>("err") {
+                        Ok(Value::String(s)) => s.as_bytes().to_vec(),
+                        _ => b"unknown error".to_vec(),
+                    },
+                    Value::String(s) => s.as_bytes().to_vec(),
+                    _ => b"unknown error".to_vec(),
                 };
                 let mut msg = b"ERR Error registering functions: ".to_vec();
-                msg.extend_from_slice(text.strip_prefix(b"ERR ").unwrap_or(&text));
+                msg.extend_from_slice(&text);
                 Err(msg)
             }
             Err(e) => {
@@ -394,7 +416,7 @@ fn error_reply(e: &Value, name: &str) -> Vec<u8> {
     };
     let line = match get("line") {
         Value::Number(n) => Some(n as i64),
-        Value::Integer(n) => Some(n as i64),
+        Value::Integer(n) => Some(n),
         _ => None,
     };
     if let (Value::String(source), Some(line)) = (get("source"), line) {
@@ -821,9 +843,14 @@ fn register_function(lua: &Lua, shared: &Shared, args: MultiValue) -> LibResult 
     let (name, func, flags, description) = match args.len() {
         2 => {
             let mut it = args.into_iter();
-            let name = match it.next() {
-                Some(Value::String(s)) => s.as_bytes().to_vec(),
-                _ => return err("first argument to redis.register_function must be a string"),
+            let name = match it
+                .next()
+                .map(|v| lua.coerce_string(v))
+                .transpose()?
+                .flatten()
+            {
+                Some(s) => s.as_bytes().to_vec(),
+                None => return err("first argument to redis.register_function must be a string"),
             };
             let func = match it.next() {
                 Some(Value::Function(f)) => f,
@@ -844,13 +871,14 @@ fn register_function(lua: &Lua, shared: &Shared, args: MultiValue) -> LibResult 
                     );
                 };
                 match &*k.as_bytes() {
-                    b"function_name" => match v {
-                        Value::String(s) => name = Some(s.as_bytes().to_vec()),
-                        _ => return err("function_name argument given to redis.register_function must be a string"),
+                    // Numbers pass as strings (`lua_isstring`), as in Redis.
+                    b"function_name" => match lua.coerce_string(v)? {
+                        Some(s) => name = Some(s.as_bytes().to_vec()),
+                        None => return err("function_name argument given to redis.register_function must be a string"),
                     },
-                    b"description" => match v {
-                        Value::String(s) => description = Some(s.as_bytes().to_vec()),
-                        _ => return err("description argument given to redis.register_function must be a string"),
+                    b"description" => match lua.coerce_string(v)? {
+                        Some(s) => description = Some(s.as_bytes().to_vec()),
+                        None => return err("description argument given to redis.register_function must be a string"),
                     },
                     b"callback" => match v {
                         Value::Function(f) => func = Some(f),
@@ -880,7 +908,6 @@ fn register_function(lua: &Lua, shared: &Shared, args: MultiValue) -> LibResult 
         }
         _ => return err("wrong number of arguments to redis.register_function"),
     };
-    let _ = lua;
     list.push(Registered {
         name,
         func,

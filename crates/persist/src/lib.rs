@@ -10,6 +10,7 @@
 pub mod crc;
 mod error;
 pub mod journal;
+pub mod rdb;
 pub mod snapshot;
 
 pub use error::{Error, ErrorKind};

@@ -479,6 +479,45 @@ pub fn unknown_command<'a>(name: &[u8], args: impl Iterator<Item = &'a [u8]>) ->
     CmdError::Bytes(msg)
 }
 
+// ------------------------------------------------------------------------
+// Scripting (Redis 7.0 `script.c`, `script_lua.c`, `eval.c`,
+// `functions.c`).
+
+/// `shared.noscripterr`.
+pub const NOSCRIPT: &str = "NOSCRIPT No matching script. Please use EVAL.";
+/// `shared.slowevalerr`.
+pub const BUSY_SCRIPT: &str =
+    "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
+/// `shared.slowscripterr`... for functions (`shared.slowfunctionerr`).
+pub const BUSY_FUNCTION: &str =
+    "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.";
+/// FUNCTION KILL while an EVAL script runs.
+pub const BUSY_SCRIPT_NOT_FUNCTION: &str = BUSY_SCRIPT;
+/// SCRIPT KILL while a function runs.
+pub const BUSY_FUNCTION_NOT_SCRIPT: &str = BUSY_FUNCTION;
+pub const NOTBUSY_SCRIPT: &str = "NOTBUSY No scripts in execution right now.";
+pub const NOTBUSY_FUNCTION: &str = "NOTBUSY No scripts in execution right now.";
+pub const UNKILLABLE: &str = "UNKILLABLE Sorry the script already executed write commands \
+against the dataset. You can either wait the script termination or kill the server in a \
+hard way using the SHUTDOWN NOSAVE command.";
+pub const SCRIPT_KILLED: &str = "ERR Script killed by user with SCRIPT KILL...";
+pub const SCRIPT_UNKNOWN_COMMAND: &str = "Unknown Redis command called from script";
+pub const SCRIPT_WRONG_ARITY: &str = "Wrong number of args calling Redis command from script";
+pub const SCRIPT_NOT_ALLOWED: &str = "This Redis command is not allowed from script";
+pub const SCRIPT_WRITE_IN_READ_ONLY: &str =
+    "Write commands are not allowed from read-only scripts.";
+/// Cairn only: see `crate::script::run` (a script that already wrote
+/// reached an undeclared key whose shard another command held).
+pub const SCRIPT_UNDECLARED_BUSY: &str = "ERR the script used a key it did not declare in KEYS \
+and another command held that key's shard; declare every key a script uses";
+/// A script tried to start a script (cannot happen through the command
+/// table's `noscript` flags; kept as an error, not a panic).
+pub const SCRIPT_NESTED: &str = "ERR a script cannot run another script";
+pub const SCRIPT_RO_WITH_WRITE_FLAG: &str =
+    "ERR Can not execute a script with write flag using *_ro command.";
+pub const NUMKEYS_NEGATIVE: &str = "ERR Number of keys can't be negative";
+pub const NUMKEYS_TOO_MANY: &str = "ERR Number of keys can't be greater than number of args";
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -539,42 +578,3 @@ mod tests {
         );
     }
 }
-
-// ------------------------------------------------------------------------
-// Scripting (Redis 7.0 `script.c`, `script_lua.c`, `eval.c`,
-// `functions.c`).
-
-/// `shared.noscripterr`.
-pub const NOSCRIPT: &str = "NOSCRIPT No matching script. Please use EVAL.";
-/// `shared.slowevalerr`.
-pub const BUSY_SCRIPT: &str =
-    "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
-/// `shared.slowscripterr`... for functions (`shared.slowfunctionerr`).
-pub const BUSY_FUNCTION: &str =
-    "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE.";
-/// FUNCTION KILL while an EVAL script runs.
-pub const BUSY_SCRIPT_NOT_FUNCTION: &str = BUSY_SCRIPT;
-/// SCRIPT KILL while a function runs.
-pub const BUSY_FUNCTION_NOT_SCRIPT: &str = BUSY_FUNCTION;
-pub const NOTBUSY_SCRIPT: &str = "NOTBUSY No scripts in execution right now.";
-pub const NOTBUSY_FUNCTION: &str = "NOTBUSY No scripts in execution right now.";
-pub const UNKILLABLE: &str = "UNKILLABLE Sorry the script already executed write commands \
-against the dataset. You can either wait the script termination or kill the server in a \
-hard way using the SHUTDOWN NOSAVE command.";
-pub const SCRIPT_KILLED: &str = "ERR Script killed by user with SCRIPT KILL...";
-pub const SCRIPT_UNKNOWN_COMMAND: &str = "Unknown Redis command called from script";
-pub const SCRIPT_WRONG_ARITY: &str = "Wrong number of args calling Redis command from script";
-pub const SCRIPT_NOT_ALLOWED: &str = "This Redis command is not allowed from script";
-pub const SCRIPT_WRITE_IN_READ_ONLY: &str =
-    "Write commands are not allowed from read-only scripts.";
-/// Cairn only: see `crate::script::run` (a script that already wrote
-/// reached an undeclared key whose shard another command held).
-pub const SCRIPT_UNDECLARED_BUSY: &str = "ERR the script used a key it did not declare in KEYS \
-and another command held that key's shard; declare every key a script uses";
-/// A script tried to start a script (cannot happen through the command
-/// table's `noscript` flags; kept as an error, not a panic).
-pub const SCRIPT_NESTED: &str = "ERR a script cannot run another script";
-pub const SCRIPT_RO_WITH_WRITE_FLAG: &str =
-    "ERR Can not execute a script with write flag using *_ro command.";
-pub const NUMKEYS_NEGATIVE: &str = "ERR Number of keys can't be negative";
-pub const NUMKEYS_TOO_MANY: &str = "ERR Number of keys can't be greater than number of args";

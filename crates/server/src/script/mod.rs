@@ -118,6 +118,9 @@ pub struct RunSlot {
     pub kill: AtomicBool,
     /// It ran past `busy-reply-threshold` and counts in `Scripts::busy`.
     pub busy: AtomicBool,
+    /// For FUNCTION STATS: the running function's name and command.
+    pub name: parking_lot::Mutex<String>,
+    pub command: parking_lot::Mutex<Vec<Vec<u8>>>,
 }
 
 /// The server's scripting state.

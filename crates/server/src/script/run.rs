@@ -17,6 +17,7 @@
 //! - commands that walk the whole keyspace (KEYS, SCAN, FLUSHALL, INFO,
 //!   SORT ... BY) need every shard: the same restart;
 //! - inside MULTI/EXEC the transaction's `hold_all` serves it all.
+//!
 //! The rare case left (a script that already wrote finds an undeclared
 //! key's lower shard busy) waits a little and then fails that one call
 //! with an error, as Redis Cluster fails a call for a key not on the node;
@@ -127,6 +128,10 @@ pub fn execute(
     let slot = &shared.scripts.slots[worker];
     let started_ms = cairn_engine::clock::now_ms();
     slot.is_function.store(spec.is_function, Ordering::Relaxed);
+    if spec.is_function {
+        *slot.name.lock() = spec.name.to_string();
+        *slot.command.lock() = ctx.args.iter_from(0).map(<[u8]>::to_vec).collect();
+    }
     slot.wrote.store(false, Ordering::Relaxed);
     slot.kill.store(false, Ordering::Relaxed);
     slot.started_ms.store(started_ms, Ordering::Relaxed);
@@ -193,6 +198,16 @@ pub fn execute(
     match result? {
         Ok(()) => Ok(()),
         Err(RunError::Script(text) | RunError::Killed(text)) => Err(CmdError::Bytes(text)),
+    }
+}
+
+/// `redis.log`: the server's log at the matching level.
+pub fn log(level: LogLevel, msg: &[u8]) {
+    let text = String::from_utf8_lossy(msg);
+    match level {
+        LogLevel::Warning => crate::log::warning(&text),
+        LogLevel::Notice => crate::log::notice(&text),
+        LogLevel::Verbose | LogLevel::Debug => crate::log::verbose(&text),
     }
 }
 
@@ -353,12 +368,7 @@ impl Host for ScriptHost<'_, '_> {
     }
 
     fn log(&mut self, level: LogLevel, msg: &[u8]) {
-        let text = String::from_utf8_lossy(msg);
-        match level {
-            LogLevel::Warning => crate::log::warning(&text),
-            LogLevel::Notice => crate::log::notice(&text),
-            LogLevel::Verbose | LogLevel::Debug => crate::log::verbose(&text),
-        }
+        log(level, msg);
     }
 
     fn tick(&mut self) -> Result<(), Vec<u8>> {

@@ -642,6 +642,33 @@ fn memory_section(out: &mut String, shared: &Shared, engine: Option<&EngineTotal
     field(out, "allocator_resident", alloc.resident);
     field(out, "total_system_memory", system);
     field(out, "total_system_memory_human", bytes_to_human(system));
+    let scripting = crate::script::memory_info(shared);
+    field(out, "used_memory_lua", scripting.lua);
+    field(out, "used_memory_vm_eval", scripting.lua);
+    field(
+        out,
+        "used_memory_lua_human",
+        bytes_to_human(scripting.lua as u64),
+    );
+    field(out, "used_memory_scripts_eval", scripting.scripts);
+    field(out, "number_of_cached_scripts", scripting.cached_scripts);
+    field(out, "number_of_functions", scripting.functions_count);
+    field(out, "number_of_libraries", scripting.libraries);
+    field(out, "used_memory_vm_functions", 0);
+    field(out, "used_memory_vm_total", scripting.lua);
+    field(
+        out,
+        "used_memory_vm_total_human",
+        bytes_to_human(scripting.lua as u64),
+    );
+    field(out, "used_memory_functions", scripting.functions);
+    let script_bytes = (scripting.scripts + scripting.functions) as u64;
+    field(out, "used_memory_scripts", script_bytes);
+    field(
+        out,
+        "used_memory_scripts_human",
+        bytes_to_human(script_bytes),
+    );
     field(out, "maxmemory", maxmemory);
     field(out, "maxmemory_human", bytes_to_human(maxmemory));
     field(out, "maxmemory_policy", policy);

@@ -8,6 +8,7 @@ use crate::resp::errors::{truncate_lossy, CmdError};
 pub mod bitmap;
 pub mod client;
 pub mod connection;
+pub mod functions;
 pub mod hash;
 pub mod hll;
 pub mod info;
@@ -47,6 +48,7 @@ pub fn families() -> Vec<&'static [Def]> {
         snapshot::COMMANDS,
         journal::COMMANDS,
         scripting::COMMANDS,
+        functions::COMMANDS,
     ]
 }
 

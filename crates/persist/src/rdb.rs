@@ -1,0 +1,278 @@
+//! Pieces of Redis's RDB format (version 10, Redis 7.0) that more than one
+//! feature needs: its CRC-64 (Jones polynomial, as `crc64.c`), LZF
+//! decompression (`lzf_d.c`'s format), length and string encodings, and
+//! the DUMP payload framing (`createDumpPayload`/`verifyDumpPayload`).
+//! FUNCTION DUMP/RESTORE use them now; DUMP/RESTORE of keys and whole RDB
+//! files (issues 22 and 24) build on the same functions.
+
+/// The RDB version Cairn writes (Redis 7.0).
+pub const RDB_VERSION: u16 = 10;
+/// `RDB_OPCODE_FUNCTION2`: a function library (its code) in a dump or RDB.
+pub const OPCODE_FUNCTION2: u8 = 245;
+/// `RDB_OPCODE_FUNCTION_PRE_GA`: the 7.0 release candidates' form.
+pub const OPCODE_FUNCTION_PRE_GA: u8 = 246;
+
+const ENC_INT8: u8 = 0;
+const ENC_INT16: u8 = 1;
+const ENC_INT32: u8 = 2;
+const ENC_LZF: u8 = 3;
+
+/// Redis's CRC-64 (reflected Jones polynomial 0xad93d23594c935a9, initial
+/// value 0, no final xor): the footer of DUMP payloads and RDB files.
+pub fn crc64(mut crc: u64, data: &[u8]) -> u64 {
+    static TABLE: std::sync::OnceLock<[u64; 256]> = std::sync::OnceLock::new();
+    let table = TABLE.get_or_init(|| {
+        const POLY: u64 = 0x95ac_9329_ac4b_c9b5; // 0xad93d23594c935a9 reflected
+        let mut t = [0u64; 256];
+        for (i, e) in t.iter_mut().enumerate() {
+            let mut c = i as u64;
+            for _ in 0..8 {
+                c = if c & 1 == 1 { (c >> 1) ^ POLY } else { c >> 1 };
+            }
+            *e = c;
+        }
+        t
+    });
+    for &b in data {
+        crc = table[((crc ^ b as u64) & 0xff) as usize] ^ (crc >> 8);
+    }
+    crc
+}
+
+/// Why an RDB piece could not be read.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Malformed;
+
+/// Appends `n` in RDB's length encoding.
+pub fn put_len(out: &mut Vec<u8>, n: u64) {
+    if n < 1 << 6 {
+        out.push(n as u8);
+    } else if n < 1 << 14 {
+        out.push(0x40 | (n >> 8) as u8);
+        out.push(n as u8);
+    } else if n <= u32::MAX as u64 {
+        out.push(0x80);
+        out.extend_from_slice(&(n as u32).to_be_bytes());
+    } else {
+        out.push(0x81);
+        out.extend_from_slice(&n.to_be_bytes());
+    }
+}
+
+/// Appends `s` as an RDB string (uncompressed; Redis reads it either way).
+pub fn put_string(out: &mut Vec<u8>, s: &[u8]) {
+    put_len(out, s.len() as u64);
+    out.extend_from_slice(s);
+}
+
+/// A reader over RDB bytes.
+pub struct Reader<'a> {
+    buf: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    pub fn new(buf: &'a [u8]) -> Self {
+        Reader { buf, pos: 0 }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.pos >= self.buf.len()
+    }
+
+    pub fn byte(&mut self) -> Result<u8, Malformed> {
+        let b = *self.buf.get(self.pos).ok_or(Malformed)?;
+        self.pos += 1;
+        Ok(b)
+    }
+
+    fn take(&mut self, n: usize) -> Result<&'a [u8], Malformed> {
+        let end = self.pos.checked_add(n).ok_or(Malformed)?;
+        let s = self.buf.get(self.pos..end).ok_or(Malformed)?;
+        self.pos = end;
+        Ok(s)
+    }
+
+    /// A length, or (true, encoding) for a specially encoded string.
+    fn len_or_enc(&mut self) -> Result<(bool, u64), Malformed> {
+        let first = self.byte()?;
+        Ok(match first >> 6 {
+            0 => (false, (first & 0x3f) as u64),
+            1 => (false, (((first & 0x3f) as u64) << 8) | self.byte()? as u64),
+            2 => match first {
+                0x80 => (
+                    false,
+                    u32::from_be_bytes(self.take(4)?.try_into().map_err(|_| Malformed)?) as u64,
+                ),
+                0x81 => (
+                    false,
+                    u64::from_be_bytes(self.take(8)?.try_into().map_err(|_| Malformed)?),
+                ),
+                _ => return Err(Malformed),
+            },
+            _ => (true, (first & 0x3f) as u64),
+        })
+    }
+
+    pub fn len(&mut self) -> Result<u64, Malformed> {
+        match self.len_or_enc()? {
+            (false, n) => Ok(n),
+            (true, _) => Err(Malformed),
+        }
+    }
+
+    /// An RDB string: raw, an encoded integer, or LZF-compressed.
+    pub fn string(&mut self) -> Result<Vec<u8>, Malformed> {
+        match self.len_or_enc()? {
+            (false, n) => Ok(self
+                .take(usize::try_from(n).map_err(|_| Malformed)?)?
+                .to_vec()),
+            (true, enc) => match enc as u8 {
+                ENC_INT8 => Ok((self.byte()? as i8).to_string().into_bytes()),
+                ENC_INT16 => {
+                    let b = self.take(2)?;
+                    Ok(i16::from_le_bytes([b[0], b[1]]).to_string().into_bytes())
+                }
+                ENC_INT32 => {
+                    let b = self.take(4)?;
+                    Ok(i32::from_le_bytes([b[0], b[1], b[2], b[3]])
+                        .to_string()
+                        .into_bytes())
+                }
+                ENC_LZF => {
+                    let clen = usize::try_from(self.len()?).map_err(|_| Malformed)?;
+                    let len = usize::try_from(self.len()?).map_err(|_| Malformed)?;
+                    lzf_decompress(self.take(clen)?, len)
+                }
+                _ => Err(Malformed),
+            },
+        }
+    }
+}
+
+/// LZF decompression (liblzf's format, as Redis writes compressed RDB
+/// strings) into exactly `len` bytes.
+pub fn lzf_decompress(input: &[u8], len: usize) -> Result<Vec<u8>, Malformed> {
+    let mut out: Vec<u8> = Vec::with_capacity(len);
+    let mut i = 0;
+    while i < input.len() {
+        let ctrl = input[i] as usize;
+        i += 1;
+        if ctrl < 32 {
+            // A literal run of ctrl + 1 bytes.
+            let n = ctrl + 1;
+            let lit = input.get(i..i + n).ok_or(Malformed)?;
+            out.extend_from_slice(lit);
+            i += n;
+        } else {
+            // A back reference: length (ctrl >> 5) + 2, offset from the
+            // low bits and the next byte.
+            let mut n = ctrl >> 5;
+            if n == 7 {
+                n += *input.get(i).ok_or(Malformed)? as usize;
+                i += 1;
+            }
+            n += 2;
+            let back = ((ctrl & 0x1f) << 8) + *input.get(i).ok_or(Malformed)? as usize + 1;
+            i += 1;
+            let start = out.len().checked_sub(back).ok_or(Malformed)?;
+            for k in 0..n {
+                let b = out[start + k];
+                out.push(b);
+            }
+        }
+        if out.len() > len {
+            return Err(Malformed);
+        }
+    }
+    if out.len() != len {
+        return Err(Malformed);
+    }
+    Ok(out)
+}
+
+/// Appends DUMP's footer to `payload`: the RDB version (2 bytes, little
+/// endian) and the CRC-64 of everything before (8 bytes, little endian).
+pub fn seal_dump(payload: &mut Vec<u8>) {
+    payload.extend_from_slice(&RDB_VERSION.to_le_bytes());
+    let crc = crc64(0, payload);
+    payload.extend_from_slice(&crc.to_le_bytes());
+}
+
+/// The body of a DUMP payload whose footer checks out (version not newer
+/// than ours, CRC-64 matching), as Redis's `verifyDumpPayload`.
+pub fn open_dump(payload: &[u8]) -> Option<&[u8]> {
+    if payload.len() < 10 {
+        return None;
+    }
+    let (rest, footer) = payload.split_at(payload.len() - 10);
+    let version = u16::from_le_bytes([footer[0], footer[1]]);
+    if version > RDB_VERSION {
+        return None;
+    }
+    let crc = u64::from_le_bytes(footer[2..].try_into().ok()?);
+    // Redis skips the check when the CRC is 0 (written without one).
+    if crc != 0 && crc64(0, &payload[..payload.len() - 8]) != crc {
+        return None;
+    }
+    Some(rest)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crc64_matches_redis() {
+        // crc64.c's self-test: crc64(0, "123456789") == 0xe9c6d914c4b8d9ca.
+        assert_eq!(crc64(0, b"123456789"), 0xe9c6_d914_c4b8_d9ca);
+    }
+
+    #[test]
+    fn lengths_and_strings_round_trip() {
+        for n in [
+            0u64,
+            63,
+            64,
+            16383,
+            16384,
+            u32::MAX as u64,
+            u32::MAX as u64 + 1,
+        ] {
+            let mut out = Vec::new();
+            put_len(&mut out, n);
+            assert_eq!(Reader::new(&out).len(), Ok(n));
+        }
+        let mut out = Vec::new();
+        put_string(&mut out, b"hello");
+        assert_eq!(Reader::new(&out).string(), Ok(b"hello".to_vec()));
+        // Integer encodings.
+        assert_eq!(Reader::new(&[0xc0, 0xfe]).string(), Ok(b"-2".to_vec()));
+        assert_eq!(
+            Reader::new(&[0xc1, 0x39, 0x30]).string(),
+            Ok(b"12345".to_vec())
+        );
+    }
+
+    #[test]
+    fn lzf_reads_literals_and_back_references() {
+        // "aaaaaaaaaa": literal 'a', then a back reference of 9 bytes at
+        // offset 1 (length 9 = 7 + 2: ctrl 0xe0, extra 0).
+        let compressed = [0x00, b'a', 0xe0, 0x00, 0x00];
+        assert_eq!(lzf_decompress(&compressed, 10), Ok(b"aaaaaaaaaa".to_vec()));
+        assert_eq!(lzf_decompress(&compressed, 11), Err(Malformed));
+        assert_eq!(lzf_decompress(&[0x20, 0x05], 3), Err(Malformed));
+    }
+
+    #[test]
+    fn dump_footers_are_checked() {
+        let mut p = vec![OPCODE_FUNCTION2];
+        put_string(&mut p, b"code");
+        seal_dump(&mut p);
+        assert!(open_dump(&p).is_some());
+        let mut bad = p.clone();
+        bad[2] ^= 1;
+        assert!(open_dump(&bad).is_none());
+        assert!(open_dump(&p[..5]).is_none());
+    }
+}
