@@ -10,6 +10,25 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
+
+# Lines of a failed worker's output to show: enough for the error and its
+# traceback, not a minute of retries.
+SHOW_LINES = 60
+
+
+def wait_for(proc, poll, timeout, what):
+    """Calls poll() until it returns (True, value); fails fast if the worker
+    process has exited, since no result can come then."""
+    deadline = time.monotonic() + timeout
+    while True:
+        done, value = poll()
+        if done:
+            return value
+        if proc.poll() is not None:
+            raise AssertionError("%s: the worker exited (status %s)" % (what, proc.returncode))
+        if time.monotonic() > deadline:
+            raise AssertionError("%s: no result within %s s" % (what, timeout))
 
 
 @contextlib.contextmanager
@@ -32,6 +51,8 @@ def running(argv, env=None, stop_timeout=10):
         log.close()
         if not ok:
             with open(log.name, errors="replace") as f:
-                sys.stdout.write("--- worker output (%s):\n%s--- end of worker output\n"
-                                 % (" ".join(argv), f.read()))
+                lines = f.readlines()
+            sys.stdout.write("--- worker output (%s), last %d of %d lines:\n%s--- end\n"
+                             % (" ".join(argv), min(SHOW_LINES, len(lines)), len(lines),
+                                "".join(lines[-SHOW_LINES:])))
         os.unlink(log.name)
