@@ -121,7 +121,9 @@ struct Group(libc::pid_t);
 impl Drop for Group {
     fn drop(&mut self) {
         // SAFETY: kill(2) with a negative pid signals the group we created
-        // with process_group(0); ESRCH (already gone) is fine.
+        // with process_group(0); ESRCH (already gone) is fine. The kernel
+        // keeps a group id from reuse while any member lives, so after the
+        // leader is reaped this still reaches only its leftover workers.
         unsafe {
             libc::kill(-self.0, libc::SIGKILL);
         }
