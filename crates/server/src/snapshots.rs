@@ -110,6 +110,13 @@ pub(crate) fn options(shared: &Shared) -> snap::Options {
         fail_after_bytes: fault_after_bytes(),
         key_delay: delay(c.rdb_key_save_delay),
         max_queued_bytes: c.snapshot_queue_limit,
+        functions: shared
+            .scripts
+            .functions
+            .libraries()
+            .iter()
+            .map(|l| l.code.to_vec())
+            .collect(),
     }
 }
 
@@ -468,6 +475,8 @@ pub fn load(shared: &Shared, path: &std::path::Path) -> Result<(), String> {
         }
     });
     let stats = result.map_err(|e| format!("Fatal error loading the snapshot: {e}"))?;
+    crate::script::functions::load_codes(shared, &stats.functions)
+        .map_err(|e| format!("Fatal error loading the snapshot's functions: {e}"))?;
     st.dirty_base
         .store(shared.engine.changes(), Ordering::Relaxed);
     st.last_load_keys.store(stats.keys, Ordering::Relaxed);

@@ -5,6 +5,7 @@
 //! ```text
 //! header  "CAIRNSNP" | version u32 | flags u32 | cut_ms u64 | databases u32 | crc u32      (32 bytes)
 //! book*   'D' | id u8 | current u8 | code lengths [u8; 256] | crc u32                    (263 bytes)
+//! funcs?  'F' | libraries u32 | payload_len u64 | crc u32 | payload (code strings)     (17 + len)
 //! block*  'B' | records u32 | payload_len u64 | crc u32 | payload (records)               (17 + len)
 //! end     'E' | keys u64 | blocks u64 | crc u32                                          (21 bytes)
 //! record  tag u8 | db varint | expire_ms varint | key | value (by tag, below)
@@ -59,6 +60,10 @@ pub enum Section {
     /// blocks. Only the in-memory size of values depends on it: records
     /// stay logical, so a reader may ignore a book it cannot install.
     Codebook = b'D',
+    /// The FUNCTION libraries (issue 21), before the blocks: how many, the
+    /// payload's length, its CRC, then each library's code as a byte
+    /// string. The server runs the code again when it loads the file.
+    Functions = b'F',
 }
 
 /// Record tags: the kind of value a record holds. Append-only.
@@ -219,6 +224,54 @@ pub fn end(keys: u64, blocks: u64, checksum: bool) -> [u8; END_LEN] {
     let c = if checksum { crc(&[&e[..17]]) } else { 0 };
     e[17..21].copy_from_slice(&c.to_le_bytes());
     e
+}
+
+/// Functions section header size in bytes (before the payload).
+pub const FUNCTIONS_HEADER_LEN: usize = 17;
+
+/// A functions section: each library's code (FUNCTION LOAD's argument).
+pub fn functions(codes: &[Vec<u8>], checksum: bool) -> Vec<u8> {
+    let mut payload = Vec::new();
+    for c in codes {
+        put_bytes(&mut payload, c);
+    }
+    let mut out = Vec::with_capacity(FUNCTIONS_HEADER_LEN + payload.len());
+    out.push(Section::Functions as u8);
+    out.extend_from_slice(&(codes.len() as u32).to_le_bytes());
+    out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+    let crc = if checksum {
+        Checksum::Crc32c.of(&[&out, &payload])
+    } else {
+        0
+    };
+    out.extend_from_slice(&crc.to_le_bytes());
+    out.extend_from_slice(&payload);
+    out
+}
+
+/// The codes of a functions section's payload holding `count` libraries.
+pub fn parse_functions(payload: &[u8], count: u32) -> Option<Vec<Vec<u8>>> {
+    fn get_bytes<'a>(b: &'a [u8], pos: &mut usize) -> Option<&'a [u8]> {
+        let mut n = 0u64;
+        for shift in (0..64).step_by(7) {
+            let byte = *b.get(*pos)?;
+            *pos += 1;
+            n |= u64::from(byte & 0x7f) << shift;
+            if byte & 0x80 == 0 {
+                let end = pos.checked_add(usize::try_from(n).ok()?)?;
+                let s = b.get(*pos..end)?;
+                *pos = end;
+                return Some(s);
+            }
+        }
+        None
+    }
+    let mut pos = 0;
+    let mut out = Vec::with_capacity(count.min(1 << 16) as usize);
+    for _ in 0..count {
+        out.push(get_bytes(payload, &mut pos)?.to_vec());
+    }
+    (pos == payload.len()).then_some(out)
 }
 
 /// A codebook section: the book's id, whether new values are coded with

@@ -36,6 +36,8 @@ pub struct LoadStats {
     pub bytes: u64,
     /// Unix ms of the snapshot's cut.
     pub cut_ms: u64,
+    /// The FUNCTION libraries' codes, for the server to load again.
+    pub functions: Vec<Vec<u8>>,
 }
 
 /// Where a load is, for progress lines.
@@ -254,6 +256,7 @@ fn read(
             blocks: 0,
             end: (0, 0),
             install_books,
+            functions: Vec::new(),
         };
         let result = loop {
             if stop.load(Ordering::Relaxed) {
@@ -275,7 +278,14 @@ fn read(
                         keys: keys.load(Ordering::Relaxed),
                     });
                 }
-                Ok(None) => break Ok(Some((sections.pos, sections.blocks, sections.end))),
+                Ok(None) => {
+                    break Ok(Some((
+                        sections.pos,
+                        sections.blocks,
+                        sections.end,
+                        std::mem::take(&mut sections.functions),
+                    )))
+                }
                 Err(e) => break Err(e),
             }
         };
@@ -291,7 +301,7 @@ fn read(
     if let Some((offset, reason)) = failed.into_inner() {
         return Err(Error::corrupt(path, offset, reason));
     }
-    let Some((end_pos, blocks, (end_keys, end_blocks))) =
+    let Some((end_pos, blocks, (end_keys, end_blocks), functions)) =
         framing.map_err(|(o, kind)| fail(o, kind))?
     else {
         return Err(Error::corrupt(
@@ -316,6 +326,7 @@ fn read(
         blocks,
         bytes: total,
         cut_ms,
+        functions,
     })
 }
 
@@ -372,6 +383,8 @@ struct Sections<'a, R> {
     end: (u64, u64),
     /// Install the codebooks read into this process (a load; not a check).
     install_books: bool,
+    /// The functions section's library codes, once read.
+    functions: Vec<Vec<u8>>,
 }
 
 impl<R: Read> Sections<'_, R> {
@@ -448,6 +461,29 @@ impl<R: Read> Sections<'_, R> {
                     cairn_engine::value::codebooks::install(b[1], lens, b[2] == 1);
                 }
                 self.pos = pos + BOOK_LEN as u64;
+                Ok(None)
+            }
+            t if t == Section::Functions as u8 => {
+                let mut h = [0u8; format::FUNCTIONS_HEADER_LEN];
+                h[0] = t;
+                read_exact(self.r, &mut h[1..])
+                    .map_err(|e| (pos, short_read("functions header", e)))?;
+                let count = u32::from_le_bytes(h[1..5].try_into().expect("4 bytes"));
+                let len = u64::from_le_bytes(h[5..13].try_into().expect("8 bytes"));
+                let body = pos + format::FUNCTIONS_HEADER_LEN as u64;
+                if len > self.total.saturating_sub(body) {
+                    return Err(corrupt(
+                        pos,
+                        "functions section runs past the end of the file",
+                    ));
+                }
+                let mut payload = vec![0u8; len as usize];
+                read_exact(self.r, &mut payload).map_err(|e| (body, short_read("functions", e)))?;
+                check_crc(self.sum, &h[13..17], &[&h[..13], &payload])
+                    .map_err(|r| corrupt(pos, format!("functions section {r}")))?;
+                self.functions = format::parse_functions(&payload, count)
+                    .ok_or_else(|| corrupt(body, "functions section is malformed"))?;
+                self.pos = body + len;
                 Ok(None)
             }
             t if t == Section::End as u8 => {

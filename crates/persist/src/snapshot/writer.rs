@@ -51,6 +51,9 @@ pub struct Options {
     /// Serialized bytes the queue may hold before the thread that adds to
     /// it writes it out (0: no limit).
     pub max_queued_bytes: u64,
+    /// The FUNCTION libraries' codes at the cut (issue 21): the server
+    /// takes them when it asks for the snapshot.
+    pub functions: Vec<Vec<u8>>,
 }
 
 impl Default for Options {
@@ -60,6 +63,7 @@ impl Default for Options {
             fail_after_bytes: None,
             key_delay: Duration::ZERO,
             max_queued_bytes: 64 << 20,
+            functions: Vec::new(),
         }
     }
 }
@@ -455,6 +459,10 @@ fn write_file(engine: &Engine, cut: &Cut, tmp: &Path) -> Result<Stats, SaveError
     // load installs them before it builds the first hash.
     for (id, lens, current) in cairn_engine::value::codebooks::all() {
         w.write_all(&format::codebook(id, current, &lens, checksum))
+            .map_err(io_err("write"))?;
+    }
+    if !cut.opts.functions.is_empty() {
+        w.write_all(&format::functions(&cut.opts.functions, checksum))
             .map_err(io_err("write"))?;
     }
     *cut.queue.out.lock() = Some(Out {

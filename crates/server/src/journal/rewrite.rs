@@ -353,5 +353,6 @@ pub fn load_base(shared: &Shared, path: &std::path::Path) -> Result<u64, String>
         }
     })
     .map_err(|e| e.to_string())?;
+    crate::script::functions::load_codes(shared, &stats.functions)?;
     Ok(stats.keys)
 }

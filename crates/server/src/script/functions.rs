@@ -318,6 +318,30 @@ impl Loaded {
     }
 }
 
+/// Loads libraries read back from a snapshot (or a journal's base file),
+/// replacing any of the same name, on this thread's interpreter first to
+/// learn their functions.
+pub fn load_codes(shared: &crate::shared::Shared, codes: &[Vec<u8>]) -> Result<(), String> {
+    if codes.is_empty() {
+        return Ok(());
+    }
+    let mut libs = Vec::with_capacity(codes.len());
+    for code in codes {
+        let name = library_name(code)?;
+        let mut host = LoadHost { quiet: false };
+        let registered = super::run::with_vm(shared, |wvm| wvm.vm.load_library(code, &mut host))
+            .map_err(|e| String::from_utf8_lossy(&e.message_bytes()).into_owned())?
+            .map_err(|e| String::from_utf8_lossy(&e).into_owned())?;
+        libs.push(Library {
+            name,
+            code: Arc::from(&code[..]),
+            functions: describe(&registered)?,
+            global: AtomicBool::new(false),
+        });
+    }
+    shared.scripts.functions.add(libs, Policy::Replace)
+}
+
 /// FUNCTION DUMP's payload: each library's code as Redis writes it
 /// (`RDB_OPCODE_FUNCTION2` and an RDB string), then Redis's footer, so a
 /// dump moves between Cairn and Redis 7.0 both ways.
