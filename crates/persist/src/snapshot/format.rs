@@ -640,6 +640,18 @@ mod tests {
     }
 
     #[test]
+    fn functions_sections_round_trip() {
+        let codes = vec![b"#!lua name=a\nx".to_vec(), Vec::new(), vec![0xff; 300]];
+        let sec = functions(&codes, true);
+        assert_eq!(sec[0], b'F');
+        let payload = &sec[FUNCTIONS_HEADER_LEN..];
+        assert_eq!(parse_functions(payload, 3), Some(codes));
+        assert_eq!(parse_functions(payload, 2), None);
+        assert_eq!(parse_functions(&payload[..payload.len() - 1], 3), None);
+        assert_eq!(Section::Functions as u8, 0x46);
+    }
+
+    #[test]
     fn varints_round_trip() {
         for v in [0, 1, 127, 128, 300, u32::MAX as u64, u64::MAX - 1, u64::MAX] {
             let mut b = Vec::new();
