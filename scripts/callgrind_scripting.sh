@@ -52,12 +52,32 @@ run() {  # script requests
   echo "$best"
 }
 
+# The TOP functions by inclusive instructions per call: each function's inclusive count in the
+# measured run minus the warm-up-only run, over N, so start-up and warm-up do not count.
+# Only the function table is read (it ends at the first blank line; the source annotation after it
+# has call lines too), and only its lines that name an object: a function's total. The lines
+# without one split that total by the source file its inlined code came from.
+inclusive() {  # tag file: "tag count file:function" per function
+  callgrind_annotate --inclusive=yes --threshold=100 "$2" 2>/dev/null | awk -v tag="$1" '
+    /file:function/ && !done {on = 1; next}
+    on && /^$/ {on = 0; done = 1}  # reads on: an early exit would fail the pipe
+    on && /^ *[0-9].*\]$/ {
+      n = $1; gsub(",", "", n)
+      key = $0; sub(/^ *[0-9,]+ +\( *[0-9.]+%\) +/, "", key); sub(/ \[[^]]*\]$/, "", key)
+      print tag, n, key
+    }'
+}
+top() {  # base measured n
+  { inclusive B "$1"; inclusive M "$2"; } | awk -v n="$3" '
+    {key = $0; sub(/^[BM] [0-9]+ /, "", key); v[key] += ($1 == "M" ? $2 : -$2)}
+    END {for (k in v) if (v[k] > 0) {f = k; sub(/^[^:]*\//, "", f); printf "%10.0f  %s\n", v[k] / n, f}}' |
+    sort -rn | awk -v k="$TOP" 'NR <= k'
+}
+
 for s in a b; do
   base=$(run $s 0); meas=$(run $s "$n")
   echo "$server script $s: $(( (meas - base) / n )) instructions per EVALSHA (N=$n, -P 16)"
   f=$(cat "$d/busiest.$s.$n")
-  if [ -n "${TOP:-}" ]; then
-    callgrind_annotate --inclusive=yes "$f" 2>/dev/null | sed -n '/file:function/,$p' | grep -E '^ *[0-9]' | head -n "$TOP"
-  fi
+  if [ -n "${TOP:-}" ]; then top "$(cat "$d/busiest.$s.0")" "$f" "$n"; fi
   if [ -n "${KEEP:-}" ]; then mkdir -p "$KEEP"; cp "$d"/cg.$s.* "$KEEP"/; fi
 done
