@@ -144,10 +144,10 @@ if [ -n "$OUT" ]; then
     echo "Commands (ports and directories vary per run):"
     echo
     echo '```'
-    echo "${srv_pin[*]:+${srv_pin[*]} }$(printf '%q ' "${cairn_argv[@]}")"
-    echo "${srv_pin[*]:+${srv_pin[*]} }$(printf '%q ' "${redis_argv[@]}")"
+    shown=$(printf '%q ' "${cairn_argv[@]}"); echo "${srv_pin[*]:+${srv_pin[*]} }${shown% }"
+    shown=$(printf '%q ' "${redis_argv[@]}"); echo "${srv_pin[*]:+${srv_pin[*]} }${shown% }"
     echo "redis-cli -p PORT script load \"\$SCRIPT\"   # a: $SCRIPT_A"
-    echo "# b: $(tr '\n' ' ' <<< "$SCRIPT_B")"
+    echo "# b: $(tr '\n' ' ' <<< "$SCRIPT_B" | sed 's/ $//')"
     for line in "${lines[@]}"; do
       set -- $line
       echo "${cli_pin[*]:+${cli_pin[*]} }redis-benchmark -p PORT -c 50 -n $N -r 100000 -P $2 -q --csv evalsha ${sha[$1]} 1 'key:__rand_int__'"
