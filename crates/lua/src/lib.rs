@@ -2,6 +2,7 @@
 //! `mlua`), the extra libraries Redis loads, and the conversions between
 //! Lua values and RESP replies. The server (`cairn-server`'s `script`
 //! module) owns the commands; this crate knows nothing of the keyspace.
+mod call;
 pub mod convert;
 pub mod libs;
 pub mod vm;

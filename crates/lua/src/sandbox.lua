@@ -223,4 +223,4 @@ raw_setmetatable(real_g, {
   end,
   __metatable = false,
 })
-return proxy_g, run, ctl, wrapper_names, function_env, set_loading
+return proxy_g, run, ctl, wrapper_names, function_env, set_loading, err_handler

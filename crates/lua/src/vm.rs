@@ -5,9 +5,9 @@
 //! that touches the server, goes through a [`Host`] lent for one run.
 use crate::convert::{self, Top};
 use cairn_protocol::resp::Protocol;
+use hashbrown::HashMap;
 use mlua::{Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value, VmState};
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
 use std::ptr::NonNull;
 use std::rc::Rc;
 
@@ -63,14 +63,14 @@ pub enum Refusal {
 }
 
 /// The state the Rust functions of the `redis` table share with the VM.
-struct Shared {
+pub(crate) struct Shared {
     /// The host of the running script. Set by `Vm::run` for the length of
     /// the run only (`HostGuard`), so a function called outside a run
     /// finds none.
-    host: Cell<Option<NonNull<dyn Host + 'static>>>,
-    resp3: Cell<bool>,
-    /// A reused buffer for command replies.
-    reply: RefCell<Vec<u8>>,
+    pub(crate) host: Cell<Option<NonNull<dyn Host + 'static>>>,
+    pub(crate) resp3: Cell<bool>,
+    /// `redis.call`'s buffers (`crate::call`).
+    pub(crate) scratch: std::cell::UnsafeCell<crate::call::Scratch>,
     /// Set when the host asked to stop the script: every later tick
     /// raises again, so a `pcall` cannot swallow the kill.
     killed: RefCell<Option<Vec<u8>>>,
@@ -79,15 +79,18 @@ struct Shared {
     registry: RefCell<Option<Vec<Registered>>>,
     /// sandbox.lua's control flags (`killed`), once it has run.
     ctl: RefCell<Option<Table>>,
+    /// `ctl.killed` is set: the next run clears it.
+    ctl_killed: Cell<bool>,
 }
 
 impl Shared {
     /// Stops the running script: every later tick, pcall and coroutine
     /// resume raises again.
-    fn kill(&self, text: Vec<u8>) -> mlua::Result<()> {
+    pub(crate) fn kill(&self, text: Vec<u8>) -> mlua::Result<()> {
         *self.killed.borrow_mut() = Some(text);
         if let Some(ctl) = &*self.ctl.borrow() {
             ctl.raw_set("killed", true)?;
+            self.ctl_killed.set(true);
         }
         Ok(())
     }
@@ -129,6 +132,8 @@ pub struct Vm {
     /// which switches it to the library API while one loads.
     function_env: Table,
     set_loading: Function,
+    /// Redis's message handler (`__redis__err__handler`).
+    err_handler: Function,
 }
 
 /// Clears the host pointer when a run ends, however it ends.
@@ -157,15 +162,24 @@ impl Vm {
         let shared = Rc::new(Shared {
             host: Cell::new(None),
             resp3: Cell::new(false),
-            reply: RefCell::new(Vec::new()),
             killed: RefCell::new(None),
             registry: RefCell::new(None),
             ctl: RefCell::new(None),
+            ctl_killed: Cell::new(false),
+            scratch: Default::default(),
         });
         let globals = lua.globals();
         globals.raw_set("redis", redis_table(&lua, &shared)?)?;
-        type Sandbox = (Table, Function, Table, Vec<String>, Table, Function);
-        let (env, runner, ctl, wrappers, function_env, set_loading): Sandbox = lua
+        type Sandbox = (
+            Table,
+            Function,
+            Table,
+            Vec<String>,
+            Table,
+            Function,
+            Function,
+        );
+        let (env, runner, ctl, wrappers, function_env, set_loading, err_handler): Sandbox = lua
             .load(include_str!("sandbox.lua"))
             .set_name("=[cairn]")
             .call(globals.clone())?;
@@ -193,6 +207,7 @@ impl Vm {
             memory_limit,
             function_env,
             set_loading,
+            err_handler,
         })
     }
 
@@ -256,18 +271,15 @@ impl Vm {
             .get(sha)
             .cloned()
             .expect("Vm::run of a script not compiled");
-        let set = |name: &str, items: &[&[u8]]| -> mlua::Result<()> {
-            let t = self.lua.create_table_with_capacity(items.len(), 0)?;
-            for (i, item) in items.iter().enumerate() {
-                t.raw_set(i + 1, self.lua.create_string(item)?)?;
-            }
-            self.globals.raw_set(name, t)
-        };
-        let ready = set("KEYS", keys).and_then(|_| set("ARGV", argv));
-        if let Err(e) = ready {
-            return Err(RunError::Script(out_of_memory_or(&e)));
-        }
-        self.call_function(&f, MultiValue::new(), sha, host, proto, out)
+        self.invoke(
+            &f,
+            MultiValue::new(),
+            Some((keys, argv)),
+            sha,
+            host,
+            proto,
+            out,
+        )
     }
 
     /// Runs `f(args...)` under Redis's message handler with `host` lent,
@@ -276,6 +288,22 @@ impl Vm {
         &mut self,
         f: &Function,
         args: MultiValue,
+        name: &str,
+        host: &mut dyn Host,
+        proto: Protocol,
+        out: &mut Vec<u8>,
+    ) -> Result<(), RunError> {
+        self.invoke(f, args, None, name, host, proto, out)
+    }
+
+    /// `call_function`, setting the globals KEYS and ARGV first if given
+    /// (EVAL), in the same protected call.
+    #[allow(clippy::too_many_arguments)]
+    fn invoke(
+        &mut self,
+        f: &Function,
+        args: MultiValue,
+        globals: Option<(&[&[u8]], &[&[u8]])>,
         name: &str,
         host: &mut dyn Host,
         proto: Protocol,
@@ -290,22 +318,62 @@ impl Vm {
         self.shared.host.set(Some(host));
         let _guard = HostGuard(&self.shared);
         self.shared.resp3.set(false);
-        self.shared.killed.borrow_mut().take();
-        self.ctl
-            .raw_set("killed", false)
-            .map_err(|e| RunError::Script(out_of_memory_or(&e)))?;
-        let mut call_args = MultiValue::with_capacity(args.len() + 1);
-        call_args.push_back(Value::Function(f.clone()));
-        call_args.extend(args);
-        let result = self.runner.call::<(bool, Value)>(call_args);
+        if self.shared.killed.borrow_mut().take().is_some() || self.shared.ctl_killed.get() {
+            self.shared.ctl_killed.set(false);
+            self.ctl
+                .raw_set("killed", false)
+                .map_err(|e| RunError::Script(out_of_memory_or(&e)))?;
+        }
+        let result = if args.is_empty() {
+            // The common case (EVAL): KEYS, ARGV and `lua_pcall` with
+            // Redis's handler in one protected call of the C API. Through
+            // mlua (a `raw_set` per element, the `run` wrapper) a one-key
+            // EVALSHA cost ~19k more instructions (callgrind).
+            // SAFETY: the closure only uses the C API on its own frame,
+            // whose arguments are the globals, the handler and the
+            // function; the slices outlive the call.
+            unsafe {
+                self.lua
+                    .exec_raw::<(bool, Value)>((&self.globals, &self.err_handler, f), |state| {
+                        use mlua::ffi;
+                        if let Some((keys, argv)) = globals {
+                            for (name, items) in [(c"KEYS", keys), (c"ARGV", argv)] {
+                                ffi::lua_pushstring(state, name.as_ptr());
+                                ffi::lua_createtable(state, items.len() as std::ffi::c_int, 0);
+                                for (i, item) in items.iter().enumerate() {
+                                    ffi::lua_pushlstring(
+                                        state,
+                                        item.as_ptr() as *const _,
+                                        item.len(),
+                                    );
+                                    ffi::lua_rawseti(state, -2, (i + 1) as _);
+                                }
+                                ffi::lua_rawset(state, 1);
+                            }
+                        }
+                        ffi::lua_remove(state, 1);
+                        let status = ffi::lua_pcall(state, 0, 1, 1);
+                        ffi::lua_pushboolean(state, (status == 0) as std::ffi::c_int);
+                        ffi::lua_replace(state, 1);
+                    })
+            }
+        } else {
+            let mut call_args = MultiValue::with_capacity(args.len() + 1);
+            call_args.push_back(Value::Function(f.clone()));
+            call_args.extend(args);
+            self.runner.call::<(bool, Value)>(call_args)
+        };
         if !matches!(result, Ok((true, _)))
             && self.memory_limit > 0
             && self.lua.used_memory() > self.memory_limit / 2
         {
             // A script that failed near the heap limit (out of memory,
             // most likely) leaves its garbage behind: collect it now, or
-            // the next compile would fail too.
+            // the next compile would fail too. The limit is lifted while
+            // the collector runs, which may allocate itself.
+            let _ = self.lua.set_memory_limit(0);
             let _ = self.lua.gc_collect();
+            let _ = self.lua.set_memory_limit(self.memory_limit);
         }
         let killed = self.shared.killed.borrow_mut().take();
         if let Some(text) = killed {
@@ -558,20 +626,27 @@ unsafe extern "C-unwind" fn raise_tables(state: *mut mlua::ffi::lua_State) -> st
     1
 }
 
+/// `redis.call` (`raise`) or `redis.pcall`: `crate::call::redis_call` with
+/// the interpreter's `Shared` as a light userdata. `shared` outlives the
+/// function: the `Vm` keeps it, and the Lua state goes with the `Vm`.
+fn call_fn(lua: &Lua, shared: &Rc<Shared>, raise: bool) -> mlua::Result<Function> {
+    let ptr = Rc::as_ptr(shared) as *mut std::ffi::c_void;
+    // SAFETY: only pushes two upvalues and the closure on this frame.
+    unsafe {
+        lua.exec_raw((), |state| {
+            mlua::ffi::lua_pushlightuserdata(state, ptr);
+            mlua::ffi::lua_pushboolean(state, raise as std::ffi::c_int);
+            mlua::ffi::lua_pushcclosure(state, crate::call::redis_call, 2);
+        })
+    }
+}
+
 /// The `redis` table: Redis 7.0's functions and constants. `call` and
 /// `pcall` are completed in sandbox.lua from `__call`.
 fn redis_table(lua: &Lua, shared: &Rc<Shared>) -> mlua::Result<Table> {
     let t = lua.create_table()?;
-    let s = shared.clone();
-    t.raw_set(
-        "call",
-        lib_fn(lua, move |lua, args| host_call(lua, &s, args, true))?,
-    )?;
-    let s = shared.clone();
-    t.raw_set(
-        "pcall",
-        lib_fn(lua, move |lua, args| host_call(lua, &s, args, false))?,
-    )?;
+    t.raw_set("call", call_fn(lua, shared, true)?)?;
+    t.raw_set("pcall", call_fn(lua, shared, false)?)?;
     t.raw_set(
         "sha1hex",
         lib_fn(lua, |lua, args| {
@@ -779,57 +854,6 @@ fn arg_strings(
     Ok(Ok(out))
 }
 
-/// `redis.call` / `redis.pcall`: runs the command through the host and
-/// answers its reply as a Lua value; an error reply, or a refusal, is an
-/// error text, raised under `redis.call` (`raise`) and returned as an
-/// `{err=...}` table under `redis.pcall`.
-fn host_call(lua: &Lua, shared: &Shared, args: MultiValue, raise: bool) -> LibResult {
-    let fail = |text: &[u8]| -> LibResult {
-        if raise {
-            Ok(Err(text.to_vec()))
-        } else {
-            Ok(Ok(Value::Table(convert::error_table(lua, text)?)))
-        }
-    };
-    if args.is_empty() {
-        return fail(b"Please specify at least one argument for this redis lib call");
-    }
-    let strs = match arg_strings(lua, args)? {
-        Ok(v) => v,
-        Err(msg) => return fail(msg.as_bytes()),
-    };
-    let bytes: Vec<mlua::BorrowedBytes> = strs.iter().map(|s| s.as_bytes()).collect();
-    let slices: Vec<&[u8]> = bytes.iter().map(|b| &b[..]).collect();
-    let mut out = std::mem::take(&mut *shared.reply.borrow_mut());
-    out.clear();
-    let resp3 = shared.resp3.get();
-    let ran = with_host(shared, |h| h.call(&slices, resp3, &mut out))?;
-    let result = match ran {
-        Err(Refusal::Error(text)) => fail(&text),
-        Err(Refusal::Abort(text)) => {
-            shared.kill(text.clone())?;
-            Ok(Err(text))
-        }
-        Ok(()) => match convert::reply_to_lua(lua, &out)? {
-            Ok(v) => Ok(Ok(v)),
-            Err(t) if raise => {
-                // Raised as the table itself: already normalised.
-                Ok(Err(match t.raw_get::<Value>("err")? {
-                    Value::String(e) => {
-                        let mut v = b"-".to_vec();
-                        v.extend_from_slice(&e.as_bytes());
-                        v
-                    }
-                    _ => b"-ERR".to_vec(),
-                }))
-            }
-            Err(t) => Ok(Ok(Value::Table(t))),
-        },
-    };
-    *shared.reply.borrow_mut() = out;
-    result
-}
-
 /// `redis.register_function(name, f)` or `redis.register_function{
 /// function_name=, callback=, flags=, description=}` during FUNCTION LOAD.
 fn register_function(lua: &Lua, shared: &Shared, args: MultiValue) -> LibResult {
@@ -942,6 +966,8 @@ mod tests {
                 b"hgetall" if resp3 => out.extend_from_slice(b"%1\r\n$1\r\nf\r\n$1\r\nv\r\n"),
                 b"hgetall" => out.extend_from_slice(b"*2\r\n$1\r\nf\r\n$1\r\nv\r\n"),
                 b"abort" => return Err(Refusal::Abort(b"ERR start again".to_vec())),
+                // Answers its argument as the reply, bytes as they are.
+                b"raw" => out.extend_from_slice(args[1]),
                 _ => {
                     return Err(Refusal::Error(
                         b"Unknown Redis command called from script".to_vec(),
@@ -1246,6 +1272,73 @@ mod tests {
             eval_with(&mut vm, &mut host, "return 1", &[], Protocol::Resp2),
             Ok(":1\r\n".into())
         );
+    }
+
+    #[test]
+    fn replies_become_lua_values_as_in_redis() {
+        let show = r#"
+            local function show(v)
+              if type(v) ~= 'table' then return type(v) .. ':' .. tostring(v) end
+              local keys = {}
+              for k in pairs(v) do keys[#keys + 1] = k end
+              table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
+              local parts = {}
+              for _, k in ipairs(keys) do parts[#parts + 1] = tostring(k) .. '=' .. show(v[k]) end
+              return '{' .. table.concat(parts, ',') .. '}'
+            end
+            return show(redis.pcall('raw', ARGV[1]))"#;
+        let cases: &[(&[u8], &str)] = &[
+            (b"+OK\r\n", "{ok=string:OK}"),
+            (b":42\r\n", "number:42"),
+            (b"$3\r\nabc\r\n", "string:abc"),
+            (b"$-1\r\n", "boolean:false"),
+            (b"*-1\r\n", "boolean:false"),
+            (
+                b"*3\r\n:1\r\n$1\r\nx\r\n*-1\r\n",
+                "{1=number:1,2=string:x,3=boolean:false}",
+            ),
+            (
+                b"-WRONGTYPE Operation against a key\r\n",
+                "{err=string:WRONGTYPE Operation against a key}",
+            ),
+            (b"-oops\r\n", "{err=string:ERR oops}"),
+            (
+                b"*2\r\n:1\r\n-E bad\r\n",
+                "{1=number:1,2={err=string:E bad}}",
+            ),
+            (b"%1\r\n$1\r\na\r\n:1\r\n", "{map={a=number:1}}"),
+            (b"~1\r\n$1\r\na\r\n", "{set={a=boolean:true}}"),
+            (b"_\r\n", "nil:nil"),
+            (b"#t\r\n", "boolean:true"),
+            (b",3.5\r\n", "{double=number:3.5}"),
+            (b"(123\r\n", "{big_number=string:123}"),
+            (
+                b"=6\r\ntxt:hi\r\n",
+                "{verbatim_string={format=string:txt,string=string:hi}}",
+            ),
+        ];
+        let mut vm = Vm::new(0).unwrap();
+        let sha = crate::sha1hex(show.as_bytes());
+        vm.compile(&sha, show.as_bytes()).unwrap();
+        for (reply, want) in cases {
+            let mut out = Vec::new();
+            vm.run(
+                &sha,
+                &[],
+                &[reply],
+                &mut Mock::default(),
+                Protocol::Resp2,
+                &mut out,
+            )
+            .unwrap();
+            let want = format!("${}\r\n{want}\r\n", want.len());
+            assert_eq!(
+                String::from_utf8_lossy(&out),
+                want,
+                "{}",
+                String::from_utf8_lossy(reply)
+            );
+        }
     }
 
     #[test]

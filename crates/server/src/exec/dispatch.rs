@@ -329,6 +329,16 @@ fn write_error(out: &mut Vec<u8>, client: &Client, e: &CmdError, stats: &WorkerS
     out.extend_from_slice(b"\r\n");
 }
 
+/// Feeds MONITOR the running command now: EVAL, EVALSHA and FCALL skip the
+/// usual feed after the command (`skip_monitor`) and call this before the
+/// script runs, so their line comes before the lines of the commands the
+/// script calls, as Redis orders them.
+pub fn feed_monitors_first(shared: &Shared, client: &Client, args: &Args) {
+    if shared.monitor_count.load(Ordering::Relaxed) > 0 {
+        feed_monitors(shared, client, args);
+    }
+}
+
 /// Sends the MONITOR line for this command to every monitor
 /// (`replicationFeedMonitors`: `+<secs>.<usecs> [<db> <addr>] "arg" ...`).
 fn feed_monitors(shared: &Shared, client: &Client, args: &Args) {

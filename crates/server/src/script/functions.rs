@@ -11,7 +11,7 @@
 use super::flag;
 use parking_lot::RwLock;
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// One function a library registered.
@@ -26,8 +26,8 @@ pub struct Library {
     pub name: String,
     pub code: Arc<[u8]>,
     pub functions: Vec<FunctionMeta>,
-    /// Learned: its functions need every shard (see `run`).
-    pub global: AtomicBool,
+    /// What its functions' runs taught of their keys (`run::footprint`).
+    pub footprint: std::sync::atomic::AtomicU8,
 }
 
 #[derive(Default)]
@@ -336,7 +336,7 @@ pub fn load_codes(shared: &crate::shared::Shared, codes: &[Vec<u8>]) -> Result<(
             name,
             code: Arc::from(&code[..]),
             functions: describe(&registered)?,
-            global: AtomicBool::new(false),
+            footprint: Default::default(),
         });
     }
     shared.scripts.functions.add(libs, Policy::Replace)
@@ -417,7 +417,7 @@ mod tests {
                     flags: 0,
                     description: None,
                 }],
-                global: AtomicBool::new(false),
+                footprint: Default::default(),
             }],
             Policy::Append,
         )

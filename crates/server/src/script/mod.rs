@@ -15,8 +15,8 @@ pub mod functions;
 pub mod run;
 
 use crate::shared::Shared;
+use hashbrown::HashMap;
 use parking_lot::RwLock;
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -100,9 +100,8 @@ pub fn shebang_flags(body: &[u8]) -> Result<u32, String> {
 pub struct Script {
     pub body: Arc<[u8]>,
     pub flags: u32,
-    /// Set once a run touched a key it did not declare and had to start
-    /// again under `hold_all`: later runs take every shard at once.
-    pub global: AtomicBool,
+    /// What its runs taught of its keys (`run::footprint`).
+    pub footprint: std::sync::atomic::AtomicU8,
 }
 
 /// What a worker is running now (all zero when nothing).
@@ -173,7 +172,7 @@ impl Scripts {
                 Arc::new(Script {
                     body: body.into(),
                     flags,
-                    global: AtomicBool::new(false),
+                    footprint: Default::default(),
                 })
             })
             .clone()

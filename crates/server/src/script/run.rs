@@ -38,7 +38,7 @@ use cairn_lua::vm::{Host, LogLevel, Refusal, RunError, Vm};
 use cairn_protocol::resp::{ArgList, Protocol};
 use smallvec::SmallVec;
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 
 /// A worker's interpreter and what it has compiled.
 pub struct WorkerVm {
@@ -84,6 +84,17 @@ pub fn with_vm<R>(shared: &Shared, f: impl FnOnce(&mut WorkerVm) -> R) -> Result
     })
 }
 
+/// What a script's runs taught of its keys (`Spec::footprint`).
+pub mod footprint {
+    /// Never run: the first run takes every shard and watches whether
+    /// the script touches keys it did not declare.
+    pub const UNKNOWN: u8 = 0;
+    /// Its runs touched only declared keys: later runs hold their shards.
+    pub const DECLARED: u8 = 1;
+    /// It touched undeclared keys: every run takes every shard.
+    pub const UNDECLARED: u8 = 2;
+}
+
 /// What is being run and under which rules.
 pub struct Spec<'s> {
     /// What errors and the slow-script warning name it by: the SHA of an
@@ -95,8 +106,8 @@ pub struct Spec<'s> {
     /// EVAL_RO, EVALSHA_RO, FCALL_RO.
     pub read_only: bool,
     pub is_function: bool,
-    /// Learned: the script needs every shard (see the module comment).
-    pub global: &'s AtomicBool,
+    /// What runs so far taught of the script's keys (`footprint`).
+    pub footprint: &'s AtomicU8,
 }
 
 /// Runs a script for the command in `ctx` under `spec`: `body` runs it on
@@ -143,8 +154,9 @@ pub fn execute(
     let proto = ctx.client.proto;
     let start = ctx.out.len();
     let stats = &shared.worker_stats[worker];
-    let mut global = spec.global.load(Ordering::Relaxed);
+    let mut known = spec.footprint.load(Ordering::Relaxed);
     let result = loop {
+        let global = known != footprint::DECLARED;
         let e = &shared.engine;
         let keys: SmallVec<[cairn_engine::Key; 8]> = spec.keys.iter().map(|k| e.key(k)).collect();
         let hold = if ctx.cx.in_hold() {
@@ -170,17 +182,37 @@ pub fn execute(
             wrote: false,
             side_effect: false,
             restart: false,
+            learning: (known == footprint::UNKNOWN).then(|| {
+                let mut shards: SmallVec<[usize; 8]> =
+                    keys.iter().map(|k| e.shard_index(k)).collect();
+                shards.sort_unstable();
+                shards
+            }),
+            undeclared: false,
         };
         let out = &mut *ctx.out;
         let r = with_vm(shared, |wvm| body(wvm, &mut host, proto, out));
         let restart = host.restart;
+        let learned = if host.undeclared || restart {
+            footprint::UNDECLARED
+        } else {
+            footprint::DECLARED
+        };
+        // Inside EXEC the transaction's hold served everything: nothing
+        // was learned.
+        let own_hold = hold.is_some();
         drop(hold);
+        if own_hold
+            && known != footprint::UNDECLARED
+            && (learned == footprint::UNDECLARED || known == footprint::UNKNOWN)
+        {
+            spec.footprint.store(learned, Ordering::Relaxed);
+        }
         if restart {
             ctx.out.truncate(start);
             ctx.client.out_refs.truncate(start);
             ctx.client.db = saved_db;
-            global = true;
-            spec.global.store(true, Ordering::Relaxed);
+            known = footprint::UNDECLARED;
             continue;
         }
         break r;
@@ -225,6 +257,16 @@ const WHOLE_KEYSPACE: &[&str] = &[
     "sort_ro",
 ];
 
+/// The argument positions of `cmd`'s keys, or None if it may touch any
+/// key (it walks the keyspace, or its key specs do not fit).
+fn whole_or_keys(cmd: &Command, args: &[&[u8]]) -> Option<Vec<usize>> {
+    if WHOLE_KEYSPACE.contains(&cmd.name) {
+        None
+    } else {
+        crate::exec::keys::keys_from_specs(&cmd.key_specs, args)
+    }
+}
+
 /// How long a script that already wrote waits for an undeclared key's
 /// busy shard before that call fails.
 const UNDECLARED_WAIT: std::time::Duration = std::time::Duration::from_millis(50);
@@ -247,6 +289,11 @@ struct ScriptHost<'a, 'c> {
     side_effect: bool,
     /// The script must start again under `hold_all`.
     restart: bool,
+    /// On a script's first run (under `hold_all`): its declared keys'
+    /// shards, sorted, to see whether it touches others.
+    learning: Option<SmallVec<[usize; 8]>>,
+    /// It touched a key outside its declared keys' shards.
+    undeclared: bool,
 }
 
 impl ScriptHost<'_, '_> {
@@ -255,15 +302,23 @@ impl ScriptHost<'_, '_> {
         let Some(hold) = self.hold else {
             return Ok(());
         };
+        let e = &self.shared.engine;
         if hold.is_all() {
+            if let Some(declared) = &self.learning {
+                if !self.undeclared {
+                    self.undeclared = match whole_or_keys(cmd, args) {
+                        None => true,
+                        Some(positions) => positions.into_iter().any(|p| {
+                            declared
+                                .binary_search(&e.shard_index(&e.key(args[p])))
+                                .is_err()
+                        }),
+                    };
+                }
+            }
             return Ok(());
         }
-        let e = &self.shared.engine;
-        let positions = if WHOLE_KEYSPACE.contains(&cmd.name) {
-            None
-        } else {
-            crate::exec::keys::keys_from_specs(&cmd.key_specs, args)
-        };
+        let positions = whole_or_keys(cmd, args);
         let Some(positions) = positions else {
             if !self.side_effect {
                 return Err(self.start_again());
@@ -275,6 +330,12 @@ impl ScriptHost<'_, '_> {
         };
         for p in positions {
             let i = e.shard_index(&e.key(args[p]));
+            if !hold.has(i) {
+                // A key it did not declare, on a run after runs that
+                // touched only declared ones: runs from now on take every
+                // shard.
+                self.undeclared = true;
+            }
             if hold.add(i).is_err() {
                 if !self.side_effect {
                     return Err(self.start_again());

@@ -9,7 +9,7 @@ use crate::script::flag;
 use crate::script::functions::{self, Library, Policy};
 use crate::script::run::{self, Spec};
 use cairn_lua::mlua::{MultiValue, Value};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 pub const COMMANDS: &[Def] = &[
@@ -40,6 +40,7 @@ fn fcall_ro(ctx: &mut Ctx) -> CmdResult {
 }
 
 fn fcall_generic(ctx: &mut Ctx, read_only: bool) -> CmdResult {
+    crate::exec::dispatch::feed_monitors_first(ctx.shared, ctx.client, &ctx.args);
     let shared = ctx.shared;
     let wanted = ctx.arg(1);
     let found = run::with_vm(shared, |wvm| {
@@ -61,7 +62,7 @@ fn fcall_generic(ctx: &mut Ctx, read_only: bool) -> CmdResult {
         flags,
         read_only,
         is_function: true,
-        global: &library.global,
+        footprint: &library.footprint,
     };
     run::execute(ctx, &spec, |wvm, host, proto, out| {
         let lua = wvm.vm.lua();
@@ -139,7 +140,7 @@ fn load_library(ctx: &Ctx, code: &[u8], replace: bool) -> Result<Library, CmdErr
         name,
         code: Arc::from(code),
         functions,
-        global: AtomicBool::new(false),
+        footprint: Default::default(),
     })
 }
 

@@ -69,26 +69,36 @@ fn script_for_body(ctx: &Ctx, body: &[u8]) -> Result<(String, Arc<Script>), CmdE
 }
 
 fn eval_generic(ctx: &mut Ctx, by_sha: bool, read_only: bool) -> CmdResult {
+    crate::exec::dispatch::feed_monitors_first(ctx.shared, ctx.client, &ctx.args);
     let first_arg = numkeys(ctx, 2, CmdError::NotInteger)?;
     let (sha, script) = if by_sha {
-        let sha = String::from_utf8_lossy(ctx.arg(1)).to_ascii_lowercase();
-        match ctx.shared.scripts.get(&sha) {
-            Some(s) if sha.len() == 40 => (sha, s),
-            _ => return Err(CmdError::text(errors::NOSCRIPT)),
+        // A SHA is 40 hex digits, any case: lower-cased on the stack.
+        let given = ctx.arg(1);
+        let mut buf = [0u8; 40];
+        if given.len() != 40 {
+            return Err(CmdError::text(errors::NOSCRIPT));
+        }
+        for (b, g) in buf.iter_mut().zip(given) {
+            *b = g.to_ascii_lowercase();
+        }
+        let sha = std::str::from_utf8(&buf).map_err(|_| CmdError::text(errors::NOSCRIPT))?;
+        match ctx.shared.scripts.get(sha) {
+            Some(s) => (sha.to_owned(), s),
+            None => return Err(CmdError::text(errors::NOSCRIPT)),
         }
     } else {
         script_for_body(ctx, ctx.arg(1))?
     };
     let args = ctx.args;
-    let keys: Vec<&[u8]> = args.iter_from(3).take(first_arg - 3).collect();
-    let argv: Vec<&[u8]> = args.iter_from(first_arg).collect();
+    let keys: smallvec::SmallVec<[&[u8]; 4]> = args.iter_from(3).take(first_arg - 3).collect();
+    let argv: smallvec::SmallVec<[&[u8]; 8]> = args.iter_from(first_arg).collect();
     let spec = Spec {
         name: &sha,
         keys: &keys,
         flags: script.flags,
         read_only,
         is_function: false,
-        global: &script.global,
+        footprint: &script.footprint,
     };
     run::execute(ctx, &spec, |wvm, host, proto, out| {
         if !wvm.vm.has(&sha) {
