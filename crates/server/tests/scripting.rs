@@ -143,11 +143,20 @@ fn random_move(rng: &mut SmallRng) -> (usize, usize, i64) {
     (from, to, rng.random_range(1..50))
 }
 
-fn evalsha_move(sha_declared: &str, sha_undeclared: &str, declared: bool, rng: &mut SmallRng) -> redis::Cmd {
+fn evalsha_move(
+    sha_declared: &str,
+    sha_undeclared: &str,
+    declared: bool,
+    rng: &mut SmallRng,
+) -> redis::Cmd {
     let (from, to, n) = random_move(rng);
     let mut c = redis::cmd("EVALSHA");
     if declared {
-        c.arg(sha_declared).arg(2).arg(account(from)).arg(account(to)).arg(n);
+        c.arg(sha_declared)
+            .arg(2)
+            .arg(account(from))
+            .arg(account(to))
+            .arg(n);
     } else {
         c.arg(sha_undeclared).arg(0).arg(from).arg(to).arg(n);
     }
@@ -371,7 +380,11 @@ redis.call('INCR', KEYS[1])
 redis.call('INCR', KEYS[2])
 return redis.call('INCR', KEYS[3])";
 
+/// The same with undeclared keys, read before the first write so that a
+/// busy shard restarts the script under a whole-keyspace hold instead of
+/// failing it part way (`undeclared_writes_in_turn_are_all_or_nothing`).
 const INCR_THREE_UNDECLARED: &str = "\
+for i = 1, 3 do redis.call('GET', ARGV[i]) end
 redis.call('INCR', ARGV[1])
 redis.call('INCR', ARGV[2])
 return redis.call('INCR', ARGV[3])";
@@ -396,8 +409,15 @@ fn sigkill_loses_no_acknowledged_script_and_replays_none_in_part() {
     let mut acked_total = 0u64;
     let check = |s: &Server, acked: u64, rounds_done: u64| {
         let mut c = s.conn();
-        let (a, b, cc) = (counter(&mut c, "a"), counter(&mut c, "b"), counter(&mut c, "c"));
-        assert!(a == b && b == cc, "a part of a script was replayed: a={a} b={b} c={cc}");
+        let (a, b, cc) = (
+            counter(&mut c, "a"),
+            counter(&mut c, "b"),
+            counter(&mut c, "c"),
+        );
+        assert!(
+            a == b && b == cc,
+            "a part of a script was replayed: a={a} b={b} c={cc}"
+        );
         // At most one script in flight per client at each kill may be
         // there without its acknowledgement.
         assert!(
@@ -421,7 +441,14 @@ fn sigkill_loses_no_acknowledged_script_and_replays_none_in_part() {
                         let args: Vec<&[u8]> = if declared {
                             vec![b"EVAL", INCR_THREE.as_bytes(), b"3", b"a", b"b", b"c"]
                         } else {
-                            vec![b"EVAL", INCR_THREE_UNDECLARED.as_bytes(), b"0", b"a", b"b", b"c"]
+                            vec![
+                                b"EVAL",
+                                INCR_THREE_UNDECLARED.as_bytes(),
+                                b"0",
+                                b"a",
+                                b"b",
+                                b"c",
+                            ]
                         };
                         let mut out = Vec::new();
                         cairn_protocol::resp::encode_command(&args, &mut out);
@@ -448,6 +475,61 @@ fn sigkill_loses_no_acknowledged_script_and_replays_none_in_part() {
     check(&s, acked_total, ROUNDS as u64);
 }
 
+/// Writes undeclared keys one after the other, with no read first.
+const INCR_THREE_WRITE_FIRST: &str = "\
+redis.call('INCR', ARGV[1])
+redis.call('INCR', ARGV[2])
+return redis.call('INCR', ARGV[3])";
+
+/// Redis runs a script whose keys are not declared like any other, all of
+/// it or nothing (issue 21: "whether or not its keys were declared").
+/// Here scripts write one undeclared key and then the next, in both
+/// orders, while other clients run the declared form on the same keys: no
+/// script may fail part way, and the three counters must stay equal.
+#[test]
+fn undeclared_writes_in_turn_are_all_or_nothing() {
+    let s = start_cairn(&["--server-threads", "2"]);
+    let deadline = Instant::now() + Duration::from_secs(1);
+    let threads: Vec<_> = (0..4u64)
+        .map(|t| {
+            let port = s.port;
+            thread::spawn(move || {
+                let mut c = redis_client(port);
+                let (mut done, mut failed) = (0u64, Vec::new());
+                while Instant::now() < deadline {
+                    let mut cmd = redis::cmd("EVAL");
+                    match t {
+                        0 | 2 => cmd.arg(INCR_THREE).arg(3).arg(&["a", "b", "c"]),
+                        1 => cmd.arg(INCR_THREE_WRITE_FIRST).arg(0).arg(&["a", "b", "c"]),
+                        _ => cmd.arg(INCR_THREE_WRITE_FIRST).arg(0).arg(&["c", "b", "a"]),
+                    };
+                    match cmd.query::<i64>(&mut c) {
+                        Ok(_) => done += 1,
+                        Err(e) => failed.push(e.to_string()),
+                    }
+                }
+                (done, failed)
+            })
+        })
+        .collect();
+    let (mut done, mut failed) = (0u64, Vec::new());
+    for t in threads {
+        let (d, f) = t.join().unwrap();
+        done += d;
+        failed.extend(f);
+    }
+    let mut c = redis_client(s.port);
+    let v: Vec<Option<i64>> = q(&mut c, &["MGET", "a", "b", "c"]);
+    assert!(
+        failed.is_empty(),
+        "{} of {} scripts failed part way (a, b, c = {v:?}); the first: {}",
+        failed.len(),
+        done + failed.len() as u64,
+        failed[0]
+    );
+    assert!(v[0] == v[1] && v[1] == v[2], "a, b, c = {v:?}");
+}
+
 // ----------------------------------------------------------- determinism ---
 
 /// SPOP, SRANDMEMBER and TIME inside a script: the journal holds their
@@ -468,7 +550,11 @@ return {m, stamp}";
         let s = start_journaled(&dir, &[]);
         let mut c = redis_client(s.port);
         let members: Vec<String> = (0..100).map(|i| format!("m{i}")).collect();
-        let _: i64 = redis::cmd("SADD").arg("pool").arg(&members).query(&mut c).unwrap();
+        let _: i64 = redis::cmd("SADD")
+            .arg("pool")
+            .arg(&members)
+            .query(&mut c)
+            .unwrap();
         let mut popped = Vec::new();
         let mut stamps = Vec::new();
         for i in 0..20 {
@@ -492,7 +578,10 @@ return {m, stamp}";
     let s = start_journaled(&dir, &[]);
     let mut c = redis_client(s.port);
     let after = dump_state(&mut c);
-    assert_eq!(after, before, "the replay differs from the state before the kill");
+    assert_eq!(
+        after, before,
+        "the replay differs from the state before the kill"
+    );
     let list: Vec<String> = q(&mut c, &["LRANGE", "popped", "0", "-1"]);
     assert_eq!(list, popped, "SPOP results as the client saw them");
     for (i, stamp) in stamps.iter().enumerate() {
@@ -629,6 +718,8 @@ fn slowlog_shows_the_script_not_its_commands() {
     );
 }
 
+/// Redis 7.0 writes the script's own line first, then one `[0 lua]` line
+/// per command it runs.
 #[test]
 fn monitor_shows_commands_inside_scripts_as_lua() {
     let s = start_cairn(&[]);
@@ -636,17 +727,31 @@ fn monitor_shows_commands_inside_scripts_as_lua() {
     assert_eq!(text(&m.cmd(&["MONITOR"])), "+OK\r\n");
     let mut c = redis_client(s.port);
     let _: i64 = q(&mut c, &["EVAL", INCR_SCRIPT, "1", "mk"]);
+    ok(&mut c, &["SET", "marker", "1"]);
     let mut lines = Vec::new();
-    while !lines.iter().any(|l: &String| l.contains("\"EVAL\"")) {
+    while !lines.iter().any(|l: &String| l.contains("\"marker\"")) {
         lines.push(text(&m.read_raw_reply()));
-        assert!(lines.len() < 10, "{lines:?}");
     }
-    assert!(
-        lines.iter().any(|l| l.ends_with(" [0 lua] \"INCR\" \"mk\"\r\n")),
-        "{lines:?}"
+    // `+<secs>.<usecs> ` dropped, and the client's port.
+    let shown: Vec<String> = lines
+        .iter()
+        .map(|l| {
+            let l = l.split_once(' ').unwrap().1.trim_end();
+            match l.strip_prefix("[0 127.0.0.1:") {
+                Some(rest) => format!("[0 client]{}", &rest[rest.find(']').unwrap() + 1..]),
+                None => l.to_string(),
+            }
+        })
+        .collect();
+    let eval = format!("[0 client] \"EVAL\" \"{INCR_SCRIPT}\" \"1\" \"mk\"");
+    assert_eq!(
+        shown,
+        [
+            eval.as_str(),
+            "[0 lua] \"INCR\" \"mk\"",
+            "[0 client] \"SET\" \"marker\" \"1\"",
+        ]
     );
-    let eval = lines.iter().find(|l| l.contains("\"EVAL\"")).unwrap();
-    assert!(eval.contains(" [0 127.0.0.1:"), "{eval}");
 }
 
 #[test]
@@ -675,10 +780,19 @@ fn keyspace_notifications_from_scripts_reach_subscribers() {
     ok(&mut c, &["CONFIG", "SET", "notify-keyspace-events", "KEA"]);
     let mut sub = s.conn();
     let channel = "__keyspace@0__:nk";
-    let subscribed = format!("*3\r\n$9\r\nsubscribe\r\n${}\r\n{channel}\r\n:1\r\n", channel.len());
+    let subscribed = format!(
+        "*3\r\n$9\r\nsubscribe\r\n${}\r\n{channel}\r\n:1\r\n",
+        channel.len()
+    );
     assert_eq!(text(&sub.cmd(&["SUBSCRIBE", channel])), subscribed);
-    let _: () = q(&mut c, &["EVAL", "redis.call('SET', KEYS[1], 'v')", "1", "nk"]);
-    let _: i64 = q(&mut c, &["EVAL", "return redis.call('DEL', KEYS[1])", "1", "nk"]);
+    let _: () = q(
+        &mut c,
+        &["EVAL", "redis.call('SET', KEYS[1], 'v')", "1", "nk"],
+    );
+    let _: i64 = q(
+        &mut c,
+        &["EVAL", "return redis.call('DEL', KEYS[1])", "1", "nk"],
+    );
     let message = |event: &str| {
         format!(
             "*3\r\n$7\r\nmessage\r\n${}\r\n{channel}\r\n${}\r\n{event}\r\n",
@@ -704,12 +818,17 @@ fn watch_sees_writes_made_by_scripts() {
     assert_eq!(text(&w.cmd(&["WATCH", "w"])), "+OK\r\n");
     assert_eq!(transaction(&mut w), "*1\r\n+OK\r\n");
     assert_eq!(text(&w.cmd(&["WATCH", "w"])), "+OK\r\n");
-    let _: () = q(&mut c, &["EVAL", "redis.call('SET', KEYS[1], 'script')", "1", "w"]);
+    let _: () = q(
+        &mut c,
+        &["EVAL", "redis.call('SET', KEYS[1], 'script')", "1", "w"],
+    );
     assert_eq!(transaction(&mut w), "*-1\r\n");
     let v: String = q(&mut c, &["GET", "w"]);
     assert_eq!(v, "script");
 }
 
+/// Redis 7.0 runs BLMPOP and BZMPOP inside a script as their
+/// non-blocking forms, and refuses BLPOP and its older friends.
 #[test]
 fn blocking_commands_in_scripts_return_at_once() {
     let s = start_cairn(&[]);
@@ -717,22 +836,57 @@ fn blocking_commands_in_scripts_return_at_once() {
     let started = Instant::now();
     let r: Value = q(
         &mut c,
-        &["EVAL", "return redis.call('BLMPOP', '5', 1, KEYS[1], 'LEFT')", "1", "empty"],
+        &[
+            "EVAL",
+            "return redis.call('BLMPOP', '5', 1, KEYS[1], 'LEFT')",
+            "1",
+            "empty",
+        ],
     );
     assert_eq!(r, Value::Nil);
-    let r: Value = q(&mut c, &["EVAL", "return redis.call('BLPOP', KEYS[1], 0)", "1", "empty"]);
+    let r: Value = q(
+        &mut c,
+        &[
+            "EVAL",
+            "return redis.call('BZMPOP', 0, 1, KEYS[1], 'MIN')",
+            "1",
+            "empty",
+        ],
+    );
     assert_eq!(r, Value::Nil);
     assert!(
         started.elapsed() < Duration::from_secs(2),
         "blocked for {:?}",
         started.elapsed()
     );
-    let _: i64 = q(&mut c, &["RPUSH", "full", "x"]);
-    let r: Vec<String> = q(
+    let e = err(
         &mut c,
-        &["EVAL", "return redis.call('BLPOP', KEYS[1], 5)", "1", "full"],
+        &[
+            "EVAL",
+            "return redis.call('BLPOP', KEYS[1], 0)",
+            "1",
+            "empty",
+        ],
     );
-    assert_eq!(r, ["full", "x"]);
+    assert!(
+        e.starts_with("ERR This Redis command is not allowed from script"),
+        "{e}"
+    );
+    let _: i64 = q(&mut c, &["RPUSH", "full", "x", "y"]);
+    let r: Value = q(
+        &mut c,
+        &[
+            "EVAL",
+            "return redis.call('BLMPOP', 5, 1, KEYS[1], 'RIGHT')",
+            "1",
+            "full",
+        ],
+    );
+    let want = Value::Array(vec![
+        Value::BulkString(b"full".to_vec()),
+        Value::Array(vec![Value::BulkString(b"y".to_vec())]),
+    ]);
+    assert_eq!(r, want);
 }
 
 // ------------------------------------------------------------ heap limit ---
@@ -753,7 +907,11 @@ fn lua_heap_limit_fails_the_script_and_the_next_runs() {
     assert_eq!(int(&mut c, &["EVAL", "return 1 + 1", "0"]), 2);
     let r: i64 = q(
         &mut c,
-        &["EVAL", "local t = {} for i = 1, 1000 do t[i] = i end return #t", "0"],
+        &[
+            "EVAL",
+            "local t = {} for i = 1, 1000 do t[i] = i end return #t",
+            "0",
+        ],
     );
     assert_eq!(r, 1000);
 }
