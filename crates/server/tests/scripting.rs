@@ -62,7 +62,24 @@ fn start_journaled(dir: &TempDir, extra: &[&str]) -> Server {
         "always",
     ];
     args.extend_from_slice(extra);
-    start_cairn(&args)
+    start_loaded(&args)
+}
+
+/// `start_cairn`, then waits out -LOADING: clients are accepted while the
+/// snapshot and journal are read (as in Redis).
+fn start_loaded(args: &[&str]) -> Server {
+    let server = start_cairn(args);
+    let mut c = server.conn();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let r = c.cmd(&["PING"]);
+        if r == b"+PONG\r\n" {
+            return server;
+        }
+        assert!(r.starts_with(b"-LOADING"), "{}", text(&r));
+        assert!(Instant::now() < deadline, "still loading");
+        thread::sleep(Duration::from_millis(5));
+    }
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -262,11 +279,15 @@ fn moves_keep_the_total(in_multi: bool, run: Duration) {
     let (multi_seen, multi_bad) = multi_checker.join().unwrap();
     assert!(
         script_bad.is_empty(),
-        "sum scripts saw a partial move ((declared, sum), total {total}): {script_bad:?}"
+        "{} of {script_seen} sums by script saw a partial move (total {total}); the first (declared, sum): {:?}",
+        script_bad.len(),
+        &script_bad[..script_bad.len().min(10)]
     );
     assert!(
         multi_bad.is_empty(),
-        "MULTI/MGET saw a partial move (total {total}): {multi_bad:?}"
+        "{} of {multi_seen} sums by MULTI/MGET saw a partial move (total {total}); the first: {:?}",
+        multi_bad.len(),
+        &multi_bad[..multi_bad.len().min(10)]
     );
     assert!(moves > 100, "only {moves} moves ran");
     assert!(
@@ -640,12 +661,12 @@ fn functions_survive_a_restart_from_a_snapshot() {
     let dir = TempDir::new("functions-snapshot");
     let args = ["--dir", dir.path(), "--appendonly", "no"];
     {
-        let s = start_cairn(&args);
+        let s = start_loaded(&args);
         let mut c = redis_client(s.port);
         load_and_call(&mut c);
         ok(&mut c, &["SAVE"]);
     }
-    let s = start_cairn(&args);
+    let s = start_loaded(&args);
     let mut c = redis_client(s.port);
     let n: Option<i64> = q(&mut c, &["GET", "n"]);
     assert_eq!(n, Some(5), "the snapshot holds the data");
