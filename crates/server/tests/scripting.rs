@@ -216,7 +216,7 @@ fn moves_keep_the_total(in_multi: bool, run: Duration) {
                         r.unwrap_or_else(|e| panic!("MULTI with two moves: {e}"));
                         moves += 2;
                     } else {
-                        let declared = t % 2 == 0;
+                        let declared = t.is_multiple_of(2);
                         let r: Result<i64, _> =
                             evalsha_move(&sd, &su, declared, &mut rng).query(&mut c);
                         r.unwrap_or_else(|e| panic!("move (declared: {declared}): {e}"));
@@ -237,7 +237,7 @@ fn moves_keep_the_total(in_multi: bool, run: Duration) {
             let mut bad = Vec::new();
             while Instant::now() < deadline {
                 let mut cmd = redis::cmd("EVALSHA");
-                if seen % 2 == 0 {
+                if seen.is_multiple_of(2) {
                     cmd.arg(&sd).arg(ACCOUNTS);
                     for i in 0..ACCOUNTS {
                         cmd.arg(account(i));
@@ -247,7 +247,7 @@ fn moves_keep_the_total(in_multi: bool, run: Duration) {
                 }
                 let sum: i64 = cmd.query(&mut c).unwrap();
                 if sum != total {
-                    bad.push((seen % 2 == 0, sum));
+                    bad.push((seen.is_multiple_of(2), sum));
                 }
                 seen += 1;
             }
@@ -457,7 +457,7 @@ fn sigkill_loses_no_acknowledged_script_and_replays_none_in_part() {
                         return 0u64;
                     };
                     let mut acked = 0u64;
-                    let declared = t % 2 == 0;
+                    let declared = t.is_multiple_of(2);
                     loop {
                         let args: Vec<&[u8]> = if declared {
                             vec![b"EVAL", INCR_THREE.as_bytes(), b"3", b"a", b"b", b"c"]
