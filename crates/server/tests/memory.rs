@@ -188,11 +188,13 @@ fn volatile_ttl_evicts_the_nearest_expiry_first() {
 #[test]
 fn lru_keeps_recently_read_keys() {
     // A 400-byte string key costs ~466 bytes: old + hot (~1.9 MB) fit in
-    // 3 MB, and 4,000 new keys (~1.9 MB) must push out ~1,500. (With 2,500
-    // new keys they barely overflowed it, and how many went depended on
-    // buffer timing: it failed now and then on a loaded machine. Evicting
-    // most old keys would test sampling luck instead: once few idle keys
-    // are left, samples miss them, in Redis too.)
+    // 3 MB. New keys must push old ones out, but not nearly all of them:
+    // the tables grown by the burst and the freed entries' slots cost
+    // room too, so 4,000 new keys evicted ~2,900 (nearly every old key),
+    // and once few idle keys are left, samples miss them (in Redis too)
+    // and the test measured sampling luck. 3,000 evict ~2,000. (With
+    // 2,500 new keys they barely overflowed it, and how many went
+    // depended on buffer timing.)
     let (_s, mut c, max) = limited("allkeys-lru", 3 << 20);
     assert!(burst_writes(&mut c, max, "old", 3_000, 400, None).is_empty());
     assert!(burst_writes(&mut c, max, "hot", 1_000, 400, None).is_empty());
@@ -207,7 +209,7 @@ fn lru_keeps_recently_read_keys() {
     // is approximate, as in Redis: once few old keys are left, a sample
     // may hold none of them, and then a recent key goes.)
     let before = evicted(&mut c);
-    assert!(burst_writes(&mut c, max, "new", 4_000, 400, None).is_empty());
+    assert!(burst_writes(&mut c, max, "new", 3_000, 400, None).is_empty());
     let gone = evicted(&mut c) - before;
     assert!(gone > 600, "{gone} evicted");
     let hot = (0..1_000)

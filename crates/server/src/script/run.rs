@@ -3,25 +3,17 @@
 //! EVAL (or FCALL) that started it.
 //!
 //! Atomicity. A script runs under one `Hold` for its whole run, so no
-//! other client sees anything between its calls:
-//! - normally the shards of its declared KEYS (`Engine::hold_keys`), the
-//!   cost of a single-key command for the usual script;
-//! - a key it did not declare is taken into the hold before the call runs
-//!   (`Hold::add`): waited for when it lies above every shard held (no
-//!   deadlock is possible: all threads lock in ascending order), taken
-//!   only if free otherwise. When it is not free and the script has done
-//!   nothing yet that others could see, the script starts again under
-//!   `hold_all` (every shard) and is remembered as needing it
-//!   (`Script::global`); Redis allows undeclared keys, Dragonfly refused
-//!   them and broke BullMQ and Sidekiq;
-//! - commands that walk the whole keyspace (KEYS, SCAN, FLUSHALL, INFO,
-//!   SORT ... BY) need every shard: the same restart;
-//! - inside MULTI/EXEC the transaction's `hold_all` serves it all.
-//!
-//! The rare case left (a script that already wrote finds an undeclared
-//! key's lower shard busy) waits a little and then fails that one call
-//! with an error, as Redis Cluster fails a call for a key not on the node;
-//! docs/design.md ("Scripts") gives the measurements.
+//! other client sees anything between its calls. Its first run takes every
+//! shard and learns whether it touches keys it did not declare
+//! (`footprint`); later runs hold only the declared keys' shards
+//! (`Engine::hold_keys`) or, if it did, every shard. A key outside the
+//! held shards is taken into the hold before the call runs (`Hold::add`):
+//! waited for when it lies above every held shard (all threads lock in
+//! ascending order, so no deadlock), taken only if free otherwise; when it
+//! is not free and the script has done nothing others could see, the
+//! script starts again under `hold_all`. Inside MULTI/EXEC the
+//! transaction's `hold_all` serves it all. docs/design.md ("Scripts")
+//! gives the case left and the measurements.
 //!
 //! Effects, not scripts, reach the journal: each call is a command with
 //! its own arguments (and deterministic rewrite) recorded into the hold,
