@@ -162,17 +162,7 @@ unsafe fn run_command(state: *mut ffi::lua_State, shared: &Shared, s: &mut Scrat
 /// Pushes `{err = text}` normalised as Redis's `luaPushErrorBuff`: "-CODE
 /// msg" keeps its code, a bare message gets "ERR", trailing CR/LF go.
 unsafe fn push_error_table(state: *mut ffi::lua_State, text: &[u8]) {
-    let (code, msg): (&[u8], &[u8]) = match text.strip_prefix(b"-") {
-        Some(rest) => match rest.iter().position(|&c| c == b' ') {
-            Some(sp) => (&rest[..sp], &rest[sp + 1..]),
-            None => (b"ERR", rest),
-        },
-        None => (b"ERR", text),
-    };
-    let mut msg = msg;
-    while let [head @ .., b'\r' | b'\n'] = msg {
-        msg = head;
-    }
+    let (code, msg) = crate::convert::error_parts(text);
     ffi::lua_createtable(state, 0, 1);
     ffi::lua_pushlstring(state, code.as_ptr() as *const _, code.len());
     ffi::lua_pushlstring(state, b" ".as_ptr() as *const _, 1);

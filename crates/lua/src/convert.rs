@@ -20,6 +20,19 @@ pub fn error_table(lua: &Lua, text: &[u8]) -> mlua::Result<Table> {
 
 /// See `error_table`.
 pub fn normalise_error(text: &[u8]) -> Vec<u8> {
+    let (code, msg) = error_parts(text);
+    let mut out = Vec::with_capacity(code.len() + 1 + msg.len());
+    out.extend_from_slice(code);
+    out.push(b' ');
+    out.extend_from_slice(msg);
+    out
+}
+
+/// An error text's code and message as `luaPushErrorBuff` splits them:
+/// "-CODE msg" keeps its code, a bare message gets "ERR"; CR/LF around
+/// the message go. Allocates nothing (`crate::call` runs it between Lua
+/// calls that may raise).
+pub(crate) fn error_parts(text: &[u8]) -> (&[u8], &[u8]) {
     let (code, msg): (&[u8], &[u8]) = match text.strip_prefix(b"-") {
         Some(rest) => match rest.iter().position(|&c| c == b' ') {
             Some(sp) => (&rest[..sp], &rest[sp + 1..]),
@@ -34,11 +47,7 @@ pub fn normalise_error(text: &[u8]) -> Vec<u8> {
     while let [b'\r' | b'\n', tail @ ..] = msg {
         msg = tail;
     }
-    let mut out = Vec::with_capacity(code.len() + 1 + msg.len());
-    out.extend_from_slice(code);
-    out.push(b' ');
-    out.extend_from_slice(msg);
-    out
+    (code, msg)
 }
 
 /// A Lua number as a RESP integer: truncated toward zero, as Redis casts

@@ -104,6 +104,9 @@ pub struct Registered {
     pub description: Option<Vec<u8>>,
 }
 
+/// An EVAL's KEYS and ARGV.
+type KeysArgv<'a> = (&'a [&'a [u8]], &'a [&'a [u8]]);
+
 /// How a run ended.
 #[derive(Debug, PartialEq, Eq)]
 pub enum RunError {
@@ -303,7 +306,7 @@ impl Vm {
         &mut self,
         f: &Function,
         args: MultiValue,
-        globals: Option<(&[&[u8]], &[&[u8]])>,
+        globals: Option<KeysArgv>,
         name: &str,
         host: &mut dyn Host,
         proto: Protocol,
