@@ -747,3 +747,39 @@ fn memcached_port_is_off_by_default_and_stats_settings() {
         .contains("STAT verbosity 2\r\n"));
     assert_eq!(c.cmd("stats reset"), "RESET\r\n");
 }
+
+/// The resident set of process `pid`, in bytes (Linux `/proc`).
+fn rss_bytes(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap();
+    kb * 1024
+}
+
+#[test]
+fn an_unauthenticated_client_cannot_make_the_server_buffer_a_declared_value() {
+    // Issue 23, defect 1: `set a 0 0 1000000000` before authentication made
+    // the server zero-fill a ~1 GB read buffer (RSS 6 MB -> 960 MB from one
+    // connection). Now the connection is closed and nothing is allocated.
+    let (s, port) = cairn(&["--requirepass", "sekret"]);
+    let before = rss_bytes(s.pid());
+    let mut conns = Vec::new();
+    for _ in 0..4 {
+        let mut c = Conn::connect(port);
+        c.send(b"set a 0 0 1000000000\r\n");
+        c.send(&[b'x'; 64 * 1024]);
+        conns.push(c);
+    }
+    for c in &mut conns {
+        assert!(c.wait_closed(), "the server keeps the connection open");
+    }
+    let grown = rss_bytes(s.pid()).saturating_sub(before);
+    assert!(grown < 32 << 20, "RSS grew by {grown} bytes");
+    // A real token still authenticates.
+    let mut c = Conn::connect(port);
+    c.send(b"set x 0 0 14\r\ndefault sekret\r\n");
+    assert_eq!(c.read_exact(8), b"STORED\r\n");
+}

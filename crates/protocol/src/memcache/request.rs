@@ -541,6 +541,14 @@ impl Decoder {
                 msg: "CLIENT_ERROR unauthenticated",
             };
         };
+        // Before authentication a client gets no room for a value: a token
+        // is a user name and a password. A larger size would have the
+        // connection buffer the whole declared value first (a client
+        // sending `set a 0 0 1000000000` made the server zero-fill ~1 GB);
+        // memcached closes such a connection too.
+        if size as usize > MAX_AUTH_TOKEN {
+            return Auth::Close;
+        }
         let total = line_len + size as usize + 2;
         if buf.len() < total {
             return Auth::Incomplete { min_total: total };
@@ -567,6 +575,10 @@ impl Decoder {
         }
     }
 }
+
+/// The largest authentication token (`set` data before authentication)
+/// a connection may send: user name, password and separators.
+pub const MAX_AUTH_TOKEN: usize = 4096;
 
 /// The result of `Decoder::decode_auth`.
 #[derive(Debug, PartialEq, Eq)]

@@ -661,6 +661,17 @@ fn auth() {
         }
     );
     assert_eq!(d.decode_auth(&[b'x'; 3000]), Auth::Close);
+    // A size beyond any token closes at once, before its data arrives: the
+    // connection must not buffer a declared gigabyte for a stranger.
+    assert_eq!(d.decode_auth(b"set a 0 0 1000000000\r\n"), Auth::Close);
+    assert_eq!(
+        d.decode_auth(format!("set a 0 0 {}\r\n", MAX_AUTH_TOKEN + 1).as_bytes()),
+        Auth::Close
+    );
+    assert!(matches!(
+        d.decode_auth(format!("set a 0 0 {MAX_AUTH_TOKEN}\r\n").as_bytes()),
+        Auth::Incomplete { .. }
+    ));
 }
 
 /// A stream of every kind of request, some malformed.
