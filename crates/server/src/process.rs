@@ -331,6 +331,77 @@ pub fn cpu_us(who: libc::c_int) -> u64 {
     getrusage(who).map_or(0, |ru| us(ru.ru_stime) + us(ru.ru_utime))
 }
 
+/// File descriptors kept for the server's own use (listeners, the journal,
+/// snapshots, pollers, wake-up pipes) beside one per client: Redis's
+/// `CONFIG_MIN_RESERVED_FDS`.
+pub const RESERVED_FDS: u64 = 32;
+
+/// Redis's `adjustOpenFilesLimit`: raises the soft `RLIMIT_NOFILE` to
+/// `maxclients` + `RESERVED_FDS` if it is lower, as far as the hard limit
+/// allows; where that is not enough, lowers `maxclients` to fit, with
+/// Redis's log lines, so a client past the limit gets "max number of
+/// clients reached" instead of waiting in the accept backlog while
+/// `accept` fails. (Redis, as root, would raise the hard limit too; the
+/// hard limit is the operator's statement here.) Err when not even one
+/// client would fit.
+pub fn adjust_open_files_limit(cfg: &mut crate::config::Config) -> Result<(), String> {
+    let want = u64::from(cfg.maxclients) + RESERVED_FDS;
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes the struct it is given.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        crate::log::warning(&format!(
+            "Unable to obtain the current NOFILE limit ({}), assuming 1024 and setting the max clients configuration accordingly.",
+            std::io::Error::last_os_error()
+        ));
+        return lower_maxclients(cfg, 1024);
+    }
+    let (soft, hard) = (lim.rlim_cur, lim.rlim_max);
+    if soft >= want {
+        return Ok(());
+    }
+    let best = want.min(hard);
+    let raised = libc::rlimit {
+        rlim_cur: best as libc::rlim_t,
+        rlim_max: lim.rlim_max,
+    };
+    // SAFETY: setrlimit reads the struct it is given.
+    let best = if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+        best
+    } else {
+        crate::log::warning(&format!(
+            "Server can't set maximum open files to {want} because of OS error: {}.",
+            std::io::Error::last_os_error()
+        ));
+        soft
+    };
+    if best >= want {
+        return Ok(());
+    }
+    crate::log::warning(&format!(
+        "You requested maxclients of {} requiring at least {want} max file descriptors.",
+        cfg.maxclients
+    ));
+    lower_maxclients(cfg, best)
+}
+
+fn lower_maxclients(cfg: &mut crate::config::Config, limit: u64) -> Result<(), String> {
+    if limit <= RESERVED_FDS {
+        return Err(format!(
+            "Your current 'ulimit -n' of {limit} is not enough for the server to start. Please increase your open file limit to at least {}. Exiting.",
+            RESERVED_FDS + 1
+        ));
+    }
+    cfg.maxclients = (limit - RESERVED_FDS) as u32;
+    crate::log::warning(&format!(
+        "Current maximum open files is {limit}. maxclients has been reduced to {} to compensate for low ulimit. If you need higher maxclients increase 'ulimit -n'.",
+        cfg.maxclients
+    ));
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

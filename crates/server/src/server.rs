@@ -81,7 +81,7 @@ fn run_id() -> String {
         .collect()
 }
 
-pub fn run(cfg: Config) -> Result<(), String> {
+pub fn run(mut cfg: Config) -> Result<(), String> {
     log::set_level(log::Level::parse(cfg.loglevel.as_str()).unwrap_or(log::Level::Notice));
     log::set_file(&cfg.logfile).map_err(|e| format!("Can't open the log file: {e}"))?;
     log::notice("oO0OoO0OoO0Oo Cairn is starting oO0OoO0OoO0Oo");
@@ -97,6 +97,7 @@ pub fn run(cfg: Config) -> Result<(), String> {
     } else {
         log::notice("No config file specified, using the default config");
     }
+    crate::process::adjust_open_files_limit(&mut cfg)?;
     if let Err(e) = crate::process::set_jemalloc_bg_thread(cfg.jemalloc_bg_thread) {
         log::warning(&format!("Failed to set jemalloc background_thread: {e}"));
     }

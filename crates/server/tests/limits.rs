@@ -7,7 +7,7 @@ mod support;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
-use support::{start_cairn, RawConn};
+use support::{start_cairn, start_cairn_nofile, RawConn};
 
 #[test]
 fn malformed_frame_closes_only_that_connection() {
@@ -96,6 +96,60 @@ fn maxclients_refuses_with_redis_error() {
         }
         assert!(Instant::now() < deadline, "slots never freed");
         std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_low_ulimit_lowers_maxclients_and_refuses_the_rest() {
+    // Issue 23, defect 3: with `ulimit -n 64`, clients past the limit
+    // waited in the accept backlog forever and the log got a line every
+    // 10 ms. As Redis does, maxclients drops to the limit less 32 reserved
+    // descriptors, with a log line, and the next client is told why.
+    let s = start_cairn_nofile(&[], 64);
+    assert!(
+        s.log()
+            .contains("maxclients has been reduced to 32 to compensate for low ulimit"),
+        "{}",
+        s.log_tail(5)
+    );
+    let mut c = RawConn::connect(s.port);
+    assert_eq!(
+        c.cmd(&["CONFIG", "GET", "maxclients"]),
+        b"*2\r\n$10\r\nmaxclients\r\n$2\r\n32\r\n"
+    );
+    let held: Vec<RawConn> = (0..31).map(|_| RawConn::connect(s.port)).collect();
+    let started = Instant::now();
+    let mut extra = TcpStream::connect(("127.0.0.1", s.port)).unwrap();
+    extra
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let mut got = Vec::new();
+    let _ = extra.read_to_end(&mut got);
+    assert_eq!(got, b"-ERR max number of clients reached\r\n");
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "the refusal took {:?}",
+        started.elapsed()
+    );
+    drop(held);
+    assert!(
+        !s.log().contains("Accepting client connection"),
+        "accept failed: {}",
+        s.log_tail(5)
+    );
+    // Not even one client fits: the server says so and does not start.
+    let bin = env!("CARGO_BIN_EXE_cairn");
+    let out = std::process::Command::new("prlimit")
+        .args(["--nofile=16:16", bin, "--port", "0"])
+        .output();
+    if let Ok(out) = out {
+        let text = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{text}");
+        assert!(
+            text.contains("is not enough for the server to start"),
+            "{text}"
+        );
     }
 }
 

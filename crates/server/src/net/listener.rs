@@ -65,13 +65,18 @@ fn bind_one(addr: SocketAddr, backlog: i32) -> std::io::Result<TcpListener> {
 /// gets a session of `front`'s protocol.
 pub fn accept_loop(l: TcpListener, shared: Arc<Shared>, front: &'static FrontEnd) {
     let mut next = 0usize;
+    let mut last_warning: Option<std::time::Instant> = None;
     loop {
         crate::memory::register_thread();
         let (mut stream, addr) = match l.accept() {
             Ok(x) => x,
             Err(e) => {
-                // EMFILE and friends: back off briefly instead of spinning.
-                log::warning(&format!("Accepting client connection: {e}"));
+                // EMFILE and friends: back off briefly instead of spinning,
+                // and say so once a second at most, not at every retry.
+                if last_warning.is_none_or(|t| t.elapsed() >= std::time::Duration::from_secs(1)) {
+                    log::warning(&format!("Accepting client connection: {e}"));
+                    last_warning = Some(std::time::Instant::now());
+                }
                 std::thread::sleep(std::time::Duration::from_millis(10));
                 continue;
             }

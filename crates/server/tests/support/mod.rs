@@ -152,6 +152,12 @@ pub fn start_cairn(args: &[&str]) -> Server {
 
 /// `start_cairn` with extra environment variables for the process (test
 /// knobs such as `CAIRN_TEST_SNAPSHOT_FAULT_AFTER`).
+/// `start_cairn` with the child's `RLIMIT_NOFILE` (soft and hard) set to
+/// `nofile`, as `ulimit -n` would.
+pub fn start_cairn_nofile(args: &[&str], nofile: u64) -> Server {
+    start_cairn_limited(None, args, &[], Some(nofile))
+}
+
 pub fn start_cairn_env(args: &[&str], env: &[(&str, &str)]) -> Server {
     start_cairn_from(None, args, env)
 }
@@ -163,8 +169,34 @@ pub fn start_cairn_conf(conf: &Path, args: &[&str]) -> Server {
 }
 
 fn start_cairn_from(conf: Option<&Path>, args: &[&str], env: &[(&str, &str)]) -> Server {
+    start_cairn_limited(conf, args, env, None)
+}
+
+fn start_cairn_limited(
+    conf: Option<&Path>,
+    args: &[&str],
+    env: &[(&str, &str)],
+    nofile: Option<u64>,
+) -> Server {
     let bin = env!("CARGO_BIN_EXE_cairn");
     let mut cmd = Command::new(bin);
+    if let Some(n) = nofile {
+        use std::os::unix::process::CommandExt;
+        let lim = libc::rlimit {
+            rlim_cur: n as libc::rlim_t,
+            rlim_max: n as libc::rlim_t,
+        };
+        // SAFETY: setrlimit is async-signal-safe and only reads `lim`.
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) == 0 {
+                    Ok(())
+                } else {
+                    Err(io::Error::last_os_error())
+                }
+            });
+        }
+    }
     if let Some(conf) = conf {
         cmd.arg(conf);
     }
