@@ -471,11 +471,21 @@ impl Worker {
         let balance = &self.shared.balance;
         let active = balance.active();
         let epoch = std::mem::replace(&mut self.balance_epoch, balance.epoch());
+        // A worker stuck in a long script cannot serve a connection handed
+        // to it (the listener sends new ones elsewhere for the same reason).
+        let shared = self.shared.clone();
+        let busy = |w: usize| shared.scripts.worker_busy(w);
         if self.id >= active {
             for i in 0..self.conns.len() {
                 if self.conns[i].as_ref().is_some_and(Self::movable) {
-                    self.next_home = (self.next_home + 1) % active;
-                    self.hand_off(i, self.next_home);
+                    let Some(home) = (1..=active)
+                        .map(|k| (self.next_home + k) % active)
+                        .find(|&w| !busy(w))
+                    else {
+                        return;
+                    };
+                    self.next_home = home;
+                    self.hand_off(i, home);
                 }
             }
             return;
@@ -486,7 +496,7 @@ impl Worker {
         let moves = balance.moves_of(self.id);
         let mut slots = (0..self.conns.len()).rev();
         'plan: for (to, count) in moves {
-            if to == self.id || to >= active {
+            if to == self.id || to >= active || busy(to) {
                 continue;
             }
             let mut left = count;
