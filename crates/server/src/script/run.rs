@@ -30,7 +30,9 @@ use cairn_lua::vm::{Host, LogLevel, Refusal, RunError, Vm};
 use cairn_protocol::resp::{ArgList, Protocol};
 use smallvec::SmallVec;
 use std::cell::RefCell;
+use std::rc::Rc;
 use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::Arc;
 
 /// A worker's interpreter and what it has compiled.
 pub struct WorkerVm {
@@ -39,6 +41,30 @@ pub struct WorkerVm {
     generation: u64,
     /// The function libraries loaded into it (`functions`).
     pub functions: super::functions::Loaded,
+    /// The scripts this worker ran, from the shared cache: a lookup here
+    /// takes no lock and touches no reference count another worker also
+    /// writes (the shared cache's read lock and an `Arc` clone per
+    /// EVALSHA were two cache lines both workers bounced).
+    scripts: hashbrown::HashMap<Box<str>, LocalScript>,
+}
+
+/// A cached script as a worker holds it: the `Rc` is counted on this
+/// thread only, where cloning the `Arc` would write a count the other
+/// workers write too.
+#[allow(clippy::redundant_allocation)]
+pub type LocalScript = Rc<Arc<super::Script>>;
+
+impl WorkerVm {
+    /// The cached script `sha` (lower-case hex), from this worker's map or
+    /// else the shared cache.
+    pub fn script(&mut self, sha: &str, shared: &super::Scripts) -> Option<LocalScript> {
+        if let Some(s) = self.scripts.get(sha) {
+            return Some(s.clone());
+        }
+        let s = Rc::new(shared.get(sha)?);
+        self.scripts.insert(sha.into(), s.clone());
+        Some(s)
+    }
 }
 
 // The Lua state is not `Send` and belongs to the worker thread, not to a
@@ -64,12 +90,14 @@ pub fn with_vm<R>(shared: &Shared, f: impl FnOnce(&mut WorkerVm) -> R) -> Result
                 vm,
                 generation: shared.scripts.generation(),
                 functions: Default::default(),
+                scripts: Default::default(),
             });
         }
         let wvm = slot.as_mut().expect("made above");
         let generation = shared.scripts.generation();
         if wvm.generation != generation {
             wvm.vm.flush_scripts();
+            wvm.scripts.clear();
             wvm.generation = generation;
         }
         Ok(f(wvm))

@@ -4,9 +4,8 @@ use crate::exec::table::Def;
 use crate::resp::cmd::{reply_help, subcommand_syntax_error};
 use crate::resp::ctx::{CmdResult, Ctx};
 use crate::resp::errors::{self, CmdError};
-use crate::script::run::{self, Spec};
-use crate::script::{shebang_flags, Script};
-use std::sync::Arc;
+use crate::script::run::{self, LocalScript, Spec};
+use crate::script::shebang_flags;
 
 pub const COMMANDS: &[Def] = &[
     Def::new("eval", eval),
@@ -57,14 +56,17 @@ pub fn numkeys(ctx: &Ctx, at: usize, not_integer: CmdError) -> Result<usize, Cmd
 
 /// The cached script for an EVAL body, compiled on this worker and cached
 /// if new; Redis's errors for a bad shebang or a compile error.
-fn script_for_body(ctx: &Ctx, body: &[u8]) -> Result<(String, Arc<Script>), CmdError> {
+fn script_for_body(ctx: &Ctx, body: &[u8]) -> Result<(String, LocalScript), CmdError> {
     let sha = cairn_lua::sha1hex(body);
-    if let Some(s) = ctx.shared.scripts.get(&sha) {
+    let shared = ctx.shared;
+    if let Some(s) = run::with_vm(shared, |wvm| wvm.script(&sha, &shared.scripts))? {
         return Ok((sha, s));
     }
     let flags = shebang_flags(body).map_err(CmdError::text)?;
-    run::with_vm(ctx.shared, |wvm| wvm.vm.compile(&sha, body))?.map_err(CmdError::Bytes)?;
-    let script = ctx.shared.scripts.insert(&sha, body, flags);
+    run::with_vm(shared, |wvm| wvm.vm.compile(&sha, body))?.map_err(CmdError::Bytes)?;
+    shared.scripts.insert(&sha, body, flags);
+    let script =
+        run::with_vm(shared, |wvm| wvm.script(&sha, &shared.scripts))?.expect("just inserted");
     Ok((sha, script))
 }
 
@@ -82,7 +84,8 @@ fn eval_generic(ctx: &mut Ctx, by_sha: bool, read_only: bool) -> CmdResult {
             *b = g.to_ascii_lowercase();
         }
         let sha = std::str::from_utf8(&buf).map_err(|_| CmdError::text(errors::NOSCRIPT))?;
-        match ctx.shared.scripts.get(sha) {
+        let shared = ctx.shared;
+        match run::with_vm(shared, |wvm| wvm.script(sha, &shared.scripts))? {
             Some(s) => (sha.to_owned(), s),
             None => return Err(CmdError::text(errors::NOSCRIPT)),
         }
