@@ -193,7 +193,7 @@ pub(super) fn serve(conn: &mut Conn, shared: &Shared, worker: usize, now: Instan
             return true;
         }
         let limit = shared.hot.query_buffer_limit.load(Ordering::Relaxed);
-        if conn.query_bytes() > limit {
+        if conn.query_bytes() + conn.session.parsed_bytes() > limit {
             log::warning(&format!(
                 "Closing client {} that reached max query buffer length",
                 conn.client.info.addr
