@@ -94,6 +94,9 @@ COMMANDS = [
     "fcall", "fcall_ro",
     ("function", ["load", "delete", "list", "dump", "restore", "flush",
                   "kill", "stats", "help"]),
+    # ACL (issue 23)
+    ("acl", ["cat", "deluser", "dryrun", "genpass", "getuser", "list", "load",
+             "log", "save", "setuser", "users", "whoami", "help"]),
 ]
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

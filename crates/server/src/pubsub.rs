@@ -138,6 +138,21 @@ pub struct Counts {
 }
 
 impl PubSub {
+    /// The channels (plain and shard) and patterns client `id` holds, for
+    /// ACL checks from another thread (a scan: only when rules change).
+    pub fn subscriptions_of(&self, id: u64) -> (Vec<Box<[u8]>>, Vec<Box<[u8]>>) {
+        let r = self.registry.lock();
+        let of = |m: &hashbrown::HashMap<Box<[u8]>, Subscribers>| -> Vec<Box<[u8]>> {
+            m.iter()
+                .filter(|(_, s)| s.contains_key(&id))
+                .map(|(n, _)| n.clone())
+                .collect()
+        };
+        let mut channels = of(&r.maps[0]);
+        channels.extend(of(&r.maps[2]));
+        (channels, of(&r.maps[1]))
+    }
+
     pub fn counts(&self) -> Counts {
         let r = self.registry.lock();
         Counts {

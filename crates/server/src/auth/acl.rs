@@ -75,6 +75,8 @@ pub enum RuleError {
     NoSuchPassword,
     BadHash,
     FirstArgOfSubcommand,
+    /// A user defined twice in the configuration.
+    Duplicate,
 }
 
 impl RuleError {
@@ -96,6 +98,9 @@ impl RuleError {
             }
             RuleError::FirstArgOfSubcommand => {
                 "Allowing first-arg of a subcommand is not supported"
+            }
+            RuleError::Duplicate => {
+                "Duplicate user found. A user can only be defined once in config files"
             }
         }
     }
@@ -675,6 +680,14 @@ impl User {
             self.root().apply(t, op)?;
         }
         Ok(())
+    }
+
+    /// True if the root selector allows every command, key and channel:
+    /// nothing needs checking (the default user as shipped).
+    #[inline]
+    pub fn unrestricted(&self) -> bool {
+        let r = &self.selectors[0];
+        r.all_commands && r.all_keys && r.all_channels
     }
 
     /// True if `password` is one of the user's (or the user is nopass).

@@ -5,6 +5,7 @@ use crate::resp::ctx::{CmdResult, Ctx};
 use crate::resp::errors;
 use crate::resp::errors::{truncate_lossy, CmdError};
 
+pub mod acl;
 pub mod bitmap;
 pub mod client;
 pub mod connection;
@@ -49,6 +50,7 @@ pub fn families() -> Vec<&'static [Def]> {
         journal::COMMANDS,
         scripting::COMMANDS,
         functions::COMMANDS,
+        acl::COMMANDS,
     ]
 }
 
