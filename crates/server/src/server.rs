@@ -47,6 +47,7 @@ pub fn build_shared(cfg: Config) -> Result<Arc<Shared>, String> {
         shutdown: AtomicBool::new(false),
         pause: Pause::default(),
         slowlog: Mutex::new(SlowLog::default()),
+        latency: Default::default(),
         memory: crate::memory::Guard::default(),
         pubsub: crate::pubsub::PubSub::default(),
         monitors: Mutex::new(Vec::new()),

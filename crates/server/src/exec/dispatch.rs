@@ -280,6 +280,12 @@ pub fn invoke(
     }
     bump(&stats.cmd[cmd.id][0], 1);
     bump(&stats.cmd[cmd.id][1], micros);
+    let event = if cmd.has(flags::FAST) {
+        "fast-command"
+    } else {
+        "command"
+    };
+    shared.latency.sample_if_needed(event, micros / 1000);
     bump(&stats.commands, 1);
     client.info.last_cmd.store(cmd.id, Ordering::Relaxed);
 

@@ -8,7 +8,7 @@
 //! in Cairn's table; commands Cairn does not implement do not exist here.
 use crate::client::Client;
 use crate::config::{Config, MaxmemoryPolicy};
-use crate::exec::keys::keys_from_specs;
+use crate::exec::keys;
 use crate::exec::meta;
 use crate::exec::table::{Command, CommandTable, Def};
 use crate::log;
@@ -33,6 +33,7 @@ pub const COMMANDS: &[Def] = &[
             Def::new("count", command_count),
             Def::new("docs", command_docs),
             Def::new("getkeys", command_getkeys),
+            Def::new("getkeysandflags", command_getkeysandflags),
             Def::new("help", command_help),
             Def::new("info", command_info),
             Def::new("list", command_list),
@@ -212,9 +213,20 @@ fn command_list(ctx: &mut Ctx) -> CmdResult {
     Ok(())
 }
 
-/// COMMAND GETKEYS command [arg ...] → array of the key arguments, found
-/// with the command's key specs (db.c `getKeysFromCommandWithSpecs`).
+/// COMMAND GETKEYS command [arg ...] → array of the key arguments.
 fn command_getkeys(ctx: &mut Ctx) -> CmdResult {
+    getkeys(ctx, false)
+}
+
+/// COMMAND GETKEYSANDFLAGS command [arg ...] → array of [key, set of the
+/// key's flags] pairs.
+fn command_getkeysandflags(ctx: &mut Ctx) -> CmdResult {
+    getkeys(ctx, true)
+}
+
+/// Both GETKEYS forms (server.c `getKeysSubcommandImpl`): the keys come
+/// from the command's key specs or its callback (`exec::keys`).
+fn getkeys(ctx: &mut Ctx, with_flags: bool) -> CmdResult {
     let table = &ctx.shared.table;
     // lookupCommand (not strict): a container with a second argument
     // means its subcommand.
@@ -226,8 +238,7 @@ fn command_getkeys(ctx: &mut Ctx) -> CmdResult {
     let Some(cmd) = cmd else {
         return Err(CmdError::text(errors::GETKEYS_INVALID_COMMAND));
     };
-    let specs = &cmd.key_specs;
-    if !specs.iter().any(|s| !s.not_key) {
+    if !keys::has_keys(cmd.name, &cmd.key_specs) {
         return Err(CmdError::text(errors::GETKEYS_NO_KEYS));
     }
     let argc = ctx.argc() - 2;
@@ -235,11 +246,8 @@ fn command_getkeys(ctx: &mut Ctx) -> CmdResult {
         return Err(CmdError::text(errors::GETKEYS_BAD_ARITY));
     }
     let argv: Vec<&[u8]> = ctx.args.iter_from(2).collect();
-    // Redis uses SET's getkeys callback rather than its spec (the spec's
-    // flags vary with GET); both give position 1. No other command in the
-    // table has a callback, so the specs give Redis's answer everywhere.
-    let keys = keys_from_specs(specs, &argv).unwrap_or_default();
-    if keys.is_empty() {
+    let found = keys::command_keys(cmd.name, &cmd.key_specs, &argv);
+    if found.is_empty() {
         if cmd.meta.flags.contains(&"no_mandatory_keys") {
             ctx.reply().array(0);
             return Ok(());
@@ -247,15 +255,20 @@ fn command_getkeys(ctx: &mut Ctx) -> CmdResult {
         return Err(CmdError::text(errors::GETKEYS_BAD_ARGS));
     }
     let mut w = ctx.reply();
-    w.array(keys.len());
-    for k in keys {
-        w.bulk(argv[k]);
+    w.array(found.len());
+    for (at, flags) in found {
+        if with_flags {
+            w.array(2);
+            w.bulk(argv[at]);
+            flags.render(&mut w);
+        } else {
+            w.bulk(argv[at]);
+        }
     }
     Ok(())
 }
 
-/// COMMAND HELP → Redis 7.0's help lines for the subcommands Cairn has
-/// (GETKEYSANDFLAGS is not implemented, so it is not listed).
+/// COMMAND HELP → Redis 7.0's help lines.
 fn command_help(ctx: &mut Ctx) -> CmdResult {
     reply_help(
         ctx,
@@ -276,6 +289,8 @@ fn command_help(ctx: &mut Ctx) -> CmdResult {
             "    commands are returned.",
             "GETKEYS <full-command>",
             "    Return the keys from a full Redis command.",
+            "GETKEYSANDFLAGS <full-command>",
+            "    Return the keys and the access flags from a full Redis command.",
         ],
     )
 }
