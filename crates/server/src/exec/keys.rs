@@ -481,11 +481,28 @@ fn set_keys(argv: &[&[u8]]) -> Vec<(usize, KeyFlags)> {
     vec![(1, KeyFlags::Names(flags))]
 }
 
-/// db.c `bitfieldGetKeys`: read-only when a GET with its two arguments
-/// appears.
+/// db.c `bitfieldGetKeys`: read-only when every operation is a GET (or
+/// OVERFLOW) with its arguments; a SET, an INCRBY or anything it cannot
+/// parse makes the key written.
 fn bitfield_keys(argv: &[&[u8]]) -> Vec<(usize, KeyFlags)> {
-    let get = (2..argv.len()).any(|i| argv[i].eq_ignore_ascii_case(b"get") && argv.len() - i > 2);
-    let flags: &'static [&'static str] = if get {
+    let mut readonly = true;
+    let mut i = 2;
+    while i < argv.len() {
+        let rem = argv.len() - i - 1;
+        let a = argv[i];
+        if a.eq_ignore_ascii_case(b"get") && rem >= 2 {
+            i += 2;
+        } else if a.eq_ignore_ascii_case(b"overflow") && rem >= 1 {
+            i += 1;
+        } else {
+            // SET/INCRBY with their arguments, or a syntax error: Redis
+            // assumes a write either way.
+            readonly = false;
+            break;
+        }
+        i += 1;
+    }
+    let flags: &'static [&'static str] = if readonly {
         &["RO", "access"]
     } else {
         &["RW", "access", "update"]
