@@ -97,8 +97,7 @@ COMMANDS = [
                   "kill", "stats", "help"]),
     # the rest of Redis 7.0 (issue 22)
     "wait", "role", "readonly", "readwrite", "asking", "lolwut",
-    ("latency", ["latest", "history", "reset", "doctor", "graph", "histogram",
-                 "help"]),
+    ("latency", ["latest", "history", "reset", "doctor", "graph", "help"]),
 ]
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -277,7 +277,9 @@ fn cron(shared: Arc<Shared>) {
         let cx = cairn_engine::Cx::background(&events);
         // A CLIENT PAUSE keeps the dataset still: no key expires in the
         // background until it ends (Redis 7.0 `activeExpireCycle`).
-        if !crate::exec::admission::pause_in_force(&shared) {
+        if !crate::exec::admission::pause_in_force(&shared)
+            && !shared.hot.active_expire_off.load(Ordering::Relaxed)
+        {
             shared
                 .engine
                 .active_expire(&cx, &mut state, started + period / 4);

@@ -122,6 +122,8 @@ pub struct Hot {
     pub hll_sparse_max_bytes: AtomicUsize,
     /// `busy-reply-threshold`, milliseconds (0: never busy).
     pub busy_reply_threshold_ms: AtomicU64,
+    /// DEBUG SET-ACTIVE-EXPIRE 0: the background expiry sweep is off.
+    pub active_expire_off: AtomicBool,
 }
 
 /// CLIENT PAUSE state.

@@ -44,7 +44,9 @@ fn norm_info(entry: Frame, keep: &BTreeSet<String>) -> Frame {
         .map(|e| match e {
             Frame::Array(mut f) if f.len() == 10 => {
                 if let Frame::Array(subs) | Frame::Set(subs) = &mut f[9] {
-                    subs.retain(|s| matches!(s, Frame::Array(x) if keep.contains(&bulk_text(&x[0]))));
+                    subs.retain(
+                        |s| matches!(s, Frame::Array(x) if keep.contains(&bulk_text(&x[0]))),
+                    );
                     subs.sort_by_key(|s| match s {
                         Frame::Array(x) => bulk_text(&x[0]),
                         _ => String::new(),
@@ -162,7 +164,9 @@ fn command_info_and_docs_match_redis_for_every_command() {
 const GETKEYS_CASES: &[&[&str]] = &[
     &["sort", "k"],
     &["sort", "k", "STORE", "d"],
-    &["sort", "k", "LIMIT", "0", "1", "GET", "#", "BY", "w", "STORE", "d"],
+    &[
+        "sort", "k", "LIMIT", "0", "1", "GET", "#", "BY", "w", "STORE", "d",
+    ],
     &["sort", "k", "STORE", "d", "STORE", "e"],
     &["sort", "k", "GET", "store", "x"],
     &["sort_ro", "k", "BY", "w"],
@@ -196,18 +200,49 @@ const GETKEYS_CASES: &[&[&str]] = &[
     &["mset", "a", "1", "b", "2"],
     &["georadius", "g", "1", "2", "3", "km"],
     &["georadius", "g", "1", "2", "3", "km", "STORE", "d"],
-    &["georadius", "g", "1", "2", "3", "km", "STORE", "d", "STOREDIST", "e"],
+    &[
+        "georadius",
+        "g",
+        "1",
+        "2",
+        "3",
+        "km",
+        "STORE",
+        "d",
+        "STOREDIST",
+        "e",
+    ],
     &["georadiusbymember", "g", "m", "3", "km", "STOREDIST", "d"],
     &["georadius_ro", "g", "1", "2", "3", "km"],
-    &["geosearchstore", "d", "s", "FROMMEMBER", "m", "BYRADIUS", "1", "km"],
+    &[
+        "geosearchstore",
+        "d",
+        "s",
+        "FROMMEMBER",
+        "m",
+        "BYRADIUS",
+        "1",
+        "km",
+    ],
     &["xread", "STREAMS", "a", "b", "0", "0"],
     &["xread", "COUNT", "2", "BLOCK", "0", "STREAMS", "a", "0"],
     &["xread", "STREAMS", "a", "b", "0"],
-    &["xreadgroup", "GROUP", "g", "c", "NOACK", "STREAMS", "a", ">"],
+    &[
+        "xreadgroup",
+        "GROUP",
+        "g",
+        "c",
+        "NOACK",
+        "STREAMS",
+        "a",
+        ">",
+    ],
     &["xreadgroup", "GROUP", "streams", "c", "STREAMS", "a", ">"],
     &["migrate", "h", "1", "k", "0", "10"],
     &["migrate", "h", "1", "", "0", "10", "KEYS", "a", "b"],
-    &["migrate", "h", "1", "", "0", "10", "COPY", "AUTH", "p", "KEYS", "a"],
+    &[
+        "migrate", "h", "1", "", "0", "10", "COPY", "AUTH", "p", "KEYS", "a",
+    ],
 ];
 
 #[test]
@@ -231,7 +266,11 @@ fn getkeysandflags_matches_redis_for_movable_keys() {
                 continue;
             }
             for sub in ["GETKEYS", "GETKEYSANDFLAGS"] {
-                let args: Vec<&str> = ["COMMAND", sub].iter().chain(case.iter()).copied().collect();
+                let args: Vec<&str> = ["COMMAND", sub]
+                    .iter()
+                    .chain(case.iter())
+                    .copied()
+                    .collect();
                 let (bc, br) = (c.cmd(&args), r.cmd(&args));
                 assert!(
                     bc == br,
@@ -256,12 +295,19 @@ fn wait_role_and_cluster_commands() {
     // No replica will ever acknowledge: WAIT runs to its timeout.
     let t = Instant::now();
     assert_eq!(int(&mut con, &["WAIT", "1", "150"]), 0);
-    assert!(t.elapsed() >= Duration::from_millis(140), "{:?}", t.elapsed());
+    assert!(
+        t.elapsed() >= Duration::from_millis(140),
+        "{:?}",
+        t.elapsed()
+    );
     assert_eq!(
         err(&mut con, &["WAIT", "x", "0"]),
         "ERR value is not an integer or out of range"
     );
-    assert_eq!(err(&mut con, &["WAIT", "1", "-1"]), "ERR timeout is negative");
+    assert_eq!(
+        err(&mut con, &["WAIT", "1", "-1"]),
+        "ERR timeout is negative"
+    );
     assert_eq!(
         err(&mut con, &["WAIT", "1", "1.5"]),
         "ERR timeout is not an integer or out of range"
@@ -347,7 +393,10 @@ fn latency_monitor_records_slow_commands() {
     let mut con = support::redis_client(s.port);
     let doctor: String = q(&mut con, &["LATENCY", "DOCTOR"]);
     assert!(doctor.starts_with("I'm sorry, Dave"), "{doctor}");
-    support::ok(&mut con, &["CONFIG", "SET", "latency-monitor-threshold", "20"]);
+    support::ok(
+        &mut con,
+        &["CONFIG", "SET", "latency-monitor-threshold", "20"],
+    );
     support::ok(&mut con, &["DEBUG", "SLEEP", "0.05"]);
     assert_eq!(int(&mut con, &["DBSIZE"]), 0);
     let latest: Vec<(String, i64, i64, i64)> = q(&mut con, &["LATENCY", "LATEST"]);

@@ -337,7 +337,7 @@ fn callback(name: &str) -> Option<Callback> {
 
 /// C's `atoi` (as glibc: `(int)strtol`): leading blanks, a sign, digits,
 /// and whatever follows ignored.
-fn atoi(s: &[u8]) -> i32 {
+pub fn atoi(s: &[u8]) -> i32 {
     let mut i = s
         .iter()
         .position(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\x0b' | b'\x0c' | b'\r'))
