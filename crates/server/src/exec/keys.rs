@@ -464,7 +464,7 @@ fn xread_keys(argv: &[&[u8]]) -> Vec<(usize, KeyFlags)> {
         return Vec::new();
     };
     let num = argv.len() - at - 1;
-    if num == 0 || num % 2 != 0 {
+    if num == 0 || !num.is_multiple_of(2) {
         return Vec::new();
     }
     (at + 1..at + 1 + num / 2).map(|i| (i, NO_FLAGS)).collect()

@@ -224,17 +224,25 @@ fn report(
         }
         let samples: Vec<_> = ts.in_order().collect();
         let count = samples.len() as u64;
-        let (mut avg, mut mad, mut period) = (0u64, 0u64, 0u64);
-        if count > 0 {
-            avg = samples.iter().map(|s| s.latency_ms).sum::<u64>() / count;
-            let oldest = samples.iter().map(|s| s.time).min().unwrap_or(now);
-            period = now.saturating_sub(oldest).max(1);
-            mad = samples
-                .iter()
-                .map(|s| (avg as i64 - s.latency_ms as i64).unsigned_abs())
-                .sum::<u64>()
-                / count;
-        }
+        // Every series holds at least one sample (it is made by one).
+        let avg = samples
+            .iter()
+            .map(|s| s.latency_ms)
+            .sum::<u64>()
+            .checked_div(count)
+            .unwrap_or(0);
+        let mad = samples
+            .iter()
+            .map(|s| (avg as i64 - s.latency_ms as i64).unsigned_abs())
+            .sum::<u64>()
+            .checked_div(count)
+            .unwrap_or(0);
+        let oldest = samples.iter().map(|s| s.time).min().unwrap_or(now);
+        let period = if count > 0 {
+            now.saturating_sub(oldest).max(1)
+        } else {
+            0
+        };
         out.push_str(&format!(
             "{}. {event}: {count} latency spikes (average {avg}ms, mean deviation {mad}ms, \
              period {:.2} sec). Worst all time event {}ms.",

@@ -101,6 +101,8 @@ impl Canvas {
     /// its corners are points of the circumscribed circle, 90° apart.
     /// The arithmetic keeps C's mix of float and double.
     fn square(&mut self, x: i32, y: i32, size: f32, angle: f32, color: u8) {
+        // Redis divides by this literal, not by the exact root of 2.
+        #[allow(clippy::approx_constant)]
         let size = ((size as f64 / 1.4142135623) as f32 as f64).round() as f32;
         let mut k = (PI / 4.0 + angle as f64) as f32;
         let (mut px, mut py) = ([0i32; 4], [0i32; 4]);

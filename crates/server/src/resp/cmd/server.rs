@@ -608,6 +608,8 @@ fn debug_protocol(ctx: &mut Ctx) -> CmdResult {
     } else if is("integer") {
         w.int(12345);
     } else if is("double") {
+        // Redis's sample value, not an approximation of pi.
+        #[allow(clippy::approx_constant)]
         w.double(3.141);
     } else if is("bignum") {
         w.big_number("1234567999999999999999999999999999999");
