@@ -418,3 +418,60 @@ fn latency_monitor_records_slow_commands() {
     let latest: Vec<redis::Value> = q(&mut con, &["LATENCY", "LATEST"]);
     assert!(latest.is_empty());
 }
+
+/// True if no reply arrives on `c` within `wait`.
+fn silent_for(c: &mut RawConn, wait: Duration) -> bool {
+    c.stream().set_read_timeout(Some(wait)).unwrap();
+    let mut b = [0u8; 1];
+    let silent = match c.stream().peek(&mut b) {
+        Ok(_) => false,
+        Err(e) => matches!(
+            e.kind(),
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+        ),
+    };
+    c.stream()
+        .set_read_timeout(Some(support::IO_TIMEOUT))
+        .unwrap();
+    silent
+}
+
+#[test]
+fn client_pause_write_holds_exec_of_writes_and_stops_expiry() {
+    let s = cairn();
+    let mut admin = s.conn();
+    let (mut w, mut r) = (s.conn(), s.conn());
+    // Queued before the pause: EXEC is what waits, as in Redis 7.0.
+    assert_eq!(w.cmd(&["MULTI"]), b"+OK\r\n");
+    assert_eq!(w.cmd(&["SET", "k", "v"]), b"+QUEUED\r\n");
+    assert_eq!(r.cmd(&["MULTI"]), b"+OK\r\n");
+    assert_eq!(r.cmd(&["GET", "k"]), b"+QUEUED\r\n");
+    assert_eq!(admin.cmd(&["SET", "short", "v", "PX", "100"]), b"+OK\r\n");
+    assert_eq!(
+        admin.cmd(&["CLIENT", "PAUSE", "100000", "WRITE"]),
+        b"+OK\r\n"
+    );
+    w.send(&[b"EXEC"]);
+    assert!(
+        silent_for(&mut w, Duration::from_millis(400)),
+        "an EXEC of writes ran during PAUSE WRITE"
+    );
+    // An EXEC of reads runs.
+    assert_eq!(r.cmd(&["EXEC"]), b"*1\r\n$-1\r\n");
+    // The key's time has passed, but the sweep does not remove it while
+    // clients are paused: it is still counted.
+    assert_eq!(admin.cmd(&["DBSIZE"]), b":1\r\n");
+    assert_eq!(admin.cmd(&["CLIENT", "UNPAUSE"]), b"+OK\r\n");
+    assert_eq!(w.read_raw_reply(), b"*1\r\n+OK\r\n");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while admin.cmd(&["DBSIZE"]) != b":1\r\n" {
+        assert!(Instant::now() < deadline, "the sweep never ran again");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // DEBUG SET-ACTIVE-EXPIRE 0 stops the sweep too.
+    assert_eq!(admin.cmd(&["DEBUG", "SET-ACTIVE-EXPIRE", "0"]), b"+OK\r\n");
+    assert_eq!(admin.cmd(&["SET", "short", "v", "PX", "50"]), b"+OK\r\n");
+    std::thread::sleep(Duration::from_millis(400));
+    assert_eq!(admin.cmd(&["DBSIZE"]), b":2\r\n");
+    assert_eq!(admin.cmd(&["DEBUG", "SET-ACTIVE-EXPIRE", "1"]), b"+OK\r\n");
+}
