@@ -142,6 +142,9 @@ pub struct Client {
     pub user: Option<Arc<crate::auth::acl::User>>,
     /// The registry generation `user` was read at.
     pub user_gen: u64,
+    /// The top-level command running (the EVAL of a script's calls), as
+    /// the ACL log's client line names it.
+    pub running: &'static str,
     pub reply_mode: ReplyMode,
     /// Close once the replies so far are written (QUIT, CLIENT KILL self,
     /// protocol error).
@@ -225,6 +228,7 @@ impl Client {
             authenticated,
             user,
             user_gen: 0,
+            running: "NULL",
             reply_mode: ReplyMode::On,
             close_after_reply: false,
             redact: 0,

@@ -121,6 +121,9 @@ impl Registry {
     }
 }
 
+/// Channel or pattern names.
+pub type Names = Vec<Box<[u8]>>;
+
 /// The server-wide registry of subscriptions.
 #[derive(Default)]
 pub struct PubSub {
@@ -140,7 +143,7 @@ pub struct Counts {
 impl PubSub {
     /// The channels (plain and shard) and patterns client `id` holds, for
     /// ACL checks from another thread (a scan: only when rules change).
-    pub fn subscriptions_of(&self, id: u64) -> (Vec<Box<[u8]>>, Vec<Box<[u8]>>) {
+    pub fn subscriptions_of(&self, id: u64) -> (Names, Names) {
         let r = self.registry.lock();
         let of = |m: &hashbrown::HashMap<Box<[u8]>, Subscribers>| -> Vec<Box<[u8]>> {
             m.iter()

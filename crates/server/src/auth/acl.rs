@@ -780,18 +780,6 @@ impl User {
         Err(worst)
     }
 
-    /// `ACLUserCheckKeyPerm`: may any selector touch `key` with `need`?
-    pub fn key_ok(&self, key: &[u8], need: u8) -> bool {
-        self.selectors.iter().any(|s| s.key_ok(key, need))
-    }
-
-    /// `ACLUserCheckChannelPerm`.
-    pub fn channel_ok(&self, channel: &[u8], literal: bool) -> bool {
-        self.selectors
-            .iter()
-            .any(|s| s.all_channels || channel_in(&s.channels, channel, literal))
-    }
-
     /// True if a selector allows every channel, or `other`'s channel
     /// patterns are all among this user's (`ACLKillPubsubClientsIfNeeded`'s
     /// shortcuts): then no subscriber of `other` loses a channel.
@@ -1089,7 +1077,6 @@ mod tests {
             u.check(get, &[b"get", b"sel:1"], &[(1, READ)]),
             Err(Denied::Key(1))
         );
-        assert!(u.key_ok(b"sel:x", WRITE) && !u.key_ok(b"other", READ));
     }
 
     #[test]

@@ -10,9 +10,6 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-// The permission check and DRYRUN use the key specs' flags, which the
-// admission step reads once GETKEYSANDFLAGS's key finder is in.
-#[allow(dead_code)]
 pub mod acl;
 
 /// Every user, by name. Clients hold an `Arc` of their user and refresh it
@@ -334,20 +331,12 @@ pub fn lookup_command<'t>(
 }
 
 /// The key arguments of `argv` with the rights each needs: read for a
-/// key the command reads, write for one it inserts, updates or deletes.
+/// key the command reads, write for one it inserts, updates or deletes
+/// (from the key specs' flags, or the command's key callback).
 pub fn key_rights(cmd: &crate::exec::table::Command, argv: &[&[u8]]) -> Vec<(usize, u8)> {
-    // Until the key finder reports each key's spec flags, a command's
-    // flags stand in: a write command may write each key, a read-only one
-    // reads it.
-    let need = if cmd.has(crate::exec::table::flags::WRITE) {
-        acl::WRITE
-    } else {
-        acl::READ
-    };
-    crate::exec::keys::keys_from_specs(&cmd.key_specs, argv)
-        .unwrap_or_default()
+    crate::exec::keys::command_keys(cmd.name, &cmd.key_specs, argv)
         .into_iter()
-        .map(|i| (i, need))
+        .map(|(i, f)| (i, f.acl_rights()))
         .collect()
 }
 
@@ -402,7 +391,14 @@ pub fn check(
         acl::Denied::Key(i) => (Reason::Key, argv[i]),
         acl::Denied::Channel(i) => (Reason::Channel, argv[i]),
     };
-    log_denial(shared, client, cmd.name, reason, context, object, None);
+    // A script's denial shows the client running its EVAL (Redis logs the
+    // script's caller).
+    let running = if context == Context::Lua {
+        client.running
+    } else {
+        cmd.name
+    };
+    log_denial(shared, client, running, reason, context, object, None);
     Err(denied)
 }
 

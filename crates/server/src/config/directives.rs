@@ -385,8 +385,8 @@ directives! {
     aclfile: String = "aclfile", NULLABLE_STR, "", IMMUTABLE, keep;
     /// `acl-pubsub-default`.
     acl_pubsub_default: PubsubDefault = "acl-pubsub-default", Kind::Enum(PubsubDefault::NAMES), "resetchannels", MUTABLE, keep;
-    /// `latency-monitor-threshold`: milliseconds; stored only (Cairn has
-    /// no LATENCY command).
+    /// `latency-monitor-threshold`: milliseconds; a command at least this
+    /// slow is a LATENCY event (`crate::latency`); 0 is off.
     latency_monitor_threshold: u64 = "latency-monitor-threshold", int(0, I64_MAX), "0", MUTABLE, keep;
     /// `lazyfree-lazy-server-del`: no effect (see DIFFERENCES.md).
     lazyfree_lazy_server_del: bool = "lazyfree-lazy-server-del", Kind::Bool, "no", MUTABLE, keep;
