@@ -94,6 +94,10 @@ COMMANDS = [
     "fcall", "fcall_ro",
     ("function", ["load", "delete", "list", "dump", "restore", "flush",
                   "kill", "stats", "help"]),
+    # geo (issue 22)
+    "geoadd", "geodist", "geohash", "geopos", "georadius", "georadius_ro",
+    "georadiusbymember", "georadiusbymember_ro", "geosearch",
+    "geosearchstore",
 ]
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
