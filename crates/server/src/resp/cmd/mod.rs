@@ -9,6 +9,7 @@ pub mod bitmap;
 pub mod client;
 pub mod connection;
 pub mod functions;
+pub mod geo;
 pub mod hash;
 pub mod hll;
 pub mod info;
@@ -49,6 +50,7 @@ pub fn families() -> Vec<&'static [Def]> {
         journal::COMMANDS,
         scripting::COMMANDS,
         functions::COMMANDS,
+        geo::COMMANDS,
     ]
 }
 
