@@ -95,10 +95,7 @@ fn scan_range<'z>(
         max,
         maxex: true,
     };
-    let Some(first) = z.first_in_score(&range) else {
-        return;
-    };
-    for (member, score) in z.iter_from(first, false) {
+    for (member, score) in z.iter_from_score(&range) {
         if !range.lte_max(score) {
             break;
         }
