@@ -18,7 +18,13 @@ fn sicily(c: &mut Connection) {
     let n: i64 = q(
         c,
         &[
-            "GEOADD", "Sicily", "13.361389", "38.115556", "Palermo", "15.087269", "37.502669",
+            "GEOADD",
+            "Sicily",
+            "13.361389",
+            "38.115556",
+            "Palermo",
+            "15.087269",
+            "37.502669",
             "Catania",
         ],
     );
@@ -41,18 +47,53 @@ fn geoadd_options_and_scores() {
     };
     assert_eq!(add(&mut c, &["13.361389", "38.115556", "Palermo"]), 0);
     assert_eq!(
-        add(&mut c, &["CH", "13.361389", "38.115556", "Palermo", "15", "37", "Catania", "1", "1", "new"]),
+        add(
+            &mut c,
+            &[
+                "CH",
+                "13.361389",
+                "38.115556",
+                "Palermo",
+                "15",
+                "37",
+                "Catania",
+                "1",
+                "1",
+                "new"
+            ]
+        ),
         2
     );
-    assert_eq!(add(&mut c, &["XX", "CH", "1", "1", "Palermo", "2", "2", "other"]), 1);
-    assert_eq!(add(&mut c, &["NX", "3", "3", "Palermo", "4", "4", "other"]), 1);
+    assert_eq!(
+        add(
+            &mut c,
+            &["XX", "CH", "1", "1", "Palermo", "2", "2", "other"]
+        ),
+        1
+    );
+    assert_eq!(
+        add(&mut c, &["NX", "3", "3", "Palermo", "4", "4", "other"]),
+        1
+    );
     assert_eq!(q::<i64>(&mut c, &["ZCARD", "Sicily"]), 4);
-    assert_eq!(q::<i64>(&mut c, &["GEOADD", "none", "XX", "1", "1", "a"]), 0);
+    assert_eq!(
+        q::<i64>(&mut c, &["GEOADD", "none", "XX", "1", "1", "a"]),
+        0
+    );
     assert_eq!(q::<i64>(&mut c, &["EXISTS", "none"]), 0);
 
-    assert_eq!(err(&mut c, &["GEOADD", "Sicily", "XX", "NX", "1", "1", "x"]), SYNTAX);
-    assert_eq!(err(&mut c, &["GEOADD", "Sicily", "GT", "1", "1", "x"]), SYNTAX);
-    assert_eq!(err(&mut c, &["GEOADD", "Sicily", "1", "1", "x", "2"]), SYNTAX);
+    assert_eq!(
+        err(&mut c, &["GEOADD", "Sicily", "XX", "NX", "1", "1", "x"]),
+        SYNTAX
+    );
+    assert_eq!(
+        err(&mut c, &["GEOADD", "Sicily", "GT", "1", "1", "x"]),
+        SYNTAX
+    );
+    assert_eq!(
+        err(&mut c, &["GEOADD", "Sicily", "1", "1", "x", "2"]),
+        SYNTAX
+    );
     assert_eq!(
         err(&mut c, &["GEOADD", "Sicily", "200", "100", "x"]),
         "ERR invalid longitude,latitude pair 200.000000,100.000000"
@@ -71,10 +112,16 @@ fn geoadd_options_and_scores() {
     );
     // A bad pair anywhere stops the whole command before it writes.
     assert_eq!(
-        err(&mut c, &["GEOADD", "Sicily", "1", "1", "ok", "200", "0", "bad"]),
+        err(
+            &mut c,
+            &["GEOADD", "Sicily", "1", "1", "ok", "200", "0", "bad"]
+        ),
         "ERR invalid longitude,latitude pair 200.000000,0.000000"
     );
-    assert_eq!(q::<Option<String>>(&mut c, &["ZSCORE", "Sicily", "ok"]), None);
+    assert_eq!(
+        q::<Option<String>>(&mut c, &["ZSCORE", "Sicily", "ok"]),
+        None
+    );
     q::<()>(&mut c, &["SET", "str", "x"]);
     assert_eq!(err(&mut c, &["GEOADD", "str", "1", "1", "a"]), WRONGTYPE);
 }
@@ -83,8 +130,7 @@ fn geoadd_options_and_scores() {
 fn geopos_geohash_geodist() {
     let (_s, mut c) = server();
     sicily(&mut c);
-    let pos: Vec<Option<(String, String)>> =
-        q(&mut c, &["GEOPOS", "Sicily", "Palermo", "nosuch"]);
+    let pos: Vec<Option<(String, String)>> = q(&mut c, &["GEOPOS", "Sicily", "Palermo", "nosuch"]);
     assert_eq!(
         pos,
         vec![
@@ -95,8 +141,10 @@ fn geopos_geohash_geodist() {
             None
         ]
     );
-    let hashes: Vec<Option<String>> =
-        q(&mut c, &["GEOHASH", "Sicily", "Palermo", "Catania", "nosuch"]);
+    let hashes: Vec<Option<String>> = q(
+        &mut c,
+        &["GEOHASH", "Sicily", "Palermo", "Catania", "nosuch"],
+    );
     assert_eq!(
         hashes,
         vec![
@@ -130,7 +178,10 @@ fn geopos_geohash_geodist() {
         err(&mut c, &["GEODIST", "nokey", "a", "b", "yd"]),
         "ERR unsupported unit provided. please use M, KM, FT, MI"
     );
-    assert_eq!(err(&mut c, &["GEODIST", "Sicily", "a", "b", "km", "x"]), SYNTAX);
+    assert_eq!(
+        err(&mut c, &["GEODIST", "Sicily", "a", "b", "km", "x"]),
+        SYNTAX
+    );
     q::<()>(&mut c, &["SET", "str", "x"]);
     assert_eq!(err(&mut c, &["GEOPOS", "str", "a"]), WRONGTYPE);
     assert_eq!(err(&mut c, &["GEOHASH", "str", "a"]), WRONGTYPE);
@@ -145,7 +196,16 @@ fn search_commands_and_their_replies() {
     assert_eq!(names, ["Palermo", "Catania"]);
     let asc: Vec<(String, String)> = q(
         &mut c,
-        &["GEORADIUS", "Sicily", "15", "37", "200", "km", "WITHDIST", "ASC"],
+        &[
+            "GEORADIUS",
+            "Sicily",
+            "15",
+            "37",
+            "200",
+            "km",
+            "WITHDIST",
+            "ASC",
+        ],
     );
     assert_eq!(
         asc,
@@ -156,7 +216,17 @@ fn search_commands_and_their_replies() {
     );
     let ro: Vec<String> = q(
         &mut c,
-        &["GEORADIUS_RO", "Sicily", "15", "37", "200", "km", "DESC", "COUNT", "1"],
+        &[
+            "GEORADIUS_RO",
+            "Sicily",
+            "15",
+            "37",
+            "200",
+            "km",
+            "DESC",
+            "COUNT",
+            "1",
+        ],
     );
     assert_eq!(ro, ["Palermo"]);
     let bymember: Vec<String> = q(
@@ -172,8 +242,19 @@ fn search_commands_and_their_replies() {
     let full: Value = q(
         &mut c,
         &[
-            "GEOSEARCH", "Sicily", "FROMLONLAT", "15", "37", "BYBOX", "400", "400", "km", "ASC",
-            "WITHCOORD", "WITHDIST", "WITHHASH",
+            "GEOSEARCH",
+            "Sicily",
+            "FROMLONLAT",
+            "15",
+            "37",
+            "BYBOX",
+            "400",
+            "400",
+            "km",
+            "ASC",
+            "WITHCOORD",
+            "WITHDIST",
+            "WITHHASH",
         ],
     );
     let bulk = |s: &str| Value::BulkString(s.as_bytes().to_vec());
@@ -184,37 +265,76 @@ fn search_commands_and_their_replies() {
                 bulk("Catania"),
                 bulk("56.4413"),
                 Value::Int(3479447370796909),
-                Value::Array(vec![bulk("15.08726745843887329"), bulk("37.50266842333162032")]),
+                Value::Array(vec![
+                    bulk("15.08726745843887329"),
+                    bulk("37.50266842333162032")
+                ]),
             ]),
             Value::Array(vec![
                 bulk("Palermo"),
                 bulk("190.4424"),
                 Value::Int(3479099956230698),
-                Value::Array(vec![bulk("13.36138933897018433"), bulk("38.11555639549629859")]),
+                Value::Array(vec![
+                    bulk("13.36138933897018433"),
+                    bulk("38.11555639549629859")
+                ]),
             ]),
         ])
     );
     let any: Vec<String> = q(
         &mut c,
-        &["GEOSEARCH", "Sicily", "FROMMEMBER", "Catania", "BYRADIUS", "500", "km", "COUNT", "1", "ANY"],
+        &[
+            "GEOSEARCH",
+            "Sicily",
+            "FROMMEMBER",
+            "Catania",
+            "BYRADIUS",
+            "500",
+            "km",
+            "COUNT",
+            "1",
+            "ANY",
+        ],
     );
     assert_eq!(any.len(), 1);
     let empty: Vec<String> = q(
         &mut c,
-        &["GEOSEARCH", "nokey", "FROMMEMBER", "x", "BYRADIUS", "1", "km"],
+        &[
+            "GEOSEARCH",
+            "nokey",
+            "FROMMEMBER",
+            "x",
+            "BYRADIUS",
+            "1",
+            "km",
+        ],
     );
     assert!(empty.is_empty());
 
     // STORE keeps the geohash scores, STOREDIST the distances in the unit.
     assert_eq!(
-        q::<i64>(&mut c, &["GEORADIUS", "Sicily", "15", "37", "200", "km", "STORE", "d"]),
+        q::<i64>(
+            &mut c,
+            &["GEORADIUS", "Sicily", "15", "37", "200", "km", "STORE", "d"]
+        ),
         2
     );
-    assert_eq!(q::<String>(&mut c, &["ZSCORE", "d", "Palermo"]), "3479099956230698");
+    assert_eq!(
+        q::<String>(&mut c, &["ZSCORE", "d", "Palermo"]),
+        "3479099956230698"
+    );
     assert_eq!(
         q::<i64>(
             &mut c,
-            &["GEORADIUSBYMEMBER", "Sicily", "Palermo", "200", "km", "STOREDIST", "d"]
+            &[
+                "GEORADIUSBYMEMBER",
+                "Sicily",
+                "Palermo",
+                "200",
+                "km",
+                "STOREDIST",
+                "d"
+            ]
         ),
         2
     );
@@ -222,16 +342,40 @@ fn search_commands_and_their_replies() {
     assert_eq!(
         q::<i64>(
             &mut c,
-            &["GEOSEARCHSTORE", "d", "Sicily", "FROMLONLAT", "15", "37", "BYRADIUS", "200", "km", "STOREDIST"]
+            &[
+                "GEOSEARCHSTORE",
+                "d",
+                "Sicily",
+                "FROMLONLAT",
+                "15",
+                "37",
+                "BYRADIUS",
+                "200",
+                "km",
+                "STOREDIST"
+            ]
         ),
         2
     );
-    assert_eq!(q::<String>(&mut c, &["ZSCORE", "d", "Catania"]), "56.441257870158204");
+    assert_eq!(
+        q::<String>(&mut c, &["ZSCORE", "d", "Catania"]),
+        "56.441257870158204"
+    );
     // An empty result deletes the destination.
     assert_eq!(
         q::<i64>(
             &mut c,
-            &["GEOSEARCHSTORE", "d", "Sicily", "FROMLONLAT", "15", "37", "BYRADIUS", "1", "km"]
+            &[
+                "GEOSEARCHSTORE",
+                "d",
+                "Sicily",
+                "FROMLONLAT",
+                "15",
+                "37",
+                "BYRADIUS",
+                "1",
+                "km"
+            ]
         ),
         0
     );
@@ -316,12 +460,21 @@ fn search_errors() {
         assert_eq!(&err(&mut c, args), want, "{args:?}");
     }
     // A missing key answers before its member or radius is looked at.
-    let v: Vec<String> = q(&mut c, &["GEORADIUSBYMEMBER", "nokey", "nosuch", "-1", "km"]);
+    let v: Vec<String> = q(
+        &mut c,
+        &["GEORADIUSBYMEMBER", "nokey", "nosuch", "-1", "km"],
+    );
     assert!(v.is_empty());
     q::<()>(&mut c, &["SET", "str", "x"]);
-    assert_eq!(err(&mut c, &["GEORADIUS", "str", "200", "1", "1", "km"]), WRONGTYPE);
     assert_eq!(
-        err(&mut c, &["GEOSEARCH", "str", "FROMMEMBER", "a", "BYRADIUS", "1", "km"]),
+        err(&mut c, &["GEORADIUS", "str", "200", "1", "1", "km"]),
+        WRONGTYPE
+    );
+    assert_eq!(
+        err(
+            &mut c,
+            &["GEOSEARCH", "str", "FROMMEMBER", "a", "BYRADIUS", "1", "km"]
+        ),
         WRONGTYPE
     );
 }
@@ -331,8 +484,17 @@ fn raw_replies_in_both_protocols() {
     let s = start_cairn(&[]);
     let mut r = RawConn::connect(s.port);
     r.cmd(&[
-        "GEOADD", "k", "13.361389", "38.115556", "Palermo", "180", "85.05112878", "ne", "15.087269",
-        "37.502669", "Catania",
+        "GEOADD",
+        "k",
+        "13.361389",
+        "38.115556",
+        "Palermo",
+        "180",
+        "85.05112878",
+        "ne",
+        "15.087269",
+        "37.502669",
+        "Catania",
     ]);
     assert_eq!(
         r.cmd(&["GEOPOS", "k", "Palermo", "ne", "x"]),
@@ -345,7 +507,10 @@ fn raw_replies_in_both_protocols() {
         b"*2\r\n*2\r\n,13.36138933897018433\r\n,38.11555639549629859\r\n_\r\n"
     );
     // Distances stay bulk strings in RESP3, as Redis sends them.
-    assert_eq!(r.cmd(&["GEODIST", "k", "Palermo", "Catania"]), b"$11\r\n166274.1516\r\n");
+    assert_eq!(
+        r.cmd(&["GEODIST", "k", "Palermo", "Catania"]),
+        b"$11\r\n166274.1516\r\n"
+    );
     assert_eq!(r.cmd(&["GEODIST", "k", "Palermo", "x"]), b"_\r\n");
     assert_eq!(
         r.cmd(&["GEOSEARCH", "k", "FROMMEMBER", "Palermo", "BYRADIUS", "1", "m", "WITHCOORD", "WITHHASH"]),
@@ -360,14 +525,37 @@ fn notifications_follow_redis() {
     let mut sub = RawConn::connect(_s.port);
     sub.cmd(&["PSUBSCRIBE", "__keyevent@0__:*"]);
     sicily(&mut c);
-    q::<i64>(&mut c, &["GEORADIUS", "Sicily", "15", "37", "200", "km", "STORE", "d"]);
     q::<i64>(
         &mut c,
-        &["GEOSEARCHSTORE", "d", "Sicily", "FROMLONLAT", "15", "37", "BYRADIUS", "200", "km"],
+        &["GEORADIUS", "Sicily", "15", "37", "200", "km", "STORE", "d"],
     );
     q::<i64>(
         &mut c,
-        &["GEOSEARCHSTORE", "d", "Sicily", "FROMLONLAT", "15", "37", "BYRADIUS", "1", "km"],
+        &[
+            "GEOSEARCHSTORE",
+            "d",
+            "Sicily",
+            "FROMLONLAT",
+            "15",
+            "37",
+            "BYRADIUS",
+            "200",
+            "km",
+        ],
+    );
+    q::<i64>(
+        &mut c,
+        &[
+            "GEOSEARCHSTORE",
+            "d",
+            "Sicily",
+            "FROMLONLAT",
+            "15",
+            "37",
+            "BYRADIUS",
+            "1",
+            "km",
+        ],
     );
     let mut events = Vec::new();
     for _ in 0..4 {
@@ -388,7 +576,14 @@ fn journal_replays_geo_writes() {
     let dir = std::env::temp_dir().join(format!("cairn-geo-journal-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
-    let args = ["--dir", dir.to_str().unwrap(), "--appendonly", "yes", "--appendfsync", "always"];
+    let args = [
+        "--dir",
+        dir.to_str().unwrap(),
+        "--appendonly",
+        "yes",
+        "--appendfsync",
+        "always",
+    ];
     let dump = |c: &mut RawConn| -> Vec<Vec<u8>> {
         ["Sicily", "d", "d2", "gone"]
             .iter()
@@ -399,7 +594,10 @@ fn journal_replays_geo_writes() {
     let loaded = |c: &mut RawConn| {
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
         while c.cmd(&["PING"]) != b"+PONG\r\n" {
-            assert!(std::time::Instant::now() < deadline, "journal replay did not finish");
+            assert!(
+                std::time::Instant::now() < deadline,
+                "journal replay did not finish"
+            );
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
     };
@@ -408,20 +606,51 @@ fn journal_replays_geo_writes() {
         let mut c = RawConn::connect(s.port);
         loaded(&mut c);
         c.cmd(&[
-            "GEOADD", "Sicily", "13.361389", "38.115556", "Palermo", "15.087269", "37.502669",
+            "GEOADD",
+            "Sicily",
+            "13.361389",
+            "38.115556",
+            "Palermo",
+            "15.087269",
+            "37.502669",
             "Catania",
         ]);
-        c.cmd(&["GEOADD", "Sicily", "XX", "CH", "13.4", "38.1", "Palermo", "1", "1", "x"]);
+        c.cmd(&[
+            "GEOADD", "Sicily", "XX", "CH", "13.4", "38.1", "Palermo", "1", "1", "x",
+        ]);
         c.cmd(&["GEOADD", "gone", "1", "1", "a"]);
         c.cmd(&["GEORADIUS", "Sicily", "15", "37", "200", "km", "STORE", "d"]);
         c.cmd(&[
-            "GEOSEARCHSTORE", "d2", "Sicily", "FROMMEMBER", "Catania", "BYBOX", "400", "400",
-            "km", "STOREDIST",
+            "GEOSEARCHSTORE",
+            "d2",
+            "Sicily",
+            "FROMMEMBER",
+            "Catania",
+            "BYBOX",
+            "400",
+            "400",
+            "km",
+            "STOREDIST",
         ]);
         c.cmd(&["GEORADIUSBYMEMBER", "gone", "a", "1", "km", "STORE", "gone"]);
-        c.cmd(&["GEOSEARCHSTORE", "gone", "Sicily", "FROMLONLAT", "0", "0", "BYRADIUS", "1", "m"]);
+        c.cmd(&[
+            "GEOSEARCHSTORE",
+            "gone",
+            "Sicily",
+            "FROMLONLAT",
+            "0",
+            "0",
+            "BYRADIUS",
+            "1",
+            "m",
+        ]);
         let d = dump(&mut c);
-        assert_eq!(d[0].len(), 4 + 2 * (13 + 23), "{:?}", String::from_utf8_lossy(&d[0]));
+        assert_eq!(
+            d[0].len(),
+            4 + 2 * (13 + 23),
+            "{:?}",
+            String::from_utf8_lossy(&d[0])
+        );
         assert_eq!(d[3], b"*0\r\n");
         d
     };
@@ -480,7 +709,13 @@ fn random_points_match_redis() {
     // 3000 points over the whole range, and 1000 around a few centres so
     // that small radii find something; members numbered.
     const N: usize = 4000;
-    let centres = [[13.4, 38.1], [-0.12, 51.5], [179.9, -16.5], [-73.9, 40.7], [151.2, -33.8]];
+    let centres = [
+        [13.4, 38.1],
+        [-0.12, 51.5],
+        [179.9, -16.5],
+        [-73.9, 40.7],
+        [151.2, -33.8],
+    ];
     let mut points = Vec::with_capacity(N);
     for i in 0..N {
         let (lon, lat) = if i < 3000 {
@@ -519,7 +754,13 @@ fn random_points_match_redis() {
     let units = ["m", "km", "mi", "ft"];
     for i in 0..N {
         let j = (i * 7919 + 13) % N;
-        both(&s(&["GEODIST", "pts", &format!("m{i}"), &format!("m{j}"), units[i % 4]]));
+        both(&s(&[
+            "GEODIST",
+            "pts",
+            &format!("m{i}"),
+            &format!("m{j}"),
+            units[i % 4],
+        ]));
     }
 
     // Searches: random centres (and members), radii from metres to
@@ -530,7 +771,13 @@ fn random_points_match_redis() {
         &["WITHCOORD", "WITHHASH"],
         &["WITHDIST", "WITHCOORD", "WITHHASH"],
     ];
-    let orders: [&[&str]; 5] = [&[], &["ASC"], &["DESC"], &["COUNT", "5"], &["COUNT", "3", "DESC"]];
+    let orders: [&[&str]; 5] = [
+        &[],
+        &["ASC"],
+        &["DESC"],
+        &["COUNT", "5"],
+        &["COUNT", "3", "DESC"],
+    ];
     let mut found = 0;
     for round in 0..400 {
         let (lon, lat) = if round % 3 == 0 {
@@ -574,21 +821,39 @@ fn random_points_match_redis() {
         bx.extend(s(o));
         both(&bx);
 
-        let mut gr = s(&["GEORADIUS", "pts", &format!("{lon}"), &format!("{lat}"), &r_units, unit]);
+        let mut gr = s(&[
+            "GEORADIUS",
+            "pts",
+            &format!("{lon}"),
+            &format!("{lat}"),
+            &r_units,
+            unit,
+        ]);
         gr.extend(s(w));
         gr.extend(s(o));
         both(&gr);
 
         if round % 10 == 0 {
             let store = s(&[
-                "GEOSEARCHSTORE", "dst", "pts", "FROMLONLAT", &format!("{lon}"), &format!("{lat}"),
-                "BYRADIUS", &r_units, unit, "STOREDIST",
+                "GEOSEARCHSTORE",
+                "dst",
+                "pts",
+                "FROMLONLAT",
+                &format!("{lon}"),
+                &format!("{lat}"),
+                "BYRADIUS",
+                &r_units,
+                unit,
+                "STOREDIST",
             ]);
             both(&store);
             both(&s(&["ZRANGE", "dst", "0", "-1", "WITHSCORES"]));
         }
     }
-    assert!(found > 150, "only {found} of 400 radius searches found anything");
+    assert!(
+        found > 150,
+        "only {found} of 400 radius searches found anything"
+    );
     // A small listpack-encoded set too.
     let mut small = s(&["GEOADD", "small"]);
     for i in 0..50 {
@@ -599,7 +864,30 @@ fn random_points_match_redis() {
     both(&s(&["OBJECT", "ENCODING", "small"]));
     for c in centres {
         let (lon, lat) = (format!("{}", c[0]), format!("{}", c[1]));
-        both(&s(&["GEOSEARCH", "small", "FROMLONLAT", &lon, &lat, "BYRADIUS", "100", "km", "WITHDIST", "ASC"]));
-        both(&s(&["GEOSEARCH", "small", "FROMLONLAT", &lon, &lat, "BYBOX", "150", "80", "km", "WITHCOORD", "DESC"]));
+        both(&s(&[
+            "GEOSEARCH",
+            "small",
+            "FROMLONLAT",
+            &lon,
+            &lat,
+            "BYRADIUS",
+            "100",
+            "km",
+            "WITHDIST",
+            "ASC",
+        ]));
+        both(&s(&[
+            "GEOSEARCH",
+            "small",
+            "FROMLONLAT",
+            &lon,
+            &lat,
+            "BYBOX",
+            "150",
+            "80",
+            "km",
+            "WITHCOORD",
+            "DESC",
+        ]));
     }
 }

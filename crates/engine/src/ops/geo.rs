@@ -137,7 +137,12 @@ pub fn sort_hits(hits: &mut [Hit], order: Order) {
 /// each hit with its geohash score, or with its distance in the request's
 /// unit (`conversion` metres per unit) for STOREDIST. Built as Redis builds
 /// it: a skiplist, turned into a listpack when it fits the limits.
-pub fn result_set(hits: &[Hit], storedist: bool, conversion: f64, limits: &ZSetLimits) -> ZSetValue {
+pub fn result_set(
+    hits: &[Hit],
+    storedist: bool,
+    conversion: f64,
+    limits: &ZSetLimits,
+) -> ZSetValue {
     let mut out = ZSetValue::for_size_hint(Some(hits.len()), limits);
     for h in hits {
         let score = if storedist {

@@ -153,8 +153,7 @@ pub fn encode(long_range: Range, lat_range: Range, lon: f64, lat: f64, step: u8)
     if !(LONG_MIN..=LONG_MAX).contains(&lon) || !(LAT_MIN..=LAT_MAX).contains(&lat) {
         return None;
     }
-    if lat < lat_range.min || lat > lat_range.max || lon < long_range.min || lon > long_range.max
-    {
+    if lat < lat_range.min || lat > lat_range.max || lon < long_range.min || lon > long_range.max {
         return None;
     }
     let mut lat_offset = (lat - lat_range.min) / (lat_range.max - lat_range.min);
@@ -407,7 +406,9 @@ pub fn bounding_box(s: &Shape) -> [f64; 4] {
     let [longitude, latitude] = s.center;
     let (height, width) = match s.kind {
         ShapeKind::Radius(r) => (s.conversion * r, s.conversion * r),
-        ShapeKind::Box { width, height } => (s.conversion * (height / 2.0), s.conversion * (width / 2.0)),
+        ShapeKind::Box { width, height } => {
+            (s.conversion * (height / 2.0), s.conversion * (width / 2.0))
+        }
     };
     let lat_delta = rad_deg(height / EARTH_RADIUS_M);
     let long_delta_top = rad_deg(width / EARTH_RADIUS_M / deg_rad(latitude + lat_delta).cos());
@@ -576,7 +577,13 @@ mod tests {
 
     #[test]
     fn interleave_round_trips() {
-        for (x, y) in [(0u32, 0u32), (1, 0), (0, 1), (0x3ffffff, 0x155), (u32::MAX, 7)] {
+        for (x, y) in [
+            (0u32, 0u32),
+            (1, 0),
+            (0, 1),
+            (0x3ffffff, 0x155),
+            (u32::MAX, 7),
+        ] {
             let v = deinterleave(interleave(x, y));
             assert_eq!((v as u32, (v >> 32) as u32), (x, y));
         }
@@ -623,8 +630,14 @@ mod tests {
         let [x2, y2] = decode_score(CATANIA);
         // GEODIST k Palermo Catania [km]
         assert_eq!(format!("{:.4}", distance(x1, y1, x2, y2)), "166274.1516");
-        assert_eq!(format!("{:.4}", distance(x1, y1, x2, y2) / 1000.0), "166.2742");
-        assert_eq!(format!("{:.4}", distance(x1, y1, x2, y2) / 1609.34), "103.3182");
+        assert_eq!(
+            format!("{:.4}", distance(x1, y1, x2, y2) / 1000.0),
+            "166.2742"
+        );
+        assert_eq!(
+            format!("{:.4}", distance(x1, y1, x2, y2) / 1609.34),
+            "103.3182"
+        );
         // GEOSEARCHSTORE ... STOREDIST, then ZSCORE: 17 digits.
         let stored: f64 = "56.441257870158204".parse().unwrap();
         assert_eq!(distance(15.0, 37.0, x2, y2) / 1000.0, stored);
