@@ -50,9 +50,10 @@ pub struct Hit<'a> {
     pub dist_m: f64,
 }
 
-/// A search's hits: on the stack up to 32 (most searches), so a search
-/// allocates nothing beyond its reply.
-pub type Hits<'z> = SmallVec<[Hit<'z>; 32]>;
+/// A search's hits: on the stack up to 64 (3 KiB; most searches), so a
+/// search allocates nothing beyond its reply. (Redis allocates the array
+/// and copies every member.)
+pub type Hits<'z> = SmallVec<[Hit<'z>; 64]>;
 
 /// Collects into `out` the members of `z` inside `shape`
 /// (`membersOfAllNeighbors`): the nine cells in Redis's order, a cell

@@ -548,7 +548,29 @@ pub fn distance(lon1d: f64, lat1d: f64, lon2d: f64, lat2d: f64) -> f64 {
 /// with the radius; a box (7.0's `geohashGetDistanceIfInRectangle`)
 /// compares the east-west distance along the point's parallel and the
 /// north-south distance along its meridian with half the sides.
+///
+/// Most points a search tests lie outside (the nine cells cover several
+/// times the area), and the haversine costs five libm calls. So a point is
+/// first refused without any when its latitude alone puts it out of reach:
+/// a great-circle distance is at least `R * |lat2 - lat1|` (in radians),
+/// and the north-south distance of the box test is that very quantity. The
+/// margin (a millionth, plus a millimetre) is far wider than the rounding
+/// of the haversine, which near antipodes (asin close to 1) can reach some
+/// 1e-8 relative, so a point this refuses is one Redis refuses too.
 pub fn within(s: &Shape, lon: f64, lat: f64) -> Option<f64> {
+    let [x1, y1] = s.center;
+    let reach = match s.kind {
+        ShapeKind::Radius(r) => r * s.conversion,
+        ShapeKind::Box { height, .. } => height * s.conversion / 2.0,
+    };
+    if EARTH_RADIUS_M * (deg_rad(lat) - deg_rad(y1)).abs() > reach * (1.0 + 1e-6) + 1e-3 {
+        return None;
+    }
+    within_exact(s, lon, lat)
+}
+
+/// [`within`] without the latitude shortcut: Redis's computation alone.
+fn within_exact(s: &Shape, lon: f64, lat: f64) -> Option<f64> {
     let [x1, y1] = s.center;
     match s.kind {
         ShapeKind::Radius(r) => {
@@ -695,6 +717,43 @@ mod tests {
             ..s
         };
         assert!(within(&narrow, x, y).is_none());
+    }
+
+    /// The latitude shortcut never refuses a point Redis's computation
+    /// accepts: points placed just inside and just outside the reach, at
+    /// every latitude, for radii from metres to half the globe and boxes.
+    #[test]
+    fn latitude_shortcut_agrees_with_redis() {
+        let mut x: u64 = 0x2545F4914F6CDD1D;
+        let mut rnd = move || {
+            x ^= x >> 12;
+            x ^= x << 25;
+            x ^= x >> 27;
+            (x.wrapping_mul(0x2545F4914F6CDD1D) >> 11) as f64 / (1u64 << 53) as f64
+        };
+        for i in 0..300_000 {
+            let center = [rnd() * 360.0 - 180.0, rnd() * 170.0 - 85.0];
+            let reach_m = [1.0, 1e3, 1e5, 1e6, 1e7, 2.0e7][i % 6] * (0.5 + rnd());
+            let kind = if i % 2 == 0 {
+                ShapeKind::Radius(reach_m)
+            } else {
+                ShapeKind::Box {
+                    width: reach_m * 2.0 * rnd(),
+                    height: reach_m * 2.0,
+                }
+            };
+            let s = Shape {
+                center,
+                kind,
+                conversion: 1.0,
+            };
+            // A latitude whose meridian distance is about the reach, give or
+            // take a little, and a longitude anywhere near.
+            let dlat = rad_deg(reach_m / EARTH_RADIUS_M) * (1.0 + (rnd() - 0.5) * 1e-5);
+            let lat = (center[1] + if rnd() < 0.5 { dlat } else { -dlat }).clamp(LAT_MIN, LAT_MAX);
+            let lon = (center[0] + (rnd() - 0.5) * 1e-3).clamp(LONG_MIN, LONG_MAX);
+            assert_eq!(within(&s, lon, lat), within_exact(&s, lon, lat), "{s:?} {lon} {lat}");
+        }
     }
 
     #[test]
