@@ -247,7 +247,7 @@ pub fn encode_score(lon: f64, lat: f64) -> Option<f64> {
 /// Whether a longitude/latitude pair is inside Redis's limits
 /// (`extractLongLatOrReply`).
 pub fn valid_lon_lat(lon: f64, lat: f64) -> bool {
-    !(lon < LONG_MIN || lon > LONG_MAX || lat < LAT_MIN || lat > LAT_MAX)
+    (LONG_MIN..=LONG_MAX).contains(&lon) && (LAT_MIN..=LAT_MAX).contains(&lat)
 }
 
 /// The standard base32 geohash alphabet.
@@ -558,7 +558,7 @@ pub fn distance(lon1d: f64, lat1d: f64, lon2d: f64, lat2d: f64) -> f64 {
 /// of the haversine, which near antipodes (asin close to 1) can reach some
 /// 1e-8 relative, so a point this refuses is one Redis refuses too.
 pub fn within(s: &Shape, lon: f64, lat: f64) -> Option<f64> {
-    let [x1, y1] = s.center;
+    let y1 = s.center[1];
     let reach = match s.kind {
         ShapeKind::Radius(r) => r * s.conversion,
         ShapeKind::Box { height, .. } => height * s.conversion / 2.0,
@@ -752,7 +752,11 @@ mod tests {
             let dlat = rad_deg(reach_m / EARTH_RADIUS_M) * (1.0 + (rnd() - 0.5) * 1e-5);
             let lat = (center[1] + if rnd() < 0.5 { dlat } else { -dlat }).clamp(LAT_MIN, LAT_MAX);
             let lon = (center[0] + (rnd() - 0.5) * 1e-3).clamp(LONG_MIN, LONG_MAX);
-            assert_eq!(within(&s, lon, lat), within_exact(&s, lon, lat), "{s:?} {lon} {lat}");
+            assert_eq!(
+                within(&s, lon, lat),
+                within_exact(&s, lon, lat),
+                "{s:?} {lon} {lat}"
+            );
         }
     }
 
