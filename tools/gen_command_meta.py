@@ -101,6 +101,10 @@ COMMANDS = [
     # the rest of Redis 7.0 (issue 22)
     "wait", "role", "readonly", "readwrite", "asking", "lolwut",
     ("latency", ["latest", "history", "reset", "doctor", "graph", "help"]),
+    # geo (issue 22)
+    "geoadd", "geodist", "geohash", "geopos", "georadius", "georadius_ro",
+    "georadiusbymember", "georadiusbymember_ro", "geosearch",
+    "geosearchstore",
 ]
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

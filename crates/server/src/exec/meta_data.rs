@@ -6937,6 +6937,1723 @@ pub(super) static COMMANDS: &[CommandMeta] = &[
         ]),
     },
     CommandMeta {
+        name: "geoadd",
+        arity: -5,
+        flags: &["write", "denyoom"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@write", "@geo", "@slow"],
+        info: Arr(&[
+            Bulk("geoadd"),
+            Int(-5),
+            Set(&[Simple("write"), Simple("denyoom")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@geo"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("update")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Add one or more geospatial items in the geospatial index represented using a sorted set"),
+            ),
+            (Bulk("since"), Bulk("3.2.0")),
+            (Bulk("group"), Bulk("geo")),
+            (
+                Bulk("complexity"),
+                Bulk("O(log(N)) for each item added, where N is the number of elements in the sorted set."),
+            ),
+            (
+                Bulk("history"),
+                Set(&[Arr(&[Bulk("6.2.0"), Bulk("Added the `CH`, `NX` and `XX` options.")])]),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("condition")),
+                        (Bulk("type"), Bulk("oneof")),
+                        (Bulk("since"), Bulk("6.2.0")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("nx")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("NX")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("xx")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("XX")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("change")),
+                        (Bulk("type"), Bulk("pure-token")),
+                        (Bulk("token"), Bulk("CH")),
+                        (Bulk("since"), Bulk("6.2.0")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("longitude_latitude_member")),
+                        (Bulk("type"), Bulk("block")),
+                        (Bulk("flags"), Set(&[Simple("multiple")])),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("longitude")),
+                                    (Bulk("type"), Bulk("double")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("latitude")),
+                                    (Bulk("type"), Bulk("double")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("member")),
+                                    (Bulk("type"), Bulk("string")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "geodist",
+        arity: -4,
+        flags: &["readonly"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@read", "@geo", "@slow"],
+        info: Arr(&[
+            Bulk("geodist"),
+            Int(-4),
+            Set(&[Simple("readonly")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@read"), Simple("@geo"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Returns the distance between two members of a geospatial index"),
+            ),
+            (Bulk("since"), Bulk("3.2.0")),
+            (Bulk("group"), Bulk("geo")),
+            (Bulk("complexity"), Bulk("O(log(N))")),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("member1")), (Bulk("type"), Bulk("string"))]),
+                    Map(&[(Bulk("name"), Bulk("member2")), (Bulk("type"), Bulk("string"))]),
+                    Map(&[
+                        (Bulk("name"), Bulk("unit")),
+                        (Bulk("type"), Bulk("oneof")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("m")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("M")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("km")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("KM")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("ft")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("FT")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("mi")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("MI")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "geohash",
+        arity: -2,
+        flags: &["readonly"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@read", "@geo", "@slow"],
+        info: Arr(&[
+            Bulk("geohash"),
+            Int(-2),
+            Set(&[Simple("readonly")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@read"), Simple("@geo"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Returns members of a geospatial index as standard geohash strings"),
+            ),
+            (Bulk("since"), Bulk("3.2.0")),
+            (Bulk("group"), Bulk("geo")),
+            (
+                Bulk("complexity"),
+                Bulk("O(log(N)) for each member requested, where N is the number of elements in the sorted set."),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("member")),
+                        (Bulk("type"), Bulk("string")),
+                        (Bulk("flags"), Set(&[Simple("multiple")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "geopos",
+        arity: -2,
+        flags: &["readonly"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@read", "@geo", "@slow"],
+        info: Arr(&[
+            Bulk("geopos"),
+            Int(-2),
+            Set(&[Simple("readonly")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@read"), Simple("@geo"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Returns longitude and latitude of members of a geospatial index"),
+            ),
+            (Bulk("since"), Bulk("3.2.0")),
+            (Bulk("group"), Bulk("geo")),
+            (Bulk("complexity"), Bulk("O(N) where N is the number of members requested.")),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("member")),
+                        (Bulk("type"), Bulk("string")),
+                        (Bulk("flags"), Set(&[Simple("multiple")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "georadius",
+        arity: -6,
+        flags: &["write", "denyoom", "movablekeys"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@write", "@geo", "@slow"],
+        info: Arr(&[
+            Bulk("georadius"),
+            Int(-6),
+            Set(&[Simple("write"), Simple("denyoom"), Simple("movablekeys")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@geo"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("OW"), Simple("update")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("keyword")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("keyword"), Bulk("STORE")),
+                                    (Bulk("startfrom"), Int(6)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("OW"), Simple("update")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("keyword")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("keyword"), Bulk("STOREDIST")),
+                                    (Bulk("startfrom"), Int(6)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Query a sorted set representing a geospatial index to fetch members matching a given maximum distance from a point"),
+            ),
+            (Bulk("since"), Bulk("3.2.0")),
+            (Bulk("group"), Bulk("geo")),
+            (
+                Bulk("complexity"),
+                Bulk("O(N+log(M)) where N is the number of elements inside the bounding box of the circular area delimited by center and radius and M is the number of items inside the index."),
+            ),
+            (Bulk("doc_flags"), Set(&[Simple("deprecated")])),
+            (Bulk("deprecated_since"), Bulk("6.2.0")),
+            (
+                Bulk("replaced_by"),
+                Bulk("`GEOSEARCH` and `GEOSEARCHSTORE` with the `BYRADIUS` argument"),
+            ),
+            (
+                Bulk("history"),
+                Set(&[
+                    Arr(&[Bulk("6.2.0"), Bulk("Added the `ANY` option for `COUNT`.")]),
+                    Arr(&[Bulk("7.0.0"), Bulk("Added support for uppercase unit names.")]),
+                ]),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("longitude")), (Bulk("type"), Bulk("double"))]),
+                    Map(&[(Bulk("name"), Bulk("latitude")), (Bulk("type"), Bulk("double"))]),
+                    Map(&[(Bulk("name"), Bulk("radius")), (Bulk("type"), Bulk("double"))]),
+                    Map(&[
+                        (Bulk("name"), Bulk("unit")),
+                        (Bulk("type"), Bulk("oneof")),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("m")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("M")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("km")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("KM")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("ft")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("FT")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("mi")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("MI")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("withcoord")),
+                        (Bulk("type"), Bulk("pure-token")),
+                        (Bulk("token"), Bulk("WITHCOORD")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("withdist")),
+                        (Bulk("type"), Bulk("pure-token")),
+                        (Bulk("token"), Bulk("WITHDIST")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("withhash")),
+                        (Bulk("type"), Bulk("pure-token")),
+                        (Bulk("token"), Bulk("WITHHASH")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("count")),
+                        (Bulk("type"), Bulk("block")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("count")),
+                                    (Bulk("type"), Bulk("integer")),
+                                    (Bulk("token"), Bulk("COUNT")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("any")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("ANY")),
+                                    (Bulk("since"), Bulk("6.2.0")),
+                                    (Bulk("flags"), Set(&[Simple("optional")])),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("order")),
+                        (Bulk("type"), Bulk("oneof")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("asc")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("ASC")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("desc")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("DESC")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(1)),
+                        (Bulk("token"), Bulk("STORE")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(2)),
+                        (Bulk("token"), Bulk("STOREDIST")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "georadius_ro",
+        arity: -6,
+        flags: &["readonly"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@read", "@geo", "@slow"],
+        info: Arr(&[
+            Bulk("georadius_ro"),
+            Int(-6),
+            Set(&[Simple("readonly")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@read"), Simple("@geo"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("A read-only variant for GEORADIUS")),
+            (Bulk("since"), Bulk("3.2.10")),
+            (Bulk("group"), Bulk("geo")),
+            (
+                Bulk("complexity"),
+                Bulk("O(N+log(M)) where N is the number of elements inside the bounding box of the circular area delimited by center and radius and M is the number of items inside the index."),
+            ),
+            (Bulk("doc_flags"), Set(&[Simple("deprecated")])),
+            (Bulk("deprecated_since"), Bulk("6.2.0")),
+            (Bulk("replaced_by"), Bulk("`GEOSEARCH` with the `BYRADIUS` argument")),
+            (
+                Bulk("history"),
+                Set(&[Arr(&[Bulk("6.2.0"), Bulk("Added the `ANY` option for `COUNT`.")])]),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("longitude")), (Bulk("type"), Bulk("double"))]),
+                    Map(&[(Bulk("name"), Bulk("latitude")), (Bulk("type"), Bulk("double"))]),
+                    Map(&[(Bulk("name"), Bulk("radius")), (Bulk("type"), Bulk("double"))]),
+                    Map(&[
+                        (Bulk("name"), Bulk("unit")),
+                        (Bulk("type"), Bulk("oneof")),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("m")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("M")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("km")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("KM")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("ft")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("FT")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("mi")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("MI")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("withcoord")),
+                        (Bulk("type"), Bulk("pure-token")),
+                        (Bulk("token"), Bulk("WITHCOORD")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("withdist")),
+                        (Bulk("type"), Bulk("pure-token")),
+                        (Bulk("token"), Bulk("WITHDIST")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("withhash")),
+                        (Bulk("type"), Bulk("pure-token")),
+                        (Bulk("token"), Bulk("WITHHASH")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("count")),
+                        (Bulk("type"), Bulk("block")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("count")),
+                                    (Bulk("type"), Bulk("integer")),
+                                    (Bulk("token"), Bulk("COUNT")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("any")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("ANY")),
+                                    (Bulk("since"), Bulk("6.2.0")),
+                                    (Bulk("flags"), Set(&[Simple("optional")])),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("order")),
+                        (Bulk("type"), Bulk("oneof")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("asc")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("ASC")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("desc")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("DESC")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "georadiusbymember",
+        arity: -5,
+        flags: &["write", "denyoom", "movablekeys"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@write", "@geo", "@slow"],
+        info: Arr(&[
+            Bulk("georadiusbymember"),
+            Int(-5),
+            Set(&[Simple("write"), Simple("denyoom"), Simple("movablekeys")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@geo"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("OW"), Simple("update")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("keyword")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("keyword"), Bulk("STORE")),
+                                    (Bulk("startfrom"), Int(5)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("OW"), Simple("update")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("keyword")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("keyword"), Bulk("STOREDIST")),
+                                    (Bulk("startfrom"), Int(5)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Query a sorted set representing a geospatial index to fetch members matching a given maximum distance from a member"),
+            ),
+            (Bulk("since"), Bulk("3.2.0")),
+            (Bulk("group"), Bulk("geo")),
+            (
+                Bulk("complexity"),
+                Bulk("O(N+log(M)) where N is the number of elements inside the bounding box of the circular area delimited by center and radius and M is the number of items inside the index."),
+            ),
+            (Bulk("doc_flags"), Set(&[Simple("deprecated")])),
+            (Bulk("deprecated_since"), Bulk("6.2.0")),
+            (
+                Bulk("replaced_by"),
+                Bulk("`GEOSEARCH` and `GEOSEARCHSTORE` with the `BYRADIUS` and `FROMMEMBER` arguments"),
+            ),
+            (
+                Bulk("history"),
+                Set(&[Arr(&[Bulk("7.0.0"), Bulk("Added support for uppercase unit names.")])]),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("member")), (Bulk("type"), Bulk("string"))]),
+                    Map(&[(Bulk("name"), Bulk("radius")), (Bulk("type"), Bulk("double"))]),
+                    Map(&[
+                        (Bulk("name"), Bulk("unit")),
+                        (Bulk("type"), Bulk("oneof")),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("m")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("M")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("km")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("KM")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("ft")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("FT")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("mi")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("MI")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("withcoord")),
+                        (Bulk("type"), Bulk("pure-token")),
+                        (Bulk("token"), Bulk("WITHCOORD")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("withdist")),
+                        (Bulk("type"), Bulk("pure-token")),
+                        (Bulk("token"), Bulk("WITHDIST")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("withhash")),
+                        (Bulk("type"), Bulk("pure-token")),
+                        (Bulk("token"), Bulk("WITHHASH")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("count")),
+                        (Bulk("type"), Bulk("block")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("count")),
+                                    (Bulk("type"), Bulk("integer")),
+                                    (Bulk("token"), Bulk("COUNT")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("any")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("ANY")),
+                                    (Bulk("flags"), Set(&[Simple("optional")])),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("order")),
+                        (Bulk("type"), Bulk("oneof")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("asc")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("ASC")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("desc")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("DESC")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(1)),
+                        (Bulk("token"), Bulk("STORE")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(2)),
+                        (Bulk("token"), Bulk("STOREDIST")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "georadiusbymember_ro",
+        arity: -5,
+        flags: &["readonly"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@read", "@geo", "@slow"],
+        info: Arr(&[
+            Bulk("georadiusbymember_ro"),
+            Int(-5),
+            Set(&[Simple("readonly")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@read"), Simple("@geo"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("A read-only variant for GEORADIUSBYMEMBER")),
+            (Bulk("since"), Bulk("3.2.10")),
+            (Bulk("group"), Bulk("geo")),
+            (
+                Bulk("complexity"),
+                Bulk("O(N+log(M)) where N is the number of elements inside the bounding box of the circular area delimited by center and radius and M is the number of items inside the index."),
+            ),
+            (Bulk("doc_flags"), Set(&[Simple("deprecated")])),
+            (Bulk("deprecated_since"), Bulk("6.2.0")),
+            (
+                Bulk("replaced_by"),
+                Bulk("`GEOSEARCH` with the `BYRADIUS` and `FROMMEMBER` arguments"),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("member")), (Bulk("type"), Bulk("string"))]),
+                    Map(&[(Bulk("name"), Bulk("radius")), (Bulk("type"), Bulk("double"))]),
+                    Map(&[
+                        (Bulk("name"), Bulk("unit")),
+                        (Bulk("type"), Bulk("oneof")),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("m")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("M")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("km")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("KM")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("ft")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("FT")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("mi")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("MI")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("withcoord")),
+                        (Bulk("type"), Bulk("pure-token")),
+                        (Bulk("token"), Bulk("WITHCOORD")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("withdist")),
+                        (Bulk("type"), Bulk("pure-token")),
+                        (Bulk("token"), Bulk("WITHDIST")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("withhash")),
+                        (Bulk("type"), Bulk("pure-token")),
+                        (Bulk("token"), Bulk("WITHHASH")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("count")),
+                        (Bulk("type"), Bulk("block")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("count")),
+                                    (Bulk("type"), Bulk("integer")),
+                                    (Bulk("token"), Bulk("COUNT")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("any")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("ANY")),
+                                    (Bulk("flags"), Set(&[Simple("optional")])),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("order")),
+                        (Bulk("type"), Bulk("oneof")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("asc")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("ASC")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("desc")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("DESC")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "geosearch",
+        arity: -7,
+        flags: &["readonly"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@read", "@geo", "@slow"],
+        info: Arr(&[
+            Bulk("geosearch"),
+            Int(-7),
+            Set(&[Simple("readonly")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@read"), Simple("@geo"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Query a sorted set representing a geospatial index to fetch members inside an area of a box or a circle."),
+            ),
+            (Bulk("since"), Bulk("6.2.0")),
+            (Bulk("group"), Bulk("geo")),
+            (
+                Bulk("complexity"),
+                Bulk("O(N+log(M)) where N is the number of elements in the grid-aligned bounding box area around the shape provided as the filter and M is the number of items inside the shape"),
+            ),
+            (
+                Bulk("history"),
+                Set(&[Arr(&[Bulk("7.0.0"), Bulk("Added support for uppercase unit names.")])]),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("from")),
+                        (Bulk("type"), Bulk("oneof")),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("member")),
+                                    (Bulk("type"), Bulk("string")),
+                                    (Bulk("token"), Bulk("FROMMEMBER")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("longitude_latitude")),
+                                    (Bulk("type"), Bulk("block")),
+                                    (Bulk("token"), Bulk("FROMLONLAT")),
+                                    (
+                                        Bulk("arguments"),
+                                        Arr(&[
+                                            Map(&[
+                                                (Bulk("name"), Bulk("longitude")),
+                                                (Bulk("type"), Bulk("double")),
+                                            ]),
+                                            Map(&[
+                                                (Bulk("name"), Bulk("latitude")),
+                                                (Bulk("type"), Bulk("double")),
+                                            ]),
+                                        ]),
+                                    ),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("by")),
+                        (Bulk("type"), Bulk("oneof")),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("circle")),
+                                    (Bulk("type"), Bulk("block")),
+                                    (
+                                        Bulk("arguments"),
+                                        Arr(&[
+                                            Map(&[
+                                                (Bulk("name"), Bulk("radius")),
+                                                (Bulk("type"), Bulk("double")),
+                                                (Bulk("token"), Bulk("BYRADIUS")),
+                                            ]),
+                                            Map(&[
+                                                (Bulk("name"), Bulk("unit")),
+                                                (Bulk("type"), Bulk("oneof")),
+                                                (
+                                                    Bulk("arguments"),
+                                                    Arr(&[
+                                                        Map(&[
+                                                            (Bulk("name"), Bulk("m")),
+                                                            (Bulk("type"), Bulk("pure-token")),
+                                                            (Bulk("token"), Bulk("M")),
+                                                        ]),
+                                                        Map(&[
+                                                            (Bulk("name"), Bulk("km")),
+                                                            (Bulk("type"), Bulk("pure-token")),
+                                                            (Bulk("token"), Bulk("KM")),
+                                                        ]),
+                                                        Map(&[
+                                                            (Bulk("name"), Bulk("ft")),
+                                                            (Bulk("type"), Bulk("pure-token")),
+                                                            (Bulk("token"), Bulk("FT")),
+                                                        ]),
+                                                        Map(&[
+                                                            (Bulk("name"), Bulk("mi")),
+                                                            (Bulk("type"), Bulk("pure-token")),
+                                                            (Bulk("token"), Bulk("MI")),
+                                                        ]),
+                                                    ]),
+                                                ),
+                                            ]),
+                                        ]),
+                                    ),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("box")),
+                                    (Bulk("type"), Bulk("block")),
+                                    (
+                                        Bulk("arguments"),
+                                        Arr(&[
+                                            Map(&[
+                                                (Bulk("name"), Bulk("width")),
+                                                (Bulk("type"), Bulk("double")),
+                                                (Bulk("token"), Bulk("BYBOX")),
+                                            ]),
+                                            Map(&[
+                                                (Bulk("name"), Bulk("height")),
+                                                (Bulk("type"), Bulk("double")),
+                                            ]),
+                                            Map(&[
+                                                (Bulk("name"), Bulk("unit")),
+                                                (Bulk("type"), Bulk("oneof")),
+                                                (
+                                                    Bulk("arguments"),
+                                                    Arr(&[
+                                                        Map(&[
+                                                            (Bulk("name"), Bulk("m")),
+                                                            (Bulk("type"), Bulk("pure-token")),
+                                                            (Bulk("token"), Bulk("M")),
+                                                        ]),
+                                                        Map(&[
+                                                            (Bulk("name"), Bulk("km")),
+                                                            (Bulk("type"), Bulk("pure-token")),
+                                                            (Bulk("token"), Bulk("KM")),
+                                                        ]),
+                                                        Map(&[
+                                                            (Bulk("name"), Bulk("ft")),
+                                                            (Bulk("type"), Bulk("pure-token")),
+                                                            (Bulk("token"), Bulk("FT")),
+                                                        ]),
+                                                        Map(&[
+                                                            (Bulk("name"), Bulk("mi")),
+                                                            (Bulk("type"), Bulk("pure-token")),
+                                                            (Bulk("token"), Bulk("MI")),
+                                                        ]),
+                                                    ]),
+                                                ),
+                                            ]),
+                                        ]),
+                                    ),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("order")),
+                        (Bulk("type"), Bulk("oneof")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("asc")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("ASC")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("desc")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("DESC")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("count")),
+                        (Bulk("type"), Bulk("block")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("count")),
+                                    (Bulk("type"), Bulk("integer")),
+                                    (Bulk("token"), Bulk("COUNT")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("any")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("ANY")),
+                                    (Bulk("flags"), Set(&[Simple("optional")])),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("withcoord")),
+                        (Bulk("type"), Bulk("pure-token")),
+                        (Bulk("token"), Bulk("WITHCOORD")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("withdist")),
+                        (Bulk("type"), Bulk("pure-token")),
+                        (Bulk("token"), Bulk("WITHDIST")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("withhash")),
+                        (Bulk("type"), Bulk("pure-token")),
+                        (Bulk("token"), Bulk("WITHHASH")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "geosearchstore",
+        arity: -8,
+        flags: &["write", "denyoom"],
+        first_key: 1,
+        last_key: 2,
+        step: 1,
+        acl_categories: &["@write", "@geo", "@slow"],
+        info: Arr(&[
+            Bulk("geosearchstore"),
+            Int(-8),
+            Set(&[Simple("write"), Simple("denyoom")]),
+            Int(1),
+            Int(2),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@geo"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("OW"), Simple("update")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(2))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Query a sorted set representing a geospatial index to fetch members inside an area of a box or a circle, and store the result in another key."),
+            ),
+            (Bulk("since"), Bulk("6.2.0")),
+            (Bulk("group"), Bulk("geo")),
+            (
+                Bulk("complexity"),
+                Bulk("O(N+log(M)) where N is the number of elements in the grid-aligned bounding box area around the shape provided as the filter and M is the number of items inside the shape"),
+            ),
+            (
+                Bulk("history"),
+                Set(&[Arr(&[Bulk("7.0.0"), Bulk("Added support for uppercase unit names.")])]),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("destination")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("source")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(1)),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("from")),
+                        (Bulk("type"), Bulk("oneof")),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("member")),
+                                    (Bulk("type"), Bulk("string")),
+                                    (Bulk("token"), Bulk("FROMMEMBER")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("longitude_latitude")),
+                                    (Bulk("type"), Bulk("block")),
+                                    (Bulk("token"), Bulk("FROMLONLAT")),
+                                    (
+                                        Bulk("arguments"),
+                                        Arr(&[
+                                            Map(&[
+                                                (Bulk("name"), Bulk("longitude")),
+                                                (Bulk("type"), Bulk("double")),
+                                            ]),
+                                            Map(&[
+                                                (Bulk("name"), Bulk("latitude")),
+                                                (Bulk("type"), Bulk("double")),
+                                            ]),
+                                        ]),
+                                    ),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("by")),
+                        (Bulk("type"), Bulk("oneof")),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("circle")),
+                                    (Bulk("type"), Bulk("block")),
+                                    (
+                                        Bulk("arguments"),
+                                        Arr(&[
+                                            Map(&[
+                                                (Bulk("name"), Bulk("radius")),
+                                                (Bulk("type"), Bulk("double")),
+                                                (Bulk("token"), Bulk("BYRADIUS")),
+                                            ]),
+                                            Map(&[
+                                                (Bulk("name"), Bulk("unit")),
+                                                (Bulk("type"), Bulk("oneof")),
+                                                (
+                                                    Bulk("arguments"),
+                                                    Arr(&[
+                                                        Map(&[
+                                                            (Bulk("name"), Bulk("m")),
+                                                            (Bulk("type"), Bulk("pure-token")),
+                                                            (Bulk("token"), Bulk("M")),
+                                                        ]),
+                                                        Map(&[
+                                                            (Bulk("name"), Bulk("km")),
+                                                            (Bulk("type"), Bulk("pure-token")),
+                                                            (Bulk("token"), Bulk("KM")),
+                                                        ]),
+                                                        Map(&[
+                                                            (Bulk("name"), Bulk("ft")),
+                                                            (Bulk("type"), Bulk("pure-token")),
+                                                            (Bulk("token"), Bulk("FT")),
+                                                        ]),
+                                                        Map(&[
+                                                            (Bulk("name"), Bulk("mi")),
+                                                            (Bulk("type"), Bulk("pure-token")),
+                                                            (Bulk("token"), Bulk("MI")),
+                                                        ]),
+                                                    ]),
+                                                ),
+                                            ]),
+                                        ]),
+                                    ),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("box")),
+                                    (Bulk("type"), Bulk("block")),
+                                    (
+                                        Bulk("arguments"),
+                                        Arr(&[
+                                            Map(&[
+                                                (Bulk("name"), Bulk("width")),
+                                                (Bulk("type"), Bulk("double")),
+                                                (Bulk("token"), Bulk("BYBOX")),
+                                            ]),
+                                            Map(&[
+                                                (Bulk("name"), Bulk("height")),
+                                                (Bulk("type"), Bulk("double")),
+                                            ]),
+                                            Map(&[
+                                                (Bulk("name"), Bulk("unit")),
+                                                (Bulk("type"), Bulk("oneof")),
+                                                (
+                                                    Bulk("arguments"),
+                                                    Arr(&[
+                                                        Map(&[
+                                                            (Bulk("name"), Bulk("m")),
+                                                            (Bulk("type"), Bulk("pure-token")),
+                                                            (Bulk("token"), Bulk("M")),
+                                                        ]),
+                                                        Map(&[
+                                                            (Bulk("name"), Bulk("km")),
+                                                            (Bulk("type"), Bulk("pure-token")),
+                                                            (Bulk("token"), Bulk("KM")),
+                                                        ]),
+                                                        Map(&[
+                                                            (Bulk("name"), Bulk("ft")),
+                                                            (Bulk("type"), Bulk("pure-token")),
+                                                            (Bulk("token"), Bulk("FT")),
+                                                        ]),
+                                                        Map(&[
+                                                            (Bulk("name"), Bulk("mi")),
+                                                            (Bulk("type"), Bulk("pure-token")),
+                                                            (Bulk("token"), Bulk("MI")),
+                                                        ]),
+                                                    ]),
+                                                ),
+                                            ]),
+                                        ]),
+                                    ),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("order")),
+                        (Bulk("type"), Bulk("oneof")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("asc")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("ASC")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("desc")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("DESC")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("count")),
+                        (Bulk("type"), Bulk("block")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("count")),
+                                    (Bulk("type"), Bulk("integer")),
+                                    (Bulk("token"), Bulk("COUNT")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("any")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("ANY")),
+                                    (Bulk("flags"), Set(&[Simple("optional")])),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("storedist")),
+                        (Bulk("type"), Bulk("pure-token")),
+                        (Bulk("token"), Bulk("STOREDIST")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
         name: "get",
         arity: 2,
         flags: &["readonly", "fast"],

@@ -10,6 +10,7 @@ pub mod bitmap;
 pub mod client;
 pub mod connection;
 pub mod functions;
+pub mod geo;
 pub mod hash;
 pub mod hll;
 pub mod info;
@@ -57,6 +58,7 @@ pub fn families() -> Vec<&'static [Def]> {
         replication::COMMANDS,
         lolwut::COMMANDS,
         latency::COMMANDS,
+        geo::COMMANDS,
     ]
 }
 
