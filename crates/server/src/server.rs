@@ -49,6 +49,7 @@ pub fn build_shared(cfg: Config) -> Result<Arc<Shared>, String> {
         slowlog: Mutex::new(SlowLog::default()),
         memory: crate::memory::Guard::default(),
         pubsub: crate::pubsub::PubSub::default(),
+        tracking: Default::default(),
         monitors: Mutex::new(Vec::new()),
         monitor_count: AtomicUsize::new(0),
         stat_reset_at: Mutex::new(Instant::now()),
@@ -60,6 +61,7 @@ pub fn build_shared(cfg: Config) -> Result<Arc<Shared>, String> {
         balance: crate::net::balance::Balance::new(start_active),
     });
     let _ = shared.journal.server.set(Arc::downgrade(&shared));
+    crate::tracking::install(&shared);
     shared.refresh_hot();
     Ok(shared)
 }

@@ -167,13 +167,15 @@ fn quit(ctx: &mut Ctx) -> CmdResult {
 }
 
 /// RESET → +RESET, in RESP2. Back to db 0, RESP2, no name, replies on, not
-/// a monitor, no subscriptions, and unauthenticated if the default user
+/// a monitor, no subscriptions, no client-side caching, and
+/// unauthenticated if the default user
 /// has a password (`clearClientConnectionState`). CLIENT NO-EVICT is kept,
 /// as in Redis.
 fn reset(ctx: &mut Ctx) -> CmdResult {
     let shared = ctx.shared;
     let c = &mut *ctx.client;
     crate::pubsub::drop_client(shared, c);
+    crate::tracking::disable(shared, c);
     if c.info.monitor.swap(false, Ordering::Relaxed) {
         let mut m = shared.monitors.lock();
         m.retain(|(id, _)| *id != c.id);

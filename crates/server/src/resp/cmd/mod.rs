@@ -23,6 +23,7 @@ pub mod server;
 pub mod set;
 pub mod snapshot;
 pub mod sort;
+pub mod tracking;
 pub mod string;
 pub mod zset;
 
