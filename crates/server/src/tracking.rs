@@ -117,7 +117,10 @@ pub struct ClientTracking {
 /// in its `Arc`).
 pub fn install(shared: &Arc<Shared>) {
     let _ = shared.tracking.shared.set(Arc::downgrade(shared));
-    shared.engine.tracking.install(Arc::new(Sink(Arc::downgrade(shared))));
+    shared
+        .engine
+        .tracking
+        .install(Arc::new(Sink(Arc::downgrade(shared))));
 }
 
 struct Sink(Weak<Shared>);

@@ -61,7 +61,11 @@ fn quiet(c: &mut RawConn) {
     c.stream()
         .set_read_timeout(Some(support::IO_TIMEOUT))
         .unwrap();
-    assert!(got.is_err(), "unexpected {:?}", got.map(|o| o.map(|b| s(&b))));
+    assert!(
+        got.is_err(),
+        "unexpected {:?}",
+        got.map(|o| o.map(|b| s(&b)))
+    );
 }
 
 fn info_field(c: &mut RawConn, section: &str, name: &str) -> String {
@@ -171,7 +175,10 @@ fn resp2_redirect_through_the_invalidate_channel() {
         format!(">2\r\n$21\r\ntracking-redir-broken\r\n:{rid}\r\n")
     );
     let me = s(&t3.cmd(&["CLIENT", "INFO"]));
-    assert!(me.contains(" flags=tR ") && me.contains(&format!(" redir={rid} ")), "{me}");
+    assert!(
+        me.contains(" flags=tR ") && me.contains(&format!(" redir={rid} ")),
+        "{me}"
+    );
 }
 
 #[test]
@@ -308,8 +315,15 @@ fn the_table_is_bounded_and_left_clean() {
     t.send(&[b"GET", b"k5"]);
     let first = s(&t.read_raw_reply());
     let second = s(&t.read_raw_reply());
-    let evicted = if first.starts_with('>') { first } else { second };
-    assert!(evicted.starts_with(">2\r\n$10\r\ninvalidate\r\n*1\r\n"), "{evicted}");
+    let evicted = if first.starts_with('>') {
+        first
+    } else {
+        second
+    };
+    assert!(
+        evicted.starts_with(">2\r\n$10\r\ninvalidate\r\n*1\r\n"),
+        "{evicted}"
+    );
     assert_eq!(info_field(&mut w, "stats", "tracking_total_keys"), "5");
     // A second client on the same keys, then both leave: nothing remains.
     let mut t2 = resp3(srv.port);

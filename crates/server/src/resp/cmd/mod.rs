@@ -23,8 +23,8 @@ pub mod server;
 pub mod set;
 pub mod snapshot;
 pub mod sort;
-pub mod tracking;
 pub mod string;
+pub mod tracking;
 pub mod zset;
 
 /// Every family's registrations, in the order COMMAND lists them.

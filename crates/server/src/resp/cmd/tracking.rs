@@ -103,7 +103,7 @@ pub fn tracking(ctx: &mut Ctx) -> CmdResult {
 /// tracked, in OPTIN (YES) or OPTOUT (NO) mode.
 pub fn caching(ctx: &mut Ctx) -> CmdResult {
     let m = ctx.client.info.tracking.load(Ordering::Relaxed);
-    if m & mode::ON == 0 || m & (mode::OPTIN | mode::OPTOUT) == 0 {
+    if m & mode::ON == 0 {
         return Err(CmdError::text(
             "ERR CLIENT CACHING can be called only when the client is in tracking mode \
              with OPTIN or OPTOUT mode enabled",
