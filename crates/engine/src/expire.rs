@@ -105,7 +105,7 @@ impl Engine {
                         // sees a change, `expired` is notified.
                         for e in gone {
                             shard.touch_watched(db, e.key());
-                            self.tracking.key(e.key(), &Cx::DETACHED);
+                            self.tracking.key(e.key(), cx);
                             if notify {
                                 cx.push_event(crate::events::Event::Notify {
                                     class: crate::events::class::EXPIRED,

@@ -784,7 +784,10 @@ impl<'e> Guard<'e> {
             drop(table.remove_at(i));
             shard.stats.expired_keys += 1;
             shard.touch_watched(db, k.bytes);
-            self.engine.tracking.key(k.bytes, &Cx::DETACHED);
+            // The reading command's context, so a BCAST prefix's message
+            // goes out after it (for NOLOOP it counts as the reader's
+            // change; Redis names no client for an expiry).
+            self.engine.tracking.key(k.bytes, &self.cx);
             if crate::record::expired(self.engine, &self.cx, db, k.bytes) {
                 self.expired = true;
             }

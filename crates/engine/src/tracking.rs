@@ -50,13 +50,20 @@ impl Hook {
         self.on.load(Ordering::Relaxed)
     }
 
-    /// Reports `key` as changed, if anyone tracks.
+    /// Reports `key` as changed, if anyone tracks: on every write path,
+    /// so inlined to a load and a branch.
     #[inline]
     pub(crate) fn key(&self, key: &[u8], cx: &Cx) {
         if self.on() {
-            if let Some(s) = self.sink.get() {
-                s.key(key, cx);
-            }
+            self.report(key, cx);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn report(&self, key: &[u8], cx: &Cx) {
+        if let Some(s) = self.sink.get() {
+            s.key(key, cx);
         }
     }
 

@@ -209,6 +209,10 @@ fn bcast_prefixes_and_noloop() {
     quiet(&mut t);
     w.cmd(&["SET", "b2", "1"]);
     assert_eq!(s(&t.read_raw_reply()), push(&["b2"]));
+    // Expiry reaches prefixes too: the write, then the active sweep.
+    w.cmd(&["SET", "a9", "1", "PX", "30"]);
+    assert_eq!(s(&t.read_raw_reply()), push(&["a9"]));
+    assert_eq!(s(&t.read_raw_reply()), push(&["a9"]));
     assert_eq!(info_field(&mut w, "stats", "tracking_total_prefixes"), "2");
     let me = s(&t.cmd(&["CLIENT", "INFO"]));
     assert!(me.contains(" flags=tB "), "{me}");
@@ -360,7 +364,7 @@ fn tracking_errors_match_redis() {
         ),
         (
             &["CLIENT", "CACHING", "YES"],
-            "-ERR CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or OPTOUT mode enabled\r\n",
+            "-ERR CLIENT CACHING YES is only valid when tracking is enabled in OPTIN mode.\r\n",
         ),
         (&["CLIENT", "TRACKING", "ON", "OPTIN"], "+OK\r\n"),
         (&["CLIENT", "CACHING", "maybe"], "-ERR syntax error\r\n"),

@@ -76,7 +76,7 @@ pub fn execute(
     let state = CmdState::new();
     state.set_client(client.id);
     let base = Cx::command(client.db, None, 0, &state);
-    let is_client_cmd = args.get(0).eq_ignore_ascii_case(b"client");
+    let is_client_cmd = client.tracking.caching && args.get(0).eq_ignore_ascii_case(b"client");
     let outcome = run(shared, client, args, out, stats, &base);
     // CLIENT CACHING applies to the next command only (a transaction's
     // commands count as one, up to EXEC); CLIENT's own subcommands keep it
