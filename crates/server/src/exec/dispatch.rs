@@ -76,12 +76,14 @@ pub fn execute(
     let state = CmdState::new();
     state.set_client(client.id);
     let base = Cx::command(client.db, None, 0, &state);
-    let is_client_cmd = client.tracking.caching && args.get(0).eq_ignore_ascii_case(b"client");
     let outcome = run(shared, client, args, out, stats, &base);
     // CLIENT CACHING applies to the next command only (a transaction's
     // commands count as one, up to EXEC); CLIENT's own subcommands keep it
     // (Redis `resetClient`).
-    if client.tracking.caching && client.multi.is_none() && !is_client_cmd {
+    if client.tracking.caching
+        && client.multi.is_none()
+        && !args.get(0).eq_ignore_ascii_case(b"client")
+    {
         client.tracking.caching = false;
     }
     crate::keyevents::after_command(shared, &state, Some(&mut *client));
