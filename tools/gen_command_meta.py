@@ -77,7 +77,8 @@ COMMANDS = [
     # connection and server
     "ping", "echo", "hello", "auth", "quit", "reset",
     ("client", ["id", "setname", "getname", "list", "info", "kill", "pause",
-                "unpause", "reply", "no-evict", "unblock", "help"]),
+                "unpause", "reply", "no-evict", "unblock", "tracking",
+                "caching", "trackinginfo", "getredir", "help"]),
     ("command", ["count", "info", "docs", "list", "getkeys",
                  "getkeysandflags", "help"]),
     "info",

@@ -44,6 +44,9 @@ pub struct CmdState {
     /// End of the last unit this command appended to the journal (0: none):
     /// what the connection's reply must wait for under `appendfsync always`.
     journal_end: Cell<u64>,
+    /// The client whose command this is (0: none), so client-side
+    /// caching can skip a NOLOOP client's own writes (`crate::tracking`).
+    client: Cell<u64>,
 }
 
 /// Records staged for the current guard (`record::stage`, `record::expired`).
@@ -75,6 +78,11 @@ impl CmdState {
     /// call (0: nothing).
     pub fn take_journal_end(&self) -> u64 {
         self.journal_end.replace(0)
+    }
+
+    /// Names the client running the command (`Cx::client`).
+    pub fn set_client(&self, id: u64) {
+        self.client.set(id);
     }
 
     pub(crate) fn push_event(&self, e: Event) {
@@ -188,6 +196,12 @@ impl<'a> Cx<'a> {
     #[inline]
     pub fn state(&self) -> Option<&'a CmdState> {
         self.state
+    }
+
+    /// The client whose command this is (0: none, as for expiry).
+    #[inline]
+    pub fn client(&self) -> u64 {
+        self.state.map_or(0, |s| s.client.get())
     }
 
     /// Records an event for the server to handle after the command.

@@ -46,4 +46,7 @@ pub enum Event {
     /// Every key of `db` may have changed at once (SWAPDB, FLUSHDB): wake
     /// every client blocked on a key of it, to look again.
     ReadyDb { db: usize },
+    /// Keys changed under a client-side caching BCAST prefix: send the
+    /// prefixes' invalidations (`cairn_engine::tracking`'s sink raises it).
+    Broadcast,
 }

@@ -82,7 +82,11 @@ impl Engine {
                                 |e| e.is_expired(now),
                                 |e| {
                                     removed += 1;
-                                    if notify || journal || !shard_watched_empty {
+                                    if notify
+                                        || journal
+                                        || !shard_watched_empty
+                                        || self.tracking.on()
+                                    {
                                         gone.push(e);
                                     }
                                 },
@@ -101,6 +105,7 @@ impl Engine {
                         // sees a change, `expired` is notified.
                         for e in gone {
                             shard.touch_watched(db, e.key());
+                            self.tracking.key(e.key(), cx);
                             if notify {
                                 cx.push_event(crate::events::Event::Notify {
                                     class: crate::events::class::EXPIRED,

@@ -109,6 +109,8 @@ impl Engine {
             Some(d) => g.modified_db(d, None),
             None => (0..self.databases()).for_each(|d| g.modified_db(d, None)),
         }
+        // Redis's signalFlushedDb: every tracking client drops its cache.
+        self.tracking.all(cx);
         let mut old = Vec::new();
         for s in g.shards_mut() {
             match db {

@@ -117,6 +117,8 @@ pub struct Engine {
     pub(crate) journal: crate::record::Hook,
     /// The running snapshot, if any (`crate::snapshot`).
     pub(crate) snap: crate::snapshot::SnapState,
+    /// Client-side caching's view of changed keys (`crate::tracking`).
+    pub tracking: crate::tracking::Hook,
 }
 
 /// A key and its hash, computed once per command.
@@ -182,6 +184,7 @@ impl Engine {
             blocked: AtomicUsize::new(0),
             journal: Default::default(),
             snap: Default::default(),
+            tracking: Default::default(),
         }
     }
 
@@ -781,6 +784,10 @@ impl<'e> Guard<'e> {
             drop(table.remove_at(i));
             shard.stats.expired_keys += 1;
             shard.touch_watched(db, k.bytes);
+            // The reading command's context, so a BCAST prefix's message
+            // goes out after it (for NOLOOP it counts as the reader's
+            // change; Redis names no client for an expiry).
+            self.engine.tracking.key(k.bytes, &self.cx);
             if crate::record::expired(self.engine, &self.cx, db, k.bytes) {
                 self.expired = true;
             }
@@ -814,6 +821,8 @@ impl<'e> Guard<'e> {
         // Only the lock holder writes this counter: no atomic add needed.
         c.store(c.load(Ordering::Relaxed).wrapping_add(1), Ordering::Relaxed);
         self.shard(k).touch_watched(db, k.bytes);
+        // Redis's signalModifiedKey: WATCH, then client-side caching.
+        self.engine.tracking.key(k.bytes, &self.cx);
     }
 
     /// Starts watching `k` in `db` for the client owning `flag`.

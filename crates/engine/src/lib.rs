@@ -12,6 +12,8 @@
 //! - `record`: the deterministic record of each write, for the journal;
 //!   `rewrite`: the deterministic forms of clock-, chance- and wait-dependent
 //!   writes, in one place.
+//! - `tracking`: the hook that tells client-side caching which keys
+//!   changed, called where WATCH is told.
 //! - `cx`: the command context every lock takes (arguments, clock, EXEC's
 //!   hold, staged records and events), so no per-command state is
 //!   thread-local.
@@ -31,6 +33,7 @@ pub mod record;
 pub mod rewrite;
 pub mod snapshot;
 pub mod table;
+pub mod tracking;
 pub mod util;
 pub mod value;
 

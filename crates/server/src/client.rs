@@ -72,6 +72,16 @@ pub struct ClientInfo {
     /// The ACL user's name (CLIENT LIST `user=`, CLIENT KILL USER, ACL
     /// DELUSER closing its connections).
     pub user: Mutex<Vec<u8>>,
+    /// Client-side caching's mode bits (`crate::tracking::mode`), set by
+    /// the owner; other threads deliver by them and set BROKEN_REDIR.
+    pub tracking: AtomicU8,
+    /// CLIENT TRACKING's REDIRECT id (0: none).
+    pub redir: AtomicU64,
+    /// Invalidation messages other threads addressed to this connection,
+    /// written by its worker (`crate::tracking`).
+    pub inbox: Mutex<Vec<u8>>,
+    /// `inbox` is not empty: a look without its lock.
+    pub inbox_pending: AtomicBool,
 }
 
 impl ClientInfo {
@@ -104,6 +114,10 @@ impl ClientInfo {
             dirty_cas: Arc::new(AtomicBool::new(false)),
             watching: AtomicUsize::new(0),
             user: Mutex::new(b"default".to_vec()),
+            tracking: AtomicU8::new(0),
+            redir: AtomicU64::new(0),
+            inbox: Mutex::new(Vec::new()),
+            inbox_pending: AtomicBool::new(false),
         }
     }
 
@@ -184,6 +198,8 @@ pub struct Client {
     /// the worker last looked (0: nothing): under `appendfsync always` its
     /// replies wait until the journal is synced that far.
     pub journal_end: u64,
+    /// Client-side caching: BCAST prefixes and CLIENT CACHING's answer.
+    pub tracking: crate::tracking::ClientTracking,
 }
 
 /// A transaction being queued.
@@ -244,6 +260,7 @@ impl Client {
             out_refs: Default::default(),
             pushes: Default::default(),
             journal_end: 0,
+            tracking: Default::default(),
         }
     }
 
@@ -335,6 +352,16 @@ pub fn client_line(out: &mut Vec<u8>, shared: &Shared, c: &ClientInfo, me: Optio
     if c.blocked.load(Ordering::Relaxed) {
         flags.push('b');
     }
+    let tracking = c.tracking.load(Ordering::Relaxed);
+    if tracking & crate::tracking::mode::ON != 0 {
+        flags.push('t');
+    }
+    if tracking & crate::tracking::mode::BROKEN_REDIR != 0 {
+        flags.push('R');
+    }
+    if tracking & crate::tracking::mode::BCAST != 0 {
+        flags.push('B');
+    }
     if c.dirty_cas.load(Ordering::Relaxed) {
         flags.push('d');
     }
@@ -381,7 +408,7 @@ pub fn client_line(out: &mut Vec<u8>, shared: &Shared, c: &ClientInfo, me: Optio
         out,
         " age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} \
          argv-mem={} multi-mem=0 rbs={} rbp={} obl={} oll=0 omem={} tot-mem={} events={} \
-         cmd={} user={} redir=-1 resp={}",
+         cmd={} user={} redir={} resp={}",
         c.created.elapsed().as_secs(),
         idle,
         flags,
@@ -401,6 +428,11 @@ pub fn client_line(out: &mut Vec<u8>, shared: &Shared, c: &ClientInfo, me: Optio
         events,
         cmd,
         String::from_utf8_lossy(&c.user.lock()),
+        if tracking & crate::tracking::mode::ON != 0 {
+            c.redir.load(Ordering::Relaxed) as i64
+        } else {
+            -1
+        },
         c.resp.load(Ordering::Relaxed),
     );
 }

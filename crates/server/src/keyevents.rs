@@ -1,7 +1,8 @@
 //! After a command: hands what the engine recorded in the command's state
 //! (`cairn_engine::CmdState`, events of `cairn_engine::events`) to the
 //! parts of the server that act on it. Keyspace notifications go to
-//! pub/sub; keys that became ready wake clients blocked on them.
+//! pub/sub; keys that became ready wake clients blocked on them; keys
+//! changed under BCAST prefixes go to client-side caching's clients.
 use crate::client::Client;
 use crate::shared::Shared;
 use cairn_engine::events::Event;
@@ -26,6 +27,7 @@ pub fn after_command(shared: &Shared, state: &CmdState, mut me: Option<&mut Clie
             } => crate::pubsub::keyspace_event(shared, me.as_deref_mut(), class, event, db, &key),
             Event::Ready { db, key } => crate::blocking::key_ready(shared, db, &key),
             Event::ReadyDb { db } => crate::blocking::db_ready(shared, db),
+            Event::Broadcast => crate::tracking::broadcast(shared),
         }
     }
 }

@@ -28,6 +28,7 @@ mod server;
 mod shared;
 mod slowlog;
 mod snapshots;
+mod tracking;
 mod util;
 
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -16,9 +16,14 @@ use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, AtomicUsize, Ordering}
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
+/// The command table, from every family's handlers.
+pub fn command_table() -> Result<CommandTable, String> {
+    CommandTable::build(&cmd::families())
+}
+
 /// Builds the shared state from a config (also used by unit tests).
 pub fn build_shared(cfg: Config) -> Result<Arc<Shared>, String> {
-    let table = CommandTable::build(&cmd::families())?;
+    let table = command_table()?;
     let threads = worker_threads(&cfg);
     // With balancing on, serve on one worker until the load asks for more
     // (`balance`: spreading takes one window, so a busy server spreads
@@ -51,6 +56,7 @@ pub fn build_shared(cfg: Config) -> Result<Arc<Shared>, String> {
         latency: Default::default(),
         memory: crate::memory::Guard::default(),
         pubsub: crate::pubsub::PubSub::default(),
+        tracking: Default::default(),
         monitors: Mutex::new(Vec::new()),
         monitor_count: AtomicUsize::new(0),
         stat_reset_at: Mutex::new(Instant::now()),
@@ -63,6 +69,7 @@ pub fn build_shared(cfg: Config) -> Result<Arc<Shared>, String> {
         acl,
     });
     let _ = shared.journal.server.set(Arc::downgrade(&shared));
+    crate::tracking::install(&shared);
     shared.refresh_hot();
     crate::auth::load_at_start(&shared)?;
     Ok(shared)

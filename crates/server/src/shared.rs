@@ -32,6 +32,9 @@ pub enum Msg {
     Durable,
     /// A connection another worker handed over (`balance`): adopt it.
     Moved(crate::net::worker::Moved),
+    /// Write the invalidation messages waiting in this client's inbox
+    /// (`crate::tracking`).
+    Invalidate(u64),
     /// Count down once this message is reached (a barrier between
     /// commands on every worker: see `journal::start`).
     Barrier(Arc<std::sync::atomic::AtomicUsize>),
@@ -178,6 +181,8 @@ pub struct Shared {
     pub balance: crate::net::balance::Balance,
     /// ACL users and the ACL log (`auth`).
     pub acl: crate::auth::Registry,
+    /// Client-side caching's tracking table (`tracking.rs`).
+    pub tracking: crate::tracking::Tracking,
 }
 
 impl Shared {
@@ -259,6 +264,10 @@ impl Shared {
             .zset_max_listpack_value
             .store(c.zset_max_listpack_value, Ordering::Relaxed);
         self.slowlog.lock().set_max_len(c.slowlog_max_len as usize);
+        self.tracking.max_keys.store(
+            usize::try_from(c.tracking_table_max_keys).unwrap_or(usize::MAX),
+            Ordering::Relaxed,
+        );
         self.journal.set_policy(c.appendfsync);
         let ps = &c.client_output_buffer_limit.pubsub;
         h.pubsub_obuf_hard.store(ps.hard_bytes, Ordering::Relaxed);
@@ -271,6 +280,8 @@ impl Shared {
         h.normal_obuf_soft_secs
             .store(n.soft_seconds, Ordering::Relaxed);
         drop(c);
+        // A lowered `tracking-table-max-keys` applies at once.
+        crate::tracking::enforce_limit(self);
         // `save` or `stop-writes-on-bgsave-error` may have changed.
         self.snapshots.refresh_deny(self);
     }

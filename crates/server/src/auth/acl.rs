@@ -877,7 +877,7 @@ mod tests {
     use super::*;
 
     fn table() -> CommandTable {
-        CommandTable::build(&crate::resp::cmd::families()).expect("command table")
+        crate::server::command_table().expect("command table")
     }
 
     fn user(t: &CommandTable, rules: &[&str]) -> Result<User, RuleError> {

@@ -95,6 +95,17 @@ pub fn authenticate(shared: &Shared, user: &[u8], pass: &[u8]) -> Option<Arc<Use
     shared.acl.authenticate(user, pass)
 }
 
+/// The connection acts as `u` from now on.
+pub fn set_user(
+    shared: &crate::shared::Shared,
+    c: &mut crate::client::Client,
+    u: std::sync::Arc<crate::auth::acl::User>,
+) {
+    c.user_gen = shared.acl.generation();
+    *c.info.user.lock() = u.name.clone();
+    c.user = Some(u);
+}
+
 /// `requirepass` changed: it is the default user's only password, or the
 /// user is `nopass` when empty (`ACLUpdateDefaultUserPassword`).
 pub fn set_default_password(shared: &Shared, password: &str) {

@@ -260,6 +260,9 @@ directives! {
     /// may allocate; a script past it fails with "not enough memory"
     /// instead of growing the server without bound. 0 = no limit.
     lua_heap_limit: u64 = "lua-heap-limit", mem(0, U64_MAX), "256mb", MUTABLE, keep;
+    /// `tracking-table-max-keys`: keys client-side caching remembers
+    /// before it forgets random ones (telling their clients); 0 = no limit.
+    tracking_table_max_keys: u64 = "tracking-table-max-keys", int(0, I64_MAX), "1000000", MUTABLE, keep;
     /// `slowlog-max-len`.
     slowlog_max_len: u64 = "slowlog-max-len", int(0, I64_MAX), "128", MUTABLE, keep;
     /// `latency-tracking`.

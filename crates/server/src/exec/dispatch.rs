@@ -64,6 +64,9 @@ pub fn execute(
     if skip_this {
         client.reply_mode = ReplyMode::On;
     }
+    // Invalidations other threads queued before this command go before its
+    // reply: if it reads a key they name, it reads the new value.
+    crate::tracking::drain_inbox(&client.info, out);
     let start_len = out.len();
     client.redact = 0;
     crate::pubsub::begin_command(client);
@@ -71,8 +74,18 @@ pub fn execute(
     // end): a local, so a command run inside this one shares it and
     // nothing of it is left on the thread.
     let state = CmdState::new();
+    state.set_client(client.id);
     let base = Cx::command(client.db, None, 0, &state);
     let outcome = run(shared, client, args, out, stats, &base);
+    // CLIENT CACHING applies to the next command only (a transaction's
+    // commands count as one, up to EXEC); CLIENT's own subcommands keep it
+    // (Redis `resetClient`).
+    if client.tracking.caching
+        && client.multi.is_none()
+        && !args.get(0).eq_ignore_ascii_case(b"client")
+    {
+        client.tracking.caching = false;
+    }
     crate::keyevents::after_command(shared, &state, Some(&mut *client));
     client.note_journal_end(state.take_journal_end());
     if outcome != Outcome::Done {
@@ -88,6 +101,10 @@ pub fn execute(
     if let Some((at, len)) = crate::pubsub::place_pushes(client, out, start_len) {
         client.out_refs.shift(at, len);
     }
+    // A tracking client's invalidations of its own writes (and any that
+    // arrived while it ran) follow its reply, as Redis 7.0 sends
+    // `tracking_pending_keys` after the command.
+    crate::tracking::drain_inbox(&client.info, out);
     outcome
 }
 
@@ -271,6 +288,13 @@ pub fn invoke(
     // another form: the context lends the engine the arguments for the
     // call, a plain borrow of this parameter.
     let cx = outer.nested(client.db, Some(&args), started_us / 1000);
+    // A tracking client's read: its keys go in the table before the
+    // handler reads them (and again after: `crate::tracking`).
+    let tracked_read =
+        client.info.tracking.load(Ordering::Relaxed) != 0 && crate::tracking::tracks_reads(cmd);
+    if tracked_read {
+        crate::tracking::note_read(shared, client, cmd, &args);
+    }
     let result = {
         let mut ctx = Ctx {
             shared,
@@ -297,6 +321,9 @@ pub fn invoke(
         )
     };
     let micros = cairn_engine::clock::now_us().saturating_sub(started_us);
+    if tracked_read {
+        crate::tracking::note_read(shared, client, cmd, &args);
+    }
     if result.is_ok() && client.wants_block.is_some() {
         // Counted when it finally answers, not for each wait.
         return Outcome::Blocked;

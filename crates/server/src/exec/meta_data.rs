@@ -2559,7 +2559,31 @@ pub(super) static COMMANDS: &[CommandMeta] = &[
             Set(&[]),
             Arr(&[
                 Arr(&[
+                    Bulk("client|caching"),
+                    Int(3),
+                    Set(&[Simple("noscript"), Simple("loading"), Simple("stale")]),
+                    Int(0),
+                    Int(0),
+                    Int(0),
+                    Set(&[Simple("@slow"), Simple("@connection")]),
+                    Set(&[]),
+                    Set(&[]),
+                    Set(&[]),
+                ]),
+                Arr(&[
                     Bulk("client|getname"),
+                    Int(2),
+                    Set(&[Simple("noscript"), Simple("loading"), Simple("stale")]),
+                    Int(0),
+                    Int(0),
+                    Int(0),
+                    Set(&[Simple("@slow"), Simple("@connection")]),
+                    Set(&[]),
+                    Set(&[]),
+                    Set(&[]),
+                ]),
+                Arr(&[
+                    Bulk("client|getredir"),
                     Int(2),
                     Set(&[Simple("noscript"), Simple("loading"), Simple("stale")]),
                     Int(0),
@@ -2699,6 +2723,30 @@ pub(super) static COMMANDS: &[CommandMeta] = &[
                     Set(&[]),
                 ]),
                 Arr(&[
+                    Bulk("client|tracking"),
+                    Int(-3),
+                    Set(&[Simple("noscript"), Simple("loading"), Simple("stale")]),
+                    Int(0),
+                    Int(0),
+                    Int(0),
+                    Set(&[Simple("@slow"), Simple("@connection")]),
+                    Set(&[]),
+                    Set(&[]),
+                    Set(&[]),
+                ]),
+                Arr(&[
+                    Bulk("client|trackinginfo"),
+                    Int(2),
+                    Set(&[Simple("noscript"), Simple("loading"), Simple("stale")]),
+                    Int(0),
+                    Int(0),
+                    Int(0),
+                    Set(&[Simple("@slow"), Simple("@connection")]),
+                    Set(&[]),
+                    Set(&[]),
+                    Set(&[]),
+                ]),
+                Arr(&[
                     Bulk("client|unblock"),
                     Int(-3),
                     Set(&[Simple("admin"), Simple("noscript"), Simple("loading"), Simple("stale")]),
@@ -2743,10 +2791,58 @@ pub(super) static COMMANDS: &[CommandMeta] = &[
                 Bulk("subcommands"),
                 Map(&[
                     (
+                        Bulk("client|caching"),
+                        Map(&[
+                            (
+                                Bulk("summary"),
+                                Bulk("Instruct the server about tracking or not keys in the next request"),
+                            ),
+                            (Bulk("since"), Bulk("6.0.0")),
+                            (Bulk("group"), Bulk("connection")),
+                            (Bulk("complexity"), Bulk("O(1)")),
+                            (
+                                Bulk("arguments"),
+                                Arr(&[
+                                    Map(&[
+                                        (Bulk("name"), Bulk("mode")),
+                                        (Bulk("type"), Bulk("oneof")),
+                                        (
+                                            Bulk("arguments"),
+                                            Arr(&[
+                                                Map(&[
+                                                    (Bulk("name"), Bulk("yes")),
+                                                    (Bulk("type"), Bulk("pure-token")),
+                                                    (Bulk("token"), Bulk("YES")),
+                                                ]),
+                                                Map(&[
+                                                    (Bulk("name"), Bulk("no")),
+                                                    (Bulk("type"), Bulk("pure-token")),
+                                                    (Bulk("token"), Bulk("NO")),
+                                                ]),
+                                            ]),
+                                        ),
+                                    ]),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                    (
                         Bulk("client|getname"),
                         Map(&[
                             (Bulk("summary"), Bulk("Get the current connection name")),
                             (Bulk("since"), Bulk("2.6.9")),
+                            (Bulk("group"), Bulk("connection")),
+                            (Bulk("complexity"), Bulk("O(1)")),
+                        ]),
+                    ),
+                    (
+                        Bulk("client|getredir"),
+                        Map(&[
+                            (
+                                Bulk("summary"),
+                                Bulk("Get tracking notifications redirection client ID if any"),
+                            ),
+                            (Bulk("since"), Bulk("6.0.0")),
                             (Bulk("group"), Bulk("connection")),
                             (Bulk("complexity"), Bulk("O(1)")),
                         ]),
@@ -3217,6 +3313,100 @@ pub(super) static COMMANDS: &[CommandMeta] = &[
                         ]),
                     ),
                     (
+                        Bulk("client|tracking"),
+                        Map(&[
+                            (
+                                Bulk("summary"),
+                                Bulk("Enable or disable server assisted client side caching support"),
+                            ),
+                            (Bulk("since"), Bulk("6.0.0")),
+                            (Bulk("group"), Bulk("connection")),
+                            (
+                                Bulk("complexity"),
+                                Bulk("O(1). Some options may introduce additional complexity."),
+                            ),
+                            (
+                                Bulk("arguments"),
+                                Arr(&[
+                                    Map(&[
+                                        (Bulk("name"), Bulk("status")),
+                                        (Bulk("type"), Bulk("oneof")),
+                                        (
+                                            Bulk("arguments"),
+                                            Arr(&[
+                                                Map(&[
+                                                    (Bulk("name"), Bulk("on")),
+                                                    (Bulk("type"), Bulk("pure-token")),
+                                                    (Bulk("token"), Bulk("ON")),
+                                                ]),
+                                                Map(&[
+                                                    (Bulk("name"), Bulk("off")),
+                                                    (Bulk("type"), Bulk("pure-token")),
+                                                    (Bulk("token"), Bulk("OFF")),
+                                                ]),
+                                            ]),
+                                        ),
+                                    ]),
+                                    Map(&[
+                                        (Bulk("name"), Bulk("client-id")),
+                                        (Bulk("type"), Bulk("integer")),
+                                        (Bulk("token"), Bulk("REDIRECT")),
+                                        (Bulk("flags"), Set(&[Simple("optional")])),
+                                    ]),
+                                    Map(&[
+                                        (Bulk("name"), Bulk("prefix")),
+                                        (Bulk("type"), Bulk("string")),
+                                        (Bulk("token"), Bulk("PREFIX")),
+                                        (
+                                            Bulk("flags"),
+                                            Set(&[
+                                                Simple("optional"),
+                                                Simple("multiple"),
+                                                Simple("multiple_token"),
+                                            ]),
+                                        ),
+                                    ]),
+                                    Map(&[
+                                        (Bulk("name"), Bulk("bcast")),
+                                        (Bulk("type"), Bulk("pure-token")),
+                                        (Bulk("token"), Bulk("BCAST")),
+                                        (Bulk("flags"), Set(&[Simple("optional")])),
+                                    ]),
+                                    Map(&[
+                                        (Bulk("name"), Bulk("optin")),
+                                        (Bulk("type"), Bulk("pure-token")),
+                                        (Bulk("token"), Bulk("OPTIN")),
+                                        (Bulk("flags"), Set(&[Simple("optional")])),
+                                    ]),
+                                    Map(&[
+                                        (Bulk("name"), Bulk("optout")),
+                                        (Bulk("type"), Bulk("pure-token")),
+                                        (Bulk("token"), Bulk("OPTOUT")),
+                                        (Bulk("flags"), Set(&[Simple("optional")])),
+                                    ]),
+                                    Map(&[
+                                        (Bulk("name"), Bulk("noloop")),
+                                        (Bulk("type"), Bulk("pure-token")),
+                                        (Bulk("token"), Bulk("NOLOOP")),
+                                        (Bulk("flags"), Set(&[Simple("optional")])),
+                                    ]),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                    (
+                        Bulk("client|trackinginfo"),
+                        Map(&[
+                            (
+                                Bulk("summary"),
+                                Bulk("Return information about server assisted client side caching for the current connection"),
+                            ),
+                            (Bulk("since"), Bulk("6.2.0")),
+                            (Bulk("group"), Bulk("connection")),
+                            (Bulk("complexity"), Bulk("O(1)")),
+                        ]),
+                    ),
+                    (
                         Bulk("client|unblock"),
                         Map(&[
                             (
@@ -3280,6 +3470,60 @@ pub(super) static COMMANDS: &[CommandMeta] = &[
         ]),
     },
     CommandMeta {
+        name: "client|caching",
+        arity: 3,
+        flags: &["noscript", "loading", "stale"],
+        first_key: 0,
+        last_key: 0,
+        step: 0,
+        acl_categories: &["@slow", "@connection"],
+        info: Arr(&[
+            Bulk("client|caching"),
+            Int(3),
+            Set(&[Simple("noscript"), Simple("loading"), Simple("stale")]),
+            Int(0),
+            Int(0),
+            Int(0),
+            Set(&[Simple("@slow"), Simple("@connection")]),
+            Set(&[]),
+            Set(&[]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Instruct the server about tracking or not keys in the next request"),
+            ),
+            (Bulk("since"), Bulk("6.0.0")),
+            (Bulk("group"), Bulk("connection")),
+            (Bulk("complexity"), Bulk("O(1)")),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("mode")),
+                        (Bulk("type"), Bulk("oneof")),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("yes")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("YES")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("no")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("NO")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
         name: "client|getname",
         arity: 2,
         flags: &["noscript", "loading", "stale"],
@@ -3302,6 +3546,33 @@ pub(super) static COMMANDS: &[CommandMeta] = &[
         docs: Map(&[
             (Bulk("summary"), Bulk("Get the current connection name")),
             (Bulk("since"), Bulk("2.6.9")),
+            (Bulk("group"), Bulk("connection")),
+            (Bulk("complexity"), Bulk("O(1)")),
+        ]),
+    },
+    CommandMeta {
+        name: "client|getredir",
+        arity: 2,
+        flags: &["noscript", "loading", "stale"],
+        first_key: 0,
+        last_key: 0,
+        step: 0,
+        acl_categories: &["@slow", "@connection"],
+        info: Arr(&[
+            Bulk("client|getredir"),
+            Int(2),
+            Set(&[Simple("noscript"), Simple("loading"), Simple("stale")]),
+            Int(0),
+            Int(0),
+            Int(0),
+            Set(&[Simple("@slow"), Simple("@connection")]),
+            Set(&[]),
+            Set(&[]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Get tracking notifications redirection client ID if any")),
+            (Bulk("since"), Bulk("6.0.0")),
             (Bulk("group"), Bulk("connection")),
             (Bulk("complexity"), Bulk("O(1)")),
         ]),
@@ -3826,6 +4097,133 @@ pub(super) static COMMANDS: &[CommandMeta] = &[
                     Map(&[(Bulk("name"), Bulk("connection-name")), (Bulk("type"), Bulk("string"))]),
                 ]),
             ),
+        ]),
+    },
+    CommandMeta {
+        name: "client|tracking",
+        arity: -3,
+        flags: &["noscript", "loading", "stale"],
+        first_key: 0,
+        last_key: 0,
+        step: 0,
+        acl_categories: &["@slow", "@connection"],
+        info: Arr(&[
+            Bulk("client|tracking"),
+            Int(-3),
+            Set(&[Simple("noscript"), Simple("loading"), Simple("stale")]),
+            Int(0),
+            Int(0),
+            Int(0),
+            Set(&[Simple("@slow"), Simple("@connection")]),
+            Set(&[]),
+            Set(&[]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Enable or disable server assisted client side caching support"),
+            ),
+            (Bulk("since"), Bulk("6.0.0")),
+            (Bulk("group"), Bulk("connection")),
+            (Bulk("complexity"), Bulk("O(1). Some options may introduce additional complexity.")),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("status")),
+                        (Bulk("type"), Bulk("oneof")),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("on")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("ON")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("off")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("OFF")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("client-id")),
+                        (Bulk("type"), Bulk("integer")),
+                        (Bulk("token"), Bulk("REDIRECT")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("prefix")),
+                        (Bulk("type"), Bulk("string")),
+                        (Bulk("token"), Bulk("PREFIX")),
+                        (
+                            Bulk("flags"),
+                            Set(&[
+                                Simple("optional"),
+                                Simple("multiple"),
+                                Simple("multiple_token"),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("bcast")),
+                        (Bulk("type"), Bulk("pure-token")),
+                        (Bulk("token"), Bulk("BCAST")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("optin")),
+                        (Bulk("type"), Bulk("pure-token")),
+                        (Bulk("token"), Bulk("OPTIN")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("optout")),
+                        (Bulk("type"), Bulk("pure-token")),
+                        (Bulk("token"), Bulk("OPTOUT")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("noloop")),
+                        (Bulk("type"), Bulk("pure-token")),
+                        (Bulk("token"), Bulk("NOLOOP")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "client|trackinginfo",
+        arity: 2,
+        flags: &["noscript", "loading", "stale"],
+        first_key: 0,
+        last_key: 0,
+        step: 0,
+        acl_categories: &["@slow", "@connection"],
+        info: Arr(&[
+            Bulk("client|trackinginfo"),
+            Int(2),
+            Set(&[Simple("noscript"), Simple("loading"), Simple("stale")]),
+            Int(0),
+            Int(0),
+            Int(0),
+            Set(&[Simple("@slow"), Simple("@connection")]),
+            Set(&[]),
+            Set(&[]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Return information about server assisted client side caching for the current connection"),
+            ),
+            (Bulk("since"), Bulk("6.2.0")),
+            (Bulk("group"), Bulk("connection")),
+            (Bulk("complexity"), Bulk("O(1)")),
         ]),
     },
     CommandMeta {

@@ -56,7 +56,7 @@ pub fn authenticate(
 ) {
     stats.inc(Stat::AuthCmds);
     if let Some(u) = crate::auth::authenticate(shared, user, pass) {
-        crate::resp::cmd::connection::set_user(shared, client, u);
+        crate::auth::set_user(shared, client, u);
         client.authenticated = true;
         out.extend_from_slice(b"STORED\r\n");
     } else {

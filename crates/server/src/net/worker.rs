@@ -178,6 +178,7 @@ impl Worker {
                 Msg::Pubsub(batch) => self.deliver_pubsub(batch),
                 Msg::NewConn(stream, addr, front) => self.adopt(stream, addr, front),
                 Msg::Monitor(id, line) => self.deliver_monitor(id, &line),
+                Msg::Invalidate(id) => self.deliver_invalidations(id),
                 Msg::Poke => self.cron(),
                 Msg::Wake(id) => self.wake(id),
                 Msg::Durable => {
@@ -364,6 +365,7 @@ impl Worker {
             let _ = conn.transport.deregister(self.poll.registry());
             let id = conn.client.id;
             crate::pubsub::drop_client(&self.shared, &mut conn.client);
+            crate::tracking::disable(&self.shared, &mut conn.client);
             self.shared.clients.lock().remove(&id);
             self.by_id.remove(&id);
             if let Some(on) = conn.client.blocked.take() {
@@ -412,6 +414,7 @@ impl Worker {
             && !conn.closing
             && conn.client.blocked.is_none()
             && !conn.client.subs.active()
+            && conn.client.info.tracking.load(Ordering::Relaxed) == 0
             && !conn.client.info.monitor.load(Ordering::Relaxed)
             && !conn.client.info.killed.load(Ordering::Relaxed)
     }
@@ -452,6 +455,7 @@ impl Worker {
             self.free.push(slot);
             let id = conn.client.id;
             crate::pubsub::drop_client(&self.shared, &mut conn.client);
+            crate::tracking::disable(&self.shared, &mut conn.client);
             self.shared.clients.lock().remove(&id);
             if !conn.client.watched.is_empty() {
                 crate::client::unwatch_all(
@@ -464,6 +468,10 @@ impl Worker {
             return;
         }
         conn.client.info.set_worker(self.id);
+        // An invalidation posted while the connection moved woke its old
+        // worker, which no longer has it: write it here. (The worker is
+        // stored first, so a later post wakes this one.)
+        crate::tracking::drain_inbox(&conn.client.info, &mut conn.wbuf);
         self.by_id.insert(conn.client.id, slot);
         self.conns[slot] = Some(*conn);
         self.count_conns(1);
@@ -575,6 +583,25 @@ impl Worker {
         if let Some(conn) = self.conns[slot].as_mut() {
             if !conn.closing {
                 conn.wbuf.extend_from_slice(line);
+                flush(conn, &shared, worker);
+                if conn.write_more && !conn.write_queued {
+                    conn.write_queued = true;
+                    self.pending_writes.push(slot);
+                }
+            }
+        }
+    }
+
+    /// Writes the invalidation messages other threads left for client `id`
+    /// (`crate::tracking`), as MONITOR lines are written.
+    fn deliver_invalidations(&mut self, id: u64) {
+        let (shared, worker) = (self.shared.clone(), self.id);
+        let Some(&slot) = self.by_id.get(&id) else {
+            return;
+        };
+        if let Some(conn) = self.conns[slot].as_mut() {
+            if !conn.closing && conn.client.info.inbox_pending.load(Ordering::Acquire) {
+                crate::tracking::drain_inbox(&conn.client.info, &mut conn.wbuf);
                 flush(conn, &shared, worker);
                 if conn.write_more && !conn.write_queued {
                     conn.write_queued = true;

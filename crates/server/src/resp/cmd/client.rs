@@ -10,9 +10,8 @@
 //! `ClientInfo::killed` is set when it next looks (a `Msg::Poke` makes that
 //! immediate).
 //!
-//! Not implemented (not registered, so the dispatcher answers "unknown
-//! subcommand"): CACHING, GETREDIR, TRACKING and TRACKINGINFO, which need
-//! client-side caching.
+//! CACHING, GETREDIR, TRACKING and TRACKINGINFO are client-side caching's,
+//! in `tracking.rs`.
 use crate::client::{client_line, is_subscriber, Client, ClientInfo, ReplyMode, Running};
 use crate::exec::table::Def;
 use crate::resp::cmd::{reply_help, subcommand_syntax_error};
@@ -38,6 +37,10 @@ pub const COMMANDS: &[Def] = &[Def::container(
         Def::new("reply", reply),
         Def::new("no-evict", no_evict),
         Def::new("unblock", unblock),
+        Def::new("tracking", super::tracking::tracking),
+        Def::new("caching", super::tracking::caching),
+        Def::new("trackinginfo", super::tracking::trackinginfo),
+        Def::new("getredir", super::tracking::getredir),
         Def::new("help", help),
     ],
 )];

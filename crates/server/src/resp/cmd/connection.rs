@@ -181,20 +181,9 @@ fn log_in(ctx: &mut Ctx, user: &[u8], pass: &[u8]) -> Result<(), CmdError> {
         );
         return Err(CmdError::text(errors::WRONGPASS));
     };
-    set_user(ctx.shared, ctx.client, u);
+    crate::auth::set_user(ctx.shared, ctx.client, u);
     ctx.client.authenticated = true;
     Ok(())
-}
-
-/// The connection acts as `u` from now on.
-pub fn set_user(
-    shared: &crate::shared::Shared,
-    c: &mut Client,
-    u: std::sync::Arc<crate::auth::acl::User>,
-) {
-    c.user_gen = shared.acl.generation();
-    *c.info.user.lock() = u.name.clone();
-    c.user = Some(u);
 }
 
 /// QUIT → +OK, then the connection closes once the reply is written.
@@ -204,13 +193,15 @@ fn quit(ctx: &mut Ctx) -> CmdResult {
 }
 
 /// RESET → +RESET, in RESP2. Back to db 0, RESP2, no name, replies on, not
-/// a monitor, no subscriptions, and unauthenticated if the default user
+/// a monitor, no subscriptions, no client-side caching, and
+/// unauthenticated if the default user
 /// has a password (`clearClientConnectionState`). CLIENT NO-EVICT is kept,
 /// as in Redis.
 fn reset(ctx: &mut Ctx) -> CmdResult {
     let shared = ctx.shared;
     let c = &mut *ctx.client;
     crate::pubsub::drop_client(shared, c);
+    crate::tracking::disable(shared, c);
     if c.info.monitor.swap(false, Ordering::Relaxed) {
         let mut m = shared.monitors.lock();
         m.retain(|(id, _)| *id != c.id);
@@ -224,7 +215,7 @@ fn reset(ctx: &mut Ctx) -> CmdResult {
     // Back to the default user, authenticated only if it needs no password.
     let d = shared.acl.default_user();
     c.authenticated = d.nopass && d.enabled;
-    set_user(shared, c, d);
+    crate::auth::set_user(shared, c, d);
     ctx.reply().simple("RESET");
     Ok(())
 }

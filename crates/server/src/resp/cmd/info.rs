@@ -512,7 +512,7 @@ fn clients_section(out: &mut String, shared: &Shared) {
         "blocked_clients",
         shared.engine.blocked.load(Ordering::Relaxed),
     );
-    field(out, "tracking_clients", 0);
+    field(out, "tracking_clients", shared.tracking.stats().clients);
     field(out, "clients_in_timeout_table", 0);
 }
 
@@ -775,9 +775,10 @@ fn stats_section(out: &mut String, shared: &Shared, raw: &Counters, c: &Counters
     field(out, "active_defrag_key_misses", 0);
     field(out, "total_active_defrag_time", 0);
     field(out, "current_active_defrag_time", 0);
-    field(out, "tracking_total_keys", 0);
-    field(out, "tracking_total_items", 0);
-    field(out, "tracking_total_prefixes", 0);
+    let tracking = shared.tracking.stats();
+    field(out, "tracking_total_keys", tracking.keys);
+    field(out, "tracking_total_items", tracking.items);
+    field(out, "tracking_total_prefixes", tracking.prefixes);
     field(out, "unexpected_error_replies", 0);
     field(out, "total_error_replies", c.error_replies);
     field(out, "dump_payload_sanitizations", 0);

@@ -29,6 +29,7 @@ pub mod set;
 pub mod snapshot;
 pub mod sort;
 pub mod string;
+pub mod tracking;
 pub mod zset;
 
 /// Every family's registrations, in the order COMMAND lists them.
