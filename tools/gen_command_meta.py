@@ -94,6 +94,8 @@ COMMANDS = [
     "fcall", "fcall_ro",
     ("function", ["load", "delete", "list", "dump", "restore", "flush",
                   "kill", "stats", "help"]),
+    # dump (issue 22)
+    "dump", "restore", "restore-asking", "migrate",
 ]
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

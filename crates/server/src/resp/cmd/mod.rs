@@ -8,6 +8,7 @@ use crate::resp::errors::{truncate_lossy, CmdError};
 pub mod bitmap;
 pub mod client;
 pub mod connection;
+pub mod dump;
 pub mod functions;
 pub mod hash;
 pub mod hll;
@@ -49,6 +50,7 @@ pub fn families() -> Vec<&'static [Def]> {
         journal::COMMANDS,
         scripting::COMMANDS,
         functions::COMMANDS,
+        dump::COMMANDS,
     ]
 }
 
