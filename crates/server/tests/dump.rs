@@ -319,8 +319,13 @@ fn migrate_cairn_to_cairn_with_options_and_errors() {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         l.local_addr().unwrap().port().to_string()
     };
+    // Redis's blocking connect reports success and the write fails.
     assert_eq!(
         err(&mut ca, &["MIGRATE", "127.0.0.1", &dead, "k3", "0", "1000"]),
+        "IOERR error or timeout writing to target instance"
+    );
+    assert_eq!(
+        err(&mut ca, &["MIGRATE", "no-such-host.invalid", "1", "k3", "0", "1000"]),
         "IOERR error or timeout connecting to the client"
     );
     assert_eq!(int(&mut ca, &["EXISTS", "k3"]), 1);

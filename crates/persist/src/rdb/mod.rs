@@ -269,8 +269,9 @@ pub fn open_dump(payload: &[u8]) -> Option<&[u8]> {
         return None;
     }
     let crc = u64::from_le_bytes(footer[2..].try_into().ok()?);
-    // Redis skips the check when the CRC is 0 (written without one).
-    if crc != 0 && crc64(0, &payload[..payload.len() - 8]) != crc {
+    // Redis 7.0 checks every payload, a zero CRC included (skipping zero
+    // came later, with `skip-checksum-validation`).
+    if crc64(0, &payload[..payload.len() - 8]) != crc {
         return None;
     }
     Some(rest)
@@ -331,5 +332,9 @@ mod tests {
         bad[2] ^= 1;
         assert!(open_dump(&bad).is_none());
         assert!(open_dump(&p[..5]).is_none());
+        let n = p.len();
+        let mut zero = p.clone();
+        zero[n - 8..].fill(0);
+        assert!(open_dump(&zero).is_none());
     }
 }

@@ -39,9 +39,19 @@ fn cache() -> &'static Mutex<HashMap<String, Target>> {
     CACHE.get_or_init(|| Mutex::new(HashMap::new()))
 }
 
+/// Why no connection could be had.
+pub enum TakeError {
+    /// The address did not resolve: Redis's "error or timeout connecting".
+    Resolve,
+    /// The TCP connection failed or timed out. Redis's blocking connect
+    /// reports success then (it only waits for writability), so the
+    /// failure shows on the first write: the caller treats it as one.
+    Connect(io::Error),
+}
+
 /// The cached connection to `host:port`, or a new one made within
-/// `timeout`. Err when it cannot connect.
-pub fn take(host: &[u8], port: &[u8], timeout: Duration) -> io::Result<Target> {
+/// `timeout`.
+pub fn take(host: &[u8], port: &[u8], timeout: Duration) -> Result<Target, TakeError> {
     let name = format!(
         "{}:{}",
         String::from_utf8_lossy(host),
@@ -57,15 +67,22 @@ pub fn take(host: &[u8], port: &[u8], timeout: Duration) -> io::Result<Target> {
     let port = atoi(port);
     let host = String::from_utf8_lossy(host).into_owned();
     let deadline = Instant::now() + timeout;
-    let mut last = io::Error::new(io::ErrorKind::NotFound, "no address");
-    for addr in (host.as_str(), port).to_socket_addrs()? {
+    let addrs: Vec<_> = (host.as_str(), port)
+        .to_socket_addrs()
+        .map_err(|_| TakeError::Resolve)?
+        .collect();
+    if addrs.is_empty() {
+        return Err(TakeError::Resolve);
+    }
+    let mut last = io::Error::from(io::ErrorKind::TimedOut);
+    for addr in addrs {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            return Err(io::ErrorKind::TimedOut.into());
+            break;
         }
         match TcpStream::connect_timeout(&addr, left) {
             Ok(s) => {
-                s.set_nodelay(true)?;
+                s.set_nodelay(true).map_err(TakeError::Connect)?;
                 return Ok(Target {
                     name,
                     stream: BufReader::new(s),
@@ -76,7 +93,7 @@ pub fn take(host: &[u8], port: &[u8], timeout: Duration) -> io::Result<Target> {
             Err(e) => last = e,
         }
     }
-    Err(last)
+    Err(TakeError::Connect(last))
 }
 
 /// C's `atoi`: leading digits, else 0 (Redis reads MIGRATE's port so).
@@ -185,7 +202,7 @@ mod tests {
             assert!(n > 0);
         });
         let t = Duration::from_secs(5);
-        let mut c = take(b"127.0.0.1", port.as_bytes(), t).unwrap();
+        let mut c = take(b"127.0.0.1", port.as_bytes(), t).ok().unwrap();
         let mut cmd = Vec::new();
         put_command(&mut cmd, &[b"PING"]);
         c.send(&cmd, t).unwrap();
@@ -193,7 +210,7 @@ mod tests {
         assert_eq!(c.read_line(t).unwrap(), b"-ERR x");
         c.last_db = Some(3);
         give_back(c);
-        let mut c = take(b"127.0.0.1", port.as_bytes(), t).unwrap();
+        let mut c = take(b"127.0.0.1", port.as_bytes(), t).ok().unwrap();
         assert_eq!(c.last_db, Some(3));
         c.send(b"x", t).unwrap();
         server.join().unwrap();

@@ -266,7 +266,17 @@ fn exchange(
 ) -> Result<Replies, &'static str> {
     let mut may_retry = true;
     loop {
-        let mut t = migrate::take(host, port, timeout).map_err(|_| errors::MIGRATE_CONNECT)?;
+        let mut t = match migrate::take(host, port, timeout) {
+            Ok(t) => t,
+            Err(migrate::TakeError::Resolve) => return Err(errors::MIGRATE_CONNECT),
+            Err(migrate::TakeError::Connect(e)) => {
+                if may_retry && !migrate::is_timeout(&e) {
+                    may_retry = false;
+                    continue;
+                }
+                return Err(errors::MIGRATE_WRITE);
+            }
+        };
         let select = t.last_db != Some(db);
         let mut buf = Vec::with_capacity(restores.len() + 64);
         match auth {
