@@ -330,3 +330,55 @@ fn migrate_cairn_to_cairn_with_options_and_errors() {
     );
     assert_eq!(int(&mut ca, &["EXISTS", "k3"]), 1);
 }
+
+/// RESTORE journals itself with its TTL made absolute (or `DEL` when a
+/// past deadline replaced a key), MIGRATE the `DEL` of the keys it moved:
+/// after a restart from the journal every key is as it was, TTLs to the
+/// millisecond.
+#[test]
+fn restore_and_migrate_replay_from_the_journal() {
+    let dir = std::env::temp_dir().join(format!("cairn-dump-journal-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let d = dir.to_str().unwrap();
+    let args = ["--dir", d, "--appendonly", "yes", "--appendfsync", "always", "--save", ""];
+    let target = start_cairn(&[]);
+    let tp = target.port.to_string();
+    let (rel_at, kept) = {
+        let cairn = start_cairn(&args);
+        let mut c = redis_client(cairn.port);
+        wait_ready(&mut c);
+        assert_eq!(int(&mut c, &["RPUSH", "src", "a", "b", "c"]), 3);
+        let p = dump(&mut c, "src");
+        restore(&mut c, "rel", "500000", &p, &[]).unwrap();
+        restore(&mut c, "plain", "0", &p, &["IDLETIME", "50"]).unwrap();
+        restore(&mut c, "doomed", "0", &p, &[]).unwrap();
+        restore(&mut c, "doomed", "1", &p, &["ABSTTL", "REPLACE"]).unwrap();
+        ok(&mut c, &["SET", "moved", "m"]);
+        ok(&mut c, &["SET", "copied", "c"]);
+        assert_eq!(migrate(&mut c, &["127.0.0.1", &tp, "moved", "0", "5000"]).unwrap(), "OK");
+        assert_eq!(migrate(&mut c, &["127.0.0.1", &tp, "copied", "0", "5000", "COPY"]).unwrap(), "OK");
+        let rel_at = int(&mut c, &["PEXPIRETIME", "rel"]);
+        let kept: Vec<String> = q(&mut c, &["LRANGE", "plain", "0", "-1"]);
+        (rel_at, kept)
+        // Dropping the server kills it (SIGKILL): only the journal remains.
+    };
+    let cairn = start_cairn(&args);
+    let mut c = redis_client(cairn.port);
+    wait_ready(&mut c);
+    assert_eq!(int(&mut c, &["PEXPIRETIME", "rel"]), rel_at);
+    assert_eq!(q::<Vec<String>>(&mut c, &["LRANGE", "plain", "0", "-1"]), kept);
+    assert_eq!(int(&mut c, &["EXISTS", "doomed", "moved"]), 0);
+    assert_eq!(q::<String>(&mut c, &["GET", "copied"]), "c");
+    drop(cairn);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Clients get -LOADING until the journal is replayed.
+fn wait_ready(c: &mut Connection) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while redis::cmd("PING").query::<String>(c).is_err() {
+        assert!(std::time::Instant::now() < deadline, "still loading");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
