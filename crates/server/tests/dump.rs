@@ -17,14 +17,35 @@ fn fixtures() -> Vec<(String, Vec<Vec<String>>)> {
     let mut f: Vec<(String, Vec<Vec<String>>)> = vec![
         ("s:small".into(), vec![s(&["SET", "s:small", "hello"])]),
         ("s:int".into(), vec![s(&["SET", "s:int", "-123456"])]),
-        ("s:big-int".into(), vec![s(&["SET", "s:big-int", "9223372036854775807"])]),
+        (
+            "s:big-int".into(),
+            vec![s(&["SET", "s:big-int", "9223372036854775807"])],
+        ),
         ("s:empty".into(), vec![s(&["SET", "s:empty", ""])]),
-        ("s:lzf".into(), vec![s(&["SET", "s:lzf", &"compress me ".repeat(200)])]),
-        ("l:small".into(), vec![s(&["RPUSH", "l:small", "a", "1", "-70000", "x"])]),
-        ("h:small".into(), vec![s(&["HSET", "h:small", "f", "v", "n", "12"])]),
-        ("z:small".into(), vec![s(&["ZADD", "z:small", "1", "a", "2.5", "b", "-inf", "c"])]),
-        ("set:ints".into(), vec![s(&["SADD", "set:ints", "1", "2", "-3", "100000"])]),
-        ("set:strs".into(), vec![s(&["SADD", "set:strs", "a", "b", "1"])]),
+        (
+            "s:lzf".into(),
+            vec![s(&["SET", "s:lzf", &"compress me ".repeat(200)])],
+        ),
+        (
+            "l:small".into(),
+            vec![s(&["RPUSH", "l:small", "a", "1", "-70000", "x"])],
+        ),
+        (
+            "h:small".into(),
+            vec![s(&["HSET", "h:small", "f", "v", "n", "12"])],
+        ),
+        (
+            "z:small".into(),
+            vec![s(&["ZADD", "z:small", "1", "a", "2.5", "b", "-inf", "c"])],
+        ),
+        (
+            "set:ints".into(),
+            vec![s(&["SADD", "set:ints", "1", "2", "-3", "100000"])],
+        ),
+        (
+            "set:strs".into(),
+            vec![s(&["SADD", "set:strs", "a", "b", "1"])],
+        ),
     ];
     let mut big_list = s(&["RPUSH", "l:big"]);
     big_list.extend((0..3000).map(|i| format!("element-{i}")));
@@ -32,7 +53,10 @@ fn fixtures() -> Vec<(String, Vec<Vec<String>>)> {
     let mut big_hash = s(&["HSET", "h:big"]);
     big_hash.extend((0..700).flat_map(|i| [format!("f{i}"), format!("v{i}")]));
     f.push(("h:big".into(), vec![big_hash]));
-    f.push(("h:long".into(), vec![s(&["HSET", "h:long", "f", &"v".repeat(100)])]));
+    f.push((
+        "h:long".into(),
+        vec![s(&["HSET", "h:long", "f", &"v".repeat(100)])],
+    ));
     let mut big_zset = s(&["ZADD", "z:big"]);
     big_zset.extend((0..300).flat_map(|i| [format!("{}", i as f64 / 7.0), format!("m{i}")]));
     f.push(("z:big".into(), vec![big_zset]));
@@ -73,7 +97,11 @@ fn describe(con: &mut Connection, key: &str) -> (String, Vec<Vec<u8>>, String) {
     }
     let enc: String = q(con, &["OBJECT", "ENCODING", key]);
     // Redis names short strings embstr; Cairn has no such encoding.
-    let enc = if enc == "embstr" { "raw".to_string() } else { enc };
+    let enc = if enc == "embstr" {
+        "raw".to_string()
+    } else {
+        enc
+    };
     (t, items, enc)
 }
 
@@ -82,7 +110,13 @@ fn dump(con: &mut Connection, key: &str) -> Vec<u8> {
     v.unwrap_or_else(|| panic!("DUMP {key}: nil"))
 }
 
-fn restore(con: &mut Connection, key: &str, ttl: &str, payload: &[u8], opts: &[&str]) -> redis::RedisResult<String> {
+fn restore(
+    con: &mut Connection,
+    key: &str,
+    ttl: &str,
+    payload: &[u8],
+    opts: &[&str],
+) -> redis::RedisResult<String> {
     let mut c = redis::cmd("RESTORE");
     c.arg(key).arg(ttl).arg(payload);
     for o in opts {
@@ -120,12 +154,20 @@ fn every_type_moves_from_redis_to_cairn_and_back() {
         build(&mut r, &cmds);
         let want = describe(&mut r, &key);
         let payload = dump(&mut r, &key);
-        assert_eq!(restore(&mut c, &key, "0", &payload, &[]).unwrap(), "OK", "{key}");
+        assert_eq!(
+            restore(&mut c, &key, "0", &payload, &[]).unwrap(),
+            "OK",
+            "{key}"
+        );
         assert_eq!(describe(&mut c, &key), want, "Redis -> Cairn {key}");
         // Back again, under another name, into Redis.
         let back = dump(&mut c, &key);
         let other = format!("{key}:back");
-        assert_eq!(restore(&mut r, &other, "0", &back, &[]).unwrap(), "OK", "{key}");
+        assert_eq!(
+            restore(&mut r, &other, "0", &back, &[]).unwrap(),
+            "OK",
+            "{key}"
+        );
         assert_eq!(describe(&mut r, &other), want, "Cairn -> Redis {key}");
         // Byte-identical payloads where the layout is the value's (hash
         // tables iterate in their own order).
@@ -143,7 +185,11 @@ fn keys_built_on_cairn_restore_into_redis() {
         build(&mut c, &cmds);
         let want = describe(&mut c, &key);
         let payload = dump(&mut c, &key);
-        assert_eq!(restore(&mut r, &key, "0", &payload, &[]).unwrap(), "OK", "{key}");
+        assert_eq!(
+            restore(&mut r, &key, "0", &payload, &[]).unwrap(),
+            "OK",
+            "{key}"
+        );
         assert_eq!(describe(&mut r, &key), want, "Cairn -> Redis {key}");
     }
 }
@@ -167,12 +213,18 @@ fn ttl_absttl_idletime_and_freq() {
     // A deadline already past creates nothing; with REPLACE it deletes.
     assert_eq!(restore(&mut c, "gone", "1", &p, &["ABSTTL"]).unwrap(), "OK");
     assert_eq!(int(&mut c, &["EXISTS", "gone"]), 0);
-    assert_eq!(restore(&mut c, "abs", "1", &p, &["ABSTTL", "REPLACE"]).unwrap(), "OK");
+    assert_eq!(
+        restore(&mut c, "abs", "1", &p, &["ABSTTL", "REPLACE"]).unwrap(),
+        "OK"
+    );
     assert_eq!(int(&mut c, &["EXISTS", "abs"]), 0);
     restore(&mut c, "idle", "0", &p, &["IDLETIME", "1000"]).unwrap();
     let idle = int(&mut c, &["OBJECT", "IDLETIME", "idle"]);
     assert!((1000..1010).contains(&idle), "{idle}");
-    ok(&mut c, &["CONFIG", "SET", "maxmemory-policy", "allkeys-lfu"]);
+    ok(
+        &mut c,
+        &["CONFIG", "SET", "maxmemory-policy", "allkeys-lfu"],
+    );
     restore(&mut c, "hot", "0", &p, &["FREQ", "100"]).unwrap();
     assert_eq!(int(&mut c, &["OBJECT", "FREQ", "hot"]), 100);
     // Under LFU, IDLETIME is accepted and ignored (objectSetLRUOrLFU).
@@ -186,30 +238,86 @@ fn restore_errors_in_redis_order() {
     ok(&mut c, &["SET", "k", "v"]);
     let p = dump(&mut c, "k");
     let e = |r: redis::RedisResult<String>| support::err_line(&r.unwrap_err());
-    assert_eq!(e(restore(&mut c, "k", "0", &p, &[])), "BUSYKEY Target key name already exists.");
+    assert_eq!(
+        e(restore(&mut c, "k", "0", &p, &[])),
+        "BUSYKEY Target key name already exists."
+    );
     // BUSYKEY comes before a bad TTL and a bad payload.
-    assert_eq!(e(restore(&mut c, "k", "-1", b"junk", &[])), "BUSYKEY Target key name already exists.");
-    assert_eq!(e(restore(&mut c, "n", "-1", &p, &[])), "ERR Invalid TTL value, must be >= 0");
-    assert_eq!(e(restore(&mut c, "n", "x", &p, &[])), "ERR value is not an integer or out of range");
-    assert_eq!(e(restore(&mut c, "n", "0", b"junk", &[])), "ERR DUMP payload version or checksum are wrong");
+    assert_eq!(
+        e(restore(&mut c, "k", "-1", b"junk", &[])),
+        "BUSYKEY Target key name already exists."
+    );
+    assert_eq!(
+        e(restore(&mut c, "n", "-1", &p, &[])),
+        "ERR Invalid TTL value, must be >= 0"
+    );
+    assert_eq!(
+        e(restore(&mut c, "n", "x", &p, &[])),
+        "ERR value is not an integer or out of range"
+    );
+    assert_eq!(
+        e(restore(&mut c, "n", "0", b"junk", &[])),
+        "ERR DUMP payload version or checksum are wrong"
+    );
     let mut bad = p.clone();
     let n = bad.len();
     bad[n - 1] ^= 0xff;
-    assert_eq!(e(restore(&mut c, "n", "0", &bad, &[])), "ERR DUMP payload version or checksum are wrong");
+    assert_eq!(
+        e(restore(&mut c, "n", "0", &bad, &[])),
+        "ERR DUMP payload version or checksum are wrong"
+    );
     // A well-sealed payload whose object is broken.
     let mut body = vec![2u8, 5, 1, b'a'];
     seal(&mut body);
-    assert_eq!(e(restore(&mut c, "n", "0", &body, &[])), "ERR Bad data format");
-    assert_eq!(e(restore(&mut c, "n", "0", &p, &["IDLETIME", "-1"])), "ERR Invalid IDLETIME value, must be >= 0");
-    assert_eq!(e(restore(&mut c, "n", "0", &p, &["FREQ", "256"])), "ERR Invalid FREQ value, must be >= 0 and <= 255");
-    assert_eq!(e(restore(&mut c, "n", "0", &p, &["IDLETIME", "1", "FREQ", "1"])), "ERR syntax error");
-    assert_eq!(e(restore(&mut c, "n", "0", &p, &["FREQ", "1", "IDLETIME", "1"])), "ERR syntax error");
-    assert_eq!(e(restore(&mut c, "n", "0", &p, &["BOGUS"])), "ERR syntax error");
-    assert_eq!(e(restore(&mut c, "n", "0", &p, &["IDLETIME"])), "ERR syntax error");
+    assert_eq!(
+        e(restore(&mut c, "n", "0", &body, &[])),
+        "ERR Bad data format"
+    );
+    assert_eq!(
+        e(restore(&mut c, "n", "0", &p, &["IDLETIME", "-1"])),
+        "ERR Invalid IDLETIME value, must be >= 0"
+    );
+    assert_eq!(
+        e(restore(&mut c, "n", "0", &p, &["FREQ", "256"])),
+        "ERR Invalid FREQ value, must be >= 0 and <= 255"
+    );
+    assert_eq!(
+        e(restore(
+            &mut c,
+            "n",
+            "0",
+            &p,
+            &["IDLETIME", "1", "FREQ", "1"]
+        )),
+        "ERR syntax error"
+    );
+    assert_eq!(
+        e(restore(
+            &mut c,
+            "n",
+            "0",
+            &p,
+            &["FREQ", "1", "IDLETIME", "1"]
+        )),
+        "ERR syntax error"
+    );
+    assert_eq!(
+        e(restore(&mut c, "n", "0", &p, &["BOGUS"])),
+        "ERR syntax error"
+    );
+    assert_eq!(
+        e(restore(&mut c, "n", "0", &p, &["IDLETIME"])),
+        "ERR syntax error"
+    );
     let nil: Option<Vec<u8>> = q(&mut c, &["DUMP", "missing"]);
     assert_eq!(nil, None);
     // RESTORE-ASKING is RESTORE outside a cluster.
-    let r: String = redis::cmd("RESTORE-ASKING").arg("ask").arg(0).arg(&p).query(&mut c).unwrap();
+    let r: String = redis::cmd("RESTORE-ASKING")
+        .arg("ask")
+        .arg(0)
+        .arg(&p)
+        .query(&mut c)
+        .unwrap();
     assert_eq!(r, "OK");
     assert_eq!(q::<String>(&mut c, &["GET", "ask"]), "v");
 }
@@ -234,7 +342,7 @@ fn migrate_cairn_to_redis_and_redis_to_cairn() {
     let Some((redis, cairn)) = pair() else { return };
     let (mut r, mut c) = (redis_client(redis.port), redis_client(cairn.port));
     let (rp, cp) = (redis.port.to_string(), cairn.port.to_string());
-    for (key, cmds) in fixtures() {
+    for (_, cmds) in fixtures() {
         build(&mut c, &cmds);
     }
     assert_eq!(int(&mut c, &["PEXPIRE", "s:small", "100000"]), 1);
@@ -263,7 +371,14 @@ fn migrate_cairn_to_redis_and_redis_to_cairn() {
     ok(&mut c, &["SET", "one", "cairn"]);
     let e = migrate(&mut r, &["127.0.0.1", &cp, "one", "0", "5000", "COPY"]).unwrap_err();
     assert!(support::err_line(&e).contains("BUSYKEY"), "{e}");
-    assert_eq!(migrate(&mut r, &["127.0.0.1", &cp, "one", "0", "5000", "COPY", "REPLACE"]).unwrap(), "OK");
+    assert_eq!(
+        migrate(
+            &mut r,
+            &["127.0.0.1", &cp, "one", "0", "5000", "COPY", "REPLACE"]
+        )
+        .unwrap(),
+        "OK"
+    );
     assert_eq!(q::<String>(&mut c, &["GET", "one"]), "redis");
     assert_eq!(q::<String>(&mut r, &["GET", "one"]), "redis");
 }
@@ -282,14 +397,37 @@ fn migrate_cairn_to_cairn_with_options_and_errors() {
     assert_eq!(int(&mut ca, &["RPUSH", "k2", "a", "b"]), 2);
     // No password: the target's error, nothing deleted.
     let e = migrate(&mut ca, &["127.0.0.1", &bp, "k1", "0", "5000"]).unwrap_err();
-    assert_eq!(support::err_line(&e), "ERR Target instance replied with error: NOAUTH Authentication required.");
+    assert_eq!(
+        support::err_line(&e),
+        "ERR Target instance replied with error: NOAUTH Authentication required."
+    );
     assert_eq!(int(&mut ca, &["EXISTS", "k1"]), 1);
     // AUTH and COPY: the source keeps its key.
-    assert_eq!(migrate(&mut ca, &["127.0.0.1", &bp, "k1", "0", "5000", "COPY", "AUTH", "secret"]).unwrap(), "OK");
+    assert_eq!(
+        migrate(
+            &mut ca,
+            &[
+                "127.0.0.1",
+                &bp,
+                "k1",
+                "0",
+                "5000",
+                "COPY",
+                "AUTH",
+                "secret"
+            ]
+        )
+        .unwrap(),
+        "OK"
+    );
     assert_eq!(int(&mut ca, &["EXISTS", "k1"]), 1);
     assert_eq!(q::<String>(&mut cb, &["GET", "k1"]), "v1");
     // Again: BUSYKEY from the target, reported as Redis words it.
-    let e = migrate(&mut ca, &["127.0.0.1", &bp, "k1", "0", "5000", "AUTH", "secret"]).unwrap_err();
+    let e = migrate(
+        &mut ca,
+        &["127.0.0.1", &bp, "k1", "0", "5000", "AUTH", "secret"],
+    )
+    .unwrap_err();
     assert_eq!(
         support::err_line(&e),
         "ERR Target instance replied with error: BUSYKEY Target key name already exists."
@@ -298,22 +436,51 @@ fn migrate_cairn_to_cairn_with_options_and_errors() {
     ok(&mut ca, &["SET", "k1", "v1-new"]);
     let r = migrate(
         &mut ca,
-        &["127.0.0.1", &bp, "", "2", "5000", "REPLACE", "AUTH2", "default", "secret", "KEYS", "k1", "k2", "nope"],
+        &[
+            "127.0.0.1",
+            &bp,
+            "",
+            "2",
+            "5000",
+            "REPLACE",
+            "AUTH2",
+            "default",
+            "secret",
+            "KEYS",
+            "k1",
+            "k2",
+            "nope",
+        ],
     );
     assert_eq!(r.unwrap(), "OK");
     assert_eq!(int(&mut ca, &["EXISTS", "k1", "k2"]), 0);
     ok(&mut cb, &["SELECT", "2"]);
     assert_eq!(q::<String>(&mut cb, &["GET", "k1"]), "v1-new");
-    assert_eq!(q::<Vec<String>>(&mut cb, &["LRANGE", "k2", "0", "-1"]), ["a", "b"]);
+    assert_eq!(
+        q::<Vec<String>>(&mut cb, &["LRANGE", "k2", "0", "-1"]),
+        ["a", "b"]
+    );
     // Nothing to move; argument errors; nobody listening.
     let r = migrate(&mut ca, &["127.0.0.1", &bp, "k1", "0", "5000"]).unwrap();
     assert_eq!(r, "NOKEY");
     assert_eq!(
-        err(&mut ca, &["MIGRATE", "127.0.0.1", &bp, "k1", "0", "5000", "KEYS", "x"]),
+        err(
+            &mut ca,
+            &["MIGRATE", "127.0.0.1", &bp, "k1", "0", "5000", "KEYS", "x"]
+        ),
         "ERR When using MIGRATE KEYS option, the key argument must be set to the empty string"
     );
-    assert_eq!(err(&mut ca, &["MIGRATE", "127.0.0.1", &bp, "k1", "0", "5000", "AUTH"]), "ERR syntax error");
-    assert_eq!(err(&mut ca, &["MIGRATE", "127.0.0.1", &bp, "k1", "0", "x"]), "ERR value is not an integer or out of range");
+    assert_eq!(
+        err(
+            &mut ca,
+            &["MIGRATE", "127.0.0.1", &bp, "k1", "0", "5000", "AUTH"]
+        ),
+        "ERR syntax error"
+    );
+    assert_eq!(
+        err(&mut ca, &["MIGRATE", "127.0.0.1", &bp, "k1", "0", "x"]),
+        "ERR value is not an integer or out of range"
+    );
     ok(&mut ca, &["SET", "k3", "v"]);
     let dead = {
         let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -325,7 +492,10 @@ fn migrate_cairn_to_cairn_with_options_and_errors() {
         "IOERR error or timeout writing to target instance"
     );
     assert_eq!(
-        err(&mut ca, &["MIGRATE", "no-such-host.invalid", "1", "k3", "0", "1000"]),
+        err(
+            &mut ca,
+            &["MIGRATE", "no-such-host.invalid", "1", "k3", "0", "1000"]
+        ),
         "IOERR error or timeout connecting to the client"
     );
     assert_eq!(int(&mut ca, &["EXISTS", "k3"]), 1);
@@ -341,7 +511,16 @@ fn restore_and_migrate_replay_from_the_journal() {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let d = dir.to_str().unwrap();
-    let args = ["--dir", d, "--appendonly", "yes", "--appendfsync", "always", "--save", ""];
+    let args = [
+        "--dir",
+        d,
+        "--appendonly",
+        "yes",
+        "--appendfsync",
+        "always",
+        "--save",
+        "",
+    ];
     let target = start_cairn(&[]);
     let tp = target.port.to_string();
     let (rel_at, kept) = {
@@ -356,8 +535,14 @@ fn restore_and_migrate_replay_from_the_journal() {
         restore(&mut c, "doomed", "1", &p, &["ABSTTL", "REPLACE"]).unwrap();
         ok(&mut c, &["SET", "moved", "m"]);
         ok(&mut c, &["SET", "copied", "c"]);
-        assert_eq!(migrate(&mut c, &["127.0.0.1", &tp, "moved", "0", "5000"]).unwrap(), "OK");
-        assert_eq!(migrate(&mut c, &["127.0.0.1", &tp, "copied", "0", "5000", "COPY"]).unwrap(), "OK");
+        assert_eq!(
+            migrate(&mut c, &["127.0.0.1", &tp, "moved", "0", "5000"]).unwrap(),
+            "OK"
+        );
+        assert_eq!(
+            migrate(&mut c, &["127.0.0.1", &tp, "copied", "0", "5000", "COPY"]).unwrap(),
+            "OK"
+        );
         let rel_at = int(&mut c, &["PEXPIRETIME", "rel"]);
         let kept: Vec<String> = q(&mut c, &["LRANGE", "plain", "0", "-1"]);
         (rel_at, kept)
@@ -367,7 +552,10 @@ fn restore_and_migrate_replay_from_the_journal() {
     let mut c = redis_client(cairn.port);
     wait_ready(&mut c);
     assert_eq!(int(&mut c, &["PEXPIRETIME", "rel"]), rel_at);
-    assert_eq!(q::<Vec<String>>(&mut c, &["LRANGE", "plain", "0", "-1"]), kept);
+    assert_eq!(
+        q::<Vec<String>>(&mut c, &["LRANGE", "plain", "0", "-1"]),
+        kept
+    );
     assert_eq!(int(&mut c, &["EXISTS", "doomed", "moved"]), 0);
     assert_eq!(q::<String>(&mut c, &["GET", "copied"]), "c");
     drop(cairn);

@@ -82,7 +82,11 @@ pub fn restore(
         Expiry::At(expire_at)
     };
     drop(g.set(db, k, value, expiry));
-    let lfu = g.engine().limits.lfu.load(std::sync::atomic::Ordering::Relaxed);
+    let lfu = g
+        .engine()
+        .limits
+        .lfu
+        .load(std::sync::atomic::Ordering::Relaxed);
     if let Some(m) = g.write_meta(db, k) {
         m.freq = crate::entry::LFU_INIT_VAL;
         m.access = crate::clock::lru_secs();
@@ -90,7 +94,9 @@ pub fn restore(
             Access::Fresh => {}
             Access::Freq(f) if lfu => m.freq = f,
             // The LRU clock wraps as Redis's does; so does the subtraction.
-            Access::Idle(s) if !lfu => m.access = m.access.wrapping_sub(s.min(u32::MAX as u64) as u32),
+            Access::Idle(s) if !lfu => {
+                m.access = m.access.wrapping_sub(s.min(u32::MAX as u64) as u32)
+            }
             Access::Freq(_) | Access::Idle(_) => {}
         }
     }
@@ -129,13 +135,39 @@ mod tests {
             let k = g.key(b"k");
             assert!(!exists(g, 0, &k));
             let at = crate::clock::now_ms() + 100_000;
-            assert_eq!(restore(g, 0, &k, s("v1"), at, false, Access::Idle(1000), crate::clock::now_ms(), drop), Restored::Created);
+            assert_eq!(
+                restore(
+                    g,
+                    0,
+                    &k,
+                    s("v1"),
+                    at,
+                    false,
+                    Access::Idle(1000),
+                    crate::clock::now_ms(),
+                    drop
+                ),
+                Restored::Created
+            );
             assert!(exists(g, 0, &k));
             let r = g.peek_ref(0, &k).unwrap();
             assert_eq!(r.expire_at(), at);
             assert!(r.idle_secs() >= 1000);
             let mut old = None;
-            assert_eq!(restore(g, 0, &k, s("v2"), 0, true, Access::Fresh, crate::clock::now_ms(), |o| old = Some(o)), Restored::Created);
+            assert_eq!(
+                restore(
+                    g,
+                    0,
+                    &k,
+                    s("v2"),
+                    0,
+                    true,
+                    Access::Fresh,
+                    crate::clock::now_ms(),
+                    |o| old = Some(o)
+                ),
+                Restored::Created
+            );
             assert!(old.is_some());
             let r = g.peek_ref(0, &k).unwrap();
             assert_eq!(r.expire_at(), 0);
@@ -148,10 +180,46 @@ mod tests {
         let e = engine();
         with(&e, |g| {
             let k = g.key(b"k");
-            assert_eq!(restore(g, 0, &k, s("v"), 1, false, Access::Fresh, crate::clock::now_ms(), drop), Restored::AlreadyExpired { replaced: false });
+            assert_eq!(
+                restore(
+                    g,
+                    0,
+                    &k,
+                    s("v"),
+                    1,
+                    false,
+                    Access::Fresh,
+                    crate::clock::now_ms(),
+                    drop
+                ),
+                Restored::AlreadyExpired { replaced: false }
+            );
             assert!(!exists(g, 0, &k));
-            restore(g, 0, &k, s("v"), 0, false, Access::Fresh, crate::clock::now_ms(), drop);
-            assert_eq!(restore(g, 0, &k, s("w"), 1, true, Access::Fresh, crate::clock::now_ms(), drop), Restored::AlreadyExpired { replaced: true });
+            restore(
+                g,
+                0,
+                &k,
+                s("v"),
+                0,
+                false,
+                Access::Fresh,
+                crate::clock::now_ms(),
+                drop,
+            );
+            assert_eq!(
+                restore(
+                    g,
+                    0,
+                    &k,
+                    s("w"),
+                    1,
+                    true,
+                    Access::Fresh,
+                    crate::clock::now_ms(),
+                    drop
+                ),
+                Restored::AlreadyExpired { replaced: true }
+            );
             assert!(!exists(g, 0, &k));
         });
     }
@@ -161,7 +229,17 @@ mod tests {
         let e = engine();
         with(&e, |g| {
             let (a, b) = (g.key(b"a"), g.key(b"b"));
-            restore(g, 0, &a, s("1"), 0, false, Access::Fresh, crate::clock::now_ms(), drop);
+            restore(
+                g,
+                0,
+                &a,
+                s("1"),
+                0,
+                false,
+                Access::Fresh,
+                crate::clock::now_ms(),
+                drop,
+            );
             assert_eq!(remove_migrated(g, 0, &[a, b]).len(), 1);
             assert!(!exists(g, 0, &a));
         });

@@ -23,8 +23,17 @@ pub fn width_of(v: i64) -> usize {
 /// An intset of `sorted` (ascending, distinct) at `width` bytes per
 /// element, widened if a member needs more.
 pub fn build(sorted: &[i64], width: usize) -> Vec<u8> {
-    let width = sorted.iter().map(|&v| width_of(v)).fold(width.clamp(2, 8), usize::max);
-    let width = if width > 4 { 8 } else if width > 2 { 4 } else { 2 };
+    let width = sorted
+        .iter()
+        .map(|&v| width_of(v))
+        .fold(width.clamp(2, 8), usize::max);
+    let width = if width > 4 {
+        8
+    } else if width > 2 {
+        4
+    } else {
+        2
+    };
     let mut out = Vec::with_capacity(8 + sorted.len() * width);
     out.extend_from_slice(&(width as u32).to_le_bytes());
     out.extend_from_slice(&(sorted.len() as u32).to_le_bytes());

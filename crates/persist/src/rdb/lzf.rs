@@ -217,7 +217,9 @@ mod tests {
             assert_eq!(decompress(&c, len).unwrap(), repetitive, "len {len}");
             let random: Vec<u8> = (0..len)
                 .map(|_| {
-                    seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    seed = seed
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
                     (seed >> 56) as u8
                 })
                 .collect();

@@ -307,8 +307,21 @@ mod tests {
         assert_eq!(Reader::new(&out).string(), Ok(b"hello".to_vec()));
         // Integer encodings.
         assert_eq!(Reader::new(&[0xc0, 0xfe]).string(), Ok(b"-2".to_vec()));
-        for s in [&b"0"[..], b"-128", b"127", b"-32768", b"40000", b"-2147483648", b"2147483647",
-                  b"2147483648", b"007", b"-0", b"abc", &[b'x'; 300][..], &[b'y'; 21][..]] {
+        for s in [
+            &b"0"[..],
+            b"-128",
+            b"127",
+            b"-32768",
+            b"40000",
+            b"-2147483648",
+            b"2147483647",
+            b"2147483648",
+            b"007",
+            b"-0",
+            b"abc",
+            &[b'x'; 300][..],
+            &[b'y'; 21][..],
+        ] {
             let mut out = Vec::new();
             put_string_redis(&mut out, s);
             assert_eq!(Reader::new(&out).string(), Ok(s.to_vec()));

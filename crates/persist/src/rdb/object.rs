@@ -312,7 +312,10 @@ pub fn read(r: &mut Reader<'_>, type_byte: u8, limits: &BuildLimits) -> Result<V
                 let v = r.string()?;
                 pairs.push((f, v));
             }
-            hash_value(pairs.iter().map(|(f, v)| (f.as_slice(), v.as_slice())), limits)?
+            hash_value(
+                pairs.iter().map(|(f, v)| (f.as_slice(), v.as_slice())),
+                limits,
+            )?
         }
         Type::HashZipmap => {
             let blob = r.string()?;
@@ -332,7 +335,10 @@ pub fn read(r: &mut Reader<'_>, type_byte: u8, limits: &BuildLimits) -> Result<V
                 .chunks_exact(2)
                 .map(|p| (p[0].to_vec(), p[1].to_vec()))
                 .collect();
-            hash_value(pairs.iter().map(|(f, v)| (f.as_slice(), v.as_slice())), limits)?
+            hash_value(
+                pairs.iter().map(|(f, v)| (f.as_slice(), v.as_slice())),
+                limits,
+            )?
         }
         // Streams arrive with the stream type (issue 22, item 1); modules
         // Cairn has none of.
@@ -387,7 +393,10 @@ fn zset_value(mut items: Vec<(f64, Vec<u8>)>, limits: &BuildLimits) -> Result<Va
             .expect("no NaN scores")
             .then_with(|| a.1.cmp(&b.1))
     });
-    Ok(Value::ZSet(Box::new(ZSetValue::from_sorted(&items, &limits.zset))))
+    Ok(Value::ZSet(Box::new(ZSetValue::from_sorted(
+        &items,
+        &limits.zset,
+    ))))
 }
 
 /// A hash of `pairs` in order, refused when empty or a field repeats.

@@ -41,7 +41,10 @@ pub fn parse(blob: &[u8]) -> Result<Vec<Elem<'_>>, Malformed> {
             (b[0] as usize, 1)
         } else if b[0] == 254 {
             let v = b.get(1..5).ok_or(Malformed)?;
-            (u32::from_le_bytes(v.try_into().map_err(|_| Malformed)?) as usize, 5)
+            (
+                u32::from_le_bytes(v.try_into().map_err(|_| Malformed)?) as usize,
+                5,
+            )
         } else {
             return Err(Malformed);
         };
@@ -111,14 +114,15 @@ mod tests {
     /// A ziplist of "a", 12, -2, 300 and a 70-byte string, built by hand
     /// the way ziplist.c lays it out.
     fn sample() -> Vec<u8> {
-        let mut e: Vec<Vec<u8>> = Vec::new();
-        e.push(vec![0x01, b'a']);
-        e.push(vec![0xfd]); // 12
-        e.push(vec![0xfe, 0xfe]); // -2 as int8
-        e.push(vec![0xc0, 0x2c, 0x01]); // 300 as int16
         let mut long = vec![0x40, 70];
         long.extend_from_slice(&[b'q'; 70]);
-        e.push(long);
+        let e: Vec<Vec<u8>> = vec![
+            vec![0x01, b'a'],
+            vec![0xfd],             // 12
+            vec![0xfe, 0xfe],       // -2 as int8
+            vec![0xc0, 0x2c, 0x01], // 300 as int16
+            long,
+        ];
         let mut body = Vec::new();
         let mut prev = 0usize;
         let mut tail = 0;

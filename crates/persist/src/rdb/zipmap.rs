@@ -9,10 +9,13 @@ use super::Malformed;
 
 const END: u8 = 0xff;
 
+/// A zipmap's (field, value) pairs, in order.
+pub type Pairs<'a> = Vec<(&'a [u8], &'a [u8])>;
+
 /// The (field, value) pairs of `blob`, checked as
 /// `zipmapValidateIntegrity` does (every piece inside the blob, the
 /// terminator last, the count when known).
-pub fn parse(blob: &[u8]) -> Result<Vec<(&[u8], &[u8])>, Malformed> {
+pub fn parse(blob: &[u8]) -> Result<Pairs<'_>, Malformed> {
     let zmlen = *blob.first().ok_or(Malformed)?;
     let mut p = 1usize;
     let len = |p: &mut usize| -> Result<usize, Malformed> {

@@ -124,7 +124,10 @@ pub fn give_back(mut t: Target) {
 
 /// Whether an I/O error is a timeout (Redis retries other errors once).
 pub fn is_timeout(e: &io::Error) -> bool {
-    matches!(e.kind(), io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock)
+    matches!(
+        e.kind(),
+        io::ErrorKind::TimedOut | io::ErrorKind::WouldBlock
+    )
 }
 
 impl Target {

@@ -87,7 +87,12 @@ fn expected(name: &str) -> Plain {
         "str_noncanon" => Plain::Str(b"0123".to_vec()),
         "str_empty" => Plain::Str(Vec::new()),
         "str_lzf" => Plain::Str(b"abcdefghij".repeat(50)),
-        "str_lzf2" => Plain::Str((0..300).map(|i| format!("key:{i},")).collect::<String>().into_bytes()),
+        "str_lzf2" => Plain::Str(
+            (0..300)
+                .map(|i| format!("key:{i},"))
+                .collect::<String>()
+                .into_bytes(),
+        ),
         "str_incompressible" => Plain::Str((0..=255u8).collect()),
         "str_bin" => Plain::Str(b"\x00\xff\r\n".repeat(3)),
         "list_small" => Plain::List({
@@ -95,10 +100,16 @@ fn expected(name: &str) -> Plain {
             v.push(vec![b'x'; 100]);
             v
         }),
-        "list_big" => Plain::List((0..2000).map(|i| format!("element-{i}").into_bytes()).collect()),
-        "list_longelems" => {
-            Plain::List((0..10).map(|i| format!("y{i}").repeat(3000).into_bytes()).collect())
-        }
+        "list_big" => Plain::List(
+            (0..2000)
+                .map(|i| format!("element-{i}").into_bytes())
+                .collect(),
+        ),
+        "list_longelems" => Plain::List(
+            (0..10)
+                .map(|i| format!("y{i}").repeat(3000).into_bytes())
+                .collect(),
+        ),
         "set_intset16" => Plain::Set({
             let mut v = strs(&["1", "2", "3", "-100"]);
             v.sort();
@@ -135,11 +146,20 @@ fn expected(name: &str) -> Plain {
                 (0.1, "h"),
             ];
             v.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap());
-            Plain::ZSet(v.into_iter().map(|(s, m)| (m.as_bytes().to_vec(), s.to_bits())).collect())
+            Plain::ZSet(
+                v.into_iter()
+                    .map(|(s, m)| (m.as_bytes().to_vec(), s.to_bits()))
+                    .collect(),
+            )
         }
         "zset_skip" => Plain::ZSet(
             (0..200)
-                .map(|i| (format!("member-{i}").into_bytes(), (i as f64 * 1.5).to_bits()))
+                .map(|i| {
+                    (
+                        format!("member-{i}").into_bytes(),
+                        (i as f64 * 1.5).to_bits(),
+                    )
+                })
                 .collect(),
         ),
         "zset_longmember" => Plain::ZSet(vec![
@@ -147,16 +167,26 @@ fn expected(name: &str) -> Plain {
             (b"n".to_vec(), 2f64.to_bits()),
         ]),
         "hash_lp" => Plain::Hash({
-            let mut v: Vec<(Vec<u8>, Vec<u8>)> = [("f1", "v1"), ("f2", "123"), ("f3", "-1"), ("num", "9999999999")]
-                .iter()
-                .map(|(f, v)| (f.as_bytes().to_vec(), v.as_bytes().to_vec()))
-                .collect();
+            let mut v: Vec<(Vec<u8>, Vec<u8>)> = [
+                ("f1", "v1"),
+                ("f2", "123"),
+                ("f3", "-1"),
+                ("num", "9999999999"),
+            ]
+            .iter()
+            .map(|(f, v)| (f.as_bytes().to_vec(), v.as_bytes().to_vec()))
+            .collect();
             v.sort();
             v
         }),
         "hash_table" => Plain::Hash({
             let mut v: Vec<(Vec<u8>, Vec<u8>)> = (0..600)
-                .map(|i| (format!("field{i}").into_bytes(), format!("value{i}").into_bytes()))
+                .map(|i| {
+                    (
+                        format!("field{i}").into_bytes(),
+                        format!("value{i}").into_bytes(),
+                    )
+                })
                 .collect();
             v.sort();
             v
@@ -179,7 +209,11 @@ fn redis_payloads_restore_with_their_contents_and_encodings() {
         // Same limits as the Redis that wrote it: same OBJECT ENCODING
         // (Redis 7.0 names a small string embstr; Cairn has no embstr).
         let want = if enc == "embstr" { "raw" } else { enc.as_str() };
-        let got = if v.encoding() == "embstr" { "raw" } else { v.encoding() };
+        let got = if v.encoding() == "embstr" {
+            "raw"
+        } else {
+            v.encoding()
+        };
         assert_eq!(got, want, "{name}");
     }
 }
@@ -225,15 +259,24 @@ fn every_truncation_of_every_captured_payload_is_refused() {
 fn footer_errors_come_before_format_errors() {
     let mut p = vec![Type::String as u8, 0x05];
     seal_dump(&mut p);
-    assert_eq!(restore(&p, &redis_limits()).err(), Some(RestoreError::Format));
+    assert_eq!(
+        restore(&p, &redis_limits()).err(),
+        Some(RestoreError::Format)
+    );
     let n = p.len();
     p[n - 1] ^= 1;
-    assert_eq!(restore(&p, &redis_limits()).err(), Some(RestoreError::Footer));
+    assert_eq!(
+        restore(&p, &redis_limits()).err(),
+        Some(RestoreError::Footer)
+    );
     // A newer RDB version is refused as Redis refuses it.
     let mut p = vec![Type::String as u8, 0x00];
     p.extend_from_slice(&11u16.to_le_bytes());
     p.extend_from_slice(&0u64.to_le_bytes());
-    assert_eq!(restore(&p, &redis_limits()).err(), Some(RestoreError::Footer));
+    assert_eq!(
+        restore(&p, &redis_limits()).err(),
+        Some(RestoreError::Footer)
+    );
 }
 
 #[test]
@@ -253,7 +296,11 @@ fn empty_and_duplicate_values_and_streams_are_bad_format() {
     assert!(restore(&sealed(vec![15, 0]), &redis_limits()).is_err());
     assert!(restore(&sealed(vec![19, 0]), &redis_limits()).is_err());
     // A count far beyond the bytes left is refused before allocating.
-    assert!(restore(&sealed(vec![2, 0x80, 0xff, 0xff, 0xff, 0xff]), &redis_limits()).is_err());
+    assert!(restore(
+        &sealed(vec![2, 0x80, 0xff, 0xff, 0xff, 0xff]),
+        &redis_limits()
+    )
+    .is_err());
 }
 
 #[test]
@@ -263,8 +310,15 @@ fn old_encodings_load() {
         p
     };
     // RDB_TYPE_ZSET (text scores) and RDB_TYPE_LIST (plain strings).
-    let v = restore(&sealed(vec![3, 1, 1, b'm', 3, b'1', b'.', b'5']), &redis_limits()).unwrap();
-    assert_eq!(plain(&v), Plain::ZSet(vec![(b"m".to_vec(), 1.5f64.to_bits())]));
+    let v = restore(
+        &sealed(vec![3, 1, 1, b'm', 3, b'1', b'.', b'5']),
+        &redis_limits(),
+    )
+    .unwrap();
+    assert_eq!(
+        plain(&v),
+        Plain::ZSet(vec![(b"m".to_vec(), 1.5f64.to_bits())])
+    );
     let v = restore(&sealed(vec![1, 2, 1, b'a', 0xc0, 7]), &redis_limits()).unwrap();
     assert_eq!(plain(&v), Plain::List(vec![b"a".to_vec(), b"7".to_vec()]));
     // RDB_TYPE_HASH_ZIPMAP.
@@ -301,9 +355,15 @@ fn cairn_values_round_trip_in_both_encodings() {
     let small: Vec<Vec<u8>> = vec![b"a".to_vec(), b"12".to_vec(), b"-70000".to_vec()];
     let big: Vec<Vec<u8>> = (0..1000).map(|i| format!("m{i}").into_bytes()).collect();
     for members in [&small, &big] {
-        let list = Value::List(Box::new(ListValue::from_elements(-2, members.iter().map(|m| m.as_slice()))));
+        let list = Value::List(Box::new(ListValue::from_elements(
+            -2,
+            members.iter().map(|m| m.as_slice()),
+        )));
         assert_eq!(plain(&round_trip(&list, &l)), plain(&list));
-        let set = Value::Set(Box::new(SetValue::from_members(members.iter().map(|m| m.as_slice()), 512)));
+        let set = Value::Set(Box::new(SetValue::from_members(
+            members.iter().map(|m| m.as_slice()),
+            512,
+        )));
         assert_eq!(plain(&round_trip(&set, &l)), plain(&set));
         let mut h = HashValue::new();
         for (i, m) in members.iter().enumerate() {

@@ -104,9 +104,17 @@ fn restore(ctx: &mut Ctx) -> CmdResult {
         _ => Access::Fresh,
     };
     let mut old = None;
-    let done = op::restore(&mut g, db, &k, value, expire_at, replace, access, now, |o| {
-        old = Some(o)
-    });
+    let done = op::restore(
+        &mut g,
+        db,
+        &k,
+        value,
+        expire_at,
+        replace,
+        access,
+        now,
+        |o| old = Some(o),
+    );
     match done {
         Restored::Created if ttl != 0 && !absttl => {
             let argv: Vec<&[u8]> = ctx.args.iter_from(0).collect();
@@ -162,7 +170,11 @@ fn migrate(ctx: &mut Ctx) -> CmdResult {
     }
     let timeout_ms = args::int(ctx.arg(5))?;
     let target_db = args::int(ctx.arg(4))?;
-    let timeout = Duration::from_millis(if timeout_ms <= 0 { 1000 } else { timeout_ms as u64 });
+    let timeout = Duration::from_millis(if timeout_ms <= 0 {
+        1000
+    } else {
+        timeout_ms as u64
+    });
 
     let e = ctx.engine();
     let (db, now) = (ctx.db(), ctx.now_ms());
@@ -196,7 +208,15 @@ fn migrate(ctx: &mut Ctx) -> CmdResult {
         ctx.reply().simple("NOKEY");
         return Ok(());
     }
-    let replies = exchange(ctx.arg(1), ctx.arg(2), timeout, auth, target_db, &restores, found.len());
+    let replies = exchange(
+        ctx.arg(1),
+        ctx.arg(2),
+        timeout,
+        auth,
+        target_db,
+        &restores,
+        found.len(),
+    );
     let replies = match replies {
         Ok(r) => r,
         Err(fail) => {
@@ -330,7 +350,11 @@ fn exchange(
                 }
             }
         }
-        let target_error = auth_line.iter().chain(&select_line).chain(&keys).any(|l| l.first() == Some(&b'-'));
+        let target_error = auth_line
+            .iter()
+            .chain(&select_line)
+            .chain(&keys)
+            .any(|l| l.first() == Some(&b'-'));
         if let Some(e) = &sock_err {
             if !target_error && keys.is_empty() && may_retry && !migrate::is_timeout(e) {
                 may_retry = false;
