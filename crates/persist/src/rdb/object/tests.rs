@@ -342,6 +342,31 @@ fn old_encodings_load() {
     assert_eq!(plain(&v), Plain::Hash(vec![(b"x".to_vec(), b"5".to_vec())]));
 }
 
+#[test]
+fn quicklist_2_reads_plain_nodes_and_skips_empty_ones() {
+    // Redis 7.0 stores an element over `packed_threshold` (1 GB by default)
+    // in a PLAIN node of its own; an empty listpack node is skipped.
+    let mut lp = listpack::Writer::new();
+    lp.push(b"a");
+    let mut p = vec![Type::ListQuicklist2 as u8, 3];
+    put_len(&mut p, CONTAINER_PACKED);
+    crate::rdb::put_string(&mut p, &lp.finish());
+    put_len(&mut p, CONTAINER_PLAIN);
+    crate::rdb::put_string(&mut p, b"big element");
+    put_len(&mut p, CONTAINER_PACKED);
+    crate::rdb::put_string(&mut p, &listpack::Writer::new().finish());
+    seal_dump(&mut p);
+    let v = restore(&p, &redis_limits()).unwrap();
+    assert_eq!(
+        plain(&v),
+        Plain::List(vec![b"a".to_vec(), b"big element".to_vec()])
+    );
+    // An unknown container is refused.
+    let mut p = vec![Type::ListQuicklist2 as u8, 1, 3, 1, b'x'];
+    seal_dump(&mut p);
+    assert!(restore(&p, &redis_limits()).is_err());
+}
+
 fn round_trip(v: &Value, limits: &BuildLimits) -> Value {
     let mut out = Vec::new();
     put_value(&mut out, v);
