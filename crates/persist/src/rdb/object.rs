@@ -382,12 +382,8 @@ fn zset_value(mut items: Vec<(f64, Vec<u8>)>, limits: &BuildLimits) -> Result<Va
     if items.windows(2).any(|w| w[0].1 == w[1].1) {
         return Err(Malformed);
     }
-    // -0 and 0 are one score to Redis; keep the order ZADD would give.
-    for i in &mut items {
-        if i.0 == 0.0 {
-            i.0 = 0.0;
-        }
-    }
+    // -0 and 0 compare equal, as in Redis's skiplist; each keeps its sign
+    // (ZSCORE shows "-0").
     items.sort_by(|a, b| {
         a.0.partial_cmp(&b.0)
             .expect("no NaN scores")
