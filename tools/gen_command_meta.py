@@ -106,6 +106,8 @@ COMMANDS = [
     "geoadd", "geodist", "geohash", "geopos", "georadius", "georadius_ro",
     "georadiusbymember", "georadiusbymember_ro", "geosearch",
     "geosearchstore",
+    # dump (issue 22)
+    "dump", "restore", "restore-asking", "migrate",
 ]
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

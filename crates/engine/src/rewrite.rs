@@ -16,6 +16,8 @@
 //! | LMPOP/BLMPOP | `LMPOP 1 key LEFT\|RIGHT COUNT n` |
 //! | BZPOPMIN/BZPOPMAX/ZMPOP/BZMPOP | `ZPOPMIN`/`ZPOPMAX key n` |
 //! | memcached delete by refusal, flush_all | `DEL key`, `FLUSHDB` |
+//! | RESTORE with a relative TTL / a deadline already past with REPLACE | `RESTORE key at_ms payload ... ABSTTL` / `DEL key` |
+//! | MIGRATE without COPY | `DEL key...` of the keys the target took |
 //!
 //! Each function stages its form for the next guard of `cx` that writes
 //! (`record::stage`): a guard that changes nothing records nothing. With
@@ -36,6 +38,31 @@ fn side(end: End) -> &'static [u8] {
 /// `DEL key`: a write that removed the key (a deadline already past).
 pub fn del(e: &Engine, cx: &Cx, db: usize, key: &[u8]) {
     stage(e, cx, db, &[b"DEL", key]);
+}
+
+/// `DEL key...`: MIGRATE's removal of the keys the target acknowledged.
+pub fn del_keys(e: &Engine, cx: &Cx, db: usize, keys: &[&[u8]]) {
+    if !e.journal_on() {
+        return;
+    }
+    let mut rec: Vec<&[u8]> = Vec::with_capacity(keys.len() + 1);
+    rec.push(b"DEL");
+    rec.extend_from_slice(keys);
+    stage(e, cx, db, &rec);
+}
+
+/// `RESTORE key at_ms payload [options...] ABSTTL`: a RESTORE whose TTL was
+/// relative, made absolute (Redis rewrites the TTL argument and appends
+/// ABSTTL). `args` is the command as sent, name first.
+pub fn restore_absttl(e: &Engine, cx: &Cx, db: usize, args: &[&[u8]], at_ms: u64) {
+    if !e.journal_on() {
+        return;
+    }
+    let mut at = itoa::Buffer::new();
+    let mut rec: Vec<&[u8]> = args.to_vec();
+    rec[2] = at.format(at_ms).as_bytes();
+    rec.push(b"ABSTTL");
+    stage(e, cx, db, &rec);
 }
 
 /// `FLUSHDB` in `db` (memcached's flush_all).

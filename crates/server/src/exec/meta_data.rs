@@ -5637,6 +5637,74 @@ pub(super) static COMMANDS: &[CommandMeta] = &[
         ]),
     },
     CommandMeta {
+        name: "dump",
+        arity: 2,
+        flags: &["readonly"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@keyspace", "@read", "@slow"],
+        info: Arr(&[
+            Bulk("dump"),
+            Int(2),
+            Set(&[Simple("readonly")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@keyspace"), Simple("@read"), Simple("@slow")]),
+            Set(&[Bulk("nondeterministic_output")]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Return a serialized version of the value stored at the specified key."),
+            ),
+            (Bulk("since"), Bulk("2.6.0")),
+            (Bulk("group"), Bulk("generic")),
+            (
+                Bulk("complexity"),
+                Bulk("O(1) to access the key and additional O(N*M) to serialize it, where N is the number of Redis objects composing the value and M their average size. For small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1)."),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
         name: "echo",
         arity: 2,
         flags: &["loading", "stale", "fast"],
@@ -13021,6 +13089,198 @@ pub(super) static COMMANDS: &[CommandMeta] = &[
         ]),
     },
     CommandMeta {
+        name: "migrate",
+        arity: -6,
+        flags: &["write", "movablekeys"],
+        first_key: 3,
+        last_key: 3,
+        step: 1,
+        acl_categories: &["@keyspace", "@write", "@slow", "@dangerous"],
+        info: Arr(&[
+            Bulk("migrate"),
+            Int(-6),
+            Set(&[Simple("write"), Simple("movablekeys")]),
+            Int(3),
+            Int(3),
+            Int(1),
+            Set(&[Simple("@keyspace"), Simple("@write"), Simple("@slow"), Simple("@dangerous")]),
+            Set(&[Bulk("nondeterministic_output")]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("access"), Simple("delete")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(3))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+                Map(&[
+                    (
+                        Bulk("flags"),
+                        Set(&[
+                            Simple("RW"),
+                            Simple("access"),
+                            Simple("delete"),
+                            Simple("incomplete"),
+                        ]),
+                    ),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("keyword")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("keyword"), Bulk("KEYS")),
+                                    (Bulk("startfrom"), Int(-2)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(-1)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Atomically transfer a key from a Redis instance to another one."),
+            ),
+            (Bulk("since"), Bulk("2.6.0")),
+            (Bulk("group"), Bulk("generic")),
+            (
+                Bulk("complexity"),
+                Bulk("This command actually executes a DUMP+DEL in the source instance, and a RESTORE in the target instance. See the pages of these commands for time complexity. Also an O(N) data transfer between the two instances is performed."),
+            ),
+            (
+                Bulk("history"),
+                Set(&[
+                    Arr(&[Bulk("3.0.0"), Bulk("Added the `COPY` and `REPLACE` options.")]),
+                    Arr(&[Bulk("3.0.6"), Bulk("Added the `KEYS` option.")]),
+                    Arr(&[Bulk("4.0.7"), Bulk("Added the `AUTH` option.")]),
+                    Arr(&[Bulk("6.0.0"), Bulk("Added the `AUTH2` option.")]),
+                ]),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[(Bulk("name"), Bulk("host")), (Bulk("type"), Bulk("string"))]),
+                    Map(&[(Bulk("name"), Bulk("port")), (Bulk("type"), Bulk("integer"))]),
+                    Map(&[
+                        (Bulk("name"), Bulk("key_or_empty_string")),
+                        (Bulk("type"), Bulk("oneof")),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("key")),
+                                    (Bulk("type"), Bulk("key")),
+                                    (Bulk("key_spec_index"), Int(0)),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("empty_string")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("destination-db")), (Bulk("type"), Bulk("integer"))]),
+                    Map(&[(Bulk("name"), Bulk("timeout")), (Bulk("type"), Bulk("integer"))]),
+                    Map(&[
+                        (Bulk("name"), Bulk("copy")),
+                        (Bulk("type"), Bulk("pure-token")),
+                        (Bulk("token"), Bulk("COPY")),
+                        (Bulk("since"), Bulk("3.0.0")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("replace")),
+                        (Bulk("type"), Bulk("pure-token")),
+                        (Bulk("token"), Bulk("REPLACE")),
+                        (Bulk("since"), Bulk("3.0.0")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("authentication")),
+                        (Bulk("type"), Bulk("oneof")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("password")),
+                                    (Bulk("type"), Bulk("string")),
+                                    (Bulk("token"), Bulk("AUTH")),
+                                    (Bulk("since"), Bulk("4.0.7")),
+                                    (Bulk("flags"), Set(&[Simple("optional")])),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("username_password")),
+                                    (Bulk("type"), Bulk("block")),
+                                    (Bulk("token"), Bulk("AUTH2")),
+                                    (Bulk("since"), Bulk("6.0.0")),
+                                    (Bulk("flags"), Set(&[Simple("optional")])),
+                                    (
+                                        Bulk("arguments"),
+                                        Arr(&[
+                                            Map(&[
+                                                (Bulk("name"), Bulk("username")),
+                                                (Bulk("type"), Bulk("string")),
+                                            ]),
+                                            Map(&[
+                                                (Bulk("name"), Bulk("password")),
+                                                (Bulk("type"), Bulk("string")),
+                                            ]),
+                                        ]),
+                                    ),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(1)),
+                        (Bulk("token"), Bulk("KEYS")),
+                        (Bulk("since"), Bulk("3.0.6")),
+                        (Bulk("flags"), Set(&[Simple("optional"), Simple("multiple")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
         name: "monitor",
         arity: 1,
         flags: &["admin", "noscript", "loading", "stale"],
@@ -15607,6 +15867,222 @@ pub(super) static COMMANDS: &[CommandMeta] = &[
             (Bulk("since"), Bulk("6.2.0")),
             (Bulk("group"), Bulk("connection")),
             (Bulk("complexity"), Bulk("O(1)")),
+        ]),
+    },
+    CommandMeta {
+        name: "restore",
+        arity: -4,
+        flags: &["write", "denyoom"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@keyspace", "@write", "@slow", "@dangerous"],
+        info: Arr(&[
+            Bulk("restore"),
+            Int(-4),
+            Set(&[Simple("write"), Simple("denyoom")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@keyspace"), Simple("@write"), Simple("@slow"), Simple("@dangerous")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("OW"), Simple("update")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Create a key using the provided serialized value, previously obtained using DUMP."),
+            ),
+            (Bulk("since"), Bulk("2.6.0")),
+            (Bulk("group"), Bulk("generic")),
+            (
+                Bulk("complexity"),
+                Bulk("O(1) to create the new key and additional O(N*M) to reconstruct the serialized value, where N is the number of Redis objects composing the value and M their average size. For small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1). However for sorted set values the complexity is O(N*M*log(N)) because inserting values into sorted sets is O(log(N))."),
+            ),
+            (
+                Bulk("history"),
+                Set(&[
+                    Arr(&[Bulk("3.0.0"), Bulk("Added the `REPLACE` modifier.")]),
+                    Arr(&[Bulk("5.0.0"), Bulk("Added the `ABSTTL` modifier.")]),
+                    Arr(&[Bulk("5.0.0"), Bulk("Added the `IDLETIME` and `FREQ` options.")]),
+                ]),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("ttl")), (Bulk("type"), Bulk("integer"))]),
+                    Map(&[
+                        (Bulk("name"), Bulk("serialized-value")),
+                        (Bulk("type"), Bulk("string")),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("replace")),
+                        (Bulk("type"), Bulk("pure-token")),
+                        (Bulk("token"), Bulk("REPLACE")),
+                        (Bulk("since"), Bulk("3.0.0")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("absttl")),
+                        (Bulk("type"), Bulk("pure-token")),
+                        (Bulk("token"), Bulk("ABSTTL")),
+                        (Bulk("since"), Bulk("5.0.0")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("seconds")),
+                        (Bulk("type"), Bulk("integer")),
+                        (Bulk("token"), Bulk("IDLETIME")),
+                        (Bulk("since"), Bulk("5.0.0")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("frequency")),
+                        (Bulk("type"), Bulk("integer")),
+                        (Bulk("token"), Bulk("FREQ")),
+                        (Bulk("since"), Bulk("5.0.0")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "restore-asking",
+        arity: -4,
+        flags: &["write", "denyoom", "asking"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@keyspace", "@write", "@slow", "@dangerous"],
+        info: Arr(&[
+            Bulk("restore-asking"),
+            Int(-4),
+            Set(&[Simple("write"), Simple("denyoom"), Simple("asking")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@keyspace"), Simple("@write"), Simple("@slow"), Simple("@dangerous")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("OW"), Simple("update")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("An internal command for migrating keys in a cluster")),
+            (Bulk("since"), Bulk("3.0.0")),
+            (Bulk("group"), Bulk("server")),
+            (
+                Bulk("complexity"),
+                Bulk("O(1) to create the new key and additional O(N*M) to reconstruct the serialized value, where N is the number of Redis objects composing the value and M their average size. For small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1). However for sorted set values the complexity is O(N*M*log(N)) because inserting values into sorted sets is O(log(N))."),
+            ),
+            (Bulk("doc_flags"), Set(&[Simple("syscmd")])),
+            (
+                Bulk("history"),
+                Set(&[
+                    Arr(&[Bulk("3.0.0"), Bulk("Added the `REPLACE` modifier.")]),
+                    Arr(&[Bulk("5.0.0"), Bulk("Added the `ABSTTL` modifier.")]),
+                    Arr(&[Bulk("5.0.0"), Bulk("Added the `IDLETIME` and `FREQ` options.")]),
+                ]),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("ttl")), (Bulk("type"), Bulk("integer"))]),
+                    Map(&[
+                        (Bulk("name"), Bulk("serialized-value")),
+                        (Bulk("type"), Bulk("string")),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("replace")),
+                        (Bulk("type"), Bulk("pure-token")),
+                        (Bulk("token"), Bulk("REPLACE")),
+                        (Bulk("since"), Bulk("3.0.0")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("absttl")),
+                        (Bulk("type"), Bulk("pure-token")),
+                        (Bulk("token"), Bulk("ABSTTL")),
+                        (Bulk("since"), Bulk("5.0.0")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("seconds")),
+                        (Bulk("type"), Bulk("integer")),
+                        (Bulk("token"), Bulk("IDLETIME")),
+                        (Bulk("since"), Bulk("5.0.0")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("frequency")),
+                        (Bulk("type"), Bulk("integer")),
+                        (Bulk("token"), Bulk("FREQ")),
+                        (Bulk("since"), Bulk("5.0.0")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                ]),
+            ),
         ]),
     },
     CommandMeta {

@@ -7,6 +7,7 @@
 pub mod balance;
 pub mod conn;
 pub mod listener;
+pub mod migrate;
 pub mod session;
 pub mod transport;
 pub mod worker;

@@ -363,6 +363,26 @@ pub const BGREWRITEAOF_IN_PROGRESS: &str =
     "ERR Background append only file rewriting already in progress";
 
 // ------------------------------------------------------------------------
+// DUMP, RESTORE, MIGRATE (Redis 7.0 `cluster.c`).
+
+pub const BUSYKEY: &str = "BUSYKEY Target key name already exists.";
+pub const DUMP_PAYLOAD: &str = "ERR DUMP payload version or checksum are wrong";
+pub const BAD_DATA_FORMAT: &str = "ERR Bad data format";
+pub const RESTORE_TTL_NEGATIVE: &str = "ERR Invalid TTL value, must be >= 0";
+pub const RESTORE_IDLETIME_NEGATIVE: &str = "ERR Invalid IDLETIME value, must be >= 0";
+pub const RESTORE_FREQ_RANGE: &str = "ERR Invalid FREQ value, must be >= 0 and <= 255";
+pub const MIGRATE_KEYS_WITH_KEY: &str =
+    "ERR When using MIGRATE KEYS option, the key argument must be set to the empty string";
+pub const MIGRATE_CONNECT: &str = "IOERR error or timeout connecting to the client";
+pub const MIGRATE_WRITE: &str = "IOERR error or timeout writing to target instance";
+pub const MIGRATE_READ: &str = "IOERR error or timeout reading to target instance";
+
+/// MIGRATE's first error from the target (its text without the `-`).
+pub fn migrate_target_error(reply: &str) -> CmdError {
+    CmdError::text(format!("ERR Target instance replied with error: {reply}"))
+}
+
+// ------------------------------------------------------------------------
 // Server: COMMAND GETKEYS, CONFIG, SHUTDOWN, DEBUG, SLOWLOG.
 
 pub const GETKEYS_INVALID_COMMAND: &str = "ERR Invalid command specified";

@@ -9,6 +9,7 @@ pub mod acl;
 pub mod bitmap;
 pub mod client;
 pub mod connection;
+pub mod dump;
 pub mod functions;
 pub mod geo;
 pub mod hash;
@@ -60,6 +61,7 @@ pub fn families() -> Vec<&'static [Def]> {
         lolwut::COMMANDS,
         latency::COMMANDS,
         geo::COMMANDS,
+        dump::COMMANDS,
     ]
 }
 

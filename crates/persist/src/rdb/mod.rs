@@ -1,9 +1,25 @@
-//! Pieces of Redis's RDB format (version 10, Redis 7.0) that more than one
-//! feature needs: its CRC-64 (Jones polynomial, as `crc64.c`), LZF
-//! decompression (`lzf_d.c`'s format), length and string encodings, and
-//! the DUMP payload framing (`createDumpPayload`/`verifyDumpPayload`).
-//! FUNCTION DUMP/RESTORE use them now; DUMP/RESTORE of keys and whole RDB
-//! files (issues 22 and 24) build on the same functions.
+//! Redis's RDB format (version 10, Redis 7.0), the pieces that DUMP /
+//! RESTORE / MIGRATE, FUNCTION DUMP / RESTORE and (issue 24) whole RDB
+//! files share: its CRC-64 (Jones polynomial, as `crc64.c`), length and
+//! string encodings (`rdbSaveLen`, `rdbSaveRawString` with its integer and
+//! LZF forms), and the DUMP payload framing (`createDumpPayload` /
+//! `verifyDumpPayload`).
+//!
+//! - `object`: one value as `rdbSaveObject` / `rdbLoadObject` write and
+//!   read it, by RDB type byte; the compact encodings it embeds live one
+//!   per file: `listpack`, `ziplist`, `intset`, `zipmap`, and `lzf`.
+//!
+//! Everything here reads untrusted bytes (a RESTORE payload is client
+//! input): every count is bounded by the bytes left before anything is
+//! allocated, and every failure is `Malformed`, never a panic.
+pub mod intset;
+pub mod listpack;
+pub mod lzf;
+pub mod object;
+pub mod ziplist;
+pub mod zipmap;
+
+pub use lzf::decompress as lzf_decompress;
 
 /// The RDB version Cairn writes (Redis 7.0).
 pub const RDB_VERSION: u16 = 10;
@@ -12,6 +28,7 @@ pub const OPCODE_FUNCTION2: u8 = 245;
 /// `RDB_OPCODE_FUNCTION_PRE_GA`: the 7.0 release candidates' form.
 pub const OPCODE_FUNCTION_PRE_GA: u8 = 246;
 
+/// `RDB_ENCVAL` string encodings (the low 6 bits after the `11` prefix).
 const ENC_INT8: u8 = 0;
 const ENC_INT16: u8 = 1;
 const ENC_INT32: u8 = 2;
@@ -65,6 +82,46 @@ pub fn put_string(out: &mut Vec<u8>, s: &[u8]) {
     out.extend_from_slice(s);
 }
 
+/// Appends `s` as Redis's `rdbSaveRawString` does with `rdbcompression
+/// yes`: a canonical integer of 11 bytes or fewer that fits 32 bits as an
+/// integer encoding, else LZF when the string is longer than 20 bytes and
+/// shrinks by more than 4, else raw.
+pub fn put_string_redis(out: &mut Vec<u8>, s: &[u8]) {
+    if s.len() <= 11 && put_int_encoded(out, s) {
+        return;
+    }
+    if s.len() > 20 {
+        if let Some(c) = lzf::compress(s, s.len() - 4) {
+            out.push(0xc0 | ENC_LZF);
+            put_len(out, c.len() as u64);
+            put_len(out, s.len() as u64);
+            out.extend_from_slice(&c);
+            return;
+        }
+    }
+    put_string(out, s);
+}
+
+/// `rdbTryIntegerEncoding`: the canonical text of an integer in i32's
+/// range as `RDB_ENC_INT8/16/32`. False (nothing written) otherwise.
+fn put_int_encoded(out: &mut Vec<u8>, s: &[u8]) -> bool {
+    let Some(v) = cairn_engine::util::num::parse_i64(s) else {
+        return false;
+    };
+    if let Ok(b) = i8::try_from(v) {
+        out.extend_from_slice(&[0xc0 | ENC_INT8, b as u8]);
+    } else if let Ok(h) = i16::try_from(v) {
+        out.push(0xc0 | ENC_INT16);
+        out.extend_from_slice(&h.to_le_bytes());
+    } else if let Ok(w) = i32::try_from(v) {
+        out.push(0xc0 | ENC_INT32);
+        out.extend_from_slice(&w.to_le_bytes());
+    } else {
+        return false;
+    }
+    true
+}
+
 /// A reader over RDB bytes.
 pub struct Reader<'a> {
     buf: &'a [u8],
@@ -80,13 +137,52 @@ impl<'a> Reader<'a> {
         self.pos >= self.buf.len()
     }
 
+    /// Bytes not read yet: the bound on any count read from here on.
+    pub fn remaining(&self) -> usize {
+        self.buf.len().saturating_sub(self.pos)
+    }
+
+    /// A count of items that each take at least `min_bytes` bytes: refused
+    /// when they could not fit in what is left, so a corrupt count never
+    /// sizes an allocation.
+    pub fn count(&mut self, min_bytes: usize) -> Result<usize, Malformed> {
+        let n = self.len()?;
+        if n.saturating_mul(min_bytes as u64) > self.remaining() as u64 {
+            return Err(Malformed);
+        }
+        usize::try_from(n).map_err(|_| Malformed)
+    }
+
+    /// `rdbLoadBinaryDoubleValue`: 8 bytes, little endian.
+    pub fn binary_double(&mut self) -> Result<f64, Malformed> {
+        let b = self.take(8)?;
+        Ok(f64::from_le_bytes(b.try_into().map_err(|_| Malformed)?))
+    }
+
+    /// `rdbLoadDoubleValue` (RDB_TYPE_ZSET's old text form): a length
+    /// byte, 253 NaN, 254 +inf, 255 -inf, else that many bytes of text.
+    pub fn text_double(&mut self) -> Result<f64, Malformed> {
+        match self.byte()? {
+            253 => Ok(f64::NAN),
+            254 => Ok(f64::INFINITY),
+            255 => Ok(f64::NEG_INFINITY),
+            n => {
+                let t = self.take(n as usize)?;
+                std::str::from_utf8(t)
+                    .ok()
+                    .and_then(|t| t.parse::<f64>().ok())
+                    .ok_or(Malformed)
+            }
+        }
+    }
+
     pub fn byte(&mut self) -> Result<u8, Malformed> {
         let b = *self.buf.get(self.pos).ok_or(Malformed)?;
         self.pos += 1;
         Ok(b)
     }
 
-    fn take(&mut self, n: usize) -> Result<&'a [u8], Malformed> {
+    pub fn take(&mut self, n: usize) -> Result<&'a [u8], Malformed> {
         let end = self.pos.checked_add(n).ok_or(Malformed)?;
         let s = self.buf.get(self.pos..end).ok_or(Malformed)?;
         self.pos = end;
@@ -142,62 +238,15 @@ impl<'a> Reader<'a> {
                 ENC_LZF => {
                     let clen = usize::try_from(self.len()?).map_err(|_| Malformed)?;
                     let len = usize::try_from(self.len()?).map_err(|_| Malformed)?;
-                    lzf_decompress(self.take(clen)?, len)
+                    if len == 0 {
+                        return Err(Malformed);
+                    }
+                    lzf::decompress(self.take(clen)?, len)
                 }
                 _ => Err(Malformed),
             },
         }
     }
-}
-
-/// Most bytes one input byte of LZF data can decompress to.
-const MAX_LZF_EXPANSION: usize = 88;
-
-/// LZF decompression (liblzf's format, as Redis writes compressed RDB
-/// strings) into exactly `len` bytes.
-pub fn lzf_decompress(input: &[u8], len: usize) -> Result<Vec<u8>, Malformed> {
-    // `len` comes from the payload: refuse what `input` cannot expand to
-    // before allocating for it (a back reference, at most 3 bytes, yields
-    // at most 264), so a forged length cannot make the server allocate.
-    if len > input.len().saturating_mul(MAX_LZF_EXPANSION) {
-        return Err(Malformed);
-    }
-    let mut out: Vec<u8> = Vec::with_capacity(len);
-    let mut i = 0;
-    while i < input.len() {
-        let ctrl = input[i] as usize;
-        i += 1;
-        if ctrl < 32 {
-            // A literal run of ctrl + 1 bytes.
-            let n = ctrl + 1;
-            let lit = input.get(i..i + n).ok_or(Malformed)?;
-            out.extend_from_slice(lit);
-            i += n;
-        } else {
-            // A back reference: length (ctrl >> 5) + 2, offset from the
-            // low bits and the next byte.
-            let mut n = ctrl >> 5;
-            if n == 7 {
-                n += *input.get(i).ok_or(Malformed)? as usize;
-                i += 1;
-            }
-            n += 2;
-            let back = ((ctrl & 0x1f) << 8) + *input.get(i).ok_or(Malformed)? as usize + 1;
-            i += 1;
-            let start = out.len().checked_sub(back).ok_or(Malformed)?;
-            for k in 0..n {
-                let b = out[start + k];
-                out.push(b);
-            }
-        }
-        if out.len() > len {
-            return Err(Malformed);
-        }
-    }
-    if out.len() != len {
-        return Err(Malformed);
-    }
-    Ok(out)
 }
 
 /// Appends DUMP's footer to `payload`: the RDB version (2 bytes, little
@@ -220,8 +269,9 @@ pub fn open_dump(payload: &[u8]) -> Option<&[u8]> {
         return None;
     }
     let crc = u64::from_le_bytes(footer[2..].try_into().ok()?);
-    // Redis skips the check when the CRC is 0 (written without one).
-    if crc != 0 && crc64(0, &payload[..payload.len() - 8]) != crc {
+    // Redis 7.0 checks every payload, a zero CRC included (skipping zero
+    // came later, with `skip-checksum-validation`).
+    if crc64(0, &payload[..payload.len() - 8]) != crc {
         return None;
     }
     Some(rest)
@@ -270,20 +320,32 @@ mod tests {
         assert_eq!(Reader::new(&out).string(), Ok(b"hello".to_vec()));
         // Integer encodings.
         assert_eq!(Reader::new(&[0xc0, 0xfe]).string(), Ok(b"-2".to_vec()));
+        for s in [
+            &b"0"[..],
+            b"-128",
+            b"127",
+            b"-32768",
+            b"40000",
+            b"-2147483648",
+            b"2147483647",
+            b"2147483648",
+            b"007",
+            b"-0",
+            b"abc",
+            &[b'x'; 300][..],
+            &[b'y'; 21][..],
+        ] {
+            let mut out = Vec::new();
+            put_string_redis(&mut out, s);
+            assert_eq!(Reader::new(&out).string(), Ok(s.to_vec()));
+        }
+        let mut out = Vec::new();
+        put_string_redis(&mut out, b"2147483647");
+        assert_eq!(out, [0xc2, 0xff, 0xff, 0xff, 0x7f]);
         assert_eq!(
             Reader::new(&[0xc1, 0x39, 0x30]).string(),
             Ok(b"12345".to_vec())
         );
-    }
-
-    #[test]
-    fn lzf_reads_literals_and_back_references() {
-        // "aaaaaaaaaa": literal 'a', then a back reference of 9 bytes at
-        // offset 1 (length 9 = 7 + 2: ctrl 0xe0, extra 0).
-        let compressed = [0x00, b'a', 0xe0, 0x00, 0x00];
-        assert_eq!(lzf_decompress(&compressed, 10), Ok(b"aaaaaaaaaa".to_vec()));
-        assert_eq!(lzf_decompress(&compressed, 11), Err(Malformed));
-        assert_eq!(lzf_decompress(&[0x20, 0x05], 3), Err(Malformed));
     }
 
     #[test]
@@ -296,5 +358,9 @@ mod tests {
         bad[2] ^= 1;
         assert!(open_dump(&bad).is_none());
         assert!(open_dump(&p[..5]).is_none());
+        let n = p.len();
+        let mut zero = p.clone();
+        zero[n - 8..].fill(0);
+        assert!(open_dump(&zero).is_none());
     }
 }
