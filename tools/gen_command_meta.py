@@ -94,6 +94,12 @@ COMMANDS = [
     "fcall", "fcall_ro",
     ("function", ["load", "delete", "list", "dump", "restore", "flush",
                   "kill", "stats", "help"]),
+    # streams (issue 22)
+    "xadd", "xrange", "xrevrange", "xlen", "xdel", "xtrim", "xsetid",
+    "xread", "xreadgroup", "xack", "xpending", "xclaim", "xautoclaim",
+    ("xgroup", ["create", "setid", "destroy", "createconsumer",
+                "delconsumer", "help"]),
+    ("xinfo", ["stream", "groups", "consumers", "help"]),
 ]
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
