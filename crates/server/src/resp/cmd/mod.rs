@@ -23,6 +23,7 @@ pub mod server;
 pub mod set;
 pub mod snapshot;
 pub mod sort;
+pub mod stream;
 pub mod string;
 pub mod zset;
 
@@ -49,6 +50,7 @@ pub fn families() -> Vec<&'static [Def]> {
         journal::COMMANDS,
         scripting::COMMANDS,
         functions::COMMANDS,
+        stream::COMMANDS,
     ]
 }
 
