@@ -63,8 +63,6 @@ pub enum Error {
     StreamIdTooSmall,
     /// The stream's last ID is the greatest possible one.
     StreamExhausted,
-    /// XSETID below the stream's greatest deleted ID.
-    StreamSetIdBelowMaxDeleted,
     /// XSETID below the stream's last entry.
     StreamSetIdBelowTop,
     /// XSETID's ENTRIESADDED below the stream's length.

@@ -222,9 +222,6 @@ pub fn xsetid(
         return Err(Error::NoSuchKey);
     };
     let s = as_stream_mut(&mut e.value)?;
-    if id < s.max_deleted_id {
-        return Err(Error::StreamSetIdBelowMaxDeleted);
-    }
     if s.len() > 0 {
         if id < s.last_valid_id() {
             return Err(Error::StreamSetIdBelowTop);
@@ -299,7 +296,8 @@ pub fn group_create(
     if s.groups.contains_key(name) {
         return Err(Error::BusyGroup);
     }
-    s.groups.insert(name.into(), Group::new(start, entries_read));
+    s.groups
+        .insert(name.into(), Group::new(start, entries_read));
     g.dirty();
     g.notify(class::STREAM, "xgroup-create", db, k);
     Ok(())
@@ -433,7 +431,14 @@ pub struct GroupRecords {
 }
 
 impl GroupRecords {
-    fn claim(&mut self, key: &[u8], group: &[u8], id: StreamId, nack: &crate::value::stream::Nack, last: StreamId) {
+    fn claim(
+        &mut self,
+        key: &[u8],
+        group: &[u8],
+        id: StreamId,
+        nack: &crate::value::stream::Nack,
+        last: StreamId,
+    ) {
         self.cmds.push(vec![
             b"XCLAIM".to_vec(),
             key.to_vec(),
@@ -594,7 +599,10 @@ pub fn group_read(
             for id in mine {
                 let found = s.contains(id);
                 if found {
-                    let n = grp.pel.get_mut(&id).expect("a consumer's PEL is in the group's");
+                    let n = grp
+                        .pel
+                        .get_mut(&id)
+                        .expect("a consumer's PEL is in the group's");
                     n.delivery_time_ms = now_ms;
                     n.delivery_count += 1;
                     let nack = grp.pel[&id].clone();
@@ -667,7 +675,12 @@ pub struct PendingRow {
 
 /// The group `name` of the stream at `k` for reading, or `NoGroup` (a
 /// missing key too), after a read lookup.
-fn read_group<'g>(g: &'g mut Guard, db: usize, k: &Key, name: &[u8]) -> Result<(&'g StreamValue, &'g Group)> {
+fn read_group<'g>(
+    g: &'g mut Guard,
+    db: usize,
+    k: &Key,
+    name: &[u8],
+) -> Result<(&'g StreamValue, &'g Group)> {
     let e = g.read(db, k).ok_or(Error::NoGroup)?;
     let s = as_stream(&e.value)?;
     let grp = s.groups.get(name).ok_or(Error::NoGroup)?;

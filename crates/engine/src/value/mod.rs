@@ -59,8 +59,8 @@ impl Kind {
             Kind::ZSet,
             Kind::Stream,
         ]
-            .into_iter()
-            .find(|k| k.name().as_bytes().eq_ignore_ascii_case(name))
+        .into_iter()
+        .find(|k| k.name().as_bytes().eq_ignore_ascii_case(name))
     }
 }
 

@@ -353,7 +353,9 @@ impl<'a> EntryRef<'a> {
         };
         (0..n).map(move |_| {
             let f = if same {
-                names.next().expect("a same-fields entry has the master's field count")
+                names
+                    .next()
+                    .expect("a same-fields entry has the master's field count")
             } else {
                 get_bytes(b, &mut pos)
             };
@@ -469,7 +471,11 @@ impl Group {
     fn mem_bytes(&self) -> usize {
         let nack = std::mem::size_of::<Nack>() + 2 * std::mem::size_of::<StreamId>() + 16;
         let mut n = std::mem::size_of::<Group>()
-            + self.pel.values().map(|p| nack + p.consumer.len()).sum::<usize>();
+            + self
+                .pel
+                .values()
+                .map(|p| nack + p.consumer.len())
+                .sum::<usize>();
         for (name, c) in &self.consumers {
             n += std::mem::size_of::<Consumer>()
                 + name.len()
@@ -544,13 +550,18 @@ impl StreamValue {
     /// Appends an entry (live, or deleted as a tombstone kept in its node)
     /// after the last one, without touching any counter but the node's:
     /// the primitive a loader uses, then `set_meta`. IDs must ascend.
-    pub fn push_raw(&mut self, id: StreamId, pairs: &[(&[u8], &[u8])], deleted: bool, limits: &StreamLimits) {
+    pub fn push_raw(
+        &mut self,
+        id: StreamId,
+        pairs: &[(&[u8], &[u8])],
+        deleted: bool,
+        limits: &StreamLimits,
+    ) {
         let entry_bytes: usize = pairs.iter().map(|(f, v)| f.len() + v.len()).sum();
         let usable = self.nodes.iter_mut().next_back().filter(|(m, n)| {
             let count = (n.live + n.deleted) as usize;
             (limits.node_max_entries == 0 || count < limits.node_max_entries)
-                && (limits.node_max_bytes == 0
-                    || n.buf.len() + entry_bytes < limits.node_max_bytes)
+                && (limits.node_max_bytes == 0 || n.buf.len() + entry_bytes < limits.node_max_bytes)
                 && Node::fits_delta(**m, id)
         });
         let flags = if deleted { DELETED } else { 0 };
@@ -568,7 +579,13 @@ impl StreamValue {
     }
 
     /// Sets the counters a loader read (after `push_raw` of every entry).
-    pub fn set_meta(&mut self, last_id: StreamId, first_id: StreamId, max_deleted_id: StreamId, entries_added: u64) {
+    pub fn set_meta(
+        &mut self,
+        last_id: StreamId,
+        first_id: StreamId,
+        max_deleted_id: StreamId,
+        entries_added: u64,
+    ) {
         self.length = self.nodes.values().map(|n| u64::from(n.live)).sum();
         self.last_id = last_id;
         self.first_id = first_id;
@@ -578,7 +595,13 @@ impl StreamValue {
 
     /// Live entries from `start` to `end` inclusive, ascending (or
     /// descending with `rev`), at most `count` (0: all).
-    pub fn range(&self, start: StreamId, end: StreamId, count: usize, rev: bool) -> Vec<EntryRef<'_>> {
+    pub fn range(
+        &self,
+        start: StreamId,
+        end: StreamId,
+        count: usize,
+        rev: bool,
+    ) -> Vec<EntryRef<'_>> {
         let mut out = Vec::new();
         if start > end {
             return out;
@@ -829,7 +852,9 @@ impl PartialEq for StreamValue {
             && self.entries_added == other.entries_added
             && self.groups == other.groups
             && a.len() == b.len()
-            && a.iter().zip(&b).all(|(x, y)| x.id == y.id && x.pairs().eq(y.pairs()))
+            && a.iter()
+                .zip(&b)
+                .all(|(x, y)| x.id == y.id && x.pairs().eq(y.pairs()))
     }
 }
 
@@ -869,7 +894,11 @@ mod tests {
             all.iter().map(|e| (e.id, e.pairs().collect())).collect();
         assert_eq!(got[1].1, vec![(&b"a"[..], &b"3"[..]), (b"b", b"4")]);
         assert_eq!(got[2], (id(2, 0), vec![(&b"x"[..], &b"5"[..])]));
-        let rev: Vec<StreamId> = s.range(StreamId::MIN, StreamId::MAX, 2, true).iter().map(|e| e.id).collect();
+        let rev: Vec<StreamId> = s
+            .range(StreamId::MIN, StreamId::MAX, 2, true)
+            .iter()
+            .map(|e| e.id)
+            .collect();
         assert_eq!(rev, vec![id(2, 0), id(1, 1)]);
         assert!(s.delete(id(1, 0)));
         assert!(!s.delete(id(1, 0)));

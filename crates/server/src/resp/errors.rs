@@ -323,11 +323,10 @@ pub const STREAM_LIMIT_NO_STRATEGY: &str =
     "ERR syntax error, LIMIT cannot be used without specifying a trimming strategy";
 pub const STREAM_LIMIT_NO_APPROX: &str =
     "ERR syntax error, LIMIT cannot be used without the special ~ option";
-pub const XTRIM_NO_STRATEGY: &str = "ERR syntax error, XTRIM must be called with a trimming strategy";
+pub const XTRIM_NO_STRATEGY: &str =
+    "ERR syntax error, XTRIM must be called with a trimming strategy";
 pub const STREAM_BAD_START: &str = "ERR invalid start ID for the interval";
 pub const STREAM_BAD_END: &str = "ERR invalid end ID for the interval";
-pub const XSETID_BELOW_MAX_DELETED: &str =
-    "ERR The ID specified in XSETID is smaller than current max_deleted_entry_id";
 pub const XSETID_BELOW_PROVIDED_MAX_DELETED: &str =
     "ERR The ID specified in XSETID is smaller than the provided max_deleted_entry_id";
 pub const XSETID_BELOW_TOP: &str =
@@ -336,7 +335,8 @@ pub const XSETID_ENTRIES_ADDED_BELOW_LENGTH: &str =
     "ERR The entries_added specified in XSETID is smaller than the target stream length";
 pub const XSETID_ENTRIES_ADDED_NEGATIVE: &str = "ERR entries_added must be positive";
 pub const BUSYGROUP: &str = "BUSYGROUP Consumer Group name already exists";
-pub const XGROUP_NEEDS_KEY: &str = "ERR The XGROUP subcommand requires the key to exist. Note that \
+pub const XGROUP_NEEDS_KEY: &str =
+    "ERR The XGROUP subcommand requires the key to exist. Note that \
      for CREATE you may want to use the MKSTREAM option to create an empty stream automatically.";
 pub const ENTRIESREAD_NEGATIVE: &str = "ERR value for ENTRIESREAD must be positive or -1";
 pub const XREADGROUP_DOLLAR: &str = "ERR The $ ID is meaningless in the context of XREADGROUP: \
@@ -542,7 +542,6 @@ pub fn engine_text(e: EngineError) -> &'static str {
         EngineError::InvalidStreamId => STREAM_INVALID_ID,
         EngineError::StreamIdTooSmall => XADD_ID_TOO_SMALL,
         EngineError::StreamExhausted => STREAM_EXHAUSTED,
-        EngineError::StreamSetIdBelowMaxDeleted => XSETID_BELOW_MAX_DELETED,
         EngineError::StreamSetIdBelowTop => XSETID_BELOW_TOP,
         EngineError::StreamEntriesAddedBelowLength => XSETID_ENTRIES_ADDED_BELOW_LENGTH,
         // Handlers word it with the key and group names; this is the

@@ -171,6 +171,16 @@ fn ll(arg: &[u8], msg: Option<&'static str>) -> Result<i64, CmdError> {
     })
 }
 
+/// BLOCK's milliseconds (`getTimeoutFromObjectOrReply` in
+/// `UNIT_MILLISECONDS`): an integer, not negative; 0 waits forever.
+fn block_ms(arg: &[u8]) -> Result<u64, CmdError> {
+    let n = ll(arg, Some(errors::TIMEOUT_NOT_INTEGER))?;
+    if n < 0 {
+        return Err(CmdError::text(errors::TIMEOUT_NEGATIVE));
+    }
+    Ok(n as u64)
+}
+
 /// XADD's and XTRIM's options (`streamParseAddOrTrimArgsOrReply`).
 struct AddTrim {
     trim: Option<TrimSpec>,
@@ -193,7 +203,7 @@ fn parse_add_trim(ctx: &Ctx, xadd: bool) -> Result<AddTrim, CmdError> {
     };
     let mut approx = false;
     let mut limit: Option<i64> = None;
-    let mut i = if xadd { 2 } else { 2 };
+    let mut i = 2;
     while i < argc {
         let more = argc - 1 - i;
         let opt = ctx.arg(i);
@@ -520,10 +530,13 @@ fn parse_read<'a>(ctx: &Ctx<'a>, group_cmd: bool) -> Result<ReadArgs<'a>, CmdErr
         let o = ctx.arg(i);
         if args::is(o, "block") && more > 0 {
             if ctx.client.in_script {
-                return Err(errors::xread_block_in_script(name));
+                // Named as the script called it (`c->argv[0]`).
+                return Err(errors::xread_block_in_script(&String::from_utf8_lossy(
+                    ctx.arg(0),
+                )));
             }
             i += 1;
-            r.block_ms = Some(args::timeout_ms(ctx.arg(i))?);
+            r.block_ms = Some(block_ms(ctx.arg(i))?);
         } else if args::is(o, "count") && more > 0 {
             i += 1;
             r.count = ll(ctx.arg(i), None)?.max(0) as usize;
@@ -801,8 +814,10 @@ fn xpending(ctx: &mut Ctx) -> CmdResult {
             }
         }
         Some((idle, start, end, count, consumer)) => {
-            let rows = op::pending_range(&mut g, db, &k, group, idle, start, end, count, consumer, now)
-                .map_err(nogroup)?;
+            let rows = op::pending_range(
+                &mut g, db, &k, group, idle, start, end, count, consumer, now,
+            )
+            .map_err(nogroup)?;
             drop(g);
             let mut w = ctx.reply();
             w.array(rows.len());
@@ -875,21 +890,38 @@ fn xclaim(ctx: &mut Ctx) -> CmdResult {
         }
         j += 1;
     }
-    o.delivery_time_ms = delivery.map(|d| if d < 0 || d > now as i64 { now } else { d as u64 });
+    o.delivery_time_ms = delivery.map(|d| {
+        if d < 0 || d > now as i64 {
+            now
+        } else {
+            d as u64
+        }
+    });
     let justid = o.justid;
     let proto = ctx.client.proto;
     let mut body = Vec::new();
     let mut rec = GroupRecords::default();
-    op::xclaim(&mut g, db, &k, group, consumer, &ids, o, now, &mut rec, |it| {
-        let mut w = ReplyWriter::new(&mut body, proto);
-        w.array(it.len());
-        for (id, en) in it {
-            match (justid, en) {
-                (false, Some(en)) => entry(&mut w, en),
-                _ => id_bulk(&mut w, *id),
+    op::xclaim(
+        &mut g,
+        db,
+        &k,
+        group,
+        consumer,
+        &ids,
+        o,
+        now,
+        &mut rec,
+        |it| {
+            let mut w = ReplyWriter::new(&mut body, proto);
+            w.array(it.len());
+            for (id, en) in it {
+                match (justid, en) {
+                    (false, Some(en)) => entry(&mut w, en),
+                    _ => id_bulk(&mut w, *id),
+                }
             }
-        }
-    })?;
+        },
+    )?;
     stage_records(ctx, db, &rec);
     drop(g);
     ctx.out.extend_from_slice(&body);
@@ -933,7 +965,17 @@ fn xautoclaim(ctx: &mut Ctx) -> CmdResult {
     let mut rec = GroupRecords::default();
     let mut g = e.lock(&ctx.cx, &k);
     op::xautoclaim(
-        &mut g, db, &k, group, consumer, min_idle, start, count, justid, now, &mut rec,
+        &mut g,
+        db,
+        &k,
+        group,
+        consumer,
+        min_idle,
+        start,
+        count,
+        justid,
+        now,
+        &mut rec,
         |res, it| {
             let mut w = ReplyWriter::new(&mut body, proto);
             w.array(3);
@@ -1043,8 +1085,8 @@ fn xgroup_destroy(ctx: &mut Ctx) -> CmdResult {
     let e = ctx.engine();
     let k = e.key(ctx.arg(2));
     let mut g = e.lock(&ctx.cx, &k);
-    let done = op::group_destroy(&mut g, ctx.db(), &k, ctx.arg(3))
-        .map_err(|err| xgroup_err(ctx, err))?;
+    let done =
+        op::group_destroy(&mut g, ctx.db(), &k, ctx.arg(3)).map_err(|err| xgroup_err(ctx, err))?;
     drop(g);
     ctx.int(i64::from(done))
 }
@@ -1098,7 +1140,10 @@ fn xgroup_help(ctx: &mut Ctx) -> CmdResult {
 // ------------------------------------------------------------------- XINFO
 
 /// XINFO's key lookup: "ERR no such key" when absent.
-fn with_stream<R>(ctx: &mut Ctx, f: impl FnOnce(&mut ReplyWriter, &StreamValue, u64) -> Result<R, CmdError>) -> Result<R, CmdError> {
+fn with_stream<R>(
+    ctx: &mut Ctx,
+    f: impl FnOnce(&mut ReplyWriter, &StreamValue, u64) -> Result<R, CmdError>,
+) -> Result<R, CmdError> {
     let e = ctx.engine();
     let k = e.key(ctx.arg(2));
     let db = ctx.db();
@@ -1125,23 +1170,30 @@ fn opt_int(w: &mut ReplyWriter, v: Option<u64>) {
 /// first and last entries; FULL lists entries (COUNT, default 10, 0 for
 /// all) and every group with its PEL and consumers.
 fn xinfo_stream(ctx: &mut Ctx) -> CmdResult {
+    // Redis looks the key up first, then parses the options.
     let argc = ctx.argc();
-    let mut full = false;
-    let mut count = 10usize;
-    if argc > 3 {
-        if argc != 4 && argc != 6 || !args::is(ctx.arg(3), "full") {
-            return Err(CmdError::Syntax);
+    let opts: SmallVec<[&[u8]; 3]> = ctx.args.iter_from(3).collect();
+    let syntax = subcommand_syntax_error(ctx);
+    let parse = move || -> Result<(bool, usize), CmdError> {
+        if opts.is_empty() {
+            return Ok((false, 10));
         }
-        full = true;
-        if argc == 6 {
-            if !args::is(ctx.arg(4), "count") {
-                return Err(CmdError::Syntax);
+        if (opts.len() != 1 && opts.len() != 3) || !args::is(opts[0], "full") {
+            return Err(syntax.clone());
+        }
+        if opts.len() == 3 {
+            if !args::is(opts[1], "count") {
+                return Err(syntax);
             }
-            let n = ll(ctx.arg(5), None)?;
-            count = if n < 0 { 0 } else { n as usize };
+            let n = ll(opts[2], None)?;
+            // A negative COUNT means the default (`xinfoReplyWithStreamInfo`).
+            return Ok((true, if n < 0 { 10 } else { n as usize }));
         }
-    }
+        Ok((true, 10))
+    };
+    let _ = argc;
     with_stream(ctx, |w, s, _| {
+        let (full, count) = parse()?;
         map(w, if full { 9 } else { 10 });
         w.bulk(b"length");
         w.int(s.len() as i64);
@@ -1190,7 +1242,11 @@ fn xinfo_stream(ctx: &mut Ctx) -> CmdResult {
             w.bulk(b"pel-count");
             w.int(grp.pel.len() as i64);
             w.bulk(b"pending");
-            let pel: Vec<_> = grp.pel.iter().take(if count == 0 { usize::MAX } else { count }).collect();
+            let pel: Vec<_> = grp
+                .pel
+                .iter()
+                .take(if count == 0 { usize::MAX } else { count })
+                .collect();
             w.array(pel.len());
             for (id, n) in pel {
                 w.array(4);
@@ -1210,7 +1266,11 @@ fn xinfo_stream(ctx: &mut Ctx) -> CmdResult {
                 w.bulk(b"pel-count");
                 w.int(c.pel.len() as i64);
                 w.bulk(b"pending");
-                let mine: Vec<_> = c.pel.iter().take(if count == 0 { usize::MAX } else { count }).collect();
+                let mine: Vec<_> = c
+                    .pel
+                    .iter()
+                    .take(if count == 0 { usize::MAX } else { count })
+                    .collect();
                 w.array(mine.len());
                 for id in mine {
                     let n = &grp.pel[id];
@@ -1312,10 +1372,7 @@ mod tests {
         assert!(id("").is_err());
         assert_eq!(id("18446744073709551615-1"), Ok(StreamId::new(u64::MAX, 1)));
         assert!(id("18446744073709551616").is_err());
-        assert_eq!(
-            parse_id_ext(b"7-*", 0, true, true),
-            Ok(AddId::Ms(7))
-        );
+        assert_eq!(parse_id_ext(b"7-*", 0, true, true), Ok(AddId::Ms(7)));
         assert!(parse_id(b"7-*", 0, true).is_err());
         assert_eq!(range_start(b"(5-1"), Ok(StreamId::new(5, 2)));
         assert_eq!(range_end(b"(5-0"), Ok(StreamId::new(4, u64::MAX)));
