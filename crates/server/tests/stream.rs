@@ -121,8 +121,14 @@ fn add_range_len_del_trim() {
     let info: std::collections::HashMap<String, Value> = q(&mut c, &["XINFO", "STREAM", "big"]);
     assert_eq!(info["length"], Value::Int(10));
     assert_eq!(info["entries-added"], Value::Int(500));
-    assert_eq!(info["last-generated-id"], Value::BulkString(b"999-0".to_vec()));
-    assert_eq!(info["max-deleted-entry-id"], Value::BulkString(b"3-0".to_vec()));
+    assert_eq!(
+        info["last-generated-id"],
+        Value::BulkString(b"999-0".to_vec())
+    );
+    assert_eq!(
+        info["max-deleted-entry-id"],
+        Value::BulkString(b"3-0".to_vec())
+    );
     assert_eq!(
         err(&mut c, &["XSETID", "big", "1-0"]),
         "ERR The ID specified in XSETID is smaller than the target stream top item"
@@ -239,7 +245,10 @@ fn groups_pending_claims_and_info() {
         q(&mut c, &["XINFO", "GROUPS", "s"]);
     assert_eq!(groups.len(), 1);
     assert_eq!(groups[0]["pending"], Value::Int(1));
-    assert_eq!(groups[0]["last-delivered-id"], Value::BulkString(b"3-0".to_vec()));
+    assert_eq!(
+        groups[0]["last-delivered-id"],
+        Value::BulkString(b"3-0".to_vec())
+    );
     assert_eq!(groups[0]["consumers"], Value::Int(3));
     let consumers: Vec<std::collections::HashMap<String, Value>> =
         q(&mut c, &["XINFO", "CONSUMERS", "s", "g"]);
@@ -276,7 +285,8 @@ fn groups_pending_claims_and_info() {
     );
     assert_eq!(got.len(), 1);
     assert_eq!(ids(&got[0].1), vec!["1-0"]);
-    assert!(err(&mut c, &["XREAD", "STREAMS", "s", "t", "0"]).starts_with("ERR Unbalanced 'xread' list"));
+    assert!(err(&mut c, &["XREAD", "STREAMS", "s", "t", "0"])
+        .starts_with("ERR Unbalanced 'xread' list"));
 }
 
 /// A second connection to the same server (on another worker when the

@@ -748,6 +748,7 @@ mod tests {
         assert_eq!(Tag::Set as u8, 4);
         assert_eq!(Tag::ZSet as u8, 5);
         assert_eq!(Tag::McStr as u8, 6);
+        assert_eq!(Tag::Stream as u8, 7);
         for b in 0..=255u8 {
             if let Some(t) = Tag::from_u8(b) {
                 assert_eq!(t as u8, b);
