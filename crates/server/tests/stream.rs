@@ -20,6 +20,9 @@ const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kin
 /// XRANGE's entries as (id, [field, value, ...]).
 type Entries = Vec<(String, Vec<String>)>;
 
+/// XPENDING's extended rows: (id, consumer, idle ms, deliveries).
+type Pending = Vec<(String, String, i64, i64)>;
+
 fn range(c: &mut Connection, key: &str) -> Entries {
     q(c, &["XRANGE", key, "-", "+"])
 }
@@ -189,7 +192,7 @@ fn groups_pending_claims_and_info() {
     assert_eq!(sum.0, 3);
     assert_eq!((sum.1.as_str(), sum.2.as_str()), ("1-0", "3-0"));
     assert_eq!(sum.3, vec![("alice".to_string(), "3".to_string())]);
-    let rows: Vec<(String, String, i64, i64)> = q(&mut c, &["XPENDING", "s", "g", "-", "+", "10"]);
+    let rows: Pending = q(&mut c, &["XPENDING", "s", "g", "-", "+", "10"]);
     assert_eq!(rows.len(), 3);
     assert!(rows.iter().all(|r| r.1 == "alice" && r.3 == 1));
 
@@ -198,16 +201,14 @@ fn groups_pending_claims_and_info() {
         &mut c,
         &["XREADGROUP", "GROUP", "g", "alice", "STREAMS", "s", "0"],
     );
-    let rows: Vec<(String, String, i64, i64)> =
-        q(&mut c, &["XPENDING", "s", "g", "-", "+", "10", "alice"]);
+    let rows: Pending = q(&mut c, &["XPENDING", "s", "g", "-", "+", "10", "alice"]);
     assert!(rows.iter().all(|r| r.3 == 2), "{rows:?}");
 
     assert_eq!(int(&mut c, &["XACK", "s", "g", "1-0", "9-0"]), 1);
     assert_eq!(int(&mut c, &["XACK", "s", "nog", "1-0"]), 0);
     let claimed: Vec<String> = q(&mut c, &["XCLAIM", "s", "g", "bob", "0", "2-0", "JUSTID"]);
     assert_eq!(claimed, vec!["2-0"]);
-    let rows: Vec<(String, String, i64, i64)> =
-        q(&mut c, &["XPENDING", "s", "g", "-", "+", "10", "bob"]);
+    let rows: Pending = q(&mut c, &["XPENDING", "s", "g", "-", "+", "10", "bob"]);
     assert_eq!(rows.len(), 1);
     assert_eq!(rows[0].3, 2, "JUSTID keeps the count");
     let claimed: Entries = q(
@@ -376,7 +377,7 @@ fn blocking_reads_across_workers() {
         "{:?}",
         String::from_utf8_lossy(&r2)
     );
-    let rows: Vec<(String, String, i64, i64)> = q(&mut c, &["XPENDING", "s", "g", "-", "+", "10"]);
+    let rows: Pending = q(&mut c, &["XPENDING", "s", "g", "-", "+", "10"]);
     let owners: Vec<(&str, &str)> = rows.iter().map(|r| (r.0.as_str(), r.1.as_str())).collect();
     assert_eq!(owners, vec![("2-0", "c1"), ("3-0", "c2")]);
 
@@ -679,10 +680,10 @@ fn fill(c: &mut Connection) {
 /// What must survive a restart: entries, counters and groups as XINFO
 /// STREAM FULL shows them, seen times masked (they are kept, but the
 /// journal replays them at replay time).
-fn state(c: &mut Connection) -> (Entries, Value, Value, Vec<(String, String, i64, i64)>) {
+fn state(c: &mut Connection) -> (Entries, Value, Value, Pending) {
     let info: Value = q(c, &["XINFO", "STREAM", "s"]);
     let groups: Value = q(c, &["XINFO", "GROUPS", "s"]);
-    let pel: Vec<(String, String, i64, i64)> = q(c, &["XPENDING", "s", "g", "-", "+", "100"]);
+    let pel: Pending = q(c, &["XPENDING", "s", "g", "-", "+", "100"]);
     let pel = pel.into_iter().map(|(i, o, _, n)| (i, o, 0, n)).collect();
     (range(c, "s"), info, groups, pel)
 }

@@ -75,6 +75,7 @@ pub struct Added {
 /// is missing and NOMKSTREAM was given. Follows `xaddCommand`: the key is
 /// created before the ID is checked, an ID not above the last one fails,
 /// trimming runs after the append.
+#[allow(clippy::too_many_arguments)]
 pub fn xadd(
     g: &mut Guard,
     db: usize,
@@ -222,7 +223,7 @@ pub fn xsetid(
         return Err(Error::NoSuchKey);
     };
     let s = as_stream_mut(&mut e.value)?;
-    if s.len() > 0 {
+    if !s.is_empty() {
         if id < s.last_valid_id() {
             return Err(Error::StreamSetIdBelowTop);
         }
@@ -550,6 +551,7 @@ pub fn group_read(
     let mut grp = s.groups.remove(r.group).ok_or(Error::NoGroup)?;
     let mut ids: Vec<(StreamId, bool)> = Vec::new();
     let created;
+    let recorded = rec.cmds.len();
     match after {
         None => {
             let maxid = s.last_valid_id();
@@ -622,7 +624,11 @@ pub fn group_read(
     if created {
         g.notify(class::STREAM, "xgroup-createconsumer", db, k);
     }
-    g.dirty();
+    // Only a change the journal must replay makes the command a write (a
+    // consumer's seen time is not replayed: Redis does not propagate it).
+    if rec.cmds.len() > recorded {
+        g.dirty();
+    }
     Ok(true)
 }
 

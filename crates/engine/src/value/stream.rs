@@ -698,10 +698,7 @@ impl StreamValue {
             }
         }
         let mut deleted = 0u64;
-        loop {
-            let Some((&m, n)) = self.nodes.iter_mut().next() else {
-                break;
-            };
+        while let Some((&m, n)) = self.nodes.iter_mut().next() {
             let entries = u64::from(n.live);
             if limit != 0 && deleted + entries > limit {
                 break;
@@ -863,6 +860,9 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// Owned field-value pairs.
+    type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
+
     fn id(ms: u64, seq: u64) -> StreamId {
         StreamId::new(ms, seq)
     }
@@ -890,10 +890,23 @@ mod tests {
         assert_eq!(s.len(), 3);
         assert_eq!(s.node_count(), 1);
         let all = s.entries();
-        let got: Vec<(StreamId, Vec<(&[u8], &[u8])>)> =
-            all.iter().map(|e| (e.id, e.pairs().collect())).collect();
-        assert_eq!(got[1].1, vec![(&b"a"[..], &b"3"[..]), (b"b", b"4")]);
-        assert_eq!(got[2], (id(2, 0), vec![(&b"x"[..], &b"5"[..])]));
+        let got: Vec<(StreamId, Pairs)> = all
+            .iter()
+            .map(|e| {
+                (
+                    e.id,
+                    e.pairs().map(|(f, v)| (f.to_vec(), v.to_vec())).collect(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got[1].1,
+            vec![
+                (b"a".to_vec(), b"3".to_vec()),
+                (b"b".to_vec(), b"4".to_vec())
+            ]
+        );
+        assert_eq!(got[2], (id(2, 0), vec![(b"x".to_vec(), b"5".to_vec())]));
         let rev: Vec<StreamId> = s
             .range(StreamId::MIN, StreamId::MAX, 2, true)
             .iter()
@@ -939,7 +952,7 @@ mod tests {
     /// The model: entries in a BTreeMap and the counters kept by hand.
     #[derive(Default, Debug)]
     struct Model {
-        entries: BTreeMap<StreamId, Vec<(Vec<u8>, Vec<u8>)>>,
+        entries: BTreeMap<StreamId, Pairs>,
     }
 
     #[derive(Clone, Debug)]
@@ -988,7 +1001,7 @@ mod tests {
                     Op::Add { gap_ms, fields, same } => {
                         ms += gap_ms;
                         let i = if last.ms == ms { last.incr().unwrap() } else { id(ms, 0) };
-                        let pairs: Vec<(Vec<u8>, Vec<u8>)> = (0..fields.max(1)).map(|f| {
+                        let pairs: Pairs = (0..fields.max(1)).map(|f| {
                             let name = if same { vec![b'f', f] } else { vec![b'g', f, (i.seq % 3) as u8] };
                             (name, i.to_string().into_bytes())
                         }).collect();
@@ -1078,9 +1091,9 @@ mod tests {
                 }
                 // Invariants after every step.
                 prop_assert_eq!(s.len(), m.entries.len() as u64);
-                let got: Vec<(StreamId, Vec<(Vec<u8>, Vec<u8>)>)> = s.entries().iter()
+                let got: Vec<(StreamId, Pairs)> = s.entries().iter()
                     .map(|e| (e.id, e.pairs().map(|(f, v)| (f.to_vec(), v.to_vec())).collect())).collect();
-                let want: Vec<(StreamId, Vec<(Vec<u8>, Vec<u8>)>)> = m.entries.iter().map(|(k, v)| (*k, v.clone())).collect();
+                let want: Vec<(StreamId, Pairs)> = m.entries.iter().map(|(k, v)| (*k, v.clone())).collect();
                 prop_assert_eq!(got, want);
                 prop_assert_eq!(s.first_id, m.entries.keys().next().copied().unwrap_or(StreamId::MIN));
                 prop_assert_eq!(s.last_id, last);

@@ -333,7 +333,7 @@ fn xadd(ctx: &mut Ctx) -> CmdResult {
     let p = parse_add_trim(ctx, true)?;
     let field_at = p.id_at + 1;
     let argc = ctx.argc();
-    if argc < field_at + 2 || (argc - field_at) % 2 == 1 {
+    if argc < field_at + 2 || !(argc - field_at).is_multiple_of(2) {
         return Err(CmdError::WrongArity("xadd"));
     }
     if p.id == AddId::Exact(StreamId::MIN) {
@@ -543,7 +543,7 @@ fn parse_read<'a>(ctx: &Ctx<'a>, group_cmd: bool) -> Result<ReadArgs<'a>, CmdErr
         } else if args::is(o, "streams") && more > 0 {
             r.streams_at = i + 1;
             let n = argc - r.streams_at;
-            if n % 2 != 0 {
+            if !n.is_multiple_of(2) {
                 return Err(errors::xread_unbalanced(
                     name,
                     if group_cmd { '>' } else { '$' },
