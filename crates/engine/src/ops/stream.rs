@@ -67,7 +67,8 @@ pub fn exact_trim_arg(s: &StreamValue, how: Trim) -> String {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Added {
     pub id: StreamId,
-    /// For an approximate trim, the exact argument that reproduces it.
+    /// For an approximate trim while the journal is on, the exact
+    /// argument that reproduces it.
     pub exact_trim: Option<String>,
 }
 
@@ -87,6 +88,8 @@ pub fn xadd(
     now_ms: u64,
 ) -> Result<Option<Added>> {
     let limits = g.engine().limits.stream();
+    // The exact form of a `~` trim is only for the journal.
+    let journal = g.engine().journal_on();
     if g.write(db, k).is_none() {
         if nomkstream {
             return Ok(None);
@@ -127,7 +130,7 @@ pub fn xadd(
     let mut exact_trim = None;
     if let Some(t) = trim {
         trimmed = s.trim(t.how, t.approx, t.limit) > 0;
-        if t.approx {
+        if t.approx && journal {
             exact_trim = Some(exact_trim_arg(s, t.how));
         }
     }
