@@ -427,6 +427,27 @@ fn blocking_reads_across_workers() {
         gone.join().unwrap(),
         b"-UNBLOCKED the stream key no longer exists\r\n".to_vec()
     );
+    ok(&mut c, &["XGROUP", "CREATE", "s", "g", "$", "MKSTREAM"]);
+    let gone = blocked(
+        s.port,
+        &[
+            "XREADGROUP",
+            "GROUP",
+            "g",
+            "c3",
+            "BLOCK",
+            "0",
+            "STREAMS",
+            "s",
+            ">",
+        ],
+    );
+    wait_blocked(&mut c, 1);
+    ok(&mut c, &["FLUSHALL"]);
+    assert_eq!(
+        gone.join().unwrap(),
+        b"-UNBLOCKED the stream key no longer exists\r\n".to_vec()
+    );
     // Inside MULTI, BLOCK does not block.
     let mut tx = RawConn::connect(s.port);
     assert_eq!(tx.cmd(&["MULTI"]), b"+OK\r\n");
