@@ -199,8 +199,8 @@ pub fn view<R>(
     }
 }
 
-/// `view` without counting a hit or miss (Redis's `lookupKeyWrite`, as
-/// XGROUP and XINFO use... and the second look of XREAD).
+/// `view` without counting a hit or miss or touching the key: the checks
+/// a retried XREADGROUP makes before its real lookups.
 pub fn peek<R>(
     g: &mut Guard,
     db: usize,
@@ -772,8 +772,10 @@ pub struct ClaimOptions {
     pub last_id: StreamId,
 }
 
-/// Claims `id` for `consumer` if its idle time allows: the claim's effect
-/// shared by XCLAIM and XAUTOCLAIM. Returns true if claimed.
+/// Gives the pending entry `id` to `consumer` with a new delivery time
+/// and count (RETRYCOUNT, else one more unless JUSTID): the effect of a
+/// claim, shared by XCLAIM and XAUTOCLAIM once the caller has checked the
+/// idle time.
 fn claim_one(
     grp: &mut Group,
     id: StreamId,

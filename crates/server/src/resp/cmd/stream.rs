@@ -1171,7 +1171,6 @@ fn opt_int(w: &mut ReplyWriter, v: Option<u64>) {
 /// all) and every group with its PEL and consumers.
 fn xinfo_stream(ctx: &mut Ctx) -> CmdResult {
     // Redis looks the key up first, then parses the options.
-    let argc = ctx.argc();
     let opts: SmallVec<[&[u8]; 3]> = ctx.args.iter_from(3).collect();
     let syntax = subcommand_syntax_error(ctx);
     let parse = move || -> Result<(bool, usize), CmdError> {
@@ -1191,7 +1190,6 @@ fn xinfo_stream(ctx: &mut Ctx) -> CmdResult {
         }
         Ok((true, 10))
     };
-    let _ = argc;
     with_stream(ctx, |w, s, _| {
         let (full, count) = parse()?;
         map(w, if full { 9 } else { 10 });
