@@ -47,6 +47,7 @@ pub fn build_shared(cfg: Config) -> Result<Arc<Shared>, String> {
         shutdown: AtomicBool::new(false),
         pause: Pause::default(),
         slowlog: Mutex::new(SlowLog::default()),
+        latency: Default::default(),
         memory: crate::memory::Guard::default(),
         pubsub: crate::pubsub::PubSub::default(),
         monitors: Mutex::new(Vec::new()),
@@ -274,9 +275,15 @@ fn cron(shared: Arc<Shared>) {
         // any client command.
         let events = cairn_engine::CmdState::new();
         let cx = cairn_engine::Cx::background(&events);
-        shared
-            .engine
-            .active_expire(&cx, &mut state, started + period / 4);
+        // A CLIENT PAUSE keeps the dataset still: no key expires in the
+        // background until it ends (Redis 7.0 `activeExpireCycle`).
+        if !crate::exec::admission::pause_in_force(&shared)
+            && !shared.hot.active_expire_off.load(Ordering::Relaxed)
+        {
+            shared
+                .engine
+                .active_expire(&cx, &mut state, started + period / 4);
+        }
         crate::memcache::run_due_flush(&shared, &cx);
         // Keys it expired: `expired` notifications.
         crate::keyevents::after_command(&shared, &events, None);

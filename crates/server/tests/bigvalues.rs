@@ -15,7 +15,7 @@ mod support;
 use redis::Commands;
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use support::{redis_client, start_cairn, RawConn};
 
 const MB_2_12: usize = 2_120_000;
@@ -451,12 +451,44 @@ fn deleted_large_values_are_freed_by_the_lazyfree_thread() {
     }
     let _: usize = c.del(&["big0", "big1"]).unwrap();
     let _: () = c.set("big2", "small now").unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let deadline = Instant::now() + Duration::from_secs(10);
     while freed(&mut c) < before + 3 {
         assert!(
-            std::time::Instant::now() < deadline,
+            Instant::now() < deadline,
             "3 buffers freed in the background"
         );
         std::thread::sleep(Duration::from_millis(10));
     }
+}
+
+#[test]
+fn a_client_that_stops_reading_meets_a_normal_limit_above_8_mib() {
+    // Issue 23, defect 4: such a client used to be paused at 8 MiB of
+    // unsent replies, so a larger hard limit never applied.
+    let s = start_cairn(&["--client-output-buffer-limit", "normal 32mb 0 0"]);
+    let mut admin = redis_client(s.port);
+    let v = value(1024 * 1024, 41);
+    let _: () = redis::cmd("SET")
+        .arg("k")
+        .arg(&v)
+        .query(&mut admin)
+        .unwrap();
+    let mut c = RawConn::connect(s.port);
+    assert_eq!(c.cmd(&["CLIENT", "SETNAME", "reader"]), b"+OK\r\n");
+    for _ in 0..100 {
+        c.send(&[b"GET", b"k"]);
+    }
+    // 100 MB of replies, never read: the client must go at 32 MB.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let list: String = redis::cmd("CLIENT").arg("LIST").query(&mut admin).unwrap();
+        if !list.contains("name=reader") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "client still connected: {list}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(s
+        .log()
+        .contains("scheduled to be closed ASAP for overcoming of output buffer limits"));
 }

@@ -377,8 +377,8 @@ directives! {
     repl_disable_tcp_nodelay: bool = "repl-disable-tcp-nodelay", Kind::Bool, "no", MUTABLE, keep;
     /// `acllog-max-len`: stored only (Cairn has no ACL LOG).
     acllog_max_len: u64 = "acllog-max-len", int(0, I64_MAX), "128", MUTABLE, keep;
-    /// `latency-monitor-threshold`: milliseconds; stored only (Cairn has
-    /// no LATENCY command).
+    /// `latency-monitor-threshold`: milliseconds; a command at least this
+    /// slow is a LATENCY event (`crate::latency`); 0 is off.
     latency_monitor_threshold: u64 = "latency-monitor-threshold", int(0, I64_MAX), "0", MUTABLE, keep;
     /// `lazyfree-lazy-server-del`: no effect (see DIFFERENCES.md).
     lazyfree_lazy_server_del: bool = "lazyfree-lazy-server-del", Kind::Bool, "no", MUTABLE, keep;

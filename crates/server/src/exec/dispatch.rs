@@ -136,7 +136,7 @@ fn run(
             return Outcome::Done;
         }
     }
-    if admission::paused(shared, base, cmd.has(flags::WRITE | flags::MAY_REPLICATE)) {
+    if admission::paused(shared, base, holds_writes(shared, client, cmd)) {
         return Outcome::Paused;
     }
     if let Some(m) = &mut client.multi {
@@ -153,6 +153,20 @@ fn run(
         }
     }
     invoke(shared, client, cmd, args, out, stats, base)
+}
+
+/// True if CLIENT PAUSE WRITE holds `cmd` back: it writes or may
+/// replicate, or it is an EXEC whose queued commands do (Redis 7.0
+/// `processCommand`'s `is_may_replicate_command`).
+fn holds_writes(shared: &Shared, client: &Client, cmd: &Command) -> bool {
+    const WRITES: u32 = flags::WRITE | flags::MAY_REPLICATE;
+    cmd.has(WRITES)
+        || (cmd.name == "exec"
+            && client.multi.as_ref().is_some_and(|m| {
+                m.queued
+                    .iter()
+                    .any(|(id, _)| shared.table.get(*id).has(WRITES))
+            }))
 }
 
 /// Commands that run at once inside MULTI instead of being queued.
@@ -280,6 +294,12 @@ pub fn invoke(
     }
     bump(&stats.cmd[cmd.id][0], 1);
     bump(&stats.cmd[cmd.id][1], micros);
+    let event = if cmd.has(flags::FAST) {
+        "fast-command"
+    } else {
+        "command"
+    };
+    shared.latency.sample_if_needed(event, micros / 1000);
     bump(&stats.commands, 1);
     client.info.last_cmd.store(cmd.id, Ordering::Relaxed);
 

@@ -12,8 +12,9 @@
 //! connection that keeps filling the buffer is put back on a ready list after
 //! a read budget, so one huge client cannot starve the others. Backpressure:
 //! while a connection has more than `OUT_HIGH_WATER` bytes of replies unsent
-//! it executes nothing more, so a client that pipelines without reading
-//! cannot grow the server's memory without bound.
+//! (or just over a larger `client-output-buffer-limit normal`, which then
+//! closes it) it executes nothing more, so a client that pipelines without
+//! reading cannot grow the server's memory without bound.
 use crate::client::Client;
 use crate::log;
 use crate::net::session::{Io, Session, Stop};
@@ -122,6 +123,25 @@ impl Conn {
     }
 }
 
+/// Unsent reply bytes at which a connection stops executing requests:
+/// `OUT_HIGH_WATER`, or just over `client-output-buffer-limit normal`'s
+/// hard or soft limit where one is larger, so a client that stops reading
+/// meets the configured policy (closed at the hard limit, or once over the
+/// soft limit for its seconds) instead of waiting below it, paused, for
+/// ever (issue 23, defect 4). With the default limits (0) it stays 8 MiB.
+pub(super) fn out_high_water(shared: &Shared) -> usize {
+    let h = &shared.hot;
+    let limit = h
+        .normal_obuf_hard
+        .load(Ordering::Relaxed)
+        .max(h.normal_obuf_soft.load(Ordering::Relaxed));
+    OUT_HIGH_WATER.max(
+        usize::try_from(limit)
+            .unwrap_or(usize::MAX)
+            .saturating_add(1),
+    )
+}
+
 /// `client-output-buffer-limit normal` for a client that is not a
 /// subscriber (subscribers are checked as pubsub on each delivery): at or
 /// over the hard limit, or over the soft limit for longer than its seconds.
@@ -178,7 +198,7 @@ pub(super) fn serve(conn: &mut Conn, shared: &Shared, worker: usize, now: Instan
             Stop::Paused | Stop::Closing | Stop::Blocked | Stop::Abort => break,
             Stop::OutputFull => {
                 flush(conn, shared, worker);
-                if conn.pending_out() >= OUT_HIGH_WATER {
+                if conn.pending_out() >= out_high_water(shared) {
                     conn.ready_again = true;
                     return false;
                 }
@@ -193,7 +213,7 @@ pub(super) fn serve(conn: &mut Conn, shared: &Shared, worker: usize, now: Instan
             return true;
         }
         let limit = shared.hot.query_buffer_limit.load(Ordering::Relaxed);
-        if conn.query_bytes() > limit {
+        if conn.query_bytes() + conn.session.parsed_bytes() > limit {
             log::warning(&format!(
                 "Closing client {} that reached max query buffer length",
                 conn.client.info.addr
@@ -394,7 +414,7 @@ fn process(conn: &mut Conn, shared: &Shared, worker: usize) -> Stop {
         need,
         out: wbuf,
         unsent_from: *wpos,
-        high_water: OUT_HIGH_WATER,
+        high_water: out_high_water(shared),
     };
     let stop = match session.process(io, client, shared, worker) {
         Stop::Block { at, len } => {

@@ -51,6 +51,13 @@ pub trait Session: Send {
     /// The connection closes: give back what the session holds (large
     /// arguments go to the lazy-free thread).
     fn release(&mut self);
+
+    /// Memory the session holds for the request still arriving, beyond
+    /// its bytes in the input (the argument table of an unfinished
+    /// multibulk request): counted against `client-query-buffer-limit`.
+    fn parsed_bytes(&self) -> usize {
+        0
+    }
 }
 
 /// The connection's buffers as a session sees them.

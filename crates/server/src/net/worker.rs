@@ -12,7 +12,7 @@ use crate::blocking;
 use crate::client::{Client, ClientInfo, Unblock};
 use crate::log;
 use crate::net::conn::{
-    abort, flush, must_wait, note_served, serve, Conn, OUT_HIGH_WATER, READ_CHUNK,
+    abort, flush, must_wait, note_served, out_high_water, serve, Conn, READ_CHUNK,
 };
 use crate::net::session::FrontEnd;
 use crate::net::transport::Transport;
@@ -254,7 +254,7 @@ impl Worker {
         if writable && conn.pending_out() > 0 {
             flush(conn, &self.shared, self.id);
             // Draining output may let a throttled connection run again.
-            if conn.ready_again && conn.pending_out() < OUT_HIGH_WATER {
+            if conn.ready_again && conn.pending_out() < out_high_water(&self.shared) {
                 conn.ready_again = false;
                 self.ready.push(i);
             }
@@ -303,7 +303,7 @@ impl Worker {
                 conn.held = true;
                 self.held.push(i);
             }
-            if conn.ready_again && conn.pending_out() < OUT_HIGH_WATER {
+            if conn.ready_again && conn.pending_out() < out_high_water(&self.shared) {
                 conn.ready_again = false;
                 self.ready.push(i);
             }

@@ -437,6 +437,9 @@ pub const GETKEYS_NO_KEYS: &str = "ERR The command has no key arguments";
 pub const GETKEYS_BAD_ARITY: &str = "ERR Invalid number of arguments specified for command";
 pub const GETKEYS_BAD_ARGS: &str = "ERR Invalid arguments specified for command";
 
+/// READONLY, READWRITE, ASKING on a server without cluster support.
+pub const CLUSTER_DISABLED: &str = "ERR This instance has cluster support disabled";
+
 /// A CONFIG SET whose value was accepted but could not be applied.
 pub fn config_set_failed(name: &str, why: impl Display) -> CmdError {
     CmdError::text(format!(

@@ -198,6 +198,10 @@ impl Session for RespSession {
         !std::mem::replace(&mut self.wake, true)
     }
 
+    fn parsed_bytes(&self) -> usize {
+        self.args.heap_bytes()
+    }
+
     fn release(&mut self) {
         for b in self.args.take_blocks() {
             cairn_engine::lazyfree::release(b);

@@ -14,10 +14,13 @@ pub mod hll;
 pub mod info;
 pub mod journal;
 pub mod keys;
+pub mod latency;
 pub mod list;
+pub mod lolwut;
 pub mod memory;
 pub mod multi;
 pub mod pubsub;
+pub mod replication;
 pub mod scripting;
 pub mod server;
 pub mod set;
@@ -50,6 +53,9 @@ pub fn families() -> Vec<&'static [Def]> {
         journal::COMMANDS,
         scripting::COMMANDS,
         functions::COMMANDS,
+        replication::COMMANDS,
+        lolwut::COMMANDS,
+        latency::COMMANDS,
         stream::COMMANDS,
     ]
 }
