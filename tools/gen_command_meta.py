@@ -95,9 +95,16 @@ COMMANDS = [
     "fcall", "fcall_ro",
     ("function", ["load", "delete", "list", "dump", "restore", "flush",
                   "kill", "stats", "help"]),
+    # ACL (issue 23)
+    ("acl", ["cat", "deluser", "dryrun", "genpass", "getuser", "list", "load",
+             "log", "save", "setuser", "users", "whoami", "help"]),
     # the rest of Redis 7.0 (issue 22)
     "wait", "role", "readonly", "readwrite", "asking", "lolwut",
     ("latency", ["latest", "history", "reset", "doctor", "graph", "help"]),
+    # geo (issue 22)
+    "geoadd", "geodist", "geohash", "geopos", "georadius", "georadius_ro",
+    "georadiusbymember", "georadiusbymember_ro", "geosearch",
+    "geosearchstore",
     # streams (issue 22)
     "xadd", "xrange", "xrevrange", "xlen", "xdel", "xtrim", "xsetid",
     "xread", "xreadgroup", "xack", "xpending", "xclaim", "xautoclaim",

@@ -29,6 +29,7 @@ pub fn build_shared(cfg: Config) -> Result<Arc<Shared>, String> {
         shards: 1024,
     });
     let ncmds = table.all().len();
+    let acl = crate::auth::Registry::new(&table);
     let shared = Arc::new(Shared {
         engine,
         config: RwLock::new(cfg),
@@ -59,9 +60,11 @@ pub fn build_shared(cfg: Config) -> Result<Arc<Shared>, String> {
         snapshots: Default::default(),
         scripts: crate::script::Scripts::new(threads),
         balance: crate::net::balance::Balance::new(start_active),
+        acl,
     });
     let _ = shared.journal.server.set(Arc::downgrade(&shared));
     shared.refresh_hot();
+    crate::auth::load_at_start(&shared)?;
     Ok(shared)
 }
 

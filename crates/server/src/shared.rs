@@ -176,6 +176,8 @@ pub struct Shared {
     pub scripts: crate::script::Scripts,
     /// Which workers take connections (`balance.rs`).
     pub balance: crate::net::balance::Balance,
+    /// ACL users and the ACL log (`auth`).
+    pub acl: crate::auth::Registry,
 }
 
 impl Shared {
@@ -194,8 +196,6 @@ impl Shared {
     pub fn refresh_hot(&self) {
         let c = self.config.read();
         let h = &self.hot;
-        h.requirepass
-            .store(!c.requirepass.is_empty(), Ordering::Relaxed);
         h.maxmemory.store(c.maxmemory, Ordering::Relaxed);
         h.hll_sparse_max_bytes.store(
             usize::try_from(c.hll_sparse_max_bytes).unwrap_or(usize::MAX),

@@ -75,6 +75,8 @@ pub enum RuleError {
     NoSuchPassword,
     BadHash,
     FirstArgOfSubcommand,
+    /// A user defined twice in the configuration.
+    Duplicate,
 }
 
 impl RuleError {
@@ -96,6 +98,9 @@ impl RuleError {
             }
             RuleError::FirstArgOfSubcommand => {
                 "Allowing first-arg of a subcommand is not supported"
+            }
+            RuleError::Duplicate => {
+                "Duplicate user found. A user can only be defined once in config files"
             }
         }
     }
@@ -677,6 +682,14 @@ impl User {
         Ok(())
     }
 
+    /// True if the root selector allows every command, key and channel:
+    /// nothing needs checking (the default user as shipped).
+    #[inline]
+    pub fn unrestricted(&self) -> bool {
+        let r = &self.selectors[0];
+        r.all_commands && r.all_keys && r.all_channels
+    }
+
     /// True if `password` is one of the user's (or the user is nopass).
     /// Disabled users match nothing (`ACLCheckUserCredentials`).
     pub fn password_ok(&self, password: &[u8]) -> bool {
@@ -765,18 +778,6 @@ impl User {
             }
         }
         Err(worst)
-    }
-
-    /// `ACLUserCheckKeyPerm`: may any selector touch `key` with `need`?
-    pub fn key_ok(&self, key: &[u8], need: u8) -> bool {
-        self.selectors.iter().any(|s| s.key_ok(key, need))
-    }
-
-    /// `ACLUserCheckChannelPerm`.
-    pub fn channel_ok(&self, channel: &[u8], literal: bool) -> bool {
-        self.selectors
-            .iter()
-            .any(|s| s.all_channels || channel_in(&s.channels, channel, literal))
     }
 
     /// True if a selector allows every channel, or `other`'s channel
@@ -1076,7 +1077,6 @@ mod tests {
             u.check(get, &[b"get", b"sel:1"], &[(1, READ)]),
             Err(Denied::Key(1))
         );
-        assert!(u.key_ok(b"sel:x", WRITE) && !u.key_ok(b"other", READ));
     }
 
     #[test]

@@ -99,6 +99,7 @@ fn run(
     stats: &WorkerStats,
     base: &Cx,
 ) -> Outcome {
+    crate::auth::refresh(shared, client);
     let cmd = match resolve(shared, &args) {
         Ok(c) => c,
         Err(e) => {
@@ -107,6 +108,7 @@ fn run(
             return Outcome::Done;
         }
     };
+    client.running = cmd.name;
     if let Some(e) = refusal(shared, base, client, cmd, &args) {
         // Redis `rejectCommand`: a refusal inside MULTI dooms the
         // transaction; a refused EXEC discards it.
@@ -186,6 +188,17 @@ fn refusal(
     }
     if !client.authenticated && !cmd.has(flags::NO_AUTH) {
         return Some(CmdError::text(crate::resp::errors::NOAUTH));
+    }
+    if client.user.as_ref().is_some_and(|u| !u.unrestricted()) {
+        let argv: Vec<&[u8]> = args.iter_from(0).collect();
+        let context = if client.multi.is_some() {
+            crate::auth::Context::Multi
+        } else {
+            crate::auth::Context::TopLevel
+        };
+        if let Err(d) = crate::auth::check(shared, client, cmd, &argv, context) {
+            return Some(CmdError::text(crate::auth::noperm(cmd, d)));
+        }
     }
     if client.multi.is_some() && cmd.has(flags::NO_MULTI) {
         return Some(CmdError::text(crate::resp::errors::NOT_IN_MULTI));

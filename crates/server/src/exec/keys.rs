@@ -266,6 +266,28 @@ impl KeyFlags {
     }
 }
 
+impl KeyFlags {
+    /// The rights ACL needs on the key (`ACLSelectorCheckKey`): read for
+    /// `access`, write for `insert`, `delete` or `update`.
+    pub fn acl_rights(&self) -> u8 {
+        let mut rights = 0;
+        let mut note = |f: &str| match f {
+            "access" => rights |= crate::auth::acl::READ,
+            "insert" | "delete" | "update" => rights |= crate::auth::acl::WRITE,
+            _ => {}
+        };
+        match *self {
+            KeyFlags::Spec(set) => set.iter().for_each(|m| {
+                if let M::Simple(f) = m {
+                    note(f)
+                }
+            }),
+            KeyFlags::Names(names) => names.iter().for_each(|f| note(f)),
+        }
+        rights
+    }
+}
+
 const NO_FLAGS: KeyFlags = KeyFlags::Names(&[]);
 
 /// True if the command has keys at all (db.c `doesCommandHaveKeys`): a

@@ -12,6 +12,951 @@ pub const REDIS_VERSION: &str = "7.0.15";
 #[rustfmt::skip]
 pub(super) static COMMANDS: &[CommandMeta] = &[
     CommandMeta {
+        name: "acl",
+        arity: -2,
+        flags: &[],
+        first_key: 0,
+        last_key: 0,
+        step: 0,
+        acl_categories: &["@slow"],
+        info: Arr(&[
+            Bulk("acl"),
+            Int(-2),
+            Set(&[]),
+            Int(0),
+            Int(0),
+            Int(0),
+            Set(&[Simple("@slow")]),
+            Set(&[]),
+            Set(&[]),
+            Arr(&[
+                Arr(&[
+                    Bulk("acl|cat"),
+                    Int(-2),
+                    Set(&[Simple("noscript"), Simple("loading"), Simple("stale")]),
+                    Int(0),
+                    Int(0),
+                    Int(0),
+                    Set(&[Simple("@slow")]),
+                    Set(&[]),
+                    Set(&[]),
+                    Set(&[]),
+                ]),
+                Arr(&[
+                    Bulk("acl|deluser"),
+                    Int(-3),
+                    Set(&[Simple("admin"), Simple("noscript"), Simple("loading"), Simple("stale")]),
+                    Int(0),
+                    Int(0),
+                    Int(0),
+                    Set(&[Simple("@admin"), Simple("@slow"), Simple("@dangerous")]),
+                    Set(&[]),
+                    Set(&[]),
+                    Set(&[]),
+                ]),
+                Arr(&[
+                    Bulk("acl|dryrun"),
+                    Int(-4),
+                    Set(&[Simple("admin"), Simple("noscript"), Simple("loading"), Simple("stale")]),
+                    Int(0),
+                    Int(0),
+                    Int(0),
+                    Set(&[Simple("@admin"), Simple("@slow"), Simple("@dangerous")]),
+                    Set(&[]),
+                    Set(&[]),
+                    Set(&[]),
+                ]),
+                Arr(&[
+                    Bulk("acl|genpass"),
+                    Int(-2),
+                    Set(&[Simple("noscript"), Simple("loading"), Simple("stale")]),
+                    Int(0),
+                    Int(0),
+                    Int(0),
+                    Set(&[Simple("@slow")]),
+                    Set(&[]),
+                    Set(&[]),
+                    Set(&[]),
+                ]),
+                Arr(&[
+                    Bulk("acl|getuser"),
+                    Int(3),
+                    Set(&[Simple("admin"), Simple("noscript"), Simple("loading"), Simple("stale")]),
+                    Int(0),
+                    Int(0),
+                    Int(0),
+                    Set(&[Simple("@admin"), Simple("@slow"), Simple("@dangerous")]),
+                    Set(&[]),
+                    Set(&[]),
+                    Set(&[]),
+                ]),
+                Arr(&[
+                    Bulk("acl|help"),
+                    Int(2),
+                    Set(&[Simple("loading"), Simple("stale")]),
+                    Int(0),
+                    Int(0),
+                    Int(0),
+                    Set(&[Simple("@slow")]),
+                    Set(&[]),
+                    Set(&[]),
+                    Set(&[]),
+                ]),
+                Arr(&[
+                    Bulk("acl|list"),
+                    Int(2),
+                    Set(&[Simple("admin"), Simple("noscript"), Simple("loading"), Simple("stale")]),
+                    Int(0),
+                    Int(0),
+                    Int(0),
+                    Set(&[Simple("@admin"), Simple("@slow"), Simple("@dangerous")]),
+                    Set(&[]),
+                    Set(&[]),
+                    Set(&[]),
+                ]),
+                Arr(&[
+                    Bulk("acl|load"),
+                    Int(2),
+                    Set(&[Simple("admin"), Simple("noscript"), Simple("loading"), Simple("stale")]),
+                    Int(0),
+                    Int(0),
+                    Int(0),
+                    Set(&[Simple("@admin"), Simple("@slow"), Simple("@dangerous")]),
+                    Set(&[]),
+                    Set(&[]),
+                    Set(&[]),
+                ]),
+                Arr(&[
+                    Bulk("acl|log"),
+                    Int(-2),
+                    Set(&[Simple("admin"), Simple("noscript"), Simple("loading"), Simple("stale")]),
+                    Int(0),
+                    Int(0),
+                    Int(0),
+                    Set(&[Simple("@admin"), Simple("@slow"), Simple("@dangerous")]),
+                    Set(&[]),
+                    Set(&[]),
+                    Set(&[]),
+                ]),
+                Arr(&[
+                    Bulk("acl|save"),
+                    Int(2),
+                    Set(&[Simple("admin"), Simple("noscript"), Simple("loading"), Simple("stale")]),
+                    Int(0),
+                    Int(0),
+                    Int(0),
+                    Set(&[Simple("@admin"), Simple("@slow"), Simple("@dangerous")]),
+                    Set(&[]),
+                    Set(&[]),
+                    Set(&[]),
+                ]),
+                Arr(&[
+                    Bulk("acl|setuser"),
+                    Int(-3),
+                    Set(&[Simple("admin"), Simple("noscript"), Simple("loading"), Simple("stale")]),
+                    Int(0),
+                    Int(0),
+                    Int(0),
+                    Set(&[Simple("@admin"), Simple("@slow"), Simple("@dangerous")]),
+                    Set(&[]),
+                    Set(&[]),
+                    Set(&[]),
+                ]),
+                Arr(&[
+                    Bulk("acl|users"),
+                    Int(2),
+                    Set(&[Simple("admin"), Simple("noscript"), Simple("loading"), Simple("stale")]),
+                    Int(0),
+                    Int(0),
+                    Int(0),
+                    Set(&[Simple("@admin"), Simple("@slow"), Simple("@dangerous")]),
+                    Set(&[]),
+                    Set(&[]),
+                    Set(&[]),
+                ]),
+                Arr(&[
+                    Bulk("acl|whoami"),
+                    Int(2),
+                    Set(&[Simple("noscript"), Simple("loading"), Simple("stale")]),
+                    Int(0),
+                    Int(0),
+                    Int(0),
+                    Set(&[Simple("@slow")]),
+                    Set(&[]),
+                    Set(&[]),
+                    Set(&[]),
+                ]),
+            ]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("A container for Access List Control commands ")),
+            (Bulk("since"), Bulk("6.0.0")),
+            (Bulk("group"), Bulk("server")),
+            (Bulk("complexity"), Bulk("Depends on subcommand.")),
+            (
+                Bulk("subcommands"),
+                Map(&[
+                    (
+                        Bulk("acl|cat"),
+                        Map(&[
+                            (
+                                Bulk("summary"),
+                                Bulk("List the ACL categories or the commands inside a category"),
+                            ),
+                            (Bulk("since"), Bulk("6.0.0")),
+                            (Bulk("group"), Bulk("server")),
+                            (
+                                Bulk("complexity"),
+                                Bulk("O(1) since the categories and commands are a fixed set."),
+                            ),
+                            (
+                                Bulk("arguments"),
+                                Arr(&[
+                                    Map(&[
+                                        (Bulk("name"), Bulk("categoryname")),
+                                        (Bulk("type"), Bulk("string")),
+                                        (Bulk("flags"), Set(&[Simple("optional")])),
+                                    ]),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                    (
+                        Bulk("acl|deluser"),
+                        Map(&[
+                            (
+                                Bulk("summary"),
+                                Bulk("Remove the specified ACL users and the associated rules"),
+                            ),
+                            (Bulk("since"), Bulk("6.0.0")),
+                            (Bulk("group"), Bulk("server")),
+                            (
+                                Bulk("complexity"),
+                                Bulk("O(1) amortized time considering the typical user."),
+                            ),
+                            (
+                                Bulk("arguments"),
+                                Arr(&[
+                                    Map(&[
+                                        (Bulk("name"), Bulk("username")),
+                                        (Bulk("type"), Bulk("string")),
+                                        (Bulk("flags"), Set(&[Simple("multiple")])),
+                                    ]),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                    (
+                        Bulk("acl|dryrun"),
+                        Map(&[
+                            (
+                                Bulk("summary"),
+                                Bulk("Returns whether the user can execute the given command without executing the command."),
+                            ),
+                            (Bulk("since"), Bulk("7.0.0")),
+                            (Bulk("group"), Bulk("server")),
+                            (Bulk("complexity"), Bulk("O(1).")),
+                            (
+                                Bulk("arguments"),
+                                Arr(&[
+                                    Map(&[
+                                        (Bulk("name"), Bulk("username")),
+                                        (Bulk("type"), Bulk("string")),
+                                    ]),
+                                    Map(&[
+                                        (Bulk("name"), Bulk("command")),
+                                        (Bulk("type"), Bulk("string")),
+                                    ]),
+                                    Map(&[
+                                        (Bulk("name"), Bulk("arg")),
+                                        (Bulk("type"), Bulk("string")),
+                                        (
+                                            Bulk("flags"),
+                                            Set(&[Simple("optional"), Simple("multiple")]),
+                                        ),
+                                    ]),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                    (
+                        Bulk("acl|genpass"),
+                        Map(&[
+                            (
+                                Bulk("summary"),
+                                Bulk("Generate a pseudorandom secure password to use for ACL users"),
+                            ),
+                            (Bulk("since"), Bulk("6.0.0")),
+                            (Bulk("group"), Bulk("server")),
+                            (Bulk("complexity"), Bulk("O(1)")),
+                            (
+                                Bulk("arguments"),
+                                Arr(&[
+                                    Map(&[
+                                        (Bulk("name"), Bulk("bits")),
+                                        (Bulk("type"), Bulk("integer")),
+                                        (Bulk("flags"), Set(&[Simple("optional")])),
+                                    ]),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                    (
+                        Bulk("acl|getuser"),
+                        Map(&[
+                            (Bulk("summary"), Bulk("Get the rules for a specific ACL user")),
+                            (Bulk("since"), Bulk("6.0.0")),
+                            (Bulk("group"), Bulk("server")),
+                            (
+                                Bulk("complexity"),
+                                Bulk("O(N). Where N is the number of password, command and pattern rules that the user has."),
+                            ),
+                            (
+                                Bulk("history"),
+                                Set(&[
+                                    Arr(&[Bulk("6.2.0"), Bulk("Added Pub/Sub channel patterns.")]),
+                                    Arr(&[
+                                        Bulk("7.0.0"),
+                                        Bulk("Added selectors and changed the format of key and channel patterns from a list to their rule representation."),
+                                    ]),
+                                ]),
+                            ),
+                            (
+                                Bulk("arguments"),
+                                Arr(&[
+                                    Map(&[
+                                        (Bulk("name"), Bulk("username")),
+                                        (Bulk("type"), Bulk("string")),
+                                    ]),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                    (
+                        Bulk("acl|help"),
+                        Map(&[
+                            (
+                                Bulk("summary"),
+                                Bulk("Show helpful text about the different subcommands"),
+                            ),
+                            (Bulk("since"), Bulk("6.0.0")),
+                            (Bulk("group"), Bulk("server")),
+                            (Bulk("complexity"), Bulk("O(1)")),
+                        ]),
+                    ),
+                    (
+                        Bulk("acl|list"),
+                        Map(&[
+                            (
+                                Bulk("summary"),
+                                Bulk("List the current ACL rules in ACL config file format"),
+                            ),
+                            (Bulk("since"), Bulk("6.0.0")),
+                            (Bulk("group"), Bulk("server")),
+                            (
+                                Bulk("complexity"),
+                                Bulk("O(N). Where N is the number of configured users."),
+                            ),
+                        ]),
+                    ),
+                    (
+                        Bulk("acl|load"),
+                        Map(&[
+                            (Bulk("summary"), Bulk("Reload the ACLs from the configured ACL file")),
+                            (Bulk("since"), Bulk("6.0.0")),
+                            (Bulk("group"), Bulk("server")),
+                            (
+                                Bulk("complexity"),
+                                Bulk("O(N). Where N is the number of configured users."),
+                            ),
+                        ]),
+                    ),
+                    (
+                        Bulk("acl|log"),
+                        Map(&[
+                            (
+                                Bulk("summary"),
+                                Bulk("List latest events denied because of ACLs in place"),
+                            ),
+                            (Bulk("since"), Bulk("6.0.0")),
+                            (Bulk("group"), Bulk("server")),
+                            (
+                                Bulk("complexity"),
+                                Bulk("O(N) with N being the number of entries shown."),
+                            ),
+                            (
+                                Bulk("arguments"),
+                                Arr(&[
+                                    Map(&[
+                                        (Bulk("name"), Bulk("operation")),
+                                        (Bulk("type"), Bulk("oneof")),
+                                        (Bulk("flags"), Set(&[Simple("optional")])),
+                                        (
+                                            Bulk("arguments"),
+                                            Arr(&[
+                                                Map(&[
+                                                    (Bulk("name"), Bulk("count")),
+                                                    (Bulk("type"), Bulk("integer")),
+                                                ]),
+                                                Map(&[
+                                                    (Bulk("name"), Bulk("reset")),
+                                                    (Bulk("type"), Bulk("pure-token")),
+                                                    (Bulk("token"), Bulk("RESET")),
+                                                ]),
+                                            ]),
+                                        ),
+                                    ]),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                    (
+                        Bulk("acl|save"),
+                        Map(&[
+                            (
+                                Bulk("summary"),
+                                Bulk("Save the current ACL rules in the configured ACL file"),
+                            ),
+                            (Bulk("since"), Bulk("6.0.0")),
+                            (Bulk("group"), Bulk("server")),
+                            (
+                                Bulk("complexity"),
+                                Bulk("O(N). Where N is the number of configured users."),
+                            ),
+                        ]),
+                    ),
+                    (
+                        Bulk("acl|setuser"),
+                        Map(&[
+                            (
+                                Bulk("summary"),
+                                Bulk("Modify or create the rules for a specific ACL user"),
+                            ),
+                            (Bulk("since"), Bulk("6.0.0")),
+                            (Bulk("group"), Bulk("server")),
+                            (
+                                Bulk("complexity"),
+                                Bulk("O(N). Where N is the number of rules provided."),
+                            ),
+                            (
+                                Bulk("history"),
+                                Set(&[
+                                    Arr(&[Bulk("6.2.0"), Bulk("Added Pub/Sub channel patterns.")]),
+                                    Arr(&[
+                                        Bulk("7.0.0"),
+                                        Bulk("Added selectors and key based permissions."),
+                                    ]),
+                                ]),
+                            ),
+                            (
+                                Bulk("arguments"),
+                                Arr(&[
+                                    Map(&[
+                                        (Bulk("name"), Bulk("username")),
+                                        (Bulk("type"), Bulk("string")),
+                                    ]),
+                                    Map(&[
+                                        (Bulk("name"), Bulk("rule")),
+                                        (Bulk("type"), Bulk("string")),
+                                        (
+                                            Bulk("flags"),
+                                            Set(&[Simple("optional"), Simple("multiple")]),
+                                        ),
+                                    ]),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                    (
+                        Bulk("acl|users"),
+                        Map(&[
+                            (
+                                Bulk("summary"),
+                                Bulk("List the username of all the configured ACL rules"),
+                            ),
+                            (Bulk("since"), Bulk("6.0.0")),
+                            (Bulk("group"), Bulk("server")),
+                            (
+                                Bulk("complexity"),
+                                Bulk("O(N). Where N is the number of configured users."),
+                            ),
+                        ]),
+                    ),
+                    (
+                        Bulk("acl|whoami"),
+                        Map(&[
+                            (
+                                Bulk("summary"),
+                                Bulk("Return the name of the user associated to the current connection"),
+                            ),
+                            (Bulk("since"), Bulk("6.0.0")),
+                            (Bulk("group"), Bulk("server")),
+                            (Bulk("complexity"), Bulk("O(1)")),
+                        ]),
+                    ),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "acl|cat",
+        arity: -2,
+        flags: &["noscript", "loading", "stale"],
+        first_key: 0,
+        last_key: 0,
+        step: 0,
+        acl_categories: &["@slow"],
+        info: Arr(&[
+            Bulk("acl|cat"),
+            Int(-2),
+            Set(&[Simple("noscript"), Simple("loading"), Simple("stale")]),
+            Int(0),
+            Int(0),
+            Int(0),
+            Set(&[Simple("@slow")]),
+            Set(&[]),
+            Set(&[]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("List the ACL categories or the commands inside a category")),
+            (Bulk("since"), Bulk("6.0.0")),
+            (Bulk("group"), Bulk("server")),
+            (Bulk("complexity"), Bulk("O(1) since the categories and commands are a fixed set.")),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("categoryname")),
+                        (Bulk("type"), Bulk("string")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "acl|deluser",
+        arity: -3,
+        flags: &["admin", "noscript", "loading", "stale"],
+        first_key: 0,
+        last_key: 0,
+        step: 0,
+        acl_categories: &["@admin", "@slow", "@dangerous"],
+        info: Arr(&[
+            Bulk("acl|deluser"),
+            Int(-3),
+            Set(&[Simple("admin"), Simple("noscript"), Simple("loading"), Simple("stale")]),
+            Int(0),
+            Int(0),
+            Int(0),
+            Set(&[Simple("@admin"), Simple("@slow"), Simple("@dangerous")]),
+            Set(&[]),
+            Set(&[]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Remove the specified ACL users and the associated rules")),
+            (Bulk("since"), Bulk("6.0.0")),
+            (Bulk("group"), Bulk("server")),
+            (Bulk("complexity"), Bulk("O(1) amortized time considering the typical user.")),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("username")),
+                        (Bulk("type"), Bulk("string")),
+                        (Bulk("flags"), Set(&[Simple("multiple")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "acl|dryrun",
+        arity: -4,
+        flags: &["admin", "noscript", "loading", "stale"],
+        first_key: 0,
+        last_key: 0,
+        step: 0,
+        acl_categories: &["@admin", "@slow", "@dangerous"],
+        info: Arr(&[
+            Bulk("acl|dryrun"),
+            Int(-4),
+            Set(&[Simple("admin"), Simple("noscript"), Simple("loading"), Simple("stale")]),
+            Int(0),
+            Int(0),
+            Int(0),
+            Set(&[Simple("@admin"), Simple("@slow"), Simple("@dangerous")]),
+            Set(&[]),
+            Set(&[]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Returns whether the user can execute the given command without executing the command."),
+            ),
+            (Bulk("since"), Bulk("7.0.0")),
+            (Bulk("group"), Bulk("server")),
+            (Bulk("complexity"), Bulk("O(1).")),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[(Bulk("name"), Bulk("username")), (Bulk("type"), Bulk("string"))]),
+                    Map(&[(Bulk("name"), Bulk("command")), (Bulk("type"), Bulk("string"))]),
+                    Map(&[
+                        (Bulk("name"), Bulk("arg")),
+                        (Bulk("type"), Bulk("string")),
+                        (Bulk("flags"), Set(&[Simple("optional"), Simple("multiple")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "acl|genpass",
+        arity: -2,
+        flags: &["noscript", "loading", "stale"],
+        first_key: 0,
+        last_key: 0,
+        step: 0,
+        acl_categories: &["@slow"],
+        info: Arr(&[
+            Bulk("acl|genpass"),
+            Int(-2),
+            Set(&[Simple("noscript"), Simple("loading"), Simple("stale")]),
+            Int(0),
+            Int(0),
+            Int(0),
+            Set(&[Simple("@slow")]),
+            Set(&[]),
+            Set(&[]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Generate a pseudorandom secure password to use for ACL users")),
+            (Bulk("since"), Bulk("6.0.0")),
+            (Bulk("group"), Bulk("server")),
+            (Bulk("complexity"), Bulk("O(1)")),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("bits")),
+                        (Bulk("type"), Bulk("integer")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "acl|getuser",
+        arity: 3,
+        flags: &["admin", "noscript", "loading", "stale"],
+        first_key: 0,
+        last_key: 0,
+        step: 0,
+        acl_categories: &["@admin", "@slow", "@dangerous"],
+        info: Arr(&[
+            Bulk("acl|getuser"),
+            Int(3),
+            Set(&[Simple("admin"), Simple("noscript"), Simple("loading"), Simple("stale")]),
+            Int(0),
+            Int(0),
+            Int(0),
+            Set(&[Simple("@admin"), Simple("@slow"), Simple("@dangerous")]),
+            Set(&[]),
+            Set(&[]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Get the rules for a specific ACL user")),
+            (Bulk("since"), Bulk("6.0.0")),
+            (Bulk("group"), Bulk("server")),
+            (
+                Bulk("complexity"),
+                Bulk("O(N). Where N is the number of password, command and pattern rules that the user has."),
+            ),
+            (
+                Bulk("history"),
+                Set(&[
+                    Arr(&[Bulk("6.2.0"), Bulk("Added Pub/Sub channel patterns.")]),
+                    Arr(&[
+                        Bulk("7.0.0"),
+                        Bulk("Added selectors and changed the format of key and channel patterns from a list to their rule representation."),
+                    ]),
+                ]),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[Map(&[(Bulk("name"), Bulk("username")), (Bulk("type"), Bulk("string"))])]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "acl|help",
+        arity: 2,
+        flags: &["loading", "stale"],
+        first_key: 0,
+        last_key: 0,
+        step: 0,
+        acl_categories: &["@slow"],
+        info: Arr(&[
+            Bulk("acl|help"),
+            Int(2),
+            Set(&[Simple("loading"), Simple("stale")]),
+            Int(0),
+            Int(0),
+            Int(0),
+            Set(&[Simple("@slow")]),
+            Set(&[]),
+            Set(&[]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Show helpful text about the different subcommands")),
+            (Bulk("since"), Bulk("6.0.0")),
+            (Bulk("group"), Bulk("server")),
+            (Bulk("complexity"), Bulk("O(1)")),
+        ]),
+    },
+    CommandMeta {
+        name: "acl|list",
+        arity: 2,
+        flags: &["admin", "noscript", "loading", "stale"],
+        first_key: 0,
+        last_key: 0,
+        step: 0,
+        acl_categories: &["@admin", "@slow", "@dangerous"],
+        info: Arr(&[
+            Bulk("acl|list"),
+            Int(2),
+            Set(&[Simple("admin"), Simple("noscript"), Simple("loading"), Simple("stale")]),
+            Int(0),
+            Int(0),
+            Int(0),
+            Set(&[Simple("@admin"), Simple("@slow"), Simple("@dangerous")]),
+            Set(&[]),
+            Set(&[]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("List the current ACL rules in ACL config file format")),
+            (Bulk("since"), Bulk("6.0.0")),
+            (Bulk("group"), Bulk("server")),
+            (Bulk("complexity"), Bulk("O(N). Where N is the number of configured users.")),
+        ]),
+    },
+    CommandMeta {
+        name: "acl|load",
+        arity: 2,
+        flags: &["admin", "noscript", "loading", "stale"],
+        first_key: 0,
+        last_key: 0,
+        step: 0,
+        acl_categories: &["@admin", "@slow", "@dangerous"],
+        info: Arr(&[
+            Bulk("acl|load"),
+            Int(2),
+            Set(&[Simple("admin"), Simple("noscript"), Simple("loading"), Simple("stale")]),
+            Int(0),
+            Int(0),
+            Int(0),
+            Set(&[Simple("@admin"), Simple("@slow"), Simple("@dangerous")]),
+            Set(&[]),
+            Set(&[]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Reload the ACLs from the configured ACL file")),
+            (Bulk("since"), Bulk("6.0.0")),
+            (Bulk("group"), Bulk("server")),
+            (Bulk("complexity"), Bulk("O(N). Where N is the number of configured users.")),
+        ]),
+    },
+    CommandMeta {
+        name: "acl|log",
+        arity: -2,
+        flags: &["admin", "noscript", "loading", "stale"],
+        first_key: 0,
+        last_key: 0,
+        step: 0,
+        acl_categories: &["@admin", "@slow", "@dangerous"],
+        info: Arr(&[
+            Bulk("acl|log"),
+            Int(-2),
+            Set(&[Simple("admin"), Simple("noscript"), Simple("loading"), Simple("stale")]),
+            Int(0),
+            Int(0),
+            Int(0),
+            Set(&[Simple("@admin"), Simple("@slow"), Simple("@dangerous")]),
+            Set(&[]),
+            Set(&[]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("List latest events denied because of ACLs in place")),
+            (Bulk("since"), Bulk("6.0.0")),
+            (Bulk("group"), Bulk("server")),
+            (Bulk("complexity"), Bulk("O(N) with N being the number of entries shown.")),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("operation")),
+                        (Bulk("type"), Bulk("oneof")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("count")),
+                                    (Bulk("type"), Bulk("integer")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("reset")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("RESET")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "acl|save",
+        arity: 2,
+        flags: &["admin", "noscript", "loading", "stale"],
+        first_key: 0,
+        last_key: 0,
+        step: 0,
+        acl_categories: &["@admin", "@slow", "@dangerous"],
+        info: Arr(&[
+            Bulk("acl|save"),
+            Int(2),
+            Set(&[Simple("admin"), Simple("noscript"), Simple("loading"), Simple("stale")]),
+            Int(0),
+            Int(0),
+            Int(0),
+            Set(&[Simple("@admin"), Simple("@slow"), Simple("@dangerous")]),
+            Set(&[]),
+            Set(&[]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Save the current ACL rules in the configured ACL file")),
+            (Bulk("since"), Bulk("6.0.0")),
+            (Bulk("group"), Bulk("server")),
+            (Bulk("complexity"), Bulk("O(N). Where N is the number of configured users.")),
+        ]),
+    },
+    CommandMeta {
+        name: "acl|setuser",
+        arity: -3,
+        flags: &["admin", "noscript", "loading", "stale"],
+        first_key: 0,
+        last_key: 0,
+        step: 0,
+        acl_categories: &["@admin", "@slow", "@dangerous"],
+        info: Arr(&[
+            Bulk("acl|setuser"),
+            Int(-3),
+            Set(&[Simple("admin"), Simple("noscript"), Simple("loading"), Simple("stale")]),
+            Int(0),
+            Int(0),
+            Int(0),
+            Set(&[Simple("@admin"), Simple("@slow"), Simple("@dangerous")]),
+            Set(&[]),
+            Set(&[]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Modify or create the rules for a specific ACL user")),
+            (Bulk("since"), Bulk("6.0.0")),
+            (Bulk("group"), Bulk("server")),
+            (Bulk("complexity"), Bulk("O(N). Where N is the number of rules provided.")),
+            (
+                Bulk("history"),
+                Set(&[
+                    Arr(&[Bulk("6.2.0"), Bulk("Added Pub/Sub channel patterns.")]),
+                    Arr(&[Bulk("7.0.0"), Bulk("Added selectors and key based permissions.")]),
+                ]),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[(Bulk("name"), Bulk("username")), (Bulk("type"), Bulk("string"))]),
+                    Map(&[
+                        (Bulk("name"), Bulk("rule")),
+                        (Bulk("type"), Bulk("string")),
+                        (Bulk("flags"), Set(&[Simple("optional"), Simple("multiple")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "acl|users",
+        arity: 2,
+        flags: &["admin", "noscript", "loading", "stale"],
+        first_key: 0,
+        last_key: 0,
+        step: 0,
+        acl_categories: &["@admin", "@slow", "@dangerous"],
+        info: Arr(&[
+            Bulk("acl|users"),
+            Int(2),
+            Set(&[Simple("admin"), Simple("noscript"), Simple("loading"), Simple("stale")]),
+            Int(0),
+            Int(0),
+            Int(0),
+            Set(&[Simple("@admin"), Simple("@slow"), Simple("@dangerous")]),
+            Set(&[]),
+            Set(&[]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("List the username of all the configured ACL rules")),
+            (Bulk("since"), Bulk("6.0.0")),
+            (Bulk("group"), Bulk("server")),
+            (Bulk("complexity"), Bulk("O(N). Where N is the number of configured users.")),
+        ]),
+    },
+    CommandMeta {
+        name: "acl|whoami",
+        arity: 2,
+        flags: &["noscript", "loading", "stale"],
+        first_key: 0,
+        last_key: 0,
+        step: 0,
+        acl_categories: &["@slow"],
+        info: Arr(&[
+            Bulk("acl|whoami"),
+            Int(2),
+            Set(&[Simple("noscript"), Simple("loading"), Simple("stale")]),
+            Int(0),
+            Int(0),
+            Int(0),
+            Set(&[Simple("@slow")]),
+            Set(&[]),
+            Set(&[]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Return the name of the user associated to the current connection"),
+            ),
+            (Bulk("since"), Bulk("6.0.0")),
+            (Bulk("group"), Bulk("server")),
+            (Bulk("complexity"), Bulk("O(1)")),
+        ]),
+    },
+    CommandMeta {
         name: "append",
         arity: 3,
         flags: &["write", "denyoom", "fast"],
@@ -5989,6 +6934,1723 @@ pub(super) static COMMANDS: &[CommandMeta] = &[
             (Bulk("since"), Bulk("7.0.0")),
             (Bulk("group"), Bulk("scripting")),
             (Bulk("complexity"), Bulk("O(1)")),
+        ]),
+    },
+    CommandMeta {
+        name: "geoadd",
+        arity: -5,
+        flags: &["write", "denyoom"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@write", "@geo", "@slow"],
+        info: Arr(&[
+            Bulk("geoadd"),
+            Int(-5),
+            Set(&[Simple("write"), Simple("denyoom")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@geo"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("update")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Add one or more geospatial items in the geospatial index represented using a sorted set"),
+            ),
+            (Bulk("since"), Bulk("3.2.0")),
+            (Bulk("group"), Bulk("geo")),
+            (
+                Bulk("complexity"),
+                Bulk("O(log(N)) for each item added, where N is the number of elements in the sorted set."),
+            ),
+            (
+                Bulk("history"),
+                Set(&[Arr(&[Bulk("6.2.0"), Bulk("Added the `CH`, `NX` and `XX` options.")])]),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("condition")),
+                        (Bulk("type"), Bulk("oneof")),
+                        (Bulk("since"), Bulk("6.2.0")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("nx")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("NX")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("xx")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("XX")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("change")),
+                        (Bulk("type"), Bulk("pure-token")),
+                        (Bulk("token"), Bulk("CH")),
+                        (Bulk("since"), Bulk("6.2.0")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("longitude_latitude_member")),
+                        (Bulk("type"), Bulk("block")),
+                        (Bulk("flags"), Set(&[Simple("multiple")])),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("longitude")),
+                                    (Bulk("type"), Bulk("double")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("latitude")),
+                                    (Bulk("type"), Bulk("double")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("member")),
+                                    (Bulk("type"), Bulk("string")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "geodist",
+        arity: -4,
+        flags: &["readonly"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@read", "@geo", "@slow"],
+        info: Arr(&[
+            Bulk("geodist"),
+            Int(-4),
+            Set(&[Simple("readonly")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@read"), Simple("@geo"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Returns the distance between two members of a geospatial index"),
+            ),
+            (Bulk("since"), Bulk("3.2.0")),
+            (Bulk("group"), Bulk("geo")),
+            (Bulk("complexity"), Bulk("O(log(N))")),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("member1")), (Bulk("type"), Bulk("string"))]),
+                    Map(&[(Bulk("name"), Bulk("member2")), (Bulk("type"), Bulk("string"))]),
+                    Map(&[
+                        (Bulk("name"), Bulk("unit")),
+                        (Bulk("type"), Bulk("oneof")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("m")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("M")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("km")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("KM")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("ft")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("FT")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("mi")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("MI")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "geohash",
+        arity: -2,
+        flags: &["readonly"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@read", "@geo", "@slow"],
+        info: Arr(&[
+            Bulk("geohash"),
+            Int(-2),
+            Set(&[Simple("readonly")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@read"), Simple("@geo"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Returns members of a geospatial index as standard geohash strings"),
+            ),
+            (Bulk("since"), Bulk("3.2.0")),
+            (Bulk("group"), Bulk("geo")),
+            (
+                Bulk("complexity"),
+                Bulk("O(log(N)) for each member requested, where N is the number of elements in the sorted set."),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("member")),
+                        (Bulk("type"), Bulk("string")),
+                        (Bulk("flags"), Set(&[Simple("multiple")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "geopos",
+        arity: -2,
+        flags: &["readonly"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@read", "@geo", "@slow"],
+        info: Arr(&[
+            Bulk("geopos"),
+            Int(-2),
+            Set(&[Simple("readonly")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@read"), Simple("@geo"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Returns longitude and latitude of members of a geospatial index"),
+            ),
+            (Bulk("since"), Bulk("3.2.0")),
+            (Bulk("group"), Bulk("geo")),
+            (Bulk("complexity"), Bulk("O(N) where N is the number of members requested.")),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("member")),
+                        (Bulk("type"), Bulk("string")),
+                        (Bulk("flags"), Set(&[Simple("multiple")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "georadius",
+        arity: -6,
+        flags: &["write", "denyoom", "movablekeys"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@write", "@geo", "@slow"],
+        info: Arr(&[
+            Bulk("georadius"),
+            Int(-6),
+            Set(&[Simple("write"), Simple("denyoom"), Simple("movablekeys")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@geo"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("OW"), Simple("update")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("keyword")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("keyword"), Bulk("STORE")),
+                                    (Bulk("startfrom"), Int(6)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("OW"), Simple("update")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("keyword")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("keyword"), Bulk("STOREDIST")),
+                                    (Bulk("startfrom"), Int(6)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Query a sorted set representing a geospatial index to fetch members matching a given maximum distance from a point"),
+            ),
+            (Bulk("since"), Bulk("3.2.0")),
+            (Bulk("group"), Bulk("geo")),
+            (
+                Bulk("complexity"),
+                Bulk("O(N+log(M)) where N is the number of elements inside the bounding box of the circular area delimited by center and radius and M is the number of items inside the index."),
+            ),
+            (Bulk("doc_flags"), Set(&[Simple("deprecated")])),
+            (Bulk("deprecated_since"), Bulk("6.2.0")),
+            (
+                Bulk("replaced_by"),
+                Bulk("`GEOSEARCH` and `GEOSEARCHSTORE` with the `BYRADIUS` argument"),
+            ),
+            (
+                Bulk("history"),
+                Set(&[
+                    Arr(&[Bulk("6.2.0"), Bulk("Added the `ANY` option for `COUNT`.")]),
+                    Arr(&[Bulk("7.0.0"), Bulk("Added support for uppercase unit names.")]),
+                ]),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("longitude")), (Bulk("type"), Bulk("double"))]),
+                    Map(&[(Bulk("name"), Bulk("latitude")), (Bulk("type"), Bulk("double"))]),
+                    Map(&[(Bulk("name"), Bulk("radius")), (Bulk("type"), Bulk("double"))]),
+                    Map(&[
+                        (Bulk("name"), Bulk("unit")),
+                        (Bulk("type"), Bulk("oneof")),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("m")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("M")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("km")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("KM")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("ft")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("FT")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("mi")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("MI")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("withcoord")),
+                        (Bulk("type"), Bulk("pure-token")),
+                        (Bulk("token"), Bulk("WITHCOORD")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("withdist")),
+                        (Bulk("type"), Bulk("pure-token")),
+                        (Bulk("token"), Bulk("WITHDIST")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("withhash")),
+                        (Bulk("type"), Bulk("pure-token")),
+                        (Bulk("token"), Bulk("WITHHASH")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("count")),
+                        (Bulk("type"), Bulk("block")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("count")),
+                                    (Bulk("type"), Bulk("integer")),
+                                    (Bulk("token"), Bulk("COUNT")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("any")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("ANY")),
+                                    (Bulk("since"), Bulk("6.2.0")),
+                                    (Bulk("flags"), Set(&[Simple("optional")])),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("order")),
+                        (Bulk("type"), Bulk("oneof")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("asc")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("ASC")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("desc")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("DESC")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(1)),
+                        (Bulk("token"), Bulk("STORE")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(2)),
+                        (Bulk("token"), Bulk("STOREDIST")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "georadius_ro",
+        arity: -6,
+        flags: &["readonly"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@read", "@geo", "@slow"],
+        info: Arr(&[
+            Bulk("georadius_ro"),
+            Int(-6),
+            Set(&[Simple("readonly")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@read"), Simple("@geo"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("A read-only variant for GEORADIUS")),
+            (Bulk("since"), Bulk("3.2.10")),
+            (Bulk("group"), Bulk("geo")),
+            (
+                Bulk("complexity"),
+                Bulk("O(N+log(M)) where N is the number of elements inside the bounding box of the circular area delimited by center and radius and M is the number of items inside the index."),
+            ),
+            (Bulk("doc_flags"), Set(&[Simple("deprecated")])),
+            (Bulk("deprecated_since"), Bulk("6.2.0")),
+            (Bulk("replaced_by"), Bulk("`GEOSEARCH` with the `BYRADIUS` argument")),
+            (
+                Bulk("history"),
+                Set(&[Arr(&[Bulk("6.2.0"), Bulk("Added the `ANY` option for `COUNT`.")])]),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("longitude")), (Bulk("type"), Bulk("double"))]),
+                    Map(&[(Bulk("name"), Bulk("latitude")), (Bulk("type"), Bulk("double"))]),
+                    Map(&[(Bulk("name"), Bulk("radius")), (Bulk("type"), Bulk("double"))]),
+                    Map(&[
+                        (Bulk("name"), Bulk("unit")),
+                        (Bulk("type"), Bulk("oneof")),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("m")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("M")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("km")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("KM")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("ft")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("FT")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("mi")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("MI")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("withcoord")),
+                        (Bulk("type"), Bulk("pure-token")),
+                        (Bulk("token"), Bulk("WITHCOORD")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("withdist")),
+                        (Bulk("type"), Bulk("pure-token")),
+                        (Bulk("token"), Bulk("WITHDIST")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("withhash")),
+                        (Bulk("type"), Bulk("pure-token")),
+                        (Bulk("token"), Bulk("WITHHASH")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("count")),
+                        (Bulk("type"), Bulk("block")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("count")),
+                                    (Bulk("type"), Bulk("integer")),
+                                    (Bulk("token"), Bulk("COUNT")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("any")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("ANY")),
+                                    (Bulk("since"), Bulk("6.2.0")),
+                                    (Bulk("flags"), Set(&[Simple("optional")])),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("order")),
+                        (Bulk("type"), Bulk("oneof")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("asc")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("ASC")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("desc")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("DESC")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "georadiusbymember",
+        arity: -5,
+        flags: &["write", "denyoom", "movablekeys"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@write", "@geo", "@slow"],
+        info: Arr(&[
+            Bulk("georadiusbymember"),
+            Int(-5),
+            Set(&[Simple("write"), Simple("denyoom"), Simple("movablekeys")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@geo"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("OW"), Simple("update")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("keyword")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("keyword"), Bulk("STORE")),
+                                    (Bulk("startfrom"), Int(5)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("OW"), Simple("update")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("keyword")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("keyword"), Bulk("STOREDIST")),
+                                    (Bulk("startfrom"), Int(5)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Query a sorted set representing a geospatial index to fetch members matching a given maximum distance from a member"),
+            ),
+            (Bulk("since"), Bulk("3.2.0")),
+            (Bulk("group"), Bulk("geo")),
+            (
+                Bulk("complexity"),
+                Bulk("O(N+log(M)) where N is the number of elements inside the bounding box of the circular area delimited by center and radius and M is the number of items inside the index."),
+            ),
+            (Bulk("doc_flags"), Set(&[Simple("deprecated")])),
+            (Bulk("deprecated_since"), Bulk("6.2.0")),
+            (
+                Bulk("replaced_by"),
+                Bulk("`GEOSEARCH` and `GEOSEARCHSTORE` with the `BYRADIUS` and `FROMMEMBER` arguments"),
+            ),
+            (
+                Bulk("history"),
+                Set(&[Arr(&[Bulk("7.0.0"), Bulk("Added support for uppercase unit names.")])]),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("member")), (Bulk("type"), Bulk("string"))]),
+                    Map(&[(Bulk("name"), Bulk("radius")), (Bulk("type"), Bulk("double"))]),
+                    Map(&[
+                        (Bulk("name"), Bulk("unit")),
+                        (Bulk("type"), Bulk("oneof")),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("m")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("M")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("km")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("KM")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("ft")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("FT")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("mi")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("MI")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("withcoord")),
+                        (Bulk("type"), Bulk("pure-token")),
+                        (Bulk("token"), Bulk("WITHCOORD")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("withdist")),
+                        (Bulk("type"), Bulk("pure-token")),
+                        (Bulk("token"), Bulk("WITHDIST")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("withhash")),
+                        (Bulk("type"), Bulk("pure-token")),
+                        (Bulk("token"), Bulk("WITHHASH")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("count")),
+                        (Bulk("type"), Bulk("block")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("count")),
+                                    (Bulk("type"), Bulk("integer")),
+                                    (Bulk("token"), Bulk("COUNT")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("any")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("ANY")),
+                                    (Bulk("flags"), Set(&[Simple("optional")])),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("order")),
+                        (Bulk("type"), Bulk("oneof")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("asc")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("ASC")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("desc")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("DESC")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(1)),
+                        (Bulk("token"), Bulk("STORE")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(2)),
+                        (Bulk("token"), Bulk("STOREDIST")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "georadiusbymember_ro",
+        arity: -5,
+        flags: &["readonly"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@read", "@geo", "@slow"],
+        info: Arr(&[
+            Bulk("georadiusbymember_ro"),
+            Int(-5),
+            Set(&[Simple("readonly")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@read"), Simple("@geo"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("A read-only variant for GEORADIUSBYMEMBER")),
+            (Bulk("since"), Bulk("3.2.10")),
+            (Bulk("group"), Bulk("geo")),
+            (
+                Bulk("complexity"),
+                Bulk("O(N+log(M)) where N is the number of elements inside the bounding box of the circular area delimited by center and radius and M is the number of items inside the index."),
+            ),
+            (Bulk("doc_flags"), Set(&[Simple("deprecated")])),
+            (Bulk("deprecated_since"), Bulk("6.2.0")),
+            (
+                Bulk("replaced_by"),
+                Bulk("`GEOSEARCH` with the `BYRADIUS` and `FROMMEMBER` arguments"),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("member")), (Bulk("type"), Bulk("string"))]),
+                    Map(&[(Bulk("name"), Bulk("radius")), (Bulk("type"), Bulk("double"))]),
+                    Map(&[
+                        (Bulk("name"), Bulk("unit")),
+                        (Bulk("type"), Bulk("oneof")),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("m")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("M")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("km")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("KM")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("ft")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("FT")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("mi")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("MI")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("withcoord")),
+                        (Bulk("type"), Bulk("pure-token")),
+                        (Bulk("token"), Bulk("WITHCOORD")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("withdist")),
+                        (Bulk("type"), Bulk("pure-token")),
+                        (Bulk("token"), Bulk("WITHDIST")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("withhash")),
+                        (Bulk("type"), Bulk("pure-token")),
+                        (Bulk("token"), Bulk("WITHHASH")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("count")),
+                        (Bulk("type"), Bulk("block")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("count")),
+                                    (Bulk("type"), Bulk("integer")),
+                                    (Bulk("token"), Bulk("COUNT")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("any")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("ANY")),
+                                    (Bulk("flags"), Set(&[Simple("optional")])),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("order")),
+                        (Bulk("type"), Bulk("oneof")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("asc")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("ASC")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("desc")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("DESC")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "geosearch",
+        arity: -7,
+        flags: &["readonly"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@read", "@geo", "@slow"],
+        info: Arr(&[
+            Bulk("geosearch"),
+            Int(-7),
+            Set(&[Simple("readonly")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@read"), Simple("@geo"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Query a sorted set representing a geospatial index to fetch members inside an area of a box or a circle."),
+            ),
+            (Bulk("since"), Bulk("6.2.0")),
+            (Bulk("group"), Bulk("geo")),
+            (
+                Bulk("complexity"),
+                Bulk("O(N+log(M)) where N is the number of elements in the grid-aligned bounding box area around the shape provided as the filter and M is the number of items inside the shape"),
+            ),
+            (
+                Bulk("history"),
+                Set(&[Arr(&[Bulk("7.0.0"), Bulk("Added support for uppercase unit names.")])]),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("from")),
+                        (Bulk("type"), Bulk("oneof")),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("member")),
+                                    (Bulk("type"), Bulk("string")),
+                                    (Bulk("token"), Bulk("FROMMEMBER")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("longitude_latitude")),
+                                    (Bulk("type"), Bulk("block")),
+                                    (Bulk("token"), Bulk("FROMLONLAT")),
+                                    (
+                                        Bulk("arguments"),
+                                        Arr(&[
+                                            Map(&[
+                                                (Bulk("name"), Bulk("longitude")),
+                                                (Bulk("type"), Bulk("double")),
+                                            ]),
+                                            Map(&[
+                                                (Bulk("name"), Bulk("latitude")),
+                                                (Bulk("type"), Bulk("double")),
+                                            ]),
+                                        ]),
+                                    ),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("by")),
+                        (Bulk("type"), Bulk("oneof")),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("circle")),
+                                    (Bulk("type"), Bulk("block")),
+                                    (
+                                        Bulk("arguments"),
+                                        Arr(&[
+                                            Map(&[
+                                                (Bulk("name"), Bulk("radius")),
+                                                (Bulk("type"), Bulk("double")),
+                                                (Bulk("token"), Bulk("BYRADIUS")),
+                                            ]),
+                                            Map(&[
+                                                (Bulk("name"), Bulk("unit")),
+                                                (Bulk("type"), Bulk("oneof")),
+                                                (
+                                                    Bulk("arguments"),
+                                                    Arr(&[
+                                                        Map(&[
+                                                            (Bulk("name"), Bulk("m")),
+                                                            (Bulk("type"), Bulk("pure-token")),
+                                                            (Bulk("token"), Bulk("M")),
+                                                        ]),
+                                                        Map(&[
+                                                            (Bulk("name"), Bulk("km")),
+                                                            (Bulk("type"), Bulk("pure-token")),
+                                                            (Bulk("token"), Bulk("KM")),
+                                                        ]),
+                                                        Map(&[
+                                                            (Bulk("name"), Bulk("ft")),
+                                                            (Bulk("type"), Bulk("pure-token")),
+                                                            (Bulk("token"), Bulk("FT")),
+                                                        ]),
+                                                        Map(&[
+                                                            (Bulk("name"), Bulk("mi")),
+                                                            (Bulk("type"), Bulk("pure-token")),
+                                                            (Bulk("token"), Bulk("MI")),
+                                                        ]),
+                                                    ]),
+                                                ),
+                                            ]),
+                                        ]),
+                                    ),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("box")),
+                                    (Bulk("type"), Bulk("block")),
+                                    (
+                                        Bulk("arguments"),
+                                        Arr(&[
+                                            Map(&[
+                                                (Bulk("name"), Bulk("width")),
+                                                (Bulk("type"), Bulk("double")),
+                                                (Bulk("token"), Bulk("BYBOX")),
+                                            ]),
+                                            Map(&[
+                                                (Bulk("name"), Bulk("height")),
+                                                (Bulk("type"), Bulk("double")),
+                                            ]),
+                                            Map(&[
+                                                (Bulk("name"), Bulk("unit")),
+                                                (Bulk("type"), Bulk("oneof")),
+                                                (
+                                                    Bulk("arguments"),
+                                                    Arr(&[
+                                                        Map(&[
+                                                            (Bulk("name"), Bulk("m")),
+                                                            (Bulk("type"), Bulk("pure-token")),
+                                                            (Bulk("token"), Bulk("M")),
+                                                        ]),
+                                                        Map(&[
+                                                            (Bulk("name"), Bulk("km")),
+                                                            (Bulk("type"), Bulk("pure-token")),
+                                                            (Bulk("token"), Bulk("KM")),
+                                                        ]),
+                                                        Map(&[
+                                                            (Bulk("name"), Bulk("ft")),
+                                                            (Bulk("type"), Bulk("pure-token")),
+                                                            (Bulk("token"), Bulk("FT")),
+                                                        ]),
+                                                        Map(&[
+                                                            (Bulk("name"), Bulk("mi")),
+                                                            (Bulk("type"), Bulk("pure-token")),
+                                                            (Bulk("token"), Bulk("MI")),
+                                                        ]),
+                                                    ]),
+                                                ),
+                                            ]),
+                                        ]),
+                                    ),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("order")),
+                        (Bulk("type"), Bulk("oneof")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("asc")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("ASC")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("desc")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("DESC")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("count")),
+                        (Bulk("type"), Bulk("block")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("count")),
+                                    (Bulk("type"), Bulk("integer")),
+                                    (Bulk("token"), Bulk("COUNT")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("any")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("ANY")),
+                                    (Bulk("flags"), Set(&[Simple("optional")])),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("withcoord")),
+                        (Bulk("type"), Bulk("pure-token")),
+                        (Bulk("token"), Bulk("WITHCOORD")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("withdist")),
+                        (Bulk("type"), Bulk("pure-token")),
+                        (Bulk("token"), Bulk("WITHDIST")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("withhash")),
+                        (Bulk("type"), Bulk("pure-token")),
+                        (Bulk("token"), Bulk("WITHHASH")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "geosearchstore",
+        arity: -8,
+        flags: &["write", "denyoom"],
+        first_key: 1,
+        last_key: 2,
+        step: 1,
+        acl_categories: &["@write", "@geo", "@slow"],
+        info: Arr(&[
+            Bulk("geosearchstore"),
+            Int(-8),
+            Set(&[Simple("write"), Simple("denyoom")]),
+            Int(1),
+            Int(2),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@geo"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("OW"), Simple("update")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(2))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Query a sorted set representing a geospatial index to fetch members inside an area of a box or a circle, and store the result in another key."),
+            ),
+            (Bulk("since"), Bulk("6.2.0")),
+            (Bulk("group"), Bulk("geo")),
+            (
+                Bulk("complexity"),
+                Bulk("O(N+log(M)) where N is the number of elements in the grid-aligned bounding box area around the shape provided as the filter and M is the number of items inside the shape"),
+            ),
+            (
+                Bulk("history"),
+                Set(&[Arr(&[Bulk("7.0.0"), Bulk("Added support for uppercase unit names.")])]),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("destination")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("source")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(1)),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("from")),
+                        (Bulk("type"), Bulk("oneof")),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("member")),
+                                    (Bulk("type"), Bulk("string")),
+                                    (Bulk("token"), Bulk("FROMMEMBER")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("longitude_latitude")),
+                                    (Bulk("type"), Bulk("block")),
+                                    (Bulk("token"), Bulk("FROMLONLAT")),
+                                    (
+                                        Bulk("arguments"),
+                                        Arr(&[
+                                            Map(&[
+                                                (Bulk("name"), Bulk("longitude")),
+                                                (Bulk("type"), Bulk("double")),
+                                            ]),
+                                            Map(&[
+                                                (Bulk("name"), Bulk("latitude")),
+                                                (Bulk("type"), Bulk("double")),
+                                            ]),
+                                        ]),
+                                    ),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("by")),
+                        (Bulk("type"), Bulk("oneof")),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("circle")),
+                                    (Bulk("type"), Bulk("block")),
+                                    (
+                                        Bulk("arguments"),
+                                        Arr(&[
+                                            Map(&[
+                                                (Bulk("name"), Bulk("radius")),
+                                                (Bulk("type"), Bulk("double")),
+                                                (Bulk("token"), Bulk("BYRADIUS")),
+                                            ]),
+                                            Map(&[
+                                                (Bulk("name"), Bulk("unit")),
+                                                (Bulk("type"), Bulk("oneof")),
+                                                (
+                                                    Bulk("arguments"),
+                                                    Arr(&[
+                                                        Map(&[
+                                                            (Bulk("name"), Bulk("m")),
+                                                            (Bulk("type"), Bulk("pure-token")),
+                                                            (Bulk("token"), Bulk("M")),
+                                                        ]),
+                                                        Map(&[
+                                                            (Bulk("name"), Bulk("km")),
+                                                            (Bulk("type"), Bulk("pure-token")),
+                                                            (Bulk("token"), Bulk("KM")),
+                                                        ]),
+                                                        Map(&[
+                                                            (Bulk("name"), Bulk("ft")),
+                                                            (Bulk("type"), Bulk("pure-token")),
+                                                            (Bulk("token"), Bulk("FT")),
+                                                        ]),
+                                                        Map(&[
+                                                            (Bulk("name"), Bulk("mi")),
+                                                            (Bulk("type"), Bulk("pure-token")),
+                                                            (Bulk("token"), Bulk("MI")),
+                                                        ]),
+                                                    ]),
+                                                ),
+                                            ]),
+                                        ]),
+                                    ),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("box")),
+                                    (Bulk("type"), Bulk("block")),
+                                    (
+                                        Bulk("arguments"),
+                                        Arr(&[
+                                            Map(&[
+                                                (Bulk("name"), Bulk("width")),
+                                                (Bulk("type"), Bulk("double")),
+                                                (Bulk("token"), Bulk("BYBOX")),
+                                            ]),
+                                            Map(&[
+                                                (Bulk("name"), Bulk("height")),
+                                                (Bulk("type"), Bulk("double")),
+                                            ]),
+                                            Map(&[
+                                                (Bulk("name"), Bulk("unit")),
+                                                (Bulk("type"), Bulk("oneof")),
+                                                (
+                                                    Bulk("arguments"),
+                                                    Arr(&[
+                                                        Map(&[
+                                                            (Bulk("name"), Bulk("m")),
+                                                            (Bulk("type"), Bulk("pure-token")),
+                                                            (Bulk("token"), Bulk("M")),
+                                                        ]),
+                                                        Map(&[
+                                                            (Bulk("name"), Bulk("km")),
+                                                            (Bulk("type"), Bulk("pure-token")),
+                                                            (Bulk("token"), Bulk("KM")),
+                                                        ]),
+                                                        Map(&[
+                                                            (Bulk("name"), Bulk("ft")),
+                                                            (Bulk("type"), Bulk("pure-token")),
+                                                            (Bulk("token"), Bulk("FT")),
+                                                        ]),
+                                                        Map(&[
+                                                            (Bulk("name"), Bulk("mi")),
+                                                            (Bulk("type"), Bulk("pure-token")),
+                                                            (Bulk("token"), Bulk("MI")),
+                                                        ]),
+                                                    ]),
+                                                ),
+                                            ]),
+                                        ]),
+                                    ),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("order")),
+                        (Bulk("type"), Bulk("oneof")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("asc")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("ASC")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("desc")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("DESC")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("count")),
+                        (Bulk("type"), Bulk("block")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("count")),
+                                    (Bulk("type"), Bulk("integer")),
+                                    (Bulk("token"), Bulk("COUNT")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("any")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("ANY")),
+                                    (Bulk("flags"), Set(&[Simple("optional")])),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("storedist")),
+                        (Bulk("type"), Bulk("pure-token")),
+                        (Bulk("token"), Bulk("STOREDIST")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                ]),
+            ),
         ]),
     },
     CommandMeta {

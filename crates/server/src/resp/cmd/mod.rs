@@ -5,10 +5,12 @@ use crate::resp::ctx::{CmdResult, Ctx};
 use crate::resp::errors;
 use crate::resp::errors::{truncate_lossy, CmdError};
 
+pub mod acl;
 pub mod bitmap;
 pub mod client;
 pub mod connection;
 pub mod functions;
+pub mod geo;
 pub mod hash;
 pub mod hll;
 pub mod info;
@@ -53,9 +55,11 @@ pub fn families() -> Vec<&'static [Def]> {
         journal::COMMANDS,
         scripting::COMMANDS,
         functions::COMMANDS,
+        acl::COMMANDS,
         replication::COMMANDS,
         lolwut::COMMANDS,
         latency::COMMANDS,
+        geo::COMMANDS,
         stream::COMMANDS,
     ]
 }

@@ -359,6 +359,15 @@ fn config_set(ctx: &mut Ctx) -> CmdResult {
         }
     }
     ctx.shared.refresh_hot();
+    if changed.contains(&"requirepass") {
+        let pass = ctx.shared.config.read().requirepass.clone();
+        crate::auth::set_default_password(ctx.shared, &pass);
+    }
+    if changed.contains(&"acl-pubsub-default") {
+        let all = ctx.shared.config.read().acl_pubsub_default
+            == crate::config::PubsubDefault::AllChannels;
+        ctx.shared.acl.pubsub_all.store(all, Ordering::Relaxed);
+    }
     ctx.ok()
 }
 
