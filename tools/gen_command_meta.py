@@ -108,6 +108,12 @@ COMMANDS = [
     "geosearchstore",
     # dump (issue 22)
     "dump", "restore", "restore-asking", "migrate",
+    # streams (issue 22)
+    "xadd", "xrange", "xrevrange", "xlen", "xdel", "xtrim", "xsetid",
+    "xread", "xreadgroup", "xack", "xpending", "xclaim", "xautoclaim",
+    ("xgroup", ["create", "setid", "destroy", "createconsumer",
+                "delconsumer", "help"]),
+    ("xinfo", ["stream", "groups", "consumers", "help"]),
 ]
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -56,6 +56,22 @@ pub enum Error {
     HllCorrupt,
     /// PFDEBUG DECODE of a HyperLogLog that is not sparse.
     HllNotSparse,
+    /// A stream ID argument that does not parse (checked where Redis
+    /// parses it, sometimes after the key is looked up).
+    InvalidStreamId,
+    /// XADD's ID is not above the stream's last ID.
+    StreamIdTooSmall,
+    /// The stream's last ID is the greatest possible one.
+    StreamExhausted,
+    /// XSETID below the stream's last entry.
+    StreamSetIdBelowTop,
+    /// XSETID's ENTRIESADDED below the stream's length.
+    StreamEntriesAddedBelowLength,
+    /// The consumer group (or its key) does not exist: each command words
+    /// it with the names it was given.
+    NoGroup,
+    /// XGROUP CREATE of a group that exists.
+    BusyGroup,
     /// LCS cannot be computed within the limits.
     Lcs(LcsError),
 }

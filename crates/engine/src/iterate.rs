@@ -126,6 +126,16 @@ impl Engine {
                 }
             }
         }
+        // Readers blocked on a stream that is gone must be told (Redis
+        // 7.0 answers a waiting XREADGROUP "UNBLOCKED the stream key no
+        // longer exists" on FLUSHALL); other waiters just look again.
+        if self.blocked.load(std::sync::atomic::Ordering::Relaxed) > 0 {
+            match db {
+                Some(d) => cx.push_event(crate::events::Event::ReadyDb { db: d }),
+                None => (0..self.databases())
+                    .for_each(|d| cx.push_event(crate::events::Event::ReadyDb { db: d })),
+            }
+        }
         old
     }
 

@@ -88,6 +88,9 @@ pub struct Limits {
     pub set_max_listpack_value: AtomicUsize,
     pub zset_max_listpack_entries: AtomicUsize,
     pub zset_max_listpack_value: AtomicUsize,
+    /// `stream-node-max-bytes` and `stream-node-max-entries` (0: no limit).
+    pub stream_node_max_bytes: AtomicUsize,
+    pub stream_node_max_entries: AtomicUsize,
 }
 
 impl Limits {
@@ -95,6 +98,13 @@ impl Limits {
         crate::value::HashLimits {
             max_listpack_entries: self.hash_max_listpack_entries.load(Ordering::Relaxed),
             max_listpack_value: self.hash_max_listpack_value.load(Ordering::Relaxed),
+        }
+    }
+
+    pub fn stream(&self) -> crate::value::stream::StreamLimits {
+        crate::value::stream::StreamLimits {
+            node_max_bytes: self.stream_node_max_bytes.load(Ordering::Relaxed),
+            node_max_entries: self.stream_node_max_entries.load(Ordering::Relaxed),
         }
     }
 
@@ -180,6 +190,8 @@ impl Engine {
                 set_max_listpack_value: AtomicUsize::new(64),
                 zset_max_listpack_entries: AtomicUsize::new(128),
                 zset_max_listpack_value: AtomicUsize::new(1024),
+                stream_node_max_bytes: AtomicUsize::new(4096),
+                stream_node_max_entries: AtomicUsize::new(100),
             },
             blocked: AtomicUsize::new(0),
             journal: Default::default(),
@@ -857,9 +869,30 @@ impl<'e> Guard<'e> {
         }
     }
 
-    /// Wakes clients blocked on `k` if it now holds a list or sorted set.
+    /// Records a write that changes no key's value as clients see it
+    /// (a consumer group's PEL: Redis bumps `server.dirty` without
+    /// `signalModifiedKey`), so the journal records the command while
+    /// WATCH is not told.
+    pub fn dirty(&mut self) {
+        self.wrote = true;
+    }
+
+    /// Wakes clients blocked on `k` (a stream grew, or a group they read
+    /// through went away): Redis's `signalKeyAsReady` for streams, which
+    /// unlike lists is raised on every XADD, not only on creation.
+    pub fn key_ready(&self, db: usize, k: &Key) {
+        if self.engine.blocked.load(Ordering::Relaxed) > 0 {
+            self.cx.push_event(crate::events::Event::Ready {
+                db,
+                key: k.bytes.into(),
+            });
+        }
+    }
+
+    /// Wakes clients blocked on `k` if it now holds a list, sorted set or
+    /// stream.
     fn signal_ready(&self, db: usize, k: &Key, v: &Value) {
-        if matches!(v, Value::List(_) | Value::ZSet(_))
+        if matches!(v, Value::List(_) | Value::ZSet(_) | Value::Stream(_))
             && self.engine.blocked.load(Ordering::Relaxed) > 0
         {
             self.cx.push_event(crate::events::Event::Ready {
@@ -967,6 +1000,14 @@ impl<'e> Guard<'e> {
         }
         let found = self.live_slot(db, k);
         self.signal_ready(db, k, &value);
+        if let Some(i) = found {
+            if self.engine.blocked.load(Ordering::Relaxed) > 0 {
+                let old = self.shard(k).dbs[db].at(i);
+                if matches!(old.value(), Some(Value::Stream(_))) {
+                    self.key_ready(db, k);
+                }
+            }
+        }
         self.modified(db, k);
         let table = &mut self.shard(k).dbs[db];
         match found {
@@ -1052,7 +1093,11 @@ impl<'e> Guard<'e> {
         self.modified(db, k);
         let table = &mut self.shard(k).dbs[db];
         match found {
-            Some(i) => Some(table.replace_at(i, entry)),
+            Some(i) => {
+                let old = table.replace_at(i, entry);
+                self.stream_gone(db, k, old.as_ref().value());
+                Some(old)
+            }
             None => {
                 table.insert_new(k.hash, entry);
                 self.notify(crate::events::class::NEW, "new", db, k);
@@ -1065,7 +1110,17 @@ impl<'e> Guard<'e> {
     pub fn remove(&mut self, db: usize, k: &Key) -> Option<Owned> {
         let i = self.live_slot(db, k)?;
         self.modified(db, k);
-        Some(self.shard(k).dbs[db].remove_at(i))
+        let old = self.shard(k).dbs[db].remove_at(i);
+        self.stream_gone(db, k, old.as_ref().value());
+        Some(old)
+    }
+
+    /// A stream was deleted or overwritten: its XREADGROUP waiters must
+    /// be told (Redis `signalDeletedKeyAsReady`).
+    fn stream_gone(&self, db: usize, k: &Key, old: Option<&Value>) {
+        if matches!(old, Some(Value::Stream(_))) {
+            self.key_ready(db, k);
+        }
     }
 
     /// Sets (or with 0 clears) the expire time of an existing key.

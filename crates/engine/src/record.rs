@@ -365,6 +365,18 @@ pub fn stage(engine: &Engine, cx: &Cx, db: usize, args: &[&[u8]]) {
     });
 }
 
+/// Replaces the running command's record with several commands (in
+/// `db`), replayed in order as one unit: a stream group write recorded as
+/// its effects (`ops::stream::GroupRecords`). An empty list stages an
+/// empty record.
+pub fn stage_all(engine: &Engine, cx: &Cx, db: usize, cmds: &[Vec<&[u8]>]) {
+    stage_with(engine, cx, |out| {
+        for c in cmds {
+            encode(out, Tag::Command, db, c.iter().copied());
+        }
+    });
+}
+
 /// Stages what `fill` writes as the command's record, in place of what
 /// was staged before.
 fn stage_with(engine: &Engine, cx: &Cx, fill: impl FnOnce(&mut Vec<u8>)) {

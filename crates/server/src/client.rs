@@ -220,6 +220,9 @@ pub struct BlockOn {
     pub keys: Vec<Box<[u8]>>,
     /// Unix ms at which the wait ends; 0 waits forever.
     pub deadline_ms: u64,
+    /// XREAD's IDs as resolved when it first ran (`$` is the last ID at
+    /// that moment, not at each retry); empty for other commands.
+    pub stream_ids: Vec<cairn_engine::value::stream::StreamId>,
 }
 
 /// How a blocked command ends without data.

@@ -263,6 +263,14 @@ impl Shared {
         limits
             .zset_max_listpack_value
             .store(c.zset_max_listpack_value, Ordering::Relaxed);
+        let node_bytes = usize::try_from(c.stream_node_max_bytes).unwrap_or(usize::MAX);
+        let node_entries = usize::try_from(c.stream_node_max_entries).unwrap_or(usize::MAX);
+        limits
+            .stream_node_max_bytes
+            .store(node_bytes, Ordering::Relaxed);
+        limits
+            .stream_node_max_entries
+            .store(node_entries, Ordering::Relaxed);
         self.slowlog.lock().set_max_len(c.slowlog_max_len as usize);
         self.tracking.max_keys.store(
             usize::try_from(c.tracking_table_max_keys).unwrap_or(usize::MAX),

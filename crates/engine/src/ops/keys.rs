@@ -79,6 +79,10 @@ pub fn free_effort(v: &Value) -> usize {
         Value::Set(s) => s.len(),
         Value::ZSet(z) if z.is_packed() => 1,
         Value::ZSet(z) => z.len(),
+        // Redis counts the radix tree's nodes plus each group's PEL.
+        Value::Stream(s) => {
+            s.node_count() + s.groups.values().map(|g| 1 + g.pel.len()).sum::<usize>()
+        }
     }
 }
 
@@ -285,6 +289,7 @@ pub fn clone_value(v: &Value) -> Value {
         Value::List(l) => Value::List(l.clone()),
         Value::Set(s) => Value::Set(s.clone()),
         Value::ZSet(z) => Value::ZSet(z.clone()),
+        Value::Stream(s) => Value::Stream(s.clone()),
     }
 }
 

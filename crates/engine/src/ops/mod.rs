@@ -12,6 +12,7 @@ pub mod memcache;
 pub mod sample;
 pub mod set;
 pub mod sort;
+pub mod stream;
 pub mod string;
 pub mod zset;
 

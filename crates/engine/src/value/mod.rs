@@ -3,12 +3,14 @@ pub mod codebooks;
 pub mod hash;
 pub mod list;
 pub mod set;
+pub mod stream;
 pub mod string;
 pub mod zset;
 
 pub use hash::{HashLimits, HashValue, HashView};
 pub use list::ListValue;
 pub use set::SetValue;
+pub use stream::StreamValue;
 pub use string::StrValue;
 pub use zset::ZSetValue;
 
@@ -21,6 +23,7 @@ pub enum Value {
     List(Box<ListValue>),
     Set(Box<SetValue>),
     ZSet(Box<ZSetValue>),
+    Stream(Box<StreamValue>),
 }
 
 /// The kind of a value, independent of its encoding (TYPE, SCAN TYPE).
@@ -31,6 +34,7 @@ pub enum Kind {
     List,
     Set,
     ZSet,
+    Stream,
 }
 
 impl Kind {
@@ -41,14 +45,22 @@ impl Kind {
             Kind::List => "list",
             Kind::Set => "set",
             Kind::ZSet => "zset",
+            Kind::Stream => "stream",
         }
     }
 
     /// Parses a TYPE name as SCAN's TYPE option accepts it (case-insensitive).
     pub fn from_name(name: &[u8]) -> Option<Kind> {
-        [Kind::String, Kind::Hash, Kind::List, Kind::Set, Kind::ZSet]
-            .into_iter()
-            .find(|k| k.name().as_bytes().eq_ignore_ascii_case(name))
+        [
+            Kind::String,
+            Kind::Hash,
+            Kind::List,
+            Kind::Set,
+            Kind::ZSet,
+            Kind::Stream,
+        ]
+        .into_iter()
+        .find(|k| k.name().as_bytes().eq_ignore_ascii_case(name))
     }
 }
 
@@ -60,6 +72,7 @@ impl Value {
             Value::List(_) => Kind::List,
             Value::Set(_) => Kind::Set,
             Value::ZSet(_) => Kind::ZSet,
+            Value::Stream(_) => Kind::Stream,
         }
     }
 
@@ -71,6 +84,7 @@ impl Value {
             Value::List(l) => l.encoding(),
             Value::Set(s) => s.encoding(),
             Value::ZSet(z) => z.encoding(),
+            Value::Stream(s) => s.encoding(),
         }
     }
 
@@ -81,6 +95,7 @@ impl Value {
             Value::List(l) => std::mem::size_of::<ListValue>() + l.mem_bytes(),
             Value::Set(s) => std::mem::size_of::<SetValue>() + s.mem_bytes(),
             Value::ZSet(z) => std::mem::size_of::<ZSetValue>() + z.mem_bytes(),
+            Value::Stream(s) => std::mem::size_of::<StreamValue>() + s.mem_bytes(),
         }
     }
 }

@@ -25,6 +25,7 @@
 //! Tags are append-only: a number, once given, keeps its meaning forever
 //! (the `tags_are_pinned` test fails if one changes). A reader refuses a
 //! version or tag it does not know rather than guessing.
+use cairn_engine::value::stream::{Group, StreamId, StreamLimits, StreamValue};
 use cairn_engine::value::zset::ZSetLimits;
 use cairn_engine::value::{HashLimits, HashValue, ListValue, SetValue, StrValue, ZSetValue};
 use cairn_engine::{Ref, Value};
@@ -82,6 +83,9 @@ pub enum Tag {
     ZSet = 5,
     /// A memcached item: client flags u32 LE, item bits u8, then its bytes.
     McStr = 6,
+    /// A stream: its counters, its live entries, its consumer groups (see
+    /// `put_stream`).
+    Stream = 7,
 }
 
 impl Tag {
@@ -93,6 +97,7 @@ impl Tag {
             4 => Tag::Set,
             5 => Tag::ZSet,
             6 => Tag::McStr,
+            7 => Tag::Stream,
             _ => return None,
         })
     }
@@ -309,6 +314,7 @@ pub fn put_entry(out: &mut Vec<u8>, db: usize, r: Ref<'_>) {
         Value::List(_) => Tag::List,
         Value::Set(_) => Tag::Set,
         Value::ZSet(_) => Tag::ZSet,
+        Value::Stream(_) => Tag::Stream,
     };
     out.push(tag as u8);
     put_varint(out, db as u64);
@@ -350,6 +356,59 @@ pub fn put_entry(out: &mut Vec<u8>, db: usize, r: Ref<'_>) {
                 put_bytes(out, m);
             }
         }
+        Value::Stream(s) => put_stream(out, s),
+    }
+}
+
+fn put_id(out: &mut Vec<u8>, id: StreamId) {
+    put_varint(out, id.ms);
+    put_varint(out, id.seq);
+}
+
+/// A stream's record body:
+///
+/// ```text
+/// last_id first_id max_deleted_id entries_added:varint
+/// n:varint ( id npairs:varint (field value)* )*                 live entries
+/// groups:varint ( name last_id entries_read:varint              0 = unknown, else n+1
+///                 pel:varint ( id consumer delivery_ms:varint count:varint )*
+///                 consumers:varint ( name seen_ms:varint )* )*
+/// id := ms:varint seq:varint
+/// ```
+///
+/// A consumer's own PEL is the NACKs naming it, so it is not repeated.
+fn put_stream(out: &mut Vec<u8>, s: &StreamValue) {
+    put_id(out, s.last_id);
+    put_id(out, s.first_id);
+    put_id(out, s.max_deleted_id);
+    put_varint(out, s.entries_added);
+    let entries = s.entries();
+    put_varint(out, entries.len() as u64);
+    for e in &entries {
+        put_id(out, e.id);
+        put_varint(out, e.len() as u64);
+        for (f, v) in e.pairs() {
+            put_bytes(out, f);
+            put_bytes(out, v);
+        }
+    }
+    put_varint(out, s.groups.len() as u64);
+    for (name, g) in &s.groups {
+        put_bytes(out, name);
+        put_id(out, g.last_id);
+        put_varint(out, g.entries_read.map_or(0, |n| n + 1));
+        put_varint(out, g.pel.len() as u64);
+        for (id, n) in &g.pel {
+            put_id(out, *id);
+            put_bytes(out, &n.consumer);
+            put_varint(out, n.delivery_time_ms);
+            put_varint(out, n.delivery_count);
+        }
+        put_varint(out, g.consumers.len() as u64);
+        for (cname, c) in &g.consumers {
+            put_bytes(out, cname);
+            put_varint(out, c.seen_time_ms);
+        }
     }
 }
 
@@ -361,6 +420,7 @@ pub struct BuildLimits {
     pub zset: ZSetLimits,
     pub list_fill: i64,
     pub max_intset: usize,
+    pub stream: StreamLimits,
 }
 
 impl BuildLimits {
@@ -375,6 +435,7 @@ impl BuildLimits {
             },
             list_fill: l.list_max_listpack_size.load(Relaxed),
             max_intset: l.set_max_intset_entries.load(Relaxed),
+            stream: l.stream(),
         }
     }
 }
@@ -386,6 +447,7 @@ impl Default for BuildLimits {
             zset: ZSetLimits::default(),
             list_fill: -2,
             max_intset: 512,
+            stream: StreamLimits::default(),
         }
     }
 }
@@ -496,6 +558,81 @@ impl<'a> Decoder<'a> {
         self.take(n)
     }
 
+    /// A count that may be 0, bounded by the bytes left at `min_bytes`
+    /// each.
+    fn count0(&mut self, min_bytes: usize) -> DResult<usize> {
+        let n = self.varint()?;
+        let left = (self.buf.len() - self.pos) as u64;
+        if n.saturating_mul(min_bytes as u64) > left {
+            return self.fail(format!("count {n} cannot fit in the {left} bytes left"));
+        }
+        Ok(n as usize)
+    }
+
+    fn id(&mut self) -> DResult<StreamId> {
+        Ok(StreamId::new(self.varint()?, self.varint()?))
+    }
+
+    /// A stream's body (`put_stream`).
+    fn stream(&mut self, limits: &StreamLimits) -> DResult<StreamValue> {
+        let last = self.id()?;
+        let first = self.id()?;
+        let max_deleted = self.id()?;
+        let added = self.varint()?;
+        let n = self.count0(3)?;
+        let mut s = StreamValue::new();
+        let mut prev: Option<StreamId> = None;
+        let mut pairs: Vec<(&[u8], &[u8])> = Vec::new();
+        for _ in 0..n {
+            let id = self.id()?;
+            if prev.is_some_and(|p| p >= id) || id > last {
+                return self.fail("stream entries out of order");
+            }
+            prev = Some(id);
+            let np = self.count0(2)?;
+            pairs.clear();
+            for _ in 0..np {
+                let f = self.bytes()?;
+                let v = self.bytes()?;
+                pairs.push((f, v));
+            }
+            s.push_raw(id, &pairs, false, limits);
+        }
+        s.set_meta(last, first, max_deleted, added);
+        let ng = self.count0(3)?;
+        for _ in 0..ng {
+            let name = self.bytes()?;
+            let last_id = self.id()?;
+            let read = self.varint()?;
+            let mut g = Group::new(last_id, read.checked_sub(1));
+            let np = self.count0(5)?;
+            let mut owners: Vec<(StreamId, &[u8], u64, u64)> = Vec::with_capacity(np);
+            for _ in 0..np {
+                let id = self.id()?;
+                let c = self.bytes()?;
+                let t = self.varint()?;
+                let d = self.varint()?;
+                owners.push((id, c, t, d));
+            }
+            let nc = self.count0(2)?;
+            for _ in 0..nc {
+                let cname = self.bytes()?;
+                let seen = self.varint()?;
+                g.create_consumer(cname, seen);
+            }
+            for (id, c, t, d) in owners {
+                if !g.consumers.contains_key(c) {
+                    return self.fail("a pending entry names an unknown consumer");
+                }
+                g.assign(id, c, t, d);
+            }
+            if s.groups.insert(name.into(), g).is_some() {
+                return self.fail("duplicate consumer group in a stream");
+            }
+        }
+        Ok(s)
+    }
+
     fn f64(&mut self) -> DResult<f64> {
         let b = self.take(8)?;
         Ok(f64::from_le_bytes(b.try_into().expect("took 8 bytes")))
@@ -586,6 +723,7 @@ impl<'a> Decoder<'a> {
                 }
                 Value::ZSet(Box::new(z))
             }
+            Tag::Stream => Value::Stream(Box::new(self.stream(&limits.stream)?)),
         };
         Ok(Record {
             db,
@@ -610,6 +748,7 @@ mod tests {
         assert_eq!(Tag::Set as u8, 4);
         assert_eq!(Tag::ZSet as u8, 5);
         assert_eq!(Tag::McStr as u8, 6);
+        assert_eq!(Tag::Stream as u8, 7);
         for b in 0..=255u8 {
             if let Some(t) = Tag::from_u8(b) {
                 assert_eq!(t as u8, b);

@@ -400,9 +400,9 @@ directives! {
     activerehashing: bool = "activerehashing", Kind::Bool, "yes", MUTABLE, keep;
     /// `list-compress-depth`: no effect (Cairn's lists are not compressed).
     list_compress_depth: u32 = "list-compress-depth", int(0, I32_MAX), "0", MUTABLE, keep;
-    /// `stream-node-max-bytes`: no effect (no streams).
+    /// `stream-node-max-bytes`: a stream node closes at this size.
     stream_node_max_bytes: u64 = "stream-node-max-bytes", mem(0, I64_MAX), "4096", MUTABLE, keep;
-    /// `stream-node-max-entries`: no effect (no streams).
+    /// `stream-node-max-entries`: a stream node closes at this many entries.
     stream_node_max_entries: u64 = "stream-node-max-entries", int(0, I64_MAX), "100", MUTABLE, keep;
     /// `replicaof` (alias `slaveof`): always empty, Cairn is only ever a
     /// master. Here so CONFIG GET and SET answer as Redis does (empty;

@@ -20225,6 +20225,2667 @@ pub(super) static COMMANDS: &[CommandMeta] = &[
         ]),
     },
     CommandMeta {
+        name: "xack",
+        arity: -4,
+        flags: &["write", "fast"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@write", "@stream", "@fast"],
+        info: Arr(&[
+            Bulk("xack"),
+            Int(-4),
+            Set(&[Simple("write"), Simple("fast")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@stream"), Simple("@fast")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("update")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Marks a pending message as correctly processed, effectively removing it from the pending entries list of the consumer group. Return value of the command is the number of messages successfully acknowledged, that is, the IDs we were actually able to resolve in the PEL."),
+            ),
+            (Bulk("since"), Bulk("5.0.0")),
+            (Bulk("group"), Bulk("stream")),
+            (Bulk("complexity"), Bulk("O(1) for each message ID processed.")),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("group")), (Bulk("type"), Bulk("string"))]),
+                    Map(&[
+                        (Bulk("name"), Bulk("id")),
+                        (Bulk("type"), Bulk("string")),
+                        (Bulk("flags"), Set(&[Simple("multiple")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "xadd",
+        arity: -5,
+        flags: &["write", "denyoom", "fast"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@write", "@stream", "@fast"],
+        info: Arr(&[
+            Bulk("xadd"),
+            Int(-5),
+            Set(&[Simple("write"), Simple("denyoom"), Simple("fast")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@stream"), Simple("@fast")]),
+            Set(&[Bulk("nondeterministic_output")]),
+            Set(&[
+                Map(&[
+                    (
+                        Bulk("notes"),
+                        Bulk("UPDATE instead of INSERT because of the optional trimming feature"),
+                    ),
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("update")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Appends a new entry to a stream")),
+            (Bulk("since"), Bulk("5.0.0")),
+            (Bulk("group"), Bulk("stream")),
+            (
+                Bulk("complexity"),
+                Bulk("O(1) when adding a new entry, O(N) when trimming where N being the number of entries evicted."),
+            ),
+            (
+                Bulk("history"),
+                Set(&[
+                    Arr(&[
+                        Bulk("6.2.0"),
+                        Bulk("Added the `NOMKSTREAM` option, `MINID` trimming strategy and the `LIMIT` option."),
+                    ]),
+                    Arr(&[Bulk("7.0.0"), Bulk("Added support for the `<ms>-*` explicit ID form.")]),
+                ]),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("nomkstream")),
+                        (Bulk("type"), Bulk("pure-token")),
+                        (Bulk("token"), Bulk("NOMKSTREAM")),
+                        (Bulk("since"), Bulk("6.2.0")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("trim")),
+                        (Bulk("type"), Bulk("block")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("strategy")),
+                                    (Bulk("type"), Bulk("oneof")),
+                                    (
+                                        Bulk("arguments"),
+                                        Arr(&[
+                                            Map(&[
+                                                (Bulk("name"), Bulk("maxlen")),
+                                                (Bulk("type"), Bulk("pure-token")),
+                                                (Bulk("token"), Bulk("MAXLEN")),
+                                            ]),
+                                            Map(&[
+                                                (Bulk("name"), Bulk("minid")),
+                                                (Bulk("type"), Bulk("pure-token")),
+                                                (Bulk("token"), Bulk("MINID")),
+                                                (Bulk("since"), Bulk("6.2.0")),
+                                            ]),
+                                        ]),
+                                    ),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("operator")),
+                                    (Bulk("type"), Bulk("oneof")),
+                                    (Bulk("flags"), Set(&[Simple("optional")])),
+                                    (
+                                        Bulk("arguments"),
+                                        Arr(&[
+                                            Map(&[
+                                                (Bulk("name"), Bulk("equal")),
+                                                (Bulk("type"), Bulk("pure-token")),
+                                                (Bulk("token"), Bulk("=")),
+                                            ]),
+                                            Map(&[
+                                                (Bulk("name"), Bulk("approximately")),
+                                                (Bulk("type"), Bulk("pure-token")),
+                                                (Bulk("token"), Bulk("~")),
+                                            ]),
+                                        ]),
+                                    ),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("threshold")),
+                                    (Bulk("type"), Bulk("string")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("count")),
+                                    (Bulk("type"), Bulk("integer")),
+                                    (Bulk("token"), Bulk("LIMIT")),
+                                    (Bulk("since"), Bulk("6.2.0")),
+                                    (Bulk("flags"), Set(&[Simple("optional")])),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("id_or_auto")),
+                        (Bulk("type"), Bulk("oneof")),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("auto_id")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("*")),
+                                ]),
+                                Map(&[(Bulk("name"), Bulk("id")), (Bulk("type"), Bulk("string"))]),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("field_value")),
+                        (Bulk("type"), Bulk("block")),
+                        (Bulk("flags"), Set(&[Simple("multiple")])),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("field")),
+                                    (Bulk("type"), Bulk("string")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("value")),
+                                    (Bulk("type"), Bulk("string")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "xautoclaim",
+        arity: -6,
+        flags: &["write", "fast"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@write", "@stream", "@fast"],
+        info: Arr(&[
+            Bulk("xautoclaim"),
+            Int(-6),
+            Set(&[Simple("write"), Simple("fast")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@stream"), Simple("@fast")]),
+            Set(&[Bulk("nondeterministic_output")]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("delete")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Changes (or acquires) ownership of messages in a consumer group, as if the messages were delivered to the specified consumer."),
+            ),
+            (Bulk("since"), Bulk("6.2.0")),
+            (Bulk("group"), Bulk("stream")),
+            (Bulk("complexity"), Bulk("O(1) if COUNT is small.")),
+            (
+                Bulk("history"),
+                Set(&[
+                    Arr(&[
+                        Bulk("7.0.0"),
+                        Bulk("Added an element to the reply array, containing deleted entries the command cleared from the PEL"),
+                    ]),
+                ]),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("group")), (Bulk("type"), Bulk("string"))]),
+                    Map(&[(Bulk("name"), Bulk("consumer")), (Bulk("type"), Bulk("string"))]),
+                    Map(&[(Bulk("name"), Bulk("min-idle-time")), (Bulk("type"), Bulk("string"))]),
+                    Map(&[(Bulk("name"), Bulk("start")), (Bulk("type"), Bulk("string"))]),
+                    Map(&[
+                        (Bulk("name"), Bulk("count")),
+                        (Bulk("type"), Bulk("integer")),
+                        (Bulk("token"), Bulk("COUNT")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("justid")),
+                        (Bulk("type"), Bulk("pure-token")),
+                        (Bulk("token"), Bulk("JUSTID")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "xclaim",
+        arity: -6,
+        flags: &["write", "fast"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@write", "@stream", "@fast"],
+        info: Arr(&[
+            Bulk("xclaim"),
+            Int(-6),
+            Set(&[Simple("write"), Simple("fast")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@stream"), Simple("@fast")]),
+            Set(&[Bulk("nondeterministic_output")]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("update")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Changes (or acquires) ownership of a message in a consumer group, as if the message was delivered to the specified consumer."),
+            ),
+            (Bulk("since"), Bulk("5.0.0")),
+            (Bulk("group"), Bulk("stream")),
+            (
+                Bulk("complexity"),
+                Bulk("O(log N) with N being the number of messages in the PEL of the consumer group."),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("group")), (Bulk("type"), Bulk("string"))]),
+                    Map(&[(Bulk("name"), Bulk("consumer")), (Bulk("type"), Bulk("string"))]),
+                    Map(&[(Bulk("name"), Bulk("min-idle-time")), (Bulk("type"), Bulk("string"))]),
+                    Map(&[
+                        (Bulk("name"), Bulk("id")),
+                        (Bulk("type"), Bulk("string")),
+                        (Bulk("flags"), Set(&[Simple("multiple")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("ms")),
+                        (Bulk("type"), Bulk("integer")),
+                        (Bulk("token"), Bulk("IDLE")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("unix-time-milliseconds")),
+                        (Bulk("type"), Bulk("unix-time")),
+                        (Bulk("token"), Bulk("TIME")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("count")),
+                        (Bulk("type"), Bulk("integer")),
+                        (Bulk("token"), Bulk("RETRYCOUNT")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("force")),
+                        (Bulk("type"), Bulk("pure-token")),
+                        (Bulk("token"), Bulk("FORCE")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("justid")),
+                        (Bulk("type"), Bulk("pure-token")),
+                        (Bulk("token"), Bulk("JUSTID")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("id")),
+                        (Bulk("type"), Bulk("string")),
+                        (Bulk("token"), Bulk("LASTID")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "xdel",
+        arity: -3,
+        flags: &["write", "fast"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@write", "@stream", "@fast"],
+        info: Arr(&[
+            Bulk("xdel"),
+            Int(-3),
+            Set(&[Simple("write"), Simple("fast")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@stream"), Simple("@fast")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("delete")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Removes the specified entries from the stream. Returns the number of items actually deleted, that may be different from the number of IDs passed in case certain IDs do not exist."),
+            ),
+            (Bulk("since"), Bulk("5.0.0")),
+            (Bulk("group"), Bulk("stream")),
+            (
+                Bulk("complexity"),
+                Bulk("O(1) for each single item to delete in the stream, regardless of the stream size."),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("id")),
+                        (Bulk("type"), Bulk("string")),
+                        (Bulk("flags"), Set(&[Simple("multiple")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "xgroup",
+        arity: -2,
+        flags: &[],
+        first_key: 0,
+        last_key: 0,
+        step: 0,
+        acl_categories: &["@slow"],
+        info: Arr(&[
+            Bulk("xgroup"),
+            Int(-2),
+            Set(&[]),
+            Int(0),
+            Int(0),
+            Int(0),
+            Set(&[Simple("@slow")]),
+            Set(&[]),
+            Set(&[]),
+            Arr(&[
+                Arr(&[
+                    Bulk("xgroup|create"),
+                    Int(-5),
+                    Set(&[Simple("write"), Simple("denyoom")]),
+                    Int(2),
+                    Int(2),
+                    Int(1),
+                    Set(&[Simple("@write"), Simple("@stream"), Simple("@slow")]),
+                    Set(&[]),
+                    Set(&[
+                        Map(&[
+                            (Bulk("flags"), Set(&[Simple("RW"), Simple("insert")])),
+                            (
+                                Bulk("begin_search"),
+                                Map(&[
+                                    (Bulk("type"), Bulk("index")),
+                                    (Bulk("spec"), Map(&[(Bulk("index"), Int(2))])),
+                                ]),
+                            ),
+                            (
+                                Bulk("find_keys"),
+                                Map(&[
+                                    (Bulk("type"), Bulk("range")),
+                                    (
+                                        Bulk("spec"),
+                                        Map(&[
+                                            (Bulk("lastkey"), Int(0)),
+                                            (Bulk("keystep"), Int(1)),
+                                            (Bulk("limit"), Int(0)),
+                                        ]),
+                                    ),
+                                ]),
+                            ),
+                        ]),
+                    ]),
+                    Set(&[]),
+                ]),
+                Arr(&[
+                    Bulk("xgroup|createconsumer"),
+                    Int(5),
+                    Set(&[Simple("write"), Simple("denyoom")]),
+                    Int(2),
+                    Int(2),
+                    Int(1),
+                    Set(&[Simple("@write"), Simple("@stream"), Simple("@slow")]),
+                    Set(&[]),
+                    Set(&[
+                        Map(&[
+                            (Bulk("flags"), Set(&[Simple("RW"), Simple("insert")])),
+                            (
+                                Bulk("begin_search"),
+                                Map(&[
+                                    (Bulk("type"), Bulk("index")),
+                                    (Bulk("spec"), Map(&[(Bulk("index"), Int(2))])),
+                                ]),
+                            ),
+                            (
+                                Bulk("find_keys"),
+                                Map(&[
+                                    (Bulk("type"), Bulk("range")),
+                                    (
+                                        Bulk("spec"),
+                                        Map(&[
+                                            (Bulk("lastkey"), Int(0)),
+                                            (Bulk("keystep"), Int(1)),
+                                            (Bulk("limit"), Int(0)),
+                                        ]),
+                                    ),
+                                ]),
+                            ),
+                        ]),
+                    ]),
+                    Set(&[]),
+                ]),
+                Arr(&[
+                    Bulk("xgroup|delconsumer"),
+                    Int(5),
+                    Set(&[Simple("write")]),
+                    Int(2),
+                    Int(2),
+                    Int(1),
+                    Set(&[Simple("@write"), Simple("@stream"), Simple("@slow")]),
+                    Set(&[]),
+                    Set(&[
+                        Map(&[
+                            (Bulk("flags"), Set(&[Simple("RW"), Simple("delete")])),
+                            (
+                                Bulk("begin_search"),
+                                Map(&[
+                                    (Bulk("type"), Bulk("index")),
+                                    (Bulk("spec"), Map(&[(Bulk("index"), Int(2))])),
+                                ]),
+                            ),
+                            (
+                                Bulk("find_keys"),
+                                Map(&[
+                                    (Bulk("type"), Bulk("range")),
+                                    (
+                                        Bulk("spec"),
+                                        Map(&[
+                                            (Bulk("lastkey"), Int(0)),
+                                            (Bulk("keystep"), Int(1)),
+                                            (Bulk("limit"), Int(0)),
+                                        ]),
+                                    ),
+                                ]),
+                            ),
+                        ]),
+                    ]),
+                    Set(&[]),
+                ]),
+                Arr(&[
+                    Bulk("xgroup|destroy"),
+                    Int(4),
+                    Set(&[Simple("write")]),
+                    Int(2),
+                    Int(2),
+                    Int(1),
+                    Set(&[Simple("@write"), Simple("@stream"), Simple("@slow")]),
+                    Set(&[]),
+                    Set(&[
+                        Map(&[
+                            (Bulk("flags"), Set(&[Simple("RW"), Simple("delete")])),
+                            (
+                                Bulk("begin_search"),
+                                Map(&[
+                                    (Bulk("type"), Bulk("index")),
+                                    (Bulk("spec"), Map(&[(Bulk("index"), Int(2))])),
+                                ]),
+                            ),
+                            (
+                                Bulk("find_keys"),
+                                Map(&[
+                                    (Bulk("type"), Bulk("range")),
+                                    (
+                                        Bulk("spec"),
+                                        Map(&[
+                                            (Bulk("lastkey"), Int(0)),
+                                            (Bulk("keystep"), Int(1)),
+                                            (Bulk("limit"), Int(0)),
+                                        ]),
+                                    ),
+                                ]),
+                            ),
+                        ]),
+                    ]),
+                    Set(&[]),
+                ]),
+                Arr(&[
+                    Bulk("xgroup|help"),
+                    Int(2),
+                    Set(&[Simple("loading"), Simple("stale")]),
+                    Int(0),
+                    Int(0),
+                    Int(0),
+                    Set(&[Simple("@stream"), Simple("@slow")]),
+                    Set(&[]),
+                    Set(&[]),
+                    Set(&[]),
+                ]),
+                Arr(&[
+                    Bulk("xgroup|setid"),
+                    Int(-5),
+                    Set(&[Simple("write")]),
+                    Int(2),
+                    Int(2),
+                    Int(1),
+                    Set(&[Simple("@write"), Simple("@stream"), Simple("@slow")]),
+                    Set(&[]),
+                    Set(&[
+                        Map(&[
+                            (Bulk("flags"), Set(&[Simple("RW"), Simple("update")])),
+                            (
+                                Bulk("begin_search"),
+                                Map(&[
+                                    (Bulk("type"), Bulk("index")),
+                                    (Bulk("spec"), Map(&[(Bulk("index"), Int(2))])),
+                                ]),
+                            ),
+                            (
+                                Bulk("find_keys"),
+                                Map(&[
+                                    (Bulk("type"), Bulk("range")),
+                                    (
+                                        Bulk("spec"),
+                                        Map(&[
+                                            (Bulk("lastkey"), Int(0)),
+                                            (Bulk("keystep"), Int(1)),
+                                            (Bulk("limit"), Int(0)),
+                                        ]),
+                                    ),
+                                ]),
+                            ),
+                        ]),
+                    ]),
+                    Set(&[]),
+                ]),
+            ]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("A container for consumer groups commands")),
+            (Bulk("since"), Bulk("5.0.0")),
+            (Bulk("group"), Bulk("stream")),
+            (Bulk("complexity"), Bulk("Depends on subcommand.")),
+            (
+                Bulk("subcommands"),
+                Map(&[
+                    (
+                        Bulk("xgroup|create"),
+                        Map(&[
+                            (Bulk("summary"), Bulk("Create a consumer group.")),
+                            (Bulk("since"), Bulk("5.0.0")),
+                            (Bulk("group"), Bulk("stream")),
+                            (Bulk("complexity"), Bulk("O(1)")),
+                            (
+                                Bulk("history"),
+                                Set(&[
+                                    Arr(&[
+                                        Bulk("7.0.0"),
+                                        Bulk("Added the `entries_read` named argument."),
+                                    ]),
+                                ]),
+                            ),
+                            (
+                                Bulk("arguments"),
+                                Arr(&[
+                                    Map(&[
+                                        (Bulk("name"), Bulk("key")),
+                                        (Bulk("type"), Bulk("key")),
+                                        (Bulk("key_spec_index"), Int(0)),
+                                    ]),
+                                    Map(&[
+                                        (Bulk("name"), Bulk("groupname")),
+                                        (Bulk("type"), Bulk("string")),
+                                    ]),
+                                    Map(&[
+                                        (Bulk("name"), Bulk("id")),
+                                        (Bulk("type"), Bulk("oneof")),
+                                        (
+                                            Bulk("arguments"),
+                                            Arr(&[
+                                                Map(&[
+                                                    (Bulk("name"), Bulk("id")),
+                                                    (Bulk("type"), Bulk("string")),
+                                                ]),
+                                                Map(&[
+                                                    (Bulk("name"), Bulk("new_id")),
+                                                    (Bulk("type"), Bulk("pure-token")),
+                                                    (Bulk("token"), Bulk("$")),
+                                                ]),
+                                            ]),
+                                        ),
+                                    ]),
+                                    Map(&[
+                                        (Bulk("name"), Bulk("mkstream")),
+                                        (Bulk("type"), Bulk("pure-token")),
+                                        (Bulk("token"), Bulk("MKSTREAM")),
+                                        (Bulk("flags"), Set(&[Simple("optional")])),
+                                    ]),
+                                    Map(&[
+                                        (Bulk("name"), Bulk("entries_read")),
+                                        (Bulk("type"), Bulk("integer")),
+                                        (Bulk("token"), Bulk("ENTRIESREAD")),
+                                        (Bulk("flags"), Set(&[Simple("optional")])),
+                                    ]),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                    (
+                        Bulk("xgroup|createconsumer"),
+                        Map(&[
+                            (Bulk("summary"), Bulk("Create a consumer in a consumer group.")),
+                            (Bulk("since"), Bulk("6.2.0")),
+                            (Bulk("group"), Bulk("stream")),
+                            (Bulk("complexity"), Bulk("O(1)")),
+                            (
+                                Bulk("arguments"),
+                                Arr(&[
+                                    Map(&[
+                                        (Bulk("name"), Bulk("key")),
+                                        (Bulk("type"), Bulk("key")),
+                                        (Bulk("key_spec_index"), Int(0)),
+                                    ]),
+                                    Map(&[
+                                        (Bulk("name"), Bulk("groupname")),
+                                        (Bulk("type"), Bulk("string")),
+                                    ]),
+                                    Map(&[
+                                        (Bulk("name"), Bulk("consumername")),
+                                        (Bulk("type"), Bulk("string")),
+                                    ]),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                    (
+                        Bulk("xgroup|delconsumer"),
+                        Map(&[
+                            (Bulk("summary"), Bulk("Delete a consumer from a consumer group.")),
+                            (Bulk("since"), Bulk("5.0.0")),
+                            (Bulk("group"), Bulk("stream")),
+                            (Bulk("complexity"), Bulk("O(1)")),
+                            (
+                                Bulk("arguments"),
+                                Arr(&[
+                                    Map(&[
+                                        (Bulk("name"), Bulk("key")),
+                                        (Bulk("type"), Bulk("key")),
+                                        (Bulk("key_spec_index"), Int(0)),
+                                    ]),
+                                    Map(&[
+                                        (Bulk("name"), Bulk("groupname")),
+                                        (Bulk("type"), Bulk("string")),
+                                    ]),
+                                    Map(&[
+                                        (Bulk("name"), Bulk("consumername")),
+                                        (Bulk("type"), Bulk("string")),
+                                    ]),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                    (
+                        Bulk("xgroup|destroy"),
+                        Map(&[
+                            (Bulk("summary"), Bulk("Destroy a consumer group.")),
+                            (Bulk("since"), Bulk("5.0.0")),
+                            (Bulk("group"), Bulk("stream")),
+                            (
+                                Bulk("complexity"),
+                                Bulk("O(N) where N is the number of entries in the group's pending entries list (PEL)."),
+                            ),
+                            (
+                                Bulk("arguments"),
+                                Arr(&[
+                                    Map(&[
+                                        (Bulk("name"), Bulk("key")),
+                                        (Bulk("type"), Bulk("key")),
+                                        (Bulk("key_spec_index"), Int(0)),
+                                    ]),
+                                    Map(&[
+                                        (Bulk("name"), Bulk("groupname")),
+                                        (Bulk("type"), Bulk("string")),
+                                    ]),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                    (
+                        Bulk("xgroup|help"),
+                        Map(&[
+                            (
+                                Bulk("summary"),
+                                Bulk("Show helpful text about the different subcommands"),
+                            ),
+                            (Bulk("since"), Bulk("5.0.0")),
+                            (Bulk("group"), Bulk("stream")),
+                            (Bulk("complexity"), Bulk("O(1)")),
+                        ]),
+                    ),
+                    (
+                        Bulk("xgroup|setid"),
+                        Map(&[
+                            (
+                                Bulk("summary"),
+                                Bulk("Set a consumer group to an arbitrary last delivered ID value."),
+                            ),
+                            (Bulk("since"), Bulk("5.0.0")),
+                            (Bulk("group"), Bulk("stream")),
+                            (Bulk("complexity"), Bulk("O(1)")),
+                            (
+                                Bulk("history"),
+                                Set(&[
+                                    Arr(&[
+                                        Bulk("7.0.0"),
+                                        Bulk("Added the optional `entries_read` argument."),
+                                    ]),
+                                ]),
+                            ),
+                            (
+                                Bulk("arguments"),
+                                Arr(&[
+                                    Map(&[
+                                        (Bulk("name"), Bulk("key")),
+                                        (Bulk("type"), Bulk("key")),
+                                        (Bulk("key_spec_index"), Int(0)),
+                                    ]),
+                                    Map(&[
+                                        (Bulk("name"), Bulk("groupname")),
+                                        (Bulk("type"), Bulk("string")),
+                                    ]),
+                                    Map(&[
+                                        (Bulk("name"), Bulk("id")),
+                                        (Bulk("type"), Bulk("oneof")),
+                                        (
+                                            Bulk("arguments"),
+                                            Arr(&[
+                                                Map(&[
+                                                    (Bulk("name"), Bulk("id")),
+                                                    (Bulk("type"), Bulk("string")),
+                                                ]),
+                                                Map(&[
+                                                    (Bulk("name"), Bulk("new_id")),
+                                                    (Bulk("type"), Bulk("pure-token")),
+                                                    (Bulk("token"), Bulk("$")),
+                                                ]),
+                                            ]),
+                                        ),
+                                    ]),
+                                    Map(&[
+                                        (Bulk("name"), Bulk("entries_read")),
+                                        (Bulk("type"), Bulk("integer")),
+                                        (Bulk("token"), Bulk("ENTRIESREAD")),
+                                        (Bulk("flags"), Set(&[Simple("optional")])),
+                                    ]),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "xgroup|create",
+        arity: -5,
+        flags: &["write", "denyoom"],
+        first_key: 2,
+        last_key: 2,
+        step: 1,
+        acl_categories: &["@write", "@stream", "@slow"],
+        info: Arr(&[
+            Bulk("xgroup|create"),
+            Int(-5),
+            Set(&[Simple("write"), Simple("denyoom")]),
+            Int(2),
+            Int(2),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@stream"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("insert")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(2))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Create a consumer group.")),
+            (Bulk("since"), Bulk("5.0.0")),
+            (Bulk("group"), Bulk("stream")),
+            (Bulk("complexity"), Bulk("O(1)")),
+            (
+                Bulk("history"),
+                Set(&[Arr(&[Bulk("7.0.0"), Bulk("Added the `entries_read` named argument.")])]),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("groupname")), (Bulk("type"), Bulk("string"))]),
+                    Map(&[
+                        (Bulk("name"), Bulk("id")),
+                        (Bulk("type"), Bulk("oneof")),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[(Bulk("name"), Bulk("id")), (Bulk("type"), Bulk("string"))]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("new_id")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("$")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("mkstream")),
+                        (Bulk("type"), Bulk("pure-token")),
+                        (Bulk("token"), Bulk("MKSTREAM")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("entries_read")),
+                        (Bulk("type"), Bulk("integer")),
+                        (Bulk("token"), Bulk("ENTRIESREAD")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "xgroup|createconsumer",
+        arity: 5,
+        flags: &["write", "denyoom"],
+        first_key: 2,
+        last_key: 2,
+        step: 1,
+        acl_categories: &["@write", "@stream", "@slow"],
+        info: Arr(&[
+            Bulk("xgroup|createconsumer"),
+            Int(5),
+            Set(&[Simple("write"), Simple("denyoom")]),
+            Int(2),
+            Int(2),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@stream"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("insert")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(2))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Create a consumer in a consumer group.")),
+            (Bulk("since"), Bulk("6.2.0")),
+            (Bulk("group"), Bulk("stream")),
+            (Bulk("complexity"), Bulk("O(1)")),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("groupname")), (Bulk("type"), Bulk("string"))]),
+                    Map(&[(Bulk("name"), Bulk("consumername")), (Bulk("type"), Bulk("string"))]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "xgroup|delconsumer",
+        arity: 5,
+        flags: &["write"],
+        first_key: 2,
+        last_key: 2,
+        step: 1,
+        acl_categories: &["@write", "@stream", "@slow"],
+        info: Arr(&[
+            Bulk("xgroup|delconsumer"),
+            Int(5),
+            Set(&[Simple("write")]),
+            Int(2),
+            Int(2),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@stream"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("delete")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(2))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Delete a consumer from a consumer group.")),
+            (Bulk("since"), Bulk("5.0.0")),
+            (Bulk("group"), Bulk("stream")),
+            (Bulk("complexity"), Bulk("O(1)")),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("groupname")), (Bulk("type"), Bulk("string"))]),
+                    Map(&[(Bulk("name"), Bulk("consumername")), (Bulk("type"), Bulk("string"))]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "xgroup|destroy",
+        arity: 4,
+        flags: &["write"],
+        first_key: 2,
+        last_key: 2,
+        step: 1,
+        acl_categories: &["@write", "@stream", "@slow"],
+        info: Arr(&[
+            Bulk("xgroup|destroy"),
+            Int(4),
+            Set(&[Simple("write")]),
+            Int(2),
+            Int(2),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@stream"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("delete")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(2))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Destroy a consumer group.")),
+            (Bulk("since"), Bulk("5.0.0")),
+            (Bulk("group"), Bulk("stream")),
+            (
+                Bulk("complexity"),
+                Bulk("O(N) where N is the number of entries in the group's pending entries list (PEL)."),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("groupname")), (Bulk("type"), Bulk("string"))]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "xgroup|help",
+        arity: 2,
+        flags: &["loading", "stale"],
+        first_key: 0,
+        last_key: 0,
+        step: 0,
+        acl_categories: &["@stream", "@slow"],
+        info: Arr(&[
+            Bulk("xgroup|help"),
+            Int(2),
+            Set(&[Simple("loading"), Simple("stale")]),
+            Int(0),
+            Int(0),
+            Int(0),
+            Set(&[Simple("@stream"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Show helpful text about the different subcommands")),
+            (Bulk("since"), Bulk("5.0.0")),
+            (Bulk("group"), Bulk("stream")),
+            (Bulk("complexity"), Bulk("O(1)")),
+        ]),
+    },
+    CommandMeta {
+        name: "xgroup|setid",
+        arity: -5,
+        flags: &["write"],
+        first_key: 2,
+        last_key: 2,
+        step: 1,
+        acl_categories: &["@write", "@stream", "@slow"],
+        info: Arr(&[
+            Bulk("xgroup|setid"),
+            Int(-5),
+            Set(&[Simple("write")]),
+            Int(2),
+            Int(2),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@stream"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("update")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(2))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Set a consumer group to an arbitrary last delivered ID value."),
+            ),
+            (Bulk("since"), Bulk("5.0.0")),
+            (Bulk("group"), Bulk("stream")),
+            (Bulk("complexity"), Bulk("O(1)")),
+            (
+                Bulk("history"),
+                Set(&[Arr(&[Bulk("7.0.0"), Bulk("Added the optional `entries_read` argument.")])]),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("groupname")), (Bulk("type"), Bulk("string"))]),
+                    Map(&[
+                        (Bulk("name"), Bulk("id")),
+                        (Bulk("type"), Bulk("oneof")),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[(Bulk("name"), Bulk("id")), (Bulk("type"), Bulk("string"))]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("new_id")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("$")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("entries_read")),
+                        (Bulk("type"), Bulk("integer")),
+                        (Bulk("token"), Bulk("ENTRIESREAD")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "xinfo",
+        arity: -2,
+        flags: &[],
+        first_key: 0,
+        last_key: 0,
+        step: 0,
+        acl_categories: &["@slow"],
+        info: Arr(&[
+            Bulk("xinfo"),
+            Int(-2),
+            Set(&[]),
+            Int(0),
+            Int(0),
+            Int(0),
+            Set(&[Simple("@slow")]),
+            Set(&[]),
+            Set(&[]),
+            Arr(&[
+                Arr(&[
+                    Bulk("xinfo|consumers"),
+                    Int(4),
+                    Set(&[Simple("readonly")]),
+                    Int(2),
+                    Int(2),
+                    Int(1),
+                    Set(&[Simple("@read"), Simple("@stream"), Simple("@slow")]),
+                    Set(&[Bulk("nondeterministic_output")]),
+                    Set(&[
+                        Map(&[
+                            (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                            (
+                                Bulk("begin_search"),
+                                Map(&[
+                                    (Bulk("type"), Bulk("index")),
+                                    (Bulk("spec"), Map(&[(Bulk("index"), Int(2))])),
+                                ]),
+                            ),
+                            (
+                                Bulk("find_keys"),
+                                Map(&[
+                                    (Bulk("type"), Bulk("range")),
+                                    (
+                                        Bulk("spec"),
+                                        Map(&[
+                                            (Bulk("lastkey"), Int(0)),
+                                            (Bulk("keystep"), Int(1)),
+                                            (Bulk("limit"), Int(0)),
+                                        ]),
+                                    ),
+                                ]),
+                            ),
+                        ]),
+                    ]),
+                    Set(&[]),
+                ]),
+                Arr(&[
+                    Bulk("xinfo|groups"),
+                    Int(3),
+                    Set(&[Simple("readonly")]),
+                    Int(2),
+                    Int(2),
+                    Int(1),
+                    Set(&[Simple("@read"), Simple("@stream"), Simple("@slow")]),
+                    Set(&[]),
+                    Set(&[
+                        Map(&[
+                            (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                            (
+                                Bulk("begin_search"),
+                                Map(&[
+                                    (Bulk("type"), Bulk("index")),
+                                    (Bulk("spec"), Map(&[(Bulk("index"), Int(2))])),
+                                ]),
+                            ),
+                            (
+                                Bulk("find_keys"),
+                                Map(&[
+                                    (Bulk("type"), Bulk("range")),
+                                    (
+                                        Bulk("spec"),
+                                        Map(&[
+                                            (Bulk("lastkey"), Int(0)),
+                                            (Bulk("keystep"), Int(1)),
+                                            (Bulk("limit"), Int(0)),
+                                        ]),
+                                    ),
+                                ]),
+                            ),
+                        ]),
+                    ]),
+                    Set(&[]),
+                ]),
+                Arr(&[
+                    Bulk("xinfo|help"),
+                    Int(2),
+                    Set(&[Simple("loading"), Simple("stale")]),
+                    Int(0),
+                    Int(0),
+                    Int(0),
+                    Set(&[Simple("@stream"), Simple("@slow")]),
+                    Set(&[]),
+                    Set(&[]),
+                    Set(&[]),
+                ]),
+                Arr(&[
+                    Bulk("xinfo|stream"),
+                    Int(-3),
+                    Set(&[Simple("readonly")]),
+                    Int(2),
+                    Int(2),
+                    Int(1),
+                    Set(&[Simple("@read"), Simple("@stream"), Simple("@slow")]),
+                    Set(&[]),
+                    Set(&[
+                        Map(&[
+                            (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                            (
+                                Bulk("begin_search"),
+                                Map(&[
+                                    (Bulk("type"), Bulk("index")),
+                                    (Bulk("spec"), Map(&[(Bulk("index"), Int(2))])),
+                                ]),
+                            ),
+                            (
+                                Bulk("find_keys"),
+                                Map(&[
+                                    (Bulk("type"), Bulk("range")),
+                                    (
+                                        Bulk("spec"),
+                                        Map(&[
+                                            (Bulk("lastkey"), Int(0)),
+                                            (Bulk("keystep"), Int(1)),
+                                            (Bulk("limit"), Int(0)),
+                                        ]),
+                                    ),
+                                ]),
+                            ),
+                        ]),
+                    ]),
+                    Set(&[]),
+                ]),
+            ]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("A container for stream introspection commands")),
+            (Bulk("since"), Bulk("5.0.0")),
+            (Bulk("group"), Bulk("stream")),
+            (Bulk("complexity"), Bulk("Depends on subcommand.")),
+            (
+                Bulk("subcommands"),
+                Map(&[
+                    (
+                        Bulk("xinfo|consumers"),
+                        Map(&[
+                            (Bulk("summary"), Bulk("List the consumers in a consumer group")),
+                            (Bulk("since"), Bulk("5.0.0")),
+                            (Bulk("group"), Bulk("stream")),
+                            (Bulk("complexity"), Bulk("O(1)")),
+                            (
+                                Bulk("arguments"),
+                                Arr(&[
+                                    Map(&[
+                                        (Bulk("name"), Bulk("key")),
+                                        (Bulk("type"), Bulk("key")),
+                                        (Bulk("key_spec_index"), Int(0)),
+                                    ]),
+                                    Map(&[
+                                        (Bulk("name"), Bulk("groupname")),
+                                        (Bulk("type"), Bulk("string")),
+                                    ]),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                    (
+                        Bulk("xinfo|groups"),
+                        Map(&[
+                            (Bulk("summary"), Bulk("List the consumer groups of a stream")),
+                            (Bulk("since"), Bulk("5.0.0")),
+                            (Bulk("group"), Bulk("stream")),
+                            (Bulk("complexity"), Bulk("O(1)")),
+                            (
+                                Bulk("history"),
+                                Set(&[
+                                    Arr(&[
+                                        Bulk("7.0.0"),
+                                        Bulk("Added the `entries-read` and `lag` fields"),
+                                    ]),
+                                ]),
+                            ),
+                            (
+                                Bulk("arguments"),
+                                Arr(&[
+                                    Map(&[
+                                        (Bulk("name"), Bulk("key")),
+                                        (Bulk("type"), Bulk("key")),
+                                        (Bulk("key_spec_index"), Int(0)),
+                                    ]),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                    (
+                        Bulk("xinfo|help"),
+                        Map(&[
+                            (
+                                Bulk("summary"),
+                                Bulk("Show helpful text about the different subcommands"),
+                            ),
+                            (Bulk("since"), Bulk("5.0.0")),
+                            (Bulk("group"), Bulk("stream")),
+                            (Bulk("complexity"), Bulk("O(1)")),
+                        ]),
+                    ),
+                    (
+                        Bulk("xinfo|stream"),
+                        Map(&[
+                            (Bulk("summary"), Bulk("Get information about a stream")),
+                            (Bulk("since"), Bulk("5.0.0")),
+                            (Bulk("group"), Bulk("stream")),
+                            (Bulk("complexity"), Bulk("O(1)")),
+                            (
+                                Bulk("history"),
+                                Set(&[
+                                    Arr(&[Bulk("6.0.0"), Bulk("Added the `FULL` modifier.")]),
+                                    Arr(&[
+                                        Bulk("7.0.0"),
+                                        Bulk("Added the `max-deleted-entry-id`, `entries-added`, `recorded-first-entry-id`, `entries-read` and `lag` fields"),
+                                    ]),
+                                ]),
+                            ),
+                            (
+                                Bulk("arguments"),
+                                Arr(&[
+                                    Map(&[
+                                        (Bulk("name"), Bulk("key")),
+                                        (Bulk("type"), Bulk("key")),
+                                        (Bulk("key_spec_index"), Int(0)),
+                                    ]),
+                                    Map(&[
+                                        (Bulk("name"), Bulk("full")),
+                                        (Bulk("type"), Bulk("block")),
+                                        (Bulk("token"), Bulk("FULL")),
+                                        (Bulk("flags"), Set(&[Simple("optional")])),
+                                        (
+                                            Bulk("arguments"),
+                                            Arr(&[
+                                                Map(&[
+                                                    (Bulk("name"), Bulk("count")),
+                                                    (Bulk("type"), Bulk("integer")),
+                                                    (Bulk("token"), Bulk("COUNT")),
+                                                    (Bulk("flags"), Set(&[Simple("optional")])),
+                                                ]),
+                                            ]),
+                                        ),
+                                    ]),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "xinfo|consumers",
+        arity: 4,
+        flags: &["readonly"],
+        first_key: 2,
+        last_key: 2,
+        step: 1,
+        acl_categories: &["@read", "@stream", "@slow"],
+        info: Arr(&[
+            Bulk("xinfo|consumers"),
+            Int(4),
+            Set(&[Simple("readonly")]),
+            Int(2),
+            Int(2),
+            Int(1),
+            Set(&[Simple("@read"), Simple("@stream"), Simple("@slow")]),
+            Set(&[Bulk("nondeterministic_output")]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(2))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("List the consumers in a consumer group")),
+            (Bulk("since"), Bulk("5.0.0")),
+            (Bulk("group"), Bulk("stream")),
+            (Bulk("complexity"), Bulk("O(1)")),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("groupname")), (Bulk("type"), Bulk("string"))]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "xinfo|groups",
+        arity: 3,
+        flags: &["readonly"],
+        first_key: 2,
+        last_key: 2,
+        step: 1,
+        acl_categories: &["@read", "@stream", "@slow"],
+        info: Arr(&[
+            Bulk("xinfo|groups"),
+            Int(3),
+            Set(&[Simple("readonly")]),
+            Int(2),
+            Int(2),
+            Int(1),
+            Set(&[Simple("@read"), Simple("@stream"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(2))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("List the consumer groups of a stream")),
+            (Bulk("since"), Bulk("5.0.0")),
+            (Bulk("group"), Bulk("stream")),
+            (Bulk("complexity"), Bulk("O(1)")),
+            (
+                Bulk("history"),
+                Set(&[Arr(&[Bulk("7.0.0"), Bulk("Added the `entries-read` and `lag` fields")])]),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "xinfo|help",
+        arity: 2,
+        flags: &["loading", "stale"],
+        first_key: 0,
+        last_key: 0,
+        step: 0,
+        acl_categories: &["@stream", "@slow"],
+        info: Arr(&[
+            Bulk("xinfo|help"),
+            Int(2),
+            Set(&[Simple("loading"), Simple("stale")]),
+            Int(0),
+            Int(0),
+            Int(0),
+            Set(&[Simple("@stream"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Show helpful text about the different subcommands")),
+            (Bulk("since"), Bulk("5.0.0")),
+            (Bulk("group"), Bulk("stream")),
+            (Bulk("complexity"), Bulk("O(1)")),
+        ]),
+    },
+    CommandMeta {
+        name: "xinfo|stream",
+        arity: -3,
+        flags: &["readonly"],
+        first_key: 2,
+        last_key: 2,
+        step: 1,
+        acl_categories: &["@read", "@stream", "@slow"],
+        info: Arr(&[
+            Bulk("xinfo|stream"),
+            Int(-3),
+            Set(&[Simple("readonly")]),
+            Int(2),
+            Int(2),
+            Int(1),
+            Set(&[Simple("@read"), Simple("@stream"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(2))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Get information about a stream")),
+            (Bulk("since"), Bulk("5.0.0")),
+            (Bulk("group"), Bulk("stream")),
+            (Bulk("complexity"), Bulk("O(1)")),
+            (
+                Bulk("history"),
+                Set(&[
+                    Arr(&[Bulk("6.0.0"), Bulk("Added the `FULL` modifier.")]),
+                    Arr(&[
+                        Bulk("7.0.0"),
+                        Bulk("Added the `max-deleted-entry-id`, `entries-added`, `recorded-first-entry-id`, `entries-read` and `lag` fields"),
+                    ]),
+                ]),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("full")),
+                        (Bulk("type"), Bulk("block")),
+                        (Bulk("token"), Bulk("FULL")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("count")),
+                                    (Bulk("type"), Bulk("integer")),
+                                    (Bulk("token"), Bulk("COUNT")),
+                                    (Bulk("flags"), Set(&[Simple("optional")])),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "xlen",
+        arity: 2,
+        flags: &["readonly", "fast"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@read", "@stream", "@fast"],
+        info: Arr(&[
+            Bulk("xlen"),
+            Int(2),
+            Set(&[Simple("readonly"), Simple("fast")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@read"), Simple("@stream"), Simple("@fast")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Return the number of entries in a stream")),
+            (Bulk("since"), Bulk("5.0.0")),
+            (Bulk("group"), Bulk("stream")),
+            (Bulk("complexity"), Bulk("O(1)")),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "xpending",
+        arity: -3,
+        flags: &["readonly"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@read", "@stream", "@slow"],
+        info: Arr(&[
+            Bulk("xpending"),
+            Int(-3),
+            Set(&[Simple("readonly")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@read"), Simple("@stream"), Simple("@slow")]),
+            Set(&[Bulk("nondeterministic_output")]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Return information and entries from a stream consumer group pending entries list, that are messages fetched but never acknowledged."),
+            ),
+            (Bulk("since"), Bulk("5.0.0")),
+            (Bulk("group"), Bulk("stream")),
+            (
+                Bulk("complexity"),
+                Bulk("O(N) with N being the number of elements returned, so asking for a small fixed number of entries per call is O(1). O(M), where M is the total number of entries scanned when used with the IDLE filter. When the command returns just the summary and the list of consumers is small, it runs in O(1) time; otherwise, an additional O(N) time for iterating every consumer."),
+            ),
+            (
+                Bulk("history"),
+                Set(&[
+                    Arr(&[
+                        Bulk("6.2.0"),
+                        Bulk("Added the `IDLE` option and exclusive range intervals."),
+                    ]),
+                ]),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("group")), (Bulk("type"), Bulk("string"))]),
+                    Map(&[
+                        (Bulk("name"), Bulk("filters")),
+                        (Bulk("type"), Bulk("block")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("min-idle-time")),
+                                    (Bulk("type"), Bulk("integer")),
+                                    (Bulk("token"), Bulk("IDLE")),
+                                    (Bulk("since"), Bulk("6.2.0")),
+                                    (Bulk("flags"), Set(&[Simple("optional")])),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("start")),
+                                    (Bulk("type"), Bulk("string")),
+                                ]),
+                                Map(&[(Bulk("name"), Bulk("end")), (Bulk("type"), Bulk("string"))]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("count")),
+                                    (Bulk("type"), Bulk("integer")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("consumer")),
+                                    (Bulk("type"), Bulk("string")),
+                                    (Bulk("flags"), Set(&[Simple("optional")])),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "xrange",
+        arity: -4,
+        flags: &["readonly"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@read", "@stream", "@slow"],
+        info: Arr(&[
+            Bulk("xrange"),
+            Int(-4),
+            Set(&[Simple("readonly")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@read"), Simple("@stream"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Return a range of elements in a stream, with IDs matching the specified IDs interval"),
+            ),
+            (Bulk("since"), Bulk("5.0.0")),
+            (Bulk("group"), Bulk("stream")),
+            (
+                Bulk("complexity"),
+                Bulk("O(N) with N being the number of elements being returned. If N is constant (e.g. always asking for the first 10 elements with COUNT), you can consider it O(1)."),
+            ),
+            (Bulk("history"), Set(&[Arr(&[Bulk("6.2.0"), Bulk("Added exclusive ranges.")])])),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("start")), (Bulk("type"), Bulk("string"))]),
+                    Map(&[(Bulk("name"), Bulk("end")), (Bulk("type"), Bulk("string"))]),
+                    Map(&[
+                        (Bulk("name"), Bulk("count")),
+                        (Bulk("type"), Bulk("integer")),
+                        (Bulk("token"), Bulk("COUNT")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "xread",
+        arity: -4,
+        flags: &["readonly", "blocking", "movablekeys"],
+        first_key: 0,
+        last_key: 0,
+        step: 0,
+        acl_categories: &["@read", "@stream", "@slow", "@blocking"],
+        info: Arr(&[
+            Bulk("xread"),
+            Int(-4),
+            Set(&[Simple("readonly"), Simple("blocking"), Simple("movablekeys")]),
+            Int(0),
+            Int(0),
+            Int(0),
+            Set(&[Simple("@read"), Simple("@stream"), Simple("@slow"), Simple("@blocking")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("keyword")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("keyword"), Bulk("STREAMS")),
+                                    (Bulk("startfrom"), Int(1)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(-1)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(2)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Return never seen elements in multiple streams, with IDs greater than the ones reported by the caller for each stream. Can block."),
+            ),
+            (Bulk("since"), Bulk("5.0.0")),
+            (Bulk("group"), Bulk("stream")),
+            (
+                Bulk("complexity"),
+                Bulk("For each stream mentioned: O(N) with N being the number of elements being returned, it means that XREAD-ing with a fixed COUNT is O(1). Note that when the BLOCK option is used, XADD will pay O(M) time in order to serve the M clients blocked on the stream getting new data."),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("count")),
+                        (Bulk("type"), Bulk("integer")),
+                        (Bulk("token"), Bulk("COUNT")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("milliseconds")),
+                        (Bulk("type"), Bulk("integer")),
+                        (Bulk("token"), Bulk("BLOCK")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("streams")),
+                        (Bulk("type"), Bulk("block")),
+                        (Bulk("token"), Bulk("STREAMS")),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("key")),
+                                    (Bulk("type"), Bulk("key")),
+                                    (Bulk("key_spec_index"), Int(0)),
+                                    (Bulk("flags"), Set(&[Simple("multiple")])),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("id")),
+                                    (Bulk("type"), Bulk("string")),
+                                    (Bulk("flags"), Set(&[Simple("multiple")])),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "xreadgroup",
+        arity: -7,
+        flags: &["write", "blocking", "movablekeys"],
+        first_key: 0,
+        last_key: 0,
+        step: 0,
+        acl_categories: &["@write", "@stream", "@slow", "@blocking"],
+        info: Arr(&[
+            Bulk("xreadgroup"),
+            Int(-7),
+            Set(&[Simple("write"), Simple("blocking"), Simple("movablekeys")]),
+            Int(0),
+            Int(0),
+            Int(0),
+            Set(&[Simple("@write"), Simple("@stream"), Simple("@slow"), Simple("@blocking")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("keyword")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("keyword"), Bulk("STREAMS")),
+                                    (Bulk("startfrom"), Int(4)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(-1)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(2)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Return new entries from a stream using a consumer group, or access the history of the pending entries for a given consumer. Can block."),
+            ),
+            (Bulk("since"), Bulk("5.0.0")),
+            (Bulk("group"), Bulk("stream")),
+            (
+                Bulk("complexity"),
+                Bulk("For each stream mentioned: O(M) with M being the number of elements returned. If M is constant (e.g. always asking for the first 10 elements with COUNT), you can consider it O(1). On the other side when XREADGROUP blocks, XADD will pay the O(N) time in order to serve the N clients blocked on the stream getting new data."),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("group_consumer")),
+                        (Bulk("type"), Bulk("block")),
+                        (Bulk("token"), Bulk("GROUP")),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("group")),
+                                    (Bulk("type"), Bulk("string")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("consumer")),
+                                    (Bulk("type"), Bulk("string")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("count")),
+                        (Bulk("type"), Bulk("integer")),
+                        (Bulk("token"), Bulk("COUNT")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("milliseconds")),
+                        (Bulk("type"), Bulk("integer")),
+                        (Bulk("token"), Bulk("BLOCK")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("noack")),
+                        (Bulk("type"), Bulk("pure-token")),
+                        (Bulk("token"), Bulk("NOACK")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("streams")),
+                        (Bulk("type"), Bulk("block")),
+                        (Bulk("token"), Bulk("STREAMS")),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("key")),
+                                    (Bulk("type"), Bulk("key")),
+                                    (Bulk("key_spec_index"), Int(0)),
+                                    (Bulk("flags"), Set(&[Simple("multiple")])),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("id")),
+                                    (Bulk("type"), Bulk("string")),
+                                    (Bulk("flags"), Set(&[Simple("multiple")])),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "xrevrange",
+        arity: -4,
+        flags: &["readonly"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@read", "@stream", "@slow"],
+        info: Arr(&[
+            Bulk("xrevrange"),
+            Int(-4),
+            Set(&[Simple("readonly")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@read"), Simple("@stream"), Simple("@slow")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RO"), Simple("access")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Return a range of elements in a stream, with IDs matching the specified IDs interval, in reverse order (from greater to smaller IDs) compared to XRANGE"),
+            ),
+            (Bulk("since"), Bulk("5.0.0")),
+            (Bulk("group"), Bulk("stream")),
+            (
+                Bulk("complexity"),
+                Bulk("O(N) with N being the number of elements returned. If N is constant (e.g. always asking for the first 10 elements with COUNT), you can consider it O(1)."),
+            ),
+            (Bulk("history"), Set(&[Arr(&[Bulk("6.2.0"), Bulk("Added exclusive ranges.")])])),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("end")), (Bulk("type"), Bulk("string"))]),
+                    Map(&[(Bulk("name"), Bulk("start")), (Bulk("type"), Bulk("string"))]),
+                    Map(&[
+                        (Bulk("name"), Bulk("count")),
+                        (Bulk("type"), Bulk("integer")),
+                        (Bulk("token"), Bulk("COUNT")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "xsetid",
+        arity: -3,
+        flags: &["write", "denyoom", "fast"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@write", "@stream", "@fast"],
+        info: Arr(&[
+            Bulk("xsetid"),
+            Int(-3),
+            Set(&[Simple("write"), Simple("denyoom"), Simple("fast")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@stream"), Simple("@fast")]),
+            Set(&[]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("update")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("An internal command for replicating stream values")),
+            (Bulk("since"), Bulk("5.0.0")),
+            (Bulk("group"), Bulk("stream")),
+            (Bulk("complexity"), Bulk("O(1)")),
+            (
+                Bulk("history"),
+                Set(&[
+                    Arr(&[
+                        Bulk("7.0.0"),
+                        Bulk("Added the `entries_added` and `max_deleted_entry_id` arguments."),
+                    ]),
+                ]),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[(Bulk("name"), Bulk("last-id")), (Bulk("type"), Bulk("string"))]),
+                    Map(&[
+                        (Bulk("name"), Bulk("entries_added")),
+                        (Bulk("type"), Bulk("integer")),
+                        (Bulk("token"), Bulk("ENTRIESADDED")),
+                        (Bulk("since"), Bulk("7.0.0")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("max_deleted_entry_id")),
+                        (Bulk("type"), Bulk("string")),
+                        (Bulk("token"), Bulk("MAXDELETEDID")),
+                        (Bulk("since"), Bulk("7.0.0")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "xtrim",
+        arity: -4,
+        flags: &["write"],
+        first_key: 1,
+        last_key: 1,
+        step: 1,
+        acl_categories: &["@write", "@stream", "@slow"],
+        info: Arr(&[
+            Bulk("xtrim"),
+            Int(-4),
+            Set(&[Simple("write")]),
+            Int(1),
+            Int(1),
+            Int(1),
+            Set(&[Simple("@write"), Simple("@stream"), Simple("@slow")]),
+            Set(&[Bulk("nondeterministic_output")]),
+            Set(&[
+                Map(&[
+                    (Bulk("flags"), Set(&[Simple("RW"), Simple("delete")])),
+                    (
+                        Bulk("begin_search"),
+                        Map(&[
+                            (Bulk("type"), Bulk("index")),
+                            (Bulk("spec"), Map(&[(Bulk("index"), Int(1))])),
+                        ]),
+                    ),
+                    (
+                        Bulk("find_keys"),
+                        Map(&[
+                            (Bulk("type"), Bulk("range")),
+                            (
+                                Bulk("spec"),
+                                Map(&[
+                                    (Bulk("lastkey"), Int(0)),
+                                    (Bulk("keystep"), Int(1)),
+                                    (Bulk("limit"), Int(0)),
+                                ]),
+                            ),
+                        ]),
+                    ),
+                ]),
+            ]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Trims the stream to (approximately if '~' is passed) a certain size"),
+            ),
+            (Bulk("since"), Bulk("5.0.0")),
+            (Bulk("group"), Bulk("stream")),
+            (
+                Bulk("complexity"),
+                Bulk("O(N), with N being the number of evicted entries. Constant times are very small however, since entries are organized in macro nodes containing multiple entries that can be released with a single deallocation."),
+            ),
+            (
+                Bulk("history"),
+                Set(&[
+                    Arr(&[
+                        Bulk("6.2.0"),
+                        Bulk("Added the `MINID` trimming strategy and the `LIMIT` option."),
+                    ]),
+                ]),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("key")),
+                        (Bulk("type"), Bulk("key")),
+                        (Bulk("key_spec_index"), Int(0)),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("trim")),
+                        (Bulk("type"), Bulk("block")),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("strategy")),
+                                    (Bulk("type"), Bulk("oneof")),
+                                    (
+                                        Bulk("arguments"),
+                                        Arr(&[
+                                            Map(&[
+                                                (Bulk("name"), Bulk("maxlen")),
+                                                (Bulk("type"), Bulk("pure-token")),
+                                                (Bulk("token"), Bulk("MAXLEN")),
+                                            ]),
+                                            Map(&[
+                                                (Bulk("name"), Bulk("minid")),
+                                                (Bulk("type"), Bulk("pure-token")),
+                                                (Bulk("token"), Bulk("MINID")),
+                                                (Bulk("since"), Bulk("6.2.0")),
+                                            ]),
+                                        ]),
+                                    ),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("operator")),
+                                    (Bulk("type"), Bulk("oneof")),
+                                    (Bulk("flags"), Set(&[Simple("optional")])),
+                                    (
+                                        Bulk("arguments"),
+                                        Arr(&[
+                                            Map(&[
+                                                (Bulk("name"), Bulk("equal")),
+                                                (Bulk("type"), Bulk("pure-token")),
+                                                (Bulk("token"), Bulk("=")),
+                                            ]),
+                                            Map(&[
+                                                (Bulk("name"), Bulk("approximately")),
+                                                (Bulk("type"), Bulk("pure-token")),
+                                                (Bulk("token"), Bulk("~")),
+                                            ]),
+                                        ]),
+                                    ),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("threshold")),
+                                    (Bulk("type"), Bulk("string")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("count")),
+                                    (Bulk("type"), Bulk("integer")),
+                                    (Bulk("token"), Bulk("LIMIT")),
+                                    (Bulk("since"), Bulk("6.2.0")),
+                                    (Bulk("flags"), Set(&[Simple("optional")])),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
         name: "zadd",
         arity: -4,
         flags: &["write", "denyoom", "fast"],

@@ -250,6 +250,7 @@ impl<'a> Ctx<'a> {
                     db: self.client.db,
                     keys: keys.into_iter().map(Box::from).collect(),
                     deadline_ms,
+                    stream_ids: Vec::new(),
                 });
                 Ok(())
             }

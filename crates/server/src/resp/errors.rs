@@ -346,6 +346,112 @@ pub fn hll_selftest(f: SelfTestFailure) -> CmdError {
 }
 
 // ------------------------------------------------------------------------
+// Streams (Redis 7.0 `t_stream.c`).
+
+pub const STREAM_INVALID_ID: &str = "ERR Invalid stream ID specified as stream command argument";
+pub const XADD_ID_ZERO: &str = "ERR The ID specified in XADD must be greater than 0-0";
+pub const XADD_ID_TOO_SMALL: &str =
+    "ERR The ID specified in XADD is equal or smaller than the target stream top item";
+pub const STREAM_EXHAUSTED: &str =
+    "ERR The stream has exhausted the last possible ID, unable to add more items";
+pub const STREAM_MAXLEN_MINID: &str =
+    "ERR syntax error, MAXLEN and MINID options at the same time are not compatible";
+pub const STREAM_MAXLEN_NEGATIVE: &str = "ERR The MAXLEN argument must be >= 0.";
+pub const STREAM_LIMIT_NEGATIVE: &str = "ERR The LIMIT argument must be >= 0.";
+pub const STREAM_LIMIT_NO_STRATEGY: &str =
+    "ERR syntax error, LIMIT cannot be used without specifying a trimming strategy";
+pub const STREAM_LIMIT_NO_APPROX: &str =
+    "ERR syntax error, LIMIT cannot be used without the special ~ option";
+pub const XTRIM_NO_STRATEGY: &str =
+    "ERR syntax error, XTRIM must be called with a trimming strategy";
+pub const STREAM_BAD_START: &str = "ERR invalid start ID for the interval";
+pub const STREAM_BAD_END: &str = "ERR invalid end ID for the interval";
+pub const XSETID_BELOW_PROVIDED_MAX_DELETED: &str =
+    "ERR The ID specified in XSETID is smaller than the provided max_deleted_entry_id";
+pub const XSETID_BELOW_TOP: &str =
+    "ERR The ID specified in XSETID is smaller than the target stream top item";
+pub const XSETID_ENTRIES_ADDED_BELOW_LENGTH: &str =
+    "ERR The entries_added specified in XSETID is smaller than the target stream length";
+pub const XSETID_ENTRIES_ADDED_NEGATIVE: &str = "ERR entries_added must be positive";
+pub const BUSYGROUP: &str = "BUSYGROUP Consumer Group name already exists";
+pub const XGROUP_NEEDS_KEY: &str =
+    "ERR The XGROUP subcommand requires the key to exist. Note that \
+     for CREATE you may want to use the MKSTREAM option to create an empty stream automatically.";
+pub const ENTRIESREAD_NEGATIVE: &str = "ERR value for ENTRIESREAD must be positive or -1";
+pub const XREADGROUP_DOLLAR: &str = "ERR The $ ID is meaningless in the context of XREADGROUP: \
+     you want to read the history of this consumer by specifying a proper ID, or use the > ID to \
+     get new messages. The $ ID would just return an empty result set.";
+pub const XREAD_GT: &str = "ERR The > ID can be specified only when calling XREADGROUP using \
+     the GROUP <group> <consumer> option.";
+pub const XREAD_GROUP_OPTION: &str =
+    "ERR The GROUP option is only supported by XREADGROUP. You called XREAD instead.";
+pub const XREAD_NOACK_OPTION: &str =
+    "ERR The NOACK option is only supported by XREADGROUP. You called XREAD instead.";
+pub const XREADGROUP_MISSING_GROUP: &str = "ERR Missing GROUP option for XREADGROUP";
+pub const XREADGROUP_GROUP_GONE: &str =
+    "NOGROUP the consumer group this client was blocked on no longer exists";
+pub const XREADGROUP_KEY_GONE: &str = "UNBLOCKED the stream key no longer exists";
+pub const XCLAIM_MIN_IDLE: &str = "ERR Invalid min-idle-time argument for XCLAIM";
+pub const XCLAIM_IDLE: &str = "ERR Invalid IDLE option argument for XCLAIM";
+pub const XCLAIM_TIME: &str = "ERR Invalid TIME option argument for XCLAIM";
+pub const XCLAIM_RETRYCOUNT: &str = "ERR Invalid RETRYCOUNT option argument for XCLAIM";
+pub const XAUTOCLAIM_MIN_IDLE: &str = "ERR Invalid min-idle-time argument for XAUTOCLAIM";
+pub const XAUTOCLAIM_COUNT: &str = "ERR COUNT must be > 0";
+
+/// XREAD/XREADGROUP with an odd number of keys and IDs.
+pub fn xread_unbalanced(cmd: &str, symbol: char) -> CmdError {
+    CmdError::text(format!(
+        "ERR Unbalanced '{cmd}' list of streams: for each stream key an ID or '{symbol}' must be \
+         specified."
+    ))
+}
+
+/// XREAD/XREADGROUP with BLOCK inside a script.
+pub fn xread_block_in_script(cmd: &str) -> CmdError {
+    CmdError::text(format!(
+        "ERR {cmd} command is not allowed with BLOCK option from scripts"
+    ))
+}
+
+/// XREADGROUP of a key or group that does not exist.
+pub fn xreadgroup_nogroup(key: &[u8], group: &[u8]) -> CmdError {
+    let mut m = b"NOGROUP No such key '".to_vec();
+    m.extend_from_slice(key);
+    m.extend_from_slice(b"' or consumer group '");
+    m.extend_from_slice(group);
+    m.extend_from_slice(b"' in XREADGROUP with GROUP option");
+    CmdError::Bytes(m)
+}
+
+/// XPENDING, XCLAIM and XAUTOCLAIM of a key or group that does not exist.
+pub fn nogroup_key_or_group(key: &[u8], group: &[u8]) -> CmdError {
+    let mut m = b"NOGROUP No such key '".to_vec();
+    m.extend_from_slice(key);
+    m.extend_from_slice(b"' or consumer group '");
+    m.extend_from_slice(group);
+    m.push(b'\'');
+    CmdError::Bytes(m)
+}
+
+/// XGROUP and XINFO of a group that does not exist.
+pub fn nogroup_for_key(group: &[u8], key: &[u8]) -> CmdError {
+    let mut m = b"NOGROUP No such consumer group '".to_vec();
+    m.extend_from_slice(group);
+    m.extend_from_slice(b"' for key name '");
+    m.extend_from_slice(key);
+    m.push(b'\'');
+    CmdError::Bytes(m)
+}
+
+/// An unknown XCLAIM option.
+pub fn xclaim_option(opt: &[u8]) -> CmdError {
+    let mut m = b"ERR Unrecognized XCLAIM option '".to_vec();
+    m.extend_from_slice(opt);
+    m.push(b'\'');
+    CmdError::Bytes(m)
+}
+
+// ------------------------------------------------------------------------
 // Pub/Sub.
 
 pub const SSUBSCRIBE_DENY_BLOCKING: &str =
@@ -495,6 +601,15 @@ pub fn engine_text(e: EngineError) -> &'static str {
         EngineError::HllInvalid => "WRONGTYPE Key is not a valid HyperLogLog string value.",
         EngineError::HllCorrupt => "INVALIDOBJ Corrupted HLL object detected",
         EngineError::HllNotSparse => "ERR HLL encoding is not sparse",
+        EngineError::InvalidStreamId => STREAM_INVALID_ID,
+        EngineError::StreamIdTooSmall => XADD_ID_TOO_SMALL,
+        EngineError::StreamExhausted => STREAM_EXHAUSTED,
+        EngineError::StreamSetIdBelowTop => XSETID_BELOW_TOP,
+        EngineError::StreamEntriesAddedBelowLength => XSETID_ENTRIES_ADDED_BELOW_LENGTH,
+        // Handlers word it with the key and group names; this is the
+        // fallback no reply should need.
+        EngineError::NoGroup => "NOGROUP No such key or consumer group",
+        EngineError::BusyGroup => BUSYGROUP,
         EngineError::Lcs(LcsError::StringTooLong) => "ERR String too long for LCS",
         EngineError::Lcs(LcsError::ExceedsProtoMaxBulkLen) => {
             "ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len"

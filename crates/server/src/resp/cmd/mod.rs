@@ -29,6 +29,7 @@ pub mod server;
 pub mod set;
 pub mod snapshot;
 pub mod sort;
+pub mod stream;
 pub mod string;
 pub mod tracking;
 pub mod zset;
@@ -62,6 +63,7 @@ pub fn families() -> Vec<&'static [Def]> {
         latency::COMMANDS,
         geo::COMMANDS,
         dump::COMMANDS,
+        stream::COMMANDS,
     ]
 }
 
