@@ -54,7 +54,7 @@ pub use syntax::string_match;
 pub use types::{
     AppendFsync, ClientBufferLimit, ClientOutputBufferLimits, KeyspaceEvents, LogLevel,
     MaxmemoryPolicy, OomScoreAdj, OomScoreAdjValues, ProtectedAction, ReplDisklessLoad, SaveRule,
-    Supervised,
+    Supervised, TlsAuthClients,
 };
 pub use units::parse_memory;
 
