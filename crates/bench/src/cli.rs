@@ -376,10 +376,9 @@ pub fn make_ctx(c: &Common) -> Result<(Ctx, Vec<(String, u32)>), String> {
         let mut t = parse_target(t)?;
         if t.wants_tls {
             if tls.is_none() {
-                let ca = c
-                    .cacert
-                    .as_deref()
-                    .ok_or("rediss:// targets need --cacert (the CA that signed the server's certificate)")?;
+                let ca = c.cacert.as_deref().ok_or(
+                    "rediss:// targets need --cacert (the CA that signed the server's certificate)",
+                )?;
                 tls = Some(crate::target::tls_client(
                     ca,
                     c.cert.as_deref(),

@@ -189,7 +189,10 @@ fn split_host_port(s: &str, default_port: u16) -> Result<(String, u16), String> 
 impl Target {
     /// Gives a `rediss://` target its TLS context; the certificate must
     /// name the URL's host.
-    pub fn with_tls(&mut self, config: &std::sync::Arc<rustls::ClientConfig>) -> Result<(), String> {
+    pub fn with_tls(
+        &mut self,
+        config: &std::sync::Arc<rustls::ClientConfig>,
+    ) -> Result<(), String> {
         let name = rustls::pki_types::ServerName::try_from(self.host.clone())
             .map_err(|e| format!("{}: {e}", self.host))?;
         self.tls = Some(TlsClient {

@@ -74,12 +74,14 @@ fn make_pki(name: &str) -> Pki {
     let ca_key = KeyPair::generate().unwrap();
     let ca = ca_params(name).self_signed(&ca_key).unwrap();
     let mut sp = CertificateParams::new(vec!["localhost".into(), "127.0.0.1".into()]).unwrap();
-    sp.distinguished_name.push(DnType::CommonName, "cairn server");
+    sp.distinguished_name
+        .push(DnType::CommonName, "cairn server");
     sp.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
     let server_key = KeyPair::generate().unwrap();
     let server = sp.signed_by(&server_key, &ca, &ca_key).unwrap();
     let mut cp = CertificateParams::new(Vec::<String>::new()).unwrap();
-    cp.distinguished_name.push(DnType::CommonName, "cairn client");
+    cp.distinguished_name
+        .push(DnType::CommonName, "cairn client");
     cp.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
     let client_key = KeyPair::generate().unwrap();
     let client = cp.signed_by(&client_key, &ca, &ca_key).unwrap();
@@ -102,13 +104,15 @@ fn free_port() -> u16 {
 /// plus `extra` directives.
 fn start_tls(pki: &Pki, extra: &[&str]) -> (Server, u16) {
     let tls_port = free_port().to_string();
-    let mut args = vec![
-        "--tls-port",
-        &tls_port,
-        "--tls-cert-file",
-    ];
+    let mut args = vec!["--tls-port", &tls_port, "--tls-cert-file"];
     let (cert, key, ca) = (pki.p("server.pem"), pki.p("server.key"), pki.p("ca.pem"));
-    args.extend([cert.as_str(), "--tls-key-file", &key, "--tls-ca-cert-file", &ca]);
+    args.extend([
+        cert.as_str(),
+        "--tls-key-file",
+        &key,
+        "--tls-ca-cert-file",
+        &ca,
+    ]);
     args.extend(extra);
     let server = support::start_cairn(&args);
     (server, tls_port.parse().unwrap())
@@ -263,7 +267,10 @@ fn protocols_limit_versions() {
     assert!(connect(port, &v12).is_ok());
     assert!(connect(port, &v13).is_err());
     let mut plain = server.conn();
-    assert_eq!(plain.cmd(&["CONFIG", "SET", "tls-protocols", "TLSv1.3"]), b"+OK\r\n");
+    assert_eq!(
+        plain.cmd(&["CONFIG", "SET", "tls-protocols", "TLSv1.3"]),
+        b"+OK\r\n"
+    );
     assert!(connect(port, &v13).is_ok());
     assert!(connect(port, &v12).is_err());
     let e = String::from_utf8(plain.cmd(&["CONFIG", "SET", "tls-protocols", "TLSv1.1"])).unwrap();
@@ -334,7 +341,14 @@ fn encrypted_keys() {
     let tls_port = free_port().to_string();
     let enc = pki.p("server.enc.key");
     let Ok(st) = Command::new("openssl")
-        .args(["pkcs8", "-topk8", "-v2", "aes-256-cbc", "-in", &pki.p("server.key")])
+        .args([
+            "pkcs8",
+            "-topk8",
+            "-v2",
+            "aes-256-cbc",
+            "-in",
+            &pki.p("server.key"),
+        ])
         .args(["-out", &enc, "-passout", "pass:s3cret"])
         .status()
     else {
@@ -367,7 +381,14 @@ fn encrypted_keys() {
     // OpenSSL's legacy encrypted PEM: refused with the conversion to use.
     let legacy = pki.p("server.legacy.key");
     let st = Command::new("openssl")
-        .args(["ec", "-aes256", "-in", &pki.p("server.key"), "-out", &legacy])
+        .args([
+            "ec",
+            "-aes256",
+            "-in",
+            &pki.p("server.key"),
+            "-out",
+            &legacy,
+        ])
         .args(["-passout", "pass:s3cret"])
         .stderr(Stdio::null())
         .status()
@@ -395,13 +416,9 @@ fn config_set_reloads_certificates() {
 
     let mut plain = server.conn();
     // A file that cannot be read: an error, and the old context stays.
-    let r = String::from_utf8(plain.cmd(&[
-        "CONFIG",
-        "SET",
-        "tls-cert-file",
-        "/nonexistent/cert.pem",
-    ]))
-    .unwrap();
+    let r =
+        String::from_utf8(plain.cmd(&["CONFIG", "SET", "tls-cert-file", "/nonexistent/cert.pem"]))
+            .unwrap();
     assert_eq!(
         r,
         "-ERR CONFIG SET failed (possibly related to argument 'tls-cert-file') - Unable to update TLS configuration. Check server logs.\r\n"
@@ -471,8 +488,12 @@ fn stalled_handshake_does_not_stall_others() {
     }
     assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
     // Both count against `timeout` as any idle client does.
-    silent.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    stalled.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    silent
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    stalled
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
     let mut buf = [0u8; 64];
     assert_eq!(silent.read(&mut buf).unwrap_or(0), 0);
     assert_eq!(stalled.read(&mut buf).unwrap_or(0), 0);
@@ -484,8 +505,14 @@ fn large_value_and_pipeline() {
     let (_server, port) = start_tls(&pki, &[]);
     let cfg = client_config(&pki, true, &[]);
     let mut c = connect(port, &cfg).unwrap();
-    c.get_ref().sock.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
-    c.get_ref().sock.set_write_timeout(Some(Duration::from_secs(60))).unwrap();
+    c.get_ref()
+        .sock
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    c.get_ref()
+        .sock
+        .set_write_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
     let n = 100 * 1024 * 1024;
     let value: Vec<u8> = (0..n).map(|i| b'a' + (i % 26) as u8).collect();
     let mut req = format!("*3\r\n$3\r\nSET\r\n$3\r\nbig\r\n${n}\r\n").into_bytes();
@@ -508,7 +535,12 @@ fn large_value_and_pipeline() {
     for i in 0..10_000 {
         let (k, v) = (format!("k{i}"), format!("v{i}"));
         batch.extend_from_slice(
-            format!("*3\r\n$3\r\nSET\r\n${}\r\n{k}\r\n${}\r\n{v}\r\n", k.len(), v.len()).as_bytes(),
+            format!(
+                "*3\r\n$3\r\nSET\r\n${}\r\n{k}\r\n${}\r\n{v}\r\n",
+                k.len(),
+                v.len()
+            )
+            .as_bytes(),
         );
         batch.extend_from_slice(format!("*2\r\n$3\r\nGET\r\n${}\r\n{k}\r\n", k.len()).as_bytes());
     }
@@ -529,10 +561,13 @@ fn memcached_port_over_tls() {
     );
     let cfg = client_config(&pki, true, &[]);
     let sock = TcpStream::connect(("127.0.0.1", mc_port.parse::<u16>().unwrap())).unwrap();
-    sock.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    sock.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
     let conn = ClientConnection::new(cfg, ServerName::try_from("localhost").unwrap()).unwrap();
     let mut s = BufReader::new(StreamOwned::new(conn, sock));
-    s.get_mut().write_all(b"set k 5 0 3\r\nabc\r\nget k\r\n").unwrap();
+    s.get_mut()
+        .write_all(b"set k 5 0 3\r\nabc\r\nget k\r\n")
+        .unwrap();
     let mut text = String::new();
     while !text.ends_with("END\r\n") {
         let mut line = String::new();
@@ -572,7 +607,12 @@ fn redis_cli_and_redis_benchmark() {
     let (_server, port) = start_tls(&pki, &[]);
     let tls_args = |cmd: &mut Command| {
         cmd.args(["--tls", "--cacert", &pki.p("ca.pem")])
-            .args(["--cert", &pki.p("client.pem"), "--key", &pki.p("client.key")])
+            .args([
+                "--cert",
+                &pki.p("client.pem"),
+                "--key",
+                &pki.p("client.key"),
+            ])
             .args(["-h", "127.0.0.1", "-p", &port.to_string()]);
     };
     let mut cli = Command::new("redis-cli");

@@ -98,7 +98,9 @@ const TLS12_NAMES: &[(&str, &str)] = &[
     ),
 ];
 /// OpenSSL keywords for "everything": all the TLS 1.2 suites rustls has.
-const ALL_KEYWORDS: &[&str] = &["DEFAULT", "ALL", "HIGH", "ECDHE", "EECDH", "AESGCM", "kEECDH"];
+const ALL_KEYWORDS: &[&str] = &[
+    "DEFAULT", "ALL", "HIGH", "ECDHE", "EECDH", "AESGCM", "kEECDH",
+];
 
 /// `tls-protocols`: the versions it names (none: both), or why not.
 pub fn parse_protocols(text: &str) -> Result<(bool, bool), String> {
@@ -127,7 +129,10 @@ pub fn parse_protocols(text: &str) -> Result<(bool, bool), String> {
 pub fn parse_ciphersuites(text: &str) -> Result<Vec<&'static str>, String> {
     let mut out = Vec::new();
     for name in text.split(':').map(str::trim).filter(|s| !s.is_empty()) {
-        match TLS13_NAMES.iter().find(|(o, _)| o.eq_ignore_ascii_case(name)) {
+        match TLS13_NAMES
+            .iter()
+            .find(|(o, _)| o.eq_ignore_ascii_case(name))
+        {
             Some((_, r)) => out.push(*r),
             None => {
                 return Err(format!(
@@ -165,7 +170,9 @@ pub fn parse_ciphers(text: &str) -> Result<Vec<&'static str>, String> {
         let chosen: Vec<&'static str> = if ALL_KEYWORDS.iter().any(|k| k.eq_ignore_ascii_case(name))
         {
             all().collect()
-        } else if let Some((_, r)) = TLS12_NAMES.iter().find(|(o, _)| o.eq_ignore_ascii_case(name))
+        } else if let Some((_, r)) = TLS12_NAMES
+            .iter()
+            .find(|(o, _)| o.eq_ignore_ascii_case(name))
         {
             vec![*r]
         } else if remove {
@@ -314,7 +321,9 @@ fn load_key(path: &str, pass: &str) -> Result<PrivateKeyDer<'static>, String> {
         let info = pkcs8::EncryptedPrivateKeyInfo::try_from(doc.as_bytes())
             .map_err(|e| format!("Failed to load private key: {path}: {e}"))?;
         let plain = info.decrypt(pass).map_err(|e| {
-            format!("Failed to load private key: {path}: cannot decrypt with tls-key-file-pass: {e}")
+            format!(
+                "Failed to load private key: {path}: cannot decrypt with tls-key-file-pass: {e}"
+            )
         })?;
         return Ok(PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(
             plain.as_bytes().to_vec(),
@@ -364,7 +373,10 @@ fn load_roots(cfg: &Config) -> Result<RootCertStore, String> {
             )
         })?;
         for entry in dir.flatten() {
-            if entry.file_type().is_ok_and(|t| t.is_file() || t.is_symlink()) {
+            if entry
+                .file_type()
+                .is_ok_and(|t| t.is_file() || t.is_symlink())
+            {
                 add(&entry.path().to_string_lossy(), false)?;
             }
         }
@@ -486,7 +498,10 @@ mod tests {
         assert!(parse_ciphers("!DEFAULT").is_err());
         assert_eq!(
             parse_ciphersuites("TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256"),
-            Ok(vec!["TLS13_AES_256_GCM_SHA384", "TLS13_CHACHA20_POLY1305_SHA256"])
+            Ok(vec![
+                "TLS13_AES_256_GCM_SHA384",
+                "TLS13_CHACHA20_POLY1305_SHA256"
+            ])
         );
         assert!(parse_ciphersuites("TLS_AES_128_CCM_SHA256").is_err());
         // Every rustls name in the tables is one the ring provider has.

@@ -352,11 +352,7 @@ fn config_set(ctx: &mut Ctx) -> CmdResult {
 /// pick up by itself (`Shared::refresh_hot` covers the rest). On error the
 /// caller restores the previous config; the checks that can fail come
 /// before any effect is applied.
-fn apply_config_changes(
-    shared: &Shared,
-    cfg: &Config,
-    changed: &[&str],
-) -> Result<(), CmdError> {
+fn apply_config_changes(shared: &Shared, cfg: &Config, changed: &[&str]) -> Result<(), CmdError> {
     let failed = |name: &str, why: &str| errors::config_set_failed(name, why);
     // New certificates or settings for connections accepted from now on
     // (Redis's applyTlsCfg); a context that cannot be built leaves the old
