@@ -187,3 +187,129 @@ impl Drop for TlsStream {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName};
+    use rustls::{ClientConfig, ClientConnection, RootCertStore, StreamOwned};
+    use std::time::Duration;
+
+    /// A server `TlsStream` and a blocking rustls client connected to it
+    /// over loopback, the handshake done.
+    fn pair() -> (TlsStream, StreamOwned<ClientConnection, std::net::TcpStream>) {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let cert = rcgen::CertificateParams::new(vec!["localhost".to_string()])
+            .unwrap()
+            .self_signed(&key)
+            .unwrap();
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let server_config = rustls::ServerConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(
+                vec![CertificateDer::from(cert.der().to_vec())],
+                PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der())),
+            )
+            .unwrap();
+        let mut roots = RootCertStore::empty();
+        roots.add(CertificateDer::from(cert.der().to_vec())).unwrap();
+        let client_config = ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let sock = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (accepted, _) = listener.accept().unwrap();
+        accepted.set_nonblocking(true).unwrap();
+        let mut server =
+            TlsStream::new(TcpStream::from_std(accepted), Arc::new(server_config)).unwrap();
+        let name = ServerName::try_from("localhost").unwrap();
+        let mut client = ClientConnection::new(Arc::new(client_config), name).unwrap();
+        // Drive both ends by hand until the handshake is over.
+        let mut sock = sock;
+        sock.set_nonblocking(true).unwrap();
+        for _ in 0..1000 {
+            let _ = client.write_tls(&mut sock);
+            if client.read_tls(&mut sock).is_ok() {
+                client.process_new_packets().unwrap();
+            }
+            let mut scratch = [0u8; 16];
+            match server.read(&mut scratch) {
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {}
+                r => panic!("handshake read gave {r:?}"),
+            }
+            if !client.is_handshaking() && !server.conn.is_handshaking() && !client.wants_write() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert!(!server.conn.is_handshaking());
+        sock.set_nonblocking(false).unwrap();
+        (server, StreamOwned::new(client, sock))
+    }
+
+    /// The edge-triggered contract: a read shorter than the buffer means
+    /// nothing is left, neither in the socket nor decrypted in rustls.
+    #[test]
+    fn read_is_short_only_when_drained() {
+        let (mut server, mut client) = pair();
+        // Four full records and a bit, all in the socket before reading.
+        let sent: Vec<u8> = (0..70_000u32).map(|i| (i % 251) as u8).collect();
+        client.write_all(&sent).unwrap();
+        client.flush().unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        // A small buffer comes back full, again and again...
+        let mut got = vec![0u8; 10_000];
+        assert_eq!(server.read(&mut got).unwrap(), 10_000);
+        // ...and a large one takes every remaining record at once.
+        let mut rest = vec![0u8; 1 << 20];
+        let n = server.read(&mut rest).unwrap();
+        assert_eq!(n, sent.len() - 10_000);
+        got.extend_from_slice(&rest[..n]);
+        assert!(got == sent);
+        let e = server.read(&mut rest).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::WouldBlock);
+        // close_notify reads as end of stream.
+        client.conn.send_close_notify();
+        client.flush().unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(server.read(&mut rest).unwrap(), 0);
+    }
+
+    /// Ciphertext the socket would not take counts as pending output and
+    /// goes out with `send_pending` once the peer reads.
+    #[test]
+    fn unsent_ciphertext_is_pending_output() {
+        let (mut server, mut client) = pair();
+        let chunk = vec![7u8; 64 * 1024];
+        let mut written = 0usize;
+        loop {
+            match server.write(&chunk) {
+                Ok(n) => written += n,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(e) => panic!("{e}"),
+            }
+            assert!(written < 1 << 30, "the socket never filled");
+        }
+        assert!(server.pending_out() > 0);
+        let reader = std::thread::spawn(move || {
+            let mut buf = vec![0u8; written];
+            client.read_exact(&mut buf).unwrap();
+            buf.iter().all(|&b| b == 7)
+        });
+        loop {
+            match server.send_pending() {
+                Ok(()) => break,
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                    std::thread::sleep(Duration::from_millis(1))
+                }
+                Err(e) => panic!("{e}"),
+            }
+        }
+        assert_eq!(server.pending_out(), 0);
+        assert!(reader.join().unwrap());
+    }
+}
