@@ -197,7 +197,10 @@ mod tests {
 
     /// A server `TlsStream` and a blocking rustls client connected to it
     /// over loopback, the handshake done.
-    fn pair() -> (TlsStream, StreamOwned<ClientConnection, std::net::TcpStream>) {
+    fn pair() -> (
+        TlsStream,
+        StreamOwned<ClientConnection, std::net::TcpStream>,
+    ) {
         let key = rcgen::KeyPair::generate().unwrap();
         let cert = rcgen::CertificateParams::new(vec!["localhost".to_string()])
             .unwrap()
@@ -214,7 +217,9 @@ mod tests {
             )
             .unwrap();
         let mut roots = RootCertStore::empty();
-        roots.add(CertificateDer::from(cert.der().to_vec())).unwrap();
+        roots
+            .add(CertificateDer::from(cert.der().to_vec()))
+            .unwrap();
         let client_config = ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
             .unwrap()
