@@ -150,9 +150,18 @@ impl<'a> Reader<'a> {
     }
 }
 
+/// Most bytes one input byte of LZF data can decompress to.
+const MAX_LZF_EXPANSION: usize = 88;
+
 /// LZF decompression (liblzf's format, as Redis writes compressed RDB
 /// strings) into exactly `len` bytes.
 pub fn lzf_decompress(input: &[u8], len: usize) -> Result<Vec<u8>, Malformed> {
+    // `len` comes from the payload: refuse what `input` cannot expand to
+    // before allocating for it (a back reference, at most 3 bytes, yields
+    // at most 264), so a forged length cannot make the server allocate.
+    if len > input.len().saturating_mul(MAX_LZF_EXPANSION) {
+        return Err(Malformed);
+    }
     let mut out: Vec<u8> = Vec::with_capacity(len);
     let mut i = 0;
     while i < input.len() {
@@ -220,6 +229,19 @@ pub fn open_dump(payload: &[u8]) -> Option<&[u8]> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_forged_lzf_length_is_refused_before_allocating() {
+        // Seen while writing the dump_payload fuzz target: FUNCTION RESTORE with a
+        // CRC of 0 (unchecked, as in Redis) and an LZF string claiming an
+        // exabyte aborted the server in Vec::with_capacity.
+        assert!(super::lzf_decompress(&[0, b'a'], usize::MAX / 2).is_err());
+        assert!(super::lzf_decompress(&[0, b'a'], 1 << 40).is_err());
+        // The largest real expansion still works: a literal, then one long
+        // back reference of 264 bytes.
+        let input = [0u8, b'a', 0xe0, 255, 0];
+        assert_eq!(super::lzf_decompress(&input, 265).unwrap(), vec![b'a'; 265]);
+    }
+
     use super::*;
 
     #[test]

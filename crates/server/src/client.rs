@@ -69,6 +69,9 @@ pub struct ClientInfo {
     pub dirty_cas: WatchFlag,
     /// Keys WATCHed (CLIENT LIST `watch=` in later Redis; kept for INFO).
     pub watching: AtomicUsize,
+    /// The ACL user's name (CLIENT LIST `user=`, CLIENT KILL USER, ACL
+    /// DELUSER closing its connections).
+    pub user: Mutex<Vec<u8>>,
 }
 
 impl ClientInfo {
@@ -100,6 +103,7 @@ impl ClientInfo {
             multi: AtomicI64::new(-1),
             dirty_cas: Arc::new(AtomicBool::new(false)),
             watching: AtomicUsize::new(0),
+            user: Mutex::new(b"default".to_vec()),
         }
     }
 
@@ -132,6 +136,15 @@ pub struct Client {
     pub db: usize,
     pub proto: Protocol,
     pub authenticated: bool,
+    /// The ACL user whose rules apply; None for the server's own clients
+    /// (journal replay), which may run anything, as Redis's user-less
+    /// clients. Refreshed from the registry when its generation moves.
+    pub user: Option<Arc<crate::auth::acl::User>>,
+    /// The registry generation `user` was read at.
+    pub user_gen: u64,
+    /// The top-level command running (the EVAL of a script's calls), as
+    /// the ACL log's client line names it.
+    pub running: &'static str,
     pub reply_mode: ReplyMode,
     /// Close once the replies so far are written (QUIT, CLIENT KILL self,
     /// protocol error).
@@ -203,12 +216,19 @@ pub enum Unblock {
 }
 
 impl Client {
-    pub fn new(info: Arc<ClientInfo>, authenticated: bool) -> Client {
+    pub fn new(
+        info: Arc<ClientInfo>,
+        authenticated: bool,
+        user: Option<Arc<crate::auth::acl::User>>,
+    ) -> Client {
         Client {
             id: info.id,
             db: 0,
             proto: Protocol::Resp2,
             authenticated,
+            user,
+            user_gen: 0,
+            running: "NULL",
             reply_mode: ReplyMode::On,
             close_after_reply: false,
             redact: 0,
@@ -361,7 +381,7 @@ pub fn client_line(out: &mut Vec<u8>, shared: &Shared, c: &ClientInfo, me: Optio
         out,
         " age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} qbuf={} qbuf-free={} \
          argv-mem={} multi-mem=0 rbs={} rbp={} obl={} oll=0 omem={} tot-mem={} events={} \
-         cmd={} user=default redir=-1 resp={}",
+         cmd={} user={} redir=-1 resp={}",
         c.created.elapsed().as_secs(),
         idle,
         flags,
@@ -380,6 +400,7 @@ pub fn client_line(out: &mut Vec<u8>, shared: &Shared, c: &ClientInfo, me: Optio
         tot_mem,
         events,
         cmd,
+        String::from_utf8_lossy(&c.user.lock()),
         c.resp.load(Ordering::Relaxed),
     );
 }

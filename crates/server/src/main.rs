@@ -10,6 +10,7 @@ mod config;
 mod exec;
 mod journal;
 mod keyevents;
+mod latency;
 #[cfg(test)]
 mod layout;
 mod log;

@@ -366,6 +366,12 @@ pub fn make_room(shared: &Shared, cx: &Cx, incoming: u64) -> bool {
 /// a command waits, so the budget applies and a partial result counts as
 /// progress; the watcher passes false and stops at its own budget.
 fn evict_until(shared: &Shared, cx: &Cx, max: u64, incoming: u64, foreground: bool) -> bool {
+    // While clients are paused nothing is evicted, neither by a command nor
+    // by the watcher, and commands go on as if there were room (Redis 7.0
+    // `isSafeToPerformEvictions` answers a fake EVICT_OK).
+    if crate::exec::admission::pause_in_force(shared) {
+        return true;
+    }
     let guard = &shared.memory;
     let policy = guard.policy();
     if incoming > max {

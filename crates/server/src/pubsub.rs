@@ -121,6 +121,9 @@ impl Registry {
     }
 }
 
+/// Channel or pattern names.
+pub type Names = Vec<Box<[u8]>>;
+
 /// The server-wide registry of subscriptions.
 #[derive(Default)]
 pub struct PubSub {
@@ -138,6 +141,21 @@ pub struct Counts {
 }
 
 impl PubSub {
+    /// The channels (plain and shard) and patterns client `id` holds, for
+    /// ACL checks from another thread (a scan: only when rules change).
+    pub fn subscriptions_of(&self, id: u64) -> (Names, Names) {
+        let r = self.registry.lock();
+        let of = |m: &hashbrown::HashMap<Box<[u8]>, Subscribers>| -> Vec<Box<[u8]>> {
+            m.iter()
+                .filter(|(_, s)| s.contains_key(&id))
+                .map(|(n, _)| n.clone())
+                .collect()
+        };
+        let mut channels = of(&r.maps[0]);
+        channels.extend(of(&r.maps[2]));
+        (channels, of(&r.maps[1]))
+    }
+
     pub fn counts(&self) -> Counts {
         let r = self.registry.lock();
         Counts {

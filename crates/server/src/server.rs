@@ -29,6 +29,7 @@ pub fn build_shared(cfg: Config) -> Result<Arc<Shared>, String> {
         shards: 1024,
     });
     let ncmds = table.all().len();
+    let acl = crate::auth::Registry::new(&table);
     let shared = Arc::new(Shared {
         engine,
         config: RwLock::new(cfg),
@@ -48,6 +49,7 @@ pub fn build_shared(cfg: Config) -> Result<Arc<Shared>, String> {
         shutdown: AtomicBool::new(false),
         pause: Pause::default(),
         slowlog: Mutex::new(SlowLog::default()),
+        latency: Default::default(),
         memory: crate::memory::Guard::default(),
         pubsub: crate::pubsub::PubSub::default(),
         monitors: Mutex::new(Vec::new()),
@@ -59,9 +61,11 @@ pub fn build_shared(cfg: Config) -> Result<Arc<Shared>, String> {
         snapshots: Default::default(),
         scripts: crate::script::Scripts::new(threads),
         balance: crate::net::balance::Balance::new(start_active),
+        acl,
     });
     let _ = shared.journal.server.set(Arc::downgrade(&shared));
     shared.refresh_hot();
+    crate::auth::load_at_start(&shared)?;
     Ok(shared)
 }
 
@@ -310,9 +314,15 @@ fn cron(shared: Arc<Shared>) {
         // any client command.
         let events = cairn_engine::CmdState::new();
         let cx = cairn_engine::Cx::background(&events);
-        shared
-            .engine
-            .active_expire(&cx, &mut state, started + period / 4);
+        // A CLIENT PAUSE keeps the dataset still: no key expires in the
+        // background until it ends (Redis 7.0 `activeExpireCycle`).
+        if !crate::exec::admission::pause_in_force(&shared)
+            && !shared.hot.active_expire_off.load(Ordering::Relaxed)
+        {
+            shared
+                .engine
+                .active_expire(&cx, &mut state, started + period / 4);
+        }
         crate::memcache::run_due_flush(&shared, &cx);
         // Keys it expired: `expired` notifications.
         crate::keyevents::after_command(&shared, &events, None);

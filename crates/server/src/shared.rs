@@ -124,6 +124,8 @@ pub struct Hot {
     pub hll_sparse_max_bytes: AtomicUsize,
     /// `busy-reply-threshold`, milliseconds (0: never busy).
     pub busy_reply_threshold_ms: AtomicU64,
+    /// DEBUG SET-ACTIVE-EXPIRE 0: the background expiry sweep is off.
+    pub active_expire_off: AtomicBool,
 }
 
 /// CLIENT PAUSE state.
@@ -156,6 +158,8 @@ pub struct Shared {
     pub shutdown: AtomicBool,
     pub pause: Pause,
     pub slowlog: Mutex<SlowLog>,
+    /// LATENCY's event samples (`latency-monitor-threshold`).
+    pub latency: crate::latency::Monitor,
     pub memory: crate::memory::Guard,
     /// Pub/Sub subscriptions (channels, patterns, shard channels).
     pub pubsub: crate::pubsub::PubSub,
@@ -176,6 +180,8 @@ pub struct Shared {
     pub scripts: crate::script::Scripts,
     /// Which workers take connections (`balance.rs`).
     pub balance: crate::net::balance::Balance,
+    /// ACL users and the ACL log (`auth`).
+    pub acl: crate::auth::Registry,
 }
 
 impl Shared {
@@ -194,8 +200,6 @@ impl Shared {
     pub fn refresh_hot(&self) {
         let c = self.config.read();
         let h = &self.hot;
-        h.requirepass
-            .store(!c.requirepass.is_empty(), Ordering::Relaxed);
         h.maxmemory.store(c.maxmemory, Ordering::Relaxed);
         h.hll_sparse_max_bytes.store(
             usize::try_from(c.hll_sparse_max_bytes).unwrap_or(usize::MAX),
@@ -215,6 +219,9 @@ impl Shared {
             .store(c.slowlog_log_slower_than.max(0) as u64, Ordering::Relaxed);
         h.busy_reply_threshold_ms
             .store(c.busy_reply_threshold, Ordering::Relaxed);
+        self.latency
+            .threshold_ms
+            .store(c.latency_monitor_threshold, Ordering::Relaxed);
         self.memory.configure(&c);
         let limits = &self.engine.limits;
         limits.lfu.store(

@@ -1139,3 +1139,65 @@ fn fifty_clients_incr_and_set_get() {
         assert_eq!(v, format!("{t}:{}", ROUNDS - 1));
     }
 }
+
+/// Runs `script` with `sh` in a private network namespace whose loopback
+/// interface also carries 10.77.0.1, a non-loopback address, so a client
+/// can connect from outside 127.0.0.0/8 without touching the host's
+/// network. The server it starts is killed by the script's trap.
+fn in_private_network(script: &str) -> String {
+    let out = std::process::Command::new("timeout")
+        .args(["60", "unshare", "-n", "sh", "-c"])
+        .arg(format!(
+            "ip link set lo up && ip addr add 10.77.0.1/32 dev lo || exit 90\n{script}"
+        ))
+        .env("CAIRN", env!("CARGO_BIN_EXE_cairn"))
+        .output()
+        .expect("run unshare");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "namespace script failed ({}): {text}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text
+}
+
+#[test]
+fn protected_mode_denies_non_loopback_clients_as_redis() {
+    // Redis 7.0: with protected mode on and no password for the default
+    // user, a client from a non-loopback address gets -DENIED and is
+    // closed; loopback clients are served; a password or turning protected
+    // mode off lets the outside in.
+    let script = r#"
+"$CAIRN" --port 6390 --bind "10.77.0.1 127.0.0.1" --save '' >/dev/null 2>&1 &
+pid=$!
+trap 'kill $pid' EXIT
+for i in $(seq 100); do redis-cli -p 6390 ping >/dev/null 2>&1 && break; sleep 0.1; done
+echo "remote1: $(redis-cli -h 10.77.0.1 -p 6390 ping 2>&1)"
+echo "local1: $(redis-cli -h 127.0.0.1 -p 6390 ping 2>&1)"
+redis-cli -p 6390 config set requirepass sekrit >/dev/null
+echo "remote2: $(redis-cli -h 10.77.0.1 -p 6390 ping 2>&1)"
+echo "remote3: $(redis-cli -h 10.77.0.1 -p 6390 --no-auth-warning -a sekrit ping 2>&1)"
+redis-cli -p 6390 --no-auth-warning -a sekrit config set requirepass '' >/dev/null
+redis-cli -p 6390 config set protected-mode no >/dev/null
+echo "remote4: $(redis-cli -h 10.77.0.1 -p 6390 ping 2>&1)"
+"#;
+    let out = in_private_network(script);
+    let line = |name: &str| -> String {
+        out.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}: ")))
+            .unwrap_or_else(|| panic!("no {name} in {out}"))
+            .to_string()
+    };
+    let denied = line("remote1");
+    assert!(
+        denied.starts_with("DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user."),
+        "{denied}"
+    );
+    assert!(denied.contains("4) Setup a an authentication password for the default user."));
+    assert_eq!(line("local1"), "PONG");
+    assert_eq!(line("remote2"), "NOAUTH Authentication required.");
+    assert_eq!(line("remote3"), "PONG");
+    assert_eq!(line("remote4"), "PONG");
+}

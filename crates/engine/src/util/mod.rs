@@ -1,7 +1,9 @@
 //! Small value-level helpers shared by the engine's commands: glob matching
 //! (Redis `stringmatchlen`), integer/float text (Redis `util.c` and the
-//! long double arithmetic of INCRBYFLOAT), and LCS (Redis `lcsCommand`).
+//! long double arithmetic of INCRBYFLOAT), LCS (Redis `lcsCommand`) and the
+//! geohash of the geo commands (Redis `geohash.c`, `geohash_helper.c`).
 //! None of them knows about keys, shards or the wire format.
+pub mod geohash;
 pub mod glob;
 pub mod huff;
 pub mod lcs;

@@ -1346,6 +1346,34 @@ impl ZSetValue {
         self.first_in(|s, _| r.gte_min(s), |s, _| r.lte_max(s))
     }
 
+    /// Members from the first one meeting `r`'s minimum on, ascending; the
+    /// caller stops at the maximum (what geo.c does with
+    /// `zslFirstInRange` and `level[0].forward`). A skiplist is descended
+    /// once, where `first_in_score` then `iter_from` descend twice.
+    pub fn iter_from_score(&self, r: &ScoreRange) -> Iter<'_> {
+        match self {
+            ZSetValue::Packed(p) => {
+                let mut pos = 0;
+                while pos < p.buf.len() {
+                    let (_, score, next) = packed_entry(&p.buf, pos);
+                    if r.gte_min(score) {
+                        break;
+                    }
+                    pos = next;
+                }
+                Iter(IterInner::Packed { buf: &p.buf, pos })
+            }
+            ZSetValue::Skip(sl) => {
+                let (x, _) = sl.descend_while(|n| !r.gte_min(n.score));
+                Iter(IterInner::Skip {
+                    s: sl,
+                    x: sl.lv(x, 0).forward,
+                    rev: false,
+                })
+            }
+        }
+    }
+
     /// Index of the last member in the score range (`z*LastInRange`).
     pub fn last_in_score(&self, r: &ScoreRange) -> Option<usize> {
         if r.is_empty() {
@@ -2288,6 +2316,10 @@ mod tests {
                         prop_assert_eq!(z.first_in_score(&r), inr.first().copied());
                         prop_assert_eq!(z.last_in_score(&r), inr.last().copied());
                         prop_assert_eq!(z.count_in_score(&r), inr.len());
+                        let from_min = v.iter().position(|(_, s)| r.gte_min(*s)).unwrap_or(v.len());
+                        let walked: Vec<Vec<u8>> = z.iter_from_score(&r).map(|(m, _)| m.to_vec()).collect();
+                        let want: Vec<Vec<u8>> = v[from_min..].iter().map(|(m, _)| m.clone()).collect();
+                        prop_assert_eq!(walked, want);
                     }
                 }
                 // Converting a packed copy gives the same contents.

@@ -92,13 +92,16 @@ macro_rules! directives {
             $( $(#[doc = $doc])* pub $field: $ty, )*
             /// Absolute path of the config file given at startup.
             pub(super) config_file: Option<PathBuf>,
+            /// `user <name> <rules...>` lines, in order (file only; the
+            /// ACL registry is built from them at start).
+            pub user_lines: Vec<Vec<String>>,
         }
 
         impl Config {
             /// Every field at its type's zero; only a base for applying the
             /// table's defaults.
             pub(super) fn zeroed() -> Config {
-                Config { $( $field: <$ty>::default(), )* config_file: None }
+                Config { $( $field: <$ty>::default(), )* config_file: None, user_lines: Vec::new() }
             }
         }
 
@@ -375,10 +378,15 @@ directives! {
     repl_diskless_load: ReplDisklessLoad = "repl-diskless-load", Kind::Enum(ReplDisklessLoad::NAMES), "disabled", MUTABLE, keep;
     /// `repl-disable-tcp-nodelay`.
     repl_disable_tcp_nodelay: bool = "repl-disable-tcp-nodelay", Kind::Bool, "no", MUTABLE, keep;
-    /// `acllog-max-len`: stored only (Cairn has no ACL LOG).
+    /// `acllog-max-len`: entries ACL LOG keeps.
     acllog_max_len: u64 = "acllog-max-len", int(0, I64_MAX), "128", MUTABLE, keep;
-    /// `latency-monitor-threshold`: milliseconds; stored only (Cairn has
-    /// no LATENCY command).
+    /// `aclfile`: users are loaded from (and ACL SAVE writes) this file;
+    /// empty = users come from `user` lines.
+    aclfile: String = "aclfile", NULLABLE_STR, "", IMMUTABLE, keep;
+    /// `acl-pubsub-default`.
+    acl_pubsub_default: PubsubDefault = "acl-pubsub-default", Kind::Enum(PubsubDefault::NAMES), "resetchannels", MUTABLE, keep;
+    /// `latency-monitor-threshold`: milliseconds; a command at least this
+    /// slow is a LATENCY event (`crate::latency`); 0 is off.
     latency_monitor_threshold: u64 = "latency-monitor-threshold", int(0, I64_MAX), "0", MUTABLE, keep;
     /// `lazyfree-lazy-server-del`: no effect (see DIFFERENCES.md).
     lazyfree_lazy_server_del: bool = "lazyfree-lazy-server-del", Kind::Bool, "no", MUTABLE, keep;

@@ -81,6 +81,14 @@ impl Loader {
                 ));
             }
             self.include(&argv[1])
+        } else if name == "user" {
+            // Checked when the registry is built at start (Redis checks the
+            // syntax here and the commands after modules load).
+            if argv.len() < 2 {
+                return Err(fail("Bad directive or wrong number of arguments"));
+            }
+            self.config.user_lines.push(argv[1..].to_vec());
+            Ok(())
         } else if name == "rename-command" {
             Err(fail("rename-command is not supported by Cairn"))
         } else {

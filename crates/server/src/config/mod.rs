@@ -53,10 +53,11 @@ pub use load::parse_str;
 pub use syntax::string_match;
 pub use types::{
     AppendFsync, ClientBufferLimit, ClientOutputBufferLimits, KeyspaceEvents, LogLevel,
-    MaxmemoryPolicy, OomScoreAdj, OomScoreAdjValues, ProtectedAction, ReplDisklessLoad, SaveRule,
-    Supervised, TlsAuthClients,
+    MaxmemoryPolicy, OomScoreAdj, OomScoreAdjValues, ProtectedAction, PubsubDefault,
+    ReplDisklessLoad, SaveRule, Supervised, TlsAuthClients,
 };
 pub use units::parse_memory;
+pub use validate::os_error_text;
 
 // Everything else is shared among these files only: each opens with
 // `use super::*`.

@@ -102,6 +102,15 @@ impl ProtectedAction {
 }
 
 config_enum! {
+    /// `acl-pubsub-default`: the channels a new ACL user (or `reset`)
+    /// starts with.
+    PubsubDefault {
+        ResetChannels = "resetchannels",
+        AllChannels = "allchannels",
+    }
+}
+
+config_enum! {
     /// `supervised`: how Cairn tells a service manager it is ready
     /// (`crate::process::supervise`).
     Supervised {

@@ -138,7 +138,7 @@ pub(super) fn valid_dir(v: Value, ctx: &Ctx) -> Result<Value, String> {
 }
 
 /// io::Error's text without Rust's " (os error N)" suffix, i.e. strerror().
-pub(super) fn os_error_text(e: &io::Error) -> String {
+pub fn os_error_text(e: &io::Error) -> String {
     let text = e.to_string();
     match text.rfind(" (os error ") {
         Some(i) if text.ends_with(')') => text[..i].to_string(),

@@ -43,6 +43,16 @@ pub fn paused(shared: &Shared, cx: &Cx, writes: bool) -> bool {
     shared.pause.all.load(Ordering::Relaxed) || writes
 }
 
+/// True while any CLIENT PAUSE is in force. Redis 7.0 keeps the dataset
+/// still then (`checkClientPauseTimeoutAndReturnIfPaused`): the active
+/// expiry cycle and eviction do not run, so a paused server neither
+/// expires nor evicts keys in the background.
+#[inline]
+pub fn pause_in_force(shared: &Shared) -> bool {
+    let until = shared.pause.until_ms.load(Ordering::Relaxed);
+    until != 0 && cairn_engine::clock::now_ms() < until
+}
+
 /// The keyspace is being loaded (snapshot or journal at start-up): only
 /// commands that do not touch it may run.
 #[inline]

@@ -99,6 +99,7 @@ fn run(
     stats: &WorkerStats,
     base: &Cx,
 ) -> Outcome {
+    crate::auth::refresh(shared, client);
     let cmd = match resolve(shared, &args) {
         Ok(c) => c,
         Err(e) => {
@@ -107,6 +108,7 @@ fn run(
             return Outcome::Done;
         }
     };
+    client.running = cmd.name;
     if let Some(e) = refusal(shared, base, client, cmd, &args) {
         // Redis `rejectCommand`: a refusal inside MULTI dooms the
         // transaction; a refused EXEC discards it.
@@ -136,7 +138,7 @@ fn run(
             return Outcome::Done;
         }
     }
-    if admission::paused(shared, base, cmd.has(flags::WRITE | flags::MAY_REPLICATE)) {
+    if admission::paused(shared, base, holds_writes(shared, client, cmd)) {
         return Outcome::Paused;
     }
     if let Some(m) = &mut client.multi {
@@ -153,6 +155,20 @@ fn run(
         }
     }
     invoke(shared, client, cmd, args, out, stats, base)
+}
+
+/// True if CLIENT PAUSE WRITE holds `cmd` back: it writes or may
+/// replicate, or it is an EXEC whose queued commands do (Redis 7.0
+/// `processCommand`'s `is_may_replicate_command`).
+fn holds_writes(shared: &Shared, client: &Client, cmd: &Command) -> bool {
+    const WRITES: u32 = flags::WRITE | flags::MAY_REPLICATE;
+    cmd.has(WRITES)
+        || (cmd.name == "exec"
+            && client.multi.as_ref().is_some_and(|m| {
+                m.queued
+                    .iter()
+                    .any(|(id, _)| shared.table.get(*id).has(WRITES))
+            }))
 }
 
 /// Commands that run at once inside MULTI instead of being queued.
@@ -172,6 +188,17 @@ fn refusal(
     }
     if !client.authenticated && !cmd.has(flags::NO_AUTH) {
         return Some(CmdError::text(crate::resp::errors::NOAUTH));
+    }
+    if client.user.as_ref().is_some_and(|u| !u.unrestricted()) {
+        let argv: Vec<&[u8]> = args.iter_from(0).collect();
+        let context = if client.multi.is_some() {
+            crate::auth::Context::Multi
+        } else {
+            crate::auth::Context::TopLevel
+        };
+        if let Err(d) = crate::auth::check(shared, client, cmd, &argv, context) {
+            return Some(CmdError::text(crate::auth::noperm(cmd, d)));
+        }
     }
     if client.multi.is_some() && cmd.has(flags::NO_MULTI) {
         return Some(CmdError::text(crate::resp::errors::NOT_IN_MULTI));
@@ -280,6 +307,12 @@ pub fn invoke(
     }
     bump(&stats.cmd[cmd.id][0], 1);
     bump(&stats.cmd[cmd.id][1], micros);
+    let event = if cmd.has(flags::FAST) {
+        "fast-command"
+    } else {
+        "command"
+    };
+    shared.latency.sample_if_needed(event, micros / 1000);
     bump(&stats.commands, 1);
     client.info.last_cmd.store(cmd.id, Ordering::Relaxed);
 

@@ -1,14 +1,24 @@
 //! Where a command's keys are among its arguments, read from the key specs
 //! Redis publishes for it (COMMAND INFO's eighth field). COMMAND GETKEYS
-//! answers from them, and a script finds the shards each `redis.call`
-//! needs before running it (`crate::script`). Parsed once per command when
-//! the table is built (`key_specs`).
+//! and GETKEYSANDFLAGS answer from them ([`command_keys`], Redis 7.0 db.c
+//! `getKeysFromCommandWithSpecs`, including the per-command callbacks it
+//! falls back on), and a script finds the shards each `redis.call` needs
+//! before running it (`crate::script`). Parsed once per command when the
+//! table is built (`key_specs`).
 use crate::exec::meta::{CommandMeta, M};
 
 /// One key spec, read from the command's COMMAND INFO entry.
 #[derive(Debug, Default)]
 pub struct KeySpec {
     pub not_key: bool,
+    /// The spec lists only some of the keys (SORT's BY/GET patterns):
+    /// Redis then asks the command's callback instead.
+    incomplete: bool,
+    /// The keys' flags depend on the arguments (SET with GET).
+    variable_flags: bool,
+    /// The spec's flags as COMMAND INFO renders them (a set of statuses in
+    /// Redis's order), which GETKEYSANDFLAGS repeats for each key.
+    flags: &'static [M],
     begin: Begin,
     find: Find,
 }
@@ -76,8 +86,15 @@ pub fn key_specs(meta: &CommandMeta) -> Vec<KeySpec> {
     specs
         .iter()
         .map(|spec| {
-            let not_key = matches!(map_get(spec, "flags"),
-                Some(M::Set(f)) if f.iter().any(|x| matches!(x, M::Simple("not_key"))));
+            let flags = match map_get(spec, "flags") {
+                Some(M::Set(f)) => *f,
+                _ => &[],
+            };
+            let has = |name: &str| {
+                flags
+                    .iter()
+                    .any(|x| matches!(x, M::Simple(f) if *f == name))
+            };
             let begin = match map_get(spec, "begin_search") {
                 Some(bs) => {
                     let s = map_get(bs, "spec").unwrap_or(&M::Null);
@@ -112,7 +129,10 @@ pub fn key_specs(meta: &CommandMeta) -> Vec<KeySpec> {
                 None => Find::Unknown,
             };
             KeySpec {
-                not_key,
+                not_key: has("not_key"),
+                incomplete: has("incomplete"),
+                variable_flags: has("variable_flags"),
+                flags,
                 begin,
                 find,
             }
@@ -120,81 +140,394 @@ pub fn key_specs(meta: &CommandMeta) -> Vec<KeySpec> {
         .collect()
 }
 
-/// Positions of the keys in `argv` (argv[0] is the command name), or None
-/// when a spec does not fit the arguments (db.c `getKeysUsingKeySpecs`).
-pub fn keys_from_specs(specs: &[KeySpec], argv: &[&[u8]]) -> Option<Vec<usize>> {
+/// What one spec finds in an argument vector.
+enum Found {
+    /// Positions `first..=last`, every `step`-th.
+    Range(usize, usize, usize),
+    /// The spec's keyword is absent: the spec names no keys here.
+    Absent,
+    /// The spec does not fit the arguments (a bad key count, a range past
+    /// the end).
+    Invalid,
+}
+
+/// Applies one spec to `argv` (argv[0] is the command name), as Redis
+/// 7.0's `getKeysUsingKeySpecs` does for one spec.
+fn find(spec: &KeySpec, argv: &[&[u8]]) -> Found {
     let argc = argv.len() as i64;
+    let first = match spec.begin {
+        Begin::Index(pos) => pos,
+        Begin::Keyword { keyword, startfrom } => {
+            // Search forwards from `startfrom`, or backwards from the end
+            // when it is negative; keys follow the keyword. As in Redis
+            // the search stops short of its end index (the last argument
+            // forwards, argument 1 backwards): a keyword there has no key
+            // after it, or is the command's own first argument.
+            let (start, end) = if startfrom > 0 {
+                (startfrom, argc - 1)
+            } else {
+                (argc + startfrom, 1)
+            };
+            let mut found = 0;
+            let mut i = start;
+            while i != end {
+                if i >= argc || i < 1 {
+                    break;
+                }
+                if argv[i as usize].eq_ignore_ascii_case(keyword.as_bytes()) {
+                    found = i + 1;
+                    break;
+                }
+                i += if start <= end { 1 } else { -1 };
+            }
+            if found == 0 {
+                return Found::Absent;
+            }
+            found
+        }
+        Begin::Unknown => return Found::Invalid,
+    };
+    let (first, last, step) = match spec.find {
+        Find::Range {
+            lastkey,
+            keystep,
+            limit,
+        } => {
+            let last = if lastkey >= 0 {
+                first + lastkey
+            } else if limit == 0 {
+                argc + lastkey
+            } else {
+                first + ((argc - first) / limit + lastkey)
+            };
+            (first, last, keystep)
+        }
+        Find::Keynum {
+            keynumidx,
+            firstkey,
+            keystep,
+        } => {
+            let idx = first + keynumidx;
+            if keynumidx >= argc || idx >= argc || idx < 0 {
+                return Found::Invalid;
+            }
+            let Some(n) =
+                cairn_engine::util::num::parse_i64(argv[idx as usize]).filter(|&n| n >= 0)
+            else {
+                return Found::Invalid;
+            };
+            let first = first + firstkey;
+            (first, first.saturating_add(n) - 1, keystep)
+        }
+        Find::Unknown => return Found::Invalid,
+    };
+    if last >= argc || last < first || first >= argc || first < 0 {
+        return Found::Invalid;
+    }
+    Found::Range(first as usize, last as usize, step.max(1) as usize)
+}
+
+/// Positions of the keys in `argv` (argv[0] is the command name), or None
+/// when a spec does not fit the arguments. Incomplete specs count with the
+/// keys they do name; a script treats None as "any key".
+pub fn keys_from_specs(specs: &[KeySpec], argv: &[&[u8]]) -> Option<Vec<usize>> {
     let mut keys = Vec::new();
     for spec in specs.iter().filter(|s| !s.not_key) {
-        let first = match spec.begin {
-            Begin::Index(pos) => pos,
-            Begin::Keyword { keyword, startfrom } => {
-                // Search forwards from `startfrom`, or backwards from the
-                // end when it is negative, for the keyword; keys follow it.
-                let (start, end) = if startfrom > 0 {
-                    (startfrom, argc - 1)
-                } else {
-                    (argc + startfrom, 0)
-                };
-                let mut found = 0;
-                let mut i = start;
-                while i != end {
-                    if i >= argc || i < 1 {
-                        break;
-                    }
-                    if argv[i as usize].eq_ignore_ascii_case(keyword.as_bytes()) {
-                        found = i + 1;
-                        break;
-                    }
-                    i += if start <= end { 1 } else { -1 };
-                }
-                if found == 0 {
-                    continue;
-                }
-                found
-            }
-            Begin::Unknown => return None,
-        };
-        let (first, last, step) = match spec.find {
-            Find::Range {
-                lastkey,
-                keystep,
-                limit,
-            } => {
-                let last = if lastkey >= 0 {
-                    first + lastkey
-                } else if limit == 0 {
-                    argc + lastkey
-                } else {
-                    first + ((argc - first) / limit + lastkey)
-                };
-                (first, last, keystep)
-            }
-            Find::Keynum {
-                keynumidx,
-                firstkey,
-                keystep,
-            } => {
-                let idx = first + keynumidx;
-                if keynumidx >= argc || idx >= argc || idx < 0 {
-                    return None;
-                }
-                let n =
-                    cairn_engine::util::num::parse_i64(argv[idx as usize]).filter(|&n| n >= 0)?;
-                let first = first + firstkey;
-                (first, first + n - 1, keystep)
-            }
-            Find::Unknown => return None,
-        };
-        if last >= argc || last < first || first >= argc {
-            return None;
+        match find(spec, argv) {
+            Found::Range(first, last, step) => keys.extend((first..=last).step_by(step)),
+            Found::Absent => {}
+            Found::Invalid => return None,
         }
-        // `last < argc` was checked, so every position is an argument.
-        keys.extend(
-            (first..=last)
-                .step_by(step.max(1) as usize)
-                .map(|i| i as usize),
-        );
     }
     Some(keys)
+}
+
+/// Key flags as Redis's `addReplyFlagsForKeyArgs` names them, in its order.
+#[derive(Clone, Copy, Debug)]
+pub enum KeyFlags {
+    /// A spec's own flags, already a set of statuses.
+    Spec(&'static [M]),
+    /// Flags a callback gives (empty for the callbacks of commands whose
+    /// specs are complete, as in Redis).
+    Names(&'static [&'static str]),
+}
+
+impl KeyFlags {
+    pub fn render(&self, w: &mut cairn_protocol::resp::ReplyWriter<'_>) {
+        match *self {
+            KeyFlags::Spec(set) => crate::exec::meta::render(&M::Set(set), w),
+            KeyFlags::Names(names) => {
+                w.set(names.len());
+                for n in names {
+                    w.simple(n);
+                }
+            }
+        }
+    }
+}
+
+impl KeyFlags {
+    /// The rights ACL needs on the key (`ACLSelectorCheckKey`): read for
+    /// `access`, write for `insert`, `delete` or `update`.
+    pub fn acl_rights(&self) -> u8 {
+        let mut rights = 0;
+        let mut note = |f: &str| match f {
+            "access" => rights |= crate::auth::acl::READ,
+            "insert" | "delete" | "update" => rights |= crate::auth::acl::WRITE,
+            _ => {}
+        };
+        match *self {
+            KeyFlags::Spec(set) => set.iter().for_each(|m| {
+                if let M::Simple(f) = m {
+                    note(f)
+                }
+            }),
+            KeyFlags::Names(names) => names.iter().for_each(|f| note(f)),
+        }
+        rights
+    }
+}
+
+const NO_FLAGS: KeyFlags = KeyFlags::Names(&[]);
+
+/// True if the command has keys at all (db.c `doesCommandHaveKeys`): a
+/// spec that is not `not_key`, or a getkeys callback.
+pub fn has_keys(name: &str, specs: &[KeySpec]) -> bool {
+    specs.iter().any(|s| !s.not_key) || callback(name).is_some()
+}
+
+/// The keys of a full command and their flags, as COMMAND GETKEYSANDFLAGS
+/// lists them (db.c `getKeysFromCommandWithSpecs`): the specs when they are
+/// complete, have fixed flags and fit the arguments; otherwise the
+/// command's callback; otherwise none.
+pub fn command_keys(name: &str, specs: &[KeySpec], argv: &[&[u8]]) -> Vec<(usize, KeyFlags)> {
+    let has_spec = specs.iter().any(|s| !s.not_key);
+    let var_flags = specs.iter().any(|s| s.variable_flags);
+    if has_spec && !var_flags {
+        if let Some(keys) = keys_using_specs(specs, argv) {
+            return keys;
+        }
+    }
+    match callback(name) {
+        Some(cb) => cb(argv),
+        None => Vec::new(),
+    }
+}
+
+/// All specs' keys, or None when one does not fit or is incomplete.
+fn keys_using_specs(specs: &[KeySpec], argv: &[&[u8]]) -> Option<Vec<(usize, KeyFlags)>> {
+    let mut keys = Vec::new();
+    for spec in specs.iter().filter(|s| !s.not_key) {
+        match find(spec, argv) {
+            Found::Range(first, last, step) => keys.extend(
+                (first..=last)
+                    .step_by(step)
+                    .map(|i| (i, KeyFlags::Spec(spec.flags))),
+            ),
+            Found::Absent => continue,
+            Found::Invalid => return None,
+        }
+        if spec.incomplete {
+            return None;
+        }
+    }
+    Some(keys)
+}
+
+type Callback = fn(&[&[u8]]) -> Vec<(usize, KeyFlags)>;
+
+/// The getkeys callback Redis 7.0 declares for a command (its
+/// `get_keys_function`), used when the specs cannot answer.
+fn callback(name: &str) -> Option<Callback> {
+    Some(match name {
+        "sort" => sort_keys,
+        "sort_ro" => |_| vec![(1, KeyFlags::Names(&["RO", "access"]))],
+        "migrate" => migrate_keys,
+        "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro" | "blmpop"
+        | "bzmpop" => |argv| numkeys_keys(0, 2, 3, argv),
+        "zunionstore" | "zinterstore" | "zdiffstore" => |argv| numkeys_keys(1, 2, 3, argv),
+        "zunion" | "zinter" | "zdiff" | "zintercard" | "sintercard" | "lmpop" | "zmpop" => {
+            |argv| numkeys_keys(0, 1, 2, argv)
+        }
+        "georadius" | "georadiusbymember" => georadius_keys,
+        "xread" | "xreadgroup" => xread_keys,
+        "set" => set_keys,
+        "bitfield" => bitfield_keys,
+        _ => return None,
+    })
+}
+
+/// C's `atoi` (as glibc: `(int)strtol`): leading blanks, a sign, digits,
+/// and whatever follows ignored.
+pub fn atoi(s: &[u8]) -> i32 {
+    let mut i = s
+        .iter()
+        .position(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\x0b' | b'\x0c' | b'\r'))
+        .unwrap_or(s.len());
+    let neg = match s.get(i) {
+        Some(b'-') => {
+            i += 1;
+            true
+        }
+        Some(b'+') => {
+            i += 1;
+            false
+        }
+        _ => false,
+    };
+    let mut n: i64 = 0;
+    for &b in s[i..].iter().take_while(|b| b.is_ascii_digit()) {
+        n = n.saturating_mul(10).saturating_add((b - b'0') as i64);
+    }
+    (if neg { n.saturating_neg() } else { n }) as i32
+}
+
+/// db.c `genericGetKeys`: `numkeys` at `count_at`, keys from `first_at`,
+/// the destination (if any) at `store_at`, listed last.
+fn numkeys_keys(
+    store_at: usize,
+    count_at: usize,
+    first_at: usize,
+    argv: &[&[u8]],
+) -> Vec<(usize, KeyFlags)> {
+    let num = atoi(argv[count_at]);
+    if num < 1 || num as i64 > (argv.len() as i64 - first_at as i64) {
+        return Vec::new();
+    }
+    let mut keys: Vec<(usize, KeyFlags)> = (0..num as usize)
+        .map(|i| (first_at + i, NO_FLAGS))
+        .collect();
+    if store_at != 0 {
+        keys.push((store_at, NO_FLAGS));
+    }
+    keys
+}
+
+/// db.c `sortGetKeys`: the sorted key, and the last STORE's key, skipping
+/// the arguments of LIMIT, GET and BY.
+fn sort_keys(argv: &[&[u8]]) -> Vec<(usize, KeyFlags)> {
+    let mut keys = vec![(1, KeyFlags::Names(&["RO", "access"]))];
+    let mut store = None;
+    let mut i = 2;
+    while i < argv.len() {
+        let a = argv[i];
+        if a.eq_ignore_ascii_case(b"limit") {
+            i += 2;
+        } else if a.eq_ignore_ascii_case(b"get") || a.eq_ignore_ascii_case(b"by") {
+            i += 1;
+        } else if a.eq_ignore_ascii_case(b"store") && i + 1 < argv.len() {
+            store = Some(i + 1);
+        }
+        i += 1;
+    }
+    if let Some(at) = store {
+        keys.push((at, KeyFlags::Names(&["OW", "update"])));
+    }
+    keys
+}
+
+/// db.c `migrateGetKeys`: argument 3, or with an empty key there, what
+/// follows a KEYS option.
+fn migrate_keys(argv: &[&[u8]]) -> Vec<(usize, KeyFlags)> {
+    let (mut first, mut num) = (3, 1);
+    if argv.len() > 6 {
+        if let Some(i) =
+            (6..argv.len()).find(|&i| argv[i].eq_ignore_ascii_case(b"keys") && argv[3].is_empty())
+        {
+            first = i + 1;
+            num = argv.len() - first;
+        }
+    }
+    (first..first + num)
+        .map(|i| (i, KeyFlags::Names(&["RW", "access", "delete"])))
+        .collect()
+}
+
+/// db.c `georadiusGetKeys`: the key, and the last STORE or STOREDIST key.
+fn georadius_keys(argv: &[&[u8]]) -> Vec<(usize, KeyFlags)> {
+    let mut stored = None;
+    let mut i = 5;
+    while i < argv.len() {
+        let a = argv[i];
+        if (a.eq_ignore_ascii_case(b"store") || a.eq_ignore_ascii_case(b"storedist"))
+            && i + 1 < argv.len()
+        {
+            stored = Some(i + 1);
+            i += 1;
+        }
+        i += 1;
+    }
+    let mut keys = vec![(1, NO_FLAGS)];
+    keys.extend(stored.map(|at| (at, NO_FLAGS)));
+    keys
+}
+
+/// db.c `xreadGetKeys`: the first half of what follows STREAMS, found by
+/// skipping the options before it.
+fn xread_keys(argv: &[&[u8]]) -> Vec<(usize, KeyFlags)> {
+    let mut streams = None;
+    let mut i = 1;
+    while i < argv.len() {
+        let a = argv[i];
+        if a.eq_ignore_ascii_case(b"block") || a.eq_ignore_ascii_case(b"count") {
+            i += 1;
+        } else if a.eq_ignore_ascii_case(b"group") {
+            i += 2;
+        } else if a.eq_ignore_ascii_case(b"noack") {
+        } else if a.eq_ignore_ascii_case(b"streams") {
+            streams = Some(i);
+            break;
+        } else {
+            break;
+        }
+        i += 1;
+    }
+    let Some(at) = streams else {
+        return Vec::new();
+    };
+    let num = argv.len() - at - 1;
+    if num == 0 || !num.is_multiple_of(2) {
+        return Vec::new();
+    }
+    (at + 1..at + 1 + num / 2).map(|i| (i, NO_FLAGS)).collect()
+}
+
+/// db.c `setGetKeys`: with GET the key is read too.
+fn set_keys(argv: &[&[u8]]) -> Vec<(usize, KeyFlags)> {
+    let get = argv.iter().skip(3).any(|a| a.eq_ignore_ascii_case(b"get"));
+    let flags: &'static [&'static str] = if get {
+        &["RW", "access", "update"]
+    } else {
+        &["OW", "update"]
+    };
+    vec![(1, KeyFlags::Names(flags))]
+}
+
+/// db.c `bitfieldGetKeys`: read-only when every operation is a GET (or
+/// OVERFLOW) with its arguments; a SET, an INCRBY or anything it cannot
+/// parse makes the key written.
+fn bitfield_keys(argv: &[&[u8]]) -> Vec<(usize, KeyFlags)> {
+    let mut readonly = true;
+    let mut i = 2;
+    while i < argv.len() {
+        let rem = argv.len() - i - 1;
+        let a = argv[i];
+        if a.eq_ignore_ascii_case(b"get") && rem >= 2 {
+            i += 2;
+        } else if a.eq_ignore_ascii_case(b"overflow") && rem >= 1 {
+            i += 1;
+        } else {
+            // SET/INCRBY with their arguments, or a syntax error: Redis
+            // assumes a write either way.
+            readonly = false;
+            break;
+        }
+        i += 1;
+    }
+    let flags: &'static [&'static str] = if readonly {
+        &["RO", "access"]
+    } else {
+        &["RW", "access", "update"]
+    };
+    vec![(1, KeyFlags::Names(flags))]
 }

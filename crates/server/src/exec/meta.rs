@@ -76,6 +76,13 @@ pub fn lookup(name: &str) -> Option<&'static CommandMeta> {
         .map(|i| &meta_data::COMMANDS[i])
 }
 
+/// Every command and subcommand of the Redis the metadata came from, with
+/// its docs group, sorted by name: the README's list of what Cairn lacks.
+#[cfg(test)]
+pub fn redis_commands() -> &'static [(&'static str, &'static str)] {
+    meta_data::REDIS_COMMANDS
+}
+
 /// Every command and subcommand, sorted by name.
 #[cfg(test)]
 pub fn all() -> &'static [CommandMeta] {

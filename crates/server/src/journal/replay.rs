@@ -34,7 +34,8 @@ impl<'s> Replayer<'s> {
     pub fn new(shared: &'s Shared) -> Replayer<'s> {
         let addr = std::net::SocketAddr::from(([0, 0, 0, 0], 0));
         let info = Arc::new(ClientInfo::new(0, addr, addr, -1, 0));
-        let mut client = Client::new(info, true);
+        // No user: the journal's own commands may run anything.
+        let mut client = Client::new(info, true, None);
         client.in_exec = true;
         Replayer {
             shared,

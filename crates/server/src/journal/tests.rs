@@ -33,7 +33,7 @@ impl cairn_engine::record::Sink for Capture {
 
 fn client() -> Client {
     let addr = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
-    Client::new(Arc::new(ClientInfo::new(1, addr, addr, -1, 0)), true)
+    Client::new(Arc::new(ClientInfo::new(1, addr, addr, -1, 0)), true, None)
 }
 
 fn run(shared: &Shared, c: &mut Client, line: &str) -> Vec<u8> {

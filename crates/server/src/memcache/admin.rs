@@ -43,9 +43,9 @@ pub fn verbosity(cx: &mut Ctx, level: u32, noreply: bool) {
     cx.reply("OK", noreply);
 }
 
-/// memcached's ASCII authentication (`-Y`), required while `requirepass`
-/// is set: the user `default` with the password, as RESP's AUTH. STORED on
-/// success; otherwise the connection stays unauthenticated.
+/// memcached's ASCII authentication (`-Y`), required while the default
+/// user has a password: any ACL user with one of its passwords, as RESP's
+/// AUTH. STORED on success; otherwise the connection stays unauthenticated.
 pub fn authenticate(
     shared: &Shared,
     client: &mut Client,
@@ -55,7 +55,8 @@ pub fn authenticate(
     out: &mut Vec<u8>,
 ) {
     stats.inc(Stat::AuthCmds);
-    if crate::auth::credentials_ok(shared, user, pass) {
+    if let Some(u) = crate::auth::authenticate(shared, user, pass) {
+        crate::resp::cmd::connection::set_user(shared, client, u);
         client.authenticated = true;
         out.extend_from_slice(b"STORED\r\n");
     } else {

@@ -233,10 +233,16 @@ impl Worker {
         self.shared.clients.lock().insert(id, info.clone());
         self.by_id.insert(id, slot);
         self.count_conns(1);
-        let authenticated = !self.shared.hot.requirepass.load(Ordering::Relaxed);
+        // Every connection starts as the default user; authenticated at
+        // once when that user is enabled with no password.
+        let gen = self.shared.acl.generation();
+        let user = self.shared.acl.default_user();
+        let authenticated = user.nopass && user.enabled;
+        let mut client = Client::new(info, authenticated, Some(user));
+        client.user_gen = gen;
         self.conns[slot] = Some(Conn {
             transport,
-            client: Client::new(info, authenticated),
+            client,
             session: (front.session)(),
             rbuf: Vec::new(),
             filled: 0,

@@ -276,6 +276,45 @@ pub fn no_input_keys(cmd: &str) -> CmdError {
 }
 
 // ------------------------------------------------------------------------
+// Geo (`geo.c`).
+
+pub const GEO_UNIT: &str = "ERR unsupported unit provided. please use M, KM, FT, MI";
+pub const GEO_NEED_RADIUS: &str = "ERR need numeric radius";
+pub const GEO_RADIUS_NEGATIVE: &str = "ERR radius cannot be negative";
+pub const GEO_NEED_WIDTH: &str = "ERR need numeric width";
+pub const GEO_NEED_HEIGHT: &str = "ERR need numeric height";
+pub const GEO_BOX_NEGATIVE: &str = "ERR height or width cannot be negative";
+pub const GEO_NO_MEMBER: &str = "ERR could not decode requested zset member";
+pub const GEO_COUNT: &str = "ERR COUNT must be > 0";
+pub const GEO_ANY_NEEDS_COUNT: &str = "ERR the ANY argument requires COUNT argument";
+pub const GEORADIUS_STORE_WITH: &str =
+    "ERR STORE option in GEORADIUS is not compatible with WITHDIST, WITHHASH and WITHCOORD options";
+pub const GEOSEARCHSTORE_WITH: &str =
+    "ERR GEOSEARCHSTORE is not compatible with WITHDIST, WITHHASH and WITHCOORD options";
+
+/// A point outside the limits, printed with C's "%f" (Rust's `{:.6}` gives
+/// the same digits, "inf" and "-inf" included).
+pub fn geo_invalid_lon_lat(lon: f64, lat: f64) -> CmdError {
+    CmdError::text(format!(
+        "ERR invalid longitude,latitude pair {lon:.6},{lat:.6}"
+    ))
+}
+
+/// GEOSEARCH(STORE) without FROMMEMBER or FROMLONLAT; `cmd` as typed.
+pub fn geo_from_missing(cmd: &str) -> CmdError {
+    CmdError::text(format!(
+        "ERR exactly one of FROMMEMBER or FROMLONLAT can be specified for {cmd}"
+    ))
+}
+
+/// GEOSEARCH(STORE) without BYRADIUS or BYBOX; `cmd` as typed.
+pub fn geo_by_missing(cmd: &str) -> CmdError {
+    CmdError::text(format!(
+        "ERR exactly one of BYRADIUS and BYBOX can be specified for {cmd}"
+    ))
+}
+
+// ------------------------------------------------------------------------
 // HyperLogLog.
 
 /// PFDEBUG's wording for [`EngineError::NoSuchKey`].
@@ -330,6 +369,9 @@ pub const GETKEYS_INVALID_COMMAND: &str = "ERR Invalid command specified";
 pub const GETKEYS_NO_KEYS: &str = "ERR The command has no key arguments";
 pub const GETKEYS_BAD_ARITY: &str = "ERR Invalid number of arguments specified for command";
 pub const GETKEYS_BAD_ARGS: &str = "ERR Invalid arguments specified for command";
+
+/// READONLY, READWRITE, ASKING on a server without cluster support.
+pub const CLUSTER_DISABLED: &str = "ERR This instance has cluster support disabled";
 
 /// A CONFIG SET whose value was accepted but could not be applied.
 pub fn config_set_failed(name: &str, why: impl Display) -> CmdError {

@@ -408,6 +408,25 @@ impl Host for ScriptHost<'_, '_> {
         if cmd.has(flags::NOSCRIPT) {
             return Self::refuse(errors::SCRIPT_NOT_ALLOWED);
         }
+        if let Err(d) = crate::auth::check(
+            self.shared,
+            self.client,
+            cmd,
+            args,
+            crate::auth::Context::Lua,
+        ) {
+            return Self::refuse(match d {
+                crate::auth::acl::Denied::Command => {
+                    "The user executing the script can't run this command or subcommand"
+                }
+                crate::auth::acl::Denied::Key(_) => {
+                    "The user executing the script can't access at least one of the keys mentioned in the command"
+                }
+                crate::auth::acl::Denied::Channel(_) => {
+                    "The user executing the script can't publish to the channel mentioned in the command"
+                }
+            });
+        }
         let writes = cmd.has(flags::WRITE);
         let read_only = self.spec.read_only || self.spec.flags & flag::NO_WRITES != 0;
         // Redis counts may-replicate commands as writes here, PUBLISH
@@ -483,13 +502,16 @@ impl Host for ScriptHost<'_, '_> {
     }
 
     fn acl_check(&mut self, args: &[&[u8]]) -> Result<bool, Vec<u8>> {
-        // Without ACL users every client may run every command; an unknown
-        // command is Redis's error.
+        // redis.acl_check_cmd: the caller's rules, without logging.
         let list = ArgList::from_args(args.iter().copied());
-        match dispatch::resolve(self.shared, &Args::new(&[], &list)) {
-            Ok(_) => Ok(true),
-            Err(_) => Err(b"Invalid command passed to redis.acl_check_cmd()".to_vec()),
-        }
+        let Ok(cmd) = dispatch::resolve(self.shared, &Args::new(&[], &list)) else {
+            return Err(b"Invalid command passed to redis.acl_check_cmd()".to_vec());
+        };
+        let Some(u) = &self.client.user else {
+            return Ok(true);
+        };
+        let keys = crate::auth::key_rights(cmd, args);
+        Ok(u.check(cmd, args, &keys).is_ok())
     }
 
     fn set_repl(&mut self, _flags: i64) {

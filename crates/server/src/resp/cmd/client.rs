@@ -241,6 +241,7 @@ fn kill(ctx: &mut Ctx) -> CmdResult {
     let mut laddr: Option<&[u8]> = None;
     let mut ty: Option<Kind> = None;
     let mut id: Option<u64> = None;
+    let mut user: Option<&[u8]> = None;
     let mut skipme = true;
     if argc == 3 {
         addr = Some(ctx.arg(2));
@@ -265,10 +266,10 @@ fn kill(ctx: &mut Ctx) -> CmdResult {
             } else if opt.eq_ignore_ascii_case(b"laddr") {
                 laddr = Some(val);
             } else if opt.eq_ignore_ascii_case(b"user") {
-                // `default` is the only user and every client's.
-                if val != b"default" {
+                if ctx.shared.acl.get(val).is_none() {
                     return Err(errors::no_such_user(&c_str_lossy(val)));
                 }
+                user = Some(val);
             } else if opt.eq_ignore_ascii_case(b"skipme") {
                 skipme = if val.eq_ignore_ascii_case(b"yes") {
                     true
@@ -285,20 +286,48 @@ fn kill(ctx: &mut Ctx) -> CmdResult {
     }
 
     let me = ctx.client.id;
+    let (killed, kill_me) = kill_matching(ctx.shared, me, |c| {
+        !(addr.is_some_and(|a| a != c.addr.to_string().as_bytes())
+            || laddr.is_some_and(|a| a != c.laddr.to_string().as_bytes())
+            || ty.is_some_and(|t| t != kind(c))
+            || id.is_some_and(|i| i != c.id)
+            || user.is_some_and(|u| u != c.user.lock().as_slice())
+            || (c.id == me && skipme))
+    });
+    if argc == 3 {
+        if killed == 0 {
+            return Err(CmdError::text(errors::NO_SUCH_CLIENT));
+        }
+        ctx.ok()?;
+    } else {
+        ctx.int(killed)?;
+    }
+    // After the reply is queued, as Redis sets CLIENT_CLOSE_AFTER_REPLY.
+    if kill_me {
+        ctx.client.close_after_reply = true;
+    }
+    Ok(())
+}
+
+/// Closes every client `pred` picks (CLIENT KILL, ACL DELUSER): each is
+/// flagged, its socket shut down so its worker closes it, and it is gone
+/// from the registry and from PUBLISH at once, as with Redis's synchronous
+/// `freeClient`. The caller (`me`) is only counted: it closes after its
+/// reply. Returns (clients picked, whether `me` was one).
+pub fn kill_matching(
+    shared: &crate::shared::Shared,
+    me: u64,
+    pred: impl Fn(&ClientInfo) -> bool,
+) -> (i64, bool) {
     let mut killed = 0i64;
     let mut kill_me = false;
     let mut wake = Vec::new();
     {
-        let mut clients = ctx.shared.clients.lock();
+        let mut clients = shared.clients.lock();
         let mut victims = Vec::new();
         let mut subscribers = Vec::new();
         for c in clients.values() {
-            if addr.is_some_and(|a| a != c.addr.to_string().as_bytes())
-                || laddr.is_some_and(|a| a != c.laddr.to_string().as_bytes())
-                || ty.is_some_and(|t| t != kind(c))
-                || id.is_some_and(|i| i != c.id)
-                || (c.id == me && skipme)
-            {
+            if !pred(c) {
                 continue;
             }
             killed += 1;
@@ -319,27 +348,12 @@ fn kill(ctx: &mut Ctx) -> CmdResult {
         for v in victims {
             clients.remove(&v);
         }
-        // Gone for PUBLISH at once too, as with Redis's synchronous
-        // `freeClient`.
-        crate::pubsub::forget(ctx.shared, &subscribers);
+        crate::pubsub::forget(shared, &subscribers);
     }
     for w in wake {
-        ctx.shared.worker(w).send(Msg::Poke);
+        shared.worker(w).send(Msg::Poke);
     }
-
-    if argc == 3 {
-        if killed == 0 {
-            return Err(CmdError::text(errors::NO_SUCH_CLIENT));
-        }
-        ctx.ok()?;
-    } else {
-        ctx.int(killed)?;
-    }
-    // After the reply is queued, as Redis sets CLIENT_CLOSE_AFTER_REPLY.
-    if kill_me {
-        ctx.client.close_after_reply = true;
-    }
-    Ok(())
+    (killed, kill_me)
 }
 
 /// Shuts the client's socket down in both directions, so its peer sees

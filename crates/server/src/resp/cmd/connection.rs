@@ -3,11 +3,10 @@
 //! (helloCommand, resetCommand, clearClientConnectionState), `acl.c`
 //! (authCommand) and `db.c` (selectCommand), with their error texts.
 //!
-//! Authentication: Cairn has one user, `default`, whose password is
-//! `requirepass`. With no requirepass the user is `nopass`, as in Redis:
-//! `AUTH default <anything>` succeeds, the one-argument form is refused.
-//! CLIENT and its subcommands live in `client.rs`.
-use crate::auth::credentials_ok;
+//! Authentication is against the ACL users (`crate::auth`); `requirepass`
+//! is the default user's password. With none the default user is `nopass`,
+//! as in Redis: `AUTH default <anything>` succeeds, the one-argument form
+//! is refused. CLIENT and its subcommands live in `client.rs`.
 use crate::client::{discard_transaction, Client, ReplyMode};
 use crate::exec::meta::REDIS_VERSION;
 use crate::exec::table::Def;
@@ -97,10 +96,8 @@ fn hello(ctx: &mut Ctx) -> CmdResult {
         }
     }
     if let Some((user, pass)) = credentials {
-        if !credentials_ok(ctx.shared, user, pass) {
-            return Err(CmdError::text(errors::WRONGPASS));
-        }
-        ctx.client.authenticated = true;
+        let (user, pass) = (user.to_vec(), pass.to_vec());
+        log_in(ctx, &user, &pass)?;
     }
     if !ctx.client.authenticated {
         return Err(CmdError::text(errors::HELLO_NOAUTH));
@@ -145,19 +142,59 @@ fn auth(ctx: &mut Ctx) -> CmdResult {
         2 => {
             // Redis keeps the pre-ACL error for the one-argument form when
             // the default user has no password.
-            if ctx.shared.config.read().requirepass.is_empty() {
+            if ctx.shared.acl.default_user().nopass {
                 return Err(CmdError::text(errors::AUTH_WITHOUT_PASSWORD));
             }
-            (&b"default"[..], ctx.arg(1))
+            (b"default".to_vec(), ctx.arg(1).to_vec())
         }
-        3 => (ctx.arg(1), ctx.arg(2)),
+        3 => (ctx.arg(1).to_vec(), ctx.arg(2).to_vec()),
         _ => return Err(CmdError::Syntax),
     };
-    if !credentials_ok(ctx.shared, user, pass) {
-        return Err(CmdError::text(errors::WRONGPASS));
-    }
-    ctx.client.authenticated = true;
+    log_in(ctx, &user, &pass)?;
     ctx.ok()
+}
+
+/// Authenticates the connection as `user`, or logs the failure in the ACL
+/// log (reason auth, the command's own name as object) and answers
+/// WRONGPASS (`ACLAuthenticateUser`).
+fn log_in(ctx: &mut Ctx, user: &[u8], pass: &[u8]) -> Result<(), CmdError> {
+    let Some(u) = crate::auth::authenticate(ctx.shared, user, pass) else {
+        let context = if ctx.client.multi.is_some() {
+            crate::auth::Context::Multi
+        } else {
+            crate::auth::Context::TopLevel
+        };
+        let object = ctx.arg(0).to_vec();
+        let cmd = if object.eq_ignore_ascii_case(b"hello") {
+            "hello"
+        } else {
+            "auth"
+        };
+        crate::auth::log_denial(
+            ctx.shared,
+            ctx.client,
+            cmd,
+            crate::auth::Reason::Auth,
+            context,
+            &object,
+            Some(user),
+        );
+        return Err(CmdError::text(errors::WRONGPASS));
+    };
+    set_user(ctx.shared, ctx.client, u);
+    ctx.client.authenticated = true;
+    Ok(())
+}
+
+/// The connection acts as `u` from now on.
+pub fn set_user(
+    shared: &crate::shared::Shared,
+    c: &mut Client,
+    u: std::sync::Arc<crate::auth::acl::User>,
+) {
+    c.user_gen = shared.acl.generation();
+    *c.info.user.lock() = u.name.clone();
+    c.user = Some(u);
 }
 
 /// QUIT → +OK, then the connection closes once the reply is written.
@@ -184,7 +221,10 @@ fn reset(ctx: &mut Ctx) -> CmdResult {
     set_proto(c, Protocol::Resp2);
     *c.info.name.lock() = None;
     c.reply_mode = ReplyMode::On;
-    c.authenticated = shared.config.read().requirepass.is_empty();
+    // Back to the default user, authenticated only if it needs no password.
+    let d = shared.acl.default_user();
+    c.authenticated = d.nopass && d.enabled;
+    set_user(shared, c, d);
     ctx.reply().simple("RESET");
     Ok(())
 }

@@ -5,19 +5,24 @@ use crate::resp::ctx::{CmdResult, Ctx};
 use crate::resp::errors;
 use crate::resp::errors::{truncate_lossy, CmdError};
 
+pub mod acl;
 pub mod bitmap;
 pub mod client;
 pub mod connection;
 pub mod functions;
+pub mod geo;
 pub mod hash;
 pub mod hll;
 pub mod info;
 pub mod journal;
 pub mod keys;
+pub mod latency;
 pub mod list;
+pub mod lolwut;
 pub mod memory;
 pub mod multi;
 pub mod pubsub;
+pub mod replication;
 pub mod scripting;
 pub mod server;
 pub mod set;
@@ -49,6 +54,11 @@ pub fn families() -> Vec<&'static [Def]> {
         journal::COMMANDS,
         scripting::COMMANDS,
         functions::COMMANDS,
+        acl::COMMANDS,
+        replication::COMMANDS,
+        lolwut::COMMANDS,
+        latency::COMMANDS,
+        geo::COMMANDS,
     ]
 }
 

@@ -123,6 +123,26 @@ fn exec(ctx: &mut Ctx) -> CmdResult {
     for (id, list) in &m.queued {
         let cmd = shared.table.get(*id);
         let start = ctx.out.len();
+        // The rules may have changed since the command was queued.
+        crate::auth::refresh(shared, ctx.client);
+        let argv: Vec<&[u8]> = list.iter(&[]).collect();
+        if let Err(d) =
+            crate::auth::check(shared, ctx.client, cmd, &argv, crate::auth::Context::Multi)
+        {
+            let reason = match d {
+                crate::auth::acl::Denied::Command => {
+                    "no permission to execute the command or subcommand"
+                }
+                crate::auth::acl::Denied::Key(_) => "no permission to touch the specified keys",
+                crate::auth::acl::Denied::Channel(_) => {
+                    "no permission to access one of the channels used as arguments"
+                }
+            };
+            ctx.reply().error(&format!(
+                "NOPERM ACLs rules changed between the moment the transaction was accumulated and the EXEC call. This command is no longer allowed for the following reason: {reason}"
+            ));
+            continue;
+        }
         dispatch::invoke(
             shared,
             ctx.client,

@@ -8,7 +8,7 @@
 //! in Cairn's table; commands Cairn does not implement do not exist here.
 use crate::client::Client;
 use crate::config::{Config, MaxmemoryPolicy};
-use crate::exec::keys::keys_from_specs;
+use crate::exec::keys;
 use crate::exec::meta;
 use crate::exec::table::{Command, CommandTable, Def};
 use crate::log;
@@ -34,6 +34,7 @@ pub const COMMANDS: &[Def] = &[
             Def::new("count", command_count),
             Def::new("docs", command_docs),
             Def::new("getkeys", command_getkeys),
+            Def::new("getkeysandflags", command_getkeysandflags),
             Def::new("help", command_help),
             Def::new("info", command_info),
             Def::new("list", command_list),
@@ -213,9 +214,20 @@ fn command_list(ctx: &mut Ctx) -> CmdResult {
     Ok(())
 }
 
-/// COMMAND GETKEYS command [arg ...] → array of the key arguments, found
-/// with the command's key specs (db.c `getKeysFromCommandWithSpecs`).
+/// COMMAND GETKEYS command [arg ...] → array of the key arguments.
 fn command_getkeys(ctx: &mut Ctx) -> CmdResult {
+    getkeys(ctx, false)
+}
+
+/// COMMAND GETKEYSANDFLAGS command [arg ...] → array of [key, set of the
+/// key's flags] pairs.
+fn command_getkeysandflags(ctx: &mut Ctx) -> CmdResult {
+    getkeys(ctx, true)
+}
+
+/// Both GETKEYS forms (server.c `getKeysSubcommandImpl`): the keys come
+/// from the command's key specs or its callback (`exec::keys`).
+fn getkeys(ctx: &mut Ctx, with_flags: bool) -> CmdResult {
     let table = &ctx.shared.table;
     // lookupCommand (not strict): a container with a second argument
     // means its subcommand.
@@ -227,8 +239,7 @@ fn command_getkeys(ctx: &mut Ctx) -> CmdResult {
     let Some(cmd) = cmd else {
         return Err(CmdError::text(errors::GETKEYS_INVALID_COMMAND));
     };
-    let specs = &cmd.key_specs;
-    if !specs.iter().any(|s| !s.not_key) {
+    if !keys::has_keys(cmd.name, &cmd.key_specs) {
         return Err(CmdError::text(errors::GETKEYS_NO_KEYS));
     }
     let argc = ctx.argc() - 2;
@@ -236,11 +247,8 @@ fn command_getkeys(ctx: &mut Ctx) -> CmdResult {
         return Err(CmdError::text(errors::GETKEYS_BAD_ARITY));
     }
     let argv: Vec<&[u8]> = ctx.args.iter_from(2).collect();
-    // Redis uses SET's getkeys callback rather than its spec (the spec's
-    // flags vary with GET); both give position 1. No other command in the
-    // table has a callback, so the specs give Redis's answer everywhere.
-    let keys = keys_from_specs(specs, &argv).unwrap_or_default();
-    if keys.is_empty() {
+    let found = keys::command_keys(cmd.name, &cmd.key_specs, &argv);
+    if found.is_empty() {
         if cmd.meta.flags.contains(&"no_mandatory_keys") {
             ctx.reply().array(0);
             return Ok(());
@@ -248,15 +256,20 @@ fn command_getkeys(ctx: &mut Ctx) -> CmdResult {
         return Err(CmdError::text(errors::GETKEYS_BAD_ARGS));
     }
     let mut w = ctx.reply();
-    w.array(keys.len());
-    for k in keys {
-        w.bulk(argv[k]);
+    w.array(found.len());
+    for (at, flags) in found {
+        if with_flags {
+            w.array(2);
+            w.bulk(argv[at]);
+            flags.render(&mut w);
+        } else {
+            w.bulk(argv[at]);
+        }
     }
     Ok(())
 }
 
-/// COMMAND HELP → Redis 7.0's help lines for the subcommands Cairn has
-/// (GETKEYSANDFLAGS is not implemented, so it is not listed).
+/// COMMAND HELP → Redis 7.0's help lines.
 fn command_help(ctx: &mut Ctx) -> CmdResult {
     reply_help(
         ctx,
@@ -277,6 +290,8 @@ fn command_help(ctx: &mut Ctx) -> CmdResult {
             "    commands are returned.",
             "GETKEYS <full-command>",
             "    Return the keys from a full Redis command.",
+            "GETKEYSANDFLAGS <full-command>",
+            "    Return the keys and the access flags from a full Redis command.",
         ],
     )
 }
@@ -345,6 +360,15 @@ fn config_set(ctx: &mut Ctx) -> CmdResult {
         }
     }
     ctx.shared.refresh_hot();
+    if changed.contains(&"requirepass") {
+        let pass = ctx.shared.config.read().requirepass.clone();
+        crate::auth::set_default_password(ctx.shared, &pass);
+    }
+    if changed.contains(&"acl-pubsub-default") {
+        let all = ctx.shared.config.read().acl_pubsub_default
+            == crate::config::PubsubDefault::AllChannels;
+        ctx.shared.acl.pubsub_all.store(all, Ordering::Relaxed);
+    }
     ctx.ok()
 }
 
@@ -547,6 +571,10 @@ fn debug(ctx: &mut Ctx) -> CmdResult {
         3 if args::is(sub, "jump-clock") => debug_jump_clock(ctx),
         4 if args::is(sub, "journal-fault") => debug_journal_fault(ctx),
         3 if args::is(sub, "balance") => debug_balance(ctx),
+        3 if args::is(sub, "error") => debug_error(ctx),
+        3 if args::is(sub, "protocol") => debug_protocol(ctx),
+        3 if args::is(sub, "set-active-expire") => debug_set_active_expire(ctx),
+        2 if args::is(sub, "change-repl-id") => ctx.ok(),
         _ => Err(subcommand_syntax_error(ctx)),
     }
 }
@@ -558,6 +586,12 @@ fn debug_help(ctx: &mut Ctx) -> CmdResult {
             "BALANCE <workers>|AUTO",
             "    Cairn test extension: serve clients on workers 0..<workers-1> only, moving",
             "    connections now, or (AUTO) let the load choose again (`worker-balance`).",
+            "CHANGE-REPL-ID",
+            "    Change the replication IDs of the instance.",
+            "    Dangerous: should be used only for testing the replication subsystem.",
+            "ERROR <string>",
+            "    Return a Redis protocol error with <string> as message. Useful for clients",
+            "    unit tests to simulate Redis errors.",
             "JOURNAL-FAULT WRITE|FSYNC <count> | FSYNC-DELAY|WRITE-DELAY <ms> | BEHIND-LIMIT <bytes>",
             "    Cairn test extension: make the next <count> journal writes (or fsyncs)",
             "    fail with EIO, as a full or failing disk would.",
@@ -566,11 +600,112 @@ fn debug_help(ctx: &mut Ctx) -> CmdResult {
             "    log by <milliseconds> (negative: back), so tests need not sleep.",
             "OBJECT <key>",
             "    Show low level info about `key` and associated value.",
+            "PROTOCOL <type>",
+            "    Reply with a test value of the specified type. <type> can be: string,",
+            "    integer, double, bignum, null, array, set, map, attrib, push, verbatim,",
+            "    true, false.",
+            "SET-ACTIVE-EXPIRE <0|1>",
+            "    Setting it to 0 disables expiring keys in background when they are not",
+            "    accessed (otherwise the Redis behavior). Setting it to 1 reenables back the",
+            "    default.",
             "SLEEP <seconds>",
             "    Stop the worker thread serving this connection for <seconds>.",
             "    Decimals allowed. Connections on other workers are still served.",
         ],
     )
+}
+
+/// DEBUG ERROR string → an error reply whose whole line is `string` (no
+/// "ERR" added; CR and LF become spaces), for clients' own tests. Written
+/// as Redis writes it, outside the error statistics.
+fn debug_error(ctx: &mut Ctx) -> CmdResult {
+    let mut line = Vec::with_capacity(ctx.arg(2).len() + 3);
+    line.push(b'-');
+    line.extend(ctx.arg(2).iter().map(|&c| match c {
+        b'\r' | b'\n' => b' ',
+        c => c,
+    }));
+    line.extend_from_slice(b"\r\n");
+    ctx.reply().raw(&line);
+    Ok(())
+}
+
+/// DEBUG PROTOCOL type → a sample reply of that RESP type, as Redis 7.0
+/// sends it (RESP2 clients get its RESP2 form; `push` needs RESP3).
+fn debug_protocol(ctx: &mut Ctx) -> CmdResult {
+    let name = ctx.arg(2);
+    let resp3 = ctx.client.proto == cairn_protocol::resp::Protocol::Resp3;
+    let is = |t: &str| args::is(name, t);
+    if is("push") && !resp3 {
+        return Err(CmdError::text("ERR RESP2 is not supported by this command"));
+    }
+    let mut w = ctx.reply();
+    if is("string") {
+        w.bulk(b"Hello World");
+    } else if is("integer") {
+        w.int(12345);
+    } else if is("double") {
+        // Redis's sample value, not an approximation of pi.
+        #[allow(clippy::approx_constant)]
+        w.double(3.141);
+    } else if is("bignum") {
+        w.big_number("1234567999999999999999999999999999999");
+    } else if is("null") {
+        w.null();
+    } else if is("array") || is("set") {
+        if is("set") {
+            w.set(3);
+        } else {
+            w.array(3);
+        }
+        for j in 0..3 {
+            w.int(j);
+        }
+    } else if is("map") {
+        w.map(3);
+        for j in 0..3 {
+            w.int(j);
+            w.boolean(j == 1);
+        }
+    } else if is("attrib") {
+        // An attribute precedes a real reply; RESP2 has no attributes.
+        if resp3 {
+            w.raw(b"|1\r\n");
+            w.bulk(b"key-popularity");
+            w.array(2);
+            w.bulk(b"key:123");
+            w.int(90);
+        }
+        w.bulk(b"Some real reply following the attribute");
+    } else if is("push") {
+        w.push(2);
+        w.bulk(b"server-cpu-usage");
+        w.int(42);
+        w.bulk(b"Some real reply following the push reply");
+    } else if is("verbatim") {
+        w.verbatim("txt", b"This is a verbatim\nstring");
+    } else if is("true") {
+        w.boolean(true);
+    } else if is("false") {
+        w.boolean(false);
+    } else {
+        return Err(CmdError::text(
+            "ERR Wrong protocol type name. Please use one of the following: \
+             string|integer|double|bignum|null|array|set|map|attrib|push|verbatim|true|false",
+        ));
+    }
+    Ok(())
+}
+
+/// DEBUG SET-ACTIVE-EXPIRE 0|1 → +OK: 0 stops the background expiry sweep
+/// (keys still expire when read). Read with C's atoi, as Redis does.
+fn debug_set_active_expire(ctx: &mut Ctx) -> CmdResult {
+    let on = crate::exec::keys::atoi(ctx.arg(2)) != 0;
+    ctx.shared
+        .hot
+        .active_expire_off
+        .store(!on, Ordering::Relaxed);
+    ctx.ok()
 }
 
 /// DEBUG BALANCE k|AUTO → +OK: fixes the active worker count (1..=workers)

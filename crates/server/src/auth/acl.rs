@@ -1,0 +1,1132 @@
+//! ACL users as Redis 7.0 models them (acl.c): a user's flags and password
+//! hashes, and its selectors (the root one, rules outside parentheses, plus
+//! any in parentheses), each with a command bitmap, first-arg exceptions,
+//! key patterns with read/write rights and channel patterns. This module
+//! owns the rules' syntax (`ACL SETUSER`, `user` lines), their description
+//! (`ACL LIST`, `ACL GETUSER`, `ACL SAVE`) and the permission check; it
+//! knows commands only through the command table, so categories come from
+//! the metadata generated from Redis.
+//!
+//! Command ids are the table's indexes. Redis reserves its bitmap's last
+//! bit to remember "+@all" (future commands); here that is `future`.
+//! Where Redis walks its command dictionaries (whose order changes with
+//! the hash seed of each run) this walks the table in its order, so a
+//! description lists single commands in table order.
+use crate::exec::table::{flags, Command, CommandTable};
+use cairn_engine::util::glob::glob_match;
+use sha2::{Digest, Sha256};
+
+/// Redis's categories, in its order (ACL CAT, descriptions).
+pub const CATEGORIES: [&str; 21] = [
+    "keyspace",
+    "read",
+    "write",
+    "set",
+    "sortedset",
+    "list",
+    "hash",
+    "string",
+    "bitmap",
+    "hyperloglog",
+    "geo",
+    "stream",
+    "pubsub",
+    "admin",
+    "fast",
+    "slow",
+    "blocking",
+    "dangerous",
+    "connection",
+    "transaction",
+    "scripting",
+];
+
+/// The category bit of `name` (any case), as `ACLGetCommandCategoryFlagByName`.
+pub fn category_bit(name: &str) -> Option<u32> {
+    CATEGORIES
+        .iter()
+        .position(|c| c.eq_ignore_ascii_case(name))
+        .map(|i| 1 << i)
+}
+
+/// A command's categories as bits, from its metadata ("@read", ...).
+pub fn command_categories(cmd: &Command) -> u32 {
+    cmd.meta
+        .acl_categories
+        .iter()
+        .filter_map(|c| category_bit(c.trim_start_matches('@')))
+        .fold(0, |a, b| a | b)
+}
+
+/// Key rights a pattern grants, and a key access needs.
+pub const READ: u8 = 1;
+pub const WRITE: u8 = 2;
+const ALL: u8 = READ | WRITE;
+
+/// Why a rule was refused, worded by [`RuleError::message`] as
+/// `ACLSetUserStringError`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RuleError {
+    /// Unknown command or category.
+    NoSuchCommand,
+    Syntax,
+    PatternAfterAllKeys,
+    PatternAfterAllChannels,
+    NoSuchPassword,
+    BadHash,
+    FirstArgOfSubcommand,
+    /// A user defined twice in the configuration.
+    Duplicate,
+}
+
+impl RuleError {
+    pub fn message(self) -> &'static str {
+        match self {
+            RuleError::NoSuchCommand => "Unknown command or category name in ACL",
+            RuleError::Syntax => "Syntax error",
+            RuleError::PatternAfterAllKeys => {
+                "Adding a pattern after the * pattern (or the 'allkeys' flag) is not valid and does not have any effect. Try 'resetkeys' to start with an empty list of patterns"
+            }
+            RuleError::PatternAfterAllChannels => {
+                "Adding a pattern after the * pattern (or the 'allchannels' flag) is not valid and does not have any effect. Try 'resetchannels' to start with an empty list of channels"
+            }
+            RuleError::NoSuchPassword => {
+                "The password you are trying to remove from the user does not exist"
+            }
+            RuleError::BadHash => {
+                "The password hash must be exactly 64 characters and contain only lowercase hexadecimal characters"
+            }
+            RuleError::FirstArgOfSubcommand => {
+                "Allowing first-arg of a subcommand is not supported"
+            }
+            RuleError::Duplicate => {
+                "Duplicate user found. A user can only be defined once in config files"
+            }
+        }
+    }
+}
+
+/// One key pattern and the rights it grants.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeyPattern {
+    pub pattern: Vec<u8>,
+    pub rights: u8,
+}
+
+impl KeyPattern {
+    fn describe(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(match self.rights {
+            ALL => b"~".as_slice(),
+            READ => b"%R~",
+            _ => b"%W~",
+        });
+        out.extend_from_slice(&self.pattern);
+    }
+}
+
+/// A set of rules: what a user may run, on which keys and channels.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Selector {
+    root: bool,
+    all_keys: bool,
+    all_channels: bool,
+    all_commands: bool,
+    /// One bit per command id.
+    allowed: Vec<u64>,
+    /// Set by +@all / allcommands: Redis's reserved bit, "future commands".
+    future: bool,
+    /// Allowed first arguments of otherwise denied commands (+select|0).
+    first_args: Vec<(usize, Vec<Vec<u8>>)>,
+    keys: Vec<KeyPattern>,
+    channels: Vec<Vec<u8>>,
+}
+
+impl Selector {
+    fn new(root: bool, n: usize, pubsub_all: bool) -> Selector {
+        Selector {
+            root,
+            all_keys: false,
+            all_channels: pubsub_all,
+            all_commands: false,
+            allowed: vec![0; n.div_ceil(64)],
+            future: false,
+            first_args: Vec::new(),
+            keys: Vec::new(),
+            channels: Vec::new(),
+        }
+    }
+
+    fn bit(&self, id: usize) -> bool {
+        self.allowed
+            .get(id / 64)
+            .is_some_and(|w| w & (1 << (id % 64)) != 0)
+    }
+
+    fn set_bit(&mut self, id: usize, on: bool) {
+        if let Some(w) = self.allowed.get_mut(id / 64) {
+            if on {
+                *w |= 1 << (id % 64);
+            } else {
+                *w &= !(1 << (id % 64));
+                self.all_commands = false;
+            }
+        }
+    }
+
+    fn reset_first_args(&mut self, id: usize) {
+        self.first_args.retain(|(i, _)| *i != id);
+    }
+
+    /// `ACLChangeSelectorPerm`: a container's subcommands follow it.
+    fn change_perm(&mut self, t: &CommandTable, id: usize, allow: bool) {
+        self.set_bit(id, allow);
+        self.reset_first_args(id);
+        for &sub in t.get(id).subs.values() {
+            self.set_bit(sub, allow);
+        }
+    }
+
+    fn set_category(&mut self, t: &CommandTable, cat: u32, allow: bool) {
+        for cmd in t.all() {
+            if command_categories(cmd) & cat != 0 {
+                self.change_perm(t, cmd.id, allow);
+            }
+        }
+    }
+
+    /// Commands of a category this selector allows and denies.
+    fn count_category(&self, t: &CommandTable, cat: u32) -> (usize, usize) {
+        let (mut on, mut off) = (0, 0);
+        for cmd in t.all() {
+            if command_categories(cmd) & cat != 0 {
+                if self.bit(cmd.id) {
+                    on += 1;
+                } else {
+                    off += 1;
+                }
+            }
+        }
+        (on, off)
+    }
+
+    /// One rule that acts on a selector (`ACLSetSelector`).
+    fn apply(&mut self, t: &CommandTable, op: &[u8]) -> Result<(), RuleError> {
+        let is = |w: &str| op.eq_ignore_ascii_case(w.as_bytes());
+        if is("allkeys") || is("~*") {
+            self.all_keys = true;
+            self.keys.clear();
+        } else if is("resetkeys") {
+            self.all_keys = false;
+            self.keys.clear();
+        } else if is("allchannels") || is("&*") {
+            self.all_channels = true;
+            self.channels.clear();
+        } else if is("resetchannels") {
+            self.all_channels = false;
+            self.channels.clear();
+        } else if is("allcommands") || is("+@all") {
+            self.allowed.iter_mut().for_each(|w| *w = u64::MAX);
+            self.future = true;
+            self.all_commands = true;
+            self.first_args.clear();
+        } else if is("nocommands") || is("-@all") {
+            self.allowed.iter_mut().for_each(|w| *w = 0);
+            self.future = false;
+            self.all_commands = false;
+            self.first_args.clear();
+        } else if op[0] == b'~' || op[0] == b'%' {
+            if self.all_keys {
+                return Err(RuleError::PatternAfterAllKeys);
+            }
+            let (rights, offset) = if op[0] == b'%' {
+                let mut rights = 0;
+                let mut offset = 1;
+                loop {
+                    match op.get(offset).map(u8::to_ascii_uppercase) {
+                        Some(b'R') if rights & READ == 0 => rights |= READ,
+                        Some(b'W') if rights & WRITE == 0 => rights |= WRITE,
+                        Some(b'~') => {
+                            offset += 1;
+                            break;
+                        }
+                        // "%R" with no "~": Redis ends its loop at the end
+                        // of the rule and takes an empty pattern.
+                        None => break,
+                        _ => return Err(RuleError::Syntax),
+                    }
+                    offset += 1;
+                }
+                (rights, offset)
+            } else {
+                (ALL, 1)
+            };
+            let pattern = &op[offset..];
+            if has_spaces(pattern) {
+                return Err(RuleError::Syntax);
+            }
+            match self.keys.iter_mut().find(|k| k.pattern == pattern) {
+                Some(k) => k.rights |= rights,
+                None => self.keys.push(KeyPattern {
+                    pattern: pattern.to_vec(),
+                    rights,
+                }),
+            }
+            self.all_keys = false;
+        } else if op[0] == b'&' {
+            if self.all_channels {
+                return Err(RuleError::PatternAfterAllChannels);
+            }
+            let pattern = &op[1..];
+            if has_spaces(pattern) {
+                return Err(RuleError::Syntax);
+            }
+            if !self.channels.iter().any(|c| c == pattern) {
+                self.channels.push(pattern.to_vec());
+            }
+            self.all_channels = false;
+        } else if op[0] == b'+' && op.get(1) != Some(&b'@') {
+            let name = &op[1..];
+            match name.iter().rposition(|&b| b == b'|') {
+                None => {
+                    let cmd = lookup(t, name).ok_or(RuleError::NoSuchCommand)?;
+                    self.change_perm(t, cmd.id, true);
+                }
+                Some(bar) => {
+                    let (base, sub) = (&name[..bar], &name[bar + 1..]);
+                    let cmd = lookup(t, base).ok_or(RuleError::NoSuchCommand)?;
+                    if cmd.parent.is_some() {
+                        return Err(RuleError::FirstArgOfSubcommand);
+                    }
+                    if sub.is_empty() {
+                        return Err(RuleError::Syntax);
+                    }
+                    if !cmd.subs.is_empty() {
+                        let sub = lookup(t, name).ok_or(RuleError::NoSuchCommand)?;
+                        self.change_perm(t, sub.id, true);
+                    } else {
+                        crate::log::warning(&format!(
+                            "Deprecation warning: Allowing a first arg of an otherwise blocked command is a misuse of ACL and may get disabled in the future (offender: +{})",
+                            String::from_utf8_lossy(name)
+                        ));
+                        self.add_first_arg(cmd.id, sub);
+                    }
+                }
+            }
+        } else if op[0] == b'-' && op.get(1) != Some(&b'@') {
+            let cmd = lookup(t, &op[1..]).ok_or(RuleError::NoSuchCommand)?;
+            self.change_perm(t, cmd.id, false);
+        } else if (op[0] == b'+' || op[0] == b'-') && op.get(1) == Some(&b'@') {
+            let name = std::str::from_utf8(&op[2..]).map_err(|_| RuleError::NoSuchCommand)?;
+            let cat = category_bit(name).ok_or(RuleError::NoSuchCommand)?;
+            self.set_category(t, cat, op[0] == b'+');
+        } else {
+            return Err(RuleError::Syntax);
+        }
+        Ok(())
+    }
+
+    fn add_first_arg(&mut self, id: usize, arg: &[u8]) {
+        match self.first_args.iter_mut().find(|(i, _)| *i == id) {
+            Some((_, args)) => {
+                if !args.iter().any(|a| a.eq_ignore_ascii_case(arg)) {
+                    args.push(arg.to_vec());
+                }
+            }
+            None => self.first_args.push((id, vec![arg.to_vec()])),
+        }
+    }
+
+    fn first_args_of(&self, id: usize) -> &[Vec<u8>] {
+        self.first_args
+            .iter()
+            .find(|(i, _)| *i == id)
+            .map_or(&[], |(_, a)| a.as_slice())
+    }
+
+    /// The command rules that rebuild this selector's bitmap, starting
+    /// with +@all or -@all (`ACLDescribeSelectorCommandRules`).
+    pub fn describe_commands(&self, t: &CommandTable) -> String {
+        let n = t.all().len();
+        let mut fake = Selector::new(false, n, false);
+        let additive = !self.future;
+        let mut rules = String::from(if additive { "-@all " } else { "+@all " });
+        fake.apply(t, rules.trim_end().as_bytes())
+            .expect("a valid rule");
+        // Best-fit categories, applied to a copy of the bitmap inverted as
+        // they are chosen, so each round sees what is left to explain.
+        let mut temp = Selector::new(false, n, false);
+        temp.allowed.clone_from(&self.allowed);
+        let mut applied = [false; CATEGORIES.len()];
+        loop {
+            let mut best = None;
+            let (mut mindiff, mut maxsame) = (usize::MAX, 0);
+            for (j, name) in CATEGORIES.iter().enumerate() {
+                if applied[j] {
+                    continue;
+                }
+                let (on, off) = temp.count_category(t, category_bit(name).expect("known"));
+                let (diff, same) = if additive { (off, on) } else { (on, off) };
+                if same > diff && (diff < mindiff || (diff == mindiff && same > maxsame)) {
+                    best = Some(j);
+                    mindiff = diff;
+                    maxsame = same;
+                }
+            }
+            let Some(j) = best else { break };
+            let cat = 1 << j;
+            fake.set_category(t, cat, additive);
+            temp.set_category(t, cat, !additive);
+            rules.push_str(if additive { "+@" } else { "-@" });
+            rules.push_str(CATEGORIES[j]);
+            rules.push(' ');
+            applied[j] = true;
+        }
+        // Then single commands where the bitmaps still differ.
+        for cmd in t.all() {
+            let userbit = self.bit(cmd.id);
+            if userbit != fake.bit(cmd.id) {
+                rules.push(if userbit { '+' } else { '-' });
+                rules.push_str(cmd.name);
+                rules.push(' ');
+                fake.change_perm(t, cmd.id, userbit);
+            }
+            if !userbit {
+                for arg in self.first_args_of(cmd.id) {
+                    rules.push('+');
+                    rules.push_str(cmd.name);
+                    rules.push('|');
+                    rules.push_str(&String::from_utf8_lossy(arg));
+                    rules.push(' ');
+                }
+            }
+        }
+        rules.pop();
+        debug_assert_eq!(
+            fake.allowed, self.allowed,
+            "description does not rebuild: {rules}"
+        );
+        rules
+    }
+
+    /// Keys as GETUSER shows them ("~*", or the patterns space-separated).
+    pub fn describe_keys(&self) -> Vec<u8> {
+        if self.all_keys {
+            return b"~*".to_vec();
+        }
+        let mut out = Vec::new();
+        for (i, k) in self.keys.iter().enumerate() {
+            if i > 0 {
+                out.push(b' ');
+            }
+            k.describe(&mut out);
+        }
+        out
+    }
+
+    /// Channels as GETUSER shows them.
+    pub fn describe_channels(&self) -> Vec<u8> {
+        if self.all_channels {
+            return b"&*".to_vec();
+        }
+        let mut out = Vec::new();
+        for (i, c) in self.channels.iter().enumerate() {
+            if i > 0 {
+                out.push(b' ');
+            }
+            out.push(b'&');
+            out.extend_from_slice(c);
+        }
+        out
+    }
+
+    /// The selector in rule form (`ACLDescribeSelector`).
+    fn describe(&self, t: &CommandTable, out: &mut Vec<u8>) {
+        if self.all_keys {
+            out.extend_from_slice(b"~* ");
+        } else {
+            for k in &self.keys {
+                k.describe(out);
+                out.push(b' ');
+            }
+        }
+        if self.all_channels {
+            out.extend_from_slice(b"&* ");
+        } else {
+            out.extend_from_slice(b"resetchannels ");
+            for c in &self.channels {
+                out.push(b'&');
+                out.extend_from_slice(c);
+                out.push(b' ');
+            }
+        }
+        out.extend_from_slice(self.describe_commands(t).as_bytes());
+    }
+
+    /// `ACLSelectorCheckCmd`.
+    fn check(
+        &self,
+        cmd: &Command,
+        argv: &[&[u8]],
+        keys: &[(usize, u8)],
+        channels: &Channels,
+    ) -> Result<(), Denied> {
+        if !self.all_commands && !cmd.has(flags::NO_AUTH) && !self.bit(cmd.id) {
+            let idx = if cmd.parent.is_some() { 2 } else { 1 };
+            let allowed = self.first_args_of(cmd.id);
+            let ok = argv
+                .get(idx)
+                .is_some_and(|a| allowed.iter().any(|f| f.eq_ignore_ascii_case(a)));
+            if !ok {
+                return Err(Denied::Command);
+            }
+        }
+        if !self.all_keys {
+            for &(pos, need) in keys {
+                if !self.key_ok(argv[pos], need) {
+                    return Err(Denied::Key(pos));
+                }
+            }
+        }
+        if !self.all_channels {
+            let (range, literal) = match *channels {
+                Channels::None => (0..0, false),
+                Channels::Publish => (1..2, false),
+                Channels::Subscribe => (1..argv.len(), false),
+                Channels::PSubscribe => (1..argv.len(), true),
+            };
+            for pos in range {
+                if !channel_in(&self.channels, argv[pos], literal) {
+                    return Err(Denied::Channel(pos));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn key_ok(&self, key: &[u8], need: u8) -> bool {
+        self.all_keys
+            || self
+                .keys
+                .iter()
+                .any(|p| p.rights & need == need && glob_match(&p.pattern, key, false))
+    }
+}
+
+/// Which arguments of a command are channels (`ACLDoesCommandHaveChannels`):
+/// the unsubscribe commands have none for ACL purposes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Channels {
+    None,
+    /// PUBLISH and SPUBLISH: argument 1.
+    Publish,
+    /// SUBSCRIBE and SSUBSCRIBE: every argument.
+    Subscribe,
+    /// PSUBSCRIBE: every argument, compared literally with the patterns.
+    PSubscribe,
+}
+
+impl Channels {
+    pub fn of(cmd: &Command) -> Channels {
+        match cmd.name {
+            "publish" | "spublish" => Channels::Publish,
+            "subscribe" | "ssubscribe" => Channels::Subscribe,
+            "psubscribe" => Channels::PSubscribe,
+            _ => Channels::None,
+        }
+    }
+}
+
+/// A channel against the patterns: as a glob, or (a PSUBSCRIBE pattern)
+/// only equal to one of them.
+fn channel_in(patterns: &[Vec<u8>], channel: &[u8], literal: bool) -> bool {
+    patterns.iter().any(|p| {
+        if literal {
+            p == channel
+        } else {
+            glob_match(p, channel, false)
+        }
+    })
+}
+
+/// Why a command was refused, with the argument that caused it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Denied {
+    Command,
+    Key(usize),
+    Channel(usize),
+}
+
+impl Denied {
+    /// The order `ACLCheckAllUserCommandPerm` ranks reasons in.
+    fn rank(self) -> (u8, usize) {
+        match self {
+            Denied::Command => (0, 0),
+            Denied::Key(i) => (1, i),
+            Denied::Channel(i) => (2, i),
+        }
+    }
+}
+
+/// A user: flags, password hashes (hex SHA-256) and selectors.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct User {
+    pub name: Vec<u8>,
+    pub enabled: bool,
+    pub nopass: bool,
+    /// `sanitize-payload` (Some(false)) or `skip-sanitize-payload`
+    /// (Some(true)); neither on a new user.
+    pub skip_sanitize: Option<bool>,
+    passwords: Vec<String>,
+    /// The root selector first.
+    selectors: Vec<Selector>,
+}
+
+impl User {
+    /// A new user: off, no passwords, no commands, no keys; channels as
+    /// `acl-pubsub-default` says.
+    pub fn new(name: &[u8], t: &CommandTable, pubsub_all: bool) -> User {
+        User {
+            name: name.to_vec(),
+            enabled: false,
+            nopass: false,
+            skip_sanitize: None,
+            passwords: Vec::new(),
+            selectors: vec![Selector::new(true, t.all().len(), pubsub_all)],
+        }
+    }
+
+    /// The default user: everything, no password (`ACLCreateDefaultUser`).
+    pub fn default_user(t: &CommandTable, pubsub_all: bool) -> User {
+        let mut u = User::new(b"default", t, pubsub_all);
+        for op in ["+@all", "~*", "&*", "on", "nopass"] {
+            u.apply(t, op.as_bytes(), pubsub_all).expect("valid rule");
+        }
+        u
+    }
+
+    fn root(&mut self) -> &mut Selector {
+        &mut self.selectors[0]
+    }
+
+    /// One rule (`ACLSetUser`). On error the user may be half changed:
+    /// callers apply rules to a copy and keep it only when all succeed.
+    pub fn apply(
+        &mut self,
+        t: &CommandTable,
+        op: &[u8],
+        pubsub_all: bool,
+    ) -> Result<(), RuleError> {
+        let is = |w: &str| op.eq_ignore_ascii_case(w.as_bytes());
+        if op.is_empty() {
+            return Ok(());
+        }
+        if is("on") {
+            self.enabled = true;
+        } else if is("off") {
+            self.enabled = false;
+        } else if is("skip-sanitize-payload") {
+            self.skip_sanitize = Some(true);
+        } else if is("sanitize-payload") {
+            self.skip_sanitize = Some(false);
+        } else if is("nopass") {
+            self.nopass = true;
+            self.passwords.clear();
+        } else if is("resetpass") {
+            self.nopass = false;
+            self.passwords.clear();
+        } else if op[0] == b'>' || op[0] == b'#' {
+            let hash = if op[0] == b'>' {
+                hash_password(&op[1..])
+            } else {
+                valid_hash(&op[1..])?
+            };
+            if !self.passwords.contains(&hash) {
+                self.passwords.push(hash);
+            }
+            self.nopass = false;
+        } else if op[0] == b'<' || op[0] == b'!' {
+            let hash = if op[0] == b'<' {
+                hash_password(&op[1..])
+            } else {
+                valid_hash(&op[1..])?
+            };
+            let at = self
+                .passwords
+                .iter()
+                .position(|p| *p == hash)
+                .ok_or(RuleError::NoSuchPassword)?;
+            self.passwords.remove(at);
+        } else if op[0] == b'(' && op[op.len() - 1] == b')' {
+            let mut s = Selector::new(false, t.all().len(), pubsub_all);
+            let inner = &op[1..op.len() - 1];
+            let words = cairn_protocol::resp::split_inline_args(inner).ok_or(RuleError::Syntax)?;
+            for w in words.iter().filter(|w| !w.is_empty()) {
+                s.apply(t, w)?;
+            }
+            self.selectors.push(s);
+        } else if is("clearselectors") {
+            self.selectors.truncate(1);
+        } else if is("reset") {
+            for r in ["resetpass", "resetkeys", "resetchannels"] {
+                self.apply(t, r.as_bytes(), pubsub_all)?;
+            }
+            if pubsub_all {
+                self.apply(t, b"allchannels", pubsub_all)?;
+            }
+            for r in ["off", "sanitize-payload", "clearselectors", "-@all"] {
+                self.apply(t, r.as_bytes(), pubsub_all)?;
+            }
+        } else {
+            self.root().apply(t, op)?;
+        }
+        Ok(())
+    }
+
+    /// True if the root selector allows every command, key and channel:
+    /// nothing needs checking (the default user as shipped).
+    #[inline]
+    pub fn unrestricted(&self) -> bool {
+        let r = &self.selectors[0];
+        r.all_commands && r.all_keys && r.all_channels
+    }
+
+    /// True if `password` is one of the user's (or the user is nopass).
+    /// Disabled users match nothing (`ACLCheckUserCredentials`).
+    pub fn password_ok(&self, password: &[u8]) -> bool {
+        if !self.enabled {
+            return false;
+        }
+        if self.nopass {
+            return true;
+        }
+        let hashed = hash_password(password);
+        // Every hash is compared, without an early exit.
+        self.passwords.iter().fold(false, |ok, p| {
+            ok | super::constant_time_eq(p.as_bytes(), hashed.as_bytes())
+        })
+    }
+
+    pub fn passwords(&self) -> &[String] {
+        &self.passwords
+    }
+
+    pub fn selectors(&self) -> &[Selector] {
+        &self.selectors
+    }
+
+    /// The user in rule form, as ACL LIST and ACL SAVE write it after
+    /// "user <name> " (`ACLDescribeUser`).
+    pub fn describe(&self, t: &CommandTable) -> Vec<u8> {
+        let mut out = Vec::new();
+        let flags = [
+            ("on", self.enabled),
+            ("off", !self.enabled),
+            ("nopass", self.nopass),
+            ("skip-sanitize-payload", self.skip_sanitize == Some(true)),
+            ("sanitize-payload", self.skip_sanitize == Some(false)),
+        ];
+        for (name, set) in flags {
+            if set {
+                out.extend_from_slice(name.as_bytes());
+                out.push(b' ');
+            }
+        }
+        for p in &self.passwords {
+            out.push(b'#');
+            out.extend_from_slice(p.as_bytes());
+            out.push(b' ');
+        }
+        for s in &self.selectors {
+            if s.root {
+                s.describe(t, &mut out);
+            } else {
+                out.extend_from_slice(b" (");
+                s.describe(t, &mut out);
+                out.push(b')');
+            }
+        }
+        out
+    }
+
+    /// Flags as GETUSER lists them.
+    pub fn flag_names(&self) -> Vec<&'static str> {
+        let mut f = vec![if self.enabled { "on" } else { "off" }];
+        if self.nopass {
+            f.push("nopass");
+        }
+        match self.skip_sanitize {
+            Some(true) => f.push("skip-sanitize-payload"),
+            Some(false) => f.push("sanitize-payload"),
+            None => {}
+        }
+        f
+    }
+
+    /// May this user run `cmd` with `argv` (`ACLCheckAllUserCommandPerm`)?
+    /// `keys` are the key arguments with the rights each needs (from the
+    /// command's key specs). With several selectors the refusal reported is
+    /// a command refusal if none allowed the command, else the last key or
+    /// channel no selector matched.
+    pub fn check(&self, cmd: &Command, argv: &[&[u8]], keys: &[(usize, u8)]) -> Result<(), Denied> {
+        let channels = Channels::of(cmd);
+        let mut worst = Denied::Command;
+        for s in &self.selectors {
+            match s.check(cmd, argv, keys, &channels) {
+                Ok(()) => return Ok(()),
+                Err(d) if d.rank() > worst.rank() => worst = d,
+                Err(_) => {}
+            }
+        }
+        Err(worst)
+    }
+
+    /// True if a selector allows every channel, or `other`'s channel
+    /// patterns are all among this user's (`ACLKillPubsubClientsIfNeeded`'s
+    /// shortcuts): then no subscriber of `other` loses a channel.
+    pub fn keeps_channels_of(&self, other: &User) -> bool {
+        if self.selectors.iter().any(|s| s.all_channels) {
+            return true;
+        }
+        let mine: Vec<&Vec<u8>> = self.selectors.iter().flat_map(|s| &s.channels).collect();
+        other
+            .selectors
+            .iter()
+            .flat_map(|s| &s.channels)
+            .all(|c| mine.contains(&c))
+    }
+
+    /// The channel patterns of every selector (a subscriber's channels
+    /// are checked against these when the user changes).
+    pub fn all_channel_patterns(&self) -> Vec<Vec<u8>> {
+        self.selectors
+            .iter()
+            .flat_map(|s| s.channels.clone())
+            .collect()
+    }
+}
+
+/// Joins rules that a selector in parentheses spreads over several
+/// arguments (`ACLMergeSelectorArguments`). Err: the index of the argument
+/// whose "(" is never closed.
+pub fn merge_selector_args(args: &[&[u8]]) -> Result<Vec<Vec<u8>>, usize> {
+    let mut out = Vec::new();
+    let mut open: Option<(usize, Vec<u8>)> = None;
+    for (j, &op) in args.iter().enumerate() {
+        if let Some((_, sel)) = open.as_mut() {
+            sel.push(b' ');
+            sel.extend_from_slice(op);
+            if op.last() == Some(&b')') {
+                out.push(open.take().expect("open").1);
+            }
+            continue;
+        }
+        if op.first() == Some(&b'(') && op.last() != Some(&b')') {
+            open = Some((j, op.to_vec()));
+            continue;
+        }
+        out.push(op.to_vec());
+    }
+    match open {
+        Some((j, _)) => Err(j),
+        None => Ok(out),
+    }
+}
+
+/// `ACLStringHasSpaces`: spaces or NUL bytes (usernames, patterns).
+pub fn has_spaces(s: &[u8]) -> bool {
+    s.iter()
+        .any(|&b| b == 0 || b.is_ascii_whitespace() || b == 0x0b)
+}
+
+/// Hex SHA-256 of a password, as Redis stores it.
+pub fn hash_password(password: &[u8]) -> String {
+    let digest = Sha256::digest(password);
+    let mut s = String::with_capacity(64);
+    for b in digest {
+        s.push(char::from(b"0123456789abcdef"[usize::from(b >> 4)]));
+        s.push(char::from(b"0123456789abcdef"[usize::from(b & 15)]));
+    }
+    s
+}
+
+fn valid_hash(h: &[u8]) -> Result<String, RuleError> {
+    if h.len() != 64
+        || !h
+            .iter()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b))
+    {
+        return Err(RuleError::BadHash);
+    }
+    Ok(String::from_utf8(h.to_vec()).expect("hex"))
+}
+
+/// A command of the table by full name ("get", "config|get"), as
+/// `ACLLookupCommand` finds it.
+fn lookup<'t>(t: &'t CommandTable, name: &[u8]) -> Option<&'t Command> {
+    match name.iter().position(|&b| b == b'|') {
+        None => t.lookup(name),
+        Some(bar) => {
+            let parent = t.lookup(&name[..bar])?;
+            t.lookup_sub(parent, &name[bar + 1..])
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table() -> CommandTable {
+        CommandTable::build(&crate::resp::cmd::families()).expect("command table")
+    }
+
+    fn user(t: &CommandTable, rules: &[&str]) -> Result<User, RuleError> {
+        let mut u = User::new(b"u", t, false);
+        for r in rules {
+            u.apply(t, r.as_bytes(), false)?;
+        }
+        Ok(u)
+    }
+
+    fn cmd<'t>(t: &'t CommandTable, name: &str) -> &'t Command {
+        lookup(t, name.as_bytes()).unwrap_or_else(|| panic!("{name}"))
+    }
+
+    #[test]
+    fn default_user_is_described_as_redis_does() {
+        let t = table();
+        let u = User::default_user(&t, false);
+        assert_eq!(
+            String::from_utf8(u.describe(&t)).unwrap(),
+            "on nopass ~* &* +@all"
+        );
+        assert!(u.password_ok(b"anything"));
+    }
+
+    #[test]
+    fn a_new_user_has_nothing() {
+        let t = table();
+        let u = User::new(b"x", &t, false);
+        assert_eq!(
+            String::from_utf8(u.describe(&t)).unwrap(),
+            "off resetchannels -@all"
+        );
+        assert!(!u.password_ok(b""));
+        assert_eq!(
+            u.check(cmd(&t, "get"), &[b"get", b"k"], &[(1, READ)]),
+            Err(Denied::Command)
+        );
+    }
+
+    #[test]
+    fn rules_round_trip_through_their_description() {
+        let t = table();
+        let cases: &[&[&str]] = &[
+            &[
+                "on", ">pw", "~app:*", "%R~ro:*", "%W~wo:*", "&news.*", "+@read", "-keys", "+set",
+            ],
+            &["+@all", "-@dangerous", "+flushdb", "allkeys", "allchannels"],
+            &["+@hash", "+@string", "-hgetall", "+client|id", "+select|0"],
+            &[
+                "on",
+                "nopass",
+                "+@all",
+                "-config|set",
+                "(+get ~foo*)",
+                "(+@write %W~bar)",
+            ],
+        ];
+        for rules in cases {
+            let u = user(&t, rules).unwrap();
+            let text = String::from_utf8(u.describe(&t)).unwrap();
+            // Parse the description back as a user line would be.
+            let words: Vec<Vec<u8>> =
+                cairn_protocol::resp::split_inline_args(text.as_bytes()).unwrap();
+            let words: Vec<&[u8]> = words.iter().map(Vec::as_slice).collect();
+            let merged = merge_selector_args(&words).unwrap();
+            let mut again = User::new(b"u", &t, false);
+            for w in &merged {
+                again
+                    .apply(&t, w, false)
+                    .unwrap_or_else(|e| panic!("{text}: {e:?}"));
+            }
+            assert_eq!(again, u, "{rules:?} described as {text}");
+        }
+    }
+
+    #[test]
+    fn descriptions_match_redis_7_0() {
+        // ACL LIST lines from redis-server 7.0.15 after the same SETUSERs.
+        let t = table();
+        let cases: &[(&[&str], &str)] = &[
+            (&[], "off resetchannels -@all"),
+            (&["+@hash"], "off resetchannels -@all +@hash"),
+            (&["+@all", "-@dangerous"], "off resetchannels +@all -@dangerous"),
+            (
+                &["on", ">pw", "~app:*", "%R~ro:*", "%W~wo:*", "&news.*", "+@read", "-keys", "+set"],
+                "on #30c952fab122c3f9759f02a6d95c3758b246b4fee239957b2d4fee46e26170c4 ~app:* %R~ro:* %W~wo:* resetchannels &news.* -@all +@read +set -keys",
+            ),
+            (
+                &["on", "nopass", "+@all", "-config|set", "(+get ~foo*)", "(+@write %W~bar)"],
+                "on nopass resetchannels +@all -config|set (~foo* resetchannels -@all +get) (%W~bar resetchannels -@all +@write)",
+            ),
+            (
+                &["+@hash", "+@string", "-hgetall", "+client|id", "+select|0"],
+                "off resetchannels -@all +@string +@hash +client|id -hgetall +select|0",
+            ),
+            (
+                &["on", ">p", "+@all", "~*", "(+get ~x)", "reset"],
+                "off sanitize-payload resetchannels -@all",
+            ),
+        ];
+        // Redis lists single commands in the order of its command
+        // dictionaries, which changes with each run's hash seed: compare
+        // every word, and the order of all but the single-command rules.
+        let single = |w: &&str| (w.starts_with('+') || w.starts_with('-')) && !w.contains('@');
+        for (rules, want) in cases {
+            let got = String::from_utf8(user(&t, rules).unwrap().describe(&t)).unwrap();
+            let (mut a, mut b): (Vec<&str>, Vec<&str>) =
+                (got.split(' ').collect(), want.split(' ').collect());
+            let oa: Vec<&str> = a.iter().filter(|w| !single(w)).copied().collect();
+            let ob: Vec<&str> = b.iter().filter(|w| !single(w)).copied().collect();
+            assert_eq!(oa, ob, "{rules:?}: {got}");
+            a.sort_unstable();
+            b.sort_unstable();
+            assert_eq!(a, b, "{rules:?}: {got}");
+        }
+    }
+
+    #[test]
+    fn category_rules_describe_with_categories() {
+        let t = table();
+        let u = user(&t, &["+@hash"]).unwrap();
+        assert_eq!(u.selectors()[0].describe_commands(&t), "-@all +@hash");
+        let u = user(&t, &["+@all", "-@dangerous"]).unwrap();
+        assert_eq!(u.selectors()[0].describe_commands(&t), "+@all -@dangerous");
+    }
+
+    #[test]
+    fn errors_are_redis_errors() {
+        let t = table();
+        assert_eq!(user(&t, &["+nosuch"]), Err(RuleError::NoSuchCommand));
+        assert_eq!(user(&t, &["+@nosuch"]), Err(RuleError::NoSuchCommand));
+        assert_eq!(user(&t, &["bogus"]), Err(RuleError::Syntax));
+        assert_eq!(
+            user(&t, &["allkeys", "~x"]),
+            Err(RuleError::PatternAfterAllKeys)
+        );
+        assert_eq!(
+            user(&t, &["&*", "&x"]),
+            Err(RuleError::PatternAfterAllChannels)
+        );
+        assert_eq!(user(&t, &["<nope"]), Err(RuleError::NoSuchPassword));
+        assert_eq!(user(&t, &["#abc"]), Err(RuleError::BadHash));
+        assert_eq!(
+            user(&t, &["+config|get|x"]),
+            Err(RuleError::FirstArgOfSubcommand)
+        );
+        assert_eq!(user(&t, &["+select|"]), Err(RuleError::Syntax));
+        assert_eq!(user(&t, &["%X~k"]), Err(RuleError::Syntax));
+        assert_eq!(user(&t, &["~a b"]), Err(RuleError::Syntax));
+    }
+
+    #[test]
+    fn passwords_hash_add_and_remove() {
+        let t = table();
+        let mut u = user(&t, &["on", ">one", ">two", ">one"]).unwrap();
+        assert_eq!(u.passwords().len(), 2);
+        assert!(u.password_ok(b"one") && u.password_ok(b"two") && !u.password_ok(b"three"));
+        u.apply(&t, b"<one", false).unwrap();
+        assert!(!u.password_ok(b"one"));
+        let h = hash_password(b"two");
+        u.apply(&t, format!("!{h}").as_bytes(), false).unwrap();
+        assert!(u.passwords().is_empty());
+        u.apply(&t, format!("#{h}").as_bytes(), false).unwrap();
+        assert!(u.password_ok(b"two"));
+        u.apply(&t, b"off", false).unwrap();
+        assert!(!u.password_ok(b"two"), "disabled users cannot log in");
+        // Redis's hash of "foobar".
+        assert_eq!(
+            hash_password(b"foobar"),
+            "c3ab8ff13720e8ad9047dd39466b3c8974e592c2fa383d4a3960714caef0c4f2"
+        );
+    }
+
+    #[test]
+    fn key_rights_and_selectors() {
+        let t = table();
+        let u = user(&t, &["+@all", "%R~r:*", "%W~w:*", "~rw:*", "(+set ~sel:*)"]).unwrap();
+        let get = cmd(&t, "get");
+        let set = cmd(&t, "set");
+        assert_eq!(u.check(get, &[b"get", b"r:1"], &[(1, READ)]), Ok(()));
+        assert_eq!(
+            u.check(get, &[b"get", b"w:1"], &[(1, READ)]),
+            Err(Denied::Key(1))
+        );
+        assert_eq!(u.check(set, &[b"set", b"w:1", b"v"], &[(1, WRITE)]), Ok(()));
+        assert_eq!(
+            u.check(set, &[b"set", b"rw:1", b"v"], &[(1, WRITE)]),
+            Ok(())
+        );
+        // Only the selector allows sel:*, and only for SET.
+        assert_eq!(
+            u.check(set, &[b"set", b"sel:1", b"v"], &[(1, WRITE)]),
+            Ok(())
+        );
+        assert_eq!(
+            u.check(get, &[b"get", b"sel:1"], &[(1, READ)]),
+            Err(Denied::Key(1))
+        );
+    }
+
+    #[test]
+    fn channels_and_first_args() {
+        let t = table();
+        let u = user(
+            &t,
+            &["+@all", "resetchannels", "&news.*", "-select", "+select|0"],
+        )
+        .unwrap();
+        let publish = cmd(&t, "publish");
+        assert_eq!(
+            u.check(publish, &[b"publish", b"news.x", b"m"], &[]),
+            Ok(())
+        );
+        assert_eq!(
+            u.check(publish, &[b"publish", b"other", b"m"], &[]),
+            Err(Denied::Channel(1))
+        );
+        let psub = cmd(&t, "psubscribe");
+        assert_eq!(
+            u.check(psub, &[b"psubscribe", b"news.x"], &[]),
+            Err(Denied::Channel(1)),
+            "a PSUBSCRIBE pattern must equal a channel pattern"
+        );
+        assert_eq!(u.check(psub, &[b"psubscribe", b"news.*"], &[]), Ok(()));
+        let select = cmd(&t, "select");
+        assert_eq!(u.check(select, &[b"select", b"0"], &[]), Ok(()));
+        assert_eq!(
+            u.check(select, &[b"select", b"1"], &[]),
+            Err(Denied::Command)
+        );
+        // AUTH is allowed to everyone (no-auth flag).
+        assert_eq!(u.check(cmd(&t, "auth"), &[b"auth", b"x"], &[]), Ok(()));
+    }
+
+    #[test]
+    fn reset_and_merged_selector_arguments() {
+        let t = table();
+        let mut u = user(&t, &["on", ">p", "+@all", "~*", "(+get ~x)"]).unwrap();
+        u.apply(&t, b"reset", false).unwrap();
+        assert_eq!(
+            String::from_utf8(u.describe(&t)).unwrap(),
+            "off sanitize-payload resetchannels -@all"
+        );
+        let args: Vec<&[u8]> = vec![b"on", b"(+get", b"~x)", b"+set"];
+        assert_eq!(
+            merge_selector_args(&args).unwrap(),
+            vec![b"on".to_vec(), b"(+get ~x)".to_vec(), b"+set".to_vec()]
+        );
+        assert_eq!(merge_selector_args(&[b"(+get".as_slice(), b"~x"]), Err(0));
+    }
+}
