@@ -39,6 +39,9 @@ pub enum Cmd {
     /// maxmemory, per eviction policy (issue 5).
     #[command(name = "hitratio")]
     HitRatio(HitRatioCmd),
+    /// New connections per second: connect, PING, close, in a loop per
+    /// thread (with rediss://, a full TLS handshake each time).
+    ConnRate(ConnRateCmd),
     /// Checks a JSON report file against the schema.
     CheckJson {
         /// The report to check.
@@ -50,10 +53,21 @@ pub enum Cmd {
 #[derive(Args, Debug, Clone)]
 pub struct Common {
     /// A server to measure, NAME=URL (redis://host:port[/db],
-    /// redis://:password@host:port, memcached://host:port). Repeat for
-    /// several; ratios are against the first.
+    /// redis://:password@host:port, rediss://... for TLS,
+    /// memcached://host:port). Repeat for several; ratios are against the
+    /// first.
     #[arg(long = "target", value_name = "NAME=URL", required = true)]
     pub targets: Vec<String>,
+    /// rediss:// targets: the CA certificate (PEM) their certificates are
+    /// checked against.
+    #[arg(long, value_name = "FILE")]
+    pub cacert: Option<PathBuf>,
+    /// rediss:// targets: the client certificate (PEM) to present.
+    #[arg(long, value_name = "FILE")]
+    pub cert: Option<PathBuf>,
+    /// rediss:// targets: the client certificate's private key (PEM).
+    #[arg(long, value_name = "FILE")]
+    pub key: Option<PathBuf>,
     /// The process of target NAME, for CPU and memory figures (default:
     /// found through the listening port when the server is local).
     #[arg(long = "pid", value_name = "NAME=PID")]
@@ -296,6 +310,18 @@ pub struct GetSetCmd {
     pub rx_timestamps: bool,
 }
 
+#[derive(Args, Debug)]
+pub struct ConnRateCmd {
+    #[command(flatten)]
+    pub common: Common,
+    /// Client threads, each connecting in a loop.
+    #[arg(long, default_value_t = 4)]
+    pub threads: usize,
+    /// Seconds per run.
+    #[arg(long, default_value_t = 10.0)]
+    pub seconds: f64,
+}
+
 /// Parses "8,16,32".
 pub fn parse_list<T: std::str::FromStr>(s: &str, what: &str) -> Result<Vec<T>, String> {
     let v: Result<Vec<T>, _> = s
@@ -345,8 +371,22 @@ fn kv(s: &str, what: &str) -> Result<(String, String), String> {
 /// Builds the shared context and pid list from the common options.
 pub fn make_ctx(c: &Common) -> Result<(Ctx, Vec<(String, u32)>), String> {
     let mut targets = Vec::new();
+    let mut tls = None;
     for t in &c.targets {
-        let t = parse_target(t)?;
+        let mut t = parse_target(t)?;
+        if t.wants_tls {
+            if tls.is_none() {
+                let ca = c.cacert.as_deref().ok_or(
+                    "rediss:// targets need --cacert (the CA that signed the server's certificate)",
+                )?;
+                tls = Some(crate::target::tls_client(
+                    ca,
+                    c.cert.as_deref(),
+                    c.key.as_deref(),
+                )?);
+            }
+            t.with_tls(tls.as_ref().expect("set just above"))?;
+        }
         if targets
             .iter()
             .any(|x: &crate::target::Target| x.name == t.name)
@@ -404,6 +444,7 @@ pub fn run(cli: Cli) -> Result<(), String> {
         Cmd::Batch(a) => crate::batch::command(a),
         Cmd::GetSet(a) => crate::getset::command(a),
         Cmd::HitRatio(a) => crate::hitratio::command(a),
+        Cmd::ConnRate(a) => crate::connrate::command(a),
         Cmd::CheckJson { file } => {
             let text =
                 std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;

@@ -1389,6 +1389,13 @@ pub fn parse_rb_csv(text: &str, test: &str) -> Option<(f64, Latency)> {
 
 pub fn command(a: GetSetCmd) -> Result<(), String> {
     let (mut ctx, pids) = make_ctx(&a.common)?;
+    // The event-loop client drives plain sockets only.
+    if let Some(t) = ctx.targets.iter().find(|t| t.tls.is_some()) {
+        return Err(format!(
+            "get-set does not speak TLS yet ({}); use redis-benchmark --tls, or the other subcommands",
+            t.name
+        ));
+    }
     let tests: Vec<String> = parse_list(&a.tests, "--tests")?;
     let tests: Vec<Test> = tests
         .iter()

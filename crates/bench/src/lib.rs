@@ -6,6 +6,7 @@
 pub mod batch;
 pub mod chart;
 pub mod cli;
+pub mod connrate;
 pub mod gen;
 pub mod getset;
 pub mod hitratio;

@@ -15,7 +15,7 @@ pub struct McConn {
 impl McConn {
     pub fn connect(addr: &SocketAddr, timeout: Duration) -> Result<McConn, OpError> {
         Ok(McConn {
-            wire: Wire::connect(addr, timeout)?,
+            wire: Wire::connect(addr, timeout, None)?,
         })
     }
 

@@ -6,7 +6,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use crate::wire::{parse_i64, OpError, Wire};
+use crate::wire::{parse_i64, OpError, TlsClient, Wire};
 
 /// A RESP connection.
 pub struct RespConn {
@@ -28,9 +28,13 @@ pub enum Head {
 }
 
 impl RespConn {
-    pub fn connect(addr: &SocketAddr, timeout: Duration) -> Result<RespConn, OpError> {
+    pub fn connect(
+        addr: &SocketAddr,
+        timeout: Duration,
+        tls: Option<&TlsClient>,
+    ) -> Result<RespConn, OpError> {
         Ok(RespConn {
-            wire: Wire::connect(addr, timeout)?,
+            wire: Wire::connect(addr, timeout, tls)?,
         })
     }
 

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use crate::memcache::McConn;
 use crate::resp::RespConn;
-use crate::wire::OpError;
+use crate::wire::{OpError, TlsClient};
 
 /// The wire protocol a target speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -28,14 +28,18 @@ pub struct Target {
     pub user: Option<String>,
     pub password: Option<String>,
     pub db: Option<u32>,
+    /// `rediss://`: speak TLS (the client context is set by `with_tls`).
+    pub tls: Option<TlsClient>,
+    /// Asked for by the URL's scheme; `tls` is filled in from the flags.
+    pub wants_tls: bool,
     /// The server's process on this machine, for CPU and RSS figures.
     pub pid: Option<u32>,
     /// How `pid` was found: "flag" (`--pid`) or "port".
     pub pid_source: Option<&'static str>,
 }
 
-/// Parses `NAME=URL` where URL is `redis://[[user]:password@]host[:port][/db]`
-/// or `memcached://host[:port]`.
+/// Parses `NAME=URL` where URL is `redis://[[user]:password@]host[:port][/db]`,
+/// the same with `rediss://` (TLS), or `memcached://host[:port]`.
 pub fn parse_target(spec: &str) -> Result<Target, String> {
     let (name, url) = spec
         .split_once('=')
@@ -50,13 +54,8 @@ pub fn parse_target(spec: &str) -> Result<Target, String> {
         format!("--target {spec:?}: URL must start with redis:// or memcached://")
     })?;
     let (protocol, default_port) = match scheme {
-        "redis" => (Protocol::Redis, 6379),
+        "redis" | "rediss" => (Protocol::Redis, 6379),
         "memcached" | "memcache" => (Protocol::Memcached, 11211),
-        "rediss" => {
-            return Err(format!(
-                "--target {spec:?}: rediss:// (TLS) is not supported yet"
-            ))
-        }
         "mongodb" => {
             return Err(format!(
                 "--target {spec:?}: mongodb:// is not supported yet"
@@ -111,9 +110,52 @@ pub fn parse_target(spec: &str) -> Result<Target, String> {
         user,
         password,
         db,
+        tls: None,
+        wants_tls: scheme == "rediss",
         pid: None,
         pid_source: None,
     })
+}
+
+/// A TLS client context trusting `cacert` (PEM), presenting `cert`/`key`
+/// if given (servers with `tls-auth-clients yes` need one), without
+/// session resumption.
+pub fn tls_client(
+    cacert: &std::path::Path,
+    cert: Option<&std::path::Path>,
+    key: Option<&std::path::Path>,
+) -> Result<std::sync::Arc<rustls::ClientConfig>, String> {
+    let read = |p: &std::path::Path| std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()));
+    let mut roots = rustls::RootCertStore::empty();
+    for c in rustls_pemfile::certs(&mut read(cacert)?.as_slice()) {
+        let c = c.map_err(|e| format!("{}: {e}", cacert.display()))?;
+        roots
+            .add(c)
+            .map_err(|e| format!("{}: {e}", cacert.display()))?;
+    }
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let b = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| e.to_string())?
+        .with_root_certificates(roots);
+    let mut config = match (cert, key) {
+        (Some(c), Some(k)) => {
+            let chain = rustls_pemfile::certs(&mut read(c)?.as_slice())
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| format!("{}: {e}", c.display()))?;
+            let key = rustls_pemfile::private_key(&mut read(k)?.as_slice())
+                .map_err(|e| format!("{}: {e}", k.display()))?
+                .ok_or_else(|| format!("{}: no private key", k.display()))?;
+            b.with_client_auth_cert(chain, key)
+                .map_err(|e| format!("--cert/--key: {e}"))?
+        }
+        (None, None) => b.with_no_client_auth(),
+        _ => return Err("--cert and --key go together".into()),
+    };
+    // Every connection makes a full handshake, so `conn-rate` measures
+    // what a new client costs, not a resumption.
+    config.resumption = rustls::client::Resumption::disabled();
+    Ok(std::sync::Arc::new(config))
 }
 
 fn split_host_port(s: &str, default_port: u16) -> Result<(String, u16), String> {
@@ -145,6 +187,21 @@ fn split_host_port(s: &str, default_port: u16) -> Result<(String, u16), String> 
 }
 
 impl Target {
+    /// Gives a `rediss://` target its TLS context; the certificate must
+    /// name the URL's host.
+    pub fn with_tls(
+        &mut self,
+        config: &std::sync::Arc<rustls::ClientConfig>,
+    ) -> Result<(), String> {
+        let name = rustls::pki_types::ServerName::try_from(self.host.clone())
+            .map_err(|e| format!("{}: {e}", self.host))?;
+        self.tls = Some(TlsClient {
+            config: config.clone(),
+            server_name: name,
+        });
+        Ok(())
+    }
+
     /// True when the target's address is on this machine.
     pub fn is_local(&self) -> bool {
         crate::sys::is_local_ip(self.addr.ip())
@@ -166,7 +223,7 @@ impl Conn {
     pub fn open(t: &Target, timeout: Duration) -> Result<Conn, OpError> {
         match t.protocol {
             Protocol::Redis => {
-                let mut c = RespConn::connect(&t.addr, timeout)?;
+                let mut c = RespConn::connect(&t.addr, timeout, t.tls.as_ref())?;
                 if let Some(p) = &t.password {
                     match &t.user {
                         Some(u) => c.cmd(&[b"AUTH", u.as_bytes(), p.as_bytes()]),
@@ -313,7 +370,8 @@ mod tests {
         assert_eq!((t.host.as_str(), t.port), ("::1", 7000));
         assert!(parse_target("noequals").is_err());
         assert!(parse_target("x=http://h:1").is_err());
-        assert!(parse_target("x=rediss://h:1").is_err());
+        let t = parse_target("s=rediss://127.0.0.1:6380").unwrap();
+        assert!(t.wants_tls && t.tls.is_none() && t.protocol == Protocol::Redis);
         assert!(parse_target("x=redis://h:notaport").is_err());
         assert!(parse_target("=redis://h:1").is_err());
         assert!(parse_target("m=memcached://u:p@h:1").is_err());

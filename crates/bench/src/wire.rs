@@ -1,10 +1,62 @@
-//! A blocking TCP connection with reusable read and write buffers, shared by
-//! the RESP and memcached clients. Nothing here allocates per operation once
-//! the buffers have grown to the largest reply seen.
+//! A blocking TCP connection, plain or TLS (rustls), with reusable read and
+//! write buffers, shared by the RESP and memcached clients. Nothing here
+//! allocates per operation once the buffers have grown to the largest reply
+//! seen.
 
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::sync::Arc;
 use std::time::Duration;
+
+use rustls::pki_types::ServerName;
+use rustls::{ClientConfig, ClientConnection, StreamOwned};
+
+/// How to speak TLS to a target: the client context and the name its
+/// certificate must carry.
+#[derive(Debug, Clone)]
+pub struct TlsClient {
+    pub config: Arc<ClientConfig>,
+    pub server_name: ServerName<'static>,
+}
+
+/// The socket, or the TLS session over it.
+enum Stream {
+    Plain(TcpStream),
+    Tls(Box<StreamOwned<ClientConnection, TcpStream>>),
+}
+
+impl Stream {
+    fn sock(&self) -> &TcpStream {
+        match self {
+            Stream::Plain(s) => s,
+            Stream::Tls(t) => &t.sock,
+        }
+    }
+}
+
+impl Read for Stream {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Stream::Plain(s) => s.read(buf),
+            Stream::Tls(t) => t.read(buf),
+        }
+    }
+}
+
+impl Write for Stream {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Stream::Plain(s) => s.write(buf),
+            Stream::Tls(t) => t.write(buf),
+        }
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Stream::Plain(s) => s.flush(),
+            Stream::Tls(t) => t.flush(),
+        }
+    }
+}
 
 /// Why an operation did not succeed. Each kind is counted separately in the
 /// report; none of them is ever timed as a success.
@@ -89,7 +141,7 @@ const INITIAL_BUF: usize = 64 * 1024;
 /// A connected socket plus an output buffer (`out`, filled by the protocol
 /// encoders, sent by [`Wire::send`]) and an input buffer `buf[pos..end]`.
 pub struct Wire {
-    stream: TcpStream,
+    stream: Stream,
     pub out: Vec<u8>,
     buf: Vec<u8>,
     pos: usize,
@@ -97,12 +149,25 @@ pub struct Wire {
 }
 
 impl Wire {
-    /// Connects with `timeout` as connect, read and write time-out.
-    pub fn connect(addr: &SocketAddr, timeout: Duration) -> Result<Wire, OpError> {
-        let stream = TcpStream::connect_timeout(addr, timeout)?;
-        stream.set_nodelay(true)?;
-        stream.set_read_timeout(Some(timeout))?;
-        stream.set_write_timeout(Some(timeout))?;
+    /// Connects with `timeout` as connect, read and write time-out; over
+    /// TLS if `tls` (the handshake completes with the first exchange).
+    pub fn connect(
+        addr: &SocketAddr,
+        timeout: Duration,
+        tls: Option<&TlsClient>,
+    ) -> Result<Wire, OpError> {
+        let sock = TcpStream::connect_timeout(addr, timeout)?;
+        sock.set_nodelay(true)?;
+        sock.set_read_timeout(Some(timeout))?;
+        sock.set_write_timeout(Some(timeout))?;
+        let stream = match tls {
+            None => Stream::Plain(sock),
+            Some(t) => {
+                let conn = ClientConnection::new(t.config.clone(), t.server_name.clone())
+                    .map_err(|e| OpError::Io(format!("TLS: {e}")))?;
+                Stream::Tls(Box::new(StreamOwned::new(conn, sock)))
+            }
+        };
         Ok(Wire {
             stream,
             out: Vec::with_capacity(INITIAL_BUF),
@@ -114,14 +179,17 @@ impl Wire {
 
     /// Changes the read and write time-out.
     pub fn set_timeout(&mut self, timeout: Duration) -> Result<(), OpError> {
-        self.stream.set_read_timeout(Some(timeout))?;
-        self.stream.set_write_timeout(Some(timeout))?;
+        self.stream.sock().set_read_timeout(Some(timeout))?;
+        self.stream.sock().set_write_timeout(Some(timeout))?;
         Ok(())
     }
 
     /// Writes `out` and clears it.
     pub fn send(&mut self) -> Result<(), OpError> {
-        let r = self.stream.write_all(&self.out);
+        let r = self
+            .stream
+            .write_all(&self.out)
+            .and_then(|()| self.stream.flush());
         self.out.clear();
         r.map_err(OpError::from)
     }

@@ -50,6 +50,7 @@ pub fn build_shared(cfg: Config) -> Result<Arc<Shared>, String> {
         started: Instant::now(),
         run_id: run_id(),
         tcp_port: AtomicU16::new(0),
+        tls: Default::default(),
         shutdown: AtomicBool::new(false),
         pause: Pause::default(),
         slowlog: Mutex::new(SlowLog::default()),
@@ -121,6 +122,21 @@ pub fn run(mut cfg: Config) -> Result<(), String> {
         0 => Vec::new(),
         p => crate::net::listener::bind_all(&cfg.bind, p, cfg.tcp_backlog as i32)?,
     };
+    // RESP over TLS on its own port, beside the plain one (Redis's
+    // `tls-port`); the context is checked before anything is bound.
+    let tls_context = if crate::net::tls_config::wanted(&cfg) {
+        Some(
+            crate::net::tls_config::build(&cfg)
+                .map_err(|e| format!("Failed to configure TLS: {e}"))?,
+        )
+    } else {
+        None
+    };
+    let tls_listeners = match cfg.tls_port {
+        0 => Vec::new(),
+        p => crate::net::listener::bind_all(&cfg.bind, p, cfg.tcp_backlog as i32)?,
+    };
+    let memcached_tls = cfg.memcached_tls;
     if !cfg.dir.is_empty() {
         std::env::set_current_dir(&cfg.dir)
             .map_err(|e| format!("Can't chdir to '{}': {e}", cfg.dir))?;
@@ -128,6 +144,9 @@ pub fn run(mut cfg: Config) -> Result<(), String> {
     let pidfile = cfg.pidfile.clone();
     let appendonly = cfg.appendonly;
     let shared = build_shared(cfg)?;
+    if let Some(c) = tls_context {
+        shared.tls.set(c);
+    }
     let port = listeners[0].local_addr().map(|a| a.port()).unwrap_or(0);
     shared.tcp_port.store(port, Ordering::Relaxed);
 
@@ -204,10 +223,21 @@ pub fn run(mut cfg: Config) -> Result<(), String> {
         std::thread::Builder::new()
             .name("cairn-accept".into())
             .spawn(move || {
-                crate::net::listener::accept_loop(l, s, &crate::resp::session::FRONT_END)
+                crate::net::listener::accept_loop(l, s, &crate::resp::session::FRONT_END, false)
             })
             .map_err(|e| format!("spawn acceptor: {e}"))?;
         log::notice(&format!("Ready to accept connections tcp addr={addr}"));
+    }
+    for l in tls_listeners {
+        let addr = l.local_addr().map_err(|e| e.to_string())?;
+        let s = shared.clone();
+        std::thread::Builder::new()
+            .name("cairn-accept-tls".into())
+            .spawn(move || {
+                crate::net::listener::accept_loop(l, s, &crate::resp::session::FRONT_END, true)
+            })
+            .map_err(|e| format!("spawn acceptor: {e}"))?;
+        log::notice(&format!("Ready to accept connections tls addr={addr}"));
     }
     for l in mc_listeners {
         let addr = l.local_addr().map_err(|e| e.to_string())?;
@@ -215,11 +245,17 @@ pub fn run(mut cfg: Config) -> Result<(), String> {
         std::thread::Builder::new()
             .name("cairn-accept-mc".into())
             .spawn(move || {
-                crate::net::listener::accept_loop(l, s, &crate::memcache::session::FRONT_END)
+                crate::net::listener::accept_loop(
+                    l,
+                    s,
+                    &crate::memcache::session::FRONT_END,
+                    memcached_tls,
+                )
             })
             .map_err(|e| format!("spawn acceptor: {e}"))?;
+        let kind = if memcached_tls { "tls" } else { "tcp" };
         log::notice(&format!(
-            "Ready to accept memcached clients tcp addr={addr}"
+            "Ready to accept memcached clients {kind} addr={addr}"
         ));
     }
     if !pidfile.is_empty() {

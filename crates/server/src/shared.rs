@@ -15,11 +15,13 @@ use std::time::Instant;
 pub enum Msg {
     /// Pub/Sub messages for subscribers of this worker.
     Pubsub(crate::pubsub::Batch),
-    /// A freshly accepted connection to adopt, and its port's protocol.
+    /// A freshly accepted connection to adopt, its port's protocol, and
+    /// the TLS context it starts a handshake with if its port speaks TLS.
     NewConn(
         std::net::TcpStream,
         std::net::SocketAddr,
         &'static crate::net::session::FrontEnd,
+        Option<Arc<rustls::ServerConfig>>,
     ),
     /// A line for the MONITOR client with this id.
     Monitor(u64, Arc<[u8]>),
@@ -154,6 +156,8 @@ pub struct Shared {
     pub started: Instant,
     pub run_id: String,
     pub tcp_port: AtomicU16,
+    /// The TLS context new connections on a TLS port get (`tls-*`).
+    pub tls: crate::net::tls_config::TlsContext,
     pub shutdown: AtomicBool,
     pub pause: Pause,
     pub slowlog: Mutex<SlowLog>,

@@ -408,6 +408,59 @@ directives! {
     /// master. Here so CONFIG GET and SET answer as Redis does (empty;
     /// immutable); a config line naming it is refused with the reason.
     replicaof: String = "replicaof" | "slaveof", NULLABLE_STR, "", IMMUTABLE, keep;
+
+    // TLS (issue 23), names, defaults and ranges as Redis 7.0. CONFIG SET
+    // of any of them but `tls-port` rebuilds the TLS context while a TLS
+    // port is open (`net::tls_config`; a bad value leaves the old one).
+
+    /// `tls-port`: RESP over TLS on this port, 0 = none. Immutable in
+    /// Cairn, as `port` is.
+    tls_port: u16 = "tls-port", int(0, 65535), "0", IMMUTABLE, keep;
+    /// `tls-cert-file`: the server's certificate chain (PEM).
+    tls_cert_file: String = "tls-cert-file", NULLABLE_STR, "", MUTABLE, keep;
+    /// `tls-key-file`: its private key (PEM: PKCS#1, PKCS#8, SEC1, or
+    /// encrypted PKCS#8 with `tls-key-file-pass`).
+    tls_key_file: String = "tls-key-file", NULLABLE_STR, "", MUTABLE, keep;
+    /// `tls-key-file-pass`.
+    tls_key_file_pass: String = "tls-key-file-pass", NULLABLE_STR, "", MUTABLE | SENSITIVE, keep;
+    /// `tls-client-cert-file`: the certificate for outgoing connections
+    /// (replication, later); stored only.
+    tls_client_cert_file: String = "tls-client-cert-file", NULLABLE_STR, "", MUTABLE, keep;
+    /// `tls-client-key-file`: stored only, as above.
+    tls_client_key_file: String = "tls-client-key-file", NULLABLE_STR, "", MUTABLE, keep;
+    /// `tls-client-key-file-pass`: stored only, as above.
+    tls_client_key_file_pass: String = "tls-client-key-file-pass", NULLABLE_STR, "", MUTABLE | SENSITIVE, keep;
+    /// `tls-dh-params-file`: no effect (rustls has no finite-field DHE;
+    /// key exchange is ECDHE).
+    tls_dh_params_file: String = "tls-dh-params-file", NULLABLE_STR, "", MUTABLE, keep;
+    /// `tls-ca-cert-file`: roots client certificates are checked against.
+    tls_ca_cert_file: String = "tls-ca-cert-file", NULLABLE_STR, "", MUTABLE, keep;
+    /// `tls-ca-cert-dir`: every certificate in the directory's files is a root.
+    tls_ca_cert_dir: String = "tls-ca-cert-dir", NULLABLE_STR, "", MUTABLE, keep;
+    /// `tls-auth-clients`.
+    tls_auth_clients: TlsAuthClients = "tls-auth-clients", Kind::Enum(TlsAuthClients::NAMES), "yes", MUTABLE, keep;
+    /// `tls-protocols`: empty = "TLSv1.2 TLSv1.3".
+    tls_protocols: String = "tls-protocols", NULLABLE_STR, "", MUTABLE, valid_tls_protocols;
+    /// `tls-ciphers`: TLS 1.2 suites, OpenSSL names; empty = all rustls has.
+    tls_ciphers: String = "tls-ciphers", NULLABLE_STR, "", MUTABLE, valid_tls_ciphers;
+    /// `tls-ciphersuites`: TLS 1.3 suites; empty = all rustls has.
+    tls_ciphersuites: String = "tls-ciphersuites", NULLABLE_STR, "", MUTABLE, valid_tls_ciphersuites;
+    /// `tls-prefer-server-ciphers`: choose the suite by the server's order.
+    tls_prefer_server_ciphers: bool = "tls-prefer-server-ciphers", Kind::Bool, "no", MUTABLE, keep;
+    /// `tls-session-caching`: let clients resume sessions.
+    tls_session_caching: bool = "tls-session-caching", Kind::Bool, "yes", MUTABLE, keep;
+    /// `tls-session-cache-size`: sessions kept for resumption.
+    tls_session_cache_size: u32 = "tls-session-cache-size", int(0, I32_MAX), "20480", MUTABLE, keep;
+    /// `tls-session-cache-timeout`: seconds a session may be resumed after
+    /// it was made.
+    tls_session_cache_timeout: u32 = "tls-session-cache-timeout", int(0, I32_MAX), "300", MUTABLE, keep;
+    /// `tls-replication`: stored only (no replication yet).
+    tls_replication: bool = "tls-replication", Kind::Bool, "no", MUTABLE, keep;
+    /// `tls-cluster`: stored only (no cluster bus).
+    tls_cluster: bool = "tls-cluster", Kind::Bool, "no", MUTABLE, keep;
+    /// `memcached-tls` (Cairn; memcached's `-Z`): `memcached-port` speaks
+    /// TLS, with the same certificates and `tls-*` settings as `tls-port`.
+    memcached_tls: bool = "memcached-tls", Kind::Bool, "no", IMMUTABLE, keep;
 }
 
 /// Directives only meaningful while reading a file; CONFIG REWRITE keeps

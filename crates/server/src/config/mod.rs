@@ -54,7 +54,7 @@ pub use syntax::string_match;
 pub use types::{
     AppendFsync, ClientBufferLimit, ClientOutputBufferLimits, KeyspaceEvents, LogLevel,
     MaxmemoryPolicy, OomScoreAdj, OomScoreAdjValues, ProtectedAction, PubsubDefault,
-    ReplDisklessLoad, SaveRule, Supervised,
+    ReplDisklessLoad, SaveRule, Supervised, TlsAuthClients,
 };
 pub use units::parse_memory;
 pub use validate::os_error_text;

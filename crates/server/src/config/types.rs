@@ -124,6 +124,16 @@ config_enum! {
 }
 
 config_enum! {
+    /// `tls-auth-clients`: whether a TLS client must show a certificate
+    /// signed by `tls-ca-cert-file`/`-dir` (optional: checked if shown).
+    TlsAuthClients {
+        No = "no",
+        Yes = "yes",
+        Optional = "optional",
+    }
+}
+
+config_enum! {
     /// `repl-diskless-load` (accepted and shown; Cairn has no replication).
     ReplDisklessLoad {
         Disabled = "disabled",

@@ -145,3 +145,28 @@ pub fn os_error_text(e: &io::Error) -> String {
         _ => text,
     }
 }
+
+/// `tls-protocols`: TLSv1.2 and/or TLSv1.3; the older versions are refused
+/// here, with the reason, since rustls has none of them.
+pub(super) fn valid_tls_protocols(v: Value, _: &Ctx) -> Result<Value, String> {
+    if let Value::Str(s) = &v {
+        crate::net::tls_config::parse_protocols(s)?;
+    }
+    Ok(v)
+}
+
+/// `tls-ciphers`: OpenSSL TLS 1.2 names that rustls implements.
+pub(super) fn valid_tls_ciphers(v: Value, _: &Ctx) -> Result<Value, String> {
+    if let Value::Str(s) = &v {
+        crate::net::tls_config::parse_ciphers(s)?;
+    }
+    Ok(v)
+}
+
+/// `tls-ciphersuites`: TLS 1.3 names that rustls implements.
+pub(super) fn valid_tls_ciphersuites(v: Value, _: &Ctx) -> Result<Value, String> {
+    if let Value::Str(s) = &v {
+        crate::net::tls_config::parse_ciphersuites(s)?;
+    }
+    Ok(v)
+}

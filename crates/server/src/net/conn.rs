@@ -104,9 +104,10 @@ pub struct Conn {
 }
 
 impl Conn {
-    /// Reply bytes not yet written, referenced large values included.
+    /// Reply bytes not yet written, referenced large values included, and
+    /// what the transport holds (TLS records the socket would not take).
     pub(super) fn pending_out(&self) -> usize {
-        self.wbuf.len() - self.wpos + self.client.out_refs.pending()
+        self.wbuf.len() - self.wpos + self.client.out_refs.pending() + self.transport.pending_out()
     }
 
     /// Request bytes buffered: the query buffer and a large bulk arriving.
@@ -492,7 +493,11 @@ pub(super) fn flush(conn: &mut Conn, shared: &Shared, worker: usize) -> bool {
             break;
         }
         let refs = &conn.client.out_refs;
-        let r = if refs.is_empty() {
+        let r = if conn.wpos == conn.wbuf.len() && refs.is_empty() {
+            // Only the transport's own bytes are left (TLS records); Ok(0)
+            // ends the loop once they are out.
+            conn.transport.send_pending().map(|()| 0)
+        } else if refs.is_empty() {
             let end = conn.wbuf.len().min(conn.wpos + budget);
             conn.transport.write(&conn.wbuf[conn.wpos..end])
         } else {

@@ -62,8 +62,9 @@ fn bind_one(addr: SocketAddr, backlog: i32) -> std::io::Result<TcpListener> {
 }
 
 /// Accepts forever on `l`, spreading connections over the workers; each
-/// gets a session of `front`'s protocol.
-pub fn accept_loop(l: TcpListener, shared: Arc<Shared>, front: &'static FrontEnd) {
+/// gets a session of `front`'s protocol, over TLS with the current context
+/// (`Shared::tls`, which CONFIG SET may replace) if `tls`.
+pub fn accept_loop(l: TcpListener, shared: Arc<Shared>, front: &'static FrontEnd, tls: bool) {
     let mut next = 0usize;
     let mut last_warning: Option<std::time::Instant> = None;
     loop {
@@ -82,17 +83,32 @@ pub fn accept_loop(l: TcpListener, shared: Arc<Shared>, front: &'static FrontEnd
             }
         };
         shared.total_connections.fetch_add(1, Ordering::Relaxed);
+        let tls_config = if tls {
+            match shared.tls.get() {
+                Some(c) => Some(c),
+                // Not reachable: a TLS port is bound only with a context.
+                None => continue,
+            }
+        } else {
+            None
+        };
         let max = shared.hot.maxclients.load(Ordering::Relaxed);
         if shared.connected.fetch_add(1, Ordering::Relaxed) >= max {
             shared.connected.fetch_sub(1, Ordering::Relaxed);
             shared.rejected_connections.fetch_add(1, Ordering::Relaxed);
-            let _ = stream.write_all(&(front.refusal)(Refusal::MaxClients));
+            // A TLS client would read the refusal as a broken record; it
+            // is closed unanswered (see docs/design.md, "TLS").
+            if !tls {
+                let _ = stream.write_all(&(front.refusal)(Refusal::MaxClients));
+            }
             continue;
         }
         if denied_by_protected_mode(&shared, &addr) {
             shared.connected.fetch_sub(1, Ordering::Relaxed);
             shared.rejected_connections.fetch_add(1, Ordering::Relaxed);
-            let _ = stream.write_all(&(front.refusal)(Refusal::ProtectedMode));
+            if !tls {
+                let _ = stream.write_all(&(front.refusal)(Refusal::ProtectedMode));
+            }
             continue;
         }
         let workers = shared.workers();
@@ -107,7 +123,7 @@ pub fn accept_loop(l: TcpListener, shared: Arc<Shared>, front: &'static FrontEnd
                 w = free;
             }
         }
-        workers[w].send(Msg::NewConn(stream, addr, front));
+        workers[w].send(Msg::NewConn(stream, addr, front, tls_config));
     }
 }
 

@@ -1,6 +1,7 @@
 //! The connection layer: accepting sockets (`listener`), the worker loop
 //! that polls them (`worker`), a connection's buffers and transport
-//! (`conn`, `transport`), and moving connections between workers
+//! (`conn`, `transport`, with TLS in `tls` and its contexts in
+//! `tls_config`), and moving connections between workers
 //! (`balance`). It knows no protocol: each connection carries a
 //! `Session` of its port's protocol (`session`), which parses what is
 //! buffered, runs it and writes the replies.
@@ -9,5 +10,7 @@ pub mod conn;
 pub mod listener;
 pub mod migrate;
 pub mod session;
+pub mod tls;
+pub mod tls_config;
 pub mod transport;
 pub mod worker;

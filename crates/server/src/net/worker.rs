@@ -176,7 +176,7 @@ impl Worker {
         for m in msgs {
             match m {
                 Msg::Pubsub(batch) => self.deliver_pubsub(batch),
-                Msg::NewConn(stream, addr, front) => self.adopt(stream, addr, front),
+                Msg::NewConn(stream, addr, front, tls) => self.adopt(stream, addr, front, tls),
                 Msg::Monitor(id, line) => self.deliver_monitor(id, &line),
                 Msg::Invalidate(id) => self.deliver_invalidations(id),
                 Msg::Poke => self.cron(),
@@ -197,6 +197,7 @@ impl Worker {
         std_stream: std::net::TcpStream,
         addr: std::net::SocketAddr,
         front: &'static FrontEnd,
+        tls: Option<Arc<rustls::ServerConfig>>,
     ) {
         let laddr = std_stream.local_addr().unwrap_or(addr);
         if std_stream.set_nonblocking(true).is_err() {
@@ -206,7 +207,17 @@ impl Worker {
         let _ = std_stream.set_nodelay(true);
         use std::os::fd::AsRawFd;
         let fd = std_stream.as_raw_fd();
-        let mut transport = Transport::plain(std_stream);
+        let mut transport = match tls {
+            None => Transport::plain(std_stream),
+            Some(config) => match Transport::tls(std_stream, config) {
+                Ok(t) => t,
+                Err(e) => {
+                    log::warning(&format!("cannot start TLS with {addr}: {e}"));
+                    self.shared.connected.fetch_sub(1, Ordering::Relaxed);
+                    return;
+                }
+            },
+        };
         let slot = self.free.pop().unwrap_or_else(|| {
             self.conns.push(None);
             self.conns.len() - 1

@@ -18,6 +18,7 @@ use crate::resp::cmd::{reply_help, subcommand_syntax_error};
 use crate::resp::ctx::{CmdResult, Ctx};
 use crate::resp::errors;
 use crate::resp::errors::CmdError;
+use crate::shared::Shared;
 use cairn_engine::value::{HashValue, SetValue, StrValue};
 use cairn_engine::Value;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -342,7 +343,7 @@ fn config_set(ctx: &mut Ctx) -> CmdResult {
         let mut cfg = ctx.shared.config.write();
         let before = cfg.clone();
         let changed = cfg.set_from(&pairs, local).map_err(CmdError::text)?;
-        if let Err(e) = apply_config_changes(&cfg, &changed) {
+        if let Err(e) = apply_config_changes(ctx.shared, &cfg, &changed) {
             *cfg = before;
             return Err(e);
         }
@@ -375,8 +376,25 @@ fn config_set(ctx: &mut Ctx) -> CmdResult {
 /// pick up by itself (`Shared::refresh_hot` covers the rest). On error the
 /// caller restores the previous config; the checks that can fail come
 /// before any effect is applied.
-fn apply_config_changes(cfg: &Config, changed: &[&str]) -> Result<(), CmdError> {
+fn apply_config_changes(shared: &Shared, cfg: &Config, changed: &[&str]) -> Result<(), CmdError> {
     let failed = |name: &str, why: &str| errors::config_set_failed(name, why);
+    // New certificates or settings for connections accepted from now on
+    // (Redis's applyTlsCfg); a context that cannot be built leaves the old
+    // one, and the reason goes to the log as in Redis.
+    let tls_change = changed
+        .iter()
+        .find(|n| n.starts_with("tls-") && !TLS_STORED_ONLY.contains(n));
+    if let Some(name) = tls_change {
+        if crate::net::tls_config::wanted(cfg) {
+            if let Err(why) = shared.tls.reload(cfg) {
+                log::warning(&format!("Failed to configure TLS: {why}"));
+                return Err(failed(
+                    name,
+                    "Unable to update TLS configuration. Check server logs.",
+                ));
+            }
+        }
+    }
     if changed.contains(&"bind") {
         // The listeners are bound once at start; rebinding them needs the
         // acceptor threads to be replaceable, which they are not yet.
@@ -418,6 +436,16 @@ fn apply_config_changes(cfg: &Config, changed: &[&str]) -> Result<(), CmdError> 
     }
     Ok(())
 }
+
+/// `tls-*` directives that do not shape the server's TLS context.
+const TLS_STORED_ONLY: &[&str] = &[
+    "tls-client-cert-file",
+    "tls-client-key-file",
+    "tls-client-key-file-pass",
+    "tls-dh-params-file",
+    "tls-replication",
+    "tls-cluster",
+];
 
 /// An io::Error's text without Rust's " (os error N)" suffix: strerror().
 fn strerror(e: &std::io::Error) -> String {
