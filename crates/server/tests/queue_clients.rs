@@ -75,7 +75,8 @@ fn run_python(name: &str, modules: &str, args: &[&str]) -> Option<support::Serve
 /// retried, rate-limited and parent/child jobs all finish.
 #[test]
 fn bullmq() {
-    let node_modules = install_dir("CAIRN_CLIENTS_NODE", "target/clients-node").join("node_modules");
+    let node_modules =
+        install_dir("CAIRN_CLIENTS_NODE", "target/clients-node").join("node_modules");
     if !runs("node", &["--version"]) || !node_modules.join("bullmq/package.json").is_file() {
         missing::<()>(&format!(
             "BullMQ (node and {})",
@@ -122,7 +123,11 @@ fn rq_jobs() {
 /// invalidation by another connection's write, FLUSHALL and expiry.
 #[test]
 fn redis_py_client_side_caching() {
-    run_python("redis-py client-side caching", "redis", &["client_cache.py"]);
+    run_python(
+        "redis-py client-side caching",
+        "redis",
+        &["client_cache.py"],
+    );
 }
 
 /// The server command line for rq's suite: port 6379 (rq's tests connect

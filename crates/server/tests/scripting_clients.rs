@@ -57,7 +57,14 @@ fn ruby() -> Option<PathBuf> {
 fn script_calls(server: &support::Server) -> u64 {
     command_calls(
         server,
-        &["eval", "evalsha", "eval_ro", "evalsha_ro", "fcall", "fcall_ro"],
+        &[
+            "eval",
+            "evalsha",
+            "eval_ro",
+            "evalsha_ro",
+            "fcall",
+            "fcall_ro",
+        ],
     )
 }
 

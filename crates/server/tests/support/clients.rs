@@ -172,12 +172,7 @@ pub fn client_command(program: &Path, args: &[&str], url: &str) -> Command {
 
 /// Runs `cmd` and panics, with its output and the server's log (when the
 /// server is one of ours), unless it exits 0 within `timeout`.
-pub fn expect_success(
-    name: &str,
-    server: Option<&Server>,
-    cmd: Command,
-    timeout: Duration,
-) -> Run {
+pub fn expect_success(name: &str, server: Option<&Server>, cmd: Command, timeout: Duration) -> Run {
     let run = run_with_timeout(cmd, timeout);
     let failed = match run.status {
         Some(st) if st.success() => None,
