@@ -21,7 +21,7 @@ if [ -z "${CAIRN_RQ_SUITE_IN_NS:-}" ]; then
   # it over the new network namespace alone.
   ns=(unshare -n)
   [ "$(id -u)" -eq 0 ] || ns=(unshare -r -n)
-  CAIRN_RQ_SUITE_IN_NS=1 exec "${ns[@]}" -- "$0" "$@"
+  CAIRN_RQ_SUITE_IN_NS=1 exec "${ns[@]}" -- bash "$0" "$@"
 fi
 
 python="$1"
