@@ -37,17 +37,18 @@ def main():
 
     plain = q.enqueue(rq_tasks.add, 2, 3)
     structured = q.enqueue(rq_tasks.shout, "cairn")
-    short = q.enqueue(rq_tasks.add, 20, 22, result_ttl=1)
+    kept = q.enqueue(rq_tasks.add, 20, 22, result_ttl=60)
+    short = q.enqueue(rq_tasks.add, 1, 1, result_ttl=1)
     failing = q.enqueue(rq_tasks.explode, 7)
     check(plain.get_status() == JobStatus.QUEUED, f"status after enqueue: {plain.get_status()}")
-    check(q.count == 4, f"queue holds {q.count} jobs, not 4")
+    check(q.count == 5, f"queue holds {q.count} jobs, not 5")
 
     # The default Worker forks a work horse per job, as in production.
     w = Worker([q], connection=conn, name=f"cairn-rq-check-{os.getpid()}")
     worked = w.work(burst=True)
     check(worked, "the burst worker did no work")
     check(q.count == 0, f"{q.count} jobs left in the queue after a burst")
-    ok("a burst worker ran 4 jobs")
+    ok("a burst worker ran 5 jobs")
 
     check(plain.get_status() == JobStatus.FINISHED, f"plain job status {plain.get_status()}")
     check(plain.return_value() == 5, f"return_value {plain.return_value()!r}")
@@ -59,10 +60,14 @@ def main():
     check(plain.id in finished and structured.id in finished, f"finished registry {finished}")
     ok("return values, statuses and the finished registry")
 
-    # result_ttl bounds how long the job and its result stay.
-    check(short.return_value() == 42, f"short job's return_value {short.return_value()!r}")
-    pttl = conn.pttl(short.key)
-    check(0 < pttl <= 1000, f"job hash of a result_ttl=1 job has PTTL {pttl}")
+    # result_ttl bounds how long the job and its result stay: the job hash
+    # expires with it (and the default is 500 s).
+    check(kept.return_value() == 42, f"result_ttl=60 job's return_value {kept.return_value()!r}")
+    pttl = conn.pttl(kept.key)
+    check(0 < pttl <= 60_000, f"job hash of a result_ttl=60 job has PTTL {pttl}")
+    default_pttl = conn.pttl(plain.key)
+    check(400_000 < default_pttl <= 500_000, f"job hash of a default job has PTTL {default_pttl}")
+    # A 1 s TTL may already have run out under load: only its end is checked.
     deadline = time.monotonic() + 5
     while conn.exists(short.key):
         check(time.monotonic() < deadline, "the result_ttl=1 job outlived its TTL by 4 s")
@@ -72,7 +77,7 @@ def main():
         raise AssertionError("a job past its result_ttl can still be fetched")
     except NoSuchJobError:
         pass
-    ok(f"result_ttl=1 expired the job (PTTL was {pttl} ms)")
+    ok(f"result_ttl: PTTL {pttl} ms for 60 s, {default_pttl} ms by default; a 1 s job expired")
 
     check(failing.get_status() == JobStatus.FAILED, f"failing job status {failing.get_status()}")
     failed_ids = FailedJobRegistry(queue=q).get_job_ids()
