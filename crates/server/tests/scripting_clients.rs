@@ -9,94 +9,33 @@
 //! server's URL, exits 0 when every check passed and prints what failed
 //! otherwise. This file starts a server per test on an ephemeral port, runs
 //! the program with a timeout in its own process group (so the workers it
-//! starts die with it), and kills the server when the test ends, pass or fail.
+//! starts die with it), and kills the server when the test ends, pass or fail
+//! (the runner is `support/clients.rs`, shared with queue_clients.rs).
 //!
-//! Environment:
-//! - `CAIRN_CLIENTS_TARGET=redis` runs everything against a reference
-//!   redis-server (how these tests were validated); the default is Cairn.
-//! - `CAIRN_CLIENTS_VENV`: the virtualenv holding the Python clients
-//!   (default `target/clients-venv`, made by `scripts/install_test_clients.sh`).
-//! - `CI`: missing clients fail instead of skipping, as a missing
-//!   redis-server does in diff.rs.
+//! Environment (see `support/clients.rs`): `CAIRN_CLIENTS_TARGET=redis` runs
+//! everything against a reference redis-server (how these tests were
+//! validated), the default is Cairn; `CAIRN_CLIENTS_VENV` is the Python
+//! clients' virtualenv; under `CI` missing clients fail instead of skipping.
 
 mod support;
 
 use std::collections::HashMap;
-use std::fs::File;
-use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use redis::{ErrorKind, ServerErrorKind, Value};
-use support::{q, redis_client, redis_client_resp3, Server};
-
-const INSTALL_HINT: &str = "run scripts/install_test_clients.sh (scripts/test runs it)";
+use support::clients::{
+    client_command, command_calls, expect_success, missing, python, start_target, target,
+};
+use support::{q, redis_client, redis_client_resp3};
 
 /// Longest a client program may run; the slowest (Sidekiq, whose scheduler
 /// first polls up to 5 s after start) takes about 10 s against redis-server.
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(60);
 
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Target {
-    Cairn,
-    Redis,
-}
-
-fn target() -> Target {
-    match std::env::var("CAIRN_CLIENTS_TARGET").as_deref() {
-        Err(_) | Ok("") | Ok("cairn") => Target::Cairn,
-        Ok("redis") => Target::Redis,
-        Ok(other) => panic!("CAIRN_CLIENTS_TARGET={other:?}: expected `cairn` or `redis`"),
-    }
-}
-
-fn start_target() -> Server {
-    match target() {
-        Target::Cairn => support::start_cairn(&[]),
-        Target::Redis => support::start_redis(&[]).expect(
-            "CAIRN_CLIENTS_TARGET=redis needs redis-server (PATH or $REDIS_SERVER; apt-get install -y redis-server)",
-        ),
-    }
-}
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn clients_dir() -> PathBuf {
-    repo_root().join("tests/clients")
-}
-
-/// `None` (a skip) when a client is missing outside CI; in CI a failure.
-fn missing(what: &str) -> Option<PathBuf> {
-    let msg = format!("scripting_clients: {what} is not installed; {INSTALL_HINT}");
-    if std::env::var_os("CI").is_some() {
-        panic!("{msg}");
-    }
-    eprintln!("{msg}; skipping");
-    None
-}
-
-/// The venv's interpreter, once it imports every Python client.
-fn python() -> Option<PathBuf> {
-    let venv = std::env::var_os("CAIRN_CLIENTS_VENV")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| repo_root().join("target/clients-venv"));
-    let py = venv.join("bin/python");
-    let imports = Command::new(&py)
-        .args(["-c", "import redis, celery, kombu, dramatiq, limits"])
-        .stdin(Stdio::null())
-        .output();
-    match imports {
-        Ok(out) if out.status.success() => Some(py),
-        _ => missing(&format!(
-            "the Python clients venv ({}: redis, celery, dramatiq, limits)",
-            venv.display()
-        )),
-    }
-}
+/// The modules the Python programs here import.
+const PY_CLIENTS: &str = "redis, celery, kombu, dramatiq, limits";
 
 /// `ruby`, once it can load Debian's Sidekiq and the `sidekiq` command exists.
 fn ruby() -> Option<PathBuf> {
@@ -114,82 +53,19 @@ fn ruby() -> Option<PathBuf> {
     }
 }
 
-/// Kills a whole process group when dropped: the client program and any
-/// worker it started, even if the test panics or the program hangs.
-struct Group(libc::pid_t);
-
-impl Drop for Group {
-    fn drop(&mut self) {
-        // SAFETY: kill(2) with a negative pid signals the group we created
-        // with process_group(0); ESRCH (already gone) is fine. The kernel
-        // keeps a group id from reuse while any member lives, so after the
-        // leader is reaped this still reaches only its leftover workers.
-        unsafe {
-            libc::kill(-self.0, libc::SIGKILL);
-        }
-    }
-}
-
-struct Run {
-    status: Option<ExitStatus>,
-    output: String,
-    elapsed: Duration,
-}
-
-/// Runs `cmd` with a timeout, stdout and stderr merged into one log.
-fn run_with_timeout(mut cmd: Command, timeout: Duration) -> Run {
-    static COUNTER: AtomicUsize = AtomicUsize::new(0);
-    let log_path = std::env::temp_dir().join(format!(
-        "cairn-client-{}-{}.log",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    let log = File::create(&log_path).unwrap();
-    cmd.stdin(Stdio::null())
-        .stdout(log.try_clone().unwrap())
-        .stderr(log)
-        .process_group(0);
-    let start = Instant::now();
-    let mut child = cmd
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
-    let group = Group(child.id() as libc::pid_t);
-    let status = loop {
-        if let Some(st) = child.try_wait().unwrap() {
-            break Some(st);
-        }
-        if start.elapsed() >= timeout {
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let elapsed = start.elapsed();
-    drop(group);
-    let _ = child.wait();
-    let output = std::fs::read_to_string(&log_path).unwrap_or_default();
-    let _ = std::fs::remove_file(&log_path);
-    Run {
-        status,
-        output,
-        elapsed,
-    }
-}
-
 /// Sum of the calls of every script-running command in INFO commandstats.
-fn script_calls(server: &Server) -> u64 {
-    let mut con = redis_client(server.port);
-    let info: String = q(&mut con, &["INFO", "commandstats"]);
-    info.lines()
-        .filter_map(|l| {
-            let (name, stats) = l.strip_prefix("cmdstat_")?.split_once(':')?;
-            let scripted = matches!(
-                name,
-                "eval" | "evalsha" | "eval_ro" | "evalsha_ro" | "fcall" | "fcall_ro"
-            );
-            let calls = stats.split(',').find_map(|f| f.strip_prefix("calls="))?;
-            scripted.then(|| calls.parse::<u64>().ok()).flatten()
-        })
-        .sum()
+fn script_calls(server: &support::Server) -> u64 {
+    command_calls(
+        server,
+        &[
+            "eval",
+            "evalsha",
+            "eval_ro",
+            "evalsha_ro",
+            "fcall",
+            "fcall_ro",
+        ],
+    )
 }
 
 /// Runs a client program against a fresh server and checks that it passed
@@ -197,29 +73,9 @@ fn script_calls(server: &Server) -> u64 {
 fn check_client(name: &str, program: PathBuf, args: &[&str]) {
     let server = start_target();
     let url = format!("redis://127.0.0.1:{}/0", server.port);
-    let mut cmd = Command::new(&program);
-    cmd.args(args)
-        .arg(&url)
-        .current_dir(clients_dir())
-        .env("CAIRN_CLIENTS_URL", &url)
-        // Print as it goes, so a timeout shows how far it got; and leave no
-        // __pycache__ in the source tree.
-        .env("PYTHONUNBUFFERED", "1")
-        .env("PYTHONDONTWRITEBYTECODE", "1");
-    let run = run_with_timeout(cmd, CLIENT_TIMEOUT);
+    let cmd = client_command(&program, args, &url);
+    let run = expect_success(name, Some(&server), cmd, CLIENT_TIMEOUT);
     let tgt = target();
-    let failed = match run.status {
-        Some(st) if st.success() => None,
-        Some(st) => Some(format!("exited with {st}")),
-        None => Some(format!("timed out after {CLIENT_TIMEOUT:?}")),
-    };
-    if let Some(why) = failed {
-        panic!(
-            "{name} against {tgt:?} {why}; its output:\n{}\n--- server log (last 30 lines):\n{}",
-            run.output,
-            server.log_tail(30)
-        );
-    }
     let calls = script_calls(&server);
     assert!(
         calls > 0,
@@ -234,25 +90,25 @@ fn check_client(name: &str, program: PathBuf, args: &[&str]) {
 
 #[test]
 fn redis_py_lock() {
-    let Some(py) = python() else { return };
+    let Some(py) = python(PY_CLIENTS) else { return };
     check_client("redis-py Lock", py, &["redis_lock.py"]);
 }
 
 #[test]
 fn limits_rate_limiters() {
-    let Some(py) = python() else { return };
+    let Some(py) = python(PY_CLIENTS) else { return };
     check_client("limits", py, &["limits_check.py"]);
 }
 
 #[test]
 fn celery_worker() {
-    let Some(py) = python() else { return };
+    let Some(py) = python(PY_CLIENTS) else { return };
     check_client("Celery", py, &["celery_check.py"]);
 }
 
 #[test]
 fn dramatiq_worker() {
-    let Some(py) = python() else { return };
+    let Some(py) = python(PY_CLIENTS) else { return };
     check_client("dramatiq", py, &["dramatiq_check.py"]);
 }
 

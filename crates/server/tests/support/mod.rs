@@ -6,6 +6,8 @@
 //! waits for it, so a failing test never leaks a server.
 #![allow(dead_code)]
 
+pub mod clients;
+
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
