@@ -64,10 +64,31 @@ echo "rq_suite: rq's tests against $1 on 127.0.0.1:6379 in a private network nam
 
 cd "$rq_src"
 status=0
+set +e
 # shellcheck disable=SC2086 # CAIRN_RQ_PYTEST_ARGS is split on purpose
 PATH="$(dirname "$python"):$PATH" PYTHONPATH="$here" CAIRN_RQ_DESELECT_TAGS="$tags" \
   "$python" -m pytest -p no:cacheprovider -p rq_deselect -q -rfE --tb=short \
-  --durations=5 -W ignore::DeprecationWarning ${CAIRN_RQ_PYTEST_ARGS:-} tests || status=$?
+  --durations=5 -W ignore::DeprecationWarning ${CAIRN_RQ_PYTEST_ARGS:-} tests \
+  2>&1 | tee "$work/pytest.log"
+status=${PIPESTATUS[0]}
+set -e
+# rq's suite leaves worker processes and timing assumptions behind it (a
+# spawned worker given 1 s to start, a burst worker racing a leftover one
+# for the same queue); on a loaded machine one of ~730 tests fails now and
+# then, a different one each run. Failed tests run once more on their own:
+# a failure that repeats is real and fails the run; one that does not is
+# reported here and in the test's output.
+if [ "$status" -eq 1 ]; then
+  mapfile -t failed < <(sed -n 's/^FAILED \([^ ]*\).*/\1/p' "$work/pytest.log" | sort -u)
+  if [ "${#failed[@]}" -gt 0 ] && [ "${#failed[@]}" -le 3 ]; then
+    echo "rq_suite: ${#failed[@]} failed; running them again alone: ${failed[*]}"
+    status=0
+    PATH="$(dirname "$python"):$PATH" PYTHONPATH="$here" \
+      "$python" -m pytest -p no:cacheprovider -q -rfE --tb=short \
+      -W ignore::DeprecationWarning "${failed[@]}" || status=$?
+    [ "$status" -eq 0 ] && echo "rq_suite: FLAKY (failed in the full run, passed alone): ${failed[*]}"
+  fi
+fi
 if [ "$status" -ne 0 ]; then
   echo "--- server log (last 30 lines):"
   tail -n 30 "$work/server.log"
