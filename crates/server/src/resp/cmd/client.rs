@@ -203,8 +203,8 @@ fn kind(c: &ClientInfo) -> Kind {
 ///   watch), `obl` the unsent bytes last recorded, `oll` 0.
 /// - `tot-mem` sums those buffers and the per-connection structures.
 /// - `events` is `r`, plus `w` while replies are pending, as Redis shows.
-/// - `user` is always `default` (the only user) and `redir` -1 (no
-///   tracking).
+/// - `user` is the connection's ACL user and `redir` the CLIENT TRACKING
+///   redirect (-1 when not tracking).
 fn write_line(out: &mut Vec<u8>, ctx: &Ctx, c: &ClientInfo, current_cmd: &'static str) {
     let me = (c.id == ctx.client.id).then_some(Running {
         client: &*ctx.client,
