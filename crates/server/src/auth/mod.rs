@@ -376,6 +376,14 @@ pub fn refresh(shared: &Shared, client: &mut crate::client::Client) {
     }
 }
 
+/// True if the client's user has rules to check: callers gather the
+/// arguments for [`check`] only then (the default user as shipped has
+/// none, and pays nothing more).
+#[inline]
+pub fn restricted(client: &crate::client::Client) -> bool {
+    client.user.as_ref().is_some_and(|u| !u.unrestricted())
+}
+
 /// May `client` run `cmd` with `argv`? On a refusal the denial is logged
 /// in the ACL log (`context`), and the reason returned for the caller to
 /// word. Users whose root selector allows everything pay three flag tests.

@@ -206,7 +206,7 @@ fn refusal(
     if !client.authenticated && !cmd.has(flags::NO_AUTH) {
         return Some(CmdError::text(crate::resp::errors::NOAUTH));
     }
-    if client.user.as_ref().is_some_and(|u| !u.unrestricted()) {
+    if crate::auth::restricted(client) {
         let argv: Vec<&[u8]> = args.iter_from(0).collect();
         let context = if client.multi.is_some() {
             crate::auth::Context::Multi
