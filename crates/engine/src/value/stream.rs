@@ -571,6 +571,12 @@ impl StreamValue {
                 n.append(m, id, pairs, flags);
             }
             None => {
+                // The last node is closed to appends from now on: give back
+                // the slack its buffer's doubling left (up to half of it),
+                // as a listpack is sized to its content.
+                if let Some((_, last)) = self.nodes.iter_mut().next_back() {
+                    last.buf.shrink_to_fit();
+                }
                 let mut n = Node::new(pairs.iter().map(|(f, _)| *f));
                 n.append(id, id, pairs, flags);
                 self.nodes.insert(id, n);
