@@ -344,7 +344,10 @@ pub fn lookup_command<'t>(
 /// The key arguments of `argv` with the rights each needs: read for a
 /// key the command reads, write for one it inserts, updates or deletes
 /// (from the key specs' flags, or the command's key callback).
-pub fn key_rights(cmd: &crate::exec::table::Command, argv: &[&[u8]]) -> Vec<(usize, u8)> {
+pub fn key_rights(
+    cmd: &crate::exec::table::Command,
+    argv: &[&[u8]],
+) -> smallvec::SmallVec<[(usize, u8); 4]> {
     crate::exec::keys::command_keys(cmd.name, &cmd.key_specs, argv)
         .into_iter()
         .map(|(i, f)| (i, f.acl_rights()))
