@@ -359,7 +359,16 @@ fn config_rewrite_writes_the_running_users() {
     ok(&mut c, &["ACL", "SETUSER", "alice", "+set", "%R~r:*"]);
     ok(
         &mut c,
-        &["ACL", "SETUSER", "bob", "on", ">b", "~b:*", "+@hash", "(~s:* +get)"],
+        &[
+            "ACL",
+            "SETUSER",
+            "bob",
+            "on",
+            ">b",
+            "~b:*",
+            "+@hash",
+            "(~s:* +get)",
+        ],
     );
     assert_eq!(int(&mut c, &["ACL", "DELUSER", "gone"]), 1);
     let list: Vec<String> = q(&mut c, &["ACL", "LIST"]);
@@ -378,7 +387,11 @@ fn config_rewrite_writes_the_running_users() {
     let s = start_cairn_conf(&conf, &[]);
     let mut c = redis_client(s.port);
     let again: Vec<String> = q(&mut c, &["ACL", "LIST"]);
-    assert_eq!(again, list);
+    // A `user default` line starts from `reset`, which sets
+    // sanitize-payload: redis-server 7.0 lists it after the restart too.
+    let mut want = list.clone();
+    want[2] = "user default on nopass sanitize-payload ~* &* +@all".into();
+    assert_eq!(again, want);
     let mut b = login(s.port, "bob", "b");
     let _: Value = q(&mut b, &["GET", "s:1"]);
     assert!(err(&mut b, &["GET", "b:1"]).starts_with("NOPERM"));

@@ -46,9 +46,7 @@ fn acl_log(admin: &mut redis::Connection) -> Vec<[String; 5]> {
         }
     };
     log.iter()
-        .map(|e| {
-            ["reason", "context", "object", "username", "client-info"].map(|f| field(e, f))
-        })
+        .map(|e| ["reason", "context", "object", "username", "client-info"].map(|f| field(e, f)))
         .collect()
 }
 
@@ -137,7 +135,9 @@ fn text_commands_follow_key_patterns_and_command_rights() {
         .find(|e| e[2] == "ro:1" && e[4].contains("cmd=set"))
         .expect("a key denial for set ro:1");
     assert_eq!([&key[0], &key[1]].map(String::as_str), ["key", "toplevel"]);
-    assert!(log.iter().any(|e| e[2] == "other" && e[4].contains("cmd=add")));
+    assert!(log
+        .iter()
+        .any(|e| e[2] == "other" && e[4].contains("cmd=add")));
 
     // A rule change applies from the connection's next command.
     setuser(&mut admin, "app", &["+flushall", "+info"]);
@@ -199,7 +199,14 @@ fn a_restricted_default_user_binds_memcached_clients() {
     // No password: memcached clients are the default user, whose rules
     // apply to them as to RESP clients. Through the `memcache` crate.
     let (s, mc) = mc_support::cairn(&[
-        "--user", "default", "on", "nopass", "~cache:*", "+@read", "+@write", "-@dangerous",
+        "--user",
+        "default",
+        "on",
+        "nopass",
+        "~cache:*",
+        "+@read",
+        "+@write",
+        "-@dangerous",
     ]);
     let c = memcache::Client::connect(format!(
         "memcache://127.0.0.1:{mc}?protocol=ascii&timeout=5"
@@ -247,8 +254,8 @@ print("ok")
         .args(["-c", script, &mc.to_string()])
         .output()
         .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).into_owned()
-        + &String::from_utf8_lossy(&out.stderr);
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{text}");
     assert_eq!(text.trim(), "ok");
 }

@@ -110,7 +110,13 @@ fn free_port() -> u16 {
 fn start_tls(pki: &Pki, extra: &[&str]) -> (Server, u16) {
     let tls_port = free_port().to_string();
     let plain_port = free_port().to_string();
-    let mut args = vec!["--port", &plain_port, "--tls-port", &tls_port, "--tls-cert-file"];
+    let mut args = vec![
+        "--port",
+        &plain_port,
+        "--tls-port",
+        &tls_port,
+        "--tls-cert-file",
+    ];
     let (cert, key, ca) = (pki.p("server.pem"), pki.p("server.key"), pki.p("ca.pem"));
     args.extend([
         cert.as_str(),
@@ -694,7 +700,10 @@ print("ok")
 /// /proc: its socket inodes, looked up in /proc/net/tcp and tcp6).
 fn listening_ports(pid: u32) -> Vec<u16> {
     let mut inodes = Vec::new();
-    for fd in std::fs::read_dir(format!("/proc/{pid}/fd")).unwrap().flatten() {
+    for fd in std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .flatten()
+    {
         if let Ok(target) = std::fs::read_link(fd.path()) {
             let t = target.to_string_lossy().into_owned();
             if let Some(n) = t.strip_prefix("socket:[").and_then(|r| r.strip_suffix(']')) {
@@ -745,7 +754,12 @@ fn port_zero_beside_a_tls_port_means_tls_only() {
     if tool("redis-cli") {
         let out = Command::new("redis-cli")
             .args(["--tls", "--cacert", &ca])
-            .args(["--cert", &pki.p("client.pem"), "--key", &pki.p("client.key")])
+            .args([
+                "--cert",
+                &pki.p("client.pem"),
+                "--key",
+                &pki.p("client.key"),
+            ])
             .args(["-h", "127.0.0.1", "-p", &p, "PING"])
             .output()
             .unwrap();

@@ -49,7 +49,9 @@ fn as_redis<'r>(req: &'r Request) -> (&'static str, Vec<Check<'r>>) {
         // refused set also deletes the key).
         Request::Refused { key, .. } => ("set", vec![key_of(b"set", key.as_bytes())]),
         Request::Delete { key, .. } => ("delete", vec![vec![b"del" as &[u8], key]]),
-        Request::Arith { incr: true, key, .. } => ("incr", vec![key_of(b"incrby", key)]),
+        Request::Arith {
+            incr: true, key, ..
+        } => ("incr", vec![key_of(b"incrby", key)]),
         Request::Arith { key, .. } => ("decr", vec![key_of(b"decrby", key)]),
         Request::Touch { key, .. } => ("touch", vec![key_of(b"expire", key)]),
         Request::FlushAll { .. } => ("flush_all", vec![vec![b"flushall" as &[u8]]]),
