@@ -116,7 +116,15 @@ pub fn run(mut cfg: Config) -> Result<(), String> {
     // Failure is logged and start-up goes on, as in Redis.
     let _ = crate::process::set_oom_score_adj(&cfg);
     crate::memory::register_thread();
-    let listeners = crate::net::listener::bind_all(&cfg.bind, cfg.port, cfg.tcp_backlog as i32)?;
+    // Redis's `port 0` turns plain TCP off; Cairn does so when a TLS port
+    // is set, and otherwise takes `port 0` as an ephemeral port, where
+    // Redis (with no `unixsocket`, which Cairn lacks) would refuse to
+    // start for want of anything to listen on. See docs/design.md, "TLS".
+    let listeners = if cfg.port == 0 && cfg.tls_port != 0 {
+        Vec::new()
+    } else {
+        crate::net::listener::bind_all(&cfg.bind, cfg.port, cfg.tcp_backlog as i32)?
+    };
     // memcached clients on their own port, same addresses (issue 7).
     let mc_listeners = match cfg.memcached_port {
         0 => Vec::new(),
@@ -147,7 +155,11 @@ pub fn run(mut cfg: Config) -> Result<(), String> {
     if let Some(c) = tls_context {
         shared.tls.set(c);
     }
-    let port = listeners[0].local_addr().map(|a| a.port()).unwrap_or(0);
+    // INFO's tcp_port: 0 with no plain listener, as Redis reports it.
+    let port = listeners
+        .first()
+        .and_then(|l| l.local_addr().ok())
+        .map_or(0, |a| a.port());
     shared.tcp_port.store(port, Ordering::Relaxed);
 
     let n = shared.worker_stats.len();

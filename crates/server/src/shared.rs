@@ -15,13 +15,16 @@ use std::time::Instant;
 pub enum Msg {
     /// Pub/Sub messages for subscribers of this worker.
     Pubsub(crate::pubsub::Batch),
-    /// A freshly accepted connection to adopt, its port's protocol, and
-    /// the TLS context it starts a handshake with if its port speaks TLS.
+    /// A freshly accepted connection to adopt, its port's protocol, the
+    /// TLS context it starts a handshake with if its port speaks TLS, and
+    /// the refusal to answer once that handshake is done (protected mode
+    /// on a TLS port; the connection then runs nothing).
     NewConn(
         std::net::TcpStream,
         std::net::SocketAddr,
         &'static crate::net::session::FrontEnd,
         Option<Arc<rustls::ServerConfig>>,
+        Option<crate::net::session::Refusal>,
     ),
     /// A line for the MONITOR client with this id.
     Monitor(u64, Arc<[u8]>),

@@ -312,6 +312,23 @@ pub fn save_file(shared: &Shared, path: &str) -> std::io::Result<()> {
     r
 }
 
+/// Every user as CONFIG REWRITE writes it when users come from `user`
+/// lines (no `aclfile`): the name and the rules, in name order, as
+/// Redis's rewriteConfigUserOption writes `user <name> <ACL LIST rules>`.
+pub fn config_lines(shared: &Shared) -> Vec<Vec<String>> {
+    shared
+        .acl
+        .all()
+        .iter()
+        .map(|u| {
+            vec![
+                String::from_utf8_lossy(&u.name).into_owned(),
+                String::from_utf8_lossy(&u.describe(&shared.table)).into_owned(),
+            ]
+        })
+        .collect()
+}
+
 fn trim<'a>(mut s: &'a [u8], set: &[u8]) -> &'a [u8] {
     while let [first, rest @ ..] = s {
         if !set.contains(first) {

@@ -93,7 +93,8 @@ macro_rules! directives {
             /// Absolute path of the config file given at startup.
             pub(super) config_file: Option<PathBuf>,
             /// `user <name> <rules...>` lines, in order (file only; the
-            /// ACL registry is built from them at start).
+            /// ACL registry is built from them at start). CONFIG REWRITE
+            /// fills its copy's with the running users.
             pub user_lines: Vec<Vec<String>>,
         }
 

@@ -465,7 +465,9 @@ fn config_resetstat(ctx: &mut Ctx) -> CmdResult {
 /// CONFIG REWRITE → +OK once the config file reflects the running config.
 fn config_rewrite(ctx: &mut Ctx) -> CmdResult {
     // Write from a copy, so CONFIG SET and readers never wait on the disk.
-    let cfg = ctx.shared.config.read().clone();
+    let mut cfg = ctx.shared.config.read().clone();
+    // The users as they are now, not as the file had them.
+    cfg.user_lines = crate::auth::config_lines(ctx.shared);
     let Some(path) = cfg.config_file() else {
         return Err(CmdError::text(errors::NO_CONFIG_FILE));
     };
