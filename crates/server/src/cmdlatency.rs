@@ -168,11 +168,14 @@ impl Histogram {
 
     /// The value (ns) at `percentile` (0..=100): the highest value of the
     /// counter where the running count reaches `percentile` of the calls,
-    /// rounded half up (hdr_value_at_percentile).
+    /// rounded half up, at least one (hdr_value_at_percentile); for
+    /// percentile 0, the lowest value of that counter.
     pub fn value_at_percentile(&self, percentile: f64) -> u64 {
         let p = percentile.min(100.0);
         let wanted = (((p / 100.0) * self.total as f64) + 0.5) as u64;
-        let wanted = wanted.min(self.total);
+        // At least one call, so percentile 0 is the lowest recorded value
+        // (as Redis 7.0.15 answers it), not 0.
+        let wanted = wanted.clamp(1, self.total.max(1));
         let mut seen = 0;
         let mut value = 0;
         for (i, &c) in self.counts.iter().enumerate() {
@@ -289,7 +292,7 @@ mod tests {
         assert_eq!(h.value_at_percentile(99.0), 1003);
         assert_eq!(h.value_at_percentile(99.9), 50_175);
         assert_eq!(h.value_at_percentile(100.0), 50_175);
-        assert_eq!(h.value_at_percentile(0.0), 0);
+        assert_eq!(h.value_at_percentile(0.0), 1000);
     }
 
     #[test]

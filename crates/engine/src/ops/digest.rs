@@ -6,7 +6,8 @@
 //! The scheme: `mix(d, data)` is `d = SHA1(d ^ SHA1(data))`, order
 //! dependent; `xor(d, data)` is `d ^= SHA1(data)`, order independent.
 //! A key's digest mixes its name, its type (4 bytes, big endian) and its
-//! value; the keys' digests are xored together, so the hash table's order
+//! value; the keys' digests are xored (hashed first, as every xor here)
+//! together, so the hash table's order
 //! does not matter, and each non-empty database first mixes its number.
 //! Within a value, ordered types (strings, lists, streams) mix their
 //! elements; unordered ones (sets, hashes, sorted sets) xor a digest per
@@ -126,9 +127,7 @@ impl Engine {
                     let mut d = [0u8; 20];
                     mix(&mut d, r.key());
                     value_digest(&mut d, r);
-                    for (a, b) in out.iter_mut().zip(d) {
-                        *a ^= b;
-                    }
+                    xor(&mut out, &d);
                 }
             }
         }
