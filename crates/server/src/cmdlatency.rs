@@ -93,8 +93,8 @@ impl Tracks {
     #[inline]
     pub fn record(&self, cmd: usize, micros: u64) {
         let ns = micros.saturating_mul(1000).clamp(MIN_NS, MAX_NS);
-        let counts = self.slots[cmd]
-            .get_or_init(|| (0..COUNTS_LEN).map(|_| AtomicU64::new(0)).collect());
+        let counts =
+            self.slots[cmd].get_or_init(|| (0..COUNTS_LEN).map(|_| AtomicU64::new(0)).collect());
         bump(&counts[counts_index(ns)], 1);
     }
 

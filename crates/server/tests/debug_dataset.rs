@@ -125,10 +125,7 @@ fn digest_equals_redis_for_every_type() {
     ];
     let mut args = vec!["DEBUG", "DIGEST-VALUE"];
     args.extend(keys);
-    let theirs: Vec<String> = redis::cmd("DEBUG")
-        .arg(&args[1..])
-        .query(&mut r)
-        .unwrap();
+    let theirs: Vec<String> = redis::cmd("DEBUG").arg(&args[1..]).query(&mut r).unwrap();
     let ours: Vec<String> = redis::cmd("DEBUG").arg(&args[1..]).query(&mut c).unwrap();
     assert_eq!(ours, theirs);
     assert_eq!(ours.last().unwrap(), &"0".repeat(40));
@@ -195,5 +192,7 @@ fn reload_nosave_without_a_file_fails() {
             .contains("Error trying to load the RDB dump, check server logs."),
         "{err}"
     );
-    assert!(cairn.log().contains("DEBUG RELOAD failed loading the snapshot"));
+    assert!(cairn
+        .log()
+        .contains("DEBUG RELOAD failed loading the snapshot"));
 }

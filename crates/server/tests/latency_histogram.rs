@@ -43,7 +43,10 @@ fn histograms(c: &mut Connection, names: &[&str]) -> HashMap<String, (i64, Vec<(
         assert_eq!(s(&inner[0]), "calls");
         assert_eq!(s(&inner[2]), "histogram_usec");
         let buckets = flat(inner[3].clone());
-        let buckets: Vec<(i64, i64)> = buckets.chunks(2).map(|b| (int(&b[0]), int(&b[1]))).collect();
+        let buckets: Vec<(i64, i64)> = buckets
+            .chunks(2)
+            .map(|b| (int(&b[0]), int(&b[1])))
+            .collect();
         out.insert(s(&pair[0]), (int(&inner[1]), buckets));
     }
     out
@@ -93,8 +96,8 @@ fn every_command_has_its_histogram() {
     // Cumulative, at Redis's bucket bounds, ending with every call.
     assert_eq!(buckets.last().unwrap().1, 50);
     let bounds = [
-        1, 2, 4, 8, 16, 33, 66, 132, 264, 528, 1056, 2113, 4227, 8454, 16908, 33816, 67633,
-        135266, 270532, 541065, 1073741,
+        1, 2, 4, 8, 16, 33, 66, 132, 264, 528, 1056, 2113, 4227, 8454, 16908, 33816, 67633, 135266,
+        270532, 541065, 1073741,
     ];
     for w in buckets.windows(2) {
         assert!(w[0].0 < w[1].0 && w[0].1 < w[1].1, "{buckets:?}");
@@ -124,14 +127,22 @@ fn every_command_has_its_histogram() {
 
     run(
         &mut c,
-        &["CONFIG", "SET", "latency-tracking-info-percentiles", "0 50 100"],
+        &[
+            "CONFIG",
+            "SET",
+            "latency-tracking-info-percentiles",
+            "0 50 100",
+        ],
     );
     let labels: Vec<String> = latencystats(&mut c)["set"]
         .iter()
         .map(|(p, _)| p.clone())
         .collect();
     assert_eq!(labels, ["p0", "p50", "p100"]);
-    run(&mut c, &["CONFIG", "SET", "latency-tracking-info-percentiles", ""]);
+    run(
+        &mut c,
+        &["CONFIG", "SET", "latency-tracking-info-percentiles", ""],
+    );
     assert!(latencystats(&mut c)["set"].is_empty());
 
     // Off: INFO shows the header only, and nothing more is recorded.
@@ -173,7 +184,9 @@ fn resp3_replies_are_maps() {
     let reply = raw.cmd(&["LATENCY", "HISTOGRAM", "set"]);
     let text = String::from_utf8(reply).unwrap();
     assert!(
-        text.starts_with("%1\r\n$3\r\nset\r\n%2\r\n$5\r\ncalls\r\n:1\r\n$14\r\nhistogram_usec\r\n%1\r\n:"),
+        text.starts_with(
+            "%1\r\n$3\r\nset\r\n%2\r\n$5\r\ncalls\r\n:1\r\n$14\r\nhistogram_usec\r\n%1\r\n:"
+        ),
         "{text:?}"
     );
     assert_eq!(raw.cmd(&["LATENCY", "HISTOGRAM", "nosuch"]), b"%0\r\n");
