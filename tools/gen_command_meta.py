@@ -101,7 +101,7 @@ COMMANDS = [
              "log", "save", "setuser", "users", "whoami", "help"]),
     # the rest of Redis 7.0 (issue 22)
     "wait", "role", "readonly", "readwrite", "asking", "lolwut",
-    ("latency", ["latest", "history", "reset", "doctor", "graph", "help"]),
+    ("latency", ["latest", "history", "reset", "doctor", "graph", "help", "histogram"]),
     # geo (issue 22)
     "geoadd", "geodist", "geohash", "geopos", "georadius", "georadius_ro",
     "georadiusbymember", "georadiusbymember_ro", "geosearch",

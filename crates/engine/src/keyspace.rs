@@ -138,6 +138,14 @@ pub struct Key<'a> {
     hash: u64,
 }
 
+impl Key<'_> {
+    /// The key's table hash, for lookups that bypass `Guard` (DEBUG
+    /// DIGEST-VALUE reads without expiring).
+    pub(crate) fn hash(&self) -> u64 {
+        self.hash
+    }
+}
+
 /// Engine construction options.
 pub struct Options {
     pub databases: usize,

@@ -6,6 +6,7 @@ static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 mod auth;
 mod blocking;
 mod client;
+mod cmdlatency;
 mod config;
 mod exec;
 mod journal;

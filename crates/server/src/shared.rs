@@ -78,6 +78,8 @@ pub struct WorkerStats {
     pub conns: AtomicUsize,
     /// Per command id: calls, microseconds, rejected calls, failed calls.
     pub cmd: Box<[[AtomicU64; 4]]>,
+    /// Per command id: the latency histogram (`latency-tracking`).
+    pub latency: crate::cmdlatency::Tracks,
 }
 
 impl WorkerStats {
@@ -90,6 +92,7 @@ impl WorkerStats {
             work_ns: AtomicU64::new(0),
             conns: AtomicUsize::new(0),
             cmd: (0..commands).map(|_| Default::default()).collect(),
+            latency: crate::cmdlatency::Tracks::new(commands),
         }
     }
 }
@@ -132,6 +135,8 @@ pub struct Hot {
     pub busy_reply_threshold_ms: AtomicU64,
     /// DEBUG SET-ACTIVE-EXPIRE 0: the background expiry sweep is off.
     pub active_expire_off: AtomicBool,
+    /// `latency-tracking`: each command's run time goes in its histogram.
+    pub latency_tracking: AtomicBool,
 }
 
 /// CLIENT PAUSE state.
@@ -227,6 +232,8 @@ impl Shared {
             .store(c.slowlog_log_slower_than.max(0) as u64, Ordering::Relaxed);
         h.busy_reply_threshold_ms
             .store(c.busy_reply_threshold, Ordering::Relaxed);
+        h.latency_tracking
+            .store(c.latency_tracking, Ordering::Relaxed);
         self.latency
             .threshold_ms
             .store(c.latency_monitor_threshold, Ordering::Relaxed);

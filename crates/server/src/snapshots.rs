@@ -493,6 +493,73 @@ pub fn load(shared: &Shared, path: &std::path::Path) -> Result<(), String> {
     Ok(())
 }
 
+/// Why DEBUG RELOAD failed.
+#[derive(Debug)]
+pub enum ReloadError {
+    /// The save before the load failed (logged by `save`).
+    Save,
+    /// The file could not be loaded (logged here).
+    Load,
+}
+
+/// DEBUG RELOAD: saves the snapshot (unless `save_first` is off), empties
+/// every database (unless `flush` is off), and loads the snapshot back,
+/// a key already present taking the loaded value with `merge` (debug.c's
+/// RDBFLAGS_ALLOW_DUP; without it a duplicate fails the load, where
+/// Redis would stop). Other clients get `-LOADING` until it is done, as
+/// Redis's event loop answers them while it loads. Function libraries are
+/// not dropped by the flush: the file's replace those of the same name.
+pub fn reload(
+    shared: &Shared,
+    cx: &Cx,
+    save_first: bool,
+    flush: bool,
+    merge: bool,
+) -> Result<(), ReloadError> {
+    if save_first {
+        save(shared, cx, false).map_err(|_| ReloadError::Save)?;
+    }
+    let path = path(shared);
+    let st = &shared.snapshots;
+    st.loading.store(true, Ordering::Relaxed);
+    st.loading_start.store(unix_secs(), Ordering::Relaxed);
+    st.loading_total.store(
+        std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0),
+        Ordering::Relaxed,
+    );
+    if flush {
+        drop(shared.engine.flush(cx, None));
+    }
+    let opts = snap::LoadOptions {
+        thread_start: Some(crate::memory::register_thread),
+        replace_existing: merge,
+        ..Default::default()
+    };
+    let result = snap::load(&shared.engine, &path, &opts, &mut |p| {
+        st.loading_done.store(p.bytes_read, Ordering::Relaxed);
+    })
+    .map_err(|e| e.to_string())
+    .and_then(|stats| {
+        crate::script::functions::load_codes(shared, &stats.functions)?;
+        Ok(stats)
+    });
+    st.loading.store(false, Ordering::Relaxed);
+    match result {
+        Ok(stats) => {
+            st.dirty_base
+                .store(shared.engine.changes(), Ordering::Relaxed);
+            st.last_load_keys.store(stats.keys, Ordering::Relaxed);
+            st.last_load_expired.store(stats.expired, Ordering::Relaxed);
+            log::warning("DB reloaded by DEBUG RELOAD");
+            Ok(())
+        }
+        Err(e) => {
+            log::warning(&format!("DEBUG RELOAD failed loading the snapshot: {e}"));
+            Err(ReloadError::Load)
+        }
+    }
+}
+
 /// INFO persistence: the loading and snapshot (`rdb_*`) fields, with
 /// Redis 7.0's names. The copy-on-write figures are the bytes the running
 /// (or last) snapshot held serialized in memory waiting to be written:

@@ -66,10 +66,14 @@ pub struct LoadOptions {
     /// the journal after it may write to them as they were at the cut,
     /// as Redis loads an AOF's RDB preamble). They go on first lookup.
     pub keep_expired: bool,
+    /// A key already present takes the loaded value instead of failing
+    /// the load (DEBUG RELOAD MERGE: Redis's RDBFLAGS_ALLOW_DUP).
+    pub replace_existing: bool,
 }
 
 /// Reads the snapshot at `path` into `engine` (which should be empty:
-/// a key already present is reported as a duplicate). Keys whose expire
+/// a key already present is reported as a duplicate, unless
+/// `replace_existing`). Keys whose expire
 /// time has passed are skipped. `progress` is called after each block.
 ///
 /// Blocks are decoded and inserted by several threads (one per core, at
@@ -104,7 +108,7 @@ pub fn load(
             0 => Expiry::Clear,
             t => Expiry::At(t),
         };
-        if g.set(rec.db, &k, rec.value, expiry).is_some() {
+        if g.set(rec.db, &k, rec.value, expiry).is_some() && !opts.replace_existing {
             return Err(format!(
                 "duplicate key '{}' in database {}",
                 String::from_utf8_lossy(&rec.key[..rec.key.len().min(128)]),

@@ -266,7 +266,8 @@ directives! {
     tracking_table_max_keys: u64 = "tracking-table-max-keys", int(0, I64_MAX), "1000000", MUTABLE, keep;
     /// `slowlog-max-len`.
     slowlog_max_len: u64 = "slowlog-max-len", int(0, I64_MAX), "128", MUTABLE, keep;
-    /// `latency-tracking`.
+    /// `latency-tracking`: each command's run times go in its histogram
+    /// (`crate::cmdlatency`).
     latency_tracking: bool = "latency-tracking", Kind::Bool, "yes", MUTABLE, keep;
     /// `enable-debug-command`.
     enable_debug_command: ProtectedAction = "enable-debug-command", Kind::Enum(ProtectedAction::NAMES), "no", IMMUTABLE, keep;
@@ -462,6 +463,12 @@ directives! {
     /// `memcached-tls` (Cairn; memcached's `-Z`): `memcached-port` speaks
     /// TLS, with the same certificates and `tls-*` settings as `tls-port`.
     memcached_tls: bool = "memcached-tls", Kind::Bool, "no", IMMUTABLE, keep;
+
+    // rest2 (issue 22): per-command latency histograms.
+
+    /// `latency-tracking-info-percentiles`: the percentiles INFO
+    /// latencystats reports for each command (`crate::cmdlatency`).
+    latency_tracking_info_percentiles: Vec<String> = "latency-tracking-info-percentiles", Kind::Percentiles, "50 99 99.9", MUTABLE, keep;
 }
 
 /// Directives only meaningful while reading a file; CONFIG REWRITE keeps

@@ -135,6 +135,7 @@ pub(super) fn rewrite_lines(
             lines.sort_by_key(|(_, force)| !force);
             return Some(lines);
         }
+        (Kind::Percentiles, Value::List(l)) if l.is_empty() => format!("{name} \"\""),
         (Kind::Events, Value::Events(e)) => format!("{name} {}", repr(e.to_string().as_bytes())),
         (kind, v) => format!("{name} {}", kind.render(v)),
     };

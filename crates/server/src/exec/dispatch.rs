@@ -347,6 +347,9 @@ pub fn invoke(
     }
     bump(&stats.cmd[cmd.id][0], 1);
     bump(&stats.cmd[cmd.id][1], micros);
+    if shared.hot.latency_tracking.load(Ordering::Relaxed) {
+        stats.latency.record(cmd.id, micros);
+    }
     let event = if cmd.has(flags::FAST) {
         "fast-command"
     } else {

@@ -11098,6 +11098,22 @@ pub(super) static COMMANDS: &[CommandMeta] = &[
                     Set(&[]),
                 ]),
                 Arr(&[
+                    Bulk("latency|histogram"),
+                    Int(-2),
+                    Set(&[Simple("admin"), Simple("noscript"), Simple("loading"), Simple("stale")]),
+                    Int(0),
+                    Int(0),
+                    Int(0),
+                    Set(&[Simple("@admin"), Simple("@slow"), Simple("@dangerous")]),
+                    Set(&[
+                        Bulk("nondeterministic_output"),
+                        Bulk("request_policy:all_nodes"),
+                        Bulk("response_policy:special"),
+                    ]),
+                    Set(&[]),
+                    Set(&[]),
+                ]),
+                Arr(&[
                     Bulk("latency|history"),
                     Int(3),
                     Set(&[Simple("admin"), Simple("noscript"), Simple("loading"), Simple("stale")]),
@@ -11191,6 +11207,34 @@ pub(super) static COMMANDS: &[CommandMeta] = &[
                             (Bulk("since"), Bulk("2.8.13")),
                             (Bulk("group"), Bulk("server")),
                             (Bulk("complexity"), Bulk("O(1)")),
+                        ]),
+                    ),
+                    (
+                        Bulk("latency|histogram"),
+                        Map(&[
+                            (
+                                Bulk("summary"),
+                                Bulk("Return the cumulative distribution of latencies of a subset of commands or all."),
+                            ),
+                            (Bulk("since"), Bulk("7.0.0")),
+                            (Bulk("group"), Bulk("server")),
+                            (
+                                Bulk("complexity"),
+                                Bulk("O(N) where N is the number of commands with latency information being retrieved."),
+                            ),
+                            (
+                                Bulk("arguments"),
+                                Arr(&[
+                                    Map(&[
+                                        (Bulk("name"), Bulk("command")),
+                                        (Bulk("type"), Bulk("string")),
+                                        (
+                                            Bulk("flags"),
+                                            Set(&[Simple("optional"), Simple("multiple")]),
+                                        ),
+                                    ]),
+                                ]),
+                            ),
                         ]),
                     ),
                     (
@@ -11343,6 +11387,53 @@ pub(super) static COMMANDS: &[CommandMeta] = &[
             (Bulk("since"), Bulk("2.8.13")),
             (Bulk("group"), Bulk("server")),
             (Bulk("complexity"), Bulk("O(1)")),
+        ]),
+    },
+    CommandMeta {
+        name: "latency|histogram",
+        arity: -2,
+        flags: &["admin", "noscript", "loading", "stale"],
+        first_key: 0,
+        last_key: 0,
+        step: 0,
+        acl_categories: &["@admin", "@slow", "@dangerous"],
+        info: Arr(&[
+            Bulk("latency|histogram"),
+            Int(-2),
+            Set(&[Simple("admin"), Simple("noscript"), Simple("loading"), Simple("stale")]),
+            Int(0),
+            Int(0),
+            Int(0),
+            Set(&[Simple("@admin"), Simple("@slow"), Simple("@dangerous")]),
+            Set(&[
+                Bulk("nondeterministic_output"),
+                Bulk("request_policy:all_nodes"),
+                Bulk("response_policy:special"),
+            ]),
+            Set(&[]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Return the cumulative distribution of latencies of a subset of commands or all."),
+            ),
+            (Bulk("since"), Bulk("7.0.0")),
+            (Bulk("group"), Bulk("server")),
+            (
+                Bulk("complexity"),
+                Bulk("O(N) where N is the number of commands with latency information being retrieved."),
+            ),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("command")),
+                        (Bulk("type"), Bulk("string")),
+                        (Bulk("flags"), Set(&[Simple("optional"), Simple("multiple")])),
+                    ]),
+                ]),
+            ),
         ]),
     },
     CommandMeta {

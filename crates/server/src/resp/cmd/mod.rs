@@ -9,6 +9,7 @@ pub mod acl;
 pub mod bitmap;
 pub mod client;
 pub mod connection;
+pub mod debug_dataset;
 pub mod dump;
 pub mod functions;
 pub mod geo;
