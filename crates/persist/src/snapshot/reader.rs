@@ -527,8 +527,13 @@ impl<R: Read> Sections<'_, R> {
                 );
                 let after = pos + END_LEN as u64;
                 if after != self.total {
+                    // Reported at the marker, not after it: a damaged tag
+                    // can make another section read as an end marker whose
+                    // CRC field is 0 ("not computed"; a fixed-width book's
+                    // code lengths hold runs of zeros), and the damage is
+                    // where the marker starts.
                     return Err(corrupt(
-                        after,
+                        pos,
                         format!(
                             "{} bytes after the end marker",
                             self.total.saturating_sub(after)
