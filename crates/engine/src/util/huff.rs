@@ -205,7 +205,11 @@ impl Codebook {
         let mut c32 = [0u32; 256];
         for (d, &s) in c32.iter_mut().zip(counts.iter()) {
             // Seen bytes stay at least 1 after scaling; unseen stay 0.
-            *d = if s > 0 { ((s >> shift) as u32).max(1) } else { 0 };
+            *d = if s > 0 {
+                ((s >> shift) as u32).max(1)
+            } else {
+                0
+            };
         }
         let lens = code_lengths(&c32);
         let w = seen.trailing_zeros() as u8;

@@ -643,10 +643,7 @@ impl PackedHash {
             self.names = NAMES_REFUSED;
             return;
         };
-        let names_bytes: usize = c
-            .slots()
-            .map(|s| s.value_hdr - s.start)
-            .sum();
+        let names_bytes: usize = c.slots().map(|s| s.value_hdr - s.start).sum();
         let mut out = Vec::with_capacity(self.buf.len() - names_bytes);
         for s in c.slots() {
             out.extend_from_slice(&self.buf[s.value_hdr..s.data.1]);
@@ -1838,14 +1835,21 @@ mod tests {
             .collect();
         let first = record_hash(&rec, &l);
         assert!(first.is_compressed());
-        assert_eq!(names_id(&first), NAMES_REFUSED, "first sighting keeps its names");
+        assert_eq!(
+            names_id(&first),
+            NAMES_REFUSED,
+            "first sighting keeps its names"
+        );
         let h = record_hash(&rec, &l);
         let id = names_id(&h);
         assert!(id != 0 && id != NAMES_REFUSED);
-        let mut h2 = record_hash(&ycsb_record(&mut seed)
-            .into_iter()
-            .map(|(f, v)| ([b"share-".as_slice(), &f].concat(), v))
-            .collect::<Vec<_>>(), &l);
+        let mut h2 = record_hash(
+            &ycsb_record(&mut seed)
+                .into_iter()
+                .map(|(f, v)| ([b"share-".as_slice(), &f].concat(), v))
+                .collect::<Vec<_>>(),
+            &l,
+        );
         assert_eq!(names_id(&h2), id);
         // 10 x (1 + 75) with a fixed-width 6-bit book: jemalloc's 768
         // class, where names inline took the 896 one.
@@ -1855,8 +1859,11 @@ mod tests {
             assert!(first.mem_bytes() > 768);
         }
         assert!(h.mem_bytes() + 60 < first.mem_bytes());
-        let got: Vec<(Vec<u8>, Vec<u8>)> =
-            h.view().iter().map(|(f, v)| (f.to_vec(), v.to_vec())).collect();
+        let got: Vec<(Vec<u8>, Vec<u8>)> = h
+            .view()
+            .iter()
+            .map(|(f, v)| (f.to_vec(), v.to_vec()))
+            .collect();
         assert_eq!(got, rec);
         let mut walked = Vec::new();
         h.view().for_each(|f, v| {
@@ -1893,8 +1900,11 @@ mod tests {
         // A conversion to a table and back decodes through the list.
         let mut t = h.clone();
         t.convert_to_table();
-        let got: StdMap<Vec<u8>, Vec<u8>> =
-            t.view().iter().map(|(f, v)| (f.to_vec(), v.to_vec())).collect();
+        let got: StdMap<Vec<u8>, Vec<u8>> = t
+            .view()
+            .iter()
+            .map(|(f, v)| (f.to_vec(), v.to_vec()))
+            .collect();
         assert_eq!(got, rec.iter().cloned().collect::<StdMap<_, _>>());
         // With the table full, a new list stays inline; a known one is
         // still found.

@@ -194,7 +194,9 @@ mod tests {
     use super::*;
 
     fn names(prefix: &str, n: usize) -> Vec<Vec<u8>> {
-        (0..n).map(|i| format!("{prefix}{i}").into_bytes()).collect()
+        (0..n)
+            .map(|i| format!("{prefix}{i}").into_bytes())
+            .collect()
     }
 
     #[test]
@@ -212,11 +214,17 @@ mod tests {
         assert_eq!(other, Some(id));
         let got: Vec<Vec<u8>> = get(id).unwrap().iter().map(|b| b.to_vec()).collect();
         assert_eq!(got, l);
-        assert!(all().iter().any(|x| x.len() == 5 && *x[0] == *b"interned-test-0"));
+        assert!(all()
+            .iter()
+            .any(|x| x.len() == 5 && *x[0] == *b"interned-test-0"));
         // A different order is a different list; a prefix is not a match.
         let rev: Vec<Vec<u8>> = l.iter().rev().cloned().collect();
         assert_ne!(install(&rev), Some(id));
-        assert!(!matches(get(id).unwrap(), l.iter().take(4).map(|v| &v[..]), 5));
+        assert!(!matches(
+            get(id).unwrap(),
+            l.iter().take(4).map(|v| &v[..]),
+            5
+        ));
         // Lists of one name or of too many bytes are never interned.
         let one = names("single-", 1);
         assert_eq!(install(&one), None);

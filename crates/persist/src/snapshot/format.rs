@@ -855,10 +855,7 @@ mod tests {
         assert_eq!(Section::Names as u8, 0x4e);
         assert_eq!(u32::from_le_bytes(sec[1..5].try_into().unwrap()), 2);
         let payload = &sec[FUNCTIONS_HEADER_LEN..];
-        let want = vec![
-            vec![b"field0".to_vec(), Vec::new()],
-            vec![vec![b'x'; 300]],
-        ];
+        let want = vec![vec![b"field0".to_vec(), Vec::new()], vec![vec![b'x'; 300]]];
         assert_eq!(parse_names(payload, 2), Some(want));
         assert_eq!(parse_names(payload, 1), None);
         assert_eq!(parse_names(payload, 3), None);

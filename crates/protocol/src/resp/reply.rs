@@ -262,7 +262,11 @@ mod tests {
         w.bulk(b"ab");
         assert_eq!(
             out,
-            format!("*{}\r\n*6\r\n*12\r\n$100\r\n$2\r\nab\r\n", usize::MAX as u128 * 2).into_bytes()
+            format!(
+                "*{}\r\n*6\r\n*12\r\n$100\r\n$2\r\nab\r\n",
+                usize::MAX as u128 * 2
+            )
+            .into_bytes()
         );
     }
 
