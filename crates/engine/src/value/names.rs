@@ -167,11 +167,14 @@ pub(crate) fn set_full_for_test(full: bool) {
     FULL.with(|f| f.set(full));
 }
 
+#[cfg(test)]
+fn full_for_test() -> bool {
+    FULL.with(Cell::get)
+}
+
+#[cfg(not(test))]
 #[inline]
 fn full_for_test() -> bool {
-    #[cfg(test)]
-    return FULL.with(Cell::get);
-    #[cfg(not(test))]
     false
 }
 

@@ -284,7 +284,7 @@ fn get_bytes<'a>(b: &'a [u8], pos: &mut usize) -> Option<&'a [u8]> {
 
 /// A names section: every interned field-name list
 /// (`cairn_engine::value::names`), in id order.
-pub fn names<'a>(lists: &[&'a [Box<[u8]>]], checksum: bool) -> Vec<u8> {
+pub fn names(lists: &[&[Box<[u8]>]], checksum: bool) -> Vec<u8> {
     let mut payload = Vec::new();
     for l in lists {
         put_varint(&mut payload, l.len() as u64);
