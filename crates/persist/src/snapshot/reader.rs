@@ -490,6 +490,34 @@ impl<R: Read> Sections<'_, R> {
                 self.pos = body + len;
                 Ok(None)
             }
+            t if t == Section::Names as u8 => {
+                let mut h = [0u8; format::FUNCTIONS_HEADER_LEN];
+                h[0] = t;
+                read_exact(self.r, &mut h[1..])
+                    .map_err(|e| (pos, short_read("names header", e)))?;
+                let count = u32::from_le_bytes(h[1..5].try_into().expect("4 bytes"));
+                let len = u64::from_le_bytes(h[5..13].try_into().expect("8 bytes"));
+                let body = pos + format::FUNCTIONS_HEADER_LEN as u64;
+                if len > self.total.saturating_sub(body) {
+                    return Err(corrupt(pos, "names section runs past the end of the file"));
+                }
+                let mut payload = vec![0u8; len as usize];
+                read_exact(self.r, &mut payload).map_err(|e| (body, short_read("names", e)))?;
+                check_crc(self.sum, &h[13..17], &[&h[..13], &payload])
+                    .map_err(|r| corrupt(pos, format!("names section {r}")))?;
+                let lists = format::parse_names(&payload, count)
+                    .ok_or_else(|| corrupt(body, "names section is malformed"))?;
+                if self.install_books {
+                    // A list the table cannot take (full, too long) only
+                    // leaves the hashes that use it with their names
+                    // inline.
+                    for l in &lists {
+                        cairn_engine::value::names::install(l);
+                    }
+                }
+                self.pos = body + len;
+                Ok(None)
+            }
             t if t == Section::End as u8 => {
                 let mut e = [0u8; END_LEN];
                 e[0] = t;
@@ -503,8 +531,13 @@ impl<R: Read> Sections<'_, R> {
                 );
                 let after = pos + END_LEN as u64;
                 if after != self.total {
+                    // Reported at the marker, not after it: a damaged tag
+                    // can make another section read as an end marker whose
+                    // CRC field is 0 ("not computed"; a fixed-width book's
+                    // code lengths hold runs of zeros), and the damage is
+                    // where the marker starts.
                     return Err(corrupt(
-                        after,
+                        pos,
                         format!(
                             "{} bytes after the end marker",
                             self.total.saturating_sub(after)

@@ -901,10 +901,18 @@ fn coded_hashes_and_their_book_round_trip() {
         assert_eq!(&sec[3..259], &lens[..]);
         assert_eq!(*current, *id == cur);
     }
-    assert_eq!(
-        file[format::HEADER_LEN + books.len() * format::BOOK_LEN],
-        b'B'
-    );
+    // Then the interned field-name lists (the second hash of the ten
+    // names interned them), then the blocks.
+    let mut at = format::HEADER_LEN + books.len() * format::BOOK_LEN;
+    assert_eq!(file[at], b'N');
+    let count = u32::from_le_bytes(file[at + 1..at + 5].try_into().unwrap());
+    let len = u64::from_le_bytes(file[at + 5..at + 13].try_into().unwrap()) as usize;
+    let body = at + format::FUNCTIONS_HEADER_LEN;
+    let lists = format::parse_names(&file[body..body + len], count).unwrap();
+    let ten: Vec<Vec<u8>> = (0..10).map(|f| format!("field{f}").into_bytes()).collect();
+    assert!(lists.contains(&ten));
+    at = body + len;
+    assert_eq!(file[at], b'B');
     let b = engine();
     load(&b, &path, &LoadOptions::default(), &mut no_progress).unwrap();
     assert_eq!(digest(&a), digest(&b));
@@ -918,9 +926,20 @@ fn coded_hashes_and_their_book_round_trip() {
         }
     }
     assert_eq!(check(&path).unwrap().keys, 20);
+    // A file without the names section (written before there was one)
+    // loads the same values.
+    let mut older = file[..format::HEADER_LEN + books.len() * format::BOOK_LEN].to_vec();
+    older.extend_from_slice(&file[at..]);
+    let older_path = dir.join("older");
+    std::fs::write(&older_path, &older).unwrap();
+    let c = engine();
+    load(&c, &older_path, &LoadOptions::default(), &mut no_progress).unwrap();
+    assert_eq!(digest(&a), digest(&c));
     // A book section that is not a code is refused, with its offset.
     let mut bad = file.clone();
-    bad[format::HEADER_LEN + 3] = 0;
+    // A length no book has (a fixed-width book has 0 for the bytes it does
+    // not code, so 0 would not do).
+    bad[format::HEADER_LEN + 3] = 13;
     let crc = format::crc(&[&bad[format::HEADER_LEN..format::HEADER_LEN + 259]]);
     bad[format::HEADER_LEN + 259..format::HEADER_LEN + 263].copy_from_slice(&crc.to_le_bytes());
     std::fs::write(&path, &bad).unwrap();

@@ -461,6 +461,12 @@ fn write_file(engine: &Engine, cut: &Cut, tmp: &Path) -> Result<Stats, SaveError
         w.write_all(&format::codebook(id, current, &lens, checksum))
             .map_err(io_err("write"))?;
     }
+    // The interned field-name lists of hash values (issue 20), likewise.
+    let lists = cairn_engine::value::names::all();
+    if !lists.is_empty() {
+        w.write_all(&format::names(&lists, checksum))
+            .map_err(io_err("write"))?;
+    }
     if !cut.opts.functions.is_empty() {
         w.write_all(&format::functions(&cut.opts.functions, checksum))
             .map_err(io_err("write"))?;
