@@ -6,6 +6,7 @@ static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 mod auth;
 mod blocking;
 mod client;
+mod cluster;
 mod config;
 mod exec;
 mod journal;

@@ -52,7 +52,7 @@ pub use load::{load, usage};
 pub use load::parse_str;
 pub use syntax::string_match;
 pub use types::{
-    AppendFsync, ClientBufferLimit, ClientOutputBufferLimits, KeyspaceEvents, LogLevel,
+    AppendFsync, ClientBufferLimit, ClusterEndpoint, ClientOutputBufferLimits, KeyspaceEvents, LogLevel,
     MaxmemoryPolicy, OomScoreAdj, OomScoreAdjValues, ProtectedAction, PubsubDefault,
     ReplDisklessLoad, SaveRule, Supervised, TlsAuthClients,
 };

@@ -140,6 +140,9 @@ pub fn execute(
 ) -> CmdResult {
     let shared = ctx.shared;
     if spec.flags & flag::EVAL_COMPAT == 0 {
+        if spec.flags & flag::NO_CLUSTER != 0 && shared.cluster.enabled() {
+            return Err(CmdError::text(errors::SCRIPT_NO_CLUSTER));
+        }
         if spec.read_only && spec.flags & flag::NO_WRITES == 0 {
             return Err(CmdError::text(errors::SCRIPT_RO_WITH_WRITE_FLAG));
         }
@@ -209,6 +212,8 @@ pub fn execute(
                 shards
             }),
             undeclared: false,
+            // The dispatcher refused declared keys in different slots.
+            cluster_slot: crate::cluster::keys_slot(spec.keys).ok().flatten(),
         };
         let out = &mut *ctx.out;
         let r = with_vm(shared, |wvm| body(wvm, &mut host, proto, out));
@@ -314,6 +319,9 @@ struct ScriptHost<'a, 'c> {
     learning: Option<SmallVec<[usize; 8]>>,
     /// It touched a key outside its declared keys' shards.
     undeclared: bool,
+    /// Cluster mode: the slot of the keys it declared or, with none, of
+    /// the first key it touched (`crate::cluster::script_call_refusal`).
+    cluster_slot: Option<u16>,
 }
 
 impl ScriptHost<'_, '_> {
@@ -447,6 +455,14 @@ impl Host for ScriptHost<'_, '_> {
             && !crate::exec::admission::room_for(self.shared, &self.cx, 0)
         {
             return Self::refuse(&format!("-{}", errors::OOM));
+        }
+        if self.shared.cluster.enabled() {
+            let cross_ok = self.spec.flags & flag::ALLOW_CROSS_SLOT != 0;
+            if let Some(text) =
+                crate::cluster::script_call_refusal(cmd, args, &mut self.cluster_slot, cross_ok)
+            {
+                return Self::refuse(text);
+            }
         }
         self.take_shards(cmd, args)?;
         let proto = self.client.proto;
