@@ -123,10 +123,16 @@ fn reference() -> Option<Side> {
         &bus.to_string(),
     ])?;
     let mut side = Side::new(redis, bus);
-    assert_eq!(side.run(&["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]), "+OK\r\n");
+    assert_eq!(
+        side.run(&["CLUSTER", "ADDSLOTSRANGE", "0", "16383"]),
+        "+OK\r\n"
+    );
     let deadline = Instant::now() + Duration::from_secs(10);
     while !side.run(&["CLUSTER", "INFO"]).contains("cluster_state:ok") {
-        assert!(Instant::now() < deadline, "redis cluster state never became ok");
+        assert!(
+            Instant::now() < deadline,
+            "redis cluster state never became ok"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     Some(side)
@@ -452,7 +458,14 @@ fn node_id_and_epochs_survive_a_restart() {
         );
         // A second node may not use the same file while this one runs.
         let mut second = Command::new(env!("CARGO_BIN_EXE_cairn"));
-        second.args(["--port", "0", "--bind", "127.0.0.1", "--cluster-enabled", "yes"]);
+        second.args([
+            "--port",
+            "0",
+            "--bind",
+            "127.0.0.1",
+            "--cluster-enabled",
+            "yes",
+        ]);
         second.arg("--dir").arg(&dir);
         let run = run_with_timeout(second, Duration::from_secs(20));
         assert!(
@@ -460,7 +473,9 @@ fn node_id_and_epochs_survive_a_restart() {
             "a second node started on a locked nodes.conf: {}",
             run.output
         );
-        assert!(run.output.contains("is already used by a different Redis Cluster node"));
+        assert!(run
+            .output
+            .contains("is already used by a different Redis Cluster node"));
         (id, c.cmd(&["CLUSTER", "INFO"]))
     };
     let cairn = start_cluster_cairn(&dir, bus, &[]);
@@ -495,7 +510,8 @@ fn keys_outside_db_0_refuse_cluster_mode_at_start() {
     let run = run_with_timeout(cmd, Duration::from_secs(20));
     assert!(run.status.is_some_and(|s| !s.success()), "{}", run.output);
     assert!(
-        run.output.contains("You can't have keys in a DB different than DB 0"),
+        run.output
+            .contains("You can't have keys in a DB different than DB 0"),
         "{}",
         run.output
     );
@@ -511,8 +527,17 @@ fn redis_py_cluster_client_works() {
     let cairn = start_cluster_cairn(&dir, free_port(), &[]);
     let url = format!("redis://127.0.0.1:{}", cairn.port);
     let cmd = client_command(&py, &["cluster_check.py"], &url);
-    let run = expect_success("cluster_check.py", Some(&cairn), cmd, Duration::from_secs(120));
-    assert!(run.output.contains("ok: redis-py RedisCluster"), "{}", run.output);
+    let run = expect_success(
+        "cluster_check.py",
+        Some(&cairn),
+        cmd,
+        Duration::from_secs(120),
+    );
+    assert!(
+        run.output.contains("ok: redis-py RedisCluster"),
+        "{}",
+        run.output
+    );
 }
 
 /// `redis-cli` on PATH, or None (outside CI) to skip.
@@ -556,8 +581,55 @@ fn redis_cli_in_cluster_mode() {
     // redis-cli's cluster manager reads CLUSTER NODES and INFO and checks
     // that every slot is served and none is open.
     let check = run(&["--cluster", "check", &format!("127.0.0.1:{port}")]);
-    assert!(check.contains("[OK] All nodes agree about slots configuration."), "{check}");
+    assert!(
+        check.contains("[OK] All nodes agree about slots configuration."),
+        "{check}"
+    );
     assert!(check.contains("[OK] All 16384 slots covered."), "{check}");
     let info = run(&["--cluster", "info", &format!("127.0.0.1:{port}")]);
     assert!(info.contains("4 keys | 16384 slots | 0 slaves."), "{info}");
+}
+
+#[test]
+fn redis_rs_cluster_client_works() {
+    let dir = tmpdir("redis-rs");
+    let cairn = start_cluster_cairn(&dir, free_port(), &[]);
+    let url = format!("redis://127.0.0.1:{}/", cairn.port);
+    let client = redis::cluster::ClusterClient::new(vec![url]).unwrap();
+    let mut con = client.get_connection().unwrap();
+    for i in 0..200 {
+        let _: () = redis::cmd("SET")
+            .arg(format!("k{i}"))
+            .arg(i)
+            .query(&mut con)
+            .unwrap();
+    }
+    for i in 0..200i64 {
+        let v: i64 = redis::cmd("GET")
+            .arg(format!("k{i}"))
+            .query(&mut con)
+            .unwrap();
+        assert_eq!(v, i);
+    }
+    let mut pipe = redis::cluster::cluster_pipe();
+    for i in 0..50 {
+        pipe.cmd("INCRBY").arg(format!("c{i}")).arg(i);
+    }
+    let got: Vec<i64> = pipe.query(&mut con).unwrap();
+    assert_eq!(got, (0..50).collect::<Vec<i64>>());
+    let _: () = redis::cmd("MSET")
+        .arg("{u}a")
+        .arg(1)
+        .arg("{u}b")
+        .arg(2)
+        .query(&mut con)
+        .unwrap();
+    let v: Vec<i64> = redis::cmd("MGET")
+        .arg("{u}a")
+        .arg("{u}b")
+        .query(&mut con)
+        .unwrap();
+    assert_eq!(v, [1, 2]);
+    let n: i64 = redis::cmd("DBSIZE").query(&mut con).unwrap();
+    assert_eq!(n, 252);
 }

@@ -43,7 +43,9 @@ fn nutcracker() -> Option<PathBuf> {
             "nutcracker (twemproxy) is required in CI: apt-get install -y nutcracker \
              (scripts/test installs it)"
         );
-        eprintln!("nutcracker (twemproxy) is not installed; skipping (apt-get install -y nutcracker)");
+        eprintln!(
+            "nutcracker (twemproxy) is not installed; skipping (apt-get install -y nutcracker)"
+        );
     }
     found
 }
@@ -147,7 +149,9 @@ impl Mc {
     fn connect(port: u16) -> Mc {
         let s = TcpStream::connect(("127.0.0.1", port)).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-        Mc { r: BufReader::new(s) }
+        Mc {
+            r: BufReader::new(s),
+        }
     }
 
     /// One reply line; empty when the connection failed or closed.
@@ -200,7 +204,10 @@ fn retry<C, T>(
         if let Some(v) = f(conn) {
             return v;
         }
-        assert!(Instant::now() < deadline, "{what}: the proxy never served it");
+        assert!(
+            Instant::now() < deadline,
+            "{what}: the proxy never served it"
+        );
         std::thread::sleep(Duration::from_millis(50));
         *conn = connect();
     }
@@ -273,7 +280,10 @@ fn twemproxy_spreads_keys_over_three_nodes_and_survives_a_restart() {
         assert_eq!(p.cmd(&["GET", &k]), bulk(&v), "GET {k} through the proxy");
         per_node[owner(&nodes, &k, &v)] += 1;
     }
-    assert!(per_node.iter().all(|&n| n > 100), "ketama spread: {per_node:?}");
+    assert!(
+        per_node.iter().all(|&n| n > 100),
+        "ketama spread: {per_node:?}"
+    );
     let sizes: Vec<i64> = nodes.iter().map(dbsize).collect();
     assert_eq!(sizes.iter().sum::<i64>(), KEYS as i64, "{sizes:?}");
     // A write straight to the owner is what the proxy reads.
@@ -291,7 +301,10 @@ fn twemproxy_spreads_keys_over_three_nodes_and_survives_a_restart() {
     assert_eq!(owner(&nodes, "{user9}:b", "2"), a);
     // What twemproxy does not proxy: it closes the connection (or errors).
     let mut q = connect();
-    assert!(try_cmd(&mut q, &["MULTI"]).is_none(), "twemproxy proxied MULTI");
+    assert!(
+        try_cmd(&mut q, &["MULTI"]).is_none(),
+        "twemproxy proxied MULTI"
+    );
 
     // memcached protocol: 1,000 keys through the proxy.
     let mut m = Mc::connect(mp);
@@ -340,7 +353,10 @@ fn twemproxy_spreads_keys_over_three_nodes_and_survives_a_restart() {
             Err(_) => m = Mc::connect(mp),
         }
     }
-    assert!(served > 0 && served < 50, "memcached pool during the outage: {served}/50");
+    assert!(
+        served > 0 && served < 50,
+        "memcached pool during the outage: {served}/50"
+    );
 
     // Back on its ports: both pools serve it again.
     nodes.insert(1, start_node(port1, mc1));
@@ -356,7 +372,10 @@ fn twemproxy_spreads_keys_over_three_nodes_and_survives_a_restart() {
         let got = retry(&mut p, connect, &k, |c| try_cmd(c, &["GET", &k]));
         assert_eq!(got, bulk(&v), "{k}");
     }
-    assert!(dbsize(&nodes[1]) > 100, "the restarted node gets its share again");
+    assert!(
+        dbsize(&nodes[1]) > 100,
+        "the restarted node gets its share again"
+    );
     let mc_connect = || Mc::connect(mp);
     let mut m = mc_connect();
     for i in 0..KEYS {
@@ -370,6 +389,9 @@ fn twemproxy_spreads_keys_over_three_nodes_and_survives_a_restart() {
     let held = (0..KEYS)
         .filter(|i| matches!(restarted.get(&format!("m:{i}")), Ok(Some(_))))
         .count();
-    assert_eq!(held, mc_per_node[1], "the memcached pool's node 1 holds its keys again");
+    assert_eq!(
+        held, mc_per_node[1],
+        "the memcached pool's node 1 holds its keys again"
+    );
     drop(proxy);
 }

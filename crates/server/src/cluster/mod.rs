@@ -173,10 +173,7 @@ pub fn open(shared: &Shared) -> Result<(), String> {
         }
         None => {
             let node = cl.node();
-            crate::log::notice(&format!(
-                "No cluster configuration found, I'm {}",
-                node.id
-            ));
+            crate::log::notice(&format!("No cluster configuration found, I'm {}", node.id));
         }
     }
     update(shared, |_| {}).map_err(|e| format!("Fatal: can't update cluster config file. {e}"))

@@ -150,7 +150,10 @@ mod tests {
     #[test]
     fn round_trips() {
         let n = node();
-        let line = format!("{} :7000@17000 myself,master - 0 0 2 connected 0-16383", n.id);
+        let line = format!(
+            "{} :7000@17000 myself,master - 0 0 2 connected 0-16383",
+            n.id
+        );
         assert_eq!(parse(&render(&n, &line)).unwrap(), n);
     }
 
@@ -185,8 +188,11 @@ vars currentEpoch 6 lastVoteEpoch 0
         let (mut f, loaded) = open(&path).unwrap();
         assert!(loaded.is_none());
         let n = node();
-        f.save(&n, &format!("{} :1@2 myself,master - 0 0 2 connected 0-16383", n.id))
-            .unwrap();
+        f.save(
+            &n,
+            &format!("{} :1@2 myself,master - 0 0 2 connected 0-16383", n.id),
+        )
+        .unwrap();
         let err = open(&path).err().unwrap();
         assert!(err.contains("already used"), "{err}");
         drop(f);

@@ -702,7 +702,8 @@ pub const CROSSSLOT: &str = "CROSSSLOT Keys in request don't hash to the same sl
 pub const SELECT_IN_CLUSTER: &str = "ERR SELECT is not allowed in cluster mode";
 pub const MOVE_IN_CLUSTER: &str = "ERR MOVE is not allowed in cluster mode";
 pub const SWAPDB_IN_CLUSTER: &str = "ERR SWAPDB is not allowed in cluster mode";
-pub const COPY_DB_IN_CLUSTER: &str = "ERR Copying to another database is not allowed in cluster mode";
+pub const COPY_DB_IN_CLUSTER: &str =
+    "ERR Copying to another database is not allowed in cluster mode";
 pub const SCRIPT_NO_CLUSTER: &str = "ERR Can not run script on cluster, 'no-cluster' flag is set.";
 /// A script's `redis.call` whose keys hash to another slot than the
 /// script's keys so far (raised as a Lua error, like the SCRIPT_* texts).

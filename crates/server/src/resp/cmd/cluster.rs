@@ -112,7 +112,9 @@ fn delslots(ctx: &mut Ctx) -> CmdResult {
     for i in 2..ctx.argc() {
         slot_arg(ctx.arg(i))?;
     }
-    Err(errors::cluster_one_node("CLUSTER DELSLOTS is not supported"))
+    Err(errors::cluster_one_node(
+        "CLUSTER DELSLOTS is not supported",
+    ))
 }
 
 /// CLUSTER DELSLOTSRANGE start end [start end ...]: refused, as DELSLOTS.
@@ -141,7 +143,9 @@ fn flushslots(ctx: &mut Ctx) -> CmdResult {
             "ERR DB must be empty to perform CLUSTER FLUSHSLOTS.",
         ));
     }
-    Err(errors::cluster_one_node("CLUSTER FLUSHSLOTS is not supported"))
+    Err(errors::cluster_one_node(
+        "CLUSTER FLUSHSLOTS is not supported",
+    ))
 }
 
 /// CLUSTER SETSLOT slot IMPORTING id | MIGRATING id | STABLE | NODE id.
@@ -241,9 +245,11 @@ fn getkeysinslot(ctx: &mut Ctx) -> CmdResult {
     if count < 0 || !(0..SLOTS as i64).contains(&slot) {
         return Err(CmdError::text(errors::CLUSTER_GETKEYSINSLOT_ARGS));
     }
-    let keys = ctx
-        .engine()
-        .keys_in_slot(&ctx.cx, slot as u16, usize::try_from(count).unwrap_or(usize::MAX));
+    let keys = ctx.engine().keys_in_slot(
+        &ctx.cx,
+        slot as u16,
+        usize::try_from(count).unwrap_or(usize::MAX),
+    );
     let mut w = ctx.reply();
     w.array(keys.len());
     for k in &keys {
@@ -357,10 +363,7 @@ fn info(ctx: &mut Ctx) -> CmdResult {
         ("cluster_stats_messages_received", "0".into()),
         ("total_cluster_links_buffer_limit_exceeded", "0".into()),
     ];
-    let text: String = lines
-        .iter()
-        .map(|(k, v)| format!("{k}:{v}\r\n"))
-        .collect();
+    let text: String = lines.iter().map(|(k, v)| format!("{k}:{v}\r\n")).collect();
     ctx.reply().verbatim("txt", text.as_bytes());
     Ok(())
 }

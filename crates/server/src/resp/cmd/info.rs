@@ -159,7 +159,11 @@ fn report(shared: &Shared, cx: &Cx, sel: &Selection) -> String {
     }
     if sel.wants("cluster") {
         begin(&mut out, "Cluster");
-        field(&mut out, "cluster_enabled", u8::from(shared.cluster.enabled()));
+        field(
+            &mut out,
+            "cluster_enabled",
+            u8::from(shared.cluster.enabled()),
+        );
     }
     if sel.wants("keyspace") {
         begin(&mut out, "Keyspace");
