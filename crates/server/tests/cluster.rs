@@ -221,6 +221,10 @@ fn cluster_mode_answers_as_redis_cluster() {
             &["XREAD", "STREAMS", "a", "b", "0", "0"],
             &["ZUNIONSTORE", "{t}u", "2", "{t}c", "zz"],
             &["OBJECT", "ENCODING", "foo"],
+            &["SSUBSCRIBE", "a", "b"],
+            &["SPUBLISH", "a", "b"],
+            &["PFCOUNT", "a", "b"],
+            &["COPY", "a", "b", "DB", "1"],
             &["PING"],
             // Transactions: each queued command, then EXEC over them all.
             &["MULTI"],

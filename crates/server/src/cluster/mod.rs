@@ -12,7 +12,7 @@
 //! `resp::cmd::cluster` from what this module gives; the per-slot key
 //! counts are the engine's (`cairn_engine::slots`).
 use crate::client::Client;
-use crate::exec::keys::{command_keys, has_keys};
+use crate::exec::keys::{command_keys, has_keys, not_key_positions};
 use crate::exec::table::Command;
 use crate::shared::Shared;
 use cairn_engine::slots::key_hash_slot;
@@ -201,7 +201,9 @@ pub fn verify_data(shared: &Shared) -> Result<(), String> {
 /// The one slot all keys of `cmd` (with arguments `argv`) hash to, folded
 /// into `slot`; false when a key hashes elsewhere.
 fn fold_slot(cmd: &Command, argv: &[&[u8]], slot: &mut Option<u16>) -> bool {
-    for (pos, _) in command_keys(cmd.name, &cmd.key_specs, argv) {
+    let keys = command_keys(cmd.name, &cmd.key_specs, argv);
+    let channels = not_key_positions(&cmd.key_specs, argv);
+    for pos in keys.into_iter().map(|(p, _)| p).chain(channels) {
         let s = key_hash_slot(argv[pos]);
         match *slot {
             None => *slot = Some(s),
@@ -232,53 +234,20 @@ pub fn cross_slot(shared: &Shared, client: &Client, cmd: &Command, argv: &[&[u8]
         }
         return false;
     }
-    // One argument after the name holds at most one key.
-    if argv.len() < 3 || !has_keys(cmd.name, &cmd.key_specs) {
+    // One argument after the name holds at most one key; a command with
+    // no key spec (not even a `not_key` one, which SSUBSCRIBE's channels
+    // are) and no getkeys callback is not looked at.
+    if argv.len() < 3 || (cmd.key_specs.is_empty() && !has_keys(cmd.name, &[])) {
         return false;
     }
     !fold_slot(cmd, argv, &mut slot)
 }
 
-/// The slot of a script's declared keys, or None when it declared none;
-/// Err when they hash to different slots (checked before the script runs,
-/// as `cross_slot` did for its EVAL).
-pub fn keys_slot(keys: &[&[u8]]) -> Result<Option<u16>, ()> {
-    let mut slot = None;
-    for k in keys {
-        let s = key_hash_slot(k);
-        match slot {
-            None => slot = Some(s),
-            Some(first) if first != s => return Err(()),
-            Some(_) => {}
-        }
-    }
-    Ok(slot)
-}
-
 /// A script's `redis.call` in cluster mode (Redis 7.0
-/// `scriptVerifyClusterState`): its keys must hash to one slot, the same
-/// as the script's declared keys or, with none declared, as the first
-/// key it touched (`script_slot` remembers it), unless the script has the
-/// `allow-cross-slot-keys` flag. None: it may run.
-pub fn script_call_refusal(
-    cmd: &Command,
-    argv: &[&[u8]],
-    script_slot: &mut Option<u16>,
-    allow_cross_slot: bool,
-) -> Option<&'static str> {
+/// `scriptVerifyClusterState`): the call's own keys must hash to one slot.
+/// Redis 7.0 does not compare them with the script's declared keys or its
+/// other calls (7.2 does). None: it may run.
+pub fn script_call_refusal(cmd: &Command, argv: &[&[u8]]) -> Option<&'static str> {
     let mut slot = None;
-    if !fold_slot(cmd, argv, &mut slot) {
-        return Some(crate::resp::errors::SCRIPT_CROSS_SLOT_CALL);
-    }
-    let (Some(s), false) = (slot, allow_cross_slot) else {
-        return None;
-    };
-    match *script_slot {
-        None => {
-            *script_slot = Some(s);
-            None
-        }
-        Some(first) if first != s => Some(crate::resp::errors::SCRIPT_CROSS_SLOT),
-        Some(_) => None,
-    }
+    (!fold_slot(cmd, argv, &mut slot)).then_some(crate::resp::errors::SCRIPT_CROSS_SLOT_CALL)
 }

@@ -180,7 +180,7 @@ pub(super) fn valid_announced_hostname(v: Value, _: &Ctx) -> Result<Value, Strin
                 .bytes()
                 .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.') =>
         {
-            Err("Hostname may only contain alphanumeric characters, hyphens or dots".into())
+            Err("Hostnames may only contain alphanumeric characters, hyphens or dots".into())
         }
         _ => Ok(v),
     }

@@ -705,12 +705,9 @@ pub const SWAPDB_IN_CLUSTER: &str = "ERR SWAPDB is not allowed in cluster mode";
 pub const COPY_DB_IN_CLUSTER: &str =
     "ERR Copying to another database is not allowed in cluster mode";
 pub const SCRIPT_NO_CLUSTER: &str = "ERR Can not run script on cluster, 'no-cluster' flag is set.";
-/// A script's `redis.call` whose keys hash to another slot than the
-/// script's keys so far (raised as a Lua error, like the SCRIPT_* texts).
-pub const SCRIPT_CROSS_SLOT: &str =
-    "Script attempted to access keys that do not hash to the same slot";
 /// A script's `redis.call` whose own keys span slots (Redis's
-/// getNodeByQuery finds no node for them).
+/// getNodeByQuery finds no node for them; raised as a Lua error, like the
+/// SCRIPT_* texts).
 pub const SCRIPT_CROSS_SLOT_CALL: &str =
     "Script attempted to access a non local key in a cluster node";
 pub const CLUSTER_INVALID_SLOT: &str = "ERR Invalid or out of range slot";
@@ -731,10 +728,6 @@ pub fn cluster_unknown_node(id: &[u8]) -> CmdError {
 
 pub fn cluster_slot_busy(slot: u16) -> CmdError {
     CmdError::text(format!("ERR Slot {slot} is already busy"))
-}
-
-pub fn cluster_slot_twice(slot: u16) -> CmdError {
-    CmdError::text(format!("ERR Slot {slot} specified multiple times"))
 }
 
 pub fn cluster_range_reversed(start: u16, end: u16) -> CmdError {

@@ -212,8 +212,6 @@ pub fn execute(
                 shards
             }),
             undeclared: false,
-            // The dispatcher refused declared keys in different slots.
-            cluster_slot: crate::cluster::keys_slot(spec.keys).ok().flatten(),
         };
         let out = &mut *ctx.out;
         let r = with_vm(shared, |wvm| body(wvm, &mut host, proto, out));
@@ -319,9 +317,6 @@ struct ScriptHost<'a, 'c> {
     learning: Option<SmallVec<[usize; 8]>>,
     /// It touched a key outside its declared keys' shards.
     undeclared: bool,
-    /// Cluster mode: the slot of the keys it declared or, with none, of
-    /// the first key it touched (`crate::cluster::script_call_refusal`).
-    cluster_slot: Option<u16>,
 }
 
 impl ScriptHost<'_, '_> {
@@ -457,10 +452,7 @@ impl Host for ScriptHost<'_, '_> {
             return Self::refuse(&format!("-{}", errors::OOM));
         }
         if self.shared.cluster.enabled() {
-            let cross_ok = self.spec.flags & flag::ALLOW_CROSS_SLOT != 0;
-            if let Some(text) =
-                crate::cluster::script_call_refusal(cmd, args, &mut self.cluster_slot, cross_ok)
-            {
+            if let Some(text) = crate::cluster::script_call_refusal(cmd, args) {
                 return Self::refuse(text);
             }
         }
