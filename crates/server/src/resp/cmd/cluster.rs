@@ -398,12 +398,13 @@ fn nodes(ctx: &mut Ctx) -> CmdResult {
 
 /// The endpoint CLUSTER SLOTS and SHARDS give (cluster.c
 /// `getPreferredEndpoint`): the IP, the hostname ("?" when unset), or
-/// "?" for `unknown-endpoint`.
+/// nothing for `unknown-endpoint` (SLOTS then gives a null).
 fn endpoint(addr: &Addr) -> &str {
     match addr.endpoint {
         ClusterEndpoint::Ip => &addr.ip,
         ClusterEndpoint::Hostname if !addr.hostname.is_empty() => &addr.hostname,
-        ClusterEndpoint::Hostname | ClusterEndpoint::UnknownEndpoint => "?",
+        ClusterEndpoint::Hostname => "?",
+        ClusterEndpoint::UnknownEndpoint => "",
     }
 }
 
@@ -417,7 +418,11 @@ fn slots(ctx: &mut Ctx) -> CmdResult {
     w.int(0);
     w.int(SLOTS as i64 - 1);
     w.array(4);
-    w.bulk(endpoint(&addr).as_bytes());
+    if addr.endpoint == ClusterEndpoint::UnknownEndpoint {
+        w.null();
+    } else {
+        w.bulk(endpoint(&addr).as_bytes());
+    }
     w.int(i64::from(addr.port));
     w.bulk(me.id.as_bytes());
     // What the endpoint does not already say (`addNodeToNodeReply`).
