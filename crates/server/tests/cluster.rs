@@ -503,7 +503,8 @@ fn node_id_and_epochs_survive_a_restart() {
 fn keys_outside_db_0_refuse_cluster_mode_at_start() {
     let dir = tmpdir("db1");
     {
-        let cairn = start_cairn(&["--dir", dir.to_str().unwrap(), "--appendonly", "yes"]);
+        let dir_s = dir.to_str().unwrap();
+        let cairn = start_cairn(&["--dir", dir_s, "--appendonly", "yes", "--appendfsync", "always"]);
         let mut c = RawConn::connect(cairn.port);
         // The journal opens after the listeners: -LOADING until then.
         assert_eq!(text(&c.cmd(&["SELECT", "1"])), "+OK\r\n");
