@@ -504,7 +504,14 @@ fn keys_outside_db_0_refuse_cluster_mode_at_start() {
     let dir = tmpdir("db1");
     {
         let dir_s = dir.to_str().unwrap();
-        let cairn = start_cairn(&["--dir", dir_s, "--appendonly", "yes", "--appendfsync", "always"]);
+        let cairn = start_cairn(&[
+            "--dir",
+            dir_s,
+            "--appendonly",
+            "yes",
+            "--appendfsync",
+            "always",
+        ]);
         let mut c = RawConn::connect(cairn.port);
         // The journal opens after the listeners: -LOADING until then.
         assert_eq!(text(&c.cmd(&["SELECT", "1"])), "+OK\r\n");
