@@ -114,6 +114,14 @@ COMMANDS = [
     ("xgroup", ["create", "setid", "destroy", "createconsumer",
                 "delconsumer", "help"]),
     ("xinfo", ["stream", "groups", "consumers", "help"]),
+    # cluster mode (branch cluster, issue 24)
+    ("cluster", ["addslots", "addslotsrange", "bumpepoch",
+                 "count-failure-reports", "countkeysinslot", "delslots",
+                 "delslotsrange", "failover", "flushslots", "forget",
+                 "getkeysinslot", "help", "info", "keyslot", "links", "meet",
+                 "myid", "nodes", "replicas", "replicate", "reset",
+                 "saveconfig", "set-config-epoch", "setslot", "shards",
+                 "slaves", "slots"]),
 ]
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -7,6 +7,7 @@ mod auth;
 mod blocking;
 mod client;
 mod cmdlatency;
+mod cluster;
 mod config;
 mod exec;
 mod journal;

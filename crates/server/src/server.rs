@@ -33,6 +33,11 @@ pub fn build_shared(cfg: Config) -> Result<Arc<Shared>, String> {
         databases: cfg.databases,
         shards: 1024,
     });
+    if cfg.cluster_enabled {
+        // Before any key is stored: the counts start from an empty keyspace.
+        engine.enable_slot_index();
+    }
+    let cluster = crate::cluster::Cluster::new(cfg.cluster_enabled);
     let ncmds = table.all().len();
     let acl = crate::auth::Registry::new(&table);
     let shared = Arc::new(Shared {
@@ -68,6 +73,7 @@ pub fn build_shared(cfg: Config) -> Result<Arc<Shared>, String> {
         scripts: crate::script::Scripts::new(threads),
         balance: crate::net::balance::Balance::new(start_active),
         acl,
+        cluster,
     });
     let _ = shared.journal.server.set(Arc::downgrade(&shared));
     crate::tracking::install(&shared);
@@ -161,6 +167,7 @@ pub fn run(mut cfg: Config) -> Result<(), String> {
         .and_then(|l| l.local_addr().ok())
         .map_or(0, |a| a.port());
     shared.tcp_port.store(port, Ordering::Relaxed);
+    crate::cluster::open(&shared)?;
 
     let n = shared.worker_stats.len();
     let mut polls = Vec::with_capacity(n);
@@ -293,6 +300,7 @@ pub fn run(mut cfg: Config) -> Result<(), String> {
         crate::journal::open_at_startup(&shared)?;
         shared.snapshots.loading.store(false, Ordering::Relaxed);
     }
+    crate::cluster::verify_data(&shared)?;
     if crate::process::supervised_by_systemd() {
         crate::process::notify_systemd("STATUS=Ready to accept connections\n");
         crate::process::notify_systemd("READY=1\n");

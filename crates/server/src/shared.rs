@@ -195,6 +195,8 @@ pub struct Shared {
     pub acl: crate::auth::Registry,
     /// Client-side caching's tracking table (`tracking.rs`).
     pub tracking: crate::tracking::Tracking,
+    /// Cluster mode: the node's identity (`cluster`).
+    pub cluster: crate::cluster::Cluster,
 }
 
 impl Shared {

@@ -134,6 +134,16 @@ config_enum! {
 }
 
 config_enum! {
+    /// `cluster-preferred-endpoint-type`: what CLUSTER SLOTS and SHARDS
+    /// give as a node's endpoint.
+    ClusterEndpoint {
+        Ip = "ip",
+        Hostname = "hostname",
+        UnknownEndpoint = "unknown-endpoint",
+    }
+}
+
+config_enum! {
     /// `repl-diskless-load` (accepted and shown; Cairn has no replication).
     ReplDisklessLoad {
         Disabled = "disabled",

@@ -142,6 +142,20 @@ fn run(
         write_error(out, client, &e, stats);
         return Outcome::Done;
     }
+    if shared.cluster.enabled() && cluster_refuses(shared, client, cmd, &args) {
+        // Redis `processCommand` after `getNodeByQuery` fails: EXEC drops
+        // the transaction, a queued command dooms it; the reply is the
+        // bare CROSSSLOT error either way (no EXECABORT).
+        bump(&stats.cmd[cmd.id][2], 1);
+        if cmd.name == "exec" {
+            crate::client::discard_transaction(shared, base, client);
+        } else {
+            flag_transaction(client);
+        }
+        let e = CmdError::text(crate::resp::errors::CROSSSLOT);
+        write_error(out, client, &e, stats);
+        return Outcome::Done;
+    }
     if let Some(e) = crate::pubsub::before_run(shared, client, cmd, &args) {
         bump(&stats.cmd[cmd.id][2], 1);
         write_error(out, client, &e, stats);
@@ -172,6 +186,13 @@ fn run(
         }
     }
     invoke(shared, client, cmd, args, out, stats, base)
+}
+
+/// Cluster mode: true when the keys of `cmd` (or of EXEC's queued
+/// commands) hash to more than one slot (`crate::cluster::cross_slot`).
+fn cluster_refuses(shared: &Shared, client: &Client, cmd: &Command, args: &Args) -> bool {
+    let argv: smallvec::SmallVec<[&[u8]; 8]> = args.iter_from(0).collect();
+    crate::cluster::cross_slot(shared, client, cmd, &argv)
 }
 
 /// True if CLIENT PAUSE WRITE holds `cmd` back: it writes or may

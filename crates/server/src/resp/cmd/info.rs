@@ -163,7 +163,11 @@ fn report(shared: &Shared, cx: &Cx, sel: &Selection) -> String {
     }
     if sel.wants("cluster") {
         begin(&mut out, "Cluster");
-        field(&mut out, "cluster_enabled", 0);
+        field(
+            &mut out,
+            "cluster_enabled",
+            u8::from(shared.cluster.enabled()),
+        );
     }
     if sel.wants("keyspace") {
         begin(&mut out, "Keyspace");
@@ -406,7 +410,12 @@ fn server_section(out: &mut String, shared: &Shared) {
         .unwrap_or_default();
     field(out, "redis_version", crate::exec::meta::REDIS_VERSION);
     field(out, "cairn_version", crate::VERSION);
-    field(out, "redis_mode", "standalone");
+    let mode = if shared.cluster.enabled() {
+        "cluster"
+    } else {
+        "standalone"
+    };
+    field(out, "redis_mode", mode);
     field(out, "os", os_name());
     field(out, "arch_bits", usize::BITS);
     // std's Instant reads CLOCK_MONOTONIC through clock_gettime.
