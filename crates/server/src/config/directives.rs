@@ -461,6 +461,12 @@ directives! {
     /// `memcached-tls` (Cairn; memcached's `-Z`): `memcached-port` speaks
     /// TLS, with the same certificates and `tls-*` settings as `tls-port`.
     memcached_tls: bool = "memcached-tls", Kind::Bool, "no", IMMUTABLE, keep;
+    // branch rdb: RDB files (issue 24, item 1).
+    /// `snapshot-format` (Cairn only): the format SAVE, BGSAVE, the save
+    /// rules and the shutdown save write `dbfilename` in: `cairn` (its
+    /// own) or `rdb` (Redis 7.0's RDB version 10, which redis-server
+    /// loads). Start-up reads either, by the file's magic.
+    snapshot_format: SnapshotFormat = "snapshot-format", Kind::Enum(SnapshotFormat::NAMES), "cairn", MUTABLE, keep;
 }
 
 /// Directives only meaningful while reading a file; CONFIG REWRITE keeps
