@@ -76,11 +76,36 @@ fn fixtures() -> Vec<(String, Vec<Vec<String>>)> {
             s(&["XADD", "x:groups", &id, "f", "v", "n", &v])
         });
     }
-    x.push(s(&["XDEL", "x:groups", "1700000000020-0", "1700000000070-1"]));
+    x.push(s(&[
+        "XDEL",
+        "x:groups",
+        "1700000000020-0",
+        "1700000000070-1",
+    ]));
     x.push(s(&["XTRIM", "x:groups", "MAXLEN", "250"]));
     x.push(s(&["XGROUP", "CREATE", "x:groups", "g", "0"]));
-    x.push(s(&["XREADGROUP", "GROUP", "g", "c1", "COUNT", "4", "STREAMS", "x:groups", ">"]));
-    x.push(s(&["XREADGROUP", "GROUP", "g", "c2", "COUNT", "2", "STREAMS", "x:groups", ">"]));
+    x.push(s(&[
+        "XREADGROUP",
+        "GROUP",
+        "g",
+        "c1",
+        "COUNT",
+        "4",
+        "STREAMS",
+        "x:groups",
+        ">",
+    ]));
+    x.push(s(&[
+        "XREADGROUP",
+        "GROUP",
+        "g",
+        "c2",
+        "COUNT",
+        "2",
+        "STREAMS",
+        "x:groups",
+        ">",
+    ]));
     x.push(s(&["XGROUP", "CREATE", "x:groups", "later", "$"]));
     f.push(("x:groups".into(), x));
     f.push((

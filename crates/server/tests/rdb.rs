@@ -21,10 +21,8 @@ impl Dir {
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap()
             .subsec_nanos();
-        let d = std::env::temp_dir().join(format!(
-            "cairn-rdb-{name}-{}-{nanos}",
-            std::process::id()
-        ));
+        let d =
+            std::env::temp_dir().join(format!("cairn-rdb-{name}-{}-{nanos}", std::process::id()));
         std::fs::create_dir_all(&d).unwrap();
         Dir(d)
     }
@@ -66,9 +64,7 @@ fn run(c: &mut Connection, args: &[String]) {
     for a in &args[1..] {
         cmd.arg(a);
     }
-    let _: Value = cmd
-        .query(c)
-        .unwrap_or_else(|e| panic!("{args:?}: {e}"));
+    let _: Value = cmd.query(c).unwrap_or_else(|e| panic!("{args:?}: {e}"));
 }
 
 /// Every type in its small and large encodings, streams with groups,
@@ -111,19 +107,53 @@ fn build(c: &mut Connection) {
         if i % 9 == 0 {
             cmds.push(s(&["XADD", "x:big", &id, "other", &i.to_string()]));
         } else {
-            cmds.push(s(&["XADD", "x:big", &id, "name", "sensor", "temp", &i.to_string()]));
+            cmds.push(s(&[
+                "XADD",
+                "x:big",
+                &id,
+                "name",
+                "sensor",
+                "temp",
+                &i.to_string(),
+            ]));
         }
     }
     cmds.push(s(&["XDEL", "x:big", "1700000000010-0", "1700000000050-2"]));
     cmds.push(s(&["XTRIM", "x:big", "MAXLEN", "330"]));
     cmds.push(s(&["XGROUP", "CREATE", "x:big", "g1", "0"]));
-    cmds.push(s(&["XREADGROUP", "GROUP", "g1", "alice", "COUNT", "3", "STREAMS", "x:big", ">"]));
-    cmds.push(s(&["XREADGROUP", "GROUP", "g1", "bob", "COUNT", "2", "STREAMS", "x:big", ">"]));
+    cmds.push(s(&[
+        "XREADGROUP",
+        "GROUP",
+        "g1",
+        "alice",
+        "COUNT",
+        "3",
+        "STREAMS",
+        "x:big",
+        ">",
+    ]));
+    cmds.push(s(&[
+        "XREADGROUP",
+        "GROUP",
+        "g1",
+        "bob",
+        "COUNT",
+        "2",
+        "STREAMS",
+        "x:big",
+        ">",
+    ]));
     cmds.push(s(&["XACK", "x:big", "g1", "1700000000005-1"]));
     cmds.push(s(&["XGROUP", "CREATECONSUMER", "x:big", "g1", "idle"]));
     cmds.push(s(&["XGROUP", "CREATE", "x:big", "g0", "$"]));
     for i in 1..=5 {
-        cmds.push(s(&["XADD", "x:small", &format!("1-{i}"), "f", &format!("v{i}")]));
+        cmds.push(s(&[
+            "XADD",
+            "x:small",
+            &format!("1-{i}"),
+            "f",
+            &format!("v{i}"),
+        ]));
     }
     cmds.push(s(&["XGROUP", "CREATE", "x:empty", "g", "$", "MKSTREAM"]));
     cmds.push(s(&["SELECT", "3"]));
@@ -219,7 +249,10 @@ fn wait_loaded(c: &mut Connection) {
     loop {
         match redis::cmd("PING").query::<String>(c) {
             Ok(_) => return,
-            Err(e) if Instant::now() < deadline && e.to_string().contains("LOADING") => {
+            Err(e)
+                if Instant::now() < deadline
+                    && e.to_string().to_lowercase().contains("loading") =>
+            {
                 std::thread::sleep(Duration::from_millis(20))
             }
             Err(e) => panic!("PING: {e}"),
@@ -248,6 +281,8 @@ fn cairn_rdb_files_start_redis_with_every_key() {
         "dump.rdb",
         "--snapshot-format",
         "rdb",
+        "--enable-protected-configs",
+        "yes",
     ]);
     let mut c = redis_client(cairn.port);
     set_limits(&mut c);
@@ -309,7 +344,17 @@ fn cairn_starts_from_a_redis_dump_rdb() {
     // the first five).
     let v: Value = q(
         &mut c,
-        &["XREADGROUP", "GROUP", "g1", "carol", "COUNT", "1", "STREAMS", "x:big", ">"],
+        &[
+            "XREADGROUP",
+            "GROUP",
+            "g1",
+            "carol",
+            "COUNT",
+            "1",
+            "STREAMS",
+            "x:big",
+            ">",
+        ],
     );
     assert!(format!("{v:?}").contains("1700000000006-0"), "{v:?}");
     assert_eq!(
@@ -367,7 +412,10 @@ fn a_damaged_rdb_stops_start_up_with_file_and_offset() {
             .unwrap_or_else(|| panic!("{what}: start-up must stop"));
         assert!(!st.success(), "{what}");
         let log = s.log();
-        assert!(log.contains("Fatal error loading the snapshot"), "{what}: {log}");
+        assert!(
+            log.contains("Fatal error loading the snapshot"),
+            "{what}: {log}"
+        );
         assert!(log.contains("dump.rdb at offset"), "{what}: {log}");
     }
 }

@@ -409,11 +409,13 @@ impl<'a> NodeView<'a> {
     /// Every entry, deleted ones included, in ID order.
     pub fn entries(&self) -> impl Iterator<Item = EntryRef<'a>> + 'a {
         let node: &'a Node = self.node;
-        node.slots(self.master).into_iter().map(move |slot| EntryRef {
-            id: slot.id,
-            node,
-            slot,
-        })
+        node.slots(self.master)
+            .into_iter()
+            .map(move |slot| EntryRef {
+                id: slot.id,
+                node,
+                slot,
+            })
     }
 }
 
@@ -709,9 +711,10 @@ impl StreamValue {
     /// layout, as RDB's listpacks do (Redis's nodes split by the same
     /// rules, see the module comment).
     pub fn nodes(&self) -> impl Iterator<Item = NodeView<'_>> + '_ {
-        self.nodes
-            .iter()
-            .map(|(m, n)| NodeView { master: *m, node: n })
+        self.nodes.iter().map(|(m, n)| NodeView {
+            master: *m,
+            node: n,
+        })
     }
 
     /// The ID of the last live entry (Redis `streamLastValidID`), 0-0 if

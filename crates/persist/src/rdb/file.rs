@@ -23,7 +23,9 @@
 //! error names the file and the byte offset; a short file, an unknown
 //! opcode, a value that does not decode, or a CRC mismatch is refused.
 use super::object::{self, Type};
-use super::{crc64, put_len, put_string_redis, Malformed, OPCODE_FUNCTION2, OPCODE_FUNCTION_PRE_GA};
+use super::{
+    crc64, put_len, put_string_redis, Malformed, OPCODE_FUNCTION2, OPCODE_FUNCTION_PRE_GA,
+};
 use crate::snapshot::format::BuildLimits;
 use crate::{Error, ErrorKind};
 use cairn_engine::value::Value;
@@ -126,7 +128,11 @@ pub struct Writer<W: Write> {
 impl<W: Write> Writer<W> {
     /// Starts a file: magic, version and `aux`.
     pub fn new(w: W, aux: &Aux) -> io::Result<Writer<W>> {
-        let mut wr = Writer { w, crc: 0, bytes: 0 };
+        let mut wr = Writer {
+            w,
+            crc: 0,
+            bytes: 0,
+        };
         wr.raw(&header(aux))?;
         Ok(wr)
     }
@@ -160,11 +166,18 @@ impl<W: Write> Writer<W> {
 #[derive(Debug)]
 pub enum Item {
     /// An AUX field (`redis-ver`, `ctime`, ...; unknown ones too).
-    Aux { key: Vec<u8>, value: Vec<u8> },
+    Aux {
+        key: Vec<u8>,
+        value: Vec<u8>,
+    },
     /// A function library's code.
     Function(Vec<u8>),
     /// `RESIZEDB`'s hint for the current database.
-    ResizeDb { db: usize, keys: u64, expires: u64 },
+    ResizeDb {
+        db: usize,
+        keys: u64,
+        expires: u64,
+    },
     Key(KeyRecord),
 }
 
@@ -196,7 +209,10 @@ type Fail = (u64, String);
 
 impl<R: BufRead> Source<R> {
     fn eof(&self, what: &str) -> Fail {
-        (self.offset, format!("unexpected end of file reading {what}"))
+        (
+            self.offset,
+            format!("unexpected end of file reading {what}"),
+        )
     }
 
     fn io(&self, e: io::Error) -> Fail {
@@ -268,15 +284,24 @@ impl<R: BufRead> Source<R> {
         let first = self.byte(what)?;
         Ok(match first >> 6 {
             0 => (false, u64::from(first & 0x3f)),
-            1 => (false, (u64::from(first & 0x3f) << 8) | u64::from(self.byte(what)?)),
+            1 => (
+                false,
+                (u64::from(first & 0x3f) << 8) | u64::from(self.byte(what)?),
+            ),
             2 => match first {
                 0x80 => {
                     let b = self.bytes(4, what)?;
-                    (false, u64::from(u32::from_be_bytes([b[0], b[1], b[2], b[3]])))
+                    (
+                        false,
+                        u64::from(u32::from_be_bytes([b[0], b[1], b[2], b[3]])),
+                    )
                 }
                 0x81 => {
                     let b = self.bytes(8, what)?;
-                    (false, u64::from_be_bytes(b.try_into().expect("read 8 bytes")))
+                    (
+                        false,
+                        u64::from_be_bytes(b.try_into().expect("read 8 bytes")),
+                    )
                 }
                 _ => return Err((at, format!("bad length encoding {first:#04x} in {what}"))),
             },
@@ -539,7 +564,10 @@ impl<R: BufRead> Reader<R> {
                     return Ok(Some(Item::Function(code)));
                 }
                 OPCODE_FUNCTION_PRE_GA => {
-                    return Err((at, "pre-release (7.0 RC) function format not supported".into()))
+                    return Err((
+                        at,
+                        "pre-release (7.0 RC) function format not supported".into(),
+                    ))
                 }
                 OP_MODULE_AUX => {
                     return Err((at, "module data (Cairn loads no Redis modules)".into()))

@@ -277,7 +277,9 @@ pub fn read(r: &mut Reader<'_>, v2: bool, limits: &StreamLimits) -> Result<Strea
             let n = r.count(16)?;
             for _ in 0..n {
                 let pid = decode_id(r.take(16)?)?;
-                let at = pel.binary_search_by_key(&pid, |p| p.0).map_err(|_| Malformed)?;
+                let at = pel
+                    .binary_search_by_key(&pid, |p| p.0)
+                    .map_err(|_| Malformed)?;
                 // An entry owned twice would leave the PELs inconsistent.
                 if std::mem::replace(&mut owned[at], true) {
                     return Err(Malformed);
@@ -305,7 +307,11 @@ mod tests {
     fn read_all(b: &[u8]) -> Result<StreamValue, Malformed> {
         let (&t, body) = b.split_first().ok_or(Malformed)?;
         let mut r = Reader::new(body);
-        let s = read(&mut r, t == Type::StreamListpacks2 as u8, &StreamLimits::default())?;
+        let s = read(
+            &mut r,
+            t == Type::StreamListpacks2 as u8,
+            &StreamLimits::default(),
+        )?;
         if !r.is_empty() {
             return Err(Malformed);
         }
@@ -325,7 +331,11 @@ mod tests {
             } else {
                 vec![(b"name", b"sensor"), (b"temp", v.as_bytes())]
             };
-            s.append(StreamId::new(1_700_000_000_000 + i / 3, i % 3), &pairs, &limits);
+            s.append(
+                StreamId::new(1_700_000_000_000 + i / 3, i % 3),
+                &pairs,
+                &limits,
+            );
         }
         for i in [5u64, 6, 40, 200] {
             assert!(s.delete(StreamId::new(1_700_000_000_000 + i / 3, i % 3)));
@@ -334,11 +344,27 @@ mod tests {
         g.create_consumer(b"alice", 1_700_000_000_100);
         g.create_consumer(b"bob", 1_700_000_000_200);
         g.create_consumer(b"idle", 1_700_000_000_300);
-        g.assign(StreamId::new(1_700_000_000_001, 1), b"alice", 1_700_000_000_150, 1);
-        g.assign(StreamId::new(1_700_000_000_002, 0), b"bob", 1_700_000_000_250, 3);
-        g.assign(StreamId::new(1_700_000_000_009, 2), b"alice", 1_700_000_000_160, 2);
+        g.assign(
+            StreamId::new(1_700_000_000_001, 1),
+            b"alice",
+            1_700_000_000_150,
+            1,
+        );
+        g.assign(
+            StreamId::new(1_700_000_000_002, 0),
+            b"bob",
+            1_700_000_000_250,
+            3,
+        );
+        g.assign(
+            StreamId::new(1_700_000_000_009, 2),
+            b"alice",
+            1_700_000_000_160,
+            2,
+        );
         s.groups.insert(b"g1"[..].into(), g);
-        s.groups.insert(b"g0"[..].into(), Group::new(StreamId::MIN, None));
+        s.groups
+            .insert(b"g0"[..].into(), Group::new(StreamId::MIN, None));
         s
     }
 
@@ -361,7 +387,8 @@ mod tests {
         assert_eq!(dead, 4);
         // An empty stream (XGROUP CREATE MKSTREAM) is a value.
         let mut e = StreamValue::new();
-        e.groups.insert(b"g"[..].into(), Group::new(StreamId::MIN, Some(0)));
+        e.groups
+            .insert(b"g"[..].into(), Group::new(StreamId::MIN, Some(0)));
         let mut out = Vec::new();
         put(&mut out, &e);
         assert_eq!(read_all(&out).unwrap(), e);
@@ -371,7 +398,11 @@ mod tests {
     fn a_one_entry_stream_has_redis_layout() {
         // XADD s 1-1 f v, as Redis 7.0.15 dumps it (the object part).
         let mut s = StreamValue::new();
-        s.append(StreamId::new(1, 1), &[(b"f", b"v")], &StreamLimits::default());
+        s.append(
+            StreamId::new(1, 1),
+            &[(b"f", b"v")],
+            &StreamLimits::default(),
+        );
         let mut out = Vec::new();
         put(&mut out, &s);
         let mut want = vec![19u8, 1, 16];
@@ -422,7 +453,11 @@ mod tests {
         }
         // A PEL entry no consumer owns: drop bob's one ID.
         let mut t = StreamValue::new();
-        t.append(StreamId::new(1, 0), &[(b"f", b"v")], &StreamLimits::default());
+        t.append(
+            StreamId::new(1, 0),
+            &[(b"f", b"v")],
+            &StreamLimits::default(),
+        );
         let mut g = Group::new(StreamId::new(1, 0), Some(1));
         g.create_consumer(b"c", 5);
         g.assign(StreamId::new(1, 0), b"c", 6, 1);
@@ -474,8 +509,18 @@ mod tests {
         // foreign writer could leave them (Redis drops such a node).
         let mut out = vec![19u8, 2];
         for (m, items) in [
-            (1, ["0", "2", "1", "f", "0", "3", "0", "0", "v", "4", "3", "1", "0", "v", "4"]),
-            (3, ["2", "0", "1", "f", "0", "2", "0", "0", "v", "4", "2", "1", "0", "v", "4"]),
+            (
+                1,
+                [
+                    "0", "2", "1", "f", "0", "3", "0", "0", "v", "4", "3", "1", "0", "v", "4",
+                ],
+            ),
+            (
+                3,
+                [
+                    "2", "0", "1", "f", "0", "2", "0", "0", "v", "4", "2", "1", "0", "v", "4",
+                ],
+            ),
         ] {
             crate::rdb::put_string(&mut out, &encode_id(StreamId::new(m, 0)));
             crate::rdb::put_string(&mut out, &lp(&items));
@@ -489,9 +534,15 @@ mod tests {
         // A wrong lp-count, a master terminator that is not 0, an entry
         // count beyond the listpack: each refused.
         for bad in [
-            ["2", "0", "1", "f", "0", "2", "0", "0", "v", "5", "2", "1", "0", "v", "4"],
-            ["2", "0", "1", "f", "1", "2", "0", "0", "v", "4", "2", "1", "0", "v", "4"],
-            ["3", "0", "1", "f", "0", "2", "0", "0", "v", "4", "2", "1", "0", "v", "4"],
+            [
+                "2", "0", "1", "f", "0", "2", "0", "0", "v", "5", "2", "1", "0", "v", "4",
+            ],
+            [
+                "2", "0", "1", "f", "1", "2", "0", "0", "v", "4", "2", "1", "0", "v", "4",
+            ],
+            [
+                "3", "0", "1", "f", "0", "2", "0", "0", "v", "4", "2", "1", "0", "v", "4",
+            ],
         ] {
             let mut out = vec![19u8, 1];
             crate::rdb::put_string(&mut out, &encode_id(StreamId::new(3, 0)));
@@ -499,6 +550,74 @@ mod tests {
             out.extend_from_slice(&[2, 4, 0, 3, 0, 0, 0, 2, 0]);
             assert!(read_all(&out).is_err(), "{bad:?}");
         }
+    }
+
+    /// DUMP of a stream made on redis-server 7.0.15: 130 entries plus one
+    /// with its own fields over two nodes, an XDEL and an exact trim
+    /// (tombstones), a group with five pending entries on two consumers and
+    /// an idle third.
+    const REDIS_GROUPS: &[&str] = &[
+        "1302100000018bcfe568000000000000000001c342c9454a164a0500005e025e0106010201816602",
+        "816e020001030100200105817602010105600c0001400c0002600c040101dfff02201a0003a00d60",
+        "270004a00c60270005200c0002200180270006a00d60270007a00c60270008600c0003a0270009a0",
+        "0d6027000aa00c6027000b600c0004a027000ca00d6027000da00c6027000e600c0005a027000f20",
+        "09400d60270010a00c60270011600c0006a0270012a00d60270013a00c60270014600c0007a02700",
+        "15a00d60270016a00c60270017600c0008a0270018a00d60270019a00c6027001a600c0009a02700",
+        "1ba00d6027001ca00c6027001d600c000aa027001ea00d6027001fa00c60270020600c000ba02700",
+        "21a00d60270022a00c60270023600c000ca0270024a00d60270025a00c60270026600c000da02700",
+        "27a00d60270028a00c60270029600c000ea027002aa00d6027002ba00c6027002c600c000fa02700",
+        "2da00d6027002ea00c6027002f600c0010a0270030a00d60270031a00c60270032600c0011a02700",
+        "33a00d60270034a00c60270035600c0012a0270036a00d60270037a00c60270038600c0013a02700",
+        "39a00d6027003aa00c6027003b200c02030114a027003c200d0002200d6027003da00c6027003e60",
+        "0c0015a027003fa00d60270040a00c60270041600c0016a0270042a00d60270043a00c6027004460",
+        "0c0017a0270045a00d60270046a00c60270047600c0018a0270048a00d60270049a00c6027004a60",
+        "0c0019a027004ba00d6027004ca00c6027004d600c001aa027004ea00d6027004fa00c6027005060",
+        "0c001ba0270051a00d60270052a00c60270053600c001ca0270054a00d60270055a00c6027005660",
+        "0c001da0270057a00d60270058a00c60270059600c001ea027005aa00d6027005ba00c6027005c60",
+        "0c001fa027005da00d6027005ea00c6027005f600c0020a0270060a00d60270061a00c6027006260",
+        "0c0021a0270063a00d60270064200c00ff100000018bcfe568210000000000000002c3410441c511",
+        "c5010000c1001f0100010201816602816e02400900002001058176026501052016040101dffe0220",
+        "0d0066c00d00ff400d0067a00d60280068600c0002a0280069c00d6028006aa00d6028006b600c00",
+        "03a028006cc00d6028006da00d6028006e600c0004a028006fc00d60280070a00d60280071600c00",
+        "05a02800722009600d60280073a00d60280074600c0006a0280075c00d60280076a00d6028007760",
+        "0c0007a0280078c00d60280079a00d6028007a600c0008a028007bc00d6028007ca00d6028007d60",
+        "0c0009a028007ec00d6028007fa00d602802c0800240bf000aa02901c081c00e602a01c082200e02",
+        "00010b401d0c0101836f776e048178020601ff407d810000018bcfe5682c00810000018bcfe56802",
+        "00810000018bcfe568140040830103677270810000018bcfe568030181ffffffffffffffff050000",
+        "018bcfe5680200000000000000002f832c1aa2010000010000018bcfe5680200000000000000012f",
+        "832c1aa2010000010000018bcfe5680200000000000000022f832c1aa2010000010000018bcfe568",
+        "0300000000000000008c832c1aa2010000010000018bcfe5680300000000000000018c832c1aa201",
+        "000001030263312f832c1aa2010000030000018bcfe5680200000000000000000000018bcfe56802",
+        "00000000000000010000018bcfe5680200000000000000020263328c832c1aa2010000020000018b",
+        "cfe5680300000000000000000000018bcfe5680300000000000000010469646c65da832c1aa20100",
+        "00000a00cbe2dd24c3674ca9",
+    ];
+
+    #[test]
+    fn a_redis_payload_restores_and_dumps_back_byte_for_byte() {
+        let payload: Vec<u8> = REDIS_GROUPS
+            .concat()
+            .as_bytes()
+            .chunks(2)
+            .map(|c| u8::from_str_radix(std::str::from_utf8(c).unwrap(), 16).unwrap())
+            .collect();
+        let v = super::super::object::restore(
+            &payload,
+            &crate::snapshot::format::BuildLimits::default(),
+        )
+        .unwrap();
+        let cairn_engine::value::Value::Stream(s) = &v else {
+            panic!("not a stream");
+        };
+        assert_eq!(s.len(), 125);
+        assert_eq!(s.node_count(), 2);
+        let g = &s.groups[&b"grp"[..]];
+        assert_eq!(g.pel.len(), 5);
+        assert_eq!(g.consumers.len(), 3);
+        let mut out = Vec::new();
+        super::super::object::put_value(&mut out, &v);
+        crate::rdb::seal_dump(&mut out);
+        assert_eq!(out, payload);
     }
 
     proptest! {

@@ -943,7 +943,9 @@ fn rdb_options() -> Options {
     Options {
         format: Format::Rdb,
         used_mem: 123_456,
-        functions: vec![b"#!lua name=lib\nredis.register_function('f', function() return 1 end)".to_vec()],
+        functions: vec![
+            b"#!lua name=lib\nredis.register_function('f', function() return 1 end)".to_vec(),
+        ],
         ..Options::default()
     }
 }
@@ -955,7 +957,13 @@ fn rdb_files_round_trip_every_type() {
     let a = engine();
     fill(&a);
     put(&a, 1, b"stream", Value::Stream(Box::new(stream())), 0);
-    put(&a, 2, b"empty-stream", Value::Stream(Box::default()), 99_000_000_000_000);
+    put(
+        &a,
+        2,
+        b"empty-stream",
+        Value::Stream(Box::default()),
+        99_000_000_000_000,
+    );
     // Expired at the cut: left out, as in Cairn's own format.
     put(&a, 0, b"gone", Value::Str(StrValue::from_bytes(b"x")), 1);
     let stats = save(&a, &Cx::DETACHED, &path, &rdb_options(), || ()).unwrap();
@@ -990,7 +998,10 @@ fn rdb_files_truncated_or_corrupted_are_refused_with_file_and_offset() {
     let good = std::fs::read(&path).unwrap();
     let bad = dir.join("bad.rdb");
     let step = (good.len() / 97).max(1);
-    for cut in (5..good.len()).step_by(step).chain([good.len() - 1, good.len() - 8]) {
+    for cut in (5..good.len())
+        .step_by(step)
+        .chain([good.len() - 1, good.len() - 8])
+    {
         std::fs::write(&bad, &good[..cut]).unwrap();
         let e = load(&engine(), &bad, &LoadOptions::default(), &mut no_progress).unwrap_err();
         let off = e.offset.expect("an offset");
@@ -1055,10 +1066,17 @@ fn rdb_files_from_redis_load() {
     let ls = load(&e, &path, &LoadOptions::default(), &mut no_progress).unwrap();
     assert_eq!(ls.keys, 3);
     let d = rdb_digest(&e);
-    assert_eq!(d[&(0, b"k".to_vec())], ("string".into(), vec![b"v".to_vec()], 99_000_000_000_000));
+    assert_eq!(
+        d[&(0, b"k".to_vec())],
+        ("string".into(), vec![b"v".to_vec()], 99_000_000_000_000)
+    );
     assert_eq!(
         d[&(0, b"l".to_vec())],
-        ("list".into(), vec![b"a".to_vec(), b"b".to_vec()], 4_000_000_000_000)
+        (
+            "list".into(),
+            vec![b"a".to_vec(), b"b".to_vec()],
+            4_000_000_000_000
+        )
     );
     assert_eq!(d[&(3, b"n".to_vec())].1, vec![b"42".to_vec()]);
     // A key in a database this server lacks is refused, named.
@@ -1097,7 +1115,13 @@ fn a_cut_streams_an_rdb_into_any_writer() {
     let sink = Shared::default();
     let cut = begin(&a, &Cx::DETACHED, &rdb_options(), || ()).unwrap();
     let progress = cut.progress();
-    let stats = write_to(&a, cut, Box::new(sink.clone()), std::path::Path::new("socket")).unwrap();
+    let stats = write_to(
+        &a,
+        cut,
+        Box::new(sink.clone()),
+        std::path::Path::new("socket"),
+    )
+    .unwrap();
     let bytes = sink.0.lock().unwrap().clone();
     assert_eq!(stats.bytes, bytes.len() as u64);
     assert_eq!(progress.bytes_written.load(Ordering::Relaxed), stats.bytes);
@@ -1111,7 +1135,9 @@ fn a_cut_streams_an_rdb_into_any_writer() {
     assert_eq!(keys, stats.keys);
     assert_eq!(r.offset(), bytes.len() as u64);
     // The engine's cut is over: another snapshot may begin.
-    begin(&a, &Cx::DETACHED, &Options::default(), || ()).unwrap().abandon(&a);
+    begin(&a, &Cx::DETACHED, &Options::default(), || ())
+        .unwrap()
+        .abandon(&a);
 }
 
 mod rdb_props {

@@ -504,12 +504,7 @@ fn write_file(engine: &Engine, cut: &Cut, tmp: &Path) -> Result<Stats, SaveError
 }
 
 /// The body of `write_file` and `write_to`: header, the sweep, the end.
-fn write_sink(
-    engine: &Engine,
-    cut: &Cut,
-    sink: Sink,
-    tmp: &Path,
-) -> Result<Stats, SaveError> {
+fn write_sink(engine: &Engine, cut: &Cut, sink: Sink, tmp: &Path) -> Result<Stats, SaveError> {
     let io_err = |op: &'static str| {
         let path = tmp.to_path_buf();
         move |error| SaveError::Io { op, path, error }
@@ -608,7 +603,8 @@ fn write_sink(
     stats.blocks = blocks;
     let mut out = w;
     if rdb {
-        out.write_all(&[rdb_file::OP_EOF]).map_err(io_err("write"))?;
+        out.write_all(&[rdb_file::OP_EOF])
+            .map_err(io_err("write"))?;
         out.flush().map_err(io_err("write"))?;
         // Every byte before it went through `Counted`'s CRC (0: not
         // computed, as `rdbchecksum no` writes it).
