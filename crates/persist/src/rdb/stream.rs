@@ -193,9 +193,10 @@ pub fn read(r: &mut Reader<'_>, v2: bool, limits: &StreamLimits) -> Result<Strea
                 n
             };
             pairs.clear();
-            for j in 0..n as usize {
+            let mut names = fields.iter();
+            for _ in 0..n {
                 let f = if same {
-                    fields[j].clone()
+                    names.next().ok_or(Malformed)?.clone()
                 } else {
                     it.next().ok_or(Malformed)?.to_vec()
                 };

@@ -932,7 +932,9 @@ fn coded_hashes_and_their_book_round_trip() {
 
 /// `digest` without what RDB has no place for: memcached flags and bits,
 /// and the string encodings (a loaded string takes the one its bytes give).
-fn rdb_digest(e: &Engine) -> BTreeMap<(usize, Vec<u8>), (String, Vec<Vec<u8>>, u64)> {
+type RdbDigest = BTreeMap<(usize, Vec<u8>), (String, Vec<Vec<u8>>, u64)>;
+
+fn rdb_digest(e: &Engine) -> RdbDigest {
     digest(e)
         .into_iter()
         .map(|(k, (t, _, content, exp, ..))| (k, (t, content, exp)))
