@@ -106,6 +106,8 @@ pub fn path(shared: &Shared) -> PathBuf {
 pub(crate) fn options(shared: &Shared) -> snap::Options {
     let c = shared.config.read();
     snap::Options {
+        format: snap::Format::Cairn,
+        used_mem: 0,
         checksum: c.rdbchecksum,
         fail_after_bytes: fault_after_bytes(),
         key_delay: delay(c.rdb_key_save_delay),
@@ -118,6 +120,17 @@ pub(crate) fn options(shared: &Shared) -> snap::Options {
             .map(|l| l.code.to_vec())
             .collect(),
     }
+}
+
+/// `options` for `dbfilename`: in the `snapshot-format` chosen (the
+/// journal's base file is always Cairn's own).
+fn file_options(shared: &Shared) -> snap::Options {
+    let mut o = options(shared);
+    if shared.config.read().snapshot_format == crate::config::SnapshotFormat::Rdb {
+        o.format = snap::Format::Rdb;
+        o.used_mem = crate::memory::used_fast();
+    }
+    o
 }
 
 /// Redis's `debugDelay`: microseconds, or for a negative value a fraction
@@ -195,7 +208,7 @@ pub fn bgsave(shared: &Shared, cx: &Cx) -> Result<(), BgError> {
     let keys_total: u64 = (0..shared.engine.databases())
         .map(|d| shared.engine.dbsize(cx, d) as u64)
         .sum();
-    let cut = match snap::begin(&shared.engine, cx, &options(shared), || ()) {
+    let cut = match snap::begin(&shared.engine, cx, &file_options(shared), || ()) {
         Ok(c) => c,
         Err(e) => {
             st.in_progress.store(false, Ordering::Release);
@@ -228,7 +241,7 @@ pub fn save(shared: &Shared, cx: &Cx, keep_dirty: bool) -> Result<snap::Stats, S
     let st = &shared.snapshots;
     st.saves.fetch_add(1, Ordering::Relaxed);
     let path = path(shared);
-    let opts = options(shared);
+    let opts = file_options(shared);
     let cut = loop {
         match snap::begin(&shared.engine, cx, &opts, || ()) {
             Ok(c) => break c,

@@ -1,5 +1,6 @@
 //! Reading a snapshot: into an engine at start-up (`load`), or only to
-//! check it (`check`, behind `cairn check-snapshot FILE`).
+//! check it (`check`, behind `cairn check-snapshot FILE`). `load` also
+//! takes a Redis RDB file, recognised by its magic (`crate::rdb::file`).
 //!
 //! Every section is verified before it is used: the header's magic,
 //! version and CRC (CRC-32C, or CRC-32 IEEE in a version-1 file); each block's length against the file's size (so a
@@ -71,8 +72,8 @@ pub struct LoadOptions {
     pub replace_existing: bool,
 }
 
-/// Reads the snapshot at `path` into `engine` (which should be empty:
-/// a key already present is reported as a duplicate, unless
+/// Reads the snapshot (or RDB file) at `path` into `engine` (which should
+/// be empty: a key already present is reported as a duplicate, unless
 /// `replace_existing`). Keys whose expire
 /// time has passed are skipped. `progress` is called after each block.
 ///
@@ -87,6 +88,11 @@ pub fn load(
     opts: &LoadOptions,
     progress: &mut dyn FnMut(&LoadProgress),
 ) -> Result<LoadStats, Error> {
+    // A Redis dump.rdb in `dir` loads too: migrating is starting Cairn
+    // where Redis kept its file.
+    if crate::rdb::file::is_rdb(path) {
+        return crate::rdb::file::load(engine, path, opts, progress);
+    }
     let limits = BuildLimits::of(engine);
     let dbs = engine.databases();
     let now = cairn_engine::clock::now_ms();

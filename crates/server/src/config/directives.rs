@@ -510,6 +510,12 @@ directives! {
     cluster_replica_no_failover: bool = "cluster-replica-no-failover" | "cluster-slave-no-failover", Kind::Bool, "no", MUTABLE, keep;
     /// `cluster-allow-replica-migration`: stored only.
     cluster_allow_replica_migration: bool = "cluster-allow-replica-migration", Kind::Bool, "yes", MUTABLE, keep;
+    // branch rdb: RDB files (issue 24, item 1).
+    /// `snapshot-format` (Cairn only): the format SAVE, BGSAVE, the save
+    /// rules and the shutdown save write `dbfilename` in: `cairn` (its
+    /// own) or `rdb` (Redis 7.0's RDB version 10, which redis-server
+    /// loads). Start-up reads either, by the file's magic.
+    snapshot_format: SnapshotFormat = "snapshot-format", Kind::Enum(SnapshotFormat::NAMES), "cairn", MUTABLE, keep;
 }
 
 /// Directives only meaningful while reading a file; CONFIG REWRITE keeps

@@ -56,6 +56,8 @@ pub use types::{
     LogLevel, MaxmemoryPolicy, OomScoreAdj, OomScoreAdjValues, ProtectedAction, PubsubDefault,
     ReplDisklessLoad, SaveRule, Supervised, TlsAuthClients,
 };
+// branch rdb
+pub use types::SnapshotFormat;
 pub use units::parse_memory;
 pub use validate::os_error_text;
 

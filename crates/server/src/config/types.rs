@@ -316,3 +316,12 @@ impl fmt::Display for KeyspaceEvents {
         f.write_str(&out)
     }
 }
+
+// branch rdb: RDB files (issue 24, item 1).
+config_enum! {
+    /// `snapshot-format`: the file format of `dbfilename` when saving.
+    SnapshotFormat {
+        Cairn = "cairn",
+        Rdb = "rdb",
+    }
+}
