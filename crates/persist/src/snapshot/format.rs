@@ -247,17 +247,24 @@ pub fn functions(codes: &[Vec<u8>], checksum: bool) -> Vec<u8> {
     for c in codes {
         put_bytes(&mut payload, c);
     }
+    counted_section(Section::Functions, codes.len() as u32, &payload, checksum)
+}
+
+/// A section of `count` items framed as functions and names sections are:
+/// tag, count (u32), payload length (u64), CRC-32C of all that and the
+/// payload (0 without checksums), then the payload.
+fn counted_section(tag: Section, count: u32, payload: &[u8], checksum: bool) -> Vec<u8> {
     let mut out = Vec::with_capacity(FUNCTIONS_HEADER_LEN + payload.len());
-    out.push(Section::Functions as u8);
-    out.extend_from_slice(&(codes.len() as u32).to_le_bytes());
+    out.push(tag as u8);
+    out.extend_from_slice(&count.to_le_bytes());
     out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
     let crc = if checksum {
-        Checksum::Crc32c.of(&[&out, &payload])
+        Checksum::Crc32c.of(&[&out, payload])
     } else {
         0
     };
     out.extend_from_slice(&crc.to_le_bytes());
-    out.extend_from_slice(&payload);
+    out.extend_from_slice(payload);
     out
 }
 
@@ -292,18 +299,7 @@ pub fn names(lists: &[&[Box<[u8]>]], checksum: bool) -> Vec<u8> {
             put_bytes(&mut payload, name);
         }
     }
-    let mut out = Vec::with_capacity(FUNCTIONS_HEADER_LEN + payload.len());
-    out.push(Section::Names as u8);
-    out.extend_from_slice(&(lists.len() as u32).to_le_bytes());
-    out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
-    let crc = if checksum {
-        Checksum::Crc32c.of(&[&out, &payload])
-    } else {
-        0
-    };
-    out.extend_from_slice(&crc.to_le_bytes());
-    out.extend_from_slice(&payload);
-    out
+    counted_section(Section::Names, lists.len() as u32, &payload, checksum)
 }
 
 /// The lists of a names section's payload holding `count` of them.
