@@ -17,13 +17,18 @@
 //! Every worker records into its own counters (`WorkerStats::latency`:
 //! a plain load + store, no shared atomic on the request path), each
 //! command's allocated on its first call, as Redis allocates lazily; a
-//! reader sums the workers' counters. CONFIG RESETSTAT cannot zero another
-//! thread's counters without racing its writes, so, as INFO's other
-//! counters do, it keeps the sums of that moment as a baseline that reads
-//! subtract.
+//! reader sums the workers' counters. CONFIG RESETSTAT frees them, as
+//! Redis frees its histograms (~24 KB each): it bumps a generation; each
+//! worker drops its own histograms at its next record (the only writer of
+//! its slots), and readers skip a worker whose histograms are from an
+//! older generation. Readers hold the worker's read lock while summing, so
+//! the worker never frees what a reader is adding up. Keeping a baseline
+//! instead, as INFO's other counters do, kept every histogram (and a copy)
+//! forever: ~25 KB per command per worker, which after a few hundred
+//! commands made MEMORY DOCTOR see a non-empty instance where Redis, having
+//! freed them, does not.
 use crate::shared::{bump, Shared};
-use parking_lot::{const_mutex, Mutex};
-use std::collections::HashMap;
+use parking_lot::RwLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 
@@ -78,13 +83,23 @@ fn highest_equivalent(v: u64) -> u64 {
 /// One worker's histograms, one per command id, each allocated on the
 /// command's first call.
 pub struct Tracks {
-    slots: Box<[OnceLock<Box<[AtomicU64]>>]>,
+    slots: RwLock<Box<[OnceLock<Box<[AtomicU64]>>]>>,
+    /// The reset generation the slots belong to.
+    gen: AtomicU64,
+}
+
+/// Bumped by CONFIG RESETSTAT.
+static RESET_GEN: AtomicU64 = AtomicU64::new(0);
+
+fn empty_slots(commands: usize) -> Box<[OnceLock<Box<[AtomicU64]>>]> {
+    (0..commands).map(|_| OnceLock::new()).collect()
 }
 
 impl Tracks {
     pub fn new(commands: usize) -> Tracks {
         Tracks {
-            slots: (0..commands).map(|_| OnceLock::new()).collect(),
+            slots: RwLock::new(empty_slots(commands)),
+            gen: AtomicU64::new(RESET_GEN.load(Ordering::Relaxed)),
         }
     }
 
@@ -92,14 +107,27 @@ impl Tracks {
     /// worker that owns these tracks calls it.
     #[inline]
     pub fn record(&self, cmd: usize, micros: u64) {
+        let gen = RESET_GEN.load(Ordering::Acquire);
+        if self.gen.load(Ordering::Relaxed) != gen {
+            let mut slots = self.slots.write();
+            let n = slots.len();
+            *slots = empty_slots(n);
+            self.gen.store(gen, Ordering::Release);
+        }
         let ns = micros.saturating_mul(1000).clamp(MIN_NS, MAX_NS);
+        let slots = self.slots.read();
         let counts =
-            self.slots[cmd].get_or_init(|| (0..COUNTS_LEN).map(|_| AtomicU64::new(0)).collect());
+            slots[cmd].get_or_init(|| (0..COUNTS_LEN).map(|_| AtomicU64::new(0)).collect());
         bump(&counts[counts_index(ns)], 1);
     }
 
     fn add_to(&self, cmd: usize, sum: &mut Option<Box<[u64]>>) {
-        if let Some(counts) = self.slots[cmd].get() {
+        let slots = self.slots.read();
+        // Counts from before the last reset read as none.
+        if self.gen.load(Ordering::Acquire) != RESET_GEN.load(Ordering::Acquire) {
+            return;
+        }
+        if let Some(counts) = slots[cmd].get() {
             let sum = sum.get_or_insert_with(|| vec![0; COUNTS_LEN].into_boxed_slice());
             for (s, c) in sum.iter_mut().zip(counts.iter()) {
                 *s += c.load(Ordering::Relaxed);
@@ -115,9 +143,6 @@ pub struct Histogram {
     total: u64,
 }
 
-/// The sums at the last CONFIG RESETSTAT, by command id.
-static BASELINE: Mutex<Option<HashMap<usize, Box<[u64]>>>> = const_mutex(None);
-
 fn sum_workers(shared: &Shared, cmd: usize) -> Option<Box<[u64]>> {
     let mut sum = None;
     for w in shared.worker_stats.iter() {
@@ -130,22 +155,15 @@ fn sum_workers(shared: &Shared, cmd: usize) -> Option<Box<[u64]>> {
 /// has not run since (Redis frees the histograms on reset and makes one
 /// at the next call).
 pub fn read(shared: &Shared, cmd: usize) -> Option<Histogram> {
-    let mut counts = sum_workers(shared, cmd)?;
-    if let Some(base) = BASELINE.lock().as_ref().and_then(|b| b.get(&cmd)) {
-        for (c, b) in counts.iter_mut().zip(base.iter()) {
-            *c = c.saturating_sub(*b);
-        }
-    }
+    let counts = sum_workers(shared, cmd)?;
     let total = counts.iter().sum();
     (total > 0).then_some(Histogram { counts, total })
 }
 
 /// CONFIG RESETSTAT: every histogram starts again from nothing.
-pub fn reset(shared: &Shared) {
-    let base = (0..shared.table.all().len())
-        .filter_map(|cmd| sum_workers(shared, cmd).map(|s| (cmd, s)))
-        .collect();
-    *BASELINE.lock() = Some(base);
+/// Each worker frees its histograms at its next record.
+pub fn reset(_shared: &Shared) {
+    RESET_GEN.fetch_add(1, Ordering::AcqRel);
 }
 
 impl Histogram {
