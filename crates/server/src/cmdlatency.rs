@@ -82,8 +82,11 @@ fn highest_equivalent(v: u64) -> u64 {
 
 /// One worker's histograms, one per command id, each allocated on the
 /// command's first call.
+/// One histogram per command id, allocated on the command's first call.
+type Slots = Box<[OnceLock<Box<[AtomicU64]>>]>;
+
 pub struct Tracks {
-    slots: RwLock<Box<[OnceLock<Box<[AtomicU64]>>]>>,
+    slots: RwLock<Slots>,
     /// The reset generation the slots belong to.
     gen: AtomicU64,
 }
@@ -91,7 +94,7 @@ pub struct Tracks {
 /// Bumped by CONFIG RESETSTAT.
 static RESET_GEN: AtomicU64 = AtomicU64::new(0);
 
-fn empty_slots(commands: usize) -> Box<[OnceLock<Box<[AtomicU64]>>]> {
+fn empty_slots(commands: usize) -> Slots {
     (0..commands).map(|_| OnceLock::new()).collect()
 }
 
