@@ -92,7 +92,7 @@ COMMANDS = [
     "save", "bgsave", "lastsave", "bgrewriteaof",
     # scripting and functions
     "eval", "evalsha", "eval_ro", "evalsha_ro",
-    ("script", ["load", "exists", "flush", "kill", "help"]),
+    ("script", ["load", "exists", "flush", "kill", "debug", "help"]),
     "fcall", "fcall_ro",
     ("function", ["load", "delete", "list", "dump", "restore", "flush",
                   "kill", "stats", "help"]),

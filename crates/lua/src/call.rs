@@ -87,6 +87,9 @@ unsafe fn run_command(state: *mut ffi::lua_State, shared: &Shared, s: &mut Scrat
     s.error.clear();
     if argc == 0 {
         s.error.extend_from_slice(NO_ARGS);
+        if shared.ldb_on.get() {
+            crate::debugger::log_error(shared, NO_ARGS);
+        }
         return Ran::Error;
     }
     s.args.clear();
@@ -108,6 +111,9 @@ unsafe fn run_command(state: *mut ffi::lua_State, shared: &Shared, s: &mut Scrat
             }
             _ => {
                 s.error.extend_from_slice(BAD_ARG);
+                if shared.ldb_on.get() {
+                    crate::debugger::log_error(shared, BAD_ARG);
+                }
                 return Ran::Error;
             }
         }
@@ -126,6 +132,10 @@ unsafe fn run_command(state: *mut ffi::lua_State, shared: &Shared, s: &mut Scrat
             .push(std::mem::transmute::<&[u8], &'static [u8]>(bytes));
     }
     s.reply.clear();
+    let debugging = shared.ldb_on.get();
+    if debugging {
+        crate::debugger::log_call(shared, &s.slices);
+    }
     let Some(mut host) = shared.host.get() else {
         s.slices.clear();
         s.error
@@ -141,6 +151,14 @@ unsafe fn run_command(state: *mut ffi::lua_State, shared: &Shared, s: &mut Scrat
     }))
     .unwrap_or_else(|_| Err(Refusal::Error(b"ERR internal error in redis.call".to_vec())));
     s.slices.clear();
+    if debugging {
+        match &result {
+            Ok(()) => crate::debugger::log_reply(shared, &s.reply),
+            Err(Refusal::Error(text) | Refusal::Abort(text)) => {
+                crate::debugger::log_error(shared, text)
+            }
+        }
+    }
     match result {
         Ok(()) => Ran::Reply,
         Err(Refusal::Error(text)) => {

@@ -4,6 +4,7 @@
 //! module) owns the commands; this crate knows nothing of the keyspace.
 mod call;
 pub mod convert;
+pub mod debugger;
 pub mod libs;
 pub mod vm;
 

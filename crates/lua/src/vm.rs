@@ -81,6 +81,13 @@ pub(crate) struct Shared {
     ctl: RefCell<Option<Table>>,
     /// `ctl.killed` is set: the next run clears it.
     ctl_killed: Cell<bool>,
+    /// The SCRIPT DEBUG session of the running script, if any
+    /// (`crate::debugger`).
+    pub(crate) ldb: RefCell<Option<crate::debugger::Ldb>>,
+    /// `ldb` is set: the one look `redis.call` takes outside a session.
+    pub(crate) ldb_on: Cell<bool>,
+    /// The scripts' environment, where the debugger's `eval` runs code.
+    pub(crate) env: RefCell<Option<Table>>,
 }
 
 impl Shared {
@@ -170,6 +177,9 @@ impl Vm {
             ctl: RefCell::new(None),
             ctl_killed: Cell::new(false),
             scratch: Default::default(),
+            ldb: RefCell::new(None),
+            ldb_on: Cell::new(false),
+            env: RefCell::new(None),
         });
         let globals = lua.globals();
         globals.raw_set("redis", redis_table(&lua, &shared)?)?;
@@ -191,11 +201,8 @@ impl Vm {
             globals.raw_set(name, pass_through(&lua, f)?)?;
         }
         *shared.ctl.borrow_mut() = Some(ctl.clone());
-        let hook_shared = shared.clone();
-        lua.set_hook(
-            HookTriggers::new().every_nth_instruction(TICK_INSTRUCTIONS),
-            move |_, _| tick(&hook_shared),
-        );
+        *shared.env.borrow_mut() = Some(env.clone());
+        set_tick_hook(&lua, &shared);
         if memory_limit > 0 {
             lua.set_memory_limit(memory_limit)?;
         }
@@ -283,6 +290,48 @@ impl Vm {
             proto,
             out,
         )
+    }
+
+    /// `run` as a SCRIPT DEBUG session (Redis's `ldbStartSession` to
+    /// `ldbEndSession`): the script stops at its first line and at every
+    /// step, breakpoint and `redis.breakpoint()`, talking with the client
+    /// over `console`; `body` is its source as the debugger lists it. The
+    /// session's last logs and `<endsession>` go out before the reply is
+    /// written to `out`. `timeout_ms`: how long it may run without a stop
+    /// (`busy-reply-threshold`; 0: 5 s).
+    #[allow(clippy::too_many_arguments)]
+    pub fn run_debug(
+        &mut self,
+        sha: &str,
+        body: &[u8],
+        keys: &[&[u8]],
+        argv: &[&[u8]],
+        host: &mut dyn Host,
+        console: &mut dyn crate::debugger::Console,
+        timeout_ms: u64,
+        proto: Protocol,
+        out: &mut Vec<u8>,
+    ) -> Result<(), RunError> {
+        // SAFETY: the session is dropped below, before `console`'s borrow
+        // ends, and nothing else uses the console meanwhile.
+        let ldb = unsafe { crate::debugger::Ldb::new(console, body, timeout_ms) };
+        *self.shared.ldb.borrow_mut() = Some(ldb);
+        self.shared.ldb_on.set(true);
+        let hook_shared = self.shared.clone();
+        self.lua.set_hook(
+            HookTriggers::new()
+                .every_line()
+                .every_nth_instruction(TICK_INSTRUCTIONS),
+            move |lua, debug| crate::debugger::hook(lua, debug, &hook_shared),
+        );
+        let result = self.run(sha, keys, argv, host, proto, out);
+        set_tick_hook(&self.lua, &self.shared);
+        self.shared.ldb_on.set(false);
+        if let Some(mut ldb) = self.shared.ldb.borrow_mut().take() {
+            ldb.log(b"<endsession>".to_vec());
+            ldb.send_logs();
+        }
+        result
     }
 
     /// Runs `f(args...)` under Redis's message handler with `host` lent,
@@ -527,9 +576,19 @@ fn strip_shebang(body: &[u8]) -> std::borrow::Cow<'_, [u8]> {
     }
 }
 
+/// The hook of every run outside a debugging session: `tick` every
+/// `TICK_INSTRUCTIONS` instructions.
+fn set_tick_hook(lua: &Lua, shared: &Rc<Shared>) {
+    let hook_shared = shared.clone();
+    lua.set_hook(
+        HookTriggers::new().every_nth_instruction(TICK_INSTRUCTIONS),
+        move |_, _| tick(&hook_shared),
+    );
+}
+
 /// The hook: asks the host whether to go on; once told to stop, raises
 /// at every later tick.
-fn tick(shared: &Shared) -> mlua::Result<VmState> {
+pub(crate) fn tick(shared: &Shared) -> mlua::Result<VmState> {
     if let Some(text) = &*shared.killed.borrow() {
         return Err(mlua::Error::RuntimeError(
             String::from_utf8_lossy(text).into_owned(),
@@ -640,6 +699,23 @@ fn call_fn(lua: &Lua, shared: &Rc<Shared>, raise: bool) -> mlua::Result<Function
             mlua::ffi::lua_pushlightuserdata(state, ptr);
             mlua::ffi::lua_pushboolean(state, raise as std::ffi::c_int);
             mlua::ffi::lua_pushcclosure(state, crate::call::redis_call, 2);
+        })
+    }
+}
+
+/// A C function with the interpreter's `Shared` as its light userdata
+/// upvalue (as `call_fn`).
+fn shared_c_fn(
+    lua: &Lua,
+    shared: &Rc<Shared>,
+    f: unsafe extern "C-unwind" fn(*mut mlua::ffi::lua_State) -> std::ffi::c_int,
+) -> mlua::Result<Function> {
+    let ptr = Rc::as_ptr(shared) as *mut std::ffi::c_void;
+    // SAFETY: only pushes the upvalue and the closure on this frame.
+    unsafe {
+        lua.exec_raw((), |state| {
+            mlua::ffi::lua_pushlightuserdata(state, ptr);
+            mlua::ffi::lua_pushcclosure(state, f, 1);
         })
     }
 }
@@ -767,9 +843,9 @@ fn redis_table(lua: &Lua, shared: &Rc<Shared>) -> mlua::Result<Table> {
     )?;
     t.raw_set(
         "breakpoint",
-        lua.create_function(|_, _: MultiValue| Ok(false))?,
+        shared_c_fn(lua, shared, crate::debugger::lua_breakpoint)?,
     )?;
-    t.raw_set("debug", lua.create_function(|_, _: MultiValue| Ok(()))?)?;
+    t.raw_set("debug", shared_c_fn(lua, shared, crate::debugger::lua_debug)?)?;
     let s = shared.clone();
     t.raw_set(
         "acl_check_cmd",
@@ -945,12 +1021,17 @@ fn register_function(lua: &Lua, shared: &Shared, args: MultiValue) -> LibResult 
 }
 
 #[cfg(test)]
+pub(crate) mod tests_support {
+    pub(crate) use super::tests::Mock;
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
     /// A host answering a few commands the way the server would.
     #[derive(Default)]
-    struct Mock {
+    pub(crate) struct Mock {
         calls: Vec<Vec<Vec<u8>>>,
         logged: Vec<(LogLevel, Vec<u8>)>,
         ticks: usize,
@@ -1377,5 +1458,131 @@ mod tests {
             eval_with(&mut vm, &mut host, "return 2", &[], Protocol::Resp2),
             Ok(":2\r\n".into())
         );
+    }
+}
+
+#[cfg(test)]
+mod debug_tests {
+    use super::tests_support::Mock;
+    use super::*;
+    use crate::debugger::Console;
+
+    /// A client that sends `commands` one per read and keeps what it got.
+    struct Scripted {
+        commands: std::collections::VecDeque<Vec<u8>>,
+        got: Vec<u8>,
+    }
+
+    impl Console for Scripted {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let Some(c) = self.commands.pop_front() else {
+                return Ok(0);
+            };
+            buf[..c.len()].copy_from_slice(&c);
+            Ok(c.len())
+        }
+        fn write(&mut self, bytes: &[u8]) {
+            self.got.extend_from_slice(bytes);
+        }
+    }
+
+    fn session(body: &str, commands: &[&str]) -> (String, Result<String, String>) {
+        let mut vm = Vm::new(0).unwrap();
+        let sha = crate::sha1hex(body.as_bytes());
+        vm.compile(&sha, body.as_bytes()).unwrap();
+        let mut console = Scripted {
+            commands: commands
+                .iter()
+                .map(|c| {
+                    let parts: Vec<&str> = c.split(' ').collect();
+                    let mut out = format!("*{}\r\n", parts.len()).into_bytes();
+                    for p in parts {
+                        out.extend_from_slice(format!("${}\r\n{p}\r\n", p.len()).as_bytes());
+                    }
+                    out
+                })
+                .collect(),
+            got: Vec::new(),
+        };
+        let mut out = Vec::new();
+        let r = vm.run_debug(
+            &sha,
+            body.as_bytes(),
+            &[b"k"],
+            &[b"v"],
+            &mut Mock::default(),
+            &mut console,
+            0,
+            Protocol::Resp2,
+            &mut out,
+        );
+        let r = match r {
+            Ok(()) => Ok(String::from_utf8_lossy(&out).into_owned()),
+            Err(RunError::Script(e) | RunError::Killed(e)) => {
+                Err(String::from_utf8_lossy(&e).into_owned())
+            }
+        };
+        (String::from_utf8_lossy(&console.got).into_owned(), r)
+    }
+
+    #[test]
+    fn a_session_steps_prints_and_lists_as_ldb_does() {
+        let body = "local a = 1\nlocal b = {1,2,'x'}\nredis.call('set', KEYS[1], ARGV[1])\nlocal c = redis.call('get', KEYS[1])\nredis.debug('hi', a, b)\nreturn c\n";
+        let (got, r) = session(
+            body,
+            &["s", "n", "p", "p b", "p KEYS", "p zz", "l 1 1", "b 5", "t", "e a", "e 1.5", "s", "c"],
+        );
+        assert_eq!(r, Ok("$3\r\nbar\r\n".into()));
+        let want = concat!(
+            "*2\r\n+* Stopped at 1, stop reason = step over\r\n+-> 1   local a = 1\r\n",
+            "*2\r\n+* Stopped at 2, stop reason = step over\r\n+-> 2   local b = {1,2,'x'}\r\n",
+            "*2\r\n+* Stopped at 3, stop reason = step over\r\n+-> 3   redis.call('set', KEYS[1], ARGV[1])\r\n",
+            "*2\r\n+<value> a = 1\r\n+<value> b = {1; 2; \"x\"}\r\n",
+            "*1\r\n+<value> {1; 2; \"x\"}\r\n",
+            "*1\r\n+<value> {\"k\"}\r\n",
+            "*1\r\n+No such variable.\r\n",
+            "*2\r\n+   1   local a = 1\r\n+   2   local b = {1,2,'x'}\r\n",
+            "*3\r\n+   4   local c = redis.call('get', KEYS[1])\r\n+  #5   redis.debug('hi', a, b)\r\n+   6   return c\r\n",
+            "*2\r\n+In top level:\r\n+-> 3   redis.call('set', KEYS[1], ARGV[1])\r\n",
+            "*1\r\n+<error> ldb_eval:1: Script attempted to access nonexistent global variable 'a'\r\n",
+            "*1\r\n+<retval> 1.5\r\n",
+            "*4\r\n+<redis> set k v\r\n+<reply> \"+OK\"\r\n+* Stopped at 4, stop reason = step over\r\n+-> 4   local c = redis.call('get', KEYS[1])\r\n",
+            "*2\r\n+* Stopped at 5, stop reason = break point\r\n+->#5   redis.debug('hi', a, b)\r\n",
+        );
+        assert_eq!(&got[..want.len().min(got.len())], want);
+        // The client is gone after "c": the script runs to its end.
+        assert_eq!(
+            &got[want.len()..],
+            "*2\r\n+<debug> line 5: \"hi\", 1, {1; 2; \"x\"}\r\n+<endsession>\r\n"
+        );
+    }
+
+    #[test]
+    fn abort_and_breakpoints_end_as_in_redis() {
+        let body = "local a = 1\nredis.breakpoint()\nlocal b = 2\nreturn a";
+        let (got, r) = session(body, &["c", "a"]);
+        assert_eq!(
+            got,
+            concat!(
+                "*2\r\n+* Stopped at 1, stop reason = step over\r\n+-> 1   local a = 1\r\n",
+                "*2\r\n+* Stopped at 3, stop reason = redis.breakpoint() called\r\n+-> 3   local b = 2\r\n",
+                "*1\r\n+<endsession>\r\n",
+            )
+        );
+        let sha = crate::sha1hex(body.as_bytes());
+        assert_eq!(
+            r,
+            Err(format!(
+                "ERR script aborted for user request script: {sha}, on @user_script:3."
+            ))
+        );
+        // Outside a session redis.breakpoint() answers false.
+        let mut vm = Vm::new(0).unwrap();
+        let sha = crate::sha1hex(b"x");
+        vm.compile(&sha, b"return tostring(redis.breakpoint())").unwrap();
+        let mut out = Vec::new();
+        vm.run(&sha, &[], &[], &mut Mock::default(), Protocol::Resp2, &mut out)
+            .unwrap();
+        assert_eq!(out, b"$5\r\nfalse\r\n");
     }
 }

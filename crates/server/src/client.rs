@@ -200,6 +200,68 @@ pub struct Client {
     pub journal_end: u64,
     /// Client-side caching: BCAST prefixes and CLIENT CACHING's answer.
     pub tracking: crate::tracking::ClientTracking,
+    /// SCRIPT DEBUG SYNC is on: the next EVAL runs as a debugging session.
+    pub script_debug: bool,
+    /// The connection's blocking link, lent by the connection layer while
+    /// this client's requests run, only when `script_debug` is on.
+    pub link: LinkSlot,
+}
+
+/// A connection as a SCRIPT DEBUG session uses it (Redis makes the socket
+/// blocking and calls `connRead`/`connWrite` from the Lua hook): raw bytes
+/// in and out, over the connection's own transport, plain or TLS. The
+/// connection layer implements it and knows nothing of what the bytes say.
+pub trait DebugLink {
+    /// Reads what the client sent into `buf`, waiting at most `wait`:
+    /// Ok(None) if nothing came, Ok(Some(0)) once the client closed.
+    fn read(&mut self, buf: &mut [u8], wait: std::time::Duration)
+        -> std::io::Result<Option<usize>>;
+    /// Writes all of `bytes`, waiting for the socket as long as Redis's
+    /// 5 s send timeout.
+    fn write_all(&mut self, bytes: &[u8]) -> std::io::Result<()>;
+}
+
+/// Where the connection layer lends its `DebugLink` for the length of one
+/// `Session::process` call.
+#[derive(Default)]
+pub struct LinkSlot(Option<std::ptr::NonNull<dyn DebugLink + 'static>>);
+
+// SAFETY: the pointer is set and cleared by the worker thread that owns
+// the connection, around one call on that thread (`lend`); it is never
+// set while a connection moves between workers.
+unsafe impl Send for LinkSlot {}
+
+impl LinkSlot {
+    /// Lends `link` until `clear`.
+    ///
+    /// # Safety
+    /// `clear` must be called before `link` is moved or dropped, and
+    /// nothing else may use `link` meanwhile.
+    pub unsafe fn lend(&mut self, link: &mut dyn DebugLink) {
+        let p: std::ptr::NonNull<dyn DebugLink + '_> = std::ptr::NonNull::from(link);
+        self.0 = Some(std::mem::transmute::<
+            std::ptr::NonNull<dyn DebugLink + '_>,
+            std::ptr::NonNull<dyn DebugLink + 'static>,
+        >(p));
+    }
+
+    pub fn clear(&mut self) {
+        self.0 = None;
+    }
+
+    /// The lent link, if any, for the length of `f`.
+    pub fn with<R>(&mut self, f: impl FnOnce(Option<&mut dyn DebugLink>) -> R) -> R {
+        match self.0.take() {
+            Some(mut p) => {
+                // SAFETY: `lend`'s contract: valid until `clear`, which the
+                // lender calls only after the request that runs `f` ended.
+                let r = f(Some(unsafe { p.as_mut() }));
+                self.0 = Some(p);
+                r
+            }
+            None => f(None),
+        }
+    }
 }
 
 /// A transaction being queued.
@@ -264,6 +326,8 @@ impl Client {
             pushes: Default::default(),
             journal_end: 0,
             tracking: Default::default(),
+            script_debug: false,
+            link: LinkSlot::default(),
         }
     }
 

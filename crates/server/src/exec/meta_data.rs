@@ -18681,6 +18681,18 @@ pub(super) static COMMANDS: &[CommandMeta] = &[
             Set(&[]),
             Arr(&[
                 Arr(&[
+                    Bulk("script|debug"),
+                    Int(3),
+                    Set(&[Simple("noscript")]),
+                    Int(0),
+                    Int(0),
+                    Int(0),
+                    Set(&[Simple("@slow"), Simple("@scripting")]),
+                    Set(&[]),
+                    Set(&[]),
+                    Set(&[]),
+                ]),
+                Arr(&[
                     Bulk("script|exists"),
                     Int(-3),
                     Set(&[Simple("noscript")]),
@@ -18756,6 +18768,44 @@ pub(super) static COMMANDS: &[CommandMeta] = &[
             (
                 Bulk("subcommands"),
                 Map(&[
+                    (
+                        Bulk("script|debug"),
+                        Map(&[
+                            (Bulk("summary"), Bulk("Set the debug mode for executed scripts.")),
+                            (Bulk("since"), Bulk("3.2.0")),
+                            (Bulk("group"), Bulk("scripting")),
+                            (Bulk("complexity"), Bulk("O(1)")),
+                            (
+                                Bulk("arguments"),
+                                Arr(&[
+                                    Map(&[
+                                        (Bulk("name"), Bulk("mode")),
+                                        (Bulk("type"), Bulk("oneof")),
+                                        (
+                                            Bulk("arguments"),
+                                            Arr(&[
+                                                Map(&[
+                                                    (Bulk("name"), Bulk("yes")),
+                                                    (Bulk("type"), Bulk("pure-token")),
+                                                    (Bulk("token"), Bulk("YES")),
+                                                ]),
+                                                Map(&[
+                                                    (Bulk("name"), Bulk("sync")),
+                                                    (Bulk("type"), Bulk("pure-token")),
+                                                    (Bulk("token"), Bulk("SYNC")),
+                                                ]),
+                                                Map(&[
+                                                    (Bulk("name"), Bulk("no")),
+                                                    (Bulk("type"), Bulk("pure-token")),
+                                                    (Bulk("token"), Bulk("NO")),
+                                                ]),
+                                            ]),
+                                        ),
+                                    ]),
+                                ]),
+                            ),
+                        ]),
+                    ),
                     (
                         Bulk("script|exists"),
                         Map(&[
@@ -18876,6 +18926,62 @@ pub(super) static COMMANDS: &[CommandMeta] = &[
                             ),
                         ]),
                     ),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "script|debug",
+        arity: 3,
+        flags: &["noscript"],
+        first_key: 0,
+        last_key: 0,
+        step: 0,
+        acl_categories: &["@slow", "@scripting"],
+        info: Arr(&[
+            Bulk("script|debug"),
+            Int(3),
+            Set(&[Simple("noscript")]),
+            Int(0),
+            Int(0),
+            Int(0),
+            Set(&[Simple("@slow"), Simple("@scripting")]),
+            Set(&[]),
+            Set(&[]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (Bulk("summary"), Bulk("Set the debug mode for executed scripts.")),
+            (Bulk("since"), Bulk("3.2.0")),
+            (Bulk("group"), Bulk("scripting")),
+            (Bulk("complexity"), Bulk("O(1)")),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("mode")),
+                        (Bulk("type"), Bulk("oneof")),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("yes")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("YES")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("sync")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("SYNC")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("no")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("NO")),
+                                ]),
+                            ]),
+                        ),
+                    ]),
                 ]),
             ),
         ]),

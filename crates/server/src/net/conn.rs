@@ -410,6 +410,7 @@ fn process(conn: &mut Conn, shared: &Shared, worker: usize) -> Stop {
         client,
         session,
         block_in,
+        transport,
         ..
     } = conn;
     let io = Io {
@@ -420,7 +421,18 @@ fn process(conn: &mut Conn, shared: &Shared, worker: usize) -> Stop {
         unsent_from: *wpos,
         high_water: out_high_water(shared),
     };
-    let stop = match session.process(io, client, shared, worker) {
+    let stop = if client.script_debug {
+        // SCRIPT DEBUG is on: the next EVAL talks over the socket itself.
+        let mut link = super::debug_link::ConnLink::new(transport);
+        // SAFETY: cleared below, before `link` goes.
+        unsafe { client.link.lend(&mut link) };
+        let stop = session.process(io, client, shared, worker);
+        client.link.clear();
+        stop
+    } else {
+        session.process(io, client, shared, worker)
+    };
+    let stop = match stop {
         Stop::Block { at, len } => {
             start_block(rbuf, filled, *rpos, block_in, at, len);
             Stop::NeedInput

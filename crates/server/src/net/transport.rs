@@ -87,6 +87,15 @@ impl Transport {
         }
     }
 
+    /// The socket, for waiting on it (`poll`) in a debugging session.
+    pub fn raw_fd(&self) -> std::os::fd::RawFd {
+        use std::os::fd::AsRawFd;
+        match self {
+            Transport::Plain(s) => s.as_raw_fd(),
+            Transport::Tls(t) => t.sock.as_raw_fd(),
+        }
+    }
+
     pub fn register(&mut self, registry: &Registry, token: Token) -> Result<()> {
         let interest = Interest::READABLE | Interest::WRITABLE;
         match self {

@@ -11,6 +11,8 @@
 //!   different shards run at once, where Redis runs one at a time.
 //! - What runs now, per worker (`RunSlot`), for BUSY and SCRIPT KILL /
 //!   FUNCTION KILL: another worker's client reads it with atomics only.
+//! - SCRIPT DEBUG sessions over the client's connection (`debug`).
+pub mod debug;
 pub mod functions;
 pub mod run;
 

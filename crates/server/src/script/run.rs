@@ -128,6 +128,10 @@ pub struct Spec<'s> {
     pub is_function: bool,
     /// What runs so far taught of the script's keys (`footprint`).
     pub footprint: &'s AtomicU8,
+    /// A SCRIPT DEBUG session: it holds every shard (it may call anything
+    /// from the debugger's prompt, and must never start again) and
+    /// teaches nothing.
+    pub debug: bool,
 }
 
 /// Runs a script for the command in `ctx` under `spec`: `body` runs it on
@@ -177,7 +181,11 @@ pub fn execute(
     let proto = ctx.client.proto;
     let start = ctx.out.len();
     let stats = &shared.worker_stats[worker];
-    let mut known = spec.footprint.load(Ordering::Relaxed);
+    let mut known = if spec.debug {
+        footprint::UNDECLARED
+    } else {
+        spec.footprint.load(Ordering::Relaxed)
+    };
     let result = loop {
         let global = known != footprint::DECLARED;
         let e = &shared.engine;
@@ -253,6 +261,25 @@ pub fn execute(
     match result? {
         Ok(()) => Ok(()),
         Err(RunError::Script(text) | RunError::Killed(text)) => Err(CmdError::Bytes(text)),
+    }
+}
+
+/// Marks the worker's running script busy once it has run past
+/// `busy-reply-threshold`: other workers' clients then get BUSY.
+pub fn note_slow(shared: &Shared, slot: &RunSlot, started_ms: u64, name: &str, is_function: bool) {
+    let threshold = shared.hot.busy_reply_threshold_ms.load(Ordering::Relaxed);
+    let elapsed = cairn_engine::clock::now_ms().saturating_sub(started_ms);
+    if threshold > 0 && elapsed >= threshold && !slot.busy.swap(true, Ordering::Relaxed) {
+        shared.scripts.busy.fetch_add(1, Ordering::Relaxed);
+        crate::log::warning(&format!(
+            "Slow script detected: still in execution after {elapsed} milliseconds. \
+             You can try killing the script using the {} command. Script name is: {name}.",
+            if is_function {
+                "FUNCTION KILL"
+            } else {
+                "SCRIPT KILL"
+            },
+        ));
     }
 }
 
@@ -487,25 +514,13 @@ impl Host for ScriptHost<'_, '_> {
         if self.shared.shutdown.load(Ordering::Relaxed) {
             return Err(errors::SCRIPT_KILLED.as_bytes().to_vec());
         }
-        let threshold = self
-            .shared
-            .hot
-            .busy_reply_threshold_ms
-            .load(Ordering::Relaxed);
-        let elapsed = cairn_engine::clock::now_ms().saturating_sub(self.started_ms);
-        if threshold > 0 && elapsed >= threshold && !self.slot.busy.swap(true, Ordering::Relaxed) {
-            self.shared.scripts.busy.fetch_add(1, Ordering::Relaxed);
-            crate::log::warning(&format!(
-                "Slow script detected: still in execution after {elapsed} milliseconds. \
-                 You can try killing the script using the {} command. Script name is: {}.",
-                if self.spec.is_function {
-                    "FUNCTION KILL"
-                } else {
-                    "SCRIPT KILL"
-                },
-                self.spec.name
-            ));
-        }
+        note_slow(
+            self.shared,
+            self.slot,
+            self.started_ms,
+            self.spec.name,
+            self.spec.is_function,
+        );
         Ok(())
     }
 

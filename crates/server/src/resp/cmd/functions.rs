@@ -63,6 +63,7 @@ fn fcall_generic(ctx: &mut Ctx, read_only: bool) -> CmdResult {
         read_only,
         is_function: true,
         footprint: &library.footprint,
+        debug: false,
     };
     run::execute(ctx, &spec, |wvm, host, proto, out| {
         let lua = wvm.vm.lua();

@@ -19,25 +19,40 @@ pub const COMMANDS: &[Def] = &[
             Def::new("exists", script_exists),
             Def::new("flush", script_flush),
             Def::new("kill", script_kill),
+            Def::new("debug", script_debug),
             Def::new("help", script_help),
         ],
     ),
 ];
 
 fn eval(ctx: &mut Ctx) -> CmdResult {
-    eval_generic(ctx, false, false)
+    if ctx.client.script_debug {
+        return eval_debug(ctx, false);
+    }
+    eval_generic(ctx, false, false, None)
 }
 
 fn evalsha(ctx: &mut Ctx) -> CmdResult {
-    eval_generic(ctx, true, false)
+    eval_generic(ctx, true, false, None)
 }
 
 fn eval_ro(ctx: &mut Ctx) -> CmdResult {
-    eval_generic(ctx, false, true)
+    if ctx.client.script_debug {
+        return eval_debug(ctx, true);
+    }
+    eval_generic(ctx, false, true, None)
 }
 
 fn evalsha_ro(ctx: &mut Ctx) -> CmdResult {
-    eval_generic(ctx, true, true)
+    eval_generic(ctx, true, true, None)
+}
+
+/// EVAL under SCRIPT DEBUG: the run is a debugging session over the
+/// client's connection (`crate::script::debug`), which closes after it.
+fn eval_debug(ctx: &mut Ctx, read_only: bool) -> CmdResult {
+    crate::script::debug::session(ctx, |ctx, console| {
+        eval_generic(ctx, false, read_only, Some(console))
+    })
 }
 
 /// The key count at `at` and the keys after it (EVAL's and FCALL's
@@ -70,7 +85,12 @@ fn script_for_body(ctx: &Ctx, body: &[u8]) -> Result<(String, LocalScript), CmdE
     Ok((sha, script))
 }
 
-fn eval_generic(ctx: &mut Ctx, by_sha: bool, read_only: bool) -> CmdResult {
+fn eval_generic(
+    ctx: &mut Ctx,
+    by_sha: bool,
+    read_only: bool,
+    mut debug: Option<&mut crate::script::debug::LinkConsole>,
+) -> CmdResult {
     crate::exec::dispatch::feed_monitors_first(ctx.shared, ctx.client, &ctx.args);
     let first_arg = numkeys(ctx, 2, CmdError::NotInteger)?;
     let (sha, script) = if by_sha {
@@ -79,6 +99,11 @@ fn eval_generic(ctx: &mut Ctx, by_sha: bool, read_only: bool) -> CmdResult {
         let mut buf = [0u8; 40];
         if given.len() != 40 {
             return Err(CmdError::text(errors::NOSCRIPT));
+        }
+        if ctx.client.script_debug {
+            return Err(CmdError::text(
+                "ERR Please use EVAL instead of EVALSHA for debugging",
+            ));
         }
         for (b, g) in buf.iter_mut().zip(given) {
             *b = g.to_ascii_lowercase();
@@ -102,15 +127,58 @@ fn eval_generic(ctx: &mut Ctx, by_sha: bool, read_only: bool) -> CmdResult {
         read_only,
         is_function: false,
         footprint: &script.footprint,
+        debug: debug.is_some(),
     };
+    let timeout_ms = ctx
+        .shared
+        .hot
+        .busy_reply_threshold_ms
+        .load(std::sync::atomic::Ordering::Relaxed);
     run::execute(ctx, &spec, |wvm, host, proto, out| {
         if !wvm.vm.has(&sha) {
             if let Err(e) = wvm.vm.compile(&sha, &script.body) {
                 return Err(cairn_lua::vm::RunError::Script(e));
             }
         }
-        wvm.vm.run(&sha, &keys, &argv, host, proto, out)
+        match debug.as_deref_mut() {
+            None => wvm.vm.run(&sha, &keys, &argv, host, proto, out),
+            Some(console) => {
+                console.ran = true;
+                console.name.clone_from(&sha);
+                let body = &script.body;
+                wvm.vm.run_debug(
+                    &sha, body, &keys, &argv, host, console, timeout_ms, proto, out,
+                )
+            }
+        }
     })
+}
+
+/// SCRIPT DEBUG YES|SYNC|NO → OK: SYNC makes the client's next EVAL a
+/// debugging session; YES (a forked session whose writes vanish) is
+/// refused, Cairn having no fork (docs/design.md).
+fn script_debug(ctx: &mut Ctx) -> CmdResult {
+    if ctx.argc() != 3 {
+        return Err(subcommand_syntax_error(ctx));
+    }
+    // Redis's `clientHasPendingReplies`: replies of this connection not
+    // yet written (a pipeline, or MULTI's +OK and +QUEUED before EXEC's).
+    if !ctx.out.is_empty() || !ctx.client.out_refs.is_empty() {
+        return Err(CmdError::text(
+            "ERR SCRIPT DEBUG must be called outside a pipeline",
+        ));
+    }
+    let mode = ctx.arg(2);
+    if mode.eq_ignore_ascii_case(b"no") {
+        ctx.client.script_debug = false;
+    } else if mode.eq_ignore_ascii_case(b"sync") {
+        ctx.client.script_debug = true;
+    } else if mode.eq_ignore_ascii_case(b"yes") {
+        return Err(CmdError::text(errors::SCRIPT_DEBUG_YES));
+    } else {
+        return Err(CmdError::text("ERR Use SCRIPT DEBUG YES/SYNC/NO"));
+    }
+    ctx.ok()
 }
 
 /// SCRIPT LOAD script → its SHA-1, once it compiles.
