@@ -145,6 +145,7 @@ const CASES: &[Case] = &[
             "b", "b 5", "b -5", "b -4", "b 0", "b 99", "b x", "b 5", "t", "e a+1", "e error('x')",
             "e ]]", "e 1,2", "e {a=1}", "e 'a\\nb'", "e 1.5", "e 1e20", "e nil", "e true",
             "e redis.sha1hex('x')", "r get k", "r", "m", "m 10", "m 0", "h", "xyz", "s", "c",
+            "p c", "c",
         ],
     ),
     (
@@ -176,7 +177,7 @@ const CASES: &[Case] = &[
         "local function f(n)\n  local m = n * 2\n  return m\nend\nlocal r = f(3)\nreturn r",
         &[],
         &[],
-        &["s", "s", "s", "t", "p", "p n", "s", "s", "p r", "c"],
+        &["s", "s", "s", "t", "p", "p n", "s", "p r", "s"],
     ),
     ("\n\nlocal a = 1\n\n", &[], &[], &["w", "c"]),
 ];
@@ -203,7 +204,7 @@ fn sessions_match_redis_transcripts() {
              > a\n*1\r\n+<endsession>\r\n-ERR script aborted for user request script: {sha}, on @user_script:1.\r\n<closed>"
         )
     );
-    let got = transcript(cairn.port, CASES[1].0, &["k"], &["v"], &["s", "c"]);
+    let got = transcript(cairn.port, CASES[1].0, &["k"], &["v"], &["s", "c", "c"]);
     assert!(
         got.contains("> s\n*4\r\n+<redis> set k v\r\n+<reply> \"+OK\"\r\n+* Stopped at 2, stop reason = step over\r\n"),
         "{got}"
