@@ -219,7 +219,10 @@ fn split_source(body: &[u8]) -> Vec<Vec<u8>> {
     if end == 0 {
         return Vec::new();
     }
-    body[..end].split(|&c| c == b'\n').map(<[u8]>::to_vec).collect()
+    body[..end]
+        .split(|&c| c == b'\n')
+        .map(<[u8]>::to_vec)
+        .collect()
 }
 
 /// Log entries as ldb sends them.
@@ -227,7 +230,10 @@ pub fn encode_logs(logs: &[Vec<u8>]) -> Vec<u8> {
     let mut out = format!("*{}\r\n", logs.len()).into_bytes();
     for l in logs {
         out.push(b'+');
-        out.extend(l.iter().map(|&c| if c == b'\r' || c == b'\n' { b' ' } else { c }));
+        out.extend(
+            l.iter()
+                .map(|&c| if c == b'\r' || c == b'\n' { b' ' } else { c }),
+        );
         out.extend_from_slice(b"\r\n");
     }
     out
@@ -1047,7 +1053,10 @@ mod tests {
             assert_eq!(parse_command(&whole[..cut]), Parsed::More, "cut at {cut}");
         }
         // Garbage before the '*' is skipped; an inline command is not one.
-        assert!(matches!(parse_command(b"xx*1\r\n$1\r\ns\r\n"), Parsed::Command(_)));
+        assert!(matches!(
+            parse_command(b"xx*1\r\n$1\r\ns\r\n"),
+            Parsed::Command(_)
+        ));
         assert_eq!(parse_command(b"step\r\n"), Parsed::Error);
         assert_eq!(parse_command(b"*0\r\n"), Parsed::Error);
         assert_eq!(parse_command(b"*1025\r\n"), Parsed::Error);

@@ -845,7 +845,10 @@ fn redis_table(lua: &Lua, shared: &Rc<Shared>) -> mlua::Result<Table> {
         "breakpoint",
         shared_c_fn(lua, shared, crate::debugger::lua_breakpoint)?,
     )?;
-    t.raw_set("debug", shared_c_fn(lua, shared, crate::debugger::lua_debug)?)?;
+    t.raw_set(
+        "debug",
+        shared_c_fn(lua, shared, crate::debugger::lua_debug)?,
+    )?;
     let s = shared.clone();
     t.raw_set(
         "acl_check_cmd",
@@ -1530,7 +1533,10 @@ mod debug_tests {
         let body = "local a = 1\nlocal b = {1,2,'x'}\nredis.call('set', KEYS[1], ARGV[1])\nlocal c = redis.call('get', KEYS[1])\nredis.debug('hi', a, b)\nreturn c\n";
         let (got, r) = session(
             body,
-            &["s", "n", "p", "p b", "p KEYS", "p zz", "l 1 1", "b 5", "t", "e a", "e 1.5", "s", "c"],
+            &[
+                "s", "n", "p", "p b", "p KEYS", "p zz", "l 1 1", "b 5", "t", "e a", "e 1.5", "s",
+                "c",
+            ],
         );
         assert_eq!(r, Ok("$3\r\nbar\r\n".into()));
         let want = concat!(
@@ -1579,10 +1585,18 @@ mod debug_tests {
         // Outside a session redis.breakpoint() answers false.
         let mut vm = Vm::new(0).unwrap();
         let sha = crate::sha1hex(b"x");
-        vm.compile(&sha, b"return tostring(redis.breakpoint())").unwrap();
-        let mut out = Vec::new();
-        vm.run(&sha, &[], &[], &mut Mock::default(), Protocol::Resp2, &mut out)
+        vm.compile(&sha, b"return tostring(redis.breakpoint())")
             .unwrap();
+        let mut out = Vec::new();
+        vm.run(
+            &sha,
+            &[],
+            &[],
+            &mut Mock::default(),
+            Protocol::Resp2,
+            &mut out,
+        )
+        .unwrap();
         assert_eq!(out, b"$5\r\nfalse\r\n");
     }
 }
