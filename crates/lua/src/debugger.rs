@@ -574,7 +574,6 @@ pub(crate) fn hook(lua: &Lua, debug: Debug, shared: &Shared) -> mlua::Result<VmS
         return Ok(VmState::Continue);
     }
     let line = debug.curr_line();
-    drop(debug);
     let Some(stop) = with_ldb(shared, |ldb| {
         ldb.currentline = line;
         let bp = ldb.is_breakpoint(line) || ldb.luabp;
@@ -1081,7 +1080,7 @@ mod tests {
             (123456789.0, "1.23457e+08"),
             (0.0001, "0.0001"),
             (0.00001234, "1.234e-05"),
-            (3.14159265, "3.14159"),
+            (1.23456789, "1.23457"),
             (f64::INFINITY, "inf"),
         ] {
             assert_eq!(fmt_g(x), want);
