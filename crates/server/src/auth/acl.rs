@@ -12,6 +12,7 @@
 //! Where Redis walks its command dictionaries (whose order changes with
 //! the hash seed of each run) this walks the table in its order, so a
 //! description lists single commands in table order.
+use crate::exec::keys::Argv;
 use crate::exec::table::{flags, Command, CommandTable};
 use cairn_engine::util::glob::glob_match;
 use sha2::{Digest, Sha256};
@@ -505,41 +506,47 @@ impl Selector {
     }
 
     /// `ACLSelectorCheckCmd`.
-    fn check(
+    #[inline]
+    fn check<A: Argv + ?Sized>(
         &self,
         cmd: &Command,
-        argv: &[&[u8]],
+        argv: &A,
         keys: &[(usize, u8)],
-        channels: &Channels,
     ) -> Result<(), Denied> {
         if !self.all_commands && !cmd.has(flags::NO_AUTH) && !self.bit(cmd.id) {
             let idx = if cmd.parent.is_some() { 2 } else { 1 };
             let allowed = self.first_args_of(cmd.id);
-            let ok = argv
-                .get(idx)
-                .is_some_and(|a| allowed.iter().any(|f| f.eq_ignore_ascii_case(a)));
+            let ok = idx < argv.argc() && {
+                let a = argv.arg(idx);
+                allowed.iter().any(|f| f.eq_ignore_ascii_case(a))
+            };
             if !ok {
                 return Err(Denied::Command);
             }
         }
         if !self.all_keys {
             for &(pos, need) in keys {
-                if !self.key_ok(argv[pos], need) {
+                if !self.key_ok(argv.arg(pos), need) {
                     return Err(Denied::Key(pos));
                 }
             }
         }
-        if !self.all_channels {
-            let (range, literal) = match *channels {
-                Channels::None => (0..0, false),
-                Channels::Publish => (1..2, false),
-                Channels::Subscribe => (1..argv.len(), false),
-                Channels::PSubscribe => (1..argv.len(), true),
-            };
-            for pos in range {
-                if !channel_in(&self.channels, argv[pos], literal) {
-                    return Err(Denied::Channel(pos));
-                }
+        if !self.all_channels && cmd.channels != Channels::None {
+            self.check_channels(cmd.channels, argv)?;
+        }
+        Ok(())
+    }
+
+    fn check_channels<A: Argv + ?Sized>(&self, channels: Channels, argv: &A) -> Result<(), Denied> {
+        let (range, literal) = match channels {
+            Channels::None => (0..0, false),
+            Channels::Publish => (1..2, false),
+            Channels::Subscribe => (1..argv.argc(), false),
+            Channels::PSubscribe => (1..argv.argc(), true),
+        };
+        for pos in range {
+            if !channel_in(&self.channels, argv.arg(pos), literal) {
+                return Err(Denied::Channel(pos));
             }
         }
         Ok(())
@@ -568,8 +575,10 @@ pub enum Channels {
 }
 
 impl Channels {
-    pub fn of(cmd: &Command) -> Channels {
-        match cmd.name {
+    /// The channels of the command named `name` (resolved when the table
+    /// is built: `Command::channels`).
+    pub fn of(name: &str) -> Channels {
+        match name {
             "publish" | "spublish" => Channels::Publish,
             "subscribe" | "ssubscribe" => Channels::Subscribe,
             "psubscribe" => Channels::PSubscribe,
@@ -810,10 +819,21 @@ impl User {
     /// a command refusal if none allowed the command, else the last key or
     /// channel no selector matched.
     pub fn check(&self, cmd: &Command, argv: &[&[u8]], keys: &[(usize, u8)]) -> Result<(), Denied> {
-        let channels = Channels::of(cmd);
+        self.check_args(cmd, argv, keys)
+    }
+
+    /// [`User::check`] on arguments read by index (the dispatcher's
+    /// request, without gathering them into a slice).
+    #[inline]
+    pub fn check_args<A: Argv + ?Sized>(
+        &self,
+        cmd: &Command,
+        argv: &A,
+        keys: &[(usize, u8)],
+    ) -> Result<(), Denied> {
         let mut worst = Denied::Command;
         for s in &self.selectors {
-            match s.check(cmd, argv, keys, &channels) {
+            match s.check(cmd, argv, keys) {
                 Ok(()) => return Ok(()),
                 Err(d) if d.rank() > worst.rank() => worst = d,
                 Err(_) => {}
