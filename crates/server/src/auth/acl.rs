@@ -113,6 +113,12 @@ pub struct KeyPattern {
     pub pattern: Vec<u8>,
     pub rights: u8,
     shape: Shape,
+    /// A `Prefix` pattern's literal part when it is at most 8 bytes, as
+    /// the little-endian word of a key's first 8 bytes masked with `mask`
+    /// would read (`mask` 0 otherwise): one compare instead of a memcmp
+    /// call (~18 instructions a key, callgrind).
+    head: u64,
+    mask: u64,
 }
 
 /// What a key pattern needs to be matched: most are a literal prefix and
@@ -140,10 +146,21 @@ impl Shape {
 
 impl KeyPattern {
     fn new(pattern: &[u8], rights: u8) -> KeyPattern {
+        let shape = Shape::of(pattern);
+        let (mut head, mut mask) = (0, 0);
+        if shape == Shape::Prefix && pattern.len() <= 9 {
+            let literal = &pattern[..pattern.len() - 1];
+            let mut word = [0u8; 8];
+            word[..literal.len()].copy_from_slice(literal);
+            head = u64::from_le_bytes(word);
+            mask = u64::MAX.checked_shr(64 - 8 * literal.len() as u32).unwrap_or(0);
+        }
         KeyPattern {
             pattern: pattern.to_vec(),
             rights,
-            shape: Shape::of(pattern),
+            shape,
+            head,
+            mask,
         }
     }
 
@@ -153,9 +170,12 @@ impl KeyPattern {
             Shape::Exact => key == self.pattern.as_slice(),
             // An empty key matches no pattern but the empty one, "*"
             // included (stringmatchlen's loop never runs).
-            Shape::Prefix => {
-                !key.is_empty() && key.starts_with(&self.pattern[..self.pattern.len() - 1])
-            }
+            Shape::Prefix => match key.first_chunk::<8>() {
+                Some(word) if self.mask != 0 || self.pattern.len() == 1 => {
+                    u64::from_le_bytes(*word) & self.mask == self.head
+                }
+                _ => !key.is_empty() && key.starts_with(&self.pattern[..self.pattern.len() - 1]),
+            },
             Shape::Glob => glob_match(&self.pattern, key, false),
         }
     }
@@ -1152,6 +1172,35 @@ mod tests {
         assert_eq!(Shape::of(b"key:*"), Shape::Prefix);
         assert_eq!(Shape::of(b"key"), Shape::Exact);
         assert_eq!(Shape::of(b"k*y*"), Shape::Glob);
+    }
+
+    /// Prefixes up to 8 bytes are compared as one masked word when the key
+    /// has 8 bytes to read, longer ones and shorter keys byte by byte:
+    /// both agree with the glob matcher at every length around the word.
+    #[test]
+    fn prefix_patterns_match_as_globs_do_at_every_length() {
+        let text = b"abcdefghijkl";
+        for plen in 0..=10 {
+            let mut pat = text[..plen].to_vec();
+            pat.push(b'*');
+            let p = KeyPattern::new(&pat, ALL);
+            assert_eq!(p.shape, Shape::Prefix);
+            for klen in 0..=text.len() {
+                for key in [text[..klen].to_vec(), {
+                    let mut k = text[..klen].to_vec();
+                    if let Some(b) = k.get_mut(plen.saturating_sub(1)) {
+                        *b ^= 0x20;
+                    }
+                    k
+                }] {
+                    assert_eq!(
+                        p.matches(&key),
+                        glob_match(&pat, &key, false),
+                        "{pat:?} {key:?}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]
