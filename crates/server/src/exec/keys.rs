@@ -829,7 +829,8 @@ mod tests {
         }
         assert!(matches!(plan("set"), KeyPlan::Set));
         assert!(matches!(plan("mset"), KeyPlan::Specs { fallback: None }));
-        assert!(matches!(plan("eval"), KeyPlan::Callback(_)));
+        assert!(matches!(plan("eval"), KeyPlan::Specs { fallback: Some(_) }));
+        assert!(matches!(plan("bitfield"), KeyPlan::Callback(_)));
         assert!(matches!(plan("ping"), KeyPlan::None));
         // The numeric SET plan reads GET as setGetKeys does.
         let set = t.all().iter().find(|c| c.name == "set").expect("set");
