@@ -165,6 +165,7 @@ impl KeyPattern {
     }
 
     /// Redis's `stringmatchlen(pattern, key, nocase = 0)`.
+    #[inline]
     fn matches(&self, key: &[u8]) -> bool {
         match self.shape {
             Shape::Exact => key == self.pattern.as_slice(),
@@ -572,6 +573,7 @@ impl Selector {
         Ok(())
     }
 
+    #[inline]
     fn key_ok(&self, key: &[u8], need: u8) -> bool {
         self.all_keys
             || self

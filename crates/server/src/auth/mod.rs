@@ -421,8 +421,11 @@ pub fn check<A: Argv + ?Sized>(
     if u.unrestricted() {
         return Ok(());
     }
-    let keys = key_rights(cmd, argv);
-    match u.check_args(cmd, argv, &keys) {
+    let verdict = match cmd.key_plan.single(argv) {
+        Some(key) => u.check_args(cmd, argv, std::slice::from_ref(&key)),
+        None => u.check_args(cmd, argv, &key_rights(cmd, argv)),
+    };
+    match verdict {
         Ok(()) => Ok(()),
         Err(d) => Err(denial(shared, client, cmd, argv, context, d)),
     }
