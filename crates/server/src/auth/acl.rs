@@ -223,6 +223,7 @@ impl Selector {
         }
     }
 
+    #[inline]
     fn bit(&self, id: usize) -> bool {
         self.allowed
             .get(id / 64)
@@ -575,11 +576,15 @@ impl Selector {
 
     #[inline]
     fn key_ok(&self, key: &[u8], need: u8) -> bool {
-        self.all_keys
-            || self
-                .keys
-                .iter()
-                .any(|p| p.rights & need == need && p.matches(key))
+        if self.all_keys {
+            return true;
+        }
+        for p in &self.keys {
+            if p.rights & need == need && p.matches(key) {
+                return true;
+            }
+        }
+        false
     }
 }
 
@@ -862,6 +867,21 @@ impl User {
             }
         }
         Err(worst)
+    }
+
+    /// True if the root selector alone lets `cmd` run with one key, `key`,
+    /// needing `need`: the command allowed outright, the key matched, no
+    /// channels to check. A true answer is [`User::check`]'s `Ok` (that
+    /// selector's check passes); false says nothing, and the caller runs
+    /// the whole check. It is the common case of a restricted user,
+    /// answered without the selector loop or the key list (~60
+    /// instructions a SET, callgrind).
+    #[inline]
+    pub fn allows_key(&self, cmd: &Command, key: &[u8], need: u8) -> bool {
+        let s = &self.selectors[0];
+        (s.all_commands || s.bit(cmd.id))
+            && (s.all_channels || cmd.channels == Channels::None)
+            && s.key_ok(key, need)
     }
 
     /// True if a selector allows every channel, or `other`'s channel
@@ -1203,6 +1223,35 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The one-key shortcut only ever says yes where the whole check does.
+    #[test]
+    fn allows_key_is_a_subset_of_check() {
+        let t = table();
+        let users = [
+            user(&t, &["on", "~key:*", "%R~r:*", "resetchannels", "+@all"]).unwrap(),
+            user(&t, &["on", "~key:*", "+get", "+set", "+publish"]).unwrap(),
+            user(&t, &["on", "%W~w*", "-@all", "+set", "(~sel:* +get)"]).unwrap(),
+            user(&t, &["on", "allkeys", "&*", "+@all", "-get"]).unwrap(),
+        ];
+        let keys: [&[u8]; 6] = [b"key:1", b"r:1", b"w", b"sel:1", b"other", b""];
+        let mut yes = 0;
+        for u in &users {
+            for name in ["get", "set", "publish", "incr"] {
+                let c = cmd(&t, name);
+                for key in keys {
+                    for need in [READ, WRITE, READ | WRITE] {
+                        if u.allows_key(c, key, need) {
+                            yes += 1;
+                            let argv: [&[u8]; 3] = [name.as_bytes(), key, b"v"];
+                            assert_eq!(u.check(c, &argv, &[(1, need)]), Ok(()), "{name} {key:?}");
+                        }
+                    }
+                }
+            }
+        }
+        assert!(yes > 10, "{yes}");
     }
 
     #[test]

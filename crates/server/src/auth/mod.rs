@@ -422,6 +422,7 @@ pub fn check<A: Argv + ?Sized>(
         return Ok(());
     }
     let verdict = match cmd.key_plan.single(argv) {
+        Some((pos, need)) if u.allows_key(cmd, argv.arg(pos), need) => return Ok(()),
         Some(key) => u.check_args(cmd, argv, std::slice::from_ref(&key)),
         None => u.check_args(cmd, argv, &key_rights(cmd, argv)),
     };
