@@ -153,7 +153,9 @@ impl KeyPattern {
             let mut word = [0u8; 8];
             word[..literal.len()].copy_from_slice(literal);
             head = u64::from_le_bytes(word);
-            mask = u64::MAX.checked_shr(64 - 8 * literal.len() as u32).unwrap_or(0);
+            mask = u64::MAX
+                .checked_shr(64 - 8 * literal.len() as u32)
+                .unwrap_or(0);
         }
         KeyPattern {
             pattern: pattern.to_vec(),

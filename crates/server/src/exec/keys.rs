@@ -177,7 +177,10 @@ fn find<A: Argv + ?Sized>(spec: &KeySpec, argv: &A) -> Found {
                 if i >= argc || i < 1 {
                     break;
                 }
-                if argv.arg(i as usize).eq_ignore_ascii_case(keyword.as_bytes()) {
+                if argv
+                    .arg(i as usize)
+                    .eq_ignore_ascii_case(keyword.as_bytes())
+                {
                     found = i + 1;
                     break;
                 }
@@ -468,11 +471,8 @@ impl KeyPlan {
             return cb.map_or(KeyPlan::None, KeyPlan::Callback);
         }
         if let (Some(spec), None) = (keyed.next(), keyed.next()) {
-            if let (
-                Begin::Index(pos @ 1..),
-                Find::Range { lastkey: 0, .. },
-                false,
-            ) = (&spec.begin, &spec.find, spec.incomplete)
+            if let (Begin::Index(pos @ 1..), Find::Range { lastkey: 0, .. }, false) =
+                (&spec.begin, &spec.find, spec.incomplete)
             {
                 return KeyPlan::One {
                     pos: *pos as usize,
@@ -760,9 +760,30 @@ mod tests {
     /// options the callbacks skip or stop at, plus every keyword a spec
     /// searches for (added per table in `pool`).
     const TOKENS: &[&str] = &[
-        "k", "", "0", "1", "2", "3", "-1", "x", "get", "GET", "set", "incrby", "overflow",
-        "store", "storedist", "limit", "by", "keys", "streams", "block", "count", "group",
-        "noack", "withscores",
+        "k",
+        "",
+        "0",
+        "1",
+        "2",
+        "3",
+        "-1",
+        "x",
+        "get",
+        "GET",
+        "set",
+        "incrby",
+        "overflow",
+        "store",
+        "storedist",
+        "limit",
+        "by",
+        "keys",
+        "streams",
+        "block",
+        "count",
+        "group",
+        "noack",
+        "withscores",
     ];
 
     fn pool(t: &crate::exec::table::CommandTable) -> Vec<&'static str> {
@@ -853,6 +874,9 @@ mod tests {
         let rights = |argv: &[&[u8]]| acl_key_rights(&set.key_plan, &set.key_specs, argv).to_vec();
         assert_eq!(rights(with_get), vec![(1, READ | WRITE)]);
         assert_eq!(rights(&[b"set", b"k", b"get"]), vec![(1, WRITE)]);
-        assert_eq!(rights(&[b"set", b"k", b"v", b"ex", b"10"]), vec![(1, WRITE)]);
+        assert_eq!(
+            rights(&[b"set", b"k", b"v", b"ex", b"10"]),
+            vec![(1, WRITE)]
+        );
     }
 }
