@@ -12,6 +12,7 @@
 //! Where Redis walks its command dictionaries (whose order changes with
 //! the hash seed of each run) this walks the table in its order, so a
 //! description lists single commands in table order.
+use crate::exec::keys::Argv;
 use crate::exec::table::{flags, Command, CommandTable};
 use cairn_engine::util::glob::glob_match;
 use sha2::{Digest, Sha256};
@@ -112,6 +113,12 @@ pub struct KeyPattern {
     pub pattern: Vec<u8>,
     pub rights: u8,
     shape: Shape,
+    /// A `Prefix` pattern's literal part when it is at most 8 bytes, as
+    /// the little-endian word of a key's first 8 bytes masked with `mask`
+    /// would read (`mask` 0 otherwise): one compare instead of a memcmp
+    /// call (~18 instructions a key, callgrind).
+    head: u64,
+    mask: u64,
 }
 
 /// What a key pattern needs to be matched: most are a literal prefix and
@@ -139,22 +146,39 @@ impl Shape {
 
 impl KeyPattern {
     fn new(pattern: &[u8], rights: u8) -> KeyPattern {
+        let shape = Shape::of(pattern);
+        let (mut head, mut mask) = (0, 0);
+        if shape == Shape::Prefix && pattern.len() <= 9 {
+            let literal = &pattern[..pattern.len() - 1];
+            let mut word = [0u8; 8];
+            word[..literal.len()].copy_from_slice(literal);
+            head = u64::from_le_bytes(word);
+            mask = u64::MAX
+                .checked_shr(64 - 8 * literal.len() as u32)
+                .unwrap_or(0);
+        }
         KeyPattern {
             pattern: pattern.to_vec(),
             rights,
-            shape: Shape::of(pattern),
+            shape,
+            head,
+            mask,
         }
     }
 
     /// Redis's `stringmatchlen(pattern, key, nocase = 0)`.
+    #[inline]
     fn matches(&self, key: &[u8]) -> bool {
         match self.shape {
             Shape::Exact => key == self.pattern.as_slice(),
             // An empty key matches no pattern but the empty one, "*"
             // included (stringmatchlen's loop never runs).
-            Shape::Prefix => {
-                !key.is_empty() && key.starts_with(&self.pattern[..self.pattern.len() - 1])
-            }
+            Shape::Prefix => match key.first_chunk::<8>() {
+                Some(word) if self.mask != 0 || self.pattern.len() == 1 => {
+                    u64::from_le_bytes(*word) & self.mask == self.head
+                }
+                _ => !key.is_empty() && key.starts_with(&self.pattern[..self.pattern.len() - 1]),
+            },
             Shape::Glob => glob_match(&self.pattern, key, false),
         }
     }
@@ -201,6 +225,7 @@ impl Selector {
         }
     }
 
+    #[inline]
     fn bit(&self, id: usize) -> bool {
         self.allowed
             .get(id / 64)
@@ -505,52 +530,63 @@ impl Selector {
     }
 
     /// `ACLSelectorCheckCmd`.
-    fn check(
+    #[inline]
+    fn check<A: Argv + ?Sized>(
         &self,
         cmd: &Command,
-        argv: &[&[u8]],
+        argv: &A,
         keys: &[(usize, u8)],
-        channels: &Channels,
     ) -> Result<(), Denied> {
         if !self.all_commands && !cmd.has(flags::NO_AUTH) && !self.bit(cmd.id) {
             let idx = if cmd.parent.is_some() { 2 } else { 1 };
             let allowed = self.first_args_of(cmd.id);
-            let ok = argv
-                .get(idx)
-                .is_some_and(|a| allowed.iter().any(|f| f.eq_ignore_ascii_case(a)));
+            let ok = idx < argv.argc() && {
+                let a = argv.arg(idx);
+                allowed.iter().any(|f| f.eq_ignore_ascii_case(a))
+            };
             if !ok {
                 return Err(Denied::Command);
             }
         }
         if !self.all_keys {
             for &(pos, need) in keys {
-                if !self.key_ok(argv[pos], need) {
+                if !self.key_ok(argv.arg(pos), need) {
                     return Err(Denied::Key(pos));
                 }
             }
         }
-        if !self.all_channels {
-            let (range, literal) = match *channels {
-                Channels::None => (0..0, false),
-                Channels::Publish => (1..2, false),
-                Channels::Subscribe => (1..argv.len(), false),
-                Channels::PSubscribe => (1..argv.len(), true),
-            };
-            for pos in range {
-                if !channel_in(&self.channels, argv[pos], literal) {
-                    return Err(Denied::Channel(pos));
-                }
+        if !self.all_channels && cmd.channels != Channels::None {
+            self.check_channels(cmd.channels, argv)?;
+        }
+        Ok(())
+    }
+
+    fn check_channels<A: Argv + ?Sized>(&self, channels: Channels, argv: &A) -> Result<(), Denied> {
+        let (range, literal) = match channels {
+            Channels::None => (0..0, false),
+            Channels::Publish => (1..2, false),
+            Channels::Subscribe => (1..argv.argc(), false),
+            Channels::PSubscribe => (1..argv.argc(), true),
+        };
+        for pos in range {
+            if !channel_in(&self.channels, argv.arg(pos), literal) {
+                return Err(Denied::Channel(pos));
             }
         }
         Ok(())
     }
 
+    #[inline]
     fn key_ok(&self, key: &[u8], need: u8) -> bool {
-        self.all_keys
-            || self
-                .keys
-                .iter()
-                .any(|p| p.rights & need == need && p.matches(key))
+        if self.all_keys {
+            return true;
+        }
+        for p in &self.keys {
+            if p.rights & need == need && p.matches(key) {
+                return true;
+            }
+        }
+        false
     }
 }
 
@@ -568,8 +604,10 @@ pub enum Channels {
 }
 
 impl Channels {
-    pub fn of(cmd: &Command) -> Channels {
-        match cmd.name {
+    /// The channels of the command named `name` (resolved when the table
+    /// is built: `Command::channels`).
+    pub fn of(name: &str) -> Channels {
+        match name {
             "publish" | "spublish" => Channels::Publish,
             "subscribe" | "ssubscribe" => Channels::Subscribe,
             "psubscribe" => Channels::PSubscribe,
@@ -810,16 +848,42 @@ impl User {
     /// a command refusal if none allowed the command, else the last key or
     /// channel no selector matched.
     pub fn check(&self, cmd: &Command, argv: &[&[u8]], keys: &[(usize, u8)]) -> Result<(), Denied> {
-        let channels = Channels::of(cmd);
+        self.check_args(cmd, argv, keys)
+    }
+
+    /// [`User::check`] on arguments read by index (the dispatcher's
+    /// request, without gathering them into a slice).
+    #[inline]
+    pub fn check_args<A: Argv + ?Sized>(
+        &self,
+        cmd: &Command,
+        argv: &A,
+        keys: &[(usize, u8)],
+    ) -> Result<(), Denied> {
         let mut worst = Denied::Command;
         for s in &self.selectors {
-            match s.check(cmd, argv, keys, &channels) {
+            match s.check(cmd, argv, keys) {
                 Ok(()) => return Ok(()),
                 Err(d) if d.rank() > worst.rank() => worst = d,
                 Err(_) => {}
             }
         }
         Err(worst)
+    }
+
+    /// True if the root selector alone lets `cmd` run with one key, `key`,
+    /// needing `need`: the command allowed outright, the key matched, no
+    /// channels to check. A true answer is [`User::check`]'s `Ok` (that
+    /// selector's check passes); false says nothing, and the caller runs
+    /// the whole check. It is the common case of a restricted user,
+    /// answered without the selector loop or the key list (~60
+    /// instructions a SET, callgrind).
+    #[inline]
+    pub fn allows_key(&self, cmd: &Command, key: &[u8], need: u8) -> bool {
+        let s = &self.selectors[0];
+        (s.all_commands || s.bit(cmd.id))
+            && (s.all_channels || cmd.channels == Channels::None)
+            && s.key_ok(key, need)
     }
 
     /// True if a selector allows every channel, or `other`'s channel
@@ -1132,6 +1196,64 @@ mod tests {
         assert_eq!(Shape::of(b"key:*"), Shape::Prefix);
         assert_eq!(Shape::of(b"key"), Shape::Exact);
         assert_eq!(Shape::of(b"k*y*"), Shape::Glob);
+    }
+
+    /// Prefixes up to 8 bytes are compared as one masked word when the key
+    /// has 8 bytes to read, longer ones and shorter keys byte by byte:
+    /// both agree with the glob matcher at every length around the word.
+    #[test]
+    fn prefix_patterns_match_as_globs_do_at_every_length() {
+        let text = b"abcdefghijkl";
+        for plen in 0..=10 {
+            let mut pat = text[..plen].to_vec();
+            pat.push(b'*');
+            let p = KeyPattern::new(&pat, ALL);
+            assert_eq!(p.shape, Shape::Prefix);
+            for klen in 0..=text.len() {
+                for key in [text[..klen].to_vec(), {
+                    let mut k = text[..klen].to_vec();
+                    if let Some(b) = k.get_mut(plen.saturating_sub(1)) {
+                        *b ^= 0x20;
+                    }
+                    k
+                }] {
+                    assert_eq!(
+                        p.matches(&key),
+                        glob_match(&pat, &key, false),
+                        "{pat:?} {key:?}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// The one-key shortcut only ever says yes where the whole check does.
+    #[test]
+    fn allows_key_is_a_subset_of_check() {
+        let t = table();
+        let users = [
+            user(&t, &["on", "~key:*", "%R~r:*", "resetchannels", "+@all"]).unwrap(),
+            user(&t, &["on", "~key:*", "+get", "+set", "+publish"]).unwrap(),
+            user(&t, &["on", "%W~w*", "-@all", "+set", "(~sel:* +get)"]).unwrap(),
+            user(&t, &["on", "allkeys", "&*", "+@all", "-get"]).unwrap(),
+        ];
+        let keys: [&[u8]; 6] = [b"key:1", b"r:1", b"w", b"sel:1", b"other", b""];
+        let mut yes = 0;
+        for u in &users {
+            for name in ["get", "set", "publish", "incr"] {
+                let c = cmd(&t, name);
+                for key in keys {
+                    for need in [READ, WRITE, READ | WRITE] {
+                        if u.allows_key(c, key, need) {
+                            yes += 1;
+                            let argv: [&[u8]; 3] = [name.as_bytes(), key, b"v"];
+                            assert_eq!(u.check(c, &argv, &[(1, need)]), Ok(()), "{name} {key:?}");
+                        }
+                    }
+                }
+            }
+        }
+        assert!(yes > 10, "{yes}");
     }
 
     #[test]

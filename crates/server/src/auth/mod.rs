@@ -3,6 +3,7 @@
 //! every connection authenticates against (AUTH, HELLO AUTH, memcached's
 //! `-Y` token line), the ACL log, and the default user that `requirepass`
 //! sets the password of, as in Redis 7.0.
+use crate::exec::keys::Argv;
 use crate::shared::Shared;
 use acl::User;
 use parking_lot::{Mutex, RwLock};
@@ -360,15 +361,14 @@ pub fn lookup_command<'t>(
 
 /// The key arguments of `argv` with the rights each needs: read for a
 /// key the command reads, write for one it inserts, updates or deletes
-/// (from the key specs' flags, or the command's key callback).
-pub fn key_rights(
+/// (from the key specs' flags, or the command's key callback; resolved
+/// to numbers when the table was built, `exec::keys::KeyPlan`).
+#[inline]
+pub fn key_rights<A: Argv + ?Sized>(
     cmd: &crate::exec::table::Command,
-    argv: &[&[u8]],
-) -> smallvec::SmallVec<[(usize, u8); 4]> {
-    crate::exec::keys::command_keys(cmd.name, &cmd.key_specs, argv)
-        .into_iter()
-        .map(|(i, f)| (i, f.acl_rights()))
-        .collect()
+    argv: &A,
+) -> crate::exec::keys::KeyRights {
+    crate::exec::keys::acl_key_rights(&cmd.key_plan, &cmd.key_specs, argv)
 }
 
 /// Brings the client's user up to date when any user changed since it
@@ -407,11 +407,12 @@ pub fn restricted(client: &crate::client::Client) -> bool {
 /// May `client` run `cmd` with `argv`? On a refusal the denial is logged
 /// in the ACL log (`context`), and the reason returned for the caller to
 /// word. Users whose root selector allows everything pay three flag tests.
-pub fn check(
+#[inline]
+pub fn check<A: Argv + ?Sized>(
     shared: &Shared,
     client: &crate::client::Client,
     cmd: &crate::exec::table::Command,
-    argv: &[&[u8]],
+    argv: &A,
     context: Context,
 ) -> Result<(), acl::Denied> {
     let Some(u) = &client.user else {
@@ -420,15 +421,32 @@ pub fn check(
     if u.unrestricted() {
         return Ok(());
     }
-    let keys = key_rights(cmd, argv);
-    let denied = match u.check(cmd, argv, &keys) {
-        Ok(()) => return Ok(()),
-        Err(d) => d,
+    let verdict = match cmd.key_plan.single(argv) {
+        Some((pos, need)) if u.allows_key(cmd, argv.arg(pos), need) => return Ok(()),
+        Some(key) => u.check_args(cmd, argv, std::slice::from_ref(&key)),
+        None => u.check_args(cmd, argv, &key_rights(cmd, argv)),
     };
+    match verdict {
+        Ok(()) => Ok(()),
+        Err(d) => Err(denial(shared, client, cmd, argv, context, d)),
+    }
+}
+
+/// Logs a refusal of [`check`] (kept out of the allowed path).
+#[cold]
+#[inline(never)]
+fn denial<A: Argv + ?Sized>(
+    shared: &Shared,
+    client: &crate::client::Client,
+    cmd: &crate::exec::table::Command,
+    argv: &A,
+    context: Context,
+    denied: acl::Denied,
+) -> acl::Denied {
     let (reason, object) = match denied {
         acl::Denied::Command => (Reason::Command, cmd.name.as_bytes()),
-        acl::Denied::Key(i) => (Reason::Key, argv[i]),
-        acl::Denied::Channel(i) => (Reason::Channel, argv[i]),
+        acl::Denied::Key(i) => (Reason::Key, argv.arg(i)),
+        acl::Denied::Channel(i) => (Reason::Channel, argv.arg(i)),
     };
     // A script's denial shows the client running its EVAL (Redis logs the
     // script's caller).
@@ -438,7 +456,7 @@ pub fn check(
         cmd.name
     };
     log_denial(shared, client, running, reason, context, object, None);
-    Err(denied)
+    denied
 }
 
 /// The NOPERM reply for a refused command (Redis's `processCommand`).

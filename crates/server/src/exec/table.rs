@@ -99,6 +99,10 @@ pub struct Command {
     pub parent: Option<usize>,
     /// Where its keys are (`exec::keys`).
     pub key_specs: Vec<crate::exec::keys::KeySpec>,
+    /// Its keys and their ACL rights as numbers, from `key_specs`.
+    pub key_plan: crate::exec::keys::KeyPlan,
+    /// Which arguments ACL checks as channels.
+    pub channels: crate::auth::acl::Channels,
 }
 
 impl Command {
@@ -155,6 +159,7 @@ impl CommandTable {
             ));
         }
         let id = self.all.len();
+        let key_specs = crate::exec::keys::key_specs(m);
         self.all.push(Command {
             name: full,
             id,
@@ -164,7 +169,9 @@ impl CommandTable {
             meta: m,
             subs: HashMap::new(),
             parent,
-            key_specs: crate::exec::keys::key_specs(m),
+            key_plan: crate::exec::keys::KeyPlan::of(full, &key_specs),
+            key_specs,
+            channels: crate::auth::acl::Channels::of(full),
         });
         Ok(id)
     }
