@@ -22,6 +22,7 @@ mod process;
 mod pubsub;
 #[cfg(test)]
 mod readme;
+mod replication;
 mod resp;
 mod script;
 mod server;

@@ -187,6 +187,8 @@ pub struct Shared {
     pub acl: crate::auth::Registry,
     /// Client-side caching's tracking table (`tracking.rs`).
     pub tracking: crate::tracking::Tracking,
+    /// The replication stream and backlog (`replication`).
+    pub replication: Arc<crate::replication::Replication>,
 }
 
 impl Shared {
@@ -228,6 +230,7 @@ impl Shared {
             .threshold_ms
             .store(c.latency_monitor_threshold, Ordering::Relaxed);
         self.memory.configure(&c);
+        self.replication.resize(c.repl_backlog_size);
         let limits = &self.engine.limits;
         limits.lfu.store(
             matches!(

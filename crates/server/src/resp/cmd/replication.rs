@@ -47,12 +47,13 @@ fn wait(ctx: &mut Ctx) -> CmdResult {
 }
 
 /// ROLE → ["master", replication offset, [replicas]]: a master with no
-/// replicas and nothing replicated.
+/// replicas yet.
 fn role(ctx: &mut Ctx) -> CmdResult {
+    let offset = ctx.shared.replication.offset();
     let mut w = ctx.reply();
     w.array(3);
     w.bulk(b"master");
-    w.int(0);
+    w.int(offset as i64);
     w.array(0);
     Ok(())
 }

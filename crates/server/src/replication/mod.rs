@@ -1,0 +1,366 @@
+//! Replication (issue 24): the master's replication stream and backlog.
+//!
+//! The engine records every write deterministically for the journal
+//! (`cairn_engine::record`); replication is a second consumer of those
+//! records. While a backlog exists the engine's sink is this module's
+//! (`Replication`, or `Fanout` beside the journal): each unit is written
+//! as the RESP commands Redis would propagate (`stream`) into the shared
+//! replication buffer (`buffer`), which is the backlog and every attached
+//! replica's unsent output at once. With no backlog and no journal the
+//! engine has no sink, and a write pays what it paid before: one relaxed
+//! load at each guard's drop.
+//!
+//! What Redis keeps, kept as Redis keeps it (replication.c):
+//! `master_replid` (new at start, new when the backlog is created from
+//! nothing or freed), `master_replid2` and `second_repl_offset` (cleared
+//! then), `master_repl_offset` (bytes ever fed), the backlog's
+//! `repl-backlog-size` and `repl-backlog-ttl` (freed after that many
+//! seconds without replicas), and the sync counters of INFO stats.
+//!
+//! Not here yet (docs/design.md, "Replication"): the replica connections
+//! (REPLCONF, PSYNC/SYNC, the RDB transfer, the senders reading this
+//! buffer), and the replica side (REPLICAOF).
+pub mod buffer;
+pub mod stream;
+#[cfg(test)]
+mod tests;
+
+use crate::log;
+use crate::shared::Shared;
+use buffer::Buffer;
+use cairn_engine::record::Sink;
+use cairn_engine::Cx;
+use parking_lot::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The replication state of a master.
+pub struct Replication {
+    state: Mutex<State>,
+    /// A backlog exists: the engine records writes for the stream.
+    active: AtomicBool,
+    /// The journal's sink is installed (`install_sink`): a backlog made
+    /// later fans out beside it, and one freed leaves it in place.
+    journal_in: AtomicBool,
+    /// INFO stats `sync_full`, `sync_partial_ok`, `sync_partial_err`.
+    pub sync_full: AtomicU64,
+    pub sync_partial_ok: AtomicU64,
+    pub sync_partial_err: AtomicU64,
+}
+
+struct State {
+    replid: String,
+    replid2: String,
+    /// `second_repl_offset`: up to where `replid2`'s history is ours
+    /// (-1: none).
+    second_offset: i64,
+    /// `master_repl_offset` while there is no buffer (the buffer's `end`
+    /// while there is).
+    offset: u64,
+    buffer: Option<Buffer>,
+    /// The database the stream last selected (None: the next command is
+    /// preceded by a SELECT whatever its database).
+    db: Option<usize>,
+    /// A unit's records, then its RESP form, reused across writes.
+    unit: Vec<u8>,
+    out: Vec<u8>,
+    /// Since when no replica is attached (for `repl-backlog-ttl`).
+    idle_since: Instant,
+    /// Units that did not decode (an engine bug): counted and logged once.
+    bad_units: u64,
+}
+
+/// What INFO replication shows of the master's side.
+pub struct Info {
+    pub replid: String,
+    pub replid2: String,
+    pub offset: u64,
+    pub second_offset: i64,
+    pub backlog_active: bool,
+    pub backlog_first_byte: u64,
+    pub backlog_histlen: u64,
+    /// Bytes the buffer's blocks take (INFO memory).
+    pub backlog_bytes: usize,
+}
+
+/// A new 40-hex-digit replication ID (Redis's `changeReplicationId`).
+fn new_replid() -> String {
+    (0..40)
+        .map(|_| char::from_digit(rand::random_range(0..16u32), 16).unwrap_or('0'))
+        .collect()
+}
+
+impl Default for Replication {
+    fn default() -> Replication {
+        Replication {
+            state: Mutex::new(State {
+                replid: new_replid(),
+                replid2: "0".repeat(40),
+                second_offset: -1,
+                offset: 0,
+                buffer: None,
+                db: None,
+                unit: Vec::new(),
+                out: Vec::new(),
+                idle_since: Instant::now(),
+                bad_units: 0,
+            }),
+            active: AtomicBool::new(false),
+            journal_in: AtomicBool::new(false),
+            sync_full: AtomicU64::new(0),
+            sync_partial_ok: AtomicU64::new(0),
+            sync_partial_err: AtomicU64::new(0),
+        }
+    }
+}
+
+impl Replication {
+    /// True while a backlog exists.
+    pub fn active(&self) -> bool {
+        self.active.load(Ordering::Relaxed)
+    }
+
+    /// `master_repl_offset`.
+    pub fn offset(&self) -> u64 {
+        let s = self.state.lock();
+        s.buffer.as_ref().map_or(s.offset, Buffer::end)
+    }
+
+    pub fn info(&self) -> Info {
+        let s = self.state.lock();
+        let b = s.buffer.as_ref();
+        Info {
+            replid: s.replid.clone(),
+            replid2: s.replid2.clone(),
+            offset: b.map_or(s.offset, Buffer::end),
+            second_offset: s.second_offset,
+            backlog_active: b.is_some(),
+            // Redis shows 0 and 0 with no backlog.
+            backlog_first_byte: b.map_or(0, Buffer::first_byte),
+            backlog_histlen: b.map_or(0, Buffer::histlen),
+            backlog_bytes: b.map_or(0, Buffer::bytes),
+        }
+    }
+
+    /// `repl-backlog-size` changed.
+    pub fn resize(&self, size: u64) {
+        if let Some(b) = self.state.lock().buffer.as_mut() {
+            b.resize(size);
+        }
+    }
+
+    /// A reader of the stream from byte number `from` on (PSYNC's offset:
+    /// `offset() + 1` for everything after now); None if there is no
+    /// backlog or those bytes are gone. A replica's sender is one.
+    pub fn attach(&self, from: u64) -> Option<usize> {
+        self.state.lock().buffer.as_mut()?.add_reader(from)
+    }
+
+    /// Copies up to `max` of the reader's next bytes into `out`; returns
+    /// how many.
+    pub fn take(&self, reader: usize, max: usize, out: &mut Vec<u8>) -> usize {
+        match self.state.lock().buffer.as_mut() {
+            Some(b) => b.read(reader, max, out),
+            None => 0,
+        }
+    }
+
+    /// The reader is gone.
+    pub fn detach(&self, reader: usize) {
+        let mut s = self.state.lock();
+        if let Some(b) = s.buffer.as_mut() {
+            b.remove_reader(reader);
+        }
+        s.idle_since = Instant::now();
+    }
+}
+
+impl State {
+    /// Writes a unit of records to the stream.
+    fn feed_unit(&mut self) {
+        self.out.clear();
+        match stream::unit(&self.unit, &mut self.db, &mut self.out) {
+            Ok(()) => {
+                if let Some(b) = self.buffer.as_mut() {
+                    b.feed(&self.out);
+                }
+            }
+            Err(why) => {
+                self.bad_units += 1;
+                if self.bad_units == 1 {
+                    log::warning(&format!(
+                        "BUG: a write's record could not be replicated ({why}); replicas may diverge"
+                    ));
+                }
+            }
+        }
+    }
+
+    /// Writes a lone `Wire` record (the common write) to the stream: the
+    /// request's bytes go into the buffer with no copy in between.
+    fn feed_wire(&mut self, db: usize, raw: &[u8]) {
+        let Some(b) = self.buffer.as_mut() else {
+            return;
+        };
+        if self.db != Some(db) {
+            self.out.clear();
+            stream::select(db, &mut self.db, &mut self.out);
+            b.feed(&self.out);
+        }
+        b.feed(raw);
+    }
+}
+
+/// The engine's sink while a backlog exists and the journal is off.
+impl Sink for Replication {
+    fn append_with(&self, fill: &mut dyn FnMut(&mut Vec<u8>)) -> u64 {
+        let mut s = self.state.lock();
+        let s = &mut *s;
+        s.unit.clear();
+        fill(&mut s.unit);
+        if !s.unit.is_empty() {
+            s.feed_unit();
+        }
+        // Nothing for a reply to wait for (that is the journal's end).
+        0
+    }
+
+    fn append_wire(&self, db: usize, raw: &[u8]) -> u64 {
+        self.state.lock().feed_wire(db, raw);
+        0
+    }
+}
+
+/// The engine's sink while both the journal and a backlog exist: each unit
+/// goes to both, in the same call, under the writing command's shard locks
+/// (so two writes of one key reach both in the order they took effect).
+/// Returns the journal's end, which replies wait for under `always`.
+struct Fanout {
+    journal: Arc<crate::journal::Journal>,
+    repl: Arc<Replication>,
+}
+
+impl Sink for Fanout {
+    fn append_with(&self, fill: &mut dyn FnMut(&mut Vec<u8>)) -> u64 {
+        // The unit is encoded once, in the journal's buffer, and copied
+        // from there; the stream's lock is taken inside the journal's
+        // (the only place both are held, so in one order).
+        self.journal.append_with(&mut |out| {
+            let start = out.len();
+            fill(out);
+            if out.len() > start {
+                let mut s = self.repl.state.lock();
+                let s = &mut *s;
+                s.unit.clear();
+                s.unit.extend_from_slice(&out[start..]);
+                s.feed_unit();
+            }
+        })
+    }
+
+    fn append_wire(&self, db: usize, raw: &[u8]) -> u64 {
+        let end = self.journal.append_wire(db, raw);
+        self.repl.state.lock().feed_wire(db, raw);
+        end
+    }
+}
+
+/// Installs the engine's sink for what records are wanted: the journal's
+/// (`journal`: appendonly is switching on or stays on), the stream's (a
+/// backlog exists), both, or none. The caller holds every shard lock (or
+/// is not serving yet), as `Engine::set_journal` requires.
+pub fn install_sink(shared: &Shared, journal: bool) {
+    let r = &shared.replication;
+    r.journal_in.store(journal, Ordering::SeqCst);
+    let sink: Option<Arc<dyn Sink>> = match (journal, r.active()) {
+        (true, true) => Some(Arc::new(Fanout {
+            journal: shared.journal.clone(),
+            repl: r.clone(),
+        })),
+        (true, false) => Some(shared.journal.clone()),
+        (false, true) => Some(r.clone()),
+        (false, false) => None,
+    };
+    shared.engine.set_journal(sink);
+}
+
+/// Creates the backlog if there is none (the first replica's sync, as
+/// Redis's `syncCommand`): a new replication ID, no ID2, an empty history
+/// at the current offset, and recording switched on under every shard
+/// lock, so the stream holds exactly the writes after that instant.
+/// `caller`: the worker asking (it is past its barrier already).
+pub fn create_backlog(shared: &Shared, cx: &Cx, caller: Option<usize>) {
+    let r = &shared.replication;
+    if r.active() {
+        return;
+    }
+    // Commands lend their arguments from now on; wait until none that
+    // started before is still running (as the journal's start does).
+    shared.engine.arm_journal(true);
+    crate::journal::barrier(shared, caller);
+    let g = shared.engine.lock_all(cx);
+    {
+        let mut s = r.state.lock();
+        if s.buffer.is_none() {
+            let size = shared.config.read().repl_backlog_size;
+            s.replid = new_replid();
+            s.replid2 = "0".repeat(40);
+            s.second_offset = -1;
+            s.buffer = Some(Buffer::new(s.offset, size));
+            s.db = None;
+            s.idle_since = Instant::now();
+        }
+    }
+    r.active.store(true, Ordering::SeqCst);
+    install_sink(shared, r.journal_in.load(Ordering::SeqCst));
+    drop(g);
+    log::notice("Replication backlog created, my new replication IDs are set");
+}
+
+/// Frees the backlog (`repl-backlog-ttl` passed with no replica): the
+/// stream stops, and the replication ID changes (Redis: so that a replica
+/// can never continue from a history this master no longer has).
+pub fn free_backlog(shared: &Shared, cx: &Cx) {
+    let r = &shared.replication;
+    if !r.active() {
+        return;
+    }
+    let g = shared.engine.lock_all(cx);
+    r.active.store(false, Ordering::SeqCst);
+    install_sink(shared, r.journal_in.load(Ordering::SeqCst));
+    {
+        let mut s = r.state.lock();
+        if let Some(b) = s.buffer.take() {
+            s.offset = b.end();
+        }
+        s.replid = new_replid();
+        s.replid2 = "0".repeat(40);
+        s.second_offset = -1;
+    }
+    drop(g);
+}
+
+/// Once a second (the cron thread): frees a backlog that has had no
+/// replica for `repl-backlog-ttl` seconds (0: never).
+pub fn cron(shared: &Shared) {
+    let r = &shared.replication;
+    if !r.active() {
+        return;
+    }
+    let ttl = shared.config.read().repl_backlog_ttl;
+    let expired = {
+        let s = r.state.lock();
+        let idle = s
+            .buffer
+            .as_ref()
+            .is_some_and(|b| b.readers() == 0 && ttl > 0);
+        idle && s.idle_since.elapsed() >= Duration::from_secs(ttl)
+    };
+    if expired {
+        free_backlog(shared, &Cx::DETACHED);
+        log::notice(&format!(
+            "Replication backlog freed after {ttl} seconds without connected replicas."
+        ));
+    }
+}
