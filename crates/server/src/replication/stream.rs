@@ -55,12 +55,6 @@ fn unit_into(unit: &[u8], db: &mut Option<usize>, out: &mut Vec<u8>) -> Result<(
     Ok(())
 }
 
-/// A lone `Wire` record (the engine's common unit, `Sink::append_wire`).
-pub fn wire(rec_db: usize, raw: &[u8], db: &mut Option<usize>, out: &mut Vec<u8>) {
-    select(rec_db, db, out);
-    out.extend_from_slice(raw);
-}
-
 /// `SELECT <to>` if the stream is not there yet.
 pub fn select(to: usize, db: &mut Option<usize>, out: &mut Vec<u8>) {
     if *db != Some(to) {
@@ -107,6 +101,12 @@ mod tests {
     use cairn_engine::record::{encode, put_wire};
 
     const INCR: &[u8] = b"*2\r\n$4\r\nINCR\r\n$1\r\nk\r\n";
+
+    /// A lone `Wire` record as `State::feed_wire` writes it.
+    fn wire(rec_db: usize, raw: &[u8], db: &mut Option<usize>, out: &mut Vec<u8>) {
+        select(rec_db, db, out);
+        out.extend_from_slice(raw);
+    }
 
     fn cmd(args: &[&[u8]]) -> Vec<u8> {
         let mut v = Vec::new();
