@@ -10,7 +10,8 @@
 #   - BullMQ and ioredis from tests/clients/bullmq/package-lock.json, into
 #     target/clients-node/node_modules (or $CAIRN_CLIENTS_NODE), outside the
 #     source tree; Node.js and npm from Debian when the machine has none;
-#   - Debian's ruby-sidekiq (Sidekiq 6.4) and ruby-redis.
+#   - Debian's ruby-sidekiq (Sidekiq 6.4) and ruby-redis;
+#   - Debian's nutcracker (twemproxy) for twemproxy.rs (issue 24).
 # Idempotent: a second run checks stamps and a `require` and returns in well
 # under a second. scripts/test calls it before `cargo test --workspace`.
 set -euo pipefail
@@ -30,6 +31,8 @@ command -v npm >/dev/null 2>&1 || need_pkgs+=(npm)
 # rq's suite runs in a private network namespace: unshare (util-linux) and ip.
 command -v unshare >/dev/null 2>&1 || need_pkgs+=(util-linux)
 command -v ip >/dev/null 2>&1 || need_pkgs+=(iproute2)
+# branch cluster: twemproxy (Debian's nutcracker) for tests/twemproxy.rs.
+command -v nutcracker >/dev/null 2>&1 || need_pkgs+=(nutcracker)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   echo "==> installing ${need_pkgs[*]} (Debian packages)"
   sudo_cmd=""

@@ -101,7 +101,7 @@ COMMANDS = [
              "log", "save", "setuser", "users", "whoami", "help"]),
     # the rest of Redis 7.0 (issue 22)
     "wait", "role", "readonly", "readwrite", "asking", "lolwut",
-    ("latency", ["latest", "history", "reset", "doctor", "graph", "help"]),
+    ("latency", ["latest", "history", "reset", "doctor", "graph", "help", "histogram"]),
     # geo (issue 22)
     "geoadd", "geodist", "geohash", "geopos", "georadius", "georadius_ro",
     "georadiusbymember", "georadiusbymember_ro", "geosearch",
@@ -114,6 +114,14 @@ COMMANDS = [
     ("xgroup", ["create", "setid", "destroy", "createconsumer",
                 "delconsumer", "help"]),
     ("xinfo", ["stream", "groups", "consumers", "help"]),
+    # cluster mode (branch cluster, issue 24)
+    ("cluster", ["addslots", "addslotsrange", "bumpepoch",
+                 "count-failure-reports", "countkeysinslot", "delslots",
+                 "delslotsrange", "failover", "flushslots", "forget",
+                 "getkeysinslot", "help", "info", "keyslot", "links", "meet",
+                 "myid", "nodes", "replicas", "replicate", "reset",
+                 "saveconfig", "set-config-epoch", "setslot", "shards",
+                 "slaves", "slots"]),
 ]
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

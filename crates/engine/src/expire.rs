@@ -82,6 +82,7 @@ impl Engine {
                                 |e| e.is_expired(now),
                                 |e| {
                                     removed += 1;
+                                    self.slot_removed(db, e.key());
                                     if notify
                                         || journal
                                         || !shard_watched_empty

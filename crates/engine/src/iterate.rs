@@ -1,5 +1,5 @@
 //! Whole-keyspace operations: SCAN, KEYS, DBSIZE, FLUSHDB,
-//! FLUSHALL and SWAPDB. They work shard by shard; the ones that must be
+//! FLUSHALL, SWAPDB and CLUSTER GETKEYSINSLOT. They work shard by shard; the ones that must be
 //! atomic (flushes, SWAPDB) lock every shard first.
 use crate::cx::Cx;
 use crate::entry::Ref;
@@ -111,6 +111,12 @@ impl Engine {
         }
         // Redis's signalFlushedDb: every tracking client drops its cache.
         self.tracking.all(cx);
+        if matches!(db, None | Some(0)) {
+            if let Some(ix) = self.slot_index() {
+                // Every shard is locked: no insert races the reset.
+                ix.clear();
+            }
+        }
         let mut old = Vec::new();
         for s in g.shards_mut() {
             match db {
@@ -155,5 +161,34 @@ impl Engine {
             cx.push_event(crate::events::Event::ReadyDb { db: a });
             cx.push_event(crate::events::Event::ReadyDb { db: b });
         }
+    }
+    /// Up to `count` keys of database 0 in hash slot `slot`, for CLUSTER
+    /// GETKEYSINSLOT (expired keys not yet removed included, as Redis lists
+    /// them). Keys are spread over the shards by their own hash, not by
+    /// slot, so this walks the shards one lock at a time; the slot index
+    /// (`crate::slots`) bounds the walk: nothing for an empty slot, and it
+    /// stops as soon as it has every key the slot holds.
+    pub fn keys_in_slot(&self, cx: &Cx, slot: u16, count: usize) -> Vec<Vec<u8>> {
+        let want = match self.slot_index() {
+            Some(ix) => (ix.count(slot) as usize).min(count),
+            None => count,
+        };
+        let mut keys = Vec::new();
+        for i in 0..self.shard_count() {
+            if keys.len() >= want {
+                break;
+            }
+            self.with_shard_read(cx, i, |s| {
+                for e in s.db(0).iter() {
+                    if keys.len() >= want {
+                        break;
+                    }
+                    if crate::slots::key_hash_slot(e.key()) == slot {
+                        keys.push(e.key().to_vec());
+                    }
+                }
+            });
+        }
+        keys
     }
 }

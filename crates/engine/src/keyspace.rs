@@ -129,6 +129,8 @@ pub struct Engine {
     pub(crate) snap: crate::snapshot::SnapState,
     /// Client-side caching's view of changed keys (`crate::tracking`).
     pub tracking: crate::tracking::Hook,
+    /// Keys per hash slot, in cluster mode only (`crate::slots`).
+    slot_index: std::sync::OnceLock<crate::slots::SlotIndex>,
 }
 
 /// A key and its hash, computed once per command.
@@ -136,6 +138,14 @@ pub struct Engine {
 pub struct Key<'a> {
     pub bytes: &'a [u8],
     hash: u64,
+}
+
+impl Key<'_> {
+    /// The key's table hash, for lookups that bypass `Guard` (DEBUG
+    /// DIGEST-VALUE reads without expiring).
+    pub(crate) fn hash(&self) -> u64 {
+        self.hash
+    }
 }
 
 /// Engine construction options.
@@ -197,6 +207,7 @@ impl Engine {
             journal: Default::default(),
             snap: Default::default(),
             tracking: Default::default(),
+            slot_index: std::sync::OnceLock::new(),
         }
     }
 
@@ -206,6 +217,38 @@ impl Engine {
 
     pub fn shard_count(&self) -> usize {
         self.shards.len()
+    }
+
+    /// Starts counting database 0's keys per hash slot (cluster mode).
+    /// Called at start-up, before any key is stored: keys stored earlier
+    /// would never be counted.
+    pub fn enable_slot_index(&self) {
+        let _ = self.slot_index.set(crate::slots::SlotIndex::default());
+    }
+
+    /// The per-slot key counts, when cluster mode keeps them.
+    pub fn slot_index(&self) -> Option<&crate::slots::SlotIndex> {
+        self.slot_index.get()
+    }
+
+    /// A key of `db` was stored: counted in its slot (cluster mode).
+    #[inline]
+    pub(crate) fn slot_added(&self, db: usize, key: &[u8]) {
+        if db == 0 {
+            if let Some(ix) = self.slot_index.get() {
+                ix.added(key);
+            }
+        }
+    }
+
+    /// A key of `db` was removed: uncounted from its slot (cluster mode).
+    #[inline]
+    pub(crate) fn slot_removed(&self, db: usize, key: &[u8]) {
+        if db == 0 {
+            if let Some(ix) = self.slot_index.get() {
+                ix.removed(key);
+            }
+        }
     }
 
     pub fn key<'a>(&self, bytes: &'a [u8]) -> Key<'a> {
@@ -789,11 +832,13 @@ impl<'e> Guard<'e> {
     /// Slot of a live key, removing it first if it has expired.
     fn live_slot(&mut self, db: usize, k: &Key) -> Option<usize> {
         let now = self.now;
+        let engine = self.engine;
         let shard = self.shard(k);
         let table = &mut shard.dbs[db];
         let i = table.find(k.hash, k.bytes)?;
         if table.at(i).is_expired(now) {
             drop(table.remove_at(i));
+            engine.slot_removed(db, k.bytes);
             shard.stats.expired_keys += 1;
             shard.touch_watched(db, k.bytes);
             // The reading command's context, so a BCAST prefix's message
@@ -1039,6 +1084,7 @@ impl<'e> Guard<'e> {
                     Expiry::At(t) => t,
                 };
                 table.insert_new(k.hash, Entry::new(k.bytes, value, at));
+                self.engine.slot_added(db, k.bytes);
                 self.notify(crate::events::class::NEW, "new", db, k);
                 None
             }
@@ -1076,6 +1122,7 @@ impl<'e> Guard<'e> {
                 let at = new_expiry(expiry, 0).unwrap_or(0);
                 let new = Owned::string(k.bytes, value, raw, Meta::new(at));
                 table.insert_new(k.hash, new);
+                self.engine.slot_added(db, k.bytes);
                 self.notify(crate::events::class::NEW, "new", db, k);
                 None
             }
@@ -1100,6 +1147,7 @@ impl<'e> Guard<'e> {
             }
             None => {
                 table.insert_new(k.hash, entry);
+                self.engine.slot_added(db, k.bytes);
                 self.notify(crate::events::class::NEW, "new", db, k);
                 None
             }
@@ -1111,6 +1159,7 @@ impl<'e> Guard<'e> {
         let i = self.live_slot(db, k)?;
         self.modified(db, k);
         let old = self.shard(k).dbs[db].remove_at(i);
+        self.engine.slot_removed(db, k.bytes);
         self.stream_gone(db, k, old.as_ref().value());
         Some(old)
     }

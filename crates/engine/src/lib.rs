@@ -7,6 +7,8 @@
 //! - `entry`, `value`: what is stored and how it is encoded.
 //! - `evict`: which key goes under `maxmemory` (Redis's eviction pool).
 //! - `expire`, `iterate`: the active expiry sweep and whole-keyspace walks.
+//! - `slots`: Redis Cluster's hash slots and cluster mode's per-slot key
+//!   counts.
 //! - `snapshot`: the copy-on-lock cut behind point-in-time snapshots.
 //! - `ops`: one module per command family, e.g. `ops::string::set`.
 //! - `record`: the deterministic record of each write, for the journal;
@@ -31,6 +33,7 @@ pub mod lazyfree;
 pub mod ops;
 pub mod record;
 pub mod rewrite;
+pub mod slots;
 pub mod snapshot;
 pub mod table;
 pub mod tracking;

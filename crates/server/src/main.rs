@@ -6,6 +6,8 @@ static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 mod auth;
 mod blocking;
 mod client;
+mod cluster;
+mod cmdlatency;
 mod config;
 mod exec;
 mod journal;
@@ -85,14 +87,33 @@ fn main() {
 }
 
 /// `cairn check-snapshot FILE`: reads and verifies a snapshot file (every
-/// checksum, every record, the end counts) without loading it, and says
+/// checksum, every record, the end counts; or a Redis RDB file, by its
+/// magic) without loading it, and says
 /// what it holds or where and why it is damaged. Exit status 0 if good.
 fn check_snapshot(args: &[String]) -> i32 {
     let [file] = args else {
         eprintln!("Usage: cairn check-snapshot FILE");
         return 2;
     };
-    match cairn_persist::snapshot::check(std::path::Path::new(file)) {
+    let path = std::path::Path::new(file);
+    if cairn_persist::rdb::file::is_rdb(path) {
+        return match cairn_persist::rdb::file::check(path) {
+            Ok(s) => {
+                println!(
+                    "{file}: OK: RDB file, {} keys, {} functions, {} bytes",
+                    s.keys,
+                    s.functions.len(),
+                    s.bytes
+                );
+                0
+            }
+            Err(e) => {
+                println!("{e}");
+                1
+            }
+        };
+    }
+    match cairn_persist::snapshot::check(path) {
         Ok(s) => {
             println!(
                 "{file}: OK: {} keys in {} blocks, {} bytes, cut at unix ms {}",

@@ -33,6 +33,11 @@ pub fn build_shared(cfg: Config) -> Result<Arc<Shared>, String> {
         databases: cfg.databases,
         shards: 1024,
     });
+    if cfg.cluster_enabled {
+        // Before any key is stored: the counts start from an empty keyspace.
+        engine.enable_slot_index();
+    }
+    let cluster = crate::cluster::Cluster::new(cfg.cluster_enabled);
     let ncmds = table.all().len();
     let acl = crate::auth::Registry::new(&table);
     let shared = Arc::new(Shared {
@@ -69,6 +74,7 @@ pub fn build_shared(cfg: Config) -> Result<Arc<Shared>, String> {
         balance: crate::net::balance::Balance::new(start_active),
         acl,
         replication: Default::default(),
+        cluster,
     });
     let _ = shared.journal.server.set(Arc::downgrade(&shared));
     crate::tracking::install(&shared);
@@ -117,7 +123,15 @@ pub fn run(mut cfg: Config) -> Result<(), String> {
     // Failure is logged and start-up goes on, as in Redis.
     let _ = crate::process::set_oom_score_adj(&cfg);
     crate::memory::register_thread();
-    let listeners = crate::net::listener::bind_all(&cfg.bind, cfg.port, cfg.tcp_backlog as i32)?;
+    // Redis's `port 0` turns plain TCP off; Cairn does so when a TLS port
+    // is set, and otherwise takes `port 0` as an ephemeral port, where
+    // Redis (with no `unixsocket`, which Cairn lacks) would refuse to
+    // start for want of anything to listen on. See docs/design.md, "TLS".
+    let listeners = if cfg.port == 0 && cfg.tls_port != 0 {
+        Vec::new()
+    } else {
+        crate::net::listener::bind_all(&cfg.bind, cfg.port, cfg.tcp_backlog as i32)?
+    };
     // memcached clients on their own port, same addresses (issue 7).
     let mc_listeners = match cfg.memcached_port {
         0 => Vec::new(),
@@ -148,8 +162,13 @@ pub fn run(mut cfg: Config) -> Result<(), String> {
     if let Some(c) = tls_context {
         shared.tls.set(c);
     }
-    let port = listeners[0].local_addr().map(|a| a.port()).unwrap_or(0);
+    // INFO's tcp_port: 0 with no plain listener, as Redis reports it.
+    let port = listeners
+        .first()
+        .and_then(|l| l.local_addr().ok())
+        .map_or(0, |a| a.port());
     shared.tcp_port.store(port, Ordering::Relaxed);
+    crate::cluster::open(&shared)?;
 
     let n = shared.worker_stats.len();
     let mut polls = Vec::with_capacity(n);
@@ -282,6 +301,7 @@ pub fn run(mut cfg: Config) -> Result<(), String> {
         crate::journal::open_at_startup(&shared)?;
         shared.snapshots.loading.store(false, Ordering::Relaxed);
     }
+    crate::cluster::verify_data(&shared)?;
     if crate::process::supervised_by_systemd() {
         crate::process::notify_systemd("STATUS=Ready to accept connections\n");
         crate::process::notify_systemd("READY=1\n");

@@ -15,13 +15,16 @@ use std::time::Instant;
 pub enum Msg {
     /// Pub/Sub messages for subscribers of this worker.
     Pubsub(crate::pubsub::Batch),
-    /// A freshly accepted connection to adopt, its port's protocol, and
-    /// the TLS context it starts a handshake with if its port speaks TLS.
+    /// A freshly accepted connection to adopt, its port's protocol, the
+    /// TLS context it starts a handshake with if its port speaks TLS, and
+    /// the refusal to answer once that handshake is done (protected mode
+    /// on a TLS port; the connection then runs nothing).
     NewConn(
         std::net::TcpStream,
         std::net::SocketAddr,
         &'static crate::net::session::FrontEnd,
         Option<Arc<rustls::ServerConfig>>,
+        Option<crate::net::session::Refusal>,
     ),
     /// A line for the MONITOR client with this id.
     Monitor(u64, Arc<[u8]>),
@@ -75,6 +78,8 @@ pub struct WorkerStats {
     pub conns: AtomicUsize,
     /// Per command id: calls, microseconds, rejected calls, failed calls.
     pub cmd: Box<[[AtomicU64; 4]]>,
+    /// Per command id: the latency histogram (`latency-tracking`).
+    pub latency: crate::cmdlatency::Tracks,
 }
 
 impl WorkerStats {
@@ -87,6 +92,7 @@ impl WorkerStats {
             work_ns: AtomicU64::new(0),
             conns: AtomicUsize::new(0),
             cmd: (0..commands).map(|_| Default::default()).collect(),
+            latency: crate::cmdlatency::Tracks::new(commands),
         }
     }
 }
@@ -129,6 +135,8 @@ pub struct Hot {
     pub busy_reply_threshold_ms: AtomicU64,
     /// DEBUG SET-ACTIVE-EXPIRE 0: the background expiry sweep is off.
     pub active_expire_off: AtomicBool,
+    /// `latency-tracking`: each command's run time goes in its histogram.
+    pub latency_tracking: AtomicBool,
 }
 
 /// CLIENT PAUSE state.
@@ -189,6 +197,8 @@ pub struct Shared {
     pub tracking: crate::tracking::Tracking,
     /// The replication stream and backlog (`replication`).
     pub replication: Arc<crate::replication::Replication>,
+    /// Cluster mode: the node's identity (`cluster`).
+    pub cluster: crate::cluster::Cluster,
 }
 
 impl Shared {
@@ -226,6 +236,8 @@ impl Shared {
             .store(c.slowlog_log_slower_than.max(0) as u64, Ordering::Relaxed);
         h.busy_reply_threshold_ms
             .store(c.busy_reply_threshold, Ordering::Relaxed);
+        h.latency_tracking
+            .store(c.latency_tracking, Ordering::Relaxed);
         self.latency
             .threshold_ms
             .store(c.latency_monitor_threshold, Ordering::Relaxed);

@@ -106,6 +106,8 @@ pub fn path(shared: &Shared) -> PathBuf {
 pub(crate) fn options(shared: &Shared) -> snap::Options {
     let c = shared.config.read();
     snap::Options {
+        format: snap::Format::Cairn,
+        used_mem: 0,
         checksum: c.rdbchecksum,
         fail_after_bytes: fault_after_bytes(),
         key_delay: delay(c.rdb_key_save_delay),
@@ -118,6 +120,17 @@ pub(crate) fn options(shared: &Shared) -> snap::Options {
             .map(|l| l.code.to_vec())
             .collect(),
     }
+}
+
+/// `options` for `dbfilename`: in the `snapshot-format` chosen (the
+/// journal's base file is always Cairn's own).
+fn file_options(shared: &Shared) -> snap::Options {
+    let mut o = options(shared);
+    if shared.config.read().snapshot_format == crate::config::SnapshotFormat::Rdb {
+        o.format = snap::Format::Rdb;
+        o.used_mem = crate::memory::used_fast();
+    }
+    o
 }
 
 /// Redis's `debugDelay`: microseconds, or for a negative value a fraction
@@ -195,7 +208,7 @@ pub fn bgsave(shared: &Shared, cx: &Cx) -> Result<(), BgError> {
     let keys_total: u64 = (0..shared.engine.databases())
         .map(|d| shared.engine.dbsize(cx, d) as u64)
         .sum();
-    let cut = match snap::begin(&shared.engine, cx, &options(shared), || ()) {
+    let cut = match snap::begin(&shared.engine, cx, &file_options(shared), || ()) {
         Ok(c) => c,
         Err(e) => {
             st.in_progress.store(false, Ordering::Release);
@@ -228,7 +241,7 @@ pub fn save(shared: &Shared, cx: &Cx, keep_dirty: bool) -> Result<snap::Stats, S
     let st = &shared.snapshots;
     st.saves.fetch_add(1, Ordering::Relaxed);
     let path = path(shared);
-    let opts = options(shared);
+    let opts = file_options(shared);
     let cut = loop {
         match snap::begin(&shared.engine, cx, &opts, || ()) {
             Ok(c) => break c,
@@ -491,6 +504,73 @@ pub fn load(shared: &Shared, path: &std::path::Path) -> Result<(), String> {
     ));
     st.loading.store(false, Ordering::Relaxed);
     Ok(())
+}
+
+/// Why DEBUG RELOAD failed.
+#[derive(Debug)]
+pub enum ReloadError {
+    /// The save before the load failed (logged by `save`).
+    Save,
+    /// The file could not be loaded (logged here).
+    Load,
+}
+
+/// DEBUG RELOAD: saves the snapshot (unless `save_first` is off), empties
+/// every database (unless `flush` is off), and loads the snapshot back,
+/// a key already present taking the loaded value with `merge` (debug.c's
+/// RDBFLAGS_ALLOW_DUP; without it a duplicate fails the load, where
+/// Redis would stop). Other clients get `-LOADING` until it is done, as
+/// Redis's event loop answers them while it loads. Function libraries are
+/// not dropped by the flush: the file's replace those of the same name.
+pub fn reload(
+    shared: &Shared,
+    cx: &Cx,
+    save_first: bool,
+    flush: bool,
+    merge: bool,
+) -> Result<(), ReloadError> {
+    if save_first {
+        save(shared, cx, false).map_err(|_| ReloadError::Save)?;
+    }
+    let path = path(shared);
+    let st = &shared.snapshots;
+    st.loading.store(true, Ordering::Relaxed);
+    st.loading_start.store(unix_secs(), Ordering::Relaxed);
+    st.loading_total.store(
+        std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0),
+        Ordering::Relaxed,
+    );
+    if flush {
+        drop(shared.engine.flush(cx, None));
+    }
+    let opts = snap::LoadOptions {
+        thread_start: Some(crate::memory::register_thread),
+        replace_existing: merge,
+        ..Default::default()
+    };
+    let result = snap::load(&shared.engine, &path, &opts, &mut |p| {
+        st.loading_done.store(p.bytes_read, Ordering::Relaxed);
+    })
+    .map_err(|e| e.to_string())
+    .and_then(|stats| {
+        crate::script::functions::load_codes(shared, &stats.functions)?;
+        Ok(stats)
+    });
+    st.loading.store(false, Ordering::Relaxed);
+    match result {
+        Ok(stats) => {
+            st.dirty_base
+                .store(shared.engine.changes(), Ordering::Relaxed);
+            st.last_load_keys.store(stats.keys, Ordering::Relaxed);
+            st.last_load_expired.store(stats.expired, Ordering::Relaxed);
+            log::warning("DB reloaded by DEBUG RELOAD");
+            Ok(())
+        }
+        Err(e) => {
+            log::warning(&format!("DEBUG RELOAD failed loading the snapshot: {e}"));
+            Err(ReloadError::Load)
+        }
+    }
 }
 
 /// INFO persistence: the loading and snapshot (`rdb_*`) fields, with

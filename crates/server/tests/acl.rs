@@ -342,6 +342,63 @@ fn users_come_from_config_lines_and_an_acl_file() {
 }
 
 #[test]
+fn config_rewrite_writes_the_running_users() {
+    // Redis's rewriteConfigUserOption: with users from `user` lines (no
+    // aclfile), CONFIG REWRITE replaces those lines with every user as
+    // ACL LIST describes it, so ACL SETUSER survives a restart.
+    let dir = std::env::temp_dir().join(format!("cairn-acl-rw-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let conf = dir.join("rewrite.conf");
+    std::fs::write(
+        &conf,
+        "# users\nuser alice on >a ~a:* +get\nuser gone on nopass +@all\nmaxclients 100\n",
+    )
+    .unwrap();
+    let s = start_cairn_conf(&conf, &[]);
+    let mut c = redis_client(s.port);
+    ok(&mut c, &["ACL", "SETUSER", "alice", "+set", "%R~r:*"]);
+    ok(
+        &mut c,
+        &[
+            "ACL",
+            "SETUSER",
+            "bob",
+            "on",
+            ">b",
+            "~b:*",
+            "+@hash",
+            "(~s:* +get)",
+        ],
+    );
+    assert_eq!(int(&mut c, &["ACL", "DELUSER", "gone"]), 1);
+    let list: Vec<String> = q(&mut c, &["ACL", "LIST"]);
+    ok(&mut c, &["CONFIG", "REWRITE"]);
+    drop(s);
+    let text = std::fs::read_to_string(&conf).unwrap();
+    let users: Vec<&str> = text.lines().filter(|l| l.starts_with("user ")).collect();
+    assert_eq!(users, list, "{text}");
+    // The first user line takes the old first line's place.
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "# users");
+    assert!(lines[1].starts_with("user alice on #"), "{text}");
+    assert!(!text.contains("user gone"), "{text}");
+    assert!(text.contains("maxclients 100"), "{text}");
+
+    let s = start_cairn_conf(&conf, &[]);
+    let mut c = redis_client(s.port);
+    let again: Vec<String> = q(&mut c, &["ACL", "LIST"]);
+    // A `user default` line starts from `reset`, which sets
+    // sanitize-payload: redis-server 7.0 lists it after the restart too.
+    let mut want = list.clone();
+    want[2] = "user default on nopass sanitize-payload ~* &* +@all".into();
+    assert_eq!(again, want);
+    let mut b = login(s.port, "bob", "b");
+    let _: Value = q(&mut b, &["GET", "s:1"]);
+    assert!(err(&mut b, &["GET", "b:1"]).starts_with("NOPERM"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn scripts_run_with_the_callers_rights() {
     let s = start_cairn(&[]);
     let mut admin = redis_client(s.port);

@@ -48,7 +48,8 @@ enum Mode {
     /// `!shape`: only frame types and aggregate lengths, recursively (and
     /// the text of errors).
     Shape,
-    /// `!masknum`: every run of ASCII digits counts as `0`.
+    /// `!masknum`: every number (a run of ASCII digits, with any decimal
+    /// point inside it) counts as `0`.
     MaskNum,
     /// `!noreply`: nothing is read (a later reply would then be out of step).
     NoReply,
@@ -668,8 +669,20 @@ fn shape(f: &Frame, out: &mut String) {
 fn mask_digits(b: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(b.len());
     for (i, &c) in b.iter().enumerate() {
+        // A decimal point inside a number belongs to it: "0.001" and "0"
+        // (ACL LOG's age-seconds a millisecond apart) both read as "0".
+        let in_number = c == b'.'
+            && i > 0
+            && b[i - 1].is_ascii_digit()
+            && b.get(i + 1).is_some_and(u8::is_ascii_digit);
+        if in_number {
+            continue;
+        }
         if c.is_ascii_digit() {
-            if i == 0 || !b[i - 1].is_ascii_digit() {
+            if i == 0
+                || !(b[i - 1].is_ascii_digit()
+                    || b[i - 1] == b'.' && i >= 2 && b[i - 2].is_ascii_digit())
+            {
                 out.push(b'0');
             }
         } else {

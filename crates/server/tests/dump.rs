@@ -1,5 +1,6 @@
 //! DUMP, RESTORE and MIGRATE end to end (Redis 7.0 `cluster.c`), through
-//! the `redis` crate: payloads of every type and encoding dumped by a real
+//! the `redis` crate: payloads of every type and encoding (streams with
+//! groups, tombstones and pending entries included) dumped by a real
 //! redis-server 7.0 and restored into Cairn and the reverse, with TTL,
 //! ABSTTL, IDLETIME and FREQ; the errors in Redis's order; MIGRATE from
 //! Cairn to Redis, from Redis to Cairn (Redis's own MIGRATE client against
@@ -63,6 +64,58 @@ fn fixtures() -> Vec<(String, Vec<Vec<String>>)> {
     let mut big_set = s(&["SADD", "set:bigints"]);
     big_set.extend((0..600).map(|i| i.to_string()));
     f.push(("set:bigints".into(), vec![big_set]));
+    // Streams: several nodes, entries with their own fields, tombstones
+    // (XDEL, exact trim), groups with pending entries and consumers.
+    let mut x = Vec::new();
+    for i in 1..=260u64 {
+        let id = format!("{}-{}", 1_700_000_000_000 + i / 3, i % 3);
+        let v = i.to_string();
+        x.push(if i % 11 == 0 {
+            s(&["XADD", "x:groups", &id, "own", &v])
+        } else {
+            s(&["XADD", "x:groups", &id, "f", "v", "n", &v])
+        });
+    }
+    x.push(s(&[
+        "XDEL",
+        "x:groups",
+        "1700000000020-0",
+        "1700000000070-1",
+    ]));
+    x.push(s(&["XTRIM", "x:groups", "MAXLEN", "250"]));
+    x.push(s(&["XGROUP", "CREATE", "x:groups", "g", "0"]));
+    x.push(s(&[
+        "XREADGROUP",
+        "GROUP",
+        "g",
+        "c1",
+        "COUNT",
+        "4",
+        "STREAMS",
+        "x:groups",
+        ">",
+    ]));
+    x.push(s(&[
+        "XREADGROUP",
+        "GROUP",
+        "g",
+        "c2",
+        "COUNT",
+        "2",
+        "STREAMS",
+        "x:groups",
+        ">",
+    ]));
+    x.push(s(&["XGROUP", "CREATE", "x:groups", "later", "$"]));
+    f.push(("x:groups".into(), x));
+    f.push((
+        "x:small".into(),
+        vec![s(&["XADD", "x:small", "5-1", "a", "1", "b", "two"])],
+    ));
+    f.push((
+        "x:empty".into(),
+        vec![s(&["XGROUP", "CREATE", "x:empty", "g", "$", "MKSTREAM"])],
+    ));
     f
 }
 
@@ -85,6 +138,14 @@ fn describe(con: &mut Connection, key: &str) -> (String, Vec<Vec<u8>>, String) {
         "set" => q(con, &["SMEMBERS", key]),
         "zset" => q(con, &["ZRANGE", key, "0", "-1", "WITHSCORES"]),
         "hash" => q(con, &["HGETALL", key]),
+        "stream" => {
+            let entries: Value = q(con, &["XRANGE", key, "-", "+"]);
+            let groups: Value = q(con, &["XINFO", "GROUPS", key]);
+            vec![
+                format!("{entries:?}").into_bytes(),
+                format!("{groups:?}").into_bytes(),
+            ]
+        }
         other => panic!("{key}: type {other}"),
     };
     if t == "set" {

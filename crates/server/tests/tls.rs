@@ -8,8 +8,10 @@
 //! Covered: `tls-auth-clients` yes / no / optional, `tls-protocols`,
 //! reloading certificates by CONFIG SET, plaintext refused on the TLS port
 //! without harm to others, a stalled handshake not stalling others, a
-//! 100 MB value in and out, pipelining, encrypted keys, and the memcached
-//! port over TLS (`memcached-tls`).
+//! 100 MB value in and out, pipelining, encrypted keys, the memcached
+//! port over TLS (`memcached-tls`), a TLS-only server (`port 0`), and
+//! refusals at accept time (protected mode answered after the handshake,
+//! maxclients closed before it, as Redis 7.0).
 mod support;
 
 use rcgen::{
@@ -60,8 +62,9 @@ fn ca_params(name: &str) -> CertificateParams {
     p
 }
 
-/// `ca.pem`, `server.pem`/`server.key` (for localhost and 127.0.0.1) and
-/// `client.pem`/`client.key`, all under a CA named `name`.
+/// `ca.pem`, `server.pem`/`server.key` (for localhost, 127.0.0.1 and the
+/// private network's 10.77.0.1) and `client.pem`/`client.key`, all under
+/// a CA named `name`.
 fn make_pki(name: &str) -> Pki {
     static N: AtomicUsize = AtomicUsize::new(0);
     let dir = std::env::temp_dir().join(format!(
@@ -73,7 +76,8 @@ fn make_pki(name: &str) -> Pki {
     std::fs::create_dir_all(&dir).unwrap();
     let ca_key = KeyPair::generate().unwrap();
     let ca = ca_params(name).self_signed(&ca_key).unwrap();
-    let mut sp = CertificateParams::new(vec!["localhost".into(), "127.0.0.1".into()]).unwrap();
+    let names = vec!["localhost".into(), "127.0.0.1".into(), "10.77.0.1".into()];
+    let mut sp = CertificateParams::new(names).unwrap();
     sp.distinguished_name
         .push(DnType::CommonName, "cairn server");
     sp.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
@@ -101,10 +105,18 @@ fn free_port() -> u16 {
 }
 
 /// Cairn with a TLS port (returned) using `pki`'s server certificate,
-/// plus `extra` directives.
+/// plus `extra` directives, and a plain port (`server.port`): chosen here,
+/// since `port 0` beside a TLS port means no plain port, as in Redis.
 fn start_tls(pki: &Pki, extra: &[&str]) -> (Server, u16) {
     let tls_port = free_port().to_string();
-    let mut args = vec!["--tls-port", &tls_port, "--tls-cert-file"];
+    let plain_port = free_port().to_string();
+    let mut args = vec![
+        "--port",
+        &plain_port,
+        "--tls-port",
+        &tls_port,
+        "--tls-cert-file",
+    ];
     let (cert, key, ca) = (pki.p("server.pem"), pki.p("server.key"), pki.p("ca.pem"));
     args.extend([
         cert.as_str(),
@@ -682,4 +694,169 @@ print("ok")
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// `host:port` of every listening TCP socket of process `pid` (from
+/// /proc: its socket inodes, looked up in /proc/net/tcp and tcp6).
+fn listening_ports(pid: u32) -> Vec<u16> {
+    let mut inodes = Vec::new();
+    for fd in std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .unwrap()
+        .flatten()
+    {
+        if let Ok(target) = std::fs::read_link(fd.path()) {
+            let t = target.to_string_lossy().into_owned();
+            if let Some(n) = t.strip_prefix("socket:[").and_then(|r| r.strip_suffix(']')) {
+                inodes.push(n.to_string());
+            }
+        }
+    }
+    let mut ports = Vec::new();
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        let text = std::fs::read_to_string(table).unwrap_or_default();
+        for line in text.lines().skip(1) {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            // local_address is HEXIP:HEXPORT; state 0A is LISTEN.
+            if f.len() > 9 && f[3] == "0A" && inodes.iter().any(|i| i == f[9]) {
+                let port = f[1].rsplit(':').next().unwrap();
+                ports.push(u16::from_str_radix(port, 16).unwrap());
+            }
+        }
+    }
+    ports
+}
+
+#[test]
+fn port_zero_beside_a_tls_port_means_tls_only() {
+    // Redis's `port 0`: no plain TCP listener. The server listens on its
+    // TLS port alone, serves TLS clients there, and INFO says tcp_port:0.
+    let pki = make_pki("only");
+    let tls_port = free_port();
+    let p = tls_port.to_string();
+    let (cert, key, ca) = (pki.p("server.pem"), pki.p("server.key"), pki.p("ca.pem"));
+    // The harness passes `--port 0`.
+    let server = support::start_cairn(&[
+        "--tls-port",
+        &p,
+        "--tls-cert-file",
+        &cert,
+        "--tls-key-file",
+        &key,
+        "--tls-ca-cert-file",
+        &ca,
+    ]);
+    assert_eq!(server.port, tls_port, "the only ready line is the TLS one");
+    assert!(!server.log().contains("Ready to accept connections tcp"));
+    assert_eq!(listening_ports(server.pid()), vec![tls_port]);
+    let mut c = connect(tls_port, &client_config(&pki, true, &[])).unwrap();
+    let info = cmd(&mut c, &["INFO", "server"]);
+    assert!(info.contains("\r\ntcp_port:0\r\n"), "{info}");
+    if tool("redis-cli") {
+        let out = Command::new("redis-cli")
+            .args(["--tls", "--cacert", &ca])
+            .args([
+                "--cert",
+                &pki.p("client.pem"),
+                "--key",
+                &pki.p("client.key"),
+            ])
+            .args(["-h", "127.0.0.1", "-p", &p, "PING"])
+            .output()
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "PONG\n", "{out:?}");
+    }
+    // Without a TLS port, `--port 0` stays an ephemeral plain port (every
+    // other test's harness relies on it).
+    let plain = support::start_cairn(&[]);
+    assert_ne!(plain.port, 0);
+    assert_eq!(listening_ports(plain.pid()), vec![plain.port]);
+}
+
+#[test]
+fn maxclients_on_the_tls_port_closes_before_the_handshake() {
+    // Redis 7.0 refuses in acceptCommonHandler, before any handshake
+    // ("for TLS connections, no handshake was done yet so nothing is
+    // written and the connection will just drop"), and so does Cairn.
+    let pki = make_pki("max");
+    let (server, port) = start_tls(&pki, &["--maxclients", "1"]);
+    let cfg = client_config(&pki, true, &[]);
+    let mut first = connect(port, &cfg).unwrap();
+    assert_eq!(cmd(&mut first, &["PING"]), "+PONG");
+    let refused = connect(port, &cfg).map(|_| ());
+    assert!(refused.is_err(), "a client past maxclients was served");
+    // Plain clients past the limit are told why.
+    let mut plain = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+    plain
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let mut got = Vec::new();
+    let _ = plain.read_to_end(&mut got);
+    assert_eq!(got, b"-ERR max number of clients reached\r\n");
+    assert_eq!(cmd(&mut first, &["PING"]), "+PONG");
+    let stats = cmd(&mut first, &["INFO", "stats"]);
+    assert!(stats.contains("\r\nrejected_connections:2\r\n"), "{stats}");
+}
+
+#[test]
+fn protected_mode_answers_over_tls_after_the_handshake() {
+    // Redis 7.0 checks protected mode once the handshake is done
+    // (clientAcceptHandler) and writes -DENIED over TLS. In a private
+    // network namespace, so that a non-loopback address exists; the
+    // server listens on TLS only (`port 0`).
+    if !tool("redis-cli") {
+        return;
+    }
+    let pki = make_pki("denied");
+    let tls = format!(
+        "--tls --cacert {} --cert {} --key {}",
+        pki.p("ca.pem"),
+        pki.p("client.pem"),
+        pki.p("client.key")
+    );
+    let script = format!(
+        r#"
+"$CAIRN" --port 0 --tls-port 6391 --bind "10.77.0.1 127.0.0.1" --save '' \
+  --tls-cert-file {cert} --tls-key-file {key} --tls-ca-cert-file {ca} >/dev/null 2>&1 &
+pid=$!
+trap 'kill $pid' EXIT
+for i in $(seq 100); do redis-cli {tls} -p 6391 ping >/dev/null 2>&1 && break; sleep 0.1; done
+echo "remote: $(redis-cli {tls} -h 10.77.0.1 -p 6391 ping 2>&1)"
+echo "local: $(redis-cli {tls} -h 127.0.0.1 -p 6391 ping 2>&1)"
+echo "plain: $(redis-cli -h 127.0.0.1 -p 6379 ping 2>&1)"
+echo "listening: $(ss -Hltn | awk '{{print $4}}' | sort | tr '\n' ' ')"
+"#,
+        cert = pki.p("server.pem"),
+        key = pki.p("server.key"),
+        ca = pki.p("ca.pem"),
+    );
+    let out = Command::new("timeout")
+        .args(["60", "unshare", "-n", "sh", "-c"])
+        .arg(format!(
+            "ip link set lo up && ip addr add 10.77.0.1/32 dev lo || exit 90\n{script}"
+        ))
+        .env("CAIRN", env!("CARGO_BIN_EXE_cairn"))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "namespace script failed ({}): {text}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line = |name: &str| -> String {
+        text.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}: ")))
+            .unwrap_or_else(|| panic!("no {name} in {text}"))
+            .to_string()
+    };
+    let remote = line("remote");
+    assert!(
+        remote.starts_with("DENIED Redis is running in protected mode"),
+        "{remote}"
+    );
+    assert_eq!(line("local"), "PONG");
+    // No plain listener: nothing but the TLS port listens.
+    assert!(line("plain").contains("Connection refused"), "{text}");
+    assert_eq!(line("listening"), "10.77.0.1:6391 127.0.0.1:6391 ");
 }

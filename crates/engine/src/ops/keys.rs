@@ -351,7 +351,9 @@ pub fn random_key(engine: &Engine, cx: &Cx, db: usize) -> Option<Vec<u8>> {
                 if !t.at(slot).is_expired(now) {
                     return Some(t.at(slot).key().to_vec());
                 }
-                drop(t.remove_at(slot));
+                let gone = t.remove_at(slot);
+                engine.slot_removed(db, gone.key());
+                drop(gone);
                 s.stats.expired_keys += 1;
             }
         });

@@ -2,6 +2,7 @@
 //! against `Guard` (Dragonfly's `Op*` functions, Redis's `t_*.c`). Handlers in
 //! the server parse wire arguments into these typed calls.
 pub mod bitmap;
+pub mod digest;
 pub mod dump;
 pub mod geo;
 pub mod hash;

@@ -12,11 +12,17 @@
 //! bytes) in every value and rebuilds a decode table on every read, which
 //! cost more than the decoding itself; a shared book is built once.
 //!
-//! A book codes **every** byte (lengths 1..=`MAX_BITS`, the Kraft sum
-//! exactly 1), so any value can be coded with any book; a value the book
-//! does not suit simply codes longer than it is, and the caller keeps it
-//! raw. The only persisted form is the 256 code lengths
-//! ([`Codebook::lens`]); codes are canonical, so the lengths fix them.
+//! A book made by [`Codebook::from_counts`] codes **every** byte (lengths
+//! 1..=`MAX_BITS`, the Kraft sum exactly 1), so any value can be coded
+//! with it; a value the book does not suit simply codes longer than it is,
+//! and the caller keeps it raw. A **fixed-width** book
+//! ([`Codebook::fixed_from_counts`]) codes only the 2^w bytes a sample
+//! showed, each in exactly w bits: a value holding another byte cannot be
+//! coded ([`Codebook::encode_bits_into`] says so) and stays raw, and a
+//! coded value's length in bits is w times its length in bytes, so the
+//! caller need not store it. The only persisted form is the 256 code
+//! lengths ([`Codebook::lens`], 0 = no code); codes are canonical, so the
+//! lengths fix them.
 //!
 //! A coded string is the codes LSB-first, bit-reversed so that a peek of
 //! the low bits indexes the decode table, padded with 0 bits to a byte.
@@ -33,6 +39,10 @@
 /// symbols).
 pub const MAX_BITS: u32 = 12;
 
+/// Fewest times a fixed-width book's sample must show each of its bytes
+/// (see [`Codebook::fixed_from_counts`]).
+pub const MIN_FIXED_COUNT: u64 = 64;
+
 /// Bits of the stream one decode-table lookup looks at.
 const PEEK_BITS: u32 = 12;
 const PEEK_SIZE: usize = 1 << PEEK_BITS;
@@ -41,6 +51,8 @@ const PEEK_MASK: u64 = PEEK_SIZE as u64 - 1;
 /// A shared code: what the encoder and the decoder need, built once.
 pub struct Codebook {
     lens: [u8; 256],
+    /// w if every byte with a code has a code of w bits, else 0.
+    width: u32,
     /// Per byte: its bit-reversed canonical code, and its length again, as
     /// u64 so the encoder's shift and add take them straight from memory.
     code: [u64; 256],
@@ -170,17 +182,63 @@ impl Codebook {
             .expect("Huffman lengths of 256 used symbols form a complete code")
     }
 
-    /// A book from its persisted code lengths: `None` unless every byte
-    /// has a length in 1..=`MAX_BITS` and the code is complete (Kraft sum
-    /// exactly 1), which is what [`from_counts`](Self::from_counts) makes.
+    /// The fixed-width book for a sample that looks like uniform random
+    /// text over 2^w of the 256 bytes (YCSB's values: 64 symbols, w = 6),
+    /// or `None` if it does not. There the Huffman code of the seen bytes
+    /// gives each exactly w bits, and a complete book would spend code
+    /// space on the bytes never seen: at 12 bits at most, 192 unseen bytes
+    /// push ~6 of the 64 to 7 bits (6.09 bits a byte, not 6.00), and the
+    /// code lengths vary, so each coded value would have to store its
+    /// length. Every seen byte must have been seen at least
+    /// `MIN_FIXED_COUNT` times, so that a byte the sample missed is rare
+    /// enough that the values holding it (kept raw) do not matter.
+    pub fn fixed_from_counts(counts: &[u64; 256]) -> Option<Codebook> {
+        let seen = counts.iter().filter(|&&c| c > 0).count();
+        if !(2..256).contains(&seen) || !seen.is_power_of_two() {
+            return None;
+        }
+        if counts.iter().any(|&c| c > 0 && c < MIN_FIXED_COUNT) {
+            return None;
+        }
+        let max = counts.iter().copied().max().unwrap_or(0).max(1);
+        let shift = (64 - max.leading_zeros()).saturating_sub(30);
+        let mut c32 = [0u32; 256];
+        for (d, &s) in c32.iter_mut().zip(counts.iter()) {
+            // Seen bytes stay at least 1 after scaling; unseen stay 0.
+            *d = if s > 0 {
+                ((s >> shift) as u32).max(1)
+            } else {
+                0
+            };
+        }
+        let lens = code_lengths(&c32);
+        let w = seen.trailing_zeros() as u8;
+        if lens.iter().any(|&l| l != 0 && l != w) {
+            return None;
+        }
+        Codebook::from_lens(&lens)
+    }
+
+    /// A book from its persisted code lengths: `None` unless every length
+    /// is at most `MAX_BITS`, the code is complete (Kraft sum exactly 1)
+    /// and either every byte has a code (what
+    /// [`from_counts`](Self::from_counts) makes) or the bytes that have one
+    /// all have the same length (what
+    /// [`fixed_from_counts`](Self::fixed_from_counts) makes).
     /// Completeness means every peek decodes, so the decoder needs no
     /// "no such code" case.
     pub fn from_lens(lens: &[u8; 256]) -> Option<Codebook> {
-        if lens.iter().any(|&l| l == 0 || u32::from(l) > MAX_BITS) {
+        if lens.iter().any(|&l| u32::from(l) > MAX_BITS) {
+            return None;
+        }
+        let first = lens.iter().copied().find(|&l| l > 0)?;
+        let uniform = lens.iter().all(|&l| l == 0 || l == first);
+        if lens.contains(&0) && !uniform {
             return None;
         }
         let kraft: u32 = lens
             .iter()
+            .filter(|&&l| l > 0)
             .map(|&l| 1u32 << (MAX_BITS - u32::from(l)))
             .sum();
         if kraft != 1 << MAX_BITS {
@@ -195,6 +253,11 @@ impl Codebook {
             let l = lens[s];
             code[s] = u64::from(codes[s]);
             bits[s] = u64::from(l);
+            if l == 0 {
+                // No code: the encoder adds no bits for it, which is how
+                // `encode_bits_into`'s caller sees that it was there.
+                continue;
+            }
             let mut i = codes[s] as usize;
             while i < single.len() {
                 single[i] = (s as u8, l);
@@ -220,6 +283,7 @@ impl Codebook {
         }
         Some(Codebook {
             lens: *lens,
+            width: if uniform { u32::from(first) } else { 0 },
             code,
             bits,
             dec,
@@ -229,6 +293,13 @@ impl Codebook {
     /// The code length of every byte: the book's persisted form.
     pub fn lens(&self) -> &[u8; 256] {
         &self.lens
+    }
+
+    /// w if every byte that has a code has one of w bits (a fixed-width
+    /// book, or a complete one of 8-bit codes), else 0. Then a value of n
+    /// bytes codes in exactly n * w bits, if it can be coded at all.
+    pub fn width(&self) -> u32 {
+        self.width
     }
 
     /// Heap bytes the book holds (the decode table), for accounting.
@@ -257,6 +328,13 @@ impl Codebook {
     /// them and the whole bytes advance: one store and no branch per four
     /// input bytes.
     pub fn encode_into(&self, src: &[u8], out: &mut Vec<u8>) -> usize {
+        self.encode_bits_into(src, out).div_ceil(8)
+    }
+
+    /// [`encode_into`](Self::encode_into), returning the code's length in
+    /// bits. Bytes without a code (in a fixed-width book) add no bits, so
+    /// `src` could be coded only if the result is `src.len() * width()`.
+    pub fn encode_bits_into(&self, src: &[u8], out: &mut Vec<u8>) -> usize {
         let start = out.len();
         // Every code is at most 12 bits: 1.5 bytes a symbol, plus the
         // 8-byte store that may run past the last whole byte.
@@ -284,7 +362,7 @@ impl Codebook {
             nbits += self.bits[s as usize];
         }
         dst[pos..pos + 8].copy_from_slice(&acc.to_le_bytes());
-        pos + nbits.div_ceil(8) as usize
+        pos * 8 + nbits as usize
     }
 
     /// Decodes exactly `out.len()` bytes from the code `src[..clen]`.
@@ -349,6 +427,40 @@ impl Codebook {
         };
         let mut bitpos = 0usize;
         let mut i = 0usize;
+        let width = self.width as usize;
+        if width != 0 && 2 * width <= PEEK_BITS as usize {
+            // A fixed-width book: every lookup yields two symbols and
+            // takes 2w bits, so the stream's positions are known up front
+            // (no data-dependent shifts) and its length is checked once.
+            if n.checked_mul(width)?.div_ceil(8) > clen {
+                return None;
+            }
+            let step = 2 * width;
+            while i + 8 <= n {
+                // 4 lookups take 8w <= 48 of the 57 or more bits loaded.
+                let mut w = load(bitpos);
+                for k in 0..4 {
+                    let e = dec[(w & PEEK_MASK) as usize];
+                    // SAFETY: `i + 2k + 2 <= i + 8 <= n`: inside `dst`.
+                    unsafe {
+                        dst.add(i + 2 * k)
+                            .cast::<[u8; 2]>()
+                            .write_unaligned((e as u16).to_le_bytes());
+                    }
+                    w >>= step;
+                }
+                bitpos += 4 * step;
+                i += 8;
+            }
+            while i < n {
+                let e = dec[(load(bitpos) & PEEK_MASK) as usize];
+                // SAFETY: `i < n`.
+                unsafe { dst.add(i).write(e as u8) };
+                bitpos += width;
+                i += 1;
+            }
+            return Some(());
+        }
         while i + 8 <= n {
             let mut w = load(bitpos);
             let mut k = 0usize;
@@ -498,7 +610,82 @@ mod tests {
         }
     }
 
+    #[test]
+    fn fixed_width_book_for_ycsb_text() {
+        let mut seed = 3u64;
+        let sample = ycsb_text(&mut seed, 64 * 1024);
+        let mut counts = [0u64; 256];
+        for &b in &sample {
+            counts[b as usize] += 1;
+        }
+        let book = Codebook::fixed_from_counts(&counts).expect("64 symbols, uniform");
+        assert_eq!(book.width(), 6);
+        assert_eq!(book.lens().iter().filter(|&&l| l == 6).count(), 64);
+        assert_eq!(book.lens().iter().filter(|&&l| l == 0).count(), 192);
+        let again = Codebook::from_lens(book.lens()).unwrap();
+        assert_eq!(again.width(), 6);
+        let v = ycsb_text(&mut seed, 100);
+        let mut c = Vec::new();
+        assert_eq!(book.encode_bits_into(&v, &mut c), 600);
+        let mut d = vec![0u8; 100];
+        book.decode(&c, 75, &mut d).unwrap();
+        assert_eq!(d, v);
+        // A code too short for the value is refused, not misread.
+        assert!(book.decode(&c, 74, &mut d).is_none());
+        let mut d7 = vec![0u8; 7];
+        book.decode(&c, 6, &mut d7).unwrap();
+        assert_eq!(d7, v[..7]);
+        // A byte outside the alphabet has no code: fewer bits than 6 a byte.
+        let mut w = v.clone();
+        w[40] = 0;
+        assert!(book.encode_bits_into(&w, &mut Vec::new()) < 600);
+        // Too few samples, a skewed sample or 2^k + 1 symbols: no fixed book.
+        let mut few = [0u64; 256];
+        few[b'a' as usize] = 10;
+        few[b'b' as usize] = 10;
+        assert!(Codebook::fixed_from_counts(&few).is_none());
+        let mut skew = counts;
+        skew[b' ' as usize] *= 4;
+        assert!(Codebook::fixed_from_counts(&skew).is_none());
+        let mut odd = counts;
+        odd[0] = 1000;
+        assert!(Codebook::fixed_from_counts(&odd).is_none());
+        // A complete book of the same sample still codes every byte.
+        assert_eq!(Codebook::from_counts(&counts).width(), 0);
+        assert_eq!(Codebook::from_lens(&[8; 256]).unwrap().width(), 8);
+        // Lengths with gaps must all be equal.
+        let mut mixed = *book.lens();
+        mixed[b' ' as usize] = 7;
+        mixed[0] = 7;
+        assert!(Codebook::from_lens(&mixed).is_none());
+        assert!(Codebook::from_lens(&[0; 256]).is_none());
+    }
+
     proptest! {
+        #[test]
+        fn fixed_width_round_trips(
+            bits in 1u32..8,
+            src in proptest::collection::vec(any::<u8>(), 0..600),
+        ) {
+            let n = 1usize << bits;
+            let mut counts = [0u64; 256];
+            for s in 0..n {
+                counts[(s * 7 + 3) % 256] = 1000 + s as u64 % 3;
+            }
+            let book = Codebook::fixed_from_counts(&counts).expect("uniform");
+            prop_assert_eq!(book.width(), bits);
+            let mut c = vec![0x55];
+            let got = book.encode_bits_into(&src, &mut c);
+            let codable = src.iter().all(|&b| counts[b as usize] > 0);
+            prop_assert_eq!(got == src.len() * bits as usize, codable);
+            if codable {
+                let clen = got.div_ceil(8);
+                let mut d = vec![0u8; src.len()];
+                book.decode(&c[1..], clen, &mut d).expect("valid code");
+                prop_assert_eq!(d, src);
+            }
+        }
+
         #[test]
         fn round_trips(
             train in proptest::collection::vec(any::<u8>(), 0..500),

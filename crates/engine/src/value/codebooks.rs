@@ -82,7 +82,11 @@ pub fn observe<'a>(values: impl Iterator<Item = &'a [u8]>) -> Option<(u8, &'stat
     if t.sampled < TRAIN_BYTES {
         return None;
     }
-    let book = Codebook::from_counts(&t.counts);
+    // A sample of uniform text over 2^w bytes gets a fixed-width book
+    // (exactly w bits a byte, and coded values need not store their code's
+    // length); anything else a complete Huffman book.
+    let book =
+        Codebook::fixed_from_counts(&t.counts).unwrap_or_else(|| Codebook::from_counts(&t.counts));
     let id = free_id()?;
     let lens = *book.lens();
     let _ = BOOKS[usize::from(id) - 1].set(book);

@@ -38,6 +38,7 @@ use hashbrown::HashMap;
 
 use crate::util::huff::Codebook;
 use crate::value::codebooks;
+use crate::value::names::{self, NameList};
 
 /// The two config knobs that decide the encoding (redis.conf
 /// `hash-max-listpack-entries` and `hash-max-listpack-value`).
@@ -85,6 +86,10 @@ pub struct PackedHash {
     /// 0: plain entries. Else the id of the shared book (`codebooks`) the
     /// entries are coded with; the book lives as long as the process.
     book: u8,
+    /// Coded entries only: the id of the interned list (`value::names`)
+    /// that holds the field names, which the buffer then leaves out; 0 or
+    /// `NAMES_REFUSED` when the names are inline (0: not asked yet).
+    names: u16,
 }
 
 /// Packed buffers shorter than this are never coded: small values
@@ -273,21 +278,49 @@ fn packed_find(buf: &[u8], field: &[u8]) -> Option<Slot> {
 // ---------------------------------------------------------------------------
 // Coded entries (issue 20)
 //
-// A coded buffer keeps the plain layout's order and field bytes; only the
-// value part of an entry changes:
+// A coded buffer keeps the plain layout's order; the field bytes are kept
+// plain, or left out when the hash's names are an interned list
+// (`value::names`: the header's `names` id), and each value is:
 //
-//   varint flen | field | varint (vlen << 1 | c) | c = 1: varint clen, clen code bytes
-//                                                 | c = 0: vlen raw bytes
+//   b = its first byte
+//   b < CODE_MIN_VALUE       raw value of b bytes, which follow
+//   CODE_MIN_VALUE..=0xFD    coded value of b bytes
+//   0xFE                     coded value, varint vlen follows
+//   0xFF                     raw value, varint vlen follows, then the bytes
+//   coded: [varint clen, unless the book has a fixed width w, when
+//           clen = ceil(vlen * w / 8)] then clen bytes of code (LSB first)
 //
-// A value is coded (c = 1) only if that saves 1/8 of it, so short values
-// and values the book does not suit stay raw and are read in place.
+// A value is coded only if that saves 1/8 of it (and, with a fixed-width
+// book, only if the book has a code for every byte of it), so short values
+// and values the book does not suit stay raw and are read in place. A
+// YCSB value of 100 bytes is one header byte and 75 bytes of code.
+
+/// The last header byte that is a coded value's length itself.
+const CODED_SHORT_MAX: u8 = 0xFD;
+const CODED_LONG: u8 = 0xFE;
+const RAW_LONG: u8 = 0xFF;
+
+/// `PackedHash::names` of a coded hash whose names are inline because the
+/// table refused them: not asked again until the fields change.
+const NAMES_REFUSED: u16 = u16::MAX;
+
+/// A coded buffer and what reading it needs.
+#[derive(Clone, Copy)]
+struct Coded<'a> {
+    buf: &'a [u8],
+    book: &'static Codebook,
+    /// The interned names, or `None` when they are inline.
+    names: Option<&'static NameList>,
+}
 
 /// Where one coded entry sits.
 #[derive(Clone, Copy, Debug)]
-struct CSlot {
+struct CSlot<'a> {
+    /// First byte of the entry (its field's length varint, or its value's
+    /// header when the names are interned).
     start: usize,
-    field: (usize, usize),
-    /// First byte of the value's header (the `vlen << 1 | c` varint).
+    field: &'a [u8],
+    /// First byte of the value's header.
     value_hdr: usize,
     vlen: usize,
     coded: bool,
@@ -295,49 +328,78 @@ struct CSlot {
     data: (usize, usize),
 }
 
-fn cslot_at(buf: &[u8], pos: usize) -> Option<CSlot> {
-    let (flen, n) = get_varint(buf, pos)?;
-    let fstart = pos + n;
-    let fend = fstart.checked_add(flen)?;
-    let (h, m) = get_varint(buf, fend)?;
-    let (vlen, coded) = (h >> 1, h & 1 == 1);
-    let mut dstart = fend + m;
-    let dlen = if coded {
-        let (clen, k) = get_varint(buf, dstart)?;
-        dstart += k;
-        clen
+/// Parses the value at `pos`: `(vlen, coded, data start, data end)`.
+#[inline]
+fn value_at(buf: &[u8], pos: usize, width: u32) -> Option<(usize, bool, usize, usize)> {
+    let b = *buf.get(pos)?;
+    let (vlen, coded, mut at) = if b < CODE_MIN_VALUE as u8 {
+        (usize::from(b), false, pos + 1)
+    } else if b <= CODED_SHORT_MAX {
+        (usize::from(b), true, pos + 1)
     } else {
-        vlen
+        let (v, n) = get_varint(buf, pos + 1)?;
+        (v, b == CODED_LONG, pos + 1 + n)
     };
-    let dend = dstart.checked_add(dlen)?;
-    if dend > buf.len() {
+    let dlen = if !coded {
+        vlen
+    } else if width != 0 {
+        vlen.checked_mul(width as usize)?.div_ceil(8)
+    } else {
+        let (c, k) = get_varint(buf, at)?;
+        at += k;
+        c
+    };
+    let end = at.checked_add(dlen)?;
+    if end > buf.len() {
         return None;
     }
-    Some(CSlot {
-        start: pos,
-        field: (fstart, fend),
-        value_hdr: fend,
-        vlen,
-        coded,
-        data: (dstart, dend),
-    })
+    Some((vlen, coded, at, end))
 }
 
 /// Iterator over the entries of a coded buffer, in insertion order.
 struct CSlots<'a> {
     buf: &'a [u8],
     pos: usize,
+    width: u32,
+    names: Option<&'static NameList>,
+    /// Index of the next entry (into `names`).
+    idx: usize,
 }
 
-impl Iterator for CSlots<'_> {
-    type Item = CSlot;
-    fn next(&mut self) -> Option<CSlot> {
+impl<'a> CSlots<'a> {
+    fn slot_at(&self, pos: usize) -> Option<CSlot<'a>> {
+        let (field, fend): (&'a [u8], usize) = match self.names {
+            Some(list) => (&list.get(self.idx)?[..], pos),
+            None => {
+                let (flen, n) = get_varint(self.buf, pos)?;
+                let fstart = pos + n;
+                let fend = fstart.checked_add(flen)?;
+                (self.buf.get(fstart..fend)?, fend)
+            }
+        };
+        let (vlen, coded, dstart, dend) = value_at(self.buf, fend, self.width)?;
+        Some(CSlot {
+            start: pos,
+            field,
+            value_hdr: fend,
+            vlen,
+            coded,
+            data: (dstart, dend),
+        })
+    }
+}
+
+impl<'a> Iterator for CSlots<'a> {
+    type Item = CSlot<'a>;
+    #[inline]
+    fn next(&mut self) -> Option<CSlot<'a>> {
         if self.pos >= self.buf.len() {
             return None;
         }
-        match cslot_at(self.buf, self.pos) {
+        match self.slot_at(self.pos) {
             Some(s) => {
                 self.pos = s.data.1;
+                self.idx += 1;
                 Some(s)
             }
             None => {
@@ -348,9 +410,50 @@ impl Iterator for CSlots<'_> {
     }
 }
 
-fn coded_find(buf: &[u8], field: &[u8]) -> Option<CSlot> {
-    CSlots { buf, pos: 0 }
-        .find(|s| s.field.1 - s.field.0 == field.len() && same(&buf[s.field.0..s.field.1], field))
+impl<'a> Coded<'a> {
+    fn slots(&self) -> CSlots<'a> {
+        CSlots {
+            buf: self.buf,
+            pos: 0,
+            width: self.book.width(),
+            names: self.names,
+            idx: 0,
+        }
+    }
+
+    fn find(&self, field: &[u8]) -> Option<CSlot<'a>> {
+        self.slots().find(|s| same(s.field, field))
+    }
+
+    /// Length of the plain buffer this one stands for.
+    fn plain_len(&self) -> usize {
+        self.slots()
+            .map(|s| varint_len(s.field.len()) + s.field.len() + varint_len(s.vlen) + s.vlen)
+            .sum()
+    }
+
+    /// Appends the plain form to `out`.
+    fn decode_all(&self, out: &mut Vec<u8>) {
+        for s in self.slots() {
+            put_varint(out, s.field.len());
+            out.extend_from_slice(s.field);
+            put_varint(out, s.vlen);
+            let at = out.len();
+            out.resize(at + s.vlen, 0);
+            read_value(self.buf, &s, self.book, &mut out[at..]);
+        }
+    }
+
+    /// The same entries with their names inline.
+    fn with_inline_names(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.buf.len() + 16 * self.slots().count());
+        for s in self.slots() {
+            put_varint(&mut out, s.field.len());
+            out.extend_from_slice(s.field);
+            out.extend_from_slice(&self.buf[s.value_hdr..s.data.1]);
+        }
+        out
+    }
 }
 
 /// `a == b` for slices of equal length, short ones (most field names)
@@ -374,48 +477,57 @@ fn same(a: &[u8], b: &[u8]) -> bool {
     a == b
 }
 
-/// Length of the plain buffer a coded one stands for.
-fn plain_len(buf: &[u8]) -> usize {
-    CSlots { buf, pos: 0 }
-        .map(|s| {
-            let flen = s.field.1 - s.field.0;
-            varint_len(flen) + flen + varint_len(s.vlen) + s.vlen
-        })
-        .sum()
-}
-
 /// Appends a value's header and bytes to a coded buffer: coded with `book`
-/// when that saves at least 1/8 of the value, else raw. The code is
-/// written first, behind room for the longest header, and moved down once
-/// its length is known (one pass over the value, not two).
+/// when that saves at least 1/8 of the value (and the book codes every
+/// byte of it), else raw. The code is written first, behind room for the
+/// longest header, and moved down once its length is known (one pass over
+/// the value, not two; with a fixed-width book the room is exact and
+/// nothing moves).
 fn put_value(out: &mut Vec<u8>, book: &Codebook, value: &[u8]) {
-    if value.len() >= CODE_MIN_VALUE {
+    let n = value.len();
+    if n >= CODE_MIN_VALUE {
         let start = out.len();
-        let vhdr = varint_len(value.len() << 1 | 1);
-        let room = vhdr + varint_len(value.len() * 3 / 2);
+        let w = book.width();
+        let short = n <= usize::from(CODED_SHORT_MAX);
+        let vhdr = if short { 1 } else { 1 + varint_len(n) };
+        let room = vhdr + if w == 0 { varint_len(n * 3 / 2 + 1) } else { 0 };
         out.resize(start + room, 0);
-        let clen = book.encode_into(value, out);
-        let code_at = start + room;
-        let used = vhdr + varint_len(clen);
-        if used + clen <= value.len() - value.len() / 8 {
-            let mut hdr = [0u8; 2 * MAX_VARINT_LEN];
-            let a = encode_varint(
-                value.len() << 1 | 1,
-                (&mut hdr[..MAX_VARINT_LEN]).try_into().expect("10"),
-            );
-            let b = encode_varint(
-                clen,
-                (&mut hdr[a..a + MAX_VARINT_LEN]).try_into().expect("10"),
-            );
-            debug_assert_eq!(a + b, used);
-            out.copy_within(code_at..code_at + clen, start + used);
+        let bits = book.encode_bits_into(value, out);
+        let clen = bits.div_ceil(8);
+        let codable = w == 0 || bits == n * w as usize;
+        let used = vhdr + if w == 0 { varint_len(clen) } else { 0 };
+        if codable && used + clen <= n - n / 8 {
+            let mut hdr = [0u8; 1 + 2 * MAX_VARINT_LEN];
+            let mut k = 1;
+            if short {
+                hdr[0] = n as u8;
+            } else {
+                hdr[0] = CODED_LONG;
+                k += encode_varint(n, (&mut hdr[k..k + MAX_VARINT_LEN]).try_into().expect("10"));
+            }
+            if w == 0 {
+                k += encode_varint(
+                    clen,
+                    (&mut hdr[k..k + MAX_VARINT_LEN]).try_into().expect("10"),
+                );
+            }
+            debug_assert_eq!(k, used);
+            let code_at = start + room;
+            if used != room {
+                out.copy_within(code_at..code_at + clen, start + used);
+            }
             out[start..start + used].copy_from_slice(&hdr[..used]);
             out.truncate(start + used + clen);
             return;
         }
         out.truncate(start);
     }
-    put_varint(out, value.len() << 1);
+    if n < CODE_MIN_VALUE {
+        out.push(n as u8);
+    } else {
+        out.push(RAW_LONG);
+        put_varint(out, n);
+    }
     out.extend_from_slice(value);
 }
 
@@ -429,18 +541,6 @@ fn read_value(buf: &[u8], s: &CSlot, book: &Codebook, out: &mut [u8]) {
     {
         // Cannot happen for a buffer this module wrote.
         debug_assert!(false, "corrupt coded hash value");
-    }
-}
-
-/// Appends the plain form of a coded buffer to `out`.
-fn decode_all(buf: &[u8], book: &Codebook, out: &mut Vec<u8>) {
-    for s in (CSlots { buf, pos: 0 }) {
-        put_varint(out, s.field.1 - s.field.0);
-        out.extend_from_slice(&buf[s.field.0..s.field.1]);
-        put_varint(out, s.vlen);
-        let at = out.len();
-        out.resize(at + s.vlen, 0);
-        read_value(buf, &s, book, &mut out[at..]);
     }
 }
 
@@ -476,6 +576,23 @@ impl PackedHash {
         Some(codebooks::get(self.book).expect("books are never removed"))
     }
 
+    /// The interned names of a coded buffer (`None`: inline).
+    fn names(&self) -> Option<&'static NameList> {
+        if self.names == 0 || self.names == NAMES_REFUSED {
+            return None;
+        }
+        Some(names::get(self.names).expect("name lists are never removed"))
+    }
+
+    /// The buffer as a coded one, if it is.
+    fn coded(&self) -> Option<Coded<'_>> {
+        Some(Coded {
+            buf: &self.buf,
+            book: self.book()?,
+            names: self.names(),
+        })
+    }
+
     fn worth_coding(&self, plain_len: usize) -> bool {
         (COMPRESS_MIN..=COMPRESS_MAX).contains(&plain_len)
             && plain_len >= COMPRESS_MIN_AVG_ENTRY.saturating_mul(self.len as usize)
@@ -483,7 +600,8 @@ impl PackedHash {
 
     /// Ends a write: codes a plain buffer that qualifies (see
     /// [`HashValue::seal`]), makes a coded one that no longer does plain,
-    /// and trims the buffer to its length.
+    /// interns the names of a coded one whose fields changed, and trims
+    /// the buffer to its length.
     fn seal(&mut self) {
         match self.book() {
             None => {
@@ -491,21 +609,56 @@ impl PackedHash {
                     self.code();
                 }
             }
-            Some(book) => {
+            Some(_) => {
                 // The plain size is at most 8 times the coded size (no code
-                // is shorter than 1 bit) and at least the coded size, so
-                // most seals need not walk the entries to know it.
+                // is shorter than 1 bit) plus the names left out (at most
+                // 2 bytes each beside its bytes), and at least the coded
+                // size less a byte an entry (a long raw value's header is
+                // one byte longer than its plain length), so most seals
+                // need not walk the entries to know it.
                 let n = self.buf.len();
-                let surely = self.worth_coding(n) && n.saturating_mul(8) <= COMPRESS_MAX;
-                if !surely && !self.worth_coding(plain_len(&self.buf)) {
-                    let mut raw = Vec::new();
-                    decode_all(&self.buf, book, &mut raw);
-                    self.buf = raw;
-                    self.book = 0;
+                let lower = n.saturating_sub(self.len as usize);
+                let upper = n.saturating_mul(8) + 2 * names::MAX_LIST_BYTES;
+                let surely = self.worth_coding(lower) && upper <= COMPRESS_MAX;
+                if !surely {
+                    let c = self.coded().expect("coded");
+                    if !self.worth_coding(c.plain_len()) {
+                        self.decode();
+                    }
                 }
             }
         }
+        if self.book != 0 && self.names == 0 {
+            self.intern_names();
+        }
         self.buf.shrink_to_fit();
+    }
+
+    /// Replaces the inline names of a coded buffer by the id of an
+    /// interned list, if the table has (or now takes) this list.
+    fn intern_names(&mut self) {
+        let c = self.coded().expect("coded");
+        debug_assert!(c.names.is_none());
+        let Some(id) = names::intern(|| c.slots().map(|s| s.field), self.len as usize) else {
+            self.names = NAMES_REFUSED;
+            return;
+        };
+        let names_bytes: usize = c.slots().map(|s| s.value_hdr - s.start).sum();
+        let mut out = Vec::with_capacity(self.buf.len() - names_bytes);
+        for s in c.slots() {
+            out.extend_from_slice(&self.buf[s.value_hdr..s.data.1]);
+        }
+        self.buf = out;
+        self.names = id;
+    }
+
+    /// Puts the names of an interned coded buffer back inline, before a
+    /// write that changes the fields.
+    fn inline_names(&mut self) {
+        if let Some(c) = self.coded().filter(|c| c.names.is_some()) {
+            self.buf = c.with_inline_names();
+        }
+        self.names = 0;
     }
 
     /// Codes a plain buffer with the current book if that saves 1/8. With
@@ -528,17 +681,19 @@ impl PackedHash {
         if out.len() <= n - n / 8 {
             self.buf = out.as_slice().to_vec();
             self.book = id;
+            self.names = 0;
         }
         give_scratch(out);
     }
 
     /// Makes a coded buffer plain (for a conversion to a table).
     fn decode(&mut self) {
-        if let Some(book) = self.book() {
+        if let Some(c) = self.coded() {
             let mut raw = Vec::new();
-            decode_all(&self.buf, book, &mut raw);
+            c.decode_all(&mut raw);
             self.buf = raw;
             self.book = 0;
+            self.names = 0;
         }
     }
 
@@ -588,11 +743,16 @@ impl PackedHash {
 
     /// Adds an entry for a field known to be absent.
     fn append(&mut self, field: &[u8], value: &[u8]) {
-        put_varint(&mut self.buf, field.len());
-        self.buf.extend_from_slice(field);
         match self.book() {
-            Some(book) => put_value(&mut self.buf, book, value),
+            Some(book) => {
+                self.inline_names();
+                put_varint(&mut self.buf, field.len());
+                self.buf.extend_from_slice(field);
+                put_value(&mut self.buf, book, value);
+            }
             None => {
+                put_varint(&mut self.buf, field.len());
+                self.buf.extend_from_slice(field);
                 put_varint(&mut self.buf, value.len());
                 self.buf.extend_from_slice(value);
             }
@@ -601,17 +761,23 @@ impl PackedHash {
     }
 
     /// `upsert` on a coded buffer: codes the one new value and splices it
-    /// in; the other values are not touched.
+    /// in; the other values (and interned names) are not touched.
     fn coded_upsert(&mut self, book: &Codebook, field: &[u8], value: &[u8]) -> bool {
-        match coded_find(&self.buf, field) {
-            Some(s) => {
+        let found = self
+            .coded()
+            .expect("coded")
+            .find(field)
+            .map(|s| s.value_hdr..s.data.1);
+        match found {
+            Some(r) => {
                 let mut part = take_scratch();
                 put_value(&mut part, book, value);
-                replace_range(&mut self.buf, s.value_hdr..s.data.1, &part);
+                replace_range(&mut self.buf, r, &part);
                 give_scratch(part);
                 false
             }
             None => {
+                self.inline_names();
                 put_varint(&mut self.buf, field.len());
                 self.buf.extend_from_slice(field);
                 put_value(&mut self.buf, book, value);
@@ -622,10 +788,16 @@ impl PackedHash {
     }
 
     fn remove(&mut self, field: &[u8]) -> bool {
-        let range = if self.book != 0 {
-            coded_find(&self.buf, field).map(|s| s.start..s.data.1)
-        } else {
-            self.find(field).map(|s| s.start..s.end())
+        let range = match self.coded() {
+            Some(c) => {
+                if c.find(field).is_none() {
+                    return false;
+                }
+                self.inline_names();
+                let c = self.coded().expect("coded");
+                c.find(field).map(|s| s.start..s.data.1)
+            }
+            None => self.find(field).map(|s| s.start..s.end()),
         };
         match range {
             Some(r) => {
@@ -709,10 +881,9 @@ impl HashValue {
     pub fn view(&self) -> HashView<'_> {
         let len = self.len();
         let inner = match self {
-            HashValue::Packed(p) => match p.book() {
-                Some(book) => ViewInner::Coded(CodedView {
-                    buf: &p.buf,
-                    book,
+            HashValue::Packed(p) => match p.coded() {
+                Some(c) => ViewInner::Coded(CodedView {
+                    c,
                     values: OnceCell::new(),
                     plain: OnceCell::new(),
                 }),
@@ -781,7 +952,7 @@ impl HashValue {
                 }
                 let new = if absent {
                     debug_assert!(p.book != 0 || p.find(field).is_none());
-                    debug_assert!(p.book == 0 || coded_find(&p.buf, field).is_none());
+                    debug_assert!(p.coded().is_none_or(|c| c.find(field).is_none()));
                     p.append(field, value);
                     true
                 } else {
@@ -952,8 +1123,7 @@ impl Arena {
 /// Read state of a coded hash: its buffer and book, the values decoded by
 /// `get` (one at a time), and the whole plain form once something walks it.
 struct CodedView<'a> {
-    buf: &'a [u8],
-    book: &'static Codebook,
+    c: Coded<'a>,
     values: OnceCell<Arena>,
     plain: OnceCell<Scratch>,
 }
@@ -964,7 +1134,7 @@ impl CodedView<'_> {
             .plain
             .get_or_init(|| {
                 let mut v = take_scratch();
-                decode_all(self.buf, self.book, &mut v);
+                self.c.decode_all(&mut v);
                 Scratch(v)
             })
             .0
@@ -975,14 +1145,14 @@ impl CodedView<'_> {
         if let Some(p) = self.plain.get() {
             return packed_find(&p.0, field).map(|s| &p.0[s.value.0..s.value.1]);
         }
-        let s = coded_find(self.buf, field)?;
+        let s = self.c.find(field)?;
         if !s.coded {
-            return Some(&self.buf[s.data.0..s.data.1]);
+            return Some(&self.c.buf[s.data.0..s.data.1]);
         }
-        let arena = self.values.get_or_init(|| Arena::new(self.buf));
+        let arena = self.values.get_or_init(|| Arena::new(self.c.buf));
         match arena.alloc(s.vlen) {
             Some(out) => {
-                read_value(self.buf, &s, self.book, out);
+                read_value(self.c.buf, &s, self.c.book, out);
                 Some(out)
             }
             None => {
@@ -1033,10 +1203,35 @@ impl HashView<'_> {
         }
     }
 
+    /// The value of `field` without decoding it: a coded value comes back
+    /// as a [`ValueRef::Coded`] that decodes straight into whatever buffer
+    /// the caller appends it to (HGET/HMGET into the reply: decoded once,
+    /// no scratch buffer, no copy).
+    #[inline]
+    pub fn get_ref(&self, field: &[u8]) -> Option<ValueRef<'_>> {
+        match &self.inner {
+            ViewInner::Coded(c) if c.plain.get().is_none() => {
+                let s = c.c.find(field)?;
+                let buf = c.c.buf;
+                Some(if s.coded {
+                    ValueRef::Coded {
+                        code: &buf[s.data.0..],
+                        clen: s.data.1 - s.data.0,
+                        len: s.vlen,
+                        book: c.c.book,
+                    }
+                } else {
+                    ValueRef::Bytes(&buf[s.data.0..s.data.1])
+                })
+            }
+            _ => self.get(field).map(ValueRef::Bytes),
+        }
+    }
+
     pub fn contains(&self, field: &[u8]) -> bool {
         match &self.inner {
             // No need to decode anything.
-            ViewInner::Coded(c) => coded_find(c.buf, field).is_some(),
+            ViewInner::Coded(c) => c.c.find(field).is_some(),
             _ => self.get(field).is_some(),
         }
     }
@@ -1049,18 +1244,19 @@ impl HashView<'_> {
     pub fn for_each(&self, mut f: impl FnMut(&[u8], ValueRef<'_>)) {
         match &self.inner {
             ViewInner::Coded(c) if c.plain.get().is_none() => {
-                for s in (CSlots { buf: c.buf, pos: 0 }) {
+                let (buf, book) = (c.c.buf, c.c.book);
+                for s in c.c.slots() {
                     let v = if s.coded {
                         ValueRef::Coded {
-                            code: &c.buf[s.data.0..],
+                            code: &buf[s.data.0..],
                             clen: s.data.1 - s.data.0,
                             len: s.vlen,
-                            book: c.book,
+                            book,
                         }
                     } else {
-                        ValueRef::Bytes(&c.buf[s.data.0..s.data.1])
+                        ValueRef::Bytes(&buf[s.data.0..s.data.1])
                     };
-                    f(&c.buf[s.field.0..s.field.1], v);
+                    f(s.field, v);
                 }
             }
             _ => {
@@ -1610,6 +1806,120 @@ mod tests {
         assert!(!s.is_compressed());
     }
 
+    /// The interned-list id of a packed hash (0 or `NAMES_REFUSED`: inline).
+    fn names_id(h: &HashValue) -> u16 {
+        match h {
+            HashValue::Packed(p) => p.names,
+            HashValue::Table(_) => 0,
+        }
+    }
+
+    fn record_hash(rec: &[(Vec<u8>, Vec<u8>)], l: &HashLimits) -> HashValue {
+        let mut h = HashValue::new();
+        for (f, v) in rec {
+            h.set(f, v, l);
+        }
+        h.seal();
+        h
+    }
+
+    #[test]
+    fn ycsb_records_share_their_names() {
+        ensure_book();
+        let l = lim(512, 1024);
+        let mut seed = 31;
+        // Names of their own, so this test's sightings are its own.
+        let rec: Vec<(Vec<u8>, Vec<u8>)> = ycsb_record(&mut seed)
+            .into_iter()
+            .map(|(f, v)| ([b"share-".as_slice(), &f].concat(), v))
+            .collect();
+        let first = record_hash(&rec, &l);
+        assert!(first.is_compressed());
+        assert_eq!(
+            names_id(&first),
+            NAMES_REFUSED,
+            "first sighting keeps its names"
+        );
+        let h = record_hash(&rec, &l);
+        let id = names_id(&h);
+        assert!(id != 0 && id != NAMES_REFUSED);
+        let mut h2 = record_hash(
+            &ycsb_record(&mut seed)
+                .into_iter()
+                .map(|(f, v)| ([b"share-".as_slice(), &f].concat(), v))
+                .collect::<Vec<_>>(),
+            &l,
+        );
+        assert_eq!(names_id(&h2), id);
+        // 10 x (1 + 75) with a fixed-width 6-bit book: jemalloc's 768
+        // class, where names inline took the 896 one.
+        let width = codebooks::current().unwrap().1.width();
+        if width == 6 {
+            assert_eq!(h.mem_bytes(), 760);
+            assert!(first.mem_bytes() > 768);
+        }
+        assert!(h.mem_bytes() + 60 < first.mem_bytes());
+        let got: Vec<(Vec<u8>, Vec<u8>)> = h
+            .view()
+            .iter()
+            .map(|(f, v)| (f.to_vec(), v.to_vec()))
+            .collect();
+        assert_eq!(got, rec);
+        let mut walked = Vec::new();
+        h.view().for_each(|f, v| {
+            let mut b = Vec::new();
+            v.append_to(&mut b);
+            walked.push((f.to_vec(), b));
+        });
+        assert_eq!(walked, rec);
+        assert_eq!(h.view().get(&rec[9].0), Some(&rec[9].1[..]));
+        assert!(h.view().contains(&rec[0].0) && !h.view().contains(b"field0"));
+        // An update of one field keeps the list; a new field puts the
+        // names back inline (an 11-name list seen once is not interned);
+        // removing it finds the list again.
+        assert!(!h2.set(&rec[4].0, &rec[5].1, &l));
+        h2.seal();
+        assert_eq!(names_id(&h2), id);
+        assert_eq!(h2.view().get(&rec[4].0), Some(&rec[5].1[..]));
+        assert!(h2.set(b"extra", &rec[1].1, &l));
+        h2.seal();
+        assert_eq!(names_id(&h2), NAMES_REFUSED);
+        assert_eq!(h2.view().get(b"extra"), Some(&rec[1].1[..]));
+        assert_eq!(h2.view().get(&rec[4].0), Some(&rec[5].1[..]));
+        assert!(h2.remove(b"extra"));
+        h2.seal();
+        assert_eq!(names_id(&h2), id);
+        assert_eq!(h2.len(), 10);
+        // Removing a field of an interned hash leaves 9 inline names.
+        assert!(h2.remove(&rec[0].0));
+        assert!(!h2.remove(&rec[0].0));
+        h2.seal();
+        assert_ne!(names_id(&h2), id);
+        assert_eq!(h2.len(), 9);
+        assert_eq!(h2.view().get(&rec[9].0).map(<[u8]>::len), Some(100));
+        // A conversion to a table and back decodes through the list.
+        let mut t = h.clone();
+        t.convert_to_table();
+        let got: StdMap<Vec<u8>, Vec<u8>> = t
+            .view()
+            .iter()
+            .map(|(f, v)| (f.to_vec(), v.to_vec()))
+            .collect();
+        assert_eq!(got, rec.iter().cloned().collect::<StdMap<_, _>>());
+        // With the table full, a new list stays inline; a known one is
+        // still found.
+        names::set_full_for_test(true);
+        let other: Vec<(Vec<u8>, Vec<u8>)> = rec
+            .iter()
+            .map(|(f, v)| ([b"full-".as_slice(), f].concat(), v.clone()))
+            .collect();
+        for _ in 0..3 {
+            assert_eq!(names_id(&record_hash(&other, &l)), NAMES_REFUSED);
+        }
+        assert_eq!(names_id(&record_hash(&rec, &l)), id);
+        names::set_full_for_test(false);
+    }
+
     /// Not a test: CPU cost of the compressed path, for the report.
     /// `cargo test --release -p cairn-engine --lib compressed_cpu_cost -- --ignored --nocapture`
     #[test]
@@ -1759,6 +2069,103 @@ mod tests {
                     prop_assert!(raw >= COMPRESS_MIN_AVG_ENTRY * model.len());
                 }
             }
+        }
+
+        /// Coded hashes with interned and inline names against a model
+        /// that keeps insertion order: fields come and go (HSET of a new
+        /// field and HDEL put the names back inline, the seal after the
+        /// write interns them again if their list is known), with the
+        /// name table full or not, values coded or raw (short, or with
+        /// bytes a fixed-width book has no code for).
+        #[test]
+        fn interned_names_behave_like_a_map(
+            ops in proptest::collection::vec(
+                (0u8..8, 0u8..12, 0usize..140, any::<u64>(), any::<bool>()), 0..60)
+        ) {
+            ensure_book();
+            let l = lim(64, 1024);
+            let field = |i: u8| format!("pm-field{i}").into_bytes();
+            let text = |n: usize, mut sd: u64, odd: bool| -> Vec<u8> {
+                let mut v: Vec<u8> = (0..n)
+                    .map(|_| {
+                        sd = sd.wrapping_mul(6364136223846793005).wrapping_add(1);
+                        b' ' + (sd >> 58) as u8
+                    })
+                    .collect();
+                if odd && n > 0 {
+                    v[n / 2] = 0xC3;
+                }
+                v
+            };
+            // The ten-name list is known (two sightings).
+            let base: Vec<(Vec<u8>, Vec<u8>)> =
+                (0..10).map(|i| (field(i), text(100, u64::from(i), false))).collect();
+            record_hash(&base, &l);
+            let mut h = record_hash(&base, &l);
+            let mut model = base.clone();
+            for (kind, f, vlen, seed, odd) in ops {
+                let f = field(f);
+                let at = model.iter().position(|(g, _)| *g == f);
+                match kind {
+                    0..=3 => {
+                        let v = text(vlen, seed, odd && kind == 0);
+                        prop_assert_eq!(h.set(&f, &v, &l), at.is_none());
+                        match at {
+                            Some(i) => model[i].1 = v,
+                            None => model.push((f, v)),
+                        }
+                    }
+                    4 | 5 => {
+                        prop_assert_eq!(h.remove(&f), at.is_some());
+                        if let Some(i) = at {
+                            model.remove(i);
+                        }
+                    }
+                    6 => names::set_full_for_test(odd),
+                    _ => {
+                        prop_assert_eq!(
+                            h.view().get(&f).map(<[u8]>::to_vec),
+                            at.map(|i| model[i].1.clone())
+                        );
+                    }
+                }
+                h.seal();
+                prop_assert!(h.is_packed());
+                prop_assert_eq!(h.len(), model.len());
+                let got: Vec<(Vec<u8>, Vec<u8>)> =
+                    h.view().iter().map(|(f, v)| (f.to_vec(), v.to_vec())).collect();
+                prop_assert_eq!(&got, &model);
+                let mut walked = Vec::new();
+                h.view().for_each(|f, v| {
+                    let mut b = Vec::new();
+                    v.append_to(&mut b);
+                    assert_eq!(b.len(), v.len());
+                    walked.push((f.to_vec(), b));
+                });
+                prop_assert_eq!(&walked, &model);
+                let view = h.view();
+                for (f, v) in &model {
+                    let mut b = vec![1u8];
+                    view.get_ref(f).expect("present").append_to(&mut b);
+                    prop_assert_eq!(&b[1..], &v[..]);
+                    prop_assert_eq!(view.get(f), Some(&v[..]));
+                }
+                prop_assert!(view.get_ref(b"pm-absent").is_none());
+                drop(view);
+                let interned = names_id(&h) != 0 && names_id(&h) != NAMES_REFUSED;
+                if interned {
+                    prop_assert!(h.is_compressed());
+                    let list = names::get(names_id(&h)).unwrap();
+                    prop_assert!(list.iter().map(|b| &b[..]).eq(model.iter().map(|(f, _)| &f[..])));
+                }
+                // Back to the ten names in their order: the list is found.
+                let ten = model.len() == 10
+                    && model.iter().zip(&base).all(|((f, _), (g, _))| f == g);
+                if ten && h.is_compressed() {
+                    prop_assert!(interned);
+                }
+            }
+            names::set_full_for_test(false);
         }
 
         #[test]

@@ -2,6 +2,7 @@
 pub mod codebooks;
 pub mod hash;
 pub mod list;
+pub mod names;
 pub mod set;
 pub mod stream;
 pub mod string;

@@ -365,6 +365,60 @@ impl<'a> EntryRef<'a> {
     }
 }
 
+impl<'a> EntryRef<'a> {
+    /// True for a tombstone (only `NodeView::entries` yields those).
+    pub fn is_deleted(&self) -> bool {
+        self.slot.flags & DELETED != 0
+    }
+
+    /// True if the field names are the node's master entry's (Redis's
+    /// `STREAM_ITEM_FLAG_SAMEFIELDS`: only the values are stored).
+    pub fn same_fields(&self) -> bool {
+        self.slot.flags & SAME_FIELDS != 0
+    }
+}
+
+/// One node as stored (see `StreamValue::nodes`): its master ID and field
+/// names, its counters and every entry, tombstones included.
+#[derive(Clone, Copy, Debug)]
+pub struct NodeView<'a> {
+    /// The ID of the first entry ever put in the node.
+    pub master: StreamId,
+    node: &'a Node,
+}
+
+impl<'a> NodeView<'a> {
+    /// The master entry's field names (the first entry's).
+    pub fn master_fields(&self) -> impl Iterator<Item = &'a [u8]> + 'a {
+        let node: &'a Node = self.node;
+        node.master_fields()
+    }
+
+    pub fn master_field_count(&self) -> usize {
+        self.node.nmaster as usize
+    }
+
+    pub fn live(&self) -> u32 {
+        self.node.live
+    }
+
+    pub fn deleted(&self) -> u32 {
+        self.node.deleted
+    }
+
+    /// Every entry, deleted ones included, in ID order.
+    pub fn entries(&self) -> impl Iterator<Item = EntryRef<'a>> + 'a {
+        let node: &'a Node = self.node;
+        node.slots(self.master)
+            .into_iter()
+            .map(move |slot| EntryRef {
+                id: slot.id,
+                node,
+                slot,
+            })
+    }
+}
+
 /// A pending entry of a group (Redis `streamNACK`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Nack {
@@ -592,6 +646,9 @@ impl StreamValue {
         max_deleted_id: StreamId,
         entries_added: u64,
     ) {
+        // A node of tombstones only (a foreign file may hold one) would
+        // break the rule that every node keeps a live entry.
+        self.nodes.retain(|_, n| n.live > 0);
         self.length = self.nodes.values().map(|n| u64::from(n.live)).sum();
         self.last_id = last_id;
         self.first_id = first_id;
@@ -648,6 +705,16 @@ impl StreamValue {
     /// Every live entry, ascending.
     pub fn entries(&self) -> Vec<EntryRef<'_>> {
         self.range(StreamId::MIN, StreamId::MAX, 0, false)
+    }
+
+    /// Every node in ID order, as stored: for a writer that keeps the node
+    /// layout, as RDB's listpacks do (Redis's nodes split by the same
+    /// rules, see the module comment).
+    pub fn nodes(&self) -> impl Iterator<Item = NodeView<'_>> + '_ {
+        self.nodes.iter().map(|(m, n)| NodeView {
+            master: *m,
+            node: n,
+        })
     }
 
     /// The ID of the last live entry (Redis `streamLastValidID`), 0-0 if

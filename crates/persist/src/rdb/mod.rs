@@ -7,15 +7,18 @@
 //!
 //! - `object`: one value as `rdbSaveObject` / `rdbLoadObject` write and
 //!   read it, by RDB type byte; the compact encodings it embeds live one
-//!   per file: `listpack`, `ziplist`, `intset`, `zipmap`, and `lzf`.
+//!   per file: `listpack`, `ziplist`, `intset`, `zipmap`, and `lzf`;
+//!   streams, with their groups, are `stream`.
 //!
 //! Everything here reads untrusted bytes (a RESTORE payload is client
 //! input): every count is bounded by the bytes left before anything is
 //! allocated, and every failure is `Malformed`, never a panic.
+pub mod file;
 pub mod intset;
 pub mod listpack;
 pub mod lzf;
 pub mod object;
+pub mod stream;
 pub mod ziplist;
 pub mod zipmap;
 

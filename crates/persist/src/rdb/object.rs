@@ -1,7 +1,8 @@
 //! One value in RDB form, as Redis 7.0's `rdbSaveObject` writes it and
 //! `rdbLoadObject` reads it: a type byte, then the object. DUMP payloads
 //! are exactly this plus the footer (`super::seal_dump`); an RDB file's
-//! key records (issue 24) will be this after the key.
+//! key records (`super::file`) are this with the key between type and
+//! object.
 //!
 //! Writer, per Cairn value (the types Redis 7.0 itself writes):
 //! - string: `RDB_TYPE_STRING`, integer-encoded or LZF as `rdbcompression
@@ -14,15 +15,15 @@
 //! - sorted set: `RDB_TYPE_ZSET_LISTPACK` when packed (within the
 //!   `zset-max-listpack-*` limits), else `RDB_TYPE_ZSET_2` with binary
 //!   scores, tail first as Redis writes its skiplist;
-//! - hash: `RDB_TYPE_HASH_LISTPACK` when packed, else `RDB_TYPE_HASH`.
+//! - hash: `RDB_TYPE_HASH_LISTPACK` when packed, else `RDB_TYPE_HASH`;
+//! - stream: `RDB_TYPE_STREAM_LISTPACKS_2` (`super::stream`).
 //!
-//! Reader: every type Redis 7.0 loads except modules and streams, each
+//! Reader: every type Redis 7.0 loads except modules, each
 //! rebuilt through the engine's constructors in the encoding the limits in
 //! force give it (Redis converts on load the same way). The compact blobs
 //! are validated whole before use (`sanitize-dump-payload yes`, always: a
 //! payload is client input). Empty values are refused, as Redis's
-//! `emptykey` check does. Streams (types 15 and 19) answer `Malformed`
-//! until the stream type exists; they slot into `read` as one more arm.
+//! `emptykey` check does (an empty stream is a value, as in Redis).
 use super::listpack::{self, Elem};
 use super::{intset, put_len, put_string_redis, ziplist, zipmap, Malformed, Reader};
 use crate::snapshot::format::BuildLimits;
@@ -92,15 +93,10 @@ const CONTAINER_PACKED: u64 = 2;
 const LIST_NODE_BYTES: usize = 8192;
 const SIZE_ESTIMATE_OVERHEAD: usize = 8;
 
-/// A value Cairn cannot write in Redis's format yet: streams (their RDB
-/// encoding, listpacks of entries plus groups, is still to be written).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Unsupported;
-
 /// Appends the type byte and object of the key `r` refers to.
-pub fn put_ref(out: &mut Vec<u8>, r: Ref<'_>) -> Result<(), Unsupported> {
+pub fn put_ref(out: &mut Vec<u8>, r: Ref<'_>) {
     match r.value() {
-        Some(v) => put_value(out, v)?,
+        Some(v) => put_value(out, v),
         None => {
             out.push(Type::String as u8);
             r.str()
@@ -108,22 +104,12 @@ pub fn put_ref(out: &mut Vec<u8>, r: Ref<'_>) -> Result<(), Unsupported> {
                 .with_bytes(|b| put_string_redis(out, b));
         }
     }
-    Ok(())
 }
 
 /// Appends the type byte and object of `v`.
-pub fn put_value(out: &mut Vec<u8>, v: &Value) -> Result<(), Unsupported> {
-    if let Value::Stream(_) = v {
-        return Err(Unsupported);
-    }
-    put_known(out, v);
-    Ok(())
-}
-
-/// `put_value` for the types that have a writer (not streams).
-fn put_known(out: &mut Vec<u8>, v: &Value) {
+pub fn put_value(out: &mut Vec<u8>, v: &Value) {
     match v {
-        Value::Stream(_) => {}
+        Value::Stream(s) => super::stream::put(out, s),
         Value::Str(s) => {
             out.push(Type::String as u8);
             s.with_bytes(|b| put_string_redis(out, b));
@@ -356,11 +342,11 @@ pub fn read(r: &mut Reader<'_>, type_byte: u8, limits: &BuildLimits) -> Result<V
                 limits,
             )?
         }
-        // Streams arrive with the stream type (issue 22, item 1); modules
-        // Cairn has none of.
-        Type::StreamListpacks | Type::StreamListpacks2 | Type::ModulePreGa | Type::Module2 => {
-            return Err(Malformed)
-        }
+        Type::StreamListpacks | Type::StreamListpacks2 => Value::Stream(Box::new(
+            super::stream::read(r, t == Type::StreamListpacks2, &limits.stream)?,
+        )),
+        // Modules Cairn has none of.
+        Type::ModulePreGa | Type::Module2 => return Err(Malformed),
     })
 }
 
@@ -440,11 +426,11 @@ pub enum RestoreError {
 
 /// DUMP's payload of the key `r` refers to: type, object, RDB version and
 /// CRC-64 (`createDumpPayload`).
-pub fn dump(r: Ref<'_>) -> Result<Vec<u8>, Unsupported> {
+pub fn dump(r: Ref<'_>) -> Vec<u8> {
     let mut out = Vec::new();
-    put_ref(&mut out, r)?;
+    put_ref(&mut out, r);
     super::seal_dump(&mut out);
-    Ok(out)
+    out
 }
 
 /// The value in a RESTORE payload. Bytes after the object are ignored, as

@@ -6,6 +6,7 @@
 //! header  "CAIRNSNP" | version u32 | flags u32 | cut_ms u64 | databases u32 | crc u32      (32 bytes)
 //! book*   'D' | id u8 | current u8 | code lengths [u8; 256] | crc u32                    (263 bytes)
 //! funcs?  'F' | libraries u32 | payload_len u64 | crc u32 | payload (code strings)     (17 + len)
+//! names?  'N' | lists u32 | payload_len u64 | crc u32 | payload (per list: varint n, n names)
 //! block*  'B' | records u32 | payload_len u64 | crc u32 | payload (records)               (17 + len)
 //! end     'E' | keys u64 | blocks u64 | crc u32                                          (21 bytes)
 //! record  tag u8 | db varint | expire_ms varint | key | value (by tag, below)
@@ -65,6 +66,12 @@ pub enum Section {
     /// payload's length, its CRC, then each library's code as a byte
     /// string. The server runs the code again when it loads the file.
     Functions = b'F',
+    /// The interned field-name lists of hash values (issue 20), before the
+    /// blocks, laid out as a functions section whose payload holds, per
+    /// list, a varint count and that many byte strings. Like a book, only
+    /// the in-memory size of values depends on it; a file without it
+    /// loads the same values.
+    Names = b'N',
 }
 
 /// Record tags: the kind of value a record holds. Append-only.
@@ -240,37 +247,82 @@ pub fn functions(codes: &[Vec<u8>], checksum: bool) -> Vec<u8> {
     for c in codes {
         put_bytes(&mut payload, c);
     }
+    counted_section(Section::Functions, codes.len() as u32, &payload, checksum)
+}
+
+/// A section of `count` items framed as functions and names sections are:
+/// tag, count (u32), payload length (u64), CRC-32C of all that and the
+/// payload (0 without checksums), then the payload.
+fn counted_section(tag: Section, count: u32, payload: &[u8], checksum: bool) -> Vec<u8> {
     let mut out = Vec::with_capacity(FUNCTIONS_HEADER_LEN + payload.len());
-    out.push(Section::Functions as u8);
-    out.extend_from_slice(&(codes.len() as u32).to_le_bytes());
+    out.push(tag as u8);
+    out.extend_from_slice(&count.to_le_bytes());
     out.extend_from_slice(&(payload.len() as u64).to_le_bytes());
     let crc = if checksum {
-        Checksum::Crc32c.of(&[&out, &payload])
+        Checksum::Crc32c.of(&[&out, payload])
     } else {
         0
     };
     out.extend_from_slice(&crc.to_le_bytes());
-    out.extend_from_slice(&payload);
+    out.extend_from_slice(payload);
     out
+}
+
+fn get_varint_at(b: &[u8], pos: &mut usize) -> Option<u64> {
+    let mut n = 0u64;
+    for shift in (0..64).step_by(7) {
+        let byte = *b.get(*pos)?;
+        *pos += 1;
+        n |= u64::from(byte & 0x7f) << shift;
+        if byte & 0x80 == 0 {
+            return Some(n);
+        }
+    }
+    None
+}
+
+fn get_bytes<'a>(b: &'a [u8], pos: &mut usize) -> Option<&'a [u8]> {
+    let n = get_varint_at(b, pos)?;
+    let end = pos.checked_add(usize::try_from(n).ok()?)?;
+    let s = b.get(*pos..end)?;
+    *pos = end;
+    Some(s)
+}
+
+/// A names section: every interned field-name list
+/// (`cairn_engine::value::names`), in id order.
+pub fn names(lists: &[&[Box<[u8]>]], checksum: bool) -> Vec<u8> {
+    let mut payload = Vec::new();
+    for l in lists {
+        put_varint(&mut payload, l.len() as u64);
+        for name in l.iter() {
+            put_bytes(&mut payload, name);
+        }
+    }
+    counted_section(Section::Names, lists.len() as u32, &payload, checksum)
+}
+
+/// The lists of a names section's payload holding `count` of them.
+pub fn parse_names(payload: &[u8], count: u32) -> Option<Vec<Vec<Vec<u8>>>> {
+    let mut pos = 0;
+    let mut out = Vec::with_capacity(count.min(1 << 12) as usize);
+    for _ in 0..count {
+        let n = get_varint_at(payload, &mut pos)?;
+        // Each name takes at least its length byte.
+        if n > (payload.len() - pos) as u64 {
+            return None;
+        }
+        let mut list = Vec::with_capacity(n as usize);
+        for _ in 0..n {
+            list.push(get_bytes(payload, &mut pos)?.to_vec());
+        }
+        out.push(list);
+    }
+    (pos == payload.len()).then_some(out)
 }
 
 /// The codes of a functions section's payload holding `count` libraries.
 pub fn parse_functions(payload: &[u8], count: u32) -> Option<Vec<Vec<u8>>> {
-    fn get_bytes<'a>(b: &'a [u8], pos: &mut usize) -> Option<&'a [u8]> {
-        let mut n = 0u64;
-        for shift in (0..64).step_by(7) {
-            let byte = *b.get(*pos)?;
-            *pos += 1;
-            n |= u64::from(byte & 0x7f) << shift;
-            if byte & 0x80 == 0 {
-                let end = pos.checked_add(usize::try_from(n).ok()?)?;
-                let s = b.get(*pos..end)?;
-                *pos = end;
-                return Some(s);
-            }
-        }
-        None
-    }
     let mut pos = 0;
     let mut out = Vec::with_capacity(count.min(1 << 16) as usize);
     for _ in 0..count {
@@ -788,6 +840,23 @@ mod tests {
         assert_eq!(parse_functions(payload, 2), None);
         assert_eq!(parse_functions(&payload[..payload.len() - 1], 3), None);
         assert_eq!(Section::Functions as u8, 0x46);
+    }
+
+    #[test]
+    fn names_section_round_trips() {
+        let a: Vec<Box<[u8]>> = vec![b"field0".as_slice().into(), b"".as_slice().into()];
+        let b: Vec<Box<[u8]>> = vec![vec![b'x'; 300].into()];
+        let sec = names(&[&a, &b], true);
+        assert_eq!(sec[0], b'N');
+        assert_eq!(Section::Names as u8, 0x4e);
+        assert_eq!(u32::from_le_bytes(sec[1..5].try_into().unwrap()), 2);
+        let payload = &sec[FUNCTIONS_HEADER_LEN..];
+        let want = vec![vec![b"field0".to_vec(), Vec::new()], vec![vec![b'x'; 300]]];
+        assert_eq!(parse_names(payload, 2), Some(want));
+        assert_eq!(parse_names(payload, 1), None);
+        assert_eq!(parse_names(payload, 3), None);
+        assert_eq!(parse_names(&payload[..payload.len() - 1], 2), None);
+        assert_eq!(parse_names(&[0xff; 3], 1), None);
     }
 
     #[test]

@@ -7,7 +7,9 @@
 //!   a moment; `on_cut` runs then) and returns a `Cut`;
 //! - `write(engine, cut, path)` writes it to `path` atomically (temporary
 //!   file, fsync, rename, directory fsync), on whatever thread the caller
-//!   likes; `Cut::progress()` gives live figures meanwhile;
+//!   likes; `Cut::progress()` gives live figures meanwhile; `write_to`
+//!   writes it into any stream instead (`Options::format` picks Cairn's
+//!   format or RDB);
 //! - `save(engine, path, opts, on_cut)` is both on the calling thread;
 //! - `load(engine, path, opts, progress)` reads a snapshot into an empty
 //!   engine; `check(path)` verifies one without loading it.
@@ -18,7 +20,9 @@ pub mod reader;
 pub mod writer;
 
 pub use reader::{check, load, LoadOptions, LoadProgress, LoadStats};
-pub use writer::{begin, save, wait_free, write, Cut, Options, Progress, SaveError, Stats};
+pub use writer::{
+    begin, save, wait_free, write, write_to, Cut, Format, Options, Progress, SaveError, Stats,
+};
 
 #[cfg(test)]
 mod tests;

@@ -1,5 +1,6 @@
 //! Reading a snapshot: into an engine at start-up (`load`), or only to
-//! check it (`check`, behind `cairn check-snapshot FILE`).
+//! check it (`check`, behind `cairn check-snapshot FILE`). `load` also
+//! takes a Redis RDB file, recognised by its magic (`crate::rdb::file`).
 //!
 //! Every section is verified before it is used: the header's magic,
 //! version and CRC (CRC-32C, or CRC-32 IEEE in a version-1 file); each block's length against the file's size (so a
@@ -66,10 +67,14 @@ pub struct LoadOptions {
     /// the journal after it may write to them as they were at the cut,
     /// as Redis loads an AOF's RDB preamble). They go on first lookup.
     pub keep_expired: bool,
+    /// A key already present takes the loaded value instead of failing
+    /// the load (DEBUG RELOAD MERGE: Redis's RDBFLAGS_ALLOW_DUP).
+    pub replace_existing: bool,
 }
 
-/// Reads the snapshot at `path` into `engine` (which should be empty:
-/// a key already present is reported as a duplicate). Keys whose expire
+/// Reads the snapshot (or RDB file) at `path` into `engine` (which should
+/// be empty: a key already present is reported as a duplicate, unless
+/// `replace_existing`). Keys whose expire
 /// time has passed are skipped. `progress` is called after each block.
 ///
 /// Blocks are decoded and inserted by several threads (one per core, at
@@ -83,6 +88,11 @@ pub fn load(
     opts: &LoadOptions,
     progress: &mut dyn FnMut(&LoadProgress),
 ) -> Result<LoadStats, Error> {
+    // A Redis dump.rdb in `dir` loads too: migrating is starting Cairn
+    // where Redis kept its file.
+    if crate::rdb::file::is_rdb(path) {
+        return crate::rdb::file::load(engine, path, opts, progress);
+    }
     let limits = BuildLimits::of(engine);
     let dbs = engine.databases();
     let now = cairn_engine::clock::now_ms();
@@ -104,7 +114,7 @@ pub fn load(
             0 => Expiry::Clear,
             t => Expiry::At(t),
         };
-        if g.set(rec.db, &k, rec.value, expiry).is_some() {
+        if g.set(rec.db, &k, rec.value, expiry).is_some() && !opts.replace_existing {
             return Err(format!(
                 "duplicate key '{}' in database {}",
                 String::from_utf8_lossy(&rec.key[..rec.key.len().min(128)]),
@@ -486,6 +496,34 @@ impl<R: Read> Sections<'_, R> {
                 self.pos = body + len;
                 Ok(None)
             }
+            t if t == Section::Names as u8 => {
+                let mut h = [0u8; format::FUNCTIONS_HEADER_LEN];
+                h[0] = t;
+                read_exact(self.r, &mut h[1..])
+                    .map_err(|e| (pos, short_read("names header", e)))?;
+                let count = u32::from_le_bytes(h[1..5].try_into().expect("4 bytes"));
+                let len = u64::from_le_bytes(h[5..13].try_into().expect("8 bytes"));
+                let body = pos + format::FUNCTIONS_HEADER_LEN as u64;
+                if len > self.total.saturating_sub(body) {
+                    return Err(corrupt(pos, "names section runs past the end of the file"));
+                }
+                let mut payload = vec![0u8; len as usize];
+                read_exact(self.r, &mut payload).map_err(|e| (body, short_read("names", e)))?;
+                check_crc(self.sum, &h[13..17], &[&h[..13], &payload])
+                    .map_err(|r| corrupt(pos, format!("names section {r}")))?;
+                let lists = format::parse_names(&payload, count)
+                    .ok_or_else(|| corrupt(body, "names section is malformed"))?;
+                if self.install_books {
+                    // A list the table cannot take (full, too long) only
+                    // leaves the hashes that use it with their names
+                    // inline.
+                    for l in &lists {
+                        cairn_engine::value::names::install(l);
+                    }
+                }
+                self.pos = body + len;
+                Ok(None)
+            }
             t if t == Section::End as u8 => {
                 let mut e = [0u8; END_LEN];
                 e[0] = t;
@@ -499,8 +537,13 @@ impl<R: Read> Sections<'_, R> {
                 );
                 let after = pos + END_LEN as u64;
                 if after != self.total {
+                    // Reported at the marker, not after it: a damaged tag
+                    // can make another section read as an end marker whose
+                    // CRC field is 0 ("not computed"; a fixed-width book's
+                    // code lengths hold runs of zeros), and the damage is
+                    // where the marker starts.
                     return Err(corrupt(
-                        after,
+                        pos,
                         format!(
                             "{} bytes after the end marker",
                             self.total.saturating_sub(after)

@@ -19,10 +19,16 @@
 //! the cut and the opening of the file (microseconds) the queue only
 //! grows.
 //!
+//! The same cut writes either format (`Options::format`): Cairn's own
+//! blocks, or a Redis RDB file (`crate::rdb::file`), where each block is
+//! a `SELECTDB` and its keys' records and the CRC-64 runs over the whole
+//! file as it is written.
+//!
 //! The file is written as `<dir>/temp-<pid>-<epoch>-<name>`, fsynced,
 //! renamed over `<dir>/<name>`, and the directory fsynced, so the previous
 //! snapshot stays whole until the new one is complete and durable.
 use super::format::{self, BLOCK_TARGET_BYTES};
+use crate::rdb::file as rdb_file;
 use cairn_engine::keyspace::Shard;
 use cairn_engine::snapshot::{BeginError, ShardSink};
 use cairn_engine::Cx;
@@ -36,9 +42,22 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// The file format a snapshot is written in (`snapshot-format`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Format {
+    /// Cairn's own (`format`).
+    #[default]
+    Cairn,
+    /// Redis's RDB version 10 (`crate::rdb::file`).
+    Rdb,
+}
+
 /// How a snapshot is written.
 #[derive(Clone, Debug)]
 pub struct Options {
+    pub format: Format,
+    /// RDB's `used-mem` AUX field: the server's memory at the cut.
+    pub used_mem: u64,
     /// Compute CRCs (`rdbchecksum yes`); without, they are written as 0.
     pub checksum: bool,
     /// Test knob: fail with an I/O error ("no space left") once this many
@@ -59,6 +78,8 @@ pub struct Options {
 impl Default for Options {
     fn default() -> Self {
         Options {
+            format: Format::Cairn,
+            used_mem: 0,
             checksum: true,
             fail_after_bytes: None,
             key_delay: Duration::ZERO,
@@ -146,7 +167,7 @@ struct Block {
 
 /// The open snapshot file and what went into it.
 struct Out {
-    w: BufWriter<Counted<File>>,
+    w: BufWriter<Counted<Sink>>,
     keys: u64,
     blocks: u64,
     /// The first write error; later blocks are dropped, the sweep stops.
@@ -160,6 +181,7 @@ struct Queue {
     /// Keys expired at the cut are left out (as a lookup then would).
     cut_ms: AtomicU64,
     checksum: bool,
+    format: Format,
     /// `Options::max_queued_bytes` (0: none).
     limit: u64,
     /// The file, once `write` has opened it; any thread may write the
@@ -227,10 +249,14 @@ impl Queue {
         let mut records = 0;
         for b in self.take() {
             if out.failed.is_none() {
-                let r = out
-                    .w
-                    .write_all(&format::block_header(b.records, &b.payload, self.checksum))
-                    .and_then(|()| out.w.write_all(&b.payload));
+                let r = match self.format {
+                    Format::Cairn => out
+                        .w
+                        .write_all(&format::block_header(b.records, &b.payload, self.checksum))
+                        .and_then(|()| out.w.write_all(&b.payload)),
+                    // RDB has no blocks: the records follow one another.
+                    Format::Rdb => out.w.write_all(&b.payload),
+                };
                 match r {
                     Ok(()) => {
                         out.keys += u64::from(b.records);
@@ -259,12 +285,23 @@ impl ShardSink for Queue {
             records: 0,
             payload: self.buffer(),
         };
+        let rdb = self.format == Format::Rdb;
         for db in 0..shard.databases() {
+            // RDB: each block names its database before its first key.
+            let mut selected = false;
             for e in shard.db(db).iter() {
                 if e.is_expired(cut) {
                     continue;
                 }
-                format::put_entry(&mut cur.payload, db, e);
+                if rdb {
+                    if !selected {
+                        rdb_file::put_select_db(&mut cur.payload, db);
+                        selected = true;
+                    }
+                    rdb_file::put_key(&mut cur.payload, e);
+                } else {
+                    format::put_entry(&mut cur.payload, db, e);
+                }
                 cur.records += 1;
                 if cur.payload.len() >= BLOCK_TARGET_BYTES || cur.records == u32::MAX {
                     let full = std::mem::replace(
@@ -275,6 +312,7 @@ impl ShardSink for Queue {
                         },
                     );
                     self.push(full);
+                    selected = false;
                 }
             }
         }
@@ -326,6 +364,7 @@ pub fn begin(
         progress: Arc::new(Progress::default()),
         cut_ms: AtomicU64::new(0),
         checksum: opts.checksum,
+        format: opts.format,
         limit: opts.max_queued_bytes,
         out: Mutex::new(None),
         spare: Mutex::new(Vec::new()),
@@ -404,11 +443,13 @@ pub fn save(
     write(engine, cut, path)
 }
 
-/// A `Write` that counts bytes and can fail on purpose (`fail_after_bytes`).
+/// A `Write` that counts bytes, can fail on purpose (`fail_after_bytes`)
+/// and, for RDB, keeps the CRC-64 of what went through.
 struct Counted<W> {
     inner: W,
     written: u64,
     fail_after: Option<u64>,
+    crc64: Option<u64>,
 }
 
 impl<W: Write> Write for Counted<W> {
@@ -420,12 +461,28 @@ impl<W: Write> Write for Counted<W> {
         }
         let n = self.inner.write(buf)?;
         self.written += n as u64;
+        if let Some(c) = &mut self.crc64 {
+            *c = crate::rdb::crc64(*c, &buf[..n]);
+        }
         Ok(n)
     }
 
     fn flush(&mut self) -> io::Result<()> {
         self.inner.flush()
     }
+}
+
+/// Where a snapshot's bytes go: its file, or any stream (`write_to`).
+type Sink = Box<dyn Write + Send>;
+
+/// Writes the snapshot `cut` started into `sink` instead of a file: the
+/// same bytes, flushed at the end, nothing synced (a replica's socket
+/// next: the caller adds its own framing, `$EOF:` for instance).
+/// `Cut::progress()` reports on it as on a file. `name` stands for the
+/// sink in errors.
+pub fn write_to(engine: &Engine, cut: Cut, sink: Sink, name: &Path) -> Result<Stats, SaveError> {
+    let _end = EndOnDrop(engine, cut.epoch);
+    write_sink(engine, &cut, sink, name)
 }
 
 fn write_file(engine: &Engine, cut: &Cut, tmp: &Path) -> Result<Stats, SaveError> {
@@ -439,31 +496,64 @@ fn write_file(engine: &Engine, cut: &Cut, tmp: &Path) -> Result<Stats, SaveError
         .truncate(true)
         .open(tmp)
         .map_err(io_err("create"))?;
+    // A second handle to fsync the file once the writer has let go.
+    let sync = file.try_clone().map_err(io_err("open"))?;
+    let stats = write_sink(engine, cut, Box::new(file), tmp)?;
+    sync.sync_all().map_err(io_err("fsync"))?;
+    Ok(stats)
+}
+
+/// The body of `write_file` and `write_to`: header, the sweep, the end.
+fn write_sink(engine: &Engine, cut: &Cut, sink: Sink, tmp: &Path) -> Result<Stats, SaveError> {
+    let io_err = |op: &'static str| {
+        let path = tmp.to_path_buf();
+        move |error| SaveError::Io { op, path, error }
+    };
     let mut w = BufWriter::with_capacity(
         1 << 20,
         Counted {
-            inner: file,
+            inner: sink,
             written: 0,
             fail_after: cut.opts.fail_after_bytes,
+            crc64: (cut.opts.format == Format::Rdb).then_some(0),
         },
     );
     let checksum = cut.opts.checksum;
     let progress = cut.progress();
-    w.write_all(&format::header(
-        cut.cut_ms,
-        engine.databases() as u32,
-        checksum,
-    ))
-    .map_err(io_err("write"))?;
-    // The shared books of hash values (issue 20), before any block, so a
-    // load installs them before it builds the first hash.
-    for (id, lens, current) in cairn_engine::value::codebooks::all() {
-        w.write_all(&format::codebook(id, current, &lens, checksum))
-            .map_err(io_err("write"))?;
-    }
-    if !cut.opts.functions.is_empty() {
-        w.write_all(&format::functions(&cut.opts.functions, checksum))
-            .map_err(io_err("write"))?;
+    let rdb = cut.opts.format == Format::Rdb;
+    if rdb {
+        let mut head = rdb_file::header(&rdb_file::Aux {
+            redis_ver: rdb_file::REDIS_VER.into(),
+            ctime_secs: cut.cut_ms / 1000,
+            used_mem: cut.opts.used_mem,
+        });
+        for code in &cut.opts.functions {
+            rdb_file::put_function(&mut head, code);
+        }
+        w.write_all(&head).map_err(io_err("write"))?;
+    } else {
+        w.write_all(&format::header(
+            cut.cut_ms,
+            engine.databases() as u32,
+            checksum,
+        ))
+        .map_err(io_err("write"))?;
+        // The shared books of hash values (issue 20), before any block, so a
+        // load installs them before it builds the first hash.
+        for (id, lens, current) in cairn_engine::value::codebooks::all() {
+            w.write_all(&format::codebook(id, current, &lens, checksum))
+                .map_err(io_err("write"))?;
+        }
+        // The interned field-name lists of hash values (issue 20), likewise.
+        let lists = cairn_engine::value::names::all();
+        if !lists.is_empty() {
+            w.write_all(&format::names(&lists, checksum))
+                .map_err(io_err("write"))?;
+        }
+        if !cut.opts.functions.is_empty() {
+            w.write_all(&format::functions(&cut.opts.functions, checksum))
+                .map_err(io_err("write"))?;
+        }
     }
     *cut.queue.out.lock() = Some(Out {
         w,
@@ -518,13 +608,28 @@ fn write_file(engine: &Engine, cut: &Cut, tmp: &Path) -> Result<Stats, SaveError
     stats.keys = keys;
     stats.blocks = blocks;
     let mut out = w;
-    out.write_all(&format::end(stats.keys, stats.blocks, checksum))
-        .map_err(io_err("write"))?;
+    if rdb {
+        out.write_all(&[rdb_file::OP_EOF])
+            .map_err(io_err("write"))?;
+        out.flush().map_err(io_err("write"))?;
+        // Every byte before it went through `Counted`'s CRC (0: not
+        // computed, as `rdbchecksum no` writes it).
+        let crc = if checksum {
+            out.get_ref().crc64.unwrap_or(0)
+        } else {
+            0
+        };
+        out.write_all(&crc.to_le_bytes()).map_err(io_err("write"))?;
+    } else {
+        out.write_all(&format::end(stats.keys, stats.blocks, checksum))
+            .map_err(io_err("write"))?;
+    }
     let counted = out
         .into_inner()
         .map_err(|e| io_err("write")(e.into_error()))?;
     stats.bytes = counted.written;
-    counted.inner.sync_all().map_err(io_err("fsync"))?;
+    let mut inner = counted.inner;
+    inner.flush().map_err(io_err("write"))?;
     stats.peak_queued_bytes = progress.peak_queued_bytes.load(Ordering::Relaxed);
     progress.bytes_written.store(stats.bytes, Ordering::Relaxed);
     Ok(stats)

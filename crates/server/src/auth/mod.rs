@@ -312,6 +312,23 @@ pub fn save_file(shared: &Shared, path: &str) -> std::io::Result<()> {
     r
 }
 
+/// Every user as CONFIG REWRITE writes it when users come from `user`
+/// lines (no `aclfile`): the name and the rules, in name order, as
+/// Redis's rewriteConfigUserOption writes `user <name> <ACL LIST rules>`.
+pub fn config_lines(shared: &Shared) -> Vec<Vec<String>> {
+    shared
+        .acl
+        .all()
+        .iter()
+        .map(|u| {
+            vec![
+                String::from_utf8_lossy(&u.name).into_owned(),
+                String::from_utf8_lossy(&u.describe(&shared.table)).into_owned(),
+            ]
+        })
+        .collect()
+}
+
 fn trim<'a>(mut s: &'a [u8], set: &[u8]) -> &'a [u8] {
     while let [first, rest @ ..] = s {
         if !set.contains(first) {
@@ -344,7 +361,10 @@ pub fn lookup_command<'t>(
 /// The key arguments of `argv` with the rights each needs: read for a
 /// key the command reads, write for one it inserts, updates or deletes
 /// (from the key specs' flags, or the command's key callback).
-pub fn key_rights(cmd: &crate::exec::table::Command, argv: &[&[u8]]) -> Vec<(usize, u8)> {
+pub fn key_rights(
+    cmd: &crate::exec::table::Command,
+    argv: &[&[u8]],
+) -> smallvec::SmallVec<[(usize, u8); 4]> {
     crate::exec::keys::command_keys(cmd.name, &cmd.key_specs, argv)
         .into_iter()
         .map(|(i, f)| (i, f.acl_rights()))

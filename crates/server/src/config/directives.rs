@@ -93,7 +93,8 @@ macro_rules! directives {
             /// Absolute path of the config file given at startup.
             pub(super) config_file: Option<PathBuf>,
             /// `user <name> <rules...>` lines, in order (file only; the
-            /// ACL registry is built from them at start).
+            /// ACL registry is built from them at start). CONFIG REWRITE
+            /// fills its copy's with the running users.
             pub user_lines: Vec<Vec<String>>,
         }
 
@@ -265,7 +266,8 @@ directives! {
     tracking_table_max_keys: u64 = "tracking-table-max-keys", int(0, I64_MAX), "1000000", MUTABLE, keep;
     /// `slowlog-max-len`.
     slowlog_max_len: u64 = "slowlog-max-len", int(0, I64_MAX), "128", MUTABLE, keep;
-    /// `latency-tracking`.
+    /// `latency-tracking`: each command's run times go in its histogram
+    /// (`crate::cmdlatency`).
     latency_tracking: bool = "latency-tracking", Kind::Bool, "yes", MUTABLE, keep;
     /// `enable-debug-command`.
     enable_debug_command: ProtectedAction = "enable-debug-command", Kind::Enum(ProtectedAction::NAMES), "no", IMMUTABLE, keep;
@@ -490,6 +492,58 @@ directives! {
     replica_announce_port: u16 = "replica-announce-port" | "slave-announce-port", int(0, 65535), "0", MUTABLE, keep;
     /// `replica-announced`: shown to Sentinel (INFO `replica_announced`).
     replica_announced: bool = "replica-announced", Kind::Bool, "yes", MUTABLE, keep;
+    // rest2 (issue 22): per-command latency histograms.
+
+    /// `latency-tracking-info-percentiles`: the percentiles INFO
+    /// latencystats reports for each command (`crate::cmdlatency`).
+    latency_tracking_info_percentiles: Vec<String> = "latency-tracking-info-percentiles", Kind::Percentiles, "50 99 99.9", MUTABLE, keep;
+
+    // Cluster mode (branch cluster): Redis 7.0's cluster directives with its
+    // defaults. Cairn's cluster is one node with no bus (`crate::cluster`):
+    // the announce-* directives shape what CLUSTER NODES/SLOTS/SHARDS show,
+    // the rest are stored and shown only.
+    /// `cluster-enabled`: answer as a one-node Redis Cluster owning every slot.
+    cluster_enabled: bool = "cluster-enabled", Kind::Bool, "no", IMMUTABLE, keep;
+    /// `cluster-config-file`: the node's ID and epochs (nodes.conf format), in `dir`.
+    cluster_config_file: String = "cluster-config-file", STR, "nodes.conf", IMMUTABLE, keep;
+    /// `cluster-port`: the bus port CLUSTER NODES shows (0: port + 10000); nothing listens.
+    cluster_port: u16 = "cluster-port", int(0, 65535), "0", IMMUTABLE, keep;
+    /// `cluster-node-timeout` (ms): stored only.
+    cluster_node_timeout: i64 = "cluster-node-timeout", int(0, I64_MAX), "15000", MUTABLE, keep;
+    /// `cluster-announce-ip`: the IP CLUSTER NODES/SLOTS/SHARDS show.
+    cluster_announce_ip: String = "cluster-announce-ip", NULLABLE_STR, "", MUTABLE, keep;
+    /// `cluster-announce-hostname`: shown beside the IP.
+    cluster_announce_hostname: String = "cluster-announce-hostname", NULLABLE_STR, "", MUTABLE, valid_announced_hostname;
+    /// `cluster-announce-port`: the client port shown (0: the bound port).
+    cluster_announce_port: u16 = "cluster-announce-port", int(0, 65535), "0", MUTABLE, keep;
+    /// `cluster-announce-bus-port`: the bus port shown.
+    cluster_announce_bus_port: u16 = "cluster-announce-bus-port", int(0, 65535), "0", MUTABLE, keep;
+    /// `cluster-announce-tls-port`: stored only.
+    cluster_announce_tls_port: u16 = "cluster-announce-tls-port", int(0, 65535), "0", MUTABLE, keep;
+    /// `cluster-require-full-coverage`: stored only (every slot is covered).
+    cluster_require_full_coverage: bool = "cluster-require-full-coverage", Kind::Bool, "yes", MUTABLE, keep;
+    /// `cluster-allow-reads-when-down`: stored only (the cluster is never down).
+    cluster_allow_reads_when_down: bool = "cluster-allow-reads-when-down", Kind::Bool, "no", MUTABLE, keep;
+    /// `cluster-allow-pubsubshard-when-down`: stored only.
+    cluster_allow_pubsubshard_when_down: bool = "cluster-allow-pubsubshard-when-down", Kind::Bool, "yes", MUTABLE, keep;
+    /// `cluster-link-sendbuf-limit`: stored only (no cluster links).
+    cluster_link_sendbuf_limit: u64 = "cluster-link-sendbuf-limit", mem(0, U64_MAX), "0", MUTABLE, keep;
+    /// `cluster-preferred-endpoint-type`: what CLUSTER SLOTS/SHARDS give as the endpoint.
+    cluster_preferred_endpoint_type: ClusterEndpoint = "cluster-preferred-endpoint-type", Kind::Enum(ClusterEndpoint::NAMES), "ip", MUTABLE, keep;
+    /// `cluster-replica-validity-factor`: stored only (no replicas).
+    cluster_replica_validity_factor: i32 = "cluster-replica-validity-factor" | "cluster-slave-validity-factor", int(0, I32_MAX), "10", MUTABLE, keep;
+    /// `cluster-migration-barrier`: stored only.
+    cluster_migration_barrier: i32 = "cluster-migration-barrier", int(0, I32_MAX), "1", MUTABLE, keep;
+    /// `cluster-replica-no-failover`: stored only.
+    cluster_replica_no_failover: bool = "cluster-replica-no-failover" | "cluster-slave-no-failover", Kind::Bool, "no", MUTABLE, keep;
+    /// `cluster-allow-replica-migration`: stored only.
+    cluster_allow_replica_migration: bool = "cluster-allow-replica-migration", Kind::Bool, "yes", MUTABLE, keep;
+    // branch rdb: RDB files (issue 24, item 1).
+    /// `snapshot-format` (Cairn only): the format SAVE, BGSAVE, the save
+    /// rules and the shutdown save write `dbfilename` in: `cairn` (its
+    /// own) or `rdb` (Redis 7.0's RDB version 10, which redis-server
+    /// loads). Start-up reads either, by the file's magic.
+    snapshot_format: SnapshotFormat = "snapshot-format", Kind::Enum(SnapshotFormat::NAMES), "cairn", MUTABLE, keep;
 }
 
 /// Directives only meaningful while reading a file; CONFIG REWRITE keeps

@@ -52,10 +52,12 @@ pub use load::{load, usage};
 pub use load::parse_str;
 pub use syntax::string_match;
 pub use types::{
-    AppendFsync, ClientBufferLimit, ClientOutputBufferLimits, KeyspaceEvents, LogLevel,
-    MaxmemoryPolicy, OomScoreAdj, OomScoreAdjValues, ProtectedAction, PubsubDefault,
+    AppendFsync, ClientBufferLimit, ClientOutputBufferLimits, ClusterEndpoint, KeyspaceEvents,
+    LogLevel, MaxmemoryPolicy, OomScoreAdj, OomScoreAdjValues, ProtectedAction, PubsubDefault,
     ReplDisklessLoad, SaveRule, Supervised, TlsAuthClients,
 };
+// branch rdb
+pub use types::SnapshotFormat;
 pub use units::parse_memory;
 pub use validate::os_error_text;
 

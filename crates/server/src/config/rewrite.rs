@@ -33,7 +33,8 @@ impl Config {
     /// second rewrite of an unchanged config leaves the file as it is (see
     /// the client-output-buffer-limit ordering and the final-newline
     /// handling below). Directives read from included files are written
-    /// into this file, as Redis does.
+    /// into this file, as Redis does. `user` lines are `user_lines`
+    /// (Redis's rewriteConfigUserOption).
     pub fn rewrite_text(&self, old: &[u8]) -> Vec<u8> {
         let mut state = RewriteState::read(old);
         for d in TABLE {
@@ -50,6 +51,16 @@ impl Config {
                 }
             }
         }
+        // Redis's rewriteConfigUserOption: with an ACL file the users live
+        // there and the file's `user` lines go; otherwise every user is
+        // written (`user_lines`, which CONFIG REWRITE fills from the
+        // running users), so ACL SETUSER survives a restart.
+        if self.aclfile.is_empty() {
+            for words in &self.user_lines {
+                state.rewrite_line("user", format!("user {}", words.join(" ")), true);
+            }
+        }
+        state.rewritten.insert("user");
         state.finish()
     }
 }
@@ -124,6 +135,7 @@ pub(super) fn rewrite_lines(
             lines.sort_by_key(|(_, force)| !force);
             return Some(lines);
         }
+        (Kind::Percentiles, Value::List(l)) if l.is_empty() => format!("{name} \"\""),
         (Kind::Events, Value::Events(e)) => format!("{name} {}", repr(e.to_string().as_bytes())),
         (kind, v) => format!("{name} {}", kind.render(v)),
     };

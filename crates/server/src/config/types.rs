@@ -134,6 +134,16 @@ config_enum! {
 }
 
 config_enum! {
+    /// `cluster-preferred-endpoint-type`: what CLUSTER SLOTS and SHARDS
+    /// give as a node's endpoint.
+    ClusterEndpoint {
+        Ip = "ip",
+        Hostname = "hostname",
+        UnknownEndpoint = "unknown-endpoint",
+    }
+}
+
+config_enum! {
     /// `repl-diskless-load` (accepted and shown; Cairn has no replication).
     ReplDisklessLoad {
         Disabled = "disabled",
@@ -304,5 +314,14 @@ impl fmt::Display for KeyspaceEvents {
             }
         }
         f.write_str(&out)
+    }
+}
+
+// branch rdb: RDB files (issue 24, item 1).
+config_enum! {
+    /// `snapshot-format`: the file format of `dbfilename` when saving.
+    SnapshotFormat {
+        Cairn = "cairn",
+        Rdb = "rdb",
     }
 }

@@ -170,3 +170,18 @@ pub(super) fn valid_tls_ciphersuites(v: Value, _: &Ctx) -> Result<Value, String>
     }
     Ok(v)
 }
+
+/// Redis's isValidAnnouncedHostname (branch cluster): `cluster-announce-hostname`.
+pub(super) fn valid_announced_hostname(v: Value, _: &Ctx) -> Result<Value, String> {
+    match &v {
+        Value::Str(s) if s.len() >= 256 => Err("Hostnames must be less than 256 characters".into()),
+        Value::Str(s)
+            if !s
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.') =>
+        {
+            Err("Hostnames may only contain alphanumeric characters, hyphens or dots".into())
+        }
+        _ => Ok(v),
+    }
+}

@@ -154,12 +154,18 @@ pub(super) enum Kind {
     Events,
     /// `oom-score-adj-values`: three integers, -2000..=2000 each.
     OomValues,
+    /// `latency-tracking-info-percentiles`: numbers within 0..=100, kept
+    /// as Redis prints them back (`%f`, trailing zeros trimmed).
+    Percentiles,
 }
 
 impl Kind {
     /// Redis's MULTI_ARG_CONFIG: the value is a list of words.
     pub(super) fn multi_arg(&self) -> bool {
-        matches!(self, Kind::Bind | Kind::Save | Kind::Obuf | Kind::OomValues)
+        matches!(
+            self,
+            Kind::Bind | Kind::Save | Kind::Obuf | Kind::OomValues | Kind::Percentiles
+        )
     }
 
     /// Parses the arguments of one directive. `current` is needed because
@@ -170,6 +176,7 @@ impl Kind {
             Kind::Save => parse_save(args),
             Kind::Obuf => parse_obuf(args, current),
             Kind::OomValues => parse_oom_values(args),
+            Kind::Percentiles => parse_percentiles(args),
             _ => {
                 let [arg] = args else {
                     return Err("wrong number of arguments".into());
@@ -208,7 +215,7 @@ impl Kind {
             Kind::Events => KeyspaceEvents::parse(arg)
                 .map(Value::Events)
                 .ok_or_else(|| "Invalid event class character. Use 'Ag$lshzxeKEtmdn'.".into()),
-            Kind::Bind | Kind::Save | Kind::Obuf | Kind::OomValues => {
+            Kind::Bind | Kind::Save | Kind::Obuf | Kind::OomValues | Kind::Percentiles => {
                 Err("wrong number of arguments".into())
             }
         }
@@ -352,4 +359,39 @@ pub(super) fn parse_oom_values(args: &[String]) -> Result<Value, String> {
             .ok_or("Invalid oom-score-adj-values, elements must be between -2000 and 2000.")?;
     }
     Ok(Value::Oom(OomScoreAdjValues(values)))
+}
+
+/// Redis's setConfigLatencyTrackingInfoPercentilesOutputOption: each word a
+/// `string2d` number within 0..=100; one empty word is no percentiles.
+pub(super) fn parse_percentiles(args: &[String]) -> Result<Value, String> {
+    if let [only] = args {
+        if only.is_empty() {
+            return Ok(Value::List(Vec::new()));
+        }
+    }
+    let mut out = Vec::with_capacity(args.len());
+    for a in args {
+        let p = string_to_f64(a).ok_or("Invalid latency-tracking-info-percentiles parameters")?;
+        if !(0.0..=100.0).contains(&p) {
+            return Err(
+                "latency-tracking-info-percentiles parameters should sit between [0.0,100.0]"
+                    .into(),
+            );
+        }
+        let text = format!("{p:.6}");
+        let text = text.trim_end_matches('0');
+        out.push(text.strip_suffix('.').unwrap_or(text).to_string());
+    }
+    Ok(Value::List(out))
+}
+
+/// Redis's `string2d`: the whole word is a number (no spaces around it),
+/// not NaN.
+fn string_to_f64(s: &str) -> Option<f64> {
+    let b = s.as_bytes();
+    if b.is_empty() || b[0].is_ascii_whitespace() || b[b.len() - 1].is_ascii_whitespace() {
+        return None;
+    }
+    let v: f64 = s.parse().ok()?;
+    (!v.is_nan()).then_some(v)
 }

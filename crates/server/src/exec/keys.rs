@@ -242,6 +242,19 @@ pub fn keys_from_specs(specs: &[KeySpec], argv: &[&[u8]]) -> Option<Vec<usize>> 
     Some(keys)
 }
 
+/// Positions named by `not_key` specs (sharded Pub/Sub channels), which
+/// cluster mode's slot check counts as keys, as Redis's `getNodeByQuery`
+/// does (its specs search includes them).
+pub fn not_key_positions(specs: &[KeySpec], argv: &[&[u8]]) -> Vec<usize> {
+    let mut out = Vec::new();
+    for spec in specs.iter().filter(|s| s.not_key) {
+        if let Found::Range(first, last, step) = find(spec, argv) {
+            out.extend((first..=last).step_by(step));
+        }
+    }
+    out
+}
+
 /// Key flags as Redis's `addReplyFlagsForKeyArgs` names them, in its order.
 #[derive(Clone, Copy, Debug)]
 pub enum KeyFlags {

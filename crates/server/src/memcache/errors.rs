@@ -29,6 +29,14 @@ pub const BAD_FORMAT: &str = "CLIENT_ERROR bad command line format";
 /// `auth` (SASL-less text authentication) with wrong credentials.
 pub const AUTH_FAILURE: &str = "CLIENT_ERROR authentication failure";
 
+/// A command the connection's ACL user may not run, or a key it may not
+/// read or write (`memcache::acl`). memcached has no per-command rights;
+/// this is its one refusal of a command a connection may not run, the
+/// answer to anything but the token line before `-Y` authentication
+/// (`proto_text.c`), so clients already treat it as "not allowed here".
+/// The ACL log says which command or key.
+pub const NOPERM: &str = "CLIENT_ERROR unauthenticated";
+
 /// `stats <group>` for a group Cairn does not keep: memcached answers an
 /// unknown group with a bare ERROR.
 pub const UNKNOWN_STATS_GROUP: &str = "ERROR";

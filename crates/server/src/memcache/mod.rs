@@ -7,13 +7,15 @@
 //! `retrieval` (get, gets, gat, gats), `storage` (set, add, replace,
 //! append, prepend, cas), `arith` (incr, decr), `keys` (delete, touch),
 //! `meta` (mg, ms, md, ma, mn, me), `admin` (flush_all, version,
-//! verbosity, quit, auth) and `stats`.
+//! verbosity, quit, auth) and `stats`; `acl` checks each request against
+//! the connection's ACL user as the Redis command it amounts to.
 //!
 //! Every item lives in database 0 as a Redis string (the mapping is in
 //! `cairn_engine::ops::memcache` and docs/design.md, "memcached"). Commands
 //! lock the shards of their keys like RESP commands, record keyspace events
 //! and WATCH changes through the same engine hooks, and hand the events to
 //! pub/sub after each command.
+mod acl;
 mod admin;
 mod arith;
 mod errors;
@@ -149,7 +151,27 @@ fn write_of(req: &Request) -> Option<bool> {
     }
 }
 
+/// True if a text command asked for no reply: its errors are silenced too
+/// (memcached's `out_string`). Meta commands always answer errors.
+fn noreply_of(req: &Request) -> bool {
+    match req {
+        Request::Store(s) => s.noreply,
+        Request::Delete { noreply, .. }
+        | Request::Arith { noreply, .. }
+        | Request::Touch { noreply, .. }
+        | Request::FlushAll { noreply, .. }
+        | Request::Verbosity { noreply, .. }
+        | Request::Refused { noreply, .. } => *noreply,
+        _ => false,
+    }
+}
+
 pub(crate) fn execute(cx: &mut Ctx, req: Request) {
+    // First, as Redis checks ACL rights before LOADING, OOM and MISCONF.
+    if crate::auth::restricted(cx.client) && !acl::allowed(cx, &req) {
+        cx.reply(errors::NOPERM, noreply_of(&req));
+        return;
+    }
     if admission::loading(cx.shared) {
         // The keyspace is half loaded: only commands that do not touch it
         // run (RESP clients get -LOADING meanwhile).

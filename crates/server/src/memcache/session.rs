@@ -118,6 +118,20 @@ impl Session for McSession {
                 Decoded::Close => return Stop::Abort,
                 Decoded::Request { consumed, req } => {
                     *need = 0;
+                    // Rules changed by ACL SETUSER apply from the next
+                    // request, as on the RESP port. A deleted user's
+                    // connection is being closed (ACL DELUSER); meanwhile
+                    // it runs nothing.
+                    crate::auth::refresh(shared, client);
+                    if !client.authenticated {
+                        *rpos += consumed;
+                        out.extend_from_slice(super::errors::NOPERM.as_bytes());
+                        out.extend_from_slice(b"\r\n");
+                        if let Some(b) = st.block.take() {
+                            cairn_engine::lazyfree::release(b.data);
+                        }
+                        continue;
+                    }
                     let before = out.len() + client.out_refs.pending();
                     // One clock reading for the request and its state in the
                     // engine, as for a RESP command (`dispatch::invoke`).

@@ -101,6 +101,9 @@ pub struct Conn {
     /// The last flush stopped at `WRITE_BUDGET` with the socket still
     /// writable: write again next turn without waiting for an event.
     pub(super) write_more: bool,
+    /// A refusal to write once the TLS handshake is done, then close
+    /// (protected mode on a TLS port; the session is `Refused`).
+    pub(super) refusal: Option<Vec<u8>>,
 }
 
 impl Conn {

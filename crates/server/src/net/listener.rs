@@ -96,20 +96,29 @@ pub fn accept_loop(l: TcpListener, shared: Arc<Shared>, front: &'static FrontEnd
         if shared.connected.fetch_add(1, Ordering::Relaxed) >= max {
             shared.connected.fetch_sub(1, Ordering::Relaxed);
             shared.rejected_connections.fetch_add(1, Ordering::Relaxed);
-            // A TLS client would read the refusal as a broken record; it
-            // is closed unanswered (see docs/design.md, "TLS").
+            // Redis 7.0 (`acceptCommonHandler`) refuses before any
+            // handshake, so a TLS client is closed unanswered: no TLS
+            // work is done for a client beyond `maxclients`, and there is
+            // no way to word a refusal without that work.
             if !tls {
                 let _ = stream.write_all(&(front.refusal)(Refusal::MaxClients));
             }
             continue;
         }
+        let mut refuse = None;
         if denied_by_protected_mode(&shared, &addr) {
-            shared.connected.fetch_sub(1, Ordering::Relaxed);
             shared.rejected_connections.fetch_add(1, Ordering::Relaxed);
             if !tls {
+                shared.connected.fetch_sub(1, Ordering::Relaxed);
                 let _ = stream.write_all(&(front.refusal)(Refusal::ProtectedMode));
+                continue;
             }
-            continue;
+            // Redis checks protected mode once the handshake is done
+            // (`clientAcceptHandler`) and writes -DENIED over TLS: a
+            // worker finishes the handshake, answers and closes. The
+            // connection counts against maxclients meanwhile, as the
+            // client Redis has made for it does.
+            refuse = Some(Refusal::ProtectedMode);
         }
         let workers = shared.workers();
         // Only the workers `balance` keeps active take new clients.
@@ -123,7 +132,7 @@ pub fn accept_loop(l: TcpListener, shared: Arc<Shared>, front: &'static FrontEnd
                 w = free;
             }
         }
-        workers[w].send(Msg::NewConn(stream, addr, front, tls_config));
+        workers[w].send(Msg::NewConn(stream, addr, front, tls_config, refuse));
     }
 }
 

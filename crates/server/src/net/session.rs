@@ -97,12 +97,46 @@ pub enum Stop {
     Abort,
 }
 
-/// Why the listener turns a connection away before a worker sees it.
+/// Why the listener turns a connection away (before a worker sees it, or
+/// on a TLS port after the handshake).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Refusal {
     /// `maxclients` reached.
     MaxClients,
     /// Protected mode: not loopback and no password set.
     ProtectedMode,
+}
+
+/// The session of a connection refused on a TLS port, waiting for its
+/// handshake to end before the worker writes the refusal and closes it
+/// (`Conn::refusal`): whatever the client sends meanwhile is dropped
+/// unread, so nothing runs.
+pub struct Refused;
+
+impl Session for Refused {
+    fn process(&mut self, io: Io<'_>, _: &mut Client, _: &Shared, _: usize) -> Stop {
+        *io.rpos = io.input.len();
+        *io.need = 0;
+        Stop::NeedInput
+    }
+
+    fn add_block(&mut self, _at: usize, _data: Arc<Vec<u8>>, _terminated: bool) {}
+
+    fn holding(&self) -> bool {
+        false
+    }
+
+    fn paused(&self) -> bool {
+        false
+    }
+
+    fn unpause(&mut self) {}
+
+    fn wake(&mut self) -> bool {
+        false
+    }
+
+    fn release(&mut self) {}
 }
 
 /// A protocol as the connection layer knows it: how to start a session

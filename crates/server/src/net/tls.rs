@@ -46,6 +46,12 @@ impl TlsStream {
         })
     }
 
+    /// True until the handshake is done.
+    #[inline]
+    pub fn handshaking(&self) -> bool {
+        self.conn.is_handshaking()
+    }
+
     /// Ciphertext waiting for the socket.
     #[inline]
     pub fn pending_out(&self) -> usize {

@@ -59,6 +59,15 @@ impl Transport {
         }
     }
 
+    /// True while a TLS handshake is under way; never for plain TCP.
+    #[inline]
+    pub fn handshaking(&self) -> bool {
+        match self {
+            Transport::Plain(_) => false,
+            Transport::Tls(t) => t.handshaking(),
+        }
+    }
+
     /// Bytes the transport itself holds for the socket (TLS records the
     /// socket would not take yet); 0 for plain TCP.
     #[inline]

@@ -176,7 +176,9 @@ impl Worker {
         for m in msgs {
             match m {
                 Msg::Pubsub(batch) => self.deliver_pubsub(batch),
-                Msg::NewConn(stream, addr, front, tls) => self.adopt(stream, addr, front, tls),
+                Msg::NewConn(stream, addr, front, tls, refuse) => {
+                    self.adopt(stream, addr, front, tls, refuse)
+                }
                 Msg::Monitor(id, line) => self.deliver_monitor(id, &line),
                 Msg::Invalidate(id) => self.deliver_invalidations(id),
                 Msg::Poke => self.cron(),
@@ -198,6 +200,7 @@ impl Worker {
         addr: std::net::SocketAddr,
         front: &'static FrontEnd,
         tls: Option<Arc<rustls::ServerConfig>>,
+        refuse: Option<crate::net::session::Refusal>,
     ) {
         let laddr = std_stream.local_addr().unwrap_or(addr);
         if std_stream.set_nonblocking(true).is_err() {
@@ -241,10 +244,14 @@ impl Worker {
         let authenticated = user.nopass && user.enabled;
         let mut client = Client::new(info, authenticated, Some(user));
         client.user_gen = gen;
+        let session: Box<dyn crate::net::session::Session> = match refuse {
+            Some(_) => Box::new(crate::net::session::Refused),
+            None => (front.session)(),
+        };
         self.conns[slot] = Some(Conn {
             transport,
             client,
-            session: (front.session)(),
+            session,
             rbuf: Vec::new(),
             filled: 0,
             rpos: 0,
@@ -262,6 +269,7 @@ impl Worker {
             block_in: None,
             obuf_soft_since: 0,
             write_more: false,
+            refusal: refuse.map(front.refusal),
         });
     }
 
@@ -285,6 +293,13 @@ impl Worker {
             note_served(conn, &self.shared);
         }
         let conn = self.conns[i].as_mut().expect("checked above");
+        if conn.refusal.is_some() && !conn.transport.handshaking() {
+            // The handshake is done: the refusal goes out encrypted, then
+            // the connection closes (Redis's `clientAcceptHandler`).
+            let msg = conn.refusal.take().expect("checked");
+            conn.wbuf.extend_from_slice(&msg);
+            conn.closing = true;
+        }
         if let Some(b) = &conn.client.blocked {
             if b.deadline_ms != 0 && conn.armed != b.deadline_ms {
                 conn.armed = b.deadline_ms;
@@ -423,6 +438,7 @@ impl Worker {
             && !conn.session.holding()
             && !conn.ready_again
             && !conn.closing
+            && conn.refusal.is_none()
             && conn.client.blocked.is_none()
             && !conn.client.subs.active()
             && conn.client.info.tracking.load(Ordering::Relaxed) == 0

@@ -695,6 +695,70 @@ pub const SCRIPT_RO_WITH_WRITE_FLAG: &str =
 pub const NUMKEYS_NEGATIVE: &str = "ERR Number of keys can't be negative";
 pub const NUMKEYS_TOO_MANY: &str = "ERR Number of keys can't be greater than number of args";
 
+// ------------------------------------------------------------------------
+// Cluster mode (branch cluster; Redis 7.0 `cluster.c`, `db.c`).
+
+pub const CROSSSLOT: &str = "CROSSSLOT Keys in request don't hash to the same slot";
+pub const SELECT_IN_CLUSTER: &str = "ERR SELECT is not allowed in cluster mode";
+pub const MOVE_IN_CLUSTER: &str = "ERR MOVE is not allowed in cluster mode";
+pub const SWAPDB_IN_CLUSTER: &str = "ERR SWAPDB is not allowed in cluster mode";
+pub const COPY_DB_IN_CLUSTER: &str =
+    "ERR Copying to another database is not allowed in cluster mode";
+pub const SCRIPT_NO_CLUSTER: &str = "ERR Can not run script on cluster, 'no-cluster' flag is set.";
+/// A script's `redis.call` whose own keys span slots (Redis's
+/// getNodeByQuery finds no node for them; raised as a Lua error, like the
+/// SCRIPT_* texts).
+pub const SCRIPT_CROSS_SLOT_CALL: &str =
+    "Script attempted to access a non local key in a cluster node";
+pub const CLUSTER_INVALID_SLOT: &str = "ERR Invalid or out of range slot";
+pub const CLUSTER_INVALID_SLOT_SHORT: &str = "ERR Invalid slot";
+pub const CLUSTER_GETKEYSINSLOT_ARGS: &str = "ERR Invalid slot or number of keys";
+pub const CLUSTER_FAILOVER_ON_MASTER: &str = "ERR You should send CLUSTER FAILOVER to a replica";
+pub const CLUSTER_REPLICATE_MYSELF: &str = "ERR Can't replicate myself";
+pub const CLUSTER_FORGET_MYSELF: &str = "ERR I tried hard but I can't forget myself...";
+pub const CLUSTER_RESET_WITH_KEYS: &str =
+    "ERR CLUSTER RESET can't be called with master nodes containing keys";
+pub const CLUSTER_EPOCH_SET: &str = "ERR Node config epoch is already non-zero";
+pub const CLUSTER_SETSLOT_SYNTAX: &str =
+    "ERR Invalid CLUSTER SETSLOT action or number of arguments. Try CLUSTER HELP";
+
+pub fn cluster_unknown_node(id: &[u8]) -> CmdError {
+    CmdError::text(format!("ERR Unknown node {}", String::from_utf8_lossy(id)))
+}
+
+pub fn cluster_slot_busy(slot: u16) -> CmdError {
+    CmdError::text(format!("ERR Slot {slot} is already busy"))
+}
+
+pub fn cluster_range_reversed(start: u16, end: u16) -> CmdError {
+    CmdError::text(format!(
+        "ERR start slot number {start} is greater than end slot number {end}"
+    ))
+}
+
+pub fn cluster_invalid_epoch(epoch: i64) -> CmdError {
+    CmdError::text(format!("ERR Invalid config epoch specified: {epoch}"))
+}
+
+pub fn cluster_unknown_setslot_node(id: &[u8]) -> CmdError {
+    CmdError::text(format!(
+        "ERR I don't know about node {}",
+        String::from_utf8_lossy(id)
+    ))
+}
+
+pub fn cluster_already_owner(slot: u16) -> CmdError {
+    CmdError::text(format!("ERR I'm already the owner of hash slot {slot}"))
+}
+
+/// Cairn only: what a one-node cluster without a cluster bus cannot do
+/// (tests/diff/DIFFERENCES.md).
+pub fn cluster_one_node(what: &str) -> CmdError {
+    CmdError::text(format!(
+        "ERR Cairn's cluster mode is one node that owns every slot and has no cluster bus: {what}"
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

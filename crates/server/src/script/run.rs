@@ -140,6 +140,9 @@ pub fn execute(
 ) -> CmdResult {
     let shared = ctx.shared;
     if spec.flags & flag::EVAL_COMPAT == 0 {
+        if spec.flags & flag::NO_CLUSTER != 0 && shared.cluster.enabled() {
+            return Err(CmdError::text(errors::SCRIPT_NO_CLUSTER));
+        }
         if spec.read_only && spec.flags & flag::NO_WRITES == 0 {
             return Err(CmdError::text(errors::SCRIPT_RO_WITH_WRITE_FLAG));
         }
@@ -447,6 +450,11 @@ impl Host for ScriptHost<'_, '_> {
             && !crate::exec::admission::room_for(self.shared, &self.cx, 0)
         {
             return Self::refuse(&format!("-{}", errors::OOM));
+        }
+        if self.shared.cluster.enabled() {
+            if let Some(text) = crate::cluster::script_call_refusal(cmd, args) {
+                return Self::refuse(text);
+            }
         }
         self.take_shards(cmd, args)?;
         let proto = self.client.proto;

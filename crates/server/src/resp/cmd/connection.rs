@@ -227,6 +227,9 @@ fn select(ctx: &mut Ctx) -> CmdResult {
     if n < i64::from(i32::MIN) || n > i64::from(i32::MAX) {
         return Err(CmdError::text(errors::OUT_OF_INT_RANGE));
     }
+    if ctx.shared.cluster.enabled() && n != 0 {
+        return Err(CmdError::text(errors::SELECT_IN_CLUSTER));
+    }
     if n < 0 || n as usize >= ctx.engine().databases() {
         return Err(CmdError::text(errors::DB_INDEX_OUT_OF_RANGE));
     }

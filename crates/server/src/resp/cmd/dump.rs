@@ -36,15 +36,10 @@ fn dump(ctx: &mut Ctx) -> CmdResult {
     let payload = op::lookup(&mut g, ctx.db(), &k).map(object::dump);
     drop(g);
     match payload {
-        Some(Ok(p)) => ctx.bulk(&p),
-        Some(Err(object::Unsupported)) => Err(CmdError::text(STREAM_DUMP)),
+        Some(p) => ctx.bulk(&p),
         None => ctx.null(),
     }
 }
-
-/// Streams have no RDB writer yet (their listpack-and-groups encoding is
-/// still to be written): DUMP and MIGRATE of one refuse it openly.
-const STREAM_DUMP: &str = "ERR DUMP of a stream is not supported by Cairn yet";
 
 /// RESTORE key ttl payload [REPLACE] [ABSTTL] [IDLETIME s] [FREQ f] → OK.
 /// RESTORE-ASKING: the same outside a cluster.
@@ -199,10 +194,7 @@ fn migrate(ctx: &mut Ctx) -> CmdResult {
             0 => 0,
             at => at.saturating_sub(now).max(1),
         };
-        let Ok(payload) = object::dump(r) else {
-            drop(g);
-            return Err(CmdError::text(STREAM_DUMP));
-        };
+        let payload = object::dump(r);
         let mut ttl_buf = itoa::Buffer::new();
         let mut cmd: Vec<&[u8]> = vec![name, k.bytes, ttl_buf.format(ttl).as_bytes(), &payload];
         if replace {

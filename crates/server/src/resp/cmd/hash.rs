@@ -12,6 +12,7 @@ use crate::resp::errors;
 use crate::resp::errors::CmdError;
 use cairn_engine::ops::hash::{self as op, FloatIncr};
 use cairn_engine::util::num::LdClass;
+use cairn_engine::value::hash::ValueRef;
 use cairn_protocol::resp::{Protocol, ReplyWriter};
 
 pub const COMMANDS: &[Def] = &[
@@ -78,14 +79,29 @@ fn hget(ctx: &mut Ctx) -> CmdResult {
     let (db, field) = (ctx.db(), ctx.arg(2));
     let (out, proto) = (&mut *ctx.out, ctx.client.proto);
     let mut g = e.lock(&ctx.cx, &k);
-    op::hget(&mut g, db, &k, field, |v| {
+    op::view(&mut g, db, &k, |h| {
         let mut w = ReplyWriter::new(out, proto);
-        match v {
-            Some(b) => w.bulk(b),
+        match h.and_then(|h| h.get_ref(field)) {
+            Some(v) => bulk_value(&mut w, v),
             None => w.null(),
         }
     })?;
     Ok(())
+}
+
+/// A value as a bulk string; a coded one decodes straight into the reply
+/// (issue 20).
+#[inline]
+fn bulk_value(w: &mut ReplyWriter<'_>, v: ValueRef<'_>) {
+    match v {
+        ValueRef::Bytes(b) => w.bulk(b),
+        v => {
+            w.bulk_len(v.len());
+            w.out.reserve(v.len() + 2);
+            v.append_to(w.out);
+            w.out.extend_from_slice(b"\r\n");
+        }
+    }
 }
 
 /// HMGET key field [field ...] → array of bulk strings, null for each
@@ -100,8 +116,8 @@ fn hmget(ctx: &mut Ctx) -> CmdResult {
         let mut w = ReplyWriter::new(out, proto);
         w.array(a.len() - 2);
         for field in a.iter_from(2) {
-            match h.and_then(|h| h.get(field)) {
-                Some(v) => w.bulk(v),
+            match h.and_then(|h| h.get_ref(field)) {
+                Some(v) => bulk_value(&mut w, v),
                 None => w.null(),
             }
         }
@@ -156,10 +172,7 @@ fn list(ctx: &mut Ctx, part: Part) -> CmdResult {
                     w.bulk(f);
                 }
                 if part != Part::Fields {
-                    w.bulk_len(v.len());
-                    w.out.reserve(v.len() + 2);
-                    v.append_to(w.out);
-                    w.out.extend_from_slice(b"\r\n");
+                    bulk_value(&mut w, v);
                 }
             });
         }

@@ -9,8 +9,8 @@
 //! config. A field Redis reports about a subsystem Cairn does not have
 //! (replication, AOF, eviction, pub/sub, defrag) is reported with the value
 //! that is true of a server without it (`aof_enabled:0`, `evicted_keys:0`);
-//! a field Cairn cannot measure (scripting memory, latency percentiles,
-//! `expired_stale_perc`) is left out rather than
+//! a field Cairn cannot measure (scripting memory, `expired_stale_perc`)
+//! is left out rather than
 //! invented. Cairn adds `cairn_version` and its worker fields
 //! (`cairn_workers`, `cairn_active_workers`, ...) to `# Server`.
 //!
@@ -156,9 +156,17 @@ fn report(shared: &Shared, cx: &Cx, sel: &Selection) -> String {
         begin(&mut out, "Errorstats");
         errorstats_section(&mut out);
     }
+    if sel.wants("latencystats") {
+        begin(&mut out, "Latencystats");
+        latencystats_section(&mut out, shared);
+    }
     if sel.wants("cluster") {
         begin(&mut out, "Cluster");
-        field(&mut out, "cluster_enabled", 0);
+        field(
+            &mut out,
+            "cluster_enabled",
+            u8::from(shared.cluster.enabled()),
+        );
     }
     if sel.wants("keyspace") {
         begin(&mut out, "Keyspace");
@@ -313,6 +321,7 @@ pub fn reset_stats(shared: &Shared, cx: &Cx) {
     *SAMPLE.lock() = Some(Sample::start(Instant::now(), &now));
     *BASELINE.lock() = Some(now);
     crate::exec::errorstats::reset();
+    crate::cmdlatency::reset(shared);
     *shared.stat_reset_at.lock() = Instant::now();
 }
 
@@ -400,7 +409,12 @@ fn server_section(out: &mut String, shared: &Shared) {
         .unwrap_or_default();
     field(out, "redis_version", crate::exec::meta::REDIS_VERSION);
     field(out, "cairn_version", crate::VERSION);
-    field(out, "redis_mode", "standalone");
+    let mode = if shared.cluster.enabled() {
+        "cluster"
+    } else {
+        "standalone"
+    };
+    field(out, "redis_mode", mode);
     field(out, "os", os_name());
     field(out, "arch_bits", usize::BITS);
     // std's Instant reads CLOCK_MONOTONIC through clock_gettime.
@@ -847,6 +861,42 @@ fn commandstats_section(out: &mut String, shared: &Shared, c: &Counters) {
             "cmdstat_{}:calls={calls},usec={usec},usec_per_call={per_call:.2},rejected_calls={rejected},failed_calls={failed}\r\n",
             cmd.name
         );
+    }
+}
+
+/// `latency_percentiles_usec_<name>:p50=..,p99=..,p99.9=..` for every
+/// command that ran since the last reset, at the percentiles of
+/// `latency-tracking-info-percentiles`, in µs with three decimals
+/// (server.c `fillPercentileDistributionLatencies`); nothing while
+/// `latency-tracking` is off.
+fn latencystats_section(out: &mut String, shared: &Shared) {
+    let percentiles: Vec<f64> = {
+        let c = shared.config.read();
+        if !c.latency_tracking {
+            return;
+        }
+        c.latency_tracking_info_percentiles
+            .iter()
+            .filter_map(|p| p.parse().ok())
+            .collect()
+    };
+    for cmd in shared.table.all() {
+        let Some(h) = crate::cmdlatency::read(shared, cmd.id) else {
+            continue;
+        };
+        let _ = write!(out, "latency_percentiles_usec_{}:", cmd.name);
+        for (j, &p) in percentiles.iter().enumerate() {
+            if j > 0 {
+                out.push(',');
+            }
+            let _ = write!(
+                out,
+                "p{}={:.3}",
+                crate::cmdlatency::percentile_label(p),
+                h.value_at_percentile(p) as f64 / 1000.0
+            );
+        }
+        out.push_str("\r\n");
     }
 }
 

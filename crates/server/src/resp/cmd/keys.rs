@@ -341,6 +341,9 @@ fn rename_generic(ctx: &mut Ctx, nx: bool) -> Result<bool, CmdError> {
 
 /// MOVE key db → 1 if moved, 0 if missing or already in the target db.
 fn move_(ctx: &mut Ctx) -> CmdResult {
+    if ctx.shared.cluster.enabled() {
+        return Err(CmdError::text(errors::MOVE_IN_CLUSTER));
+    }
     let to = db_arg(ctx, ctx.arg(2))?;
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
@@ -364,6 +367,9 @@ fn copy(ctx: &mut Ctx) -> CmdResult {
             return Err(CmdError::Syntax);
         }
         i += 1;
+    }
+    if ctx.shared.cluster.enabled() && (ctx.db() != 0 || dst_db != 0) {
+        return Err(CmdError::text(errors::COPY_DB_IN_CLUSTER));
     }
     let e = ctx.engine();
     let (from, to) = (e.key(ctx.arg(1)), e.key(ctx.arg(2)));
@@ -513,6 +519,10 @@ fn free_tables(old: Vec<cairn_engine::table::Table>, lazy: bool) {
 /// SWAPDB index1 index2 → +OK. Each index must be an int (else "invalid
 /// first/second DB index"), then both in range.
 fn swapdb(ctx: &mut Ctx) -> CmdResult {
+    // Cluster mode has database 0 only.
+    if ctx.shared.cluster.enabled() {
+        return Err(CmdError::text(errors::SWAPDB_IN_CLUSTER));
+    }
     let a = int32(ctx.arg(1)).map_err(|_| CmdError::text(errors::SWAPDB_FIRST_INVALID))?;
     let b = int32(ctx.arg(2)).map_err(|_| CmdError::text(errors::SWAPDB_SECOND_INVALID))?;
     let n = ctx.engine().databases();

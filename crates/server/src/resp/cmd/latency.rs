@@ -1,6 +1,7 @@
 //! LATENCY LATEST, HISTORY, RESET, GRAPH, DOCTOR and HELP over the
 //! latency monitor (`crate::latency`), with Redis 7.0's replies (latency.c,
-//! and sparkline.c for GRAPH).
+//! and sparkline.c for GRAPH), and LATENCY HISTOGRAM over the per-command
+//! histograms (`crate::cmdlatency`; server.c `latencyAllCommandsFillCDF`).
 use crate::config::AppendFsync;
 use crate::exec::table::Def;
 use crate::latency::Series;
@@ -17,6 +18,7 @@ pub const COMMANDS: &[Def] = &[Def::container(
         Def::new("graph", graph),
         Def::new("doctor", doctor),
         Def::new("help", help),
+        Def::new("histogram", histogram),
     ],
 )];
 
@@ -342,6 +344,55 @@ fn report(
         }
     }
     out
+}
+
+/// LATENCY HISTOGRAM [command ...] → map of full command name → map
+/// {calls: n, histogram_usec: map of µs bucket → calls at or below it}
+/// (RESP2: flat arrays), for the commands (or, for a container, its
+/// subcommands too) that ran since the last reset; unknown names are left
+/// out. No names: every command, in the command table's order (Redis
+/// walks its command dict, in hash order).
+fn histogram(ctx: &mut Ctx) -> CmdResult {
+    let table = &ctx.shared.table;
+    let mut picked = Vec::new();
+    let mut add = |cmd: &crate::exec::table::Command| {
+        if let Some(h) = crate::cmdlatency::read(ctx.shared, cmd.id) {
+            picked.push((cmd.name, h));
+        }
+    };
+    if ctx.argc() == 2 {
+        for cmd in table.all() {
+            add(cmd);
+        }
+    } else {
+        for name in ctx.args.iter_from(2) {
+            let Some(cmd) = super::server::lookup_full(table, name) else {
+                continue;
+            };
+            add(cmd);
+            let mut subs: Vec<usize> = cmd.subs.values().copied().collect();
+            subs.sort_unstable();
+            for id in subs {
+                add(table.get(id));
+            }
+        }
+    }
+    let mut w = ctx.reply();
+    w.map(picked.len());
+    for (name, h) in picked {
+        w.bulk(name.as_bytes());
+        w.map(2);
+        w.bulk(b"calls");
+        w.int(h.calls() as i64);
+        w.bulk(b"histogram_usec");
+        let cdf = h.cdf();
+        w.map(cdf.len());
+        for (usec, calls) in cdf {
+            w.int(usec as i64);
+            w.int(calls as i64);
+        }
+    }
+    Ok(())
 }
 
 /// LATENCY HELP → help lines.

@@ -8,7 +8,9 @@ use crate::resp::errors::{truncate_lossy, CmdError};
 pub mod acl;
 pub mod bitmap;
 pub mod client;
+pub mod cluster;
 pub mod connection;
+pub mod debug_dataset;
 pub mod dump;
 pub mod functions;
 pub mod geo;
@@ -64,6 +66,8 @@ pub fn families() -> Vec<&'static [Def]> {
         geo::COMMANDS,
         dump::COMMANDS,
         stream::COMMANDS,
+        // branch cluster
+        cluster::COMMANDS,
     ]
 }
 

@@ -1,9 +1,10 @@
-//! What a server without replicas and without cluster support answers to
-//! Redis 7.0's replication and cluster client commands: WAIT and ROLE
-//! (replication.c `waitCommand`, `roleCommand`), READONLY, READWRITE and
-//! ASKING (cluster.c, which refuses them when `cluster-enabled` is off).
-//! Replication itself (REPLICAOF, PSYNC, ...) and CLUSTER belong to a later
-//! issue; when replicas arrive, WAIT counts their acknowledgements here.
+//! What a server without replicas answers to Redis 7.0's replication and
+//! cluster client commands: WAIT and ROLE (replication.c `waitCommand`,
+//! `roleCommand`), READONLY, READWRITE and ASKING (cluster.c, which
+//! refuses them when `cluster-enabled` is off; CLUSTER itself is in
+//! `cluster.rs`). Replication itself (REPLICAOF, PSYNC, ...) belongs to a
+//! later issue; when replicas arrive, WAIT counts their acknowledgements
+//! here.
 use crate::client::Unblock;
 use crate::exec::table::Def;
 use crate::resp::args;
@@ -58,8 +59,13 @@ fn role(ctx: &mut Ctx) -> CmdResult {
     Ok(())
 }
 
-/// READONLY, READWRITE, ASKING → the error a Redis without cluster
-/// support answers.
-fn cluster_disabled(_ctx: &mut Ctx) -> CmdResult {
-    Err(CmdError::text(errors::CLUSTER_DISABLED))
+/// READONLY, READWRITE, ASKING → +OK in cluster mode, else the error a
+/// Redis without cluster support answers. They change nothing here: this
+/// node is a master that owns every slot, so a replica read (READONLY) or
+/// an import in progress (ASKING) never arises.
+fn cluster_disabled(ctx: &mut Ctx) -> CmdResult {
+    if !ctx.shared.cluster.enabled() {
+        return Err(CmdError::text(errors::CLUSTER_DISABLED));
+    }
+    ctx.ok()
 }

@@ -109,7 +109,7 @@ fn command_count(ctx: &mut Ctx) -> CmdResult {
 /// Finds a command by its full name, `name` or `parent|sub`, any case
 /// (server.c `lookupCommandBySds`, strict): a container's name alone is the
 /// container; a `|` after a command without subcommands finds nothing.
-fn lookup_full<'t>(table: &'t CommandTable, name: &[u8]) -> Option<&'t Command> {
+pub(super) fn lookup_full<'t>(table: &'t CommandTable, name: &[u8]) -> Option<&'t Command> {
     let mut parts = name.split(|&b| b == b'|');
     let top = table.lookup(parts.next()?)?;
     match (parts.next(), parts.next()) {
@@ -465,7 +465,9 @@ fn config_resetstat(ctx: &mut Ctx) -> CmdResult {
 /// CONFIG REWRITE → +OK once the config file reflects the running config.
 fn config_rewrite(ctx: &mut Ctx) -> CmdResult {
     // Write from a copy, so CONFIG SET and readers never wait on the disk.
-    let cfg = ctx.shared.config.read().clone();
+    let mut cfg = ctx.shared.config.read().clone();
+    // The users as they are now, not as the file had them.
+    cfg.user_lines = crate::auth::config_lines(ctx.shared);
     let Some(path) = cfg.config_file() else {
         return Err(CmdError::text(errors::NO_CONFIG_FILE));
     };
@@ -551,7 +553,8 @@ fn shutdown(ctx: &mut Ctx) -> CmdResult {
 
 // ----------------------------------------------------------------- DEBUG ---
 
-/// DEBUG subcommand [arg ...]: SLEEP, OBJECT, JUMP-CLOCK (Cairn), HELP.
+/// DEBUG subcommand [arg ...]: SLEEP, OBJECT, DIGEST, DIGEST-VALUE,
+/// RELOAD (`debug_dataset`), JUMP-CLOCK (Cairn), HELP.
 /// Refused unless `enable-debug-command` allows this client.
 fn debug(ctx: &mut Ctx) -> CmdResult {
     let allowed = ctx
@@ -575,6 +578,9 @@ fn debug(ctx: &mut Ctx) -> CmdResult {
         3 if args::is(sub, "protocol") => debug_protocol(ctx),
         3 if args::is(sub, "set-active-expire") => debug_set_active_expire(ctx),
         2 if args::is(sub, "change-repl-id") => ctx.ok(),
+        2 if args::is(sub, "digest") => super::debug_dataset::digest(ctx),
+        _ if args::is(sub, "digest-value") => super::debug_dataset::digest_value(ctx),
+        _ if args::is(sub, "reload") => super::debug_dataset::reload(ctx),
         _ => Err(subcommand_syntax_error(ctx)),
     }
 }
@@ -589,6 +595,10 @@ fn debug_help(ctx: &mut Ctx) -> CmdResult {
             "CHANGE-REPL-ID",
             "    Change the replication IDs of the instance.",
             "    Dangerous: should be used only for testing the replication subsystem.",
+            "DIGEST",
+            "    Output a hex signature representing the current DB content.",
+            "DIGEST-VALUE <key> [<key> ...]",
+            "    Output a hex signature of the values of all the specified keys.",
             "ERROR <string>",
             "    Return a Redis protocol error with <string> as message. Useful for clients",
             "    unit tests to simulate Redis errors.",
@@ -604,6 +614,19 @@ fn debug_help(ctx: &mut Ctx) -> CmdResult {
             "    Reply with a test value of the specified type. <type> can be: string,",
             "    integer, double, bignum, null, array, set, map, attrib, push, verbatim,",
             "    true, false.",
+            "RELOAD [option ...]",
+            "    Save the RDB on disk and reload it back to memory. Valid <option> values:",
+            "    * MERGE: conflicting keys will be loaded from RDB.",
+            "    * NOFLUSH: the existing database will not be removed before load, but",
+            "      conflicting keys will generate an exception and kill the server.",
+            "    * NOSAVE: the database will be loaded from an existing RDB file.",
+            "    Examples:",
+            "    * DEBUG RELOAD: verify that the server is able to persist, flush and reload",
+            "      the database.",
+            "    * DEBUG RELOAD NOSAVE: replace the current database with the contents of an",
+            "      existing RDB file.",
+            "    * DEBUG RELOAD NOSAVE NOFLUSH MERGE: add the contents of an existing RDB",
+            "      file to the database.",
             "SET-ACTIVE-EXPIRE <0|1>",
             "    Setting it to 0 disables expiring keys in background when they are not",
             "    accessed (otherwise the Redis behavior). Setting it to 1 reenables back the",
