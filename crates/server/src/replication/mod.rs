@@ -609,8 +609,10 @@ pub fn free_backlog(shared: &Shared, cx: &Cx) {
 /// the master's from now on, `feed_from_master`), the backlog is kept and
 /// attached replicas reconnect (Redis's `replicationSetMaster`).
 /// Stopping (REPLICAOF NO ONE) is a promotion: `shift_replid`, and the
-/// engine records for the stream again if a backlog exists.
-pub fn set_replica_mode(shared: &Shared, cx: &Cx, on: bool) {
+/// engine records for the stream again if a backlog exists. `cx` and
+/// `caller` are the asking command's and worker's (None off a worker), as
+/// for `create_backlog`.
+pub fn set_replica_mode(shared: &Shared, cx: &Cx, caller: Option<usize>, on: bool) {
     let r = &shared.replication;
     if on {
         r.replica_mode.store(true, Ordering::SeqCst);
@@ -629,7 +631,7 @@ pub fn set_replica_mode(shared: &Shared, cx: &Cx, on: bool) {
     shift_replid(shared);
     if r.state.lock().buffer.is_some() {
         shared.engine.arm_journal(true);
-        crate::journal::barrier(shared, None);
+        crate::journal::barrier(shared, caller);
         let g = shared.engine.lock_all(cx);
         r.state.lock().db = None;
         r.active.store(true, Ordering::SeqCst);
