@@ -457,7 +457,7 @@ pub fn cron(shared: &Shared) {
     let loops = LOOPS.fetch_add(1, Ordering::Relaxed) + 1;
     let period = u64::from(shared.config.read().repl_ping_replica_period.max(1));
     let r = &shared.replication;
-    if loops % period == 0 && !r.replicas.lock().is_empty() {
+    if loops.is_multiple_of(period) && !r.replicas.lock().is_empty() {
         r.feed_raw(b"*1\r\n$4\r\nPING\r\n");
     }
 }

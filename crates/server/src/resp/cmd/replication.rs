@@ -126,7 +126,7 @@ fn role(ctx: &mut Ctx) -> CmdResult {
 /// (whose link answers it).
 fn replconf(ctx: &mut Ctx) -> CmdResult {
     let argc = ctx.argc();
-    if argc % 2 == 0 {
+    if argc.is_multiple_of(2) {
         return Err(CmdError::Syntax);
     }
     let mut conf = ctx.client.replconf.as_deref().cloned().unwrap_or_default();
