@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 /// `slave_addr`, `slave_capa`, `CLIENT_REPL_RDBONLY`).
 #[derive(Clone, Debug, Default)]
 pub struct ReplicaConf {
-    pub port: u16,
+    pub port: i64,
     pub ip: Option<String>,
     /// `capa eof`: the replica reads a diskless `$EOF:` transfer.
     pub capa_eof: bool,
@@ -56,7 +56,7 @@ pub struct Replica {
     pub info: Arc<ClientInfo>,
     /// The address INFO and ROLE name: `ip-address`, else the peer's.
     pub ip: String,
-    pub port: u16,
+    pub port: i64,
     state: AtomicU8,
     ack_offset: AtomicU64,
     /// Unix ms of the last ACK (of the link's start before any).

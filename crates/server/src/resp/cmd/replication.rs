@@ -134,8 +134,8 @@ fn replconf(ctx: &mut Ctx) -> CmdResult {
     while j < argc {
         let (opt, val) = (ctx.arg(j), ctx.arg(j + 1));
         if args::is(opt, "listening-port") {
-            let port = args::int(val)?;
-            conf.port = port as u16;
+            // Redis stores any long and shows it as given.
+            conf.port = args::int(val)?;
         } else if args::is(opt, "ip-address") {
             // NET_HOST_STR_LEN.
             if val.len() >= 256 {
@@ -157,7 +157,11 @@ fn replconf(ctx: &mut Ctx) -> CmdResult {
             match args::int(val)? {
                 0 => conf.rdb_only = false,
                 1 => conf.rdb_only = true,
-                _ => return Err(CmdError::text(errors::OUT_OF_RANGE)),
+                _ => {
+                    return Err(CmdError::text(
+                        "ERR value is out of range, value must between 0 and 1",
+                    ))
+                }
             }
         } else if args::is(opt, "rdb-filter-only") {
             // Redis 7.0 filters only functions out ("functions" or ""):
