@@ -241,6 +241,47 @@ fn a_killed_replica_continues_from_the_backlog() {
     );
 }
 
+#[test]
+fn a_restarted_replica_continues_from_its_own_rdb() {
+    let dir = Dir::new("restart");
+    let master = start_cairn(&["--dir", dir.s(), "--enable-debug-command", "yes"]);
+    let mut mc = redis_client(master.port);
+    build(&mut mc);
+    let rdir = dir.sub("replica");
+    let Some((replica, mut rc)) = start_replica(&master, &rdir) else {
+        return;
+    };
+    live_writes(&mut mc);
+    assert_eq!(int(&mut mc, &["WAIT", "1", "5000"]), 1);
+    // The replica saves its data with the master's ID and offset, stops,
+    // and starts again from that file while the master takes writes.
+    let _ = run_maybe(&mut rc, &["SHUTDOWN", "SAVE"]);
+    drop(replica);
+    ok(&mut mc, &["SET", "while-down", "1"]);
+    int(&mut mc, &["INCR", "n2"]);
+    let Some((_replica, mut rc)) = start_replica(&master, &rdir) else {
+        return;
+    };
+    assert_eq!(int(&mut mc, &["WAIT", "1", "5000"]), 1);
+    assert_eq!(digest(&mut rc), digest(&mut mc));
+    assert_eq!(
+        info_field(&mut mc, "stats", "sync_full").as_deref(),
+        Some("1")
+    );
+    assert_eq!(
+        info_field(&mut mc, "stats", "sync_partial_ok").as_deref(),
+        Some("1")
+    );
+}
+
+fn run_maybe(c: &mut Connection, args: &[&str]) -> redis::RedisResult<Value> {
+    let mut cmd = redis::cmd(args[0]);
+    for a in &args[1..] {
+        cmd.arg(*a);
+    }
+    cmd.query(c)
+}
+
 /// Reads one `\r\n`-terminated line.
 fn read_line(s: &mut std::net::TcpStream) -> String {
     let mut line = Vec::new();
