@@ -176,10 +176,46 @@ fn redis_server_replicates_every_type_and_the_live_stream() {
     let master = start_cairn(&["--dir", dir.s(), "--enable-debug-command", "yes"]);
     let mut mc = redis_client(master.port);
     build(&mut mc);
+    // 100,000 more keys, so the image takes a while to send, and writes
+    // from another client all through the sync: each must reach the
+    // replica exactly once (in the image or in the stream, never both).
+    for chunk in 0..100 {
+        let mut mset = vec!["MSET".to_string()];
+        for i in chunk * 1000..(chunk + 1) * 1000 {
+            mset.push(format!("bulk:{i}"));
+            mset.push(format!("value of key {i}"));
+        }
+        let refs: Vec<&str> = mset.iter().map(String::as_str).collect();
+        ok(&mut mc, &refs);
+    }
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let writer = {
+        let stop = stop.clone();
+        let mut wc = redis_client(master.port);
+        std::thread::spawn(move || {
+            let mut n = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                n = int(&mut wc, &["INCR", "during"]);
+                let _: Value = run(&mut wc, &["RPUSH", "during:list", &n.to_string()]);
+            }
+            n
+        })
+    };
     let Some((replica, mut rc)) = start_replica(&master, &dir.sub("replica")) else {
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        writer.join().unwrap();
         return;
     };
+    std::thread::sleep(Duration::from_millis(200));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let n = writer.join().unwrap();
+    assert!(n > 0);
+    assert_eq!(int(&mut mc, &["WAIT", "1", "5000"]), 1);
     assert_eq!(digest(&mut rc), digest(&mut mc), "after the full sync");
+    let during: i64 = q(&mut rc, &["GET", "during"]);
+    assert_eq!(during, n);
+    assert_eq!(int(&mut rc, &["LLEN", "during:list"]), n);
+    assert_eq!(int(&mut rc, &["DBSIZE"]), int(&mut mc, &["DBSIZE"]));
     assert_eq!(
         info_field(&mut mc, "stats", "sync_full").as_deref(),
         Some("1")
