@@ -63,6 +63,8 @@ pub struct Replica {
     ack_ms: AtomicU64,
     /// The link is over (either thread saw it end).
     gone: AtomicBool,
+    /// An ACK arrived (the stream after a diskless image waits for it).
+    acked: AtomicBool,
 }
 
 impl Replica {
@@ -132,6 +134,7 @@ fn run(
         ack_offset: AtomicU64::new(0),
         ack_ms: AtomicU64::new(cairn_engine::clock::now_ms()),
         gone: AtomicBool::new(false),
+        acked: AtomicBool::new(false),
     });
     let r = &shared.replication;
     r.replicas.lock().push(replica.clone());
@@ -181,6 +184,11 @@ fn serve(
         }
         _ => None,
     };
+    // After a diskless image the stream waits for the replica's first ACK
+    // (Redis 7.0's `repl_start_cmd_stream_on_ack`): a replica reading an
+    // `$EOF:` transfer looks for the mark at the end of what it read, so
+    // stream bytes in the same read would hide it.
+    let mut wait_ack = false;
     let gen = match partial {
         Some((id, gen, replid, from)) => {
             *reader = Some(id);
@@ -200,6 +208,7 @@ fn serve(
         None => {
             let (id, gen) = full_sync(shared, replica, conf, req, &mut out)?;
             *reader = Some(id);
+            wait_ack = conf.capa_eof;
             if conf.rdb_only {
                 return Ok(());
             }
@@ -223,6 +232,13 @@ fn serve(
     loop {
         if replica.gone.load(Ordering::Relaxed) || replica.info.killed.load(Ordering::Relaxed) {
             return Ok(());
+        }
+        if wait_ack {
+            if !replica.acked.load(Ordering::Acquire) {
+                std::thread::sleep(Duration::from_millis(10));
+                continue;
+            }
+            wait_ack = false;
         }
         buf.clear();
         let Some(n) = r.take_wait(id, gen, 256 * 1024, &mut buf, Duration::from_millis(100)) else {
@@ -407,6 +423,7 @@ fn on_command(shared: &Shared, replica: &Replica, args: &[Vec<u8>]) {
         replica
             .ack_ms
             .store(cairn_engine::clock::now_ms(), Ordering::Relaxed);
+        replica.acked.store(true, Ordering::Release);
         shared.replication.wake_waiters(shared, off);
     }
 }
