@@ -122,6 +122,8 @@ COMMANDS = [
                  "myid", "nodes", "replicas", "replicate", "reset",
                  "saveconfig", "set-config-epoch", "setslot", "shards",
                  "slaves", "slots"]),
+    # repl (issue 24): master side
+    "psync", "sync", "replconf",
 ]
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -82,6 +82,9 @@ pub struct ClientInfo {
     pub inbox: Mutex<Vec<u8>>,
     /// `inbox` is not empty: a look without its lock.
     pub inbox_pending: AtomicBool,
+    /// A replica attached to this master (PSYNC/SYNC ran): CLIENT LIST
+    /// flag `S`, type `replica`. Its link is `replication::link`'s.
+    pub replica: AtomicBool,
 }
 
 impl ClientInfo {
@@ -118,6 +121,7 @@ impl ClientInfo {
             redir: AtomicU64::new(0),
             inbox: Mutex::new(Vec::new()),
             inbox_pending: AtomicBool::new(false),
+            replica: AtomicBool::new(false),
         }
     }
 
@@ -200,6 +204,13 @@ pub struct Client {
     pub journal_end: u64,
     /// Client-side caching: BCAST prefixes and CLIENT CACHING's answer.
     pub tracking: crate::tracking::ClientTracking,
+    /// What REPLCONF told of the replica on this connection.
+    pub replconf: Option<Box<crate::replication::link::ReplicaConf>>,
+    /// Set by PSYNC/SYNC with `close_after_reply`: once the replies are
+    /// written the worker gives the socket (blocking again) and the bytes
+    /// it read past the request to this, instead of closing it. The
+    /// client stays registered (CLIENT LIST); the receiver unregisters it.
+    pub handoff: Option<Handoff>,
     /// SCRIPT DEBUG SYNC is on: the next EVAL runs as a debugging session.
     pub script_debug: bool,
     /// The connection's blocking link, lent by the connection layer while
@@ -264,6 +275,9 @@ impl LinkSlot {
     }
 }
 
+/// What takes over a connection's socket (`Client::handoff`).
+pub type Handoff = Box<dyn FnOnce(std::net::TcpStream, Vec<u8>) + Send>;
+
 /// A transaction being queued.
 #[derive(Default)]
 pub struct MultiState {
@@ -326,6 +340,8 @@ impl Client {
             pushes: Default::default(),
             journal_end: 0,
             tracking: Default::default(),
+            replconf: None,
+            handoff: None,
             script_debug: false,
             link: LinkSlot::default(),
         }
@@ -409,6 +425,8 @@ pub fn client_line(out: &mut Vec<u8>, shared: &Shared, c: &ClientInfo, me: Optio
     let mut flags = String::new();
     if c.monitor.load(Ordering::Relaxed) {
         flags.push('O');
+    } else if c.replica.load(Ordering::Relaxed) {
+        flags.push('S');
     }
     if is_subscriber(c) {
         flags.push('P');

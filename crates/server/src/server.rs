@@ -73,6 +73,7 @@ pub fn build_shared(cfg: Config) -> Result<Arc<Shared>, String> {
         scripts: crate::script::Scripts::new(threads),
         balance: crate::net::balance::Balance::new(start_active),
         acl,
+        replication: Default::default(),
         cluster,
     });
     let _ = shared.journal.server.set(Arc::downgrade(&shared));
@@ -332,6 +333,7 @@ fn cron(shared: Arc<Shared>) {
     crate::memory::register_thread();
     let mut state = ExpireCycle::default();
     let mut balancer = crate::net::balance::Balancer::default();
+    let mut repl_tick = Instant::now();
     loop {
         let hz = shared.config.read().hz.clamp(1, 500) as u64;
         let period = Duration::from_millis(1000 / hz);
@@ -354,6 +356,10 @@ fn cron(shared: Arc<Shared>) {
         // Keys it expired: `expired` notifications.
         crate::keyevents::after_command(&shared, &events, None);
         balancer.tick(&shared);
+        if repl_tick.elapsed() >= Duration::from_secs(1) {
+            repl_tick = Instant::now();
+            crate::replication::cron(&shared);
+        }
         std::thread::sleep(period.saturating_sub(started.elapsed()));
     }
 }

@@ -195,6 +195,8 @@ pub struct Shared {
     pub acl: crate::auth::Registry,
     /// Client-side caching's tracking table (`tracking.rs`).
     pub tracking: crate::tracking::Tracking,
+    /// The replication stream and backlog (`replication`).
+    pub replication: Arc<crate::replication::Replication>,
     /// Cluster mode: the node's identity (`cluster`).
     pub cluster: crate::cluster::Cluster,
 }
@@ -240,6 +242,11 @@ impl Shared {
             .threshold_ms
             .store(c.latency_monitor_threshold, Ordering::Relaxed);
         self.memory.configure(&c);
+        self.replication.configure(
+            c.repl_backlog_size,
+            c.min_replicas_to_write,
+            c.min_replicas_max_lag,
+        );
         let limits = &self.engine.limits;
         limits.lfu.store(
             matches!(

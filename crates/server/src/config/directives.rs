@@ -464,6 +464,34 @@ directives! {
     /// TLS, with the same certificates and `tls-*` settings as `tls-port`.
     memcached_tls: bool = "memcached-tls", Kind::Bool, "no", IMMUTABLE, keep;
 
+    // Replication (branch repl, issue 24): names, aliases, ranges and
+    // defaults as Redis 7.0's config.c.
+
+    /// `repl-backlog-size`: history kept for partial resynchronisation
+    /// (`replication::buffer`); CONFIG SET resizes a live backlog.
+    repl_backlog_size: u64 = "repl-backlog-size", mem(1, I64_MAX), "1mb", MUTABLE, keep;
+    /// `repl-backlog-ttl`: seconds without replicas after which the backlog
+    /// is freed (0: never).
+    repl_backlog_ttl: u64 = "repl-backlog-ttl", int(0, I64_MAX), "3600", MUTABLE, keep;
+    /// `repl-ping-replica-period` (alias `repl-ping-slave-period`): seconds.
+    repl_ping_replica_period: u32 = "repl-ping-replica-period" | "repl-ping-slave-period", int(1, I32_MAX), "10", MUTABLE, keep;
+    /// `repl-timeout`: seconds.
+    repl_timeout: u32 = "repl-timeout", int(1, I32_MAX), "60", MUTABLE, keep;
+    /// `min-replicas-to-write` (alias `min-slaves-to-write`).
+    min_replicas_to_write: u32 = "min-replicas-to-write" | "min-slaves-to-write", int(0, I32_MAX), "0", MUTABLE, keep;
+    /// `min-replicas-max-lag` (alias `min-slaves-max-lag`): seconds.
+    min_replicas_max_lag: u32 = "min-replicas-max-lag" | "min-slaves-max-lag", int(0, I32_MAX), "10", MUTABLE, keep;
+    /// `masterauth`: the password a replica gives its master.
+    masterauth: String = "masterauth", NULLABLE_STR, "", MUTABLE | SENSITIVE, keep;
+    /// `masteruser`: the user a replica authenticates as.
+    masteruser: String = "masteruser", NULLABLE_STR, "", MUTABLE | SENSITIVE, keep;
+    /// `replica-announce-ip` (alias `slave-announce-ip`).
+    replica_announce_ip: String = "replica-announce-ip" | "slave-announce-ip", NULLABLE_STR, "", MUTABLE, keep;
+    /// `replica-announce-port` (alias `slave-announce-port`): 0 = the
+    /// listening port.
+    replica_announce_port: u16 = "replica-announce-port" | "slave-announce-port", int(0, 65535), "0", MUTABLE, keep;
+    /// `replica-announced`: shown to Sentinel (INFO `replica_announced`).
+    replica_announced: bool = "replica-announced", Kind::Bool, "yes", MUTABLE, keep;
     // rest2 (issue 22): per-command latency histograms.
 
     /// `latency-tracking-info-percentiles`: the percentiles INFO

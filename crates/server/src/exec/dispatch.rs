@@ -270,6 +270,11 @@ fn refusal(
             return Some(CmdError::text(crate::resp::errors::writes_denied(&why)));
         }
     }
+    // Redis's processCommand: a master with too few good replicas refuses
+    // writes (`min-replicas-to-write`, `min-replicas-max-lag`).
+    if cmd.has(flags::WRITE) && shared.replication.too_few_replicas() {
+        return Some(CmdError::text(crate::resp::errors::NOREPLICAS));
+    }
     if admission::loading(shared) && !cmd.has(flags::LOADING) {
         return Some(CmdError::text(crate::resp::errors::LOADING));
     }

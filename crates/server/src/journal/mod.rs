@@ -773,9 +773,8 @@ fn arm(shared: &Shared, caller: Option<usize>) {
 /// every key.
 fn switch_on(shared: &Arc<Shared>) {
     shared.journal.enabled.store(true, Ordering::SeqCst);
-    shared.engine.set_journal(Some(
-        shared.journal.clone() as Arc<dyn cairn_engine::record::Sink>
-    ));
+    // Beside the replication stream, if a backlog exists.
+    crate::replication::install_sink(shared, true);
 }
 
 /// A run-time start whose cut could not be made: stop the writer again.
@@ -806,7 +805,7 @@ impl Journal {
 
 /// Returns once every worker but `caller` has handled a message sent now
 /// (so has finished the command it was running), or after 5 seconds.
-fn barrier(shared: &Shared, caller: Option<usize>) {
+pub(crate) fn barrier(shared: &Shared, caller: Option<usize>) {
     let workers = shared.workers();
     let others = workers.len() - usize::from(caller.is_some_and(|c| c < workers.len()));
     if others == 0 {
@@ -834,7 +833,8 @@ pub fn stop(shared: &Shared, cx: &Cx) {
     }
     {
         let g = shared.engine.lock_all(cx);
-        shared.engine.set_journal(None);
+        // The replication stream, if a backlog exists, goes on alone.
+        crate::replication::install_sink(shared, false);
         drop(g);
     }
     j.pending.lock().stop = true;

@@ -25,7 +25,6 @@ use cairn_engine::Cx;
 use parking_lot::{const_mutex, Mutex};
 use std::fmt::{Display, Write as _};
 use std::sync::atomic::Ordering;
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 pub const COMMANDS: &[Def] = &[Def::new("info", info)];
@@ -139,7 +138,7 @@ fn report(shared: &Shared, cx: &Cx, sel: &Selection) -> String {
     }
     if sel.wants("replication") {
         begin(&mut out, "Replication");
-        replication_section(&mut out);
+        replication_section(&mut out, shared);
     }
     if sel.wants("cpu") {
         begin(&mut out, "CPU");
@@ -711,8 +710,11 @@ fn memory_section(out: &mut String, shared: &Shared, engine: Option<&EngineTotal
     field(out, "mem_fragmentation_ratio", ratio(rss, used));
     field(out, "mem_fragmentation_bytes", signed_diff(rss, used));
     field(out, "mem_not_counted_for_evict", 0);
-    field(out, "mem_replication_backlog", 0);
-    field(out, "mem_total_replication_buffers", 0);
+    // One buffer holds the backlog and every replica's unsent output
+    // (Redis 7.0's shared replication buffer), so the two are one figure.
+    let repl_bytes = shared.replication.info().backlog_bytes;
+    field(out, "mem_replication_backlog", repl_bytes);
+    field(out, "mem_total_replication_buffers", repl_bytes);
     field(out, "mem_clients_slaves", 0);
     field(out, "mem_clients_normal", client_buffers);
     field(out, "mem_cluster_links", 0);
@@ -765,9 +767,18 @@ fn stats_section(out: &mut String, shared: &Shared, raw: &Counters, c: &Counters
     field(out, "instantaneous_input_repl_kbps", "0.00");
     field(out, "instantaneous_output_repl_kbps", "0.00");
     field(out, "rejected_connections", c.rejected_connections);
-    field(out, "sync_full", 0);
-    field(out, "sync_partial_ok", 0);
-    field(out, "sync_partial_err", 0);
+    let r = &shared.replication;
+    field(out, "sync_full", r.sync_full.load(Ordering::Relaxed));
+    field(
+        out,
+        "sync_partial_ok",
+        r.sync_partial_ok.load(Ordering::Relaxed),
+    );
+    field(
+        out,
+        "sync_partial_err",
+        r.sync_partial_err.load(Ordering::Relaxed),
+    );
     field(out, "expired_keys", c.expired);
     field(out, "evicted_keys", c.evicted);
     field(out, "evicted_clients", 0);
@@ -800,28 +811,42 @@ fn stats_section(out: &mut String, shared: &Shared, raw: &Counters, c: &Counters
     field(out, "io_threaded_writes_processed", 0);
 }
 
-/// A replication ID for a server that has never replicated: random, fixed
-/// for the life of the process, as Redis makes one at start.
-fn master_replid() -> &'static str {
-    static ID: OnceLock<String> = OnceLock::new();
-    ID.get_or_init(|| {
-        (0..40)
-            .map(|_| char::from_digit(rand::random_range(0..16u32), 16).unwrap_or('0'))
-            .collect()
-    })
-}
-
-fn replication_section(out: &mut String) {
+/// Redis 7.0's master fields (replication.c `genRedisInfoString`), from
+/// the replication stream's state (`crate::replication`).
+fn replication_section(out: &mut String, shared: &Shared) {
+    let r = shared.replication.info();
+    let size = shared.config.read().repl_backlog_size;
     field(out, "role", "master");
-    field(out, "connected_slaves", 0);
+    let replicas: Vec<_> = shared.replication.replicas.lock().clone();
+    field(out, "connected_slaves", replicas.len());
+    let min = shared.replication.min_to_write.load(Ordering::Relaxed);
+    if min > 0 && shared.replication.min_max_lag.load(Ordering::Relaxed) > 0 {
+        field(
+            out,
+            "min_slaves_good_slaves",
+            shared.replication.good_replicas(),
+        );
+    }
+    for (i, rep) in replicas.iter().enumerate() {
+        let _ = write!(
+            out,
+            "slave{i}:ip={},port={},state={},offset={},lag={}\r\n",
+            rep.ip,
+            rep.port,
+            rep.state_name(),
+            rep.ack_offset(),
+            rep.lag_secs()
+        );
+    }
     field(out, "master_failover_state", "no-failover");
-    field(out, "master_replid", master_replid());
-    field(out, "master_replid2", "0".repeat(40));
-    field(out, "master_repl_offset", 0);
-    field(out, "second_repl_offset", -1);
-    field(out, "repl_backlog_active", 0);
-    field(out, "repl_backlog_first_byte_offset", 0);
-    field(out, "repl_backlog_histlen", 0);
+    field(out, "master_replid", &r.replid);
+    field(out, "master_replid2", &r.replid2);
+    field(out, "master_repl_offset", r.offset);
+    field(out, "second_repl_offset", r.second_offset);
+    field(out, "repl_backlog_active", u8::from(r.backlog_active));
+    field(out, "repl_backlog_size", size);
+    field(out, "repl_backlog_first_byte_offset", r.backlog_first_byte);
+    field(out, "repl_backlog_histlen", r.backlog_histlen);
 }
 
 fn cpu_section(out: &mut String) {
