@@ -122,6 +122,8 @@ COMMANDS = [
                  "myid", "nodes", "replicas", "replicate", "reset",
                  "saveconfig", "set-config-epoch", "setslot", "shards",
                  "slaves", "slots"]),
+    # replica (issue 24): replica side
+    "replicaof", "slaveof",
 ]
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

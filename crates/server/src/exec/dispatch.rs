@@ -280,6 +280,11 @@ fn refusal(
             return Some(CmdError::text(crate::resp::errors::writes_denied(&why)));
         }
     }
+    // READONLY, MASTERDOWN: on a replica only (the master's own commands
+    // do not come through here).
+    if let Some(e) = crate::replication::replica::refusal(shared, cmd) {
+        return Some(CmdError::text(e));
+    }
     if admission::loading(shared) && !cmd.has(flags::LOADING) {
         return Some(CmdError::text(crate::resp::errors::LOADING));
     }

@@ -21,6 +21,7 @@
 //! (REPLCONF, PSYNC/SYNC, the RDB transfer, the senders reading this
 //! buffer), and the replica side (REPLICAOF).
 pub mod buffer;
+pub mod replica;
 pub mod stream;
 #[cfg(test)]
 mod tests;
@@ -47,6 +48,9 @@ pub struct Replication {
     pub sync_full: AtomicU64,
     pub sync_partial_ok: AtomicU64,
     pub sync_partial_err: AtomicU64,
+    /// This server replicates from a master (REPLICAOF): its stream is the
+    /// master's bytes, the engine records nothing for it.
+    replica_mode: AtomicBool,
 }
 
 struct State {
@@ -111,6 +115,7 @@ impl Default for Replication {
             sync_full: AtomicU64::new(0),
             sync_partial_ok: AtomicU64::new(0),
             sync_partial_err: AtomicU64::new(0),
+            replica_mode: AtomicBool::new(false),
         }
     }
 }
@@ -164,6 +169,61 @@ impl Replication {
             Some(b) => b.read(reader, max, out),
             None => 0,
         }
+    }
+
+    /// `master_replid` and `master_repl_offset` together.
+    pub fn id_and_offset(&self) -> (String, u64) {
+        let s = self.state.lock();
+        (
+            s.replid.clone(),
+            s.buffer.as_ref().map_or(s.offset, Buffer::end),
+        )
+    }
+
+    /// The replica side: bytes received from this server's master, fed
+    /// verbatim (Redis 7.0's `replicationFeedStreamFromMasterStream`), so
+    /// this server's offsets are its master's. Without a backlog only the
+    /// offset moves.
+    pub fn feed_from_master(&self, bytes: &[u8]) {
+        let mut s = self.state.lock();
+        match s.buffer.as_mut() {
+            Some(b) => b.feed(bytes),
+            None => s.offset += bytes.len() as u64,
+        }
+    }
+
+    /// The replica side, after `+FULLRESYNC <replid> <offset>` and the
+    /// load of the master's image: this server's history is the master's
+    /// from `offset` on. A fresh backlog there (Redis creates one on a
+    /// replica after the load), no ID2.
+    pub fn adopt_master(&self, shared: &Shared, replid: &str, offset: u64) {
+        let size = shared.config.read().repl_backlog_size;
+        let mut s = self.state.lock();
+        s.replid = replid.to_string();
+        s.replid2 = "0".repeat(40);
+        s.second_offset = -1;
+        s.offset = offset;
+        s.buffer = Some(Buffer::new(offset, size));
+        s.db = None;
+        s.idle_since = Instant::now();
+    }
+
+    /// The replica side, after `+CONTINUE <new_replid>` from a master whose
+    /// ID changed (a promoted replica): ours becomes ID2, valid up to the
+    /// current offset (Redis's `slaveTryPartialResynchronization`).
+    pub fn continue_from_master(&self, new_replid: &str) {
+        let mut s = self.state.lock();
+        if s.replid == new_replid {
+            return;
+        }
+        let end = s.buffer.as_ref().map_or(s.offset, Buffer::end);
+        s.replid2 = std::mem::replace(&mut s.replid, new_replid.to_string());
+        s.second_offset = end as i64 + 1;
+    }
+
+    /// True while this server replicates from a master.
+    pub fn replica_mode(&self) -> bool {
+        self.replica_mode.load(Ordering::Relaxed)
     }
 
     /// The reader is gone.
@@ -363,4 +423,46 @@ pub fn cron(shared: &Shared) {
             "Replication backlog freed after {ttl} seconds without connected replicas."
         ));
     }
+}
+
+/// The replica side: this server starts (`on`) or stops replicating from
+/// a master. Starting, the engine stops recording for the stream (it is
+/// the master's from now on, `feed_from_master`) and the backlog is kept
+/// (Redis's `replicationSetMaster`). Stopping (REPLICAOF NO ONE) is a
+/// promotion: `shift_replid`, and the engine records for the stream again
+/// if a backlog exists.
+pub fn set_replica_mode(shared: &Shared, cx: &Cx, on: bool) {
+    let r = &shared.replication;
+    if on {
+        r.replica_mode.store(true, Ordering::SeqCst);
+        if r.active() {
+            let g = shared.engine.lock_all(cx);
+            r.active.store(false, Ordering::SeqCst);
+            install_sink(shared, r.journal_in.load(Ordering::SeqCst));
+            drop(g);
+        }
+        return;
+    }
+    if !r.replica_mode.swap(false, Ordering::SeqCst) {
+        return;
+    }
+    shift_replid(shared);
+    if r.state.lock().buffer.is_some() {
+        shared.engine.arm_journal(true);
+        crate::journal::barrier(shared, None);
+        let g = shared.engine.lock_all(cx);
+        r.state.lock().db = None;
+        r.active.store(true, Ordering::SeqCst);
+        install_sink(shared, r.journal_in.load(Ordering::SeqCst));
+        drop(g);
+    }
+}
+
+/// Redis's `shiftReplicationId`: the history so far stays reachable under
+/// the old ID (ID2, up to the next byte), and a new ID starts.
+pub fn shift_replid(shared: &Shared) {
+    let mut s = shared.replication.state.lock();
+    let end = s.buffer.as_ref().map_or(s.offset, Buffer::end);
+    s.replid2 = std::mem::replace(&mut s.replid, new_replid());
+    s.second_offset = end as i64 + 1;
 }

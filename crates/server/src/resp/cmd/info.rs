@@ -816,7 +816,10 @@ fn stats_section(out: &mut String, shared: &Shared, raw: &Counters, c: &Counters
 fn replication_section(out: &mut String, shared: &Shared) {
     let r = shared.replication.info();
     let size = shared.config.read().repl_backlog_size;
-    field(out, "role", "master");
+    match crate::replication::replica::info_fields(shared) {
+        Some(fields) => fields.iter().for_each(|(k, v)| field(out, k, v)),
+        None => field(out, "role", "master"),
+    }
     field(out, "connected_slaves", 0);
     field(out, "master_failover_state", "no-failover");
     field(out, "master_replid", &r.replid);

@@ -50,8 +50,11 @@ fn wait(ctx: &mut Ctx) -> CmdResult {
 /// ROLE → ["master", replication offset, [replicas]]: a master with no
 /// replicas yet.
 fn role(ctx: &mut Ctx) -> CmdResult {
-    let offset = ctx.shared.replication.offset();
+    let (shared, offset) = (ctx.shared, ctx.shared.replication.offset());
     let mut w = ctx.reply();
+    if crate::replication::replica::role(shared, &mut w) {
+        return Ok(());
+    }
     w.array(3);
     w.bulk(b"master");
     w.int(offset as i64);
