@@ -229,9 +229,13 @@ fn set_state(generation: u64, state: LinkState) {
 /// generation; a lost link is retried every second with PSYNC.
 fn run(shared: &Arc<Shared>, generation: u64, host: &str, port: u16) {
     log::notice(&format!("Connecting to MASTER {host}:{port}"));
+    // One master client across reconnections: after +CONTINUE the stream
+    // goes on in the database it last selected (Redis keeps its cached
+    // master's).
+    let mut applier = Applier::new(shared);
     while current(generation) {
         set_state(generation, LinkState::Connecting);
-        match sync_and_apply(shared, generation, host, port) {
+        match sync_and_apply(shared, &mut applier, generation, host, port) {
             Ok(()) => {}
             Err(e) => log::warning(&format!("Replication link with {host}:{port}: {e}")),
         }
@@ -321,7 +325,13 @@ fn connect(host: &str, port: u16, timeout: Duration) -> io::Result<Conn> {
 
 /// One connection's life: handshake, full or partial sync, then the
 /// stream until the link fails (Err) or REPLICAOF changes (Ok).
-fn sync_and_apply(shared: &Arc<Shared>, generation: u64, host: &str, port: u16) -> io::Result<()> {
+fn sync_and_apply(
+    shared: &Shared,
+    applier: &mut Applier<'_>,
+    generation: u64,
+    host: &str,
+    port: u16,
+) -> io::Result<()> {
     let (timeout, auth, user, announce_ip, announce_port) = {
         let c = shared.config.read();
         (
@@ -408,7 +418,8 @@ fn sync_and_apply(shared: &Arc<Shared>, generation: u64, host: &str, port: u16) 
                 .map_err(|_| err(format!("Bad +FULLRESYNC offset: {reply}")))?;
             log::notice(&format!("Full resync from master: {id}:{off}"));
             set_state(generation, LinkState::Sync);
-            full_sync(shared, generation, &mut conn, id, off)?;
+            let db = full_sync(shared, generation, &mut conn, id, off)?;
+            applier.client.set_db(db);
         }
         Some("+CONTINUE") => {
             if let Some(id) = words.next().filter(|id| id.len() == 40) {
@@ -435,19 +446,23 @@ fn sync_and_apply(shared: &Arc<Shared>, generation: u64, host: &str, port: u16) 
     LINK_UP.store(true, Ordering::SeqCst);
     READ_OFFSET.store(shared.replication.offset(), Ordering::Relaxed);
     send_ack(shared, &mut conn)?;
-    apply_stream(shared, generation, conn)
+    // A transaction cut by the lost link was not applied nor counted: the
+    // master sends it again from its start.
+    applier.client.multi = None;
+    applier.pending.clear();
+    apply_stream(shared, applier, generation, conn)
 }
 
 /// Reads the RDB image into a temporary file, then empties the keyspace
 /// and loads it; the stream's history restarts at the master's ID and
-/// offset.
+/// offset. Returns the database the stream continues in.
 fn full_sync(
     shared: &Shared,
     generation: u64,
     conn: &mut Conn,
     replid: &str,
     offset: u64,
-) -> io::Result<()> {
+) -> io::Result<usize> {
     let header = loop {
         // Newlines keep the link alive while the master prepares.
         let line = conn.line()?;
@@ -474,13 +489,39 @@ fn full_sync(
         if !current(generation) {
             return Err(err("REPLICAOF changed during the transfer"));
         }
-        load(shared, &tmp)
+        let db = stream_db(shared, &tmp);
+        load(shared, &tmp).map(|()| db)
     });
     let _ = std::fs::remove_file(&tmp);
-    result?;
+    let db = result?;
     shared.replication.adopt_master(shared, replid, offset);
     log::notice("MASTER <-> REPLICA sync: Finished with success");
-    Ok(())
+    Ok(db)
+}
+
+/// The image's `repl-stream-db` aux field: the database the master's
+/// stream has selected at the cut, which its next commands assume (a
+/// master with a backlog sends no SELECT to a new replica). 0 without it.
+fn stream_db(shared: &Shared, path: &std::path::Path) -> usize {
+    use cairn_persist::rdb::file::{Item, Reader};
+    let Ok(file) = std::fs::File::open(path) else {
+        return 0;
+    };
+    let Ok(mut r) = Reader::new(io::BufReader::new(file), path) else {
+        return 0;
+    };
+    let limits = cairn_persist::snapshot::format::BuildLimits::of(&shared.engine);
+    // Aux fields come first; the first other item ends the search.
+    while let Ok(Some(Item::Aux { key, value })) = r.next(&limits) {
+        if key == b"repl-stream-db" {
+            return std::str::from_utf8(&value)
+                .ok()
+                .and_then(|v| v.parse::<usize>().ok())
+                .filter(|&db| db < shared.engine.databases())
+                .unwrap_or(0);
+        }
+    }
+    0
 }
 
 /// Copies the RDB payload to `tmp`: `$<len>` bytes, or up to the 40-byte
@@ -712,7 +753,12 @@ impl<'s> Applier<'s> {
 
 /// Reads and applies the master's stream until the link fails or
 /// REPLICAOF changes; ACKs every second and on GETACK.
-fn apply_stream(shared: &Arc<Shared>, generation: u64, mut conn: Conn) -> io::Result<()> {
+fn apply_stream(
+    shared: &Shared,
+    applier: &mut Applier<'_>,
+    generation: u64,
+    mut conn: Conn,
+) -> io::Result<()> {
     let timeout = Duration::from_secs(u64::from(shared.config.read().repl_timeout));
     conn.r
         .get_ref()
@@ -723,12 +769,12 @@ fn apply_stream(shared: &Arc<Shared>, generation: u64, mut conn: Conn) -> io::Re
         big_arg: usize::MAX,
         ..Limits::default()
     };
-    let mut applier = Applier::new(shared);
     let mut buf: Vec<u8> = Vec::with_capacity(1 << 16);
     // Bytes read before this call sit in the reader's buffer.
     buf.extend_from_slice(conn.r.buffer());
     let n = conn.r.buffer().len();
     conn.r.consume(n);
+    READ_OFFSET.fetch_add(n as u64, Ordering::Relaxed);
     let mut chunk = vec![0u8; 1 << 16];
     let mut last_ack = Instant::now();
     let mut last_io = Instant::now();
