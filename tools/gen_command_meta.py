@@ -122,6 +122,8 @@ COMMANDS = [
                  "myid", "nodes", "replicas", "replicate", "reset",
                  "saveconfig", "set-config-epoch", "setslot", "shards",
                  "slaves", "slots"]),
+    # repl (issue 24): master side
+    "psync", "sync", "replconf",
     # replica (issue 24): replica side
     "replicaof", "slaveof",
 ]

@@ -82,6 +82,9 @@ pub struct ClientInfo {
     pub inbox: Mutex<Vec<u8>>,
     /// `inbox` is not empty: a look without its lock.
     pub inbox_pending: AtomicBool,
+    /// A replica attached to this master (PSYNC/SYNC ran): CLIENT LIST
+    /// flag `S`, type `replica`. Its link is `replication::link`'s.
+    pub replica: AtomicBool,
 }
 
 impl ClientInfo {
@@ -118,6 +121,7 @@ impl ClientInfo {
             redir: AtomicU64::new(0),
             inbox: Mutex::new(Vec::new()),
             inbox_pending: AtomicBool::new(false),
+            replica: AtomicBool::new(false),
         }
     }
 
@@ -200,7 +204,17 @@ pub struct Client {
     pub journal_end: u64,
     /// Client-side caching: BCAST prefixes and CLIENT CACHING's answer.
     pub tracking: crate::tracking::ClientTracking,
+    /// What REPLCONF told of the replica on this connection.
+    pub replconf: Option<Box<crate::replication::link::ReplicaConf>>,
+    /// Set by PSYNC/SYNC with `close_after_reply`: once the replies are
+    /// written the worker gives the socket (blocking again) and the bytes
+    /// it read past the request to this, instead of closing it. The
+    /// client stays registered (CLIENT LIST); the receiver unregisters it.
+    pub handoff: Option<Handoff>,
 }
+
+/// What takes over a connection's socket (`Client::handoff`).
+pub type Handoff = Box<dyn FnOnce(std::net::TcpStream, Vec<u8>) + Send>;
 
 /// A transaction being queued.
 #[derive(Default)]
@@ -264,6 +278,8 @@ impl Client {
             pushes: Default::default(),
             journal_end: 0,
             tracking: Default::default(),
+            replconf: None,
+            handoff: None,
         }
     }
 
@@ -345,6 +361,8 @@ pub fn client_line(out: &mut Vec<u8>, shared: &Shared, c: &ClientInfo, me: Optio
     let mut flags = String::new();
     if c.monitor.load(Ordering::Relaxed) {
         flags.push('O');
+    } else if c.replica.load(Ordering::Relaxed) {
+        flags.push('S');
     }
     if is_subscriber(c) {
         flags.push('P');

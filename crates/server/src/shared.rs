@@ -242,7 +242,11 @@ impl Shared {
             .threshold_ms
             .store(c.latency_monitor_threshold, Ordering::Relaxed);
         self.memory.configure(&c);
-        self.replication.resize(c.repl_backlog_size);
+        self.replication.configure(
+            c.repl_backlog_size,
+            c.min_replicas_to_write,
+            c.min_replicas_max_lag,
+        );
         let limits = &self.engine.limits;
         limits.lfu.store(
             matches!(

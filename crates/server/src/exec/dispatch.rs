@@ -280,6 +280,11 @@ fn refusal(
             return Some(CmdError::text(crate::resp::errors::writes_denied(&why)));
         }
     }
+    // Redis's processCommand: a master with too few good replicas refuses
+    // writes (`min-replicas-to-write`, `min-replicas-max-lag`).
+    if cmd.has(flags::WRITE) && shared.replication.too_few_replicas() {
+        return Some(CmdError::text(crate::resp::errors::NOREPLICAS));
+    }
     // READONLY, MASTERDOWN: on a replica only (the master's own commands
     // do not come through here).
     if let Some(e) = crate::replication::replica::refusal(shared, cmd) {

@@ -392,7 +392,13 @@ impl Worker {
             let id = conn.client.id;
             crate::pubsub::drop_client(&self.shared, &mut conn.client);
             crate::tracking::disable(&self.shared, &mut conn.client);
-            self.shared.clients.lock().remove(&id);
+            // A socket that lives on in another thread (a replica's link)
+            // keeps the client's registration: that thread owns it now.
+            let handoff = conn.client.handoff.take();
+            let handoff = handoff.filter(|_| !conn.client.info.killed.load(Ordering::Relaxed));
+            if handoff.is_none() {
+                self.shared.clients.lock().remove(&id);
+            }
             self.by_id.remove(&id);
             if let Some(on) = conn.client.blocked.take() {
                 blocking::unregister(&self.shared, id, &on);
@@ -413,7 +419,39 @@ impl Worker {
             self.shared.connected.fetch_sub(1, Ordering::Relaxed);
             self.free.push(i);
             self.count_conns(-1);
+            if let Some(take) = handoff {
+                self.hand_over(conn, take);
+            }
         }
+    }
+
+    /// Gives a closing connection's socket, blocking again, and its
+    /// unread bytes to `take` (`Client::handoff`: a replica's link). Only
+    /// plain TCP can be handed over; a TLS connection is closed (and its
+    /// client unregistered) instead.
+    fn hand_over(&mut self, conn: Conn, take: crate::client::Handoff) {
+        let Conn {
+            transport,
+            client,
+            rbuf,
+            filled,
+            rpos,
+            ..
+        } = conn;
+        let unread = rbuf[rpos.min(filled)..filled].to_vec();
+        let stream = match transport {
+            Transport::Plain(s) => std::net::TcpStream::from(s),
+            Transport::Tls(_) => {
+                log::warning("A replica over TLS is not supported yet: connection closed");
+                self.shared.clients.lock().remove(&client.id);
+                return;
+            }
+        };
+        if stream.set_nonblocking(false).is_err() {
+            self.shared.clients.lock().remove(&client.id);
+            return;
+        }
+        take(stream, unread);
     }
 
     fn count_conns(&mut self, d: isize) {

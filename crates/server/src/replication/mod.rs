@@ -17,10 +17,15 @@
 //! `repl-backlog-size` and `repl-backlog-ttl` (freed after that many
 //! seconds without replicas), and the sync counters of INFO stats.
 //!
-//! Not here yet (docs/design.md, "Replication"): the replica connections
-//! (REPLCONF, PSYNC/SYNC, the RDB transfer, the senders reading this
-//! buffer), and the replica side (REPLICAOF).
+//! The replicas attached to this master are `link`'s senders, each a
+//! reader of the buffer (`attach`, `take`), listed in `replicas` for INFO,
+//! ROLE, WAIT and `min-replicas-to-write`. The replica side (REPLICAOF)
+//! feeds the bytes of its own master here (`feed_from_master`) and moves
+//! the IDs (`adopt_master`, `continue_from_master`, `shift_replid`,
+//! `set_replica_mode`), so chained replicas and later PSYNCs see the
+//! master's offsets, as Redis 7.0 does.
 pub mod buffer;
+pub mod link;
 pub mod replica;
 pub mod stream;
 #[cfg(test)]
@@ -31,8 +36,8 @@ use crate::shared::Shared;
 use buffer::Buffer;
 use cairn_engine::record::Sink;
 use cairn_engine::Cx;
-use parking_lot::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use parking_lot::{Condvar, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -48,6 +53,16 @@ pub struct Replication {
     pub sync_full: AtomicU64,
     pub sync_partial_ok: AtomicU64,
     pub sync_partial_err: AtomicU64,
+    /// Signalled when bytes are fed while some reader waits for them.
+    fed: Condvar,
+    /// The attached replicas (INFO's `slaveN:`, ROLE, WAIT).
+    pub replicas: Mutex<Vec<Arc<link::Replica>>>,
+    /// Clients blocked in WAIT: (client id, worker, offset they wait for).
+    pub waiters: Mutex<Vec<(u64, usize, u64)>>,
+    /// `min-replicas-to-write` and `min-replicas-max-lag` (set with the
+    /// config, read by admission without the config's lock).
+    pub min_to_write: AtomicU32,
+    pub min_max_lag: AtomicU32,
     /// This server replicates from a master (REPLICAOF): its stream is the
     /// master's bytes, the engine records nothing for it.
     replica_mode: AtomicBool,
@@ -73,6 +88,12 @@ struct State {
     idle_since: Instant,
     /// Units that did not decode (an engine bug): counted and logged once.
     bad_units: u64,
+    /// Bumped when every attached replica must go (the IDs moved, or the
+    /// buffer was replaced): a sender that sees it change closes its link
+    /// (Redis's `disconnectSlaves`), and the replica reconnects.
+    kick: u64,
+    /// Readers waiting on `fed`.
+    waiting: usize,
 }
 
 /// What INFO replication shows of the master's side.
@@ -109,12 +130,19 @@ impl Default for Replication {
                 out: Vec::new(),
                 idle_since: Instant::now(),
                 bad_units: 0,
+                kick: 0,
+                waiting: 0,
             }),
             active: AtomicBool::new(false),
             journal_in: AtomicBool::new(false),
             sync_full: AtomicU64::new(0),
             sync_partial_ok: AtomicU64::new(0),
             sync_partial_err: AtomicU64::new(0),
+            fed: Condvar::new(),
+            replicas: Mutex::new(Vec::new()),
+            waiters: Mutex::new(Vec::new()),
+            min_to_write: AtomicU32::new(0),
+            min_max_lag: AtomicU32::new(10),
             replica_mode: AtomicBool::new(false),
         }
     }
@@ -171,6 +199,44 @@ impl Replication {
         }
     }
 
+    /// `take`, waiting up to `wait` for bytes when there are none. None
+    /// when the reader must go: the buffer is gone or `kick` moved past
+    /// `since`.
+    pub fn take_wait(
+        &self,
+        reader: usize,
+        since: u64,
+        max: usize,
+        out: &mut Vec<u8>,
+        wait: Duration,
+    ) -> Option<usize> {
+        let mut s = self.state.lock();
+        for round in 0..2 {
+            if s.kick != since {
+                return None;
+            }
+            let n = s.buffer.as_mut()?.read(reader, max, out);
+            if n > 0 || round == 1 {
+                return Some(n);
+            }
+            s.waiting += 1;
+            self.fed.wait_for(&mut s, wait);
+            s.waiting -= 1;
+        }
+        Some(0)
+    }
+
+    /// The current `kick` generation (a sender notes it when it attaches).
+    pub fn generation(&self) -> u64 {
+        self.state.lock().kick
+    }
+
+    /// Closes every attached replica's link (they reconnect and PSYNC).
+    pub fn kick_replicas(&self) {
+        self.state.lock().kick += 1;
+        self.fed.notify_all();
+    }
+
     /// `master_replid` and `master_repl_offset` together.
     pub fn id_and_offset(&self) -> (String, u64) {
         let s = self.state.lock();
@@ -178,6 +244,46 @@ impl Replication {
             s.replid.clone(),
             s.buffer.as_ref().map_or(s.offset, Buffer::end),
         )
+    }
+
+    /// Redis's `masterTryPartialResynchronization` test: the reader to
+    /// serve `PSYNC replid from` with, attached, and the ID to answer
+    /// `+CONTINUE` with; None if a full sync is needed.
+    pub fn try_continue(&self, replid: &str, from: u64) -> Option<(usize, u64, String)> {
+        let mut s = self.state.lock();
+        let ours = replid == s.replid
+            || (replid == s.replid2 && s.second_offset >= 0 && from <= s.second_offset as u64);
+        if !ours {
+            return None;
+        }
+        let reader = s.buffer.as_mut()?.add_reader(from)?;
+        Some((reader, s.kick, s.replid.clone()))
+    }
+
+    /// At a snapshot's cut (every shard locked): a reader for everything
+    /// after it, with the ID and offset `+FULLRESYNC` names.
+    pub fn attach_at_cut(&self) -> Option<(usize, u64, String, u64)> {
+        let mut s = self.state.lock();
+        let b = s.buffer.as_mut()?;
+        let end = b.end();
+        let reader = b.add_reader(end + 1)?;
+        Some((reader, s.kick, s.replid.clone(), end))
+    }
+
+    /// Feeds bytes that are no write (PING, `REPLCONF GETACK *`) to the
+    /// stream, as Redis's cron and WAIT do; nothing without a backlog or
+    /// on a replica (whose stream is its master's).
+    pub fn feed_raw(&self, bytes: &[u8]) {
+        if self.replica_mode.load(Ordering::Relaxed) {
+            return;
+        }
+        let mut s = self.state.lock();
+        if let Some(b) = s.buffer.as_mut() {
+            b.feed(bytes);
+            if s.waiting > 0 {
+                self.fed.notify_all();
+            }
+        }
     }
 
     /// The replica side: bytes received from this server's master, fed
@@ -190,12 +296,16 @@ impl Replication {
             Some(b) => b.feed(bytes),
             None => s.offset += bytes.len() as u64,
         }
+        if s.waiting > 0 {
+            self.fed.notify_all();
+        }
     }
 
     /// The replica side, after `+FULLRESYNC <replid> <offset>` and the
     /// load of the master's image: this server's history is the master's
     /// from `offset` on. A fresh backlog there (Redis creates one on a
-    /// replica after the load), no ID2.
+    /// replica after the load), no ID2, and every chained replica goes
+    /// (Redis's `disconnectSlaves`, they resync with the new data).
     pub fn adopt_master(&self, shared: &Shared, replid: &str, offset: u64) {
         let size = shared.config.read().repl_backlog_size;
         let mut s = self.state.lock();
@@ -206,11 +316,15 @@ impl Replication {
         s.buffer = Some(Buffer::new(offset, size));
         s.db = None;
         s.idle_since = Instant::now();
+        s.kick += 1;
+        drop(s);
+        self.fed.notify_all();
     }
 
     /// The replica side, after `+CONTINUE <new_replid>` from a master whose
     /// ID changed (a promoted replica): ours becomes ID2, valid up to the
-    /// current offset (Redis's `slaveTryPartialResynchronization`).
+    /// current offset (Redis's `slaveTryPartialResynchronization`), and
+    /// chained replicas reconnect to learn the new ID.
     pub fn continue_from_master(&self, new_replid: &str) {
         let mut s = self.state.lock();
         if s.replid == new_replid {
@@ -219,11 +333,73 @@ impl Replication {
         let end = s.buffer.as_ref().map_or(s.offset, Buffer::end);
         s.replid2 = std::mem::replace(&mut s.replid, new_replid.to_string());
         s.second_offset = end as i64 + 1;
+        s.kick += 1;
+        drop(s);
+        self.fed.notify_all();
     }
 
     /// True while this server replicates from a master.
     pub fn replica_mode(&self) -> bool {
         self.replica_mode.load(Ordering::Relaxed)
+    }
+
+    /// Replicas whose last ACK is at most `min-replicas-max-lag` seconds
+    /// old (Redis's `repl_good_slaves_count`).
+    pub fn good_replicas(&self) -> u32 {
+        let max_lag = u64::from(self.min_max_lag.load(Ordering::Relaxed));
+        let now = cairn_engine::clock::now_ms();
+        self.replicas
+            .lock()
+            .iter()
+            .filter(|r| r.online() && now.saturating_sub(r.ack_ms()) / 1000 <= max_lag)
+            .count() as u32
+    }
+
+    /// Writes are refused (`-NOREPLICAS`): `min-replicas-to-write` and
+    /// `min-replicas-max-lag` are set and too few replicas are good.
+    /// Redis's `processCommand` check, masters only.
+    #[inline]
+    pub fn too_few_replicas(&self) -> bool {
+        let min = self.min_to_write.load(Ordering::Relaxed);
+        min > 0
+            && self.min_max_lag.load(Ordering::Relaxed) > 0
+            && !self.replica_mode()
+            && self.good_replicas() < min
+    }
+
+    /// The config's replication settings changed (or were loaded).
+    pub fn configure(&self, backlog_size: u64, min_to_write: u32, max_lag: u32) {
+        self.resize(backlog_size);
+        self.min_to_write.store(min_to_write, Ordering::Relaxed);
+        self.min_max_lag.store(max_lag, Ordering::Relaxed);
+    }
+
+    /// How many attached replicas acknowledged at least `offset`.
+    pub fn acked(&self, offset: u64) -> usize {
+        self.replicas
+            .lock()
+            .iter()
+            .filter(|r| r.online() && r.ack_offset() >= offset)
+            .count()
+    }
+
+    /// A replica acknowledged `acked`: wake the WAITing clients it may
+    /// satisfy (each runs its WAIT again and counts; one that is still
+    /// short blocks again). Entries of clients gone meanwhile are dropped.
+    pub fn wake_waiters(&self, shared: &Shared, acked: u64) {
+        let mut w = self.waiters.lock();
+        if w.is_empty() {
+            return;
+        }
+        {
+            let clients = shared.clients.lock();
+            w.retain(|(client, _, _)| clients.contains_key(client));
+        }
+        for &(client, worker, offset) in w.iter() {
+            if offset <= acked {
+                shared.worker(worker).send(crate::shared::Msg::Wake(client));
+            }
+        }
     }
 
     /// The reader is gone.
@@ -281,14 +457,28 @@ impl Sink for Replication {
         fill(&mut s.unit);
         if !s.unit.is_empty() {
             s.feed_unit();
+            self.notify(s);
         }
         // Nothing for a reply to wait for (that is the journal's end).
         0
     }
 
     fn append_wire(&self, db: usize, raw: &[u8]) -> u64 {
-        self.state.lock().feed_wire(db, raw);
+        let mut s = self.state.lock();
+        s.feed_wire(db, raw);
+        self.notify(&s);
         0
+    }
+}
+
+impl Replication {
+    /// Wakes the senders waiting for bytes (a futex call only when one
+    /// waits: an idle replica's sender, not one busy writing).
+    #[inline]
+    fn notify(&self, s: &State) {
+        if s.waiting > 0 {
+            self.fed.notify_all();
+        }
     }
 }
 
@@ -315,13 +505,16 @@ impl Sink for Fanout {
                 s.unit.clear();
                 s.unit.extend_from_slice(&out[start..]);
                 s.feed_unit();
+                self.repl.notify(s);
             }
         })
     }
 
     fn append_wire(&self, db: usize, raw: &[u8]) -> u64 {
         let end = self.journal.append_wire(db, raw);
-        self.repl.state.lock().feed_wire(db, raw);
+        let mut s = self.repl.state.lock();
+        s.feed_wire(db, raw);
+        self.repl.notify(&s);
         end
     }
 }
@@ -353,6 +546,17 @@ pub fn install_sink(shared: &Shared, journal: bool) {
 pub fn create_backlog(shared: &Shared, cx: &Cx, caller: Option<usize>) {
     let r = &shared.replication;
     if r.active() {
+        return;
+    }
+    if r.replica_mode() {
+        // The stream is the master's: a backlog holds it from here on
+        // with the master's ID, and the engine records nothing.
+        let size = shared.config.read().repl_backlog_size;
+        let mut s = r.state.lock();
+        if s.buffer.is_none() {
+            s.buffer = Some(Buffer::new(s.offset, size));
+            s.idle_since = Instant::now();
+        }
         return;
     }
     // Commands lend their arguments from now on; wait until none that
@@ -401,10 +605,63 @@ pub fn free_backlog(shared: &Shared, cx: &Cx) {
     drop(g);
 }
 
+/// The replica side: this server starts (`on`) or stops replicating from
+/// a master. Starting, the engine stops recording for the stream (it is
+/// the master's from now on, `feed_from_master`), the backlog is kept and
+/// attached replicas reconnect (Redis's `replicationSetMaster`).
+/// Stopping (REPLICAOF NO ONE) is a promotion: `shift_replid`, and the
+/// engine records for the stream again if a backlog exists. `cx` and
+/// `caller` are the asking command's and worker's (None off a worker), as
+/// for `create_backlog`.
+pub fn set_replica_mode(shared: &Shared, cx: &Cx, caller: Option<usize>, on: bool) {
+    let r = &shared.replication;
+    if on {
+        r.replica_mode.store(true, Ordering::SeqCst);
+        if r.active() {
+            let g = shared.engine.lock_all(cx);
+            r.active.store(false, Ordering::SeqCst);
+            install_sink(shared, r.journal_in.load(Ordering::SeqCst));
+            drop(g);
+        }
+        r.kick_replicas();
+        return;
+    }
+    if !r.replica_mode.swap(false, Ordering::SeqCst) {
+        return;
+    }
+    shift_replid(shared);
+    if r.state.lock().buffer.is_some() {
+        shared.engine.arm_journal(true);
+        crate::journal::barrier(shared, caller);
+        let g = shared.engine.lock_all(cx);
+        r.state.lock().db = None;
+        r.active.store(true, Ordering::SeqCst);
+        install_sink(shared, r.journal_in.load(Ordering::SeqCst));
+        drop(g);
+    }
+}
+
+/// Redis's `shiftReplicationId`: the current ID becomes ID2, valid up to
+/// the current offset, and a new ID starts (a promoted replica, so its
+/// old master's other replicas can still `+CONTINUE` with it).
+pub fn shift_replid(shared: &Shared) {
+    let r = &shared.replication;
+    let mut s = r.state.lock();
+    let end = s.buffer.as_ref().map_or(s.offset, Buffer::end);
+    let new = new_replid();
+    s.replid2 = std::mem::replace(&mut s.replid, new);
+    // Redis: the next byte a replica of the old ID may ask for.
+    s.second_offset = end as i64 + 1;
+    s.db = None;
+    drop(s);
+    log::notice("Setting secondary replication ID, new replication ID set");
+}
+
 /// Once a second (the cron thread): frees a backlog that has had no
 /// replica for `repl-backlog-ttl` seconds (0: never).
 pub fn cron(shared: &Shared) {
     let r = &shared.replication;
+    link::cron(shared);
     if !r.active() {
         return;
     }
@@ -423,46 +680,4 @@ pub fn cron(shared: &Shared) {
             "Replication backlog freed after {ttl} seconds without connected replicas."
         ));
     }
-}
-
-/// The replica side: this server starts (`on`) or stops replicating from
-/// a master. Starting, the engine stops recording for the stream (it is
-/// the master's from now on, `feed_from_master`) and the backlog is kept
-/// (Redis's `replicationSetMaster`). Stopping (REPLICAOF NO ONE) is a
-/// promotion: `shift_replid`, and the engine records for the stream again
-/// if a backlog exists.
-pub fn set_replica_mode(shared: &Shared, cx: &Cx, on: bool) {
-    let r = &shared.replication;
-    if on {
-        r.replica_mode.store(true, Ordering::SeqCst);
-        if r.active() {
-            let g = shared.engine.lock_all(cx);
-            r.active.store(false, Ordering::SeqCst);
-            install_sink(shared, r.journal_in.load(Ordering::SeqCst));
-            drop(g);
-        }
-        return;
-    }
-    if !r.replica_mode.swap(false, Ordering::SeqCst) {
-        return;
-    }
-    shift_replid(shared);
-    if r.state.lock().buffer.is_some() {
-        shared.engine.arm_journal(true);
-        crate::journal::barrier(shared, None);
-        let g = shared.engine.lock_all(cx);
-        r.state.lock().db = None;
-        r.active.store(true, Ordering::SeqCst);
-        install_sink(shared, r.journal_in.load(Ordering::SeqCst));
-        drop(g);
-    }
-}
-
-/// Redis's `shiftReplicationId`: the history so far stays reachable under
-/// the old ID (ID2, up to the next byte), and a new ID starts.
-pub fn shift_replid(shared: &Shared) {
-    let mut s = shared.replication.state.lock();
-    let end = s.buffer.as_ref().map_or(s.offset, Buffer::end);
-    s.replid2 = std::mem::replace(&mut s.replid, new_replid());
-    s.second_offset = end as i64 + 1;
 }

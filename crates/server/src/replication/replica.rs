@@ -145,7 +145,9 @@ pub fn master() -> Option<(String, u16)> {
 }
 
 /// REPLICAOF host port: forget the old link, connect to this master.
-pub fn set_master(shared: &Shared, cx: &Cx, host: &str, port: u16) {
+/// `cx` and `caller` are the asking command's and worker's (None off a
+/// worker).
+pub fn set_master(shared: &Shared, cx: &Cx, caller: Option<usize>, host: &str, port: u16) {
     let generation = {
         let mut l = LINK.lock();
         l.master = Some((host.to_string(), port));
@@ -166,7 +168,7 @@ pub fn set_master(shared: &Shared, cx: &Cx, host: &str, port: u16) {
     }
     // Also when already a replica: a new master's data differs, and
     // replicas of this server must resync (Redis `disconnectSlaves`).
-    super::set_replica_mode(shared, cx, true);
+    super::set_replica_mode(shared, cx, caller, true);
     // The thread outlives the command: it holds the server by the handle
     // the journal's writer uses.
     let Some(s) = shared.journal.server.get().and_then(|w| w.upgrade()) else {
@@ -188,7 +190,7 @@ pub fn set_master(shared: &Shared, cx: &Cx, host: &str, port: u16) {
 /// REPLICAOF NO ONE: the link stops and this server is a master with the
 /// data it has (Redis `replicationUnsetMaster`; the ID shift is
 /// `set_replica_mode`'s).
-pub fn unset_master(shared: &Shared, cx: &Cx) {
+pub fn unset_master(shared: &Shared, cx: &Cx, caller: Option<usize>) {
     {
         let mut l = LINK.lock();
         l.master = None;
@@ -198,7 +200,7 @@ pub fn unset_master(shared: &Shared, cx: &Cx) {
     IS_REPLICA.store(false, Ordering::SeqCst);
     LINK_UP.store(false, Ordering::SeqCst);
     drop(APPLY.lock());
-    super::set_replica_mode(shared, cx, false);
+    super::set_replica_mode(shared, cx, caller, false);
 }
 
 /// The `replicaof` directive at start-up, once the data is loaded.
@@ -209,7 +211,7 @@ pub fn start_at_boot(shared: &Shared) {
         return;
     };
     match port.parse::<u16>() {
-        Ok(port) => set_master(shared, &Cx::DETACHED, host, port),
+        Ok(port) => set_master(shared, &Cx::DETACHED, None, host, port),
         Err(_) => log::warning(&format!("Invalid replicaof master port '{port}'")),
     }
 }

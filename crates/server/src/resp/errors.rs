@@ -80,6 +80,8 @@ pub const TIMEOUT_NOT_FLOAT: &str = "ERR timeout is not a float or out of range"
 /// CLIENT PAUSE's timeout.
 pub const TIMEOUT_NOT_INTEGER: &str = "ERR timeout is not an integer or out of range";
 pub const TIMEOUT_NEGATIVE: &str = "ERR timeout is negative";
+/// `min-replicas-to-write` not met (Redis's `shared.noreplicaserr`).
+pub const NOREPLICAS: &str = "NOREPLICAS Not enough good replicas to write.";
 pub const TIMEOUT_OUT_OF_RANGE: &str = "ERR timeout is out of range";
 /// `parseScanCursorOrReply`.
 pub const INVALID_CURSOR: &str = "ERR invalid cursor";

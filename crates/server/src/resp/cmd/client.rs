@@ -177,11 +177,13 @@ fn client_type(name: &[u8]) -> Result<Kind, CmdError> {
     Ok(k)
 }
 
-/// `getClientType`. Cairn has no replication, and Redis counts MONITOR
-/// clients as normal, so a connection is `pubsub` while it has a
-/// subscription (Redis's `CLIENT_PUBSUB`) and normal otherwise.
+/// `getClientType`: a replica attached to this master is `replica`; Redis
+/// counts MONITOR clients as normal, so a connection is `pubsub` while it
+/// has a subscription (Redis's `CLIENT_PUBSUB`) and normal otherwise.
 fn kind(c: &ClientInfo) -> Kind {
-    if is_subscriber(c) {
+    if c.replica.load(Ordering::Relaxed) {
+        Kind::Replica
+    } else if is_subscriber(c) {
         Kind::Pubsub
     } else {
         Kind::Normal

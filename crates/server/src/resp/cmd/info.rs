@@ -820,7 +820,27 @@ fn replication_section(out: &mut String, shared: &Shared) {
         Some(fields) => fields.iter().for_each(|(k, v)| field(out, k, v)),
         None => field(out, "role", "master"),
     }
-    field(out, "connected_slaves", 0);
+    let replicas: Vec<_> = shared.replication.replicas.lock().clone();
+    field(out, "connected_slaves", replicas.len());
+    let min = shared.replication.min_to_write.load(Ordering::Relaxed);
+    if min > 0 && shared.replication.min_max_lag.load(Ordering::Relaxed) > 0 {
+        field(
+            out,
+            "min_slaves_good_slaves",
+            shared.replication.good_replicas(),
+        );
+    }
+    for (i, rep) in replicas.iter().enumerate() {
+        let _ = write!(
+            out,
+            "slave{i}:ip={},port={},state={},offset={},lag={}\r\n",
+            rep.ip,
+            rep.port,
+            rep.state_name(),
+            rep.ack_offset(),
+            rep.lag_secs()
+        );
+    }
     field(out, "master_failover_state", "no-failover");
     field(out, "master_replid", &r.replid);
     field(out, "master_replid2", &r.replid2);

@@ -21,7 +21,7 @@ fn replicaof(ctx: &mut Ctx) -> CmdResult {
     let who = ctx.client.info.addr.to_string();
     if ctx.arg(1).eq_ignore_ascii_case(b"no") && ctx.arg(2).eq_ignore_ascii_case(b"one") {
         if replica::is_replica() {
-            replica::unset_master(ctx.shared, &ctx.cx);
+            replica::unset_master(ctx.shared, &ctx.cx, Some(ctx.client.info.worker()));
             log::notice(&format!(
                 "MASTER MODE enabled (user request from 'addr={who}')"
             ));
@@ -39,7 +39,8 @@ fn replicaof(ctx: &mut Ctx) -> CmdResult {
             .simple("OK Already connected to specified master");
         return Ok(());
     }
-    replica::set_master(ctx.shared, &ctx.cx, &host, port);
+    let worker = ctx.client.info.worker();
+    replica::set_master(ctx.shared, &ctx.cx, Some(worker), &host, port);
     log::notice(&format!(
         "REPLICAOF {host}:{port} enabled (user request from 'addr={who}')"
     ));
