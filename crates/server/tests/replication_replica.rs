@@ -251,6 +251,24 @@ fn cairn_replicates_from_redis() {
     let slave0 = info_field(&mut m, "replication", "slave0");
     assert!(slave0.contains(&format!("port={}", cairn.port)), "{slave0}");
 
+    // A replica that joins while the master's stream has database 3
+    // selected starts in it (the image's repl-stream-db): the master sends
+    // no SELECT before the next write there.
+    let late = start_cairn(&[]);
+    let mut l = redis_client(late.port);
+    ok(&mut l, &["REPLICAOF", "127.0.0.1", &port]);
+    wait_in_sync(&mut m, &mut l, "second replica");
+    let mut m3 = redis_client(redis.port);
+    ok(&mut m3, &["SELECT", "3"]);
+    ok(&mut m3, &["SET", "db3-after-join", "x"]);
+    wait_in_sync(&mut m, &mut l, "second replica's stream");
+    ok(&mut l, &["SELECT", "3"]);
+    assert_eq!(int(&mut l, &["EXISTS", "db3-after-join"]), 1);
+    ok(&mut l, &["SELECT", "0"]);
+    compare(&mut m, &mut l);
+    ok(&mut l, &["REPLICAOF", "NO", "ONE"]);
+    drop(late);
+
     // The master drops the link: Cairn comes back with a partial resync.
     let full = info_field(&mut m, "stats", "sync_full");
     let _: i64 = q(&mut m, &["CLIENT", "KILL", "TYPE", "replica"]);
@@ -308,4 +326,55 @@ fn serve_stale_data_no_refuses_while_the_link_is_down() {
     ok(&mut c, &["REPLICAOF", "NO", "ONE"]);
     let v: Value = q(&mut c, &["GET", "x"]);
     assert_eq!(v, Value::Nil);
+}
+
+fn digest(c: &mut Connection) -> String {
+    q(c, &["DEBUG", "DIGEST"])
+}
+
+/// Cairn from Cairn, chained: A <- B <- C. B feeds C the bytes it gets
+/// from A, so all three have one history (offsets and IDs equal); C
+/// promoted keeps the data.
+#[test]
+fn cairn_replicates_from_cairn_through_a_chain() {
+    let debug = ["--enable-debug-command", "yes"];
+    let a = start_cairn(&debug);
+    let mut ca = redis_client(a.port);
+    build(&mut ca);
+    let b = start_cairn(&debug);
+    let mut cb = redis_client(b.port);
+    ok(&mut cb, &["REPLICAOF", "127.0.0.1", &a.port.to_string()]);
+    wait_in_sync(&mut ca, &mut cb, "B from A");
+    let c = start_cairn(&debug);
+    let mut cc = redis_client(c.port);
+    ok(&mut cc, &["REPLICAOF", "127.0.0.1", &b.port.to_string()]);
+    wait_in_sync(&mut cb, &mut cc, "C from B");
+    // Live writes on A reach C through B.
+    let _: i64 = q(&mut ca, &["INCR", "counter"]);
+    let _: Value = q(&mut ca, &["SPOP", "set:strs"]);
+    ok(&mut ca, &["SELECT", "9"]);
+    ok(&mut ca, &["SET", "nine", "9", "EX", "1000"]);
+    ok(&mut ca, &["SELECT", "0"]);
+    ok(&mut ca, &["MULTI"]);
+    let _: String = q(&mut ca, &["INCR", "counter"]);
+    let _: String = q(&mut ca, &["RPUSH", "l:small", "tail"]);
+    let _: Value = q(&mut ca, &["EXEC"]);
+    wait_in_sync(&mut ca, &mut cb, "B live");
+    wait_in_sync(&mut cb, &mut cc, "C live");
+    assert_eq!(
+        info_field(&mut cc, "replication", "slave_repl_offset"),
+        info_field(&mut ca, "replication", "master_repl_offset")
+    );
+    assert_eq!(
+        info_field(&mut cc, "replication", "master_replid"),
+        info_field(&mut ca, "replication", "master_replid")
+    );
+    let want = digest(&mut ca);
+    assert_eq!(digest(&mut cb), want);
+    assert_eq!(digest(&mut cc), want);
+    compare(&mut ca, &mut cc);
+    assert_eq!(int(&mut cc, &["GET", "counter"]), 12);
+    ok(&mut cc, &["REPLICAOF", "NO", "ONE"]);
+    ok(&mut cc, &["SET", "mine", "1"]);
+    assert_eq!(int(&mut cc, &["GET", "counter"]), 12);
 }
