@@ -378,3 +378,90 @@ fn cairn_replicates_from_cairn_through_a_chain() {
     ok(&mut cc, &["SET", "mine", "1"]);
     assert_eq!(int(&mut cc, &["GET", "counter"]), 12);
 }
+
+/// `masteruser` and `masterauth`: Cairn authenticates to a master that
+/// needs a password, as an ACL user.
+#[test]
+fn masteruser_and_masterauth_authenticate_to_the_master() {
+    let Some(redis) = start_redis(&[]) else {
+        return;
+    };
+    let mut m = redis_client(redis.port);
+    ok(
+        &mut m,
+        &["ACL", "SETUSER", "repl", "on", ">replpw", "+@all", "~*"],
+    );
+    ok(&mut m, &["SET", "k", "v"]);
+    ok(&mut m, &["CONFIG", "SET", "requirepass", "defaultpw"]);
+    ok(&mut m, &["AUTH", "defaultpw"]);
+    let cairn = start_cairn(&["--masteruser", "repl", "--masterauth", "wrong"]);
+    let mut c = redis_client(cairn.port);
+    ok(&mut c, &["REPLICAOF", "127.0.0.1", &redis.port.to_string()]);
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        info_field(&mut c, "replication", "master_link_status"),
+        "down"
+    );
+    // CONFIG SET applies from the next connection attempt.
+    ok(&mut c, &["CONFIG", "SET", "masterauth", "replpw"]);
+    wait_in_sync(&mut m, &mut c, "authenticated sync");
+    let v: String = q(&mut c, &["GET", "k"]);
+    assert_eq!(v, "v");
+}
+
+/// With the journal on, a full sync's data becomes the journal's base
+/// (a compaction after the load), so the replica restarts with it.
+#[test]
+fn a_replica_with_appendonly_keeps_the_synced_data_across_a_restart() {
+    let Some(redis) = start_redis(&[]) else {
+        return;
+    };
+    let mut m = redis_client(redis.port);
+    build(&mut m);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos();
+    let dir =
+        std::env::temp_dir().join(format!("cairn-replica-aof-{}-{nanos}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    struct Cleanup(std::path::PathBuf);
+    impl Drop for Cleanup {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+    let _cleanup = Cleanup(dir.clone());
+    let d = dir.to_str().unwrap();
+    let args = ["--dir", d, "--appendonly", "yes", "--appendfsync", "always"];
+    let cairn = start_cairn(&args);
+    let mut c = redis_client(cairn.port);
+    wait_loaded(&mut c);
+    ok(&mut c, &["REPLICAOF", "127.0.0.1", &redis.port.to_string()]);
+    wait_in_sync(&mut m, &mut c, "full sync");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while info_field(&mut c, "persistence", "aof_rewrite_in_progress") != "0"
+        || info_field(&mut c, "persistence", "aof_rewrite_scheduled") != "0"
+    {
+        assert!(Instant::now() < deadline, "the compaction did not finish");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    ok(&mut m, &["SET", "after-sync", "1"]);
+    wait_in_sync(&mut m, &mut c, "live write");
+    drop(c);
+    drop(cairn);
+    let again = start_cairn(&args);
+    let mut c = redis_client(again.port);
+    wait_loaded(&mut c);
+    compare(&mut m, &mut c);
+}
+
+/// Waits until a server started with data has loaded it (PING answers
+/// -LOADING until then).
+fn wait_loaded(c: &mut Connection) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while redis::cmd("PING").query::<String>(c).is_err() {
+        assert!(Instant::now() < deadline, "the server did not load");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

@@ -625,6 +625,20 @@ fn load(shared: &Shared, path: &std::path::Path) -> io::Result<()> {
         .map_err(|e| e.to_string())
         .and_then(|stats| crate::script::functions::load_codes(shared, &stats.functions));
     st.loading.store(false, Ordering::Relaxed);
+    if result.is_ok() && shared.journal.enabled() {
+        // The journal holds the old data: a compaction makes the loaded
+        // keys its base (Redis restarts its AOF after a full sync). A
+        // compaction already running cut before the load, so one more is
+        // scheduled behind it (the rewrite thread looks ten times a
+        // second).
+        if crate::journal::rewrite::request(shared, false).is_err() {
+            shared
+                .journal
+                .rewrite
+                .scheduled
+                .store(true, Ordering::Relaxed);
+        }
+    }
     result.map_err(|e| {
         err(format!(
             "Failed trying to load the MASTER synchronization DB from disk: {e}"
