@@ -288,13 +288,41 @@ fn cairn_replicates_from_redis() {
     compare(&mut m, &mut c);
     assert_eq!(int(&mut c, &["GET", "counter"]), 17);
 
+    // The link as Cairn's client list shows it; killing it is the same
+    // partial resync, from Cairn's side.
+    let list: String = q(&mut c, &["CLIENT", "LIST", "TYPE", "master"]);
+    assert!(list.contains("flags=M"), "{list}");
+    assert!(list.contains(&format!("addr=127.0.0.1:{port}")), "{list}");
+    assert_eq!(int(&mut c, &["CLIENT", "KILL", "TYPE", "master"]), 1);
+    let _: i64 = q(&mut m, &["INCR", "counter"]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while info_field(&mut m, "stats", "sync_partial_ok") != "2" {
+        assert!(
+            Instant::now() < deadline,
+            "no partial resync after CLIENT KILL TYPE master"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(
+        info_field(&mut m, "stats", "sync_full"),
+        full,
+        "no second full sync"
+    );
+    wait_in_sync(
+        &mut m,
+        &mut c,
+        "partial resync after CLIENT KILL TYPE master",
+    );
+    compare(&mut m, &mut c);
+    assert_eq!(int(&mut c, &["GET", "counter"]), 18);
+
     // Promoted: a master with the data, writable.
     ok(&mut c, &["REPLICAOF", "NO", "ONE"]);
     assert_eq!(info_field(&mut c, "replication", "role"), "master");
     let role: Value = q(&mut c, &["ROLE"]);
     assert!(format!("{role:?}").contains("master"), "{role:?}");
     ok(&mut c, &["SET", "x", "y"]);
-    assert_eq!(int(&mut c, &["GET", "counter"]), 17);
+    assert_eq!(int(&mut c, &["GET", "counter"]), 18);
     // Writes on the old master no longer arrive.
     ok(&mut m, &["SET", "after-promotion", "1"]);
     std::thread::sleep(Duration::from_millis(300));

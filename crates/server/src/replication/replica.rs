@@ -448,11 +448,19 @@ fn sync_and_apply(
     LINK_UP.store(true, Ordering::SeqCst);
     READ_OFFSET.store(shared.replication.offset(), Ordering::Relaxed);
     send_ack(shared, &mut conn)?;
-    // A transaction cut by the lost link was not applied nor counted: the
-    // master sends it again from its start.
-    applier.client.multi = None;
+    // The master client of this connection, in CLIENT LIST (flag M) until
+    // the link ends; CLIENT KILL TYPE master shuts its socket down, and the
+    // link reconnects with PSYNC. A transaction cut by a lost link was not
+    // applied nor counted: the master sends it again from its start.
+    let info = register_master(shared, &conn, applier.client.db);
+    applier.client = master_client(info.clone(), applier.client.db);
     applier.pending.clear();
-    apply_stream(shared, applier, generation, conn)
+    let result = apply_stream(shared, applier, generation, &mut conn);
+    // Out of the registry before the socket closes (CLIENT KILL shuts
+    // down the fd of registered clients only).
+    shared.clients.lock().remove(&info.id);
+    drop(conn);
+    result
 }
 
 /// Reads the RDB image into a temporary file, then empties the keyspace
@@ -667,13 +675,9 @@ impl<'s> Applier<'s> {
     fn new(shared: &'s Shared) -> Applier<'s> {
         let addr = std::net::SocketAddr::from(([0, 0, 0, 0], 0));
         let info = Arc::new(ClientInfo::new(0, addr, addr, -1, 0));
-        let mut client = Client::new(info, true, None);
-        // Blocking commands run in their non-blocking form (a master
-        // sends none, but a replica must never wait).
-        client.in_exec = true;
         Applier {
             shared,
-            client,
+            client: master_client(info, 0),
             out: Vec::new(),
             stats: WorkerStats::new(shared.table.all().len()),
             pending: Vec::new(),
@@ -767,13 +771,43 @@ impl<'s> Applier<'s> {
     }
 }
 
+/// The registry entry of a new master link (its fd is the socket's, so
+/// CLIENT KILL can shut it down).
+fn register_master(shared: &Shared, conn: &Conn, db: usize) -> Arc<ClientInfo> {
+    use std::os::fd::AsRawFd;
+    let s = conn.r.get_ref();
+    let unspecified = std::net::SocketAddr::from(([0, 0, 0, 0], 0));
+    let id = shared.next_client_id.fetch_add(1, Ordering::Relaxed);
+    let info = Arc::new(ClientInfo::new(
+        id,
+        s.peer_addr().unwrap_or(unspecified),
+        s.local_addr().unwrap_or(unspecified),
+        s.as_raw_fd(),
+        0,
+    ));
+    info.master.store(true, Ordering::Relaxed);
+    info.db.store(db as u32, Ordering::Relaxed);
+    shared.clients.lock().insert(id, info.clone());
+    info
+}
+
+/// The master's client: authenticated with every right, in database `db`.
+fn master_client(info: Arc<ClientInfo>, db: usize) -> Client {
+    let mut client = Client::new(info, true, None);
+    client.set_db(db);
+    // Blocking commands run in their non-blocking form (a master sends
+    // none, but a replica must never wait).
+    client.in_exec = true;
+    client
+}
+
 /// Reads and applies the master's stream until the link fails or
 /// REPLICAOF changes; ACKs every second and on GETACK.
 fn apply_stream(
     shared: &Shared,
     applier: &mut Applier<'_>,
     generation: u64,
-    mut conn: Conn,
+    conn: &mut Conn,
 ) -> io::Result<()> {
     let timeout = Duration::from_secs(u64::from(shared.config.read().repl_timeout));
     conn.r
@@ -829,7 +863,7 @@ fn apply_stream(
         }
         buf.drain(..pos);
         if ack || last_ack.elapsed() >= Duration::from_secs(1) {
-            send_ack(shared, &mut conn)?;
+            send_ack(shared, conn)?;
             last_ack = Instant::now();
             if ack && !buf.is_empty() {
                 continue;
