@@ -241,6 +241,47 @@ fn a_killed_replica_continues_from_the_backlog() {
     );
 }
 
+#[test]
+fn a_restarted_replica_continues_from_its_own_rdb() {
+    let dir = Dir::new("restart");
+    let master = start_cairn(&["--dir", dir.s(), "--enable-debug-command", "yes"]);
+    let mut mc = redis_client(master.port);
+    build(&mut mc);
+    let rdir = dir.sub("replica");
+    let Some((replica, mut rc)) = start_replica(&master, &rdir) else {
+        return;
+    };
+    live_writes(&mut mc);
+    assert_eq!(int(&mut mc, &["WAIT", "1", "5000"]), 1);
+    // The replica saves its data with the master's ID and offset, stops,
+    // and starts again from that file while the master takes writes.
+    let _ = run_maybe(&mut rc, &["SHUTDOWN", "SAVE"]);
+    drop(replica);
+    ok(&mut mc, &["SET", "while-down", "1"]);
+    int(&mut mc, &["INCR", "n2"]);
+    let Some((_replica, mut rc)) = start_replica(&master, &rdir) else {
+        return;
+    };
+    assert_eq!(int(&mut mc, &["WAIT", "1", "5000"]), 1);
+    assert_eq!(digest(&mut rc), digest(&mut mc));
+    assert_eq!(
+        info_field(&mut mc, "stats", "sync_full").as_deref(),
+        Some("1")
+    );
+    assert_eq!(
+        info_field(&mut mc, "stats", "sync_partial_ok").as_deref(),
+        Some("1")
+    );
+}
+
+fn run_maybe(c: &mut Connection, args: &[&str]) -> redis::RedisResult<Value> {
+    let mut cmd = redis::cmd(args[0]);
+    for a in &args[1..] {
+        cmd.arg(*a);
+    }
+    cmd.query(c)
+}
+
 /// Reads one `\r\n`-terminated line.
 fn read_line(s: &mut std::net::TcpStream) -> String {
     let mut line = Vec::new();
@@ -265,6 +306,14 @@ fn without_capa_eof_the_image_comes_from_a_file_with_its_length() {
     assert_eq!(
         raw.cmd(&["REPLCONF", "bogus", "1"]),
         b"-ERR Unrecognized REPLCONF option: bogus\r\n"
+    );
+    assert_eq!(
+        raw.cmd(&["REPLCONF", "rdb-only", "2"]),
+        b"-ERR value is out of range, value must between 0 and 1\r\n"
+    );
+    assert_eq!(
+        raw.cmd(&["REPLCONF", "listening-port"]),
+        b"-ERR syntax error\r\n"
     );
     raw.send(&[b"PSYNC", b"?", b"-1"]);
     let mut s = raw.stream().try_clone().unwrap();
@@ -314,6 +363,45 @@ fn without_capa_eof_the_image_comes_from_a_file_with_its_length() {
     wait_for("the link to close", Duration::from_secs(5), || {
         info_field(&mut mc, "replication", "connected_slaves").as_deref() == Some("0")
     });
+}
+
+#[test]
+fn a_silent_replica_gets_pings_then_is_dropped() {
+    let dir = Dir::new("silent");
+    let master = start_cairn(&["--dir", dir.s()]);
+    let mut mc = redis_client(master.port);
+    ok(&mut mc, &["CONFIG", "SET", "repl-ping-replica-period", "1"]);
+    ok(&mut mc, &["CONFIG", "SET", "repl-timeout", "2"]);
+    ok(&mut mc, &["SET", "k", "v"]);
+    let mut raw = RawConn::connect(master.port);
+    assert_eq!(
+        raw.cmd(&["REPLCONF", "capa", "eof", "capa", "psync2"]),
+        b"+OK\r\n"
+    );
+    raw.send(&[b"PSYNC", b"?", b"-1"]);
+    let mut s = raw.stream().try_clone().unwrap();
+    assert!(read_line(&mut s).starts_with("+FULLRESYNC "));
+    // Diskless: `$EOF:<mark>`, the image, the same mark.
+    let eof = read_line(&mut s);
+    let mark = eof.strip_prefix("$EOF:").unwrap().as_bytes().to_vec();
+    assert_eq!(mark.len(), 40);
+    let mut image = Vec::new();
+    let mut b = [0u8; 1];
+    while !image.ends_with(&mark) {
+        s.read_exact(&mut b).unwrap();
+        image.push(b[0]);
+    }
+    assert!(image.starts_with(b"REDIS0010"));
+    // The first PING comes within the period (and a second or so).
+    let ping = b"*1\r\n$4\r\nPING\r\n";
+    let mut got = vec![0u8; ping.len()];
+    s.read_exact(&mut got).unwrap();
+    assert_eq!(got, ping);
+    // No ACK for repl-timeout: the master drops the link.
+    wait_for("the silent replica to go", Duration::from_secs(8), || {
+        info_field(&mut mc, "replication", "connected_slaves").as_deref() == Some("0")
+    });
+    assert!(master.log().contains("Disconnecting timedout replica"));
 }
 
 #[test]

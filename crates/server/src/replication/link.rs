@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 /// `slave_addr`, `slave_capa`, `CLIENT_REPL_RDBONLY`).
 #[derive(Clone, Debug, Default)]
 pub struct ReplicaConf {
-    pub port: u16,
+    pub port: i64,
     pub ip: Option<String>,
     /// `capa eof`: the replica reads a diskless `$EOF:` transfer.
     pub capa_eof: bool,
@@ -56,7 +56,7 @@ pub struct Replica {
     pub info: Arc<ClientInfo>,
     /// The address INFO and ROLE name: `ip-address`, else the peer's.
     pub ip: String,
-    pub port: u16,
+    pub port: i64,
     state: AtomicU8,
     ack_offset: AtomicU64,
     /// Unix ms of the last ACK (of the link's start before any).
@@ -457,7 +457,7 @@ pub fn cron(shared: &Shared) {
     let loops = LOOPS.fetch_add(1, Ordering::Relaxed) + 1;
     let period = u64::from(shared.config.read().repl_ping_replica_period.max(1));
     let r = &shared.replication;
-    if loops % period == 0 && !r.replicas.lock().is_empty() {
+    if loops.is_multiple_of(period) && !r.replicas.lock().is_empty() {
         r.feed_raw(b"*1\r\n$4\r\nPING\r\n");
     }
 }

@@ -130,7 +130,7 @@ fn role(ctx: &mut Ctx) -> CmdResult {
 /// (whose link answers it).
 fn replconf(ctx: &mut Ctx) -> CmdResult {
     let argc = ctx.argc();
-    if argc % 2 == 0 {
+    if argc.is_multiple_of(2) {
         return Err(CmdError::Syntax);
     }
     let mut conf = ctx.client.replconf.as_deref().cloned().unwrap_or_default();
@@ -138,8 +138,8 @@ fn replconf(ctx: &mut Ctx) -> CmdResult {
     while j < argc {
         let (opt, val) = (ctx.arg(j), ctx.arg(j + 1));
         if args::is(opt, "listening-port") {
-            let port = args::int(val)?;
-            conf.port = port as u16;
+            // Redis stores any long and shows it as given.
+            conf.port = args::int(val)?;
         } else if args::is(opt, "ip-address") {
             // NET_HOST_STR_LEN.
             if val.len() >= 256 {
@@ -161,7 +161,11 @@ fn replconf(ctx: &mut Ctx) -> CmdResult {
             match args::int(val)? {
                 0 => conf.rdb_only = false,
                 1 => conf.rdb_only = true,
-                _ => return Err(CmdError::text(errors::OUT_OF_RANGE)),
+                _ => {
+                    return Err(CmdError::text(
+                        "ERR value is out of range, value must between 0 and 1",
+                    ))
+                }
             }
         } else if args::is(opt, "rdb-filter-only") {
             // Redis 7.0 filters only functions out ("functions" or ""):
