@@ -493,3 +493,20 @@ fn wait_loaded(c: &mut Connection) {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// The `replicaof` directive: a server started with it syncs from the
+/// master once its own data is loaded.
+#[test]
+fn the_replicaof_directive_syncs_at_start() {
+    let Some(redis) = start_redis(&[]) else {
+        return;
+    };
+    let mut m = redis_client(redis.port);
+    ok(&mut m, &["SET", "from-start", "1"]);
+    let port = redis.port.to_string();
+    let cairn = start_cairn(&["--replicaof", "127.0.0.1", &port]);
+    let mut c = redis_client(cairn.port);
+    wait_in_sync(&mut m, &mut c, "sync at start");
+    assert_eq!(int(&mut c, &["GET", "from-start"]), 1);
+    assert_eq!(info_field(&mut c, "replication", "master_port"), port);
+}
