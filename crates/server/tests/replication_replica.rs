@@ -510,3 +510,47 @@ fn the_replicaof_directive_syncs_at_start() {
     assert_eq!(int(&mut c, &["GET", "from-start"]), 1);
     assert_eq!(info_field(&mut c, "replication", "master_port"), port);
 }
+
+/// Sentinel switches roles inside a transaction (`MULTI; SLAVEOF ...;
+/// CONFIG REWRITE; CLIENT KILL ...; EXEC`): REPLICAOF under EXEC's hold
+/// of every shard must not wait forever for the link's command in flight.
+#[test]
+fn replicaof_inside_multi_as_sentinel_sends_it() {
+    let Some(redis) = start_redis(&[]) else {
+        return;
+    };
+    let mut m = redis_client(redis.port);
+    ok(&mut m, &["SET", "k", "v"]);
+    let cairn = start_cairn(&[]);
+    let mut c = redis_client(cairn.port);
+    let port = redis.port.to_string();
+    ok(&mut c, &["MULTI"]);
+    let _: String = q(&mut c, &["SLAVEOF", "127.0.0.1", &port]);
+    let _: Value = q(&mut c, &["EXEC"]);
+    wait_in_sync(&mut m, &mut c, "sync from MULTI");
+    // The master writes without pause while the replica is promoted.
+    let writer = std::thread::spawn({
+        let port = redis.port;
+        move || {
+            let mut w = redis_client(port);
+            for i in 0..3000 {
+                let _: i64 = q(&mut w, &["INCR", "n"]);
+                let _: String = q(&mut w, &["SET", &format!("k{}", i % 50), "x"]);
+            }
+        }
+    });
+    std::thread::sleep(Duration::from_millis(50));
+    let started = Instant::now();
+    ok(&mut c, &["MULTI"]);
+    let _: String = q(&mut c, &["REPLICAOF", "NO", "ONE"]);
+    let _: String = q(&mut c, &["CONFIG", "SET", "replica-read-only", "yes"]);
+    let _: Value = q(&mut c, &["EXEC"]);
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    writer.join().unwrap();
+    assert_eq!(info_field(&mut c, "replication", "role"), "master");
+    ok(&mut c, &["SET", "writable", "1"]);
+}

@@ -103,9 +103,13 @@ static LINK: Mutex<Link> = parking_lot::const_mutex(Link {
     sync_read: 0,
 });
 
-/// Held while the link applies a command: REPLICAOF takes it after moving
-/// the generation, so once it answers no command of the old master runs.
+/// Held while the link applies a command, which checks the generation
+/// first: REPLICAOF takes it after moving the generation, so once it
+/// answers no command of the old master runs. It waits at most
+/// `APPLY_WAIT`: inside EXEC (Sentinel's `MULTI; SLAVEOF; ...; EXEC`) it
+/// holds every shard, which the command it waits for may need.
 static APPLY: Mutex<()> = parking_lot::const_mutex(());
+const APPLY_WAIT: Duration = Duration::from_millis(500);
 /// This server replicates from a master (the hot check for writes).
 static IS_REPLICA: AtomicBool = AtomicBool::new(false);
 /// The link is up (`master_link_status:up`).
@@ -162,7 +166,7 @@ pub fn set_master(shared: &Shared, cx: &Cx, caller: Option<usize>, host: &str, p
     LINK_UP.store(false, Ordering::SeqCst);
     let was_replica = IS_REPLICA.swap(true, Ordering::SeqCst);
     // The old link's command in progress finishes; it runs no other.
-    drop(APPLY.lock());
+    drop(APPLY.try_lock_for(APPLY_WAIT));
     if !was_replica {
         log::notice("Before turning into a replica, using my own master parameters to synthesize a cached master: I may be able to synchronize with the new master with just a partial transfer.");
     }
@@ -199,7 +203,7 @@ pub fn unset_master(shared: &Shared, cx: &Cx, caller: Option<usize>) {
     }
     IS_REPLICA.store(false, Ordering::SeqCst);
     LINK_UP.store(false, Ordering::SeqCst);
-    drop(APPLY.lock());
+    drop(APPLY.try_lock_for(APPLY_WAIT));
     super::set_replica_mode(shared, cx, caller, false);
 }
 
@@ -835,10 +839,10 @@ fn apply_stream(
         let mut ack = false;
         {
             let _apply = APPLY.lock();
-            if !current(generation) {
-                return Ok(());
-            }
             while pos < buf.len() {
+                if !current(generation) {
+                    return Ok(());
+                }
                 list.clear();
                 match parse_request(&buf[pos..], &limits, &mut list) {
                     Ok(Parsed::Complete { consumed }) => {
