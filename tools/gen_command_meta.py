@@ -124,6 +124,8 @@ COMMANDS = [
                  "slaves", "slots"]),
     # repl (issue 24): master side
     "psync", "sync", "replconf",
+    # replica (issue 24): replica side
+    "replicaof", "slaveof",
 ]
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

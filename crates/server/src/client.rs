@@ -85,6 +85,9 @@ pub struct ClientInfo {
     /// A replica attached to this master (PSYNC/SYNC ran): CLIENT LIST
     /// flag `S`, type `replica`. Its link is `replication::link`'s.
     pub replica: AtomicBool,
+    /// This server's master link, as the replica side applies it
+    /// (`replication::replica`): CLIENT LIST flag `M`, type `master`.
+    pub master: AtomicBool,
 }
 
 impl ClientInfo {
@@ -122,6 +125,7 @@ impl ClientInfo {
             inbox: Mutex::new(Vec::new()),
             inbox_pending: AtomicBool::new(false),
             replica: AtomicBool::new(false),
+            master: AtomicBool::new(false),
         }
     }
 
@@ -427,6 +431,8 @@ pub fn client_line(out: &mut Vec<u8>, shared: &Shared, c: &ClientInfo, me: Optio
         flags.push('O');
     } else if c.replica.load(Ordering::Relaxed) {
         flags.push('S');
+    } else if c.master.load(Ordering::Relaxed) {
+        flags.push('M');
     }
     if is_subscriber(c) {
         flags.push('P');

@@ -302,6 +302,7 @@ pub fn run(mut cfg: Config) -> Result<(), String> {
         shared.snapshots.loading.store(false, Ordering::Relaxed);
     }
     crate::cluster::verify_data(&shared)?;
+    crate::replication::replica::start_at_boot(&shared);
     if crate::process::supervised_by_systemd() {
         crate::process::notify_systemd("STATUS=Ready to accept connections\n");
         crate::process::notify_systemd("READY=1\n");

@@ -406,9 +406,10 @@ directives! {
     stream_node_max_bytes: u64 = "stream-node-max-bytes", mem(0, I64_MAX), "4096", MUTABLE, keep;
     /// `stream-node-max-entries`: a stream node closes at this many entries.
     stream_node_max_entries: u64 = "stream-node-max-entries", int(0, I64_MAX), "100", MUTABLE, keep;
-    /// `replicaof` (alias `slaveof`): always empty, Cairn is only ever a
-    /// master. Here so CONFIG GET and SET answer as Redis does (empty;
-    /// immutable); a config line naming it is refused with the reason.
+    /// `replicaof` (alias `slaveof`): "host port" from a config line
+    /// (`replicaof <host> <port>`, read at start by
+    /// `replication::replica`); immutable, as in Redis (REPLICAOF changes
+    /// the master at run time).
     replicaof: String = "replicaof" | "slaveof", NULLABLE_STR, "", IMMUTABLE, keep;
 
     // TLS (issue 23), names, defaults and ranges as Redis 7.0. CONFIG SET

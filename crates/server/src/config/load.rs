@@ -68,10 +68,25 @@ impl Loader {
         let argv = bytes_to_strings(words).ok_or_else(|| fail("argument is not valid UTF-8"))?;
         let name = argv[0].to_ascii_lowercase();
         if name == "replicaof" || name == "slaveof" {
-            // In the table only for CONFIG GET/SET; never from a file.
-            Err(fail(&format!(
-                "{name} is not supported: Cairn has no replication and runs only as a master"
-            )))
+            // `replicaof <host> <port>` (or `no one`), kept as one
+            // "host port" string the server reads at start (Redis's
+            // `loadServerConfigFromString`).
+            if argv.len() != 3 {
+                return Err(fail("wrong number of arguments"));
+            }
+            if argv[1].eq_ignore_ascii_case("no") && argv[2].eq_ignore_ascii_case("one") {
+                return self
+                    .apply(d_replicaof(), &[String::new()])
+                    .map_err(|e| fail(&e));
+            }
+            if !argv[2]
+                .parse::<i64>()
+                .is_ok_and(|p| (0..=65535).contains(&p))
+            {
+                return Err(fail("Invalid master port"));
+            }
+            let spec = format!("{} {}", argv[1], argv[2]);
+            self.apply(d_replicaof(), &[spec]).map_err(|e| fail(&e))
         } else if let Some((d, _)) = lookup(&name) {
             self.apply(d, &argv[1..]).map_err(|e| fail(&e))
         } else if name == "include" && argv.len() == 2 {
@@ -330,4 +345,12 @@ pub fn usage() -> String {
      \x20      cairn /etc/mycairn.conf --loglevel verbose -\n\
      \x20      cairn /etc/mycairn.conf --loglevel verbose\n"
         .to_string()
+}
+
+/// The `replicaof` directive (a line names it with two words; the table
+/// holds them as one).
+fn d_replicaof() -> &'static Directive {
+    lookup("replicaof")
+        .map(|(d, _)| d)
+        .expect("replicaof is in the directive table")
 }

@@ -275,6 +275,11 @@ fn refusal(
     if cmd.has(flags::WRITE) && shared.replication.too_few_replicas() {
         return Some(CmdError::text(crate::resp::errors::NOREPLICAS));
     }
+    // READONLY, MASTERDOWN: on a replica only (the master's own commands
+    // do not come through here).
+    if let Some(e) = crate::replication::replica::refusal(shared, cmd) {
+        return Some(CmdError::text(e));
+    }
     if admission::loading(shared) && !cmd.has(flags::LOADING) {
         return Some(CmdError::text(crate::resp::errors::LOADING));
     }

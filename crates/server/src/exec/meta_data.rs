@@ -17916,6 +17916,91 @@ pub(super) static COMMANDS: &[CommandMeta] = &[
         ]),
     },
     CommandMeta {
+        name: "replicaof",
+        arity: 3,
+        flags: &["admin", "noscript", "stale", "no_async_loading"],
+        first_key: 0,
+        last_key: 0,
+        step: 0,
+        acl_categories: &["@admin", "@slow", "@dangerous"],
+        info: Arr(&[
+            Bulk("replicaof"),
+            Int(3),
+            Set(&[
+                Simple("admin"),
+                Simple("noscript"),
+                Simple("stale"),
+                Simple("no_async_loading"),
+            ]),
+            Int(0),
+            Int(0),
+            Int(0),
+            Set(&[Simple("@admin"), Simple("@slow"), Simple("@dangerous")]),
+            Set(&[]),
+            Set(&[]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Make the server a replica of another instance, or promote it as master."),
+            ),
+            (Bulk("since"), Bulk("5.0.0")),
+            (Bulk("group"), Bulk("server")),
+            (Bulk("complexity"), Bulk("O(1)")),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("args")),
+                        (Bulk("type"), Bulk("oneof")),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("host-port")),
+                                    (Bulk("type"), Bulk("block")),
+                                    (
+                                        Bulk("arguments"),
+                                        Arr(&[
+                                            Map(&[
+                                                (Bulk("name"), Bulk("host")),
+                                                (Bulk("type"), Bulk("string")),
+                                            ]),
+                                            Map(&[
+                                                (Bulk("name"), Bulk("port")),
+                                                (Bulk("type"), Bulk("integer")),
+                                            ]),
+                                        ]),
+                                    ),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("no-one")),
+                                    (Bulk("type"), Bulk("block")),
+                                    (
+                                        Bulk("arguments"),
+                                        Arr(&[
+                                            Map(&[
+                                                (Bulk("name"), Bulk("no")),
+                                                (Bulk("type"), Bulk("pure-token")),
+                                                (Bulk("token"), Bulk("NO")),
+                                            ]),
+                                            Map(&[
+                                                (Bulk("name"), Bulk("one")),
+                                                (Bulk("type"), Bulk("pure-token")),
+                                                (Bulk("token"), Bulk("ONE")),
+                                            ]),
+                                        ]),
+                                    ),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
         name: "reset",
         arity: 1,
         flags: &["noscript", "loading", "stale", "fast", "no_auth", "allow_busy"],
@@ -20241,6 +20326,94 @@ pub(super) static COMMANDS: &[CommandMeta] = &[
                         (Bulk("key_spec_index"), Int(0)),
                     ]),
                     Map(&[(Bulk("name"), Bulk("member")), (Bulk("type"), Bulk("string"))]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
+        name: "slaveof",
+        arity: 3,
+        flags: &["admin", "noscript", "stale", "no_async_loading"],
+        first_key: 0,
+        last_key: 0,
+        step: 0,
+        acl_categories: &["@admin", "@slow", "@dangerous"],
+        info: Arr(&[
+            Bulk("slaveof"),
+            Int(3),
+            Set(&[
+                Simple("admin"),
+                Simple("noscript"),
+                Simple("stale"),
+                Simple("no_async_loading"),
+            ]),
+            Int(0),
+            Int(0),
+            Int(0),
+            Set(&[Simple("@admin"), Simple("@slow"), Simple("@dangerous")]),
+            Set(&[]),
+            Set(&[]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Make the server a replica of another instance, or promote it as master."),
+            ),
+            (Bulk("since"), Bulk("1.0.0")),
+            (Bulk("group"), Bulk("server")),
+            (Bulk("complexity"), Bulk("O(1)")),
+            (Bulk("doc_flags"), Set(&[Simple("deprecated")])),
+            (Bulk("deprecated_since"), Bulk("5.0.0")),
+            (Bulk("replaced_by"), Bulk("`REPLICAOF`")),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("args")),
+                        (Bulk("type"), Bulk("oneof")),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("host-port")),
+                                    (Bulk("type"), Bulk("block")),
+                                    (
+                                        Bulk("arguments"),
+                                        Arr(&[
+                                            Map(&[
+                                                (Bulk("name"), Bulk("host")),
+                                                (Bulk("type"), Bulk("string")),
+                                            ]),
+                                            Map(&[
+                                                (Bulk("name"), Bulk("port")),
+                                                (Bulk("type"), Bulk("integer")),
+                                            ]),
+                                        ]),
+                                    ),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("no-one")),
+                                    (Bulk("type"), Bulk("block")),
+                                    (
+                                        Bulk("arguments"),
+                                        Arr(&[
+                                            Map(&[
+                                                (Bulk("name"), Bulk("no")),
+                                                (Bulk("type"), Bulk("pure-token")),
+                                                (Bulk("token"), Bulk("NO")),
+                                            ]),
+                                            Map(&[
+                                                (Bulk("name"), Bulk("one")),
+                                                (Bulk("type"), Bulk("pure-token")),
+                                                (Bulk("token"), Bulk("ONE")),
+                                            ]),
+                                        ]),
+                                    ),
+                                ]),
+                            ]),
+                        ),
+                    ]),
                 ]),
             ),
         ]),

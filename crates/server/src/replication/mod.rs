@@ -26,6 +26,7 @@
 //! master's offsets, as Redis 7.0 does.
 pub mod buffer;
 pub mod link;
+pub mod replica;
 pub mod stream;
 #[cfg(test)]
 mod tests;

@@ -177,12 +177,15 @@ fn client_type(name: &[u8]) -> Result<Kind, CmdError> {
     Ok(k)
 }
 
-/// `getClientType`: a replica attached to this master is `replica`; Redis
+/// `getClientType`: a replica attached to this master is `replica`, this
+/// replica's link to its master `master`; Redis
 /// counts MONITOR clients as normal, so a connection is `pubsub` while it
 /// has a subscription (Redis's `CLIENT_PUBSUB`) and normal otherwise.
 fn kind(c: &ClientInfo) -> Kind {
     if c.replica.load(Ordering::Relaxed) {
         Kind::Replica
+    } else if c.master.load(Ordering::Relaxed) {
+        Kind::Master
     } else if is_subscriber(c) {
         Kind::Pubsub
     } else {

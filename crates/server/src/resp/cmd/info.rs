@@ -816,7 +816,10 @@ fn stats_section(out: &mut String, shared: &Shared, raw: &Counters, c: &Counters
 fn replication_section(out: &mut String, shared: &Shared) {
     let r = shared.replication.info();
     let size = shared.config.read().repl_backlog_size;
-    field(out, "role", "master");
+    match crate::replication::replica::info_fields(shared) {
+        Some(fields) => fields.iter().for_each(|(k, v)| field(out, k, v)),
+        None => field(out, "role", "master"),
+    }
     let replicas: Vec<_> = shared.replication.replicas.lock().clone();
     field(out, "connected_slaves", replicas.len());
     let min = shared.replication.min_to_write.load(Ordering::Relaxed);

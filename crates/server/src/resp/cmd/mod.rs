@@ -25,6 +25,7 @@ pub mod lolwut;
 pub mod memory;
 pub mod multi;
 pub mod pubsub;
+pub mod replicaof;
 pub mod replication;
 pub mod scripting;
 pub mod server;
@@ -68,6 +69,8 @@ pub fn families() -> Vec<&'static [Def]> {
         stream::COMMANDS,
         // branch cluster
         cluster::COMMANDS,
+        // branch replica
+        replicaof::COMMANDS,
     ]
 }
 

@@ -95,6 +95,7 @@ fn wait(ctx: &mut Ctx) -> CmdResult {
 /// ROLE → ["master", replication offset, [[ip, port, acked offset], ...]]
 /// with the replicas that are online, as Redis lists them.
 fn role(ctx: &mut Ctx) -> CmdResult {
+    let shared = ctx.shared;
     let offset = ctx.shared.replication.offset();
     let replicas: Vec<_> = ctx
         .shared
@@ -106,6 +107,9 @@ fn role(ctx: &mut Ctx) -> CmdResult {
         .cloned()
         .collect();
     let mut w = ctx.reply();
+    if crate::replication::replica::role(shared, &mut w) {
+        return Ok(());
+    }
     w.array(3);
     w.bulk(b"master");
     w.int(offset as i64);
