@@ -50,6 +50,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -240,8 +241,28 @@ def run_bench(a, port, workload, threads_n, prefix=()):
         "--skip-load",
     ]
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    # The client threads' run-queue wait (schedstat), sampled every 20 ms
+    # until they exit (the last ~20 ms are missed): how long a client
+    # ready to send its next request waited for a core.
+    waits = {}
+    stop = threading.Event()
+
+    def sample():
+        while not stop.wait(0.02):
+            try:
+                for tid in os.listdir(f"/proc/{p.pid}/task"):
+                    with open(f"/proc/{p.pid}/task/{tid}/schedstat") as f:
+                        waits[tid] = int(f.read().split()[1])
+            except OSError:
+                pass
+
+    t = threading.Thread(target=sample, daemon=True)
+    t.start()
     out = p.stdout.read().decode(errors="replace")
     _, status, ru = os.wait4(p.pid, 0)
+    stop.set()
+    t.join()
+    run_bench.client_wait_ns = sum(waits.values())
     if status != 0:
         sys.exit(f"cairn-bench failed:\n{out}")
     m = re.search(r"round 1: ([\d,]+) ops/s, (\d+) errors", out)
@@ -276,6 +297,7 @@ def measure(a, pid, port, workload, threads_n):
     r["slices"] = sum(x[7] for x in rows) / ops
     r["client user us"] = cu * 1e6 / ops
     r["client sys us"] = cs * 1e6 / ops
+    r["client wait us (runqueue)"] = run_bench.client_wait_ns / 1e3 / ops
     r["irq+softirq us (machine)"] = (m1 - m0) / CLK_TCK * 1e6 / ops
     for k in q1:
         r[f"{k} (machine)"] = (q1[k] - q0[k]) / ops
