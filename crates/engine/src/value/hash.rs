@@ -655,8 +655,13 @@ impl PackedHash {
     /// Puts the names of an interned coded buffer back inline, before a
     /// write that changes the fields.
     fn inline_names(&mut self) {
-        if let Some(c) = self.coded().filter(|c| c.names.is_some()) {
-            self.buf = c.with_inline_names();
+        // The id first: most calls (each field of a new record, which
+        // starts coded with its names inline) have no list, and need no
+        // book or list looked up to find that out.
+        if self.names != 0 && self.names != NAMES_REFUSED {
+            if let Some(c) = self.coded() {
+                self.buf = c.with_inline_names();
+            }
         }
         self.names = 0;
     }
