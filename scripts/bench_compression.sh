@@ -3,7 +3,7 @@
 # throughput for 2.8 KB English-like text values, Cairn with
 # `value-compression yes` against Cairn without it and redis-server 7.
 #
-# usage: scripts/bench_compression.sh [--values N] [--throughput] [--cairn BIN] [--redis BIN]
+# usage: scripts/bench_compression.sh [--values N] [--level L] [--throughput] [--cairn BIN] [--redis BIN]
 #   Memory (deterministic, always run): N values (default 20000) loaded by
 #   pipelined SETs into fresh servers; used_memory and RSS per value.
 #   --throughput: then `cairn-bench batch` (MSET/MGET x 32, 8 threads, the
@@ -13,11 +13,12 @@
 # no passage repeated whole (the generator of crates/server/tests/compression.rs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-N=20000; THRU=0; CAIRN=target/release/cairn; REDIS=$(command -v redis-server || true)
+N=20000; LEVEL=3; THRU=0; CAIRN=target/release/cairn; REDIS=$(command -v redis-server || true)
 BENCH=target/release/cairn-bench
 while [ $# -gt 0 ]; do
   case $1 in
     --values) N=$2; shift 2;;
+    --level) LEVEL=$2; shift 2;;
     --throughput) THRU=1; shift;;
     --cairn) CAIRN=$2; shift 2;;
     --redis) REDIS=$2; shift 2;;
@@ -64,7 +65,7 @@ start() { # name port cmd...
 }
 P_OFF=$(port); P_ON=$(port); P_REDIS=$(port)
 start off "$P_OFF" "$CAIRN" --port "$P_OFF" --bind 127.0.0.1 --save '' --dir "$tmp"
-start on "$P_ON" "$CAIRN" --port "$P_ON" --bind 127.0.0.1 --save '' --dir "$tmp" --value-compression yes
+start on "$P_ON" "$CAIRN" --port "$P_ON" --bind 127.0.0.1 --save '' --dir "$tmp" --value-compression yes --value-compression-level "$LEVEL"
 names="off on"
 if [ -n "$REDIS" ]; then
   start redis "$P_REDIS" "$REDIS" --port "$P_REDIS" --bind 127.0.0.1 --save '' --appendonly no --dir "$tmp"

@@ -72,9 +72,11 @@ pub struct Dict {
     pub id: u16,
     cdict: CDict<'static>,
     ddict: DDict<'static>,
-    /// Values coded with it and still stored (plus codings in progress).
+    /// Values coded with it and still stored, codings in progress, and one
+    /// for being its domain's current dictionary (given back when it is
+    /// retired), so whoever gives back the last use frees it: exactly once.
     users: AtomicU64,
-    /// Replaced by a newer dictionary of its domain: freed at zero users.
+    /// Replaced by a newer dictionary of its domain.
     retired: AtomicBool,
     mem: usize,
 }
@@ -134,10 +136,10 @@ pub fn retain(id: u16) {
 }
 
 /// Gives back a use of dictionary `id` (a coded value freed); the last use
-/// of a retired dictionary frees it.
+/// of a retired dictionary frees it (a current one holds its own use).
 pub fn release(id: u16) {
     if let Some(d) = dict(id) {
-        if d.users.fetch_sub(1, Ordering::AcqRel) == 1 && d.retired.load(Ordering::Acquire) {
+        if d.users.fetch_sub(1, Ordering::AcqRel) == 1 {
             try_free(id);
         }
     }
@@ -163,7 +165,7 @@ fn install(raw: &[u8], level: i32) -> Option<&'static Dict> {
         id: 0,
         cdict,
         ddict,
-        users: AtomicU64::new(0),
+        users: AtomicU64::new(1),
         retired: AtomicBool::new(false),
         mem,
     }));
@@ -250,10 +252,13 @@ fn acquire(domain: usize, plain: &[u8], level: i32) -> u16 {
             if SYNC_TRAINING.load(Ordering::Relaxed) {
                 train(domain, samples, sizes, level);
             } else {
-                let spawned = std::thread::Builder::new()
-                    .name("cairn-zdict".into())
-                    .spawn(move || train(domain, samples, sizes, level));
-                if spawned.is_err() {
+                let job = Job {
+                    domain,
+                    samples,
+                    sizes,
+                    level,
+                };
+                if TRAINER.get_or_init(start_trainer).lock().send(job).is_err() {
                     with_domain(domain, |d| d.training = false);
                 }
             }
@@ -263,6 +268,53 @@ fn acquire(domain: usize, plain: &[u8], level: i32) -> u16 {
             })
         }
     }
+}
+
+/// A sample to train from, for the trainer thread.
+struct Job {
+    domain: usize,
+    samples: Vec<u8>,
+    sizes: Vec<usize>,
+    level: i32,
+}
+
+static TRAINER: std::sync::OnceLock<Mutex<std::sync::mpsc::Sender<Job>>> = std::sync::OnceLock::new();
+
+/// Run first on the trainer thread (the server registers it with its
+/// memory accounting, as the samples it frees were allocated by workers).
+static THREAD_START: std::sync::OnceLock<fn()> = std::sync::OnceLock::new();
+
+/// Sets what the trainer thread runs when it starts.
+pub fn set_thread_start(f: fn()) {
+    let _ = THREAD_START.set(f);
+}
+
+/// One long-lived `cairn-zdict` thread trains every domain in turn: at
+/// start-up or a load, sixteen domains fill their samples together, and
+/// sixteen trainings at once would take every core and leave sixteen
+/// C-allocator arenas holding a training's tables each.
+fn start_trainer() -> Mutex<std::sync::mpsc::Sender<Job>> {
+    let (tx, rx) = std::sync::mpsc::channel::<Job>();
+    let spawned = std::thread::Builder::new()
+        .name("cairn-zdict".into())
+        .spawn(move || {
+            if let Some(f) = THREAD_START.get() {
+                f();
+            }
+            for j in rx {
+                train(j.domain, j.samples, j.sizes, j.level);
+                // The trainer's tables (megabytes) went back to the C
+                // allocator; hand them to the OS so RSS does not keep them.
+                // SAFETY: malloc_trim has no preconditions.
+                unsafe {
+                    libc::malloc_trim(0);
+                }
+            }
+        });
+    // Without the thread every send fails and the domain keeps coding
+    // without a dictionary.
+    drop(spawned);
+    Mutex::new(tx)
 }
 
 /// Trains a dictionary from a domain's sample and makes it current.
@@ -283,10 +335,8 @@ fn train(domain: usize, samples: Vec<u8>, sizes: Vec<usize>, level: i32) {
         d.win_plain = 0;
         d.win_coded = 0;
         if let Some(o) = dict(old) {
-            o.retired.store(true, Ordering::Release);
-            if o.users.load(Ordering::Acquire) == 0 {
-                try_free(old);
-            }
+            o.retired.store(true, Ordering::Relaxed);
+            release(old);
         }
     });
 }
