@@ -108,12 +108,16 @@ for i in range(0, len(vals), 200):
         assert reply() == vals[j], f"{name}: v:{j} reads back changed"
 u1, r1 = info("used_memory"), rss()
 n = len(vals); u = (u1 - u0) / n; r = (r1 - r0) / n
+# MEMORY USAGE of the last 1,000 keys (written after any training).
+k = range(max(0, n - 1000), n)
+s.sendall(b"".join(cmd(b"MEMORY", b"USAGE", b"v:%d" % j) for j in k))
+mu = sum(int(reply()) for _ in k) / len(k)
 rel = f"{u / bu:.3f} / {r / br:.3f}" if bu else ""
-print(f"| {name} | {n} | {u:,.0f} | {r:,.0f} | {rel} |")
+print(f"| {name} | {n} | {u:,.0f} | {r:,.0f} | {mu:,.0f} | {rel} |")
 open(raw, "w").write(f"{u} {r}\n")
 PY
-echo "| server | values | used_memory B/value | RSS B/value | of cairn off (used / RSS) |"
-echo "|---|---:|---:|---:|---:|"
+echo "| server | values | used_memory B/value | RSS B/value | MEMORY USAGE | of cairn off (used / RSS) |"
+echo "|---|---:|---:|---:|---:|---:|"
 base_used=0; base_rss=0
 for n in $names; do
   python3 "$tmp/load.py" "$(pp "$n")" "$tmp/values.txt" "$(cat "$tmp/$n.pid")" "$n" "$base_used" "$base_rss" "$tmp/raw.$n"

@@ -136,8 +136,10 @@ fn compressed_values_read_like_plain_ones_and_survive_a_restart() {
     println!(
         "used_memory per {VALUE_BYTES}-byte value: plain {per_plain:.0}, compressed {per_coded:.0} (ratio {ratio:.3})"
     );
+    // At 20,000 values the 16 domains' dictionaries (~0.85 MB each at
+    // level 3) are ~0.7 KB a value; the values themselves take a third.
     assert!(
-        ratio < 0.6,
+        ratio < 0.7,
         "compressed values take {ratio:.3} of plain ones"
     );
     check_all(&mut z, &words);
@@ -155,10 +157,11 @@ fn compressed_values_read_like_plain_ones_and_survive_a_restart() {
         .query(&mut p)
         .unwrap();
     assert_eq!(enc, "raw");
+    // A value written after its domain's dictionary was trained.
     let mu = |c: &mut Connection| -> u64 {
         redis::cmd("MEMORY")
             .arg("USAGE")
-            .arg("v:1")
+            .arg("v:19999")
             .query(c)
             .unwrap()
     };
@@ -266,6 +269,12 @@ fn compressed_values_read_like_plain_ones_and_survive_a_restart() {
     drop(coded);
     let coded = start_cairn(&zargs);
     let mut z = redis_client(coded.port);
+    // The snapshot loads in the background: -LOADING until it is in.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while redis::cmd("PING").query::<String>(&mut z).is_err() {
+        assert!(std::time::Instant::now() < deadline, "still loading");
+        std::thread::sleep(Duration::from_millis(50));
+    }
     // The values edited above changed; reset them before the full check.
     for i in [9, 10, 11, 14, 15, 16, 17, 19, 20, 32, 33] {
         let _: () = redis::cmd("SET")

@@ -528,7 +528,7 @@ directives! {
     value_compression_min_size: usize = "value-compression-min-size", int(1, 32767), "512", MUTABLE, keep;
     /// `value-compression-level` (Cairn only): zstd's level for values and
     /// dictionaries (1-3 are the fast ones; see design.md for the measure).
-    value_compression_level: i32 = "value-compression-level", int(1, 19), "1", MUTABLE, keep;
+    value_compression_level: i32 = "value-compression-level", int(1, 19), "3", MUTABLE, keep;
 }
 
 /// Directives only meaningful while reading a file; CONFIG REWRITE keeps
