@@ -44,6 +44,9 @@ pub const VALUE_MAX: usize = LARGE_MIN - 1;
 pub(crate) const FLAG_COMPACT: u8 = 1;
 /// `Meta::flags`: the string's Redis encoding is `raw` (else `embstr`).
 pub(crate) const FLAG_RAW: u8 = 2;
+/// `Meta::flags`: the value bytes are a coded value (`value::zcomp`),
+/// which holds a use of its dictionary until the block is freed.
+pub(crate) const FLAG_ZSTD: u8 = 4;
 
 /// Key metadata shared by both kinds of stored key: the prefix of every
 /// `Entry` and every compact block.
@@ -167,6 +170,17 @@ impl Block {
     /// A new block holding `key` and `value`, with `meta`'s expire time
     /// and access fields. Panics (like any allocation) only on OOM.
     pub fn new(key: &[u8], value: &[u8], raw: bool, meta: Meta) -> Block {
+        Block::with_flags(key, value, if raw { FLAG_RAW } else { 0 }, meta)
+    }
+
+    /// A new block holding a coded value (`value::zcomp`). The block takes
+    /// over one use of the value's dictionary: the caller took it
+    /// (`zcomp::compress`, or `zcomp::retain` for a copy).
+    pub fn new_coded(key: &[u8], coded: &[u8], meta: Meta) -> Block {
+        Block::with_flags(key, coded, FLAG_RAW | FLAG_ZSTD, meta)
+    }
+
+    fn with_flags(key: &[u8], value: &[u8], flags: u8, meta: Meta) -> Block {
         assert!(fits(key.len(), value.len()), "compact bounds");
         let lay = layout(key.len(), value.len());
         // SAFETY: the layout has a nonzero size (at least HEADER).
@@ -175,7 +189,7 @@ impl Block {
             std::alloc::handle_alloc_error(lay);
         };
         let header = Meta {
-            flags: FLAG_COMPACT | if raw { FLAG_RAW } else { 0 },
+            flags: FLAG_COMPACT | flags,
             klen: key.len() as u8,
             _pad: 0,
             vlen: value.len() as u32,
@@ -222,6 +236,9 @@ impl Block {
 impl Drop for Block {
     fn drop(&mut self) {
         let c = self.as_ref();
+        if c.is_coded() {
+            crate::value::zcomp::release(crate::value::zcomp::dict_id(c.value()));
+        }
         let lay = layout(c.key().len(), c.value().len());
         // SAFETY: allocated in `new` with exactly this layout.
         unsafe { std::alloc::dealloc(self.0.as_ptr().cast(), lay) }
@@ -273,6 +290,38 @@ impl<'a> CRef<'a> {
     /// Redis's encoding bit: `raw` rather than `embstr`.
     pub fn raw(&self) -> bool {
         self.meta().flags & FLAG_RAW != 0
+    }
+
+    /// The value bytes are a coded value (`value::zcomp`), not the string.
+    pub fn is_coded(&self) -> bool {
+        self.meta().flags & FLAG_ZSTD != 0
+    }
+
+    /// The string's bytes: borrowed, or decoded when coded.
+    pub fn with_plain<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
+        if self.is_coded() {
+            crate::value::zcomp::with_plain(self.value(), f)
+        } else {
+            f(self.value())
+        }
+    }
+
+    /// The string's length (a coded value's from its header).
+    pub fn plain_len(&self) -> usize {
+        if self.is_coded() {
+            crate::value::zcomp::plain_len(self.value())
+        } else {
+            self.value().len()
+        }
+    }
+
+    /// The string's bytes, copied (decoded when coded).
+    pub fn plain_vec(&self) -> Vec<u8> {
+        if self.is_coded() {
+            crate::value::zcomp::decompress(self.value())
+        } else {
+            self.value().to_vec()
+        }
     }
 
     /// The block's requested size (MEMORY USAGE).

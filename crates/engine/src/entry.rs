@@ -91,7 +91,7 @@ impl Entry {
 fn materialize(c: CRef<'_>) -> Box<Entry> {
     crate::compact::count_materialized();
     let value = Value::Str(StrValue::Bytes {
-        data: c.value().to_vec(),
+        data: c.plain_vec(),
         raw: c.raw(),
     });
     Entry::with_meta(c.key(), value, *c.meta())
@@ -104,6 +104,8 @@ fn materialize(c: CRef<'_>) -> Box<Entry> {
 pub enum StrRef<'a> {
     Bytes(&'a [u8]),
     Value(&'a StrValue),
+    /// A coded value (`value::zcomp`): decoded when its bytes are read.
+    Coded(&'a [u8]),
 }
 
 impl<'a> From<&'a StrValue> for StrRef<'a> {
@@ -117,6 +119,7 @@ impl StrRef<'_> {
         match self {
             StrRef::Bytes(b) => b.len(),
             StrRef::Value(v) => v.len(),
+            StrRef::Coded(c) => crate::value::zcomp::plain_len(c),
         }
     }
 
@@ -128,6 +131,7 @@ impl StrRef<'_> {
         match self {
             StrRef::Bytes(b) => f(b),
             StrRef::Value(v) => v.with_bytes(f),
+            StrRef::Coded(c) => crate::value::zcomp::with_plain(c, f),
         }
     }
 
@@ -135,13 +139,16 @@ impl StrRef<'_> {
     /// strings are small and never shared.
     pub fn share(&self) -> Option<crate::value::string::BigBytes> {
         match self {
-            StrRef::Bytes(_) => None,
+            StrRef::Bytes(_) | StrRef::Coded(_) => None,
             StrRef::Value(v) => v.share(),
         }
     }
 
     pub fn to_vec(&self) -> Vec<u8> {
-        self.with_bytes(|b| b.to_vec())
+        match self {
+            StrRef::Coded(c) => crate::value::zcomp::decompress(c),
+            _ => self.with_bytes(|b| b.to_vec()),
+        }
     }
 }
 
@@ -190,6 +197,7 @@ impl<'a> Ref<'a> {
     pub fn encoding(&self) -> &'static str {
         match self {
             Ref::Full(e) => e.value.encoding(),
+            Ref::Compact(c) if c.is_coded() => CODED_ENCODING,
             Ref::Compact(c) if c.raw() => "raw",
             Ref::Compact(_) => "embstr",
         }
@@ -202,6 +210,7 @@ impl<'a> Ref<'a> {
                 Value::Str(s) => Some(StrRef::Value(s)),
                 _ => None,
             },
+            Ref::Compact(c) if c.is_coded() => Some(StrRef::Coded(c.value())),
             Ref::Compact(c) => Some(StrRef::Bytes(c.value())),
         }
     }
@@ -262,6 +271,28 @@ impl Owned {
         }
     }
 
+    /// A block's value under `key` with `meta`: a coded value stays coded
+    /// (the copy takes a use of its dictionary), with no decode or re-code.
+    fn copy_block(c: CRef<'_>, key: &[u8], meta: Meta) -> Owned {
+        if !c.is_coded() {
+            return Owned::string(key, c.value(), c.raw(), meta);
+        }
+        if crate::compact::fits(key.len(), c.value().len()) {
+            crate::value::zcomp::retain(crate::value::zcomp::dict_id(c.value()));
+            Owned::Compact(Block::new_coded(key, c.value(), meta))
+        } else {
+            // A key too long for a block: a plain entry.
+            Owned::Full(Entry::with_meta(
+                key,
+                Value::Str(StrValue::Bytes {
+                    data: c.plain_vec(),
+                    raw: true,
+                }),
+                meta,
+            ))
+        }
+    }
+
     pub fn as_ref(&self) -> Ref<'_> {
         match self {
             Owned::Full(e) => Ref::Full(e),
@@ -299,7 +330,7 @@ impl Owned {
             Owned::Compact(b) => {
                 let c = b.as_ref();
                 Value::Str(StrValue::Bytes {
-                    data: c.value().to_vec(),
+                    data: c.plain_vec(),
                     raw: c.raw(),
                 })
             }
@@ -317,7 +348,7 @@ impl Owned {
                 if c.key() == key {
                     return Owned::Compact(b);
                 }
-                Owned::string(key, c.value(), c.raw(), *c.meta())
+                Owned::copy_block(c, key, *c.meta())
             }
         }
     }
@@ -327,9 +358,7 @@ impl Owned {
     pub fn duplicate(r: Ref<'_>, key: &[u8]) -> Owned {
         match r {
             Ref::Full(e) => Owned::Full(e.duplicate(key, crate::ops::keys::clone_value(&e.value))),
-            Ref::Compact(c) => {
-                Owned::string(key, c.value(), c.raw(), Meta::new(c.meta().expire_at()))
-            }
+            Ref::Compact(c) => Owned::copy_block(c, key, Meta::new(c.meta().expire_at())),
         }
     }
 
@@ -338,6 +367,10 @@ impl Owned {
         self.as_ref().mem_bytes()
     }
 }
+
+/// OBJECT ENCODING of a compressed string (Redis has no such encoding:
+/// tests/diff/DIFFERENCES.md).
+pub const CODED_ENCODING: &str = "zstd";
 
 /// Redis's initial LFU counter, so new keys are not evicted at once.
 pub const LFU_INIT_VAL: u8 = 5;

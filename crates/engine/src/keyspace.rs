@@ -91,6 +91,12 @@ pub struct Limits {
     /// `stream-node-max-bytes` and `stream-node-max-entries` (0: no limit).
     pub stream_node_max_bytes: AtomicUsize,
     pub stream_node_max_entries: AtomicUsize,
+    /// Strings of at least this many bytes are stored compressed
+    /// (`value-compression-min-size` while `value-compression` is yes;
+    /// `usize::MAX` when it is no, so a SET pays one load and compare).
+    pub value_compression_min: AtomicUsize,
+    /// `value-compression-level` (zstd's level).
+    pub value_compression_level: std::sync::atomic::AtomicI32,
 }
 
 impl Limits {
@@ -202,6 +208,10 @@ impl Engine {
                 zset_max_listpack_value: AtomicUsize::new(1024),
                 stream_node_max_bytes: AtomicUsize::new(4096),
                 stream_node_max_entries: AtomicUsize::new(100),
+                value_compression_min: AtomicUsize::new(usize::MAX),
+                value_compression_level: std::sync::atomic::AtomicI32::new(
+                    crate::value::zcomp::LEVEL_DEFAULT,
+                ),
             },
             blocked: AtomicUsize::new(0),
             journal: Default::default(),
@@ -489,6 +499,36 @@ impl Engine {
     /// The shard index of `k` (for `Hold::add`).
     pub fn shard_index(&self, k: &Key) -> usize {
         self.shard_of(k)
+    }
+
+    /// A new key holding the plain string `value`: compressed when
+    /// `value-compression` is on and the value is long enough and shrinks
+    /// (`value::zcomp`), else `Owned::string`. The dictionary domain is the
+    /// top bits of the key's hash: a fixed group of shards.
+    fn string_owned(&self, k: &Key, value: &[u8], raw: bool, meta: Meta) -> Owned {
+        if value.len() >= self.limits.value_compression_min.load(Ordering::Relaxed)
+            && crate::compact::fits(k.bytes.len(), value.len())
+        {
+            if let Some(o) = self.coded_owned(k, value, meta) {
+                return o;
+            }
+        }
+        Owned::string(k.bytes, value, raw, meta)
+    }
+
+    #[cold]
+    fn coded_owned(&self, k: &Key, value: &[u8], meta: Meta) -> Option<Owned> {
+        use crate::value::zcomp;
+        thread_local! {
+            static BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+        }
+        let domain = (k.hash >> (64 - zcomp::DOMAINS.trailing_zeros())) as usize;
+        let level = self.limits.value_compression_level.load(Ordering::Relaxed);
+        BUF.with(|b| {
+            let mut b = b.borrow_mut();
+            zcomp::compress(domain, value, level, &mut b)
+                .then(|| Owned::Compact(crate::compact::Block::new_coded(k.bytes, &b, meta)))
+        })
     }
 }
 
@@ -1107,20 +1147,21 @@ impl<'e> Guard<'e> {
     ) -> Option<Owned> {
         let found = self.live_slot(db, k);
         self.modified(db, k);
-        let table = &mut self.shard(k).dbs[db];
         match found {
             Some(i) => {
-                let mut meta = *table.at(i).meta();
+                let mut meta = *self.shard(k).dbs[db].at(i).meta();
                 meta.restart_access();
                 if let Some(at) = new_expiry(expiry, meta.expire_at()) {
                     meta.set_expire_at_raw(at);
                 }
-                let new = Owned::string(k.bytes, value, raw, meta);
+                let new = self.engine.string_owned(k, value, raw, meta);
+                let table = &mut self.shard(k).dbs[db];
                 Some(table.replace_at(i, new))
             }
             None => {
                 let at = new_expiry(expiry, 0).unwrap_or(0);
-                let new = Owned::string(k.bytes, value, raw, Meta::new(at));
+                let new = self.engine.string_owned(k, value, raw, Meta::new(at));
+                let table = &mut self.shard(k).dbs[db];
                 table.insert_new(k.hash, new);
                 self.engine.slot_added(db, k.bytes);
                 self.notify(crate::events::class::NEW, "new", db, k);

@@ -209,7 +209,13 @@ pub fn used_fast() -> u64 {
         return allocated() as u64;
     }
     let unpublished = ACCT.with(Acct::sync);
-    (NET.load(Ordering::Relaxed) + unpublished).max(0) as u64
+    (NET.load(Ordering::Relaxed) + unpublished).max(0) as u64 + outside_jemalloc()
+}
+
+/// Bytes held outside jemalloc that Redis would count: the compression
+/// dictionaries zstd allocates with the C allocator (`value::zcomp`).
+fn outside_jemalloc() -> u64 {
+    cairn_engine::value::zcomp::dict_bytes() as u64
 }
 
 /// Bytes held: every live allocation of every registered thread, read now.
@@ -217,7 +223,7 @@ pub fn used_exact() -> u64 {
     if !counters_available() {
         return allocated() as u64;
     }
-    exact_raw().max(0) as u64
+    exact_raw().max(0) as u64 + outside_jemalloc()
 }
 
 /// The exact sum, before clamping: it can be negative in a process whose

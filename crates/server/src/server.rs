@@ -123,6 +123,7 @@ pub fn run(mut cfg: Config) -> Result<(), String> {
     // Failure is logged and start-up goes on, as in Redis.
     let _ = crate::process::set_oom_score_adj(&cfg);
     crate::memory::register_thread();
+    cairn_engine::value::zcomp::set_thread_start(crate::memory::register_thread);
     // Redis's `port 0` turns plain TCP off; Cairn does so when a TLS port
     // is set, and otherwise takes `port 0` as an ephemeral port, where
     // Redis (with no `unixsocket`, which Cairn lacks) would refuse to

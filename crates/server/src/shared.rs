@@ -265,6 +265,17 @@ impl Shared {
         limits
             .hash_max_listpack_value
             .store(c.hash_max_listpack_value, Ordering::Relaxed);
+        limits.value_compression_min.store(
+            if c.value_compression {
+                c.value_compression_min_size
+            } else {
+                usize::MAX
+            },
+            Ordering::Relaxed,
+        );
+        limits
+            .value_compression_level
+            .store(c.value_compression_level, Ordering::Relaxed);
         limits
             .notify
             .store(c.notify_keyspace_events.0, Ordering::Relaxed);

@@ -6,6 +6,7 @@ pub mod names;
 pub mod set;
 pub mod stream;
 pub mod string;
+pub mod zcomp;
 pub mod zset;
 
 pub use hash::{HashLimits, HashValue, HashView};

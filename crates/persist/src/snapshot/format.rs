@@ -349,13 +349,16 @@ pub fn put_entry(out: &mut Vec<u8>, db: usize, r: Ref<'_>) {
     let e = match r {
         Ref::Full(e) => e,
         // A compact block is a plain string: the record a `Str` entry of
-        // the same bytes writes (the loader stores it compact again).
+        // the same bytes writes (the loader stores it compact again). A
+        // compressed one is written decoded, and the loader compresses it
+        // again when `value-compression` is on (docs/design.md,
+        // "Compressed values").
         Ref::Compact(c) => {
             out.push(Tag::Str as u8);
             put_varint(out, db as u64);
             put_varint(out, c.meta().expire_at());
             put_bytes(out, c.key());
-            put_bytes(out, c.value());
+            c.with_plain(|v| put_bytes(out, v));
             return;
         }
     };

@@ -545,6 +545,19 @@ directives! {
     /// own) or `rdb` (Redis 7.0's RDB version 10, which redis-server
     /// loads). Start-up reads either, by the file's magic.
     snapshot_format: SnapshotFormat = "snapshot-format", Kind::Enum(SnapshotFormat::NAMES), "cairn", MUTABLE, keep;
+    // branch zcomp: compressed string values (issue 25, item 1).
+    /// `value-compression` (Cairn only): store string values of at least
+    /// `value-compression-min-size` bytes compressed with zstd and
+    /// per-domain dictionaries (docs/design.md, "Compressed values"). Off by
+    /// default: a GET of a compressed 1 KB value costs more than 10% over
+    /// a plain one. Changing it affects values written from then on.
+    value_compression: bool = "value-compression", Kind::Bool, "no", MUTABLE, keep;
+    /// `value-compression-min-size` (Cairn only): the shortest string
+    /// compressed while `value-compression` is on.
+    value_compression_min_size: usize = "value-compression-min-size", int(1, 32767), "512", MUTABLE, keep;
+    /// `value-compression-level` (Cairn only): zstd's level for values and
+    /// dictionaries (1-3 are the fast ones; see design.md for the measure).
+    value_compression_level: i32 = "value-compression-level", int(1, 19), "3", MUTABLE, keep;
 }
 
 /// Directives only meaningful while reading a file; CONFIG REWRITE keeps

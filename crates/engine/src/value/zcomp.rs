@@ -1,0 +1,1022 @@
+//! Compressed string values (issue 25, item 1): the codec (zstd, one
+//! frame per value) and the table of dictionaries it codes with, trained
+//! per dictionary domain (a group of keyspace shards) on that domain's own
+//! values. The keyspace stores a compressed value as a compact block with
+//! `FLAG_ZSTD` (see `crate::compact`); everything else here is independent
+//! of how a value is held, so a disk tier can code its records the same way.
+//!
+//! **A coded value** (what the block's value bytes hold):
+//!
+//! ```text
+//! offset  size  field
+//!      0     4  plain length, u32 LE (STRLEN reads it; decoding sizes its buffer)
+//!      4     2  dictionary id, u16 LE (0 = coded without a dictionary)
+//!      6     n  one zstd frame (content size and dictionary id flags as
+//!               zstd writes them; no checksum)
+//! ```
+//!
+//! **Dictionaries.** Each domain collects samples (copies of the values it
+//! codes) until it holds `SAMPLE_BYTES`, then a `cairn-zdict` thread trains
+//! a `DICT_BYTES` dictionary from them (`zstd::dict::from_samples`) and it
+//! becomes the domain's current one, under a fresh id. Until then values
+//! are coded without one. A dictionary counts the values coded with it
+//! (`users`); when a newer one replaces it (retraining) it is `retired`,
+//! and it is freed once no value uses it. Readers find a dictionary by id
+//! in a fixed array of pointers (one load, no lock): a value being read
+//! holds a use of its dictionary, and the shard lock keeps the value alive
+//! while it is read, so a dictionary cannot be freed under a reader.
+//!
+//! **Retraining.** After training, a domain measures its ratio (coded /
+//! plain bytes) over windows of `WINDOW_BYTES` of plain input. The first
+//! window is the baseline; a later window more than 10% worse starts a new
+//! sample, and the dictionary trained from it replaces the current one.
+//! Values keep the dictionary that coded them until they are written again.
+//!
+//! **Memory.** zstd allocates with the C allocator, which `used_memory`
+//! (jemalloc's counters) does not see, so the prepared dictionaries' sizes
+//! are counted here (`dict_bytes`) and added to `used_memory` by the server.
+use parking_lot::Mutex;
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU16, AtomicU64, AtomicUsize, Ordering};
+use zstd::zstd_safe::{CCtx, CDict, DCtx, DDict};
+
+/// Bytes before the zstd frame in a coded value.
+pub const HEADER: usize = 6;
+
+/// Dictionary domains: keyspace shard `s` trains and codes in domain
+/// `s * DOMAINS / shards`. See docs/design.md ("Compressed values") for why
+/// not one per shard.
+pub const DOMAINS: usize = 16;
+
+/// Size of a trained dictionary.
+pub const DICT_BYTES: usize = 16 << 10;
+
+/// Samples a domain collects before training (about 16 times the
+/// dictionary, which is where zstd's trainer stops gaining on text).
+pub const SAMPLE_BYTES: usize = 256 << 10;
+
+/// Plain bytes per ratio window (retraining, above).
+pub const WINDOW_BYTES: u64 = 8 << 20;
+
+/// Dictionary ids live in `1..SLOTS`; 0 means none.
+const SLOTS: usize = 4096;
+
+/// The default of `value-compression-min-size`.
+pub const MIN_SIZE_DEFAULT: usize = 512;
+
+/// The default of `value-compression-level` (docs/design.md: level 3
+/// codes 2.8 KB text ~8% smaller than 1 at the same instruction count).
+pub const LEVEL_DEFAULT: i32 = 3;
+
+/// A trained dictionary, prepared for both directions.
+pub struct Dict {
+    pub id: u16,
+    cdict: CDict<'static>,
+    ddict: DDict<'static>,
+    /// Values coded with it and still stored, codings in progress, and one
+    /// for being its domain's current dictionary (given back when it is
+    /// retired), so whoever gives back the last use frees it: exactly once.
+    users: AtomicU64,
+    /// Replaced by a newer dictionary of its domain.
+    retired: AtomicBool,
+    mem: usize,
+}
+
+/// Dictionaries by id.
+static TABLE: [AtomicPtr<Dict>; SLOTS] = [const { AtomicPtr::new(std::ptr::null_mut()) }; SLOTS];
+
+/// Where the next id search starts (ids are reused once free).
+static NEXT_ID: AtomicU16 = AtomicU16::new(1);
+
+/// Bytes zstd holds for live dictionaries (the server adds it to used_memory).
+static DICT_MEM: AtomicUsize = AtomicUsize::new(0);
+
+/// Dictionaries trained since start (INFO, tests).
+static TRAINED: AtomicU64 = AtomicU64::new(0);
+
+/// Train on the calling thread instead of a `cairn-zdict` thread (tests).
+static SYNC_TRAINING: AtomicBool = AtomicBool::new(false);
+
+/// Bytes of prepared dictionaries held by zstd, for `used_memory`.
+pub fn dict_bytes() -> usize {
+    DICT_MEM.load(Ordering::Relaxed)
+}
+
+/// Dictionaries alive (current or still used by a value).
+pub fn dict_count() -> usize {
+    TABLE
+        .iter()
+        .filter(|p| !p.load(Ordering::Acquire).is_null())
+        .count()
+}
+
+/// Dictionaries trained since start.
+pub fn trained() -> u64 {
+    TRAINED.load(Ordering::Relaxed)
+}
+
+/// Makes training synchronous (tests: the dictionary exists when the
+/// write that completed the sample returns).
+pub fn set_sync_training(on: bool) {
+    SYNC_TRAINING.store(on, Ordering::Relaxed);
+}
+
+fn dict(id: u16) -> Option<&'static Dict> {
+    let p = TABLE.get(id as usize)?.load(Ordering::Acquire);
+    // SAFETY: a non-null slot points to a live `Dict` (boxed in `install`),
+    // freed only in `try_free` after its last use is released; callers
+    // hold a use (a stored value coded with it, or a coding in progress).
+    unsafe { p.as_ref() }
+}
+
+/// Takes a use of dictionary `id` (a coded value copied: COPY, RENAME).
+pub fn retain(id: u16) {
+    if let Some(d) = dict(id) {
+        d.users.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// Gives back a use of dictionary `id` (a coded value freed); the last use
+/// of a retired dictionary frees it (a current one holds its own use).
+pub fn release(id: u16) {
+    if let Some(d) = dict(id) {
+        if d.users.fetch_sub(1, Ordering::AcqRel) == 1 {
+            try_free(id);
+        }
+    }
+}
+
+fn try_free(id: u16) {
+    let p = TABLE[id as usize].swap(std::ptr::null_mut(), Ordering::AcqRel);
+    if !p.is_null() {
+        // SAFETY: boxed in `install`; the swap made this the only owner.
+        let d = unsafe { Box::from_raw(p) };
+        DICT_MEM.fetch_sub(d.mem, Ordering::Relaxed);
+    }
+}
+
+/// Prepares `raw` and gives it a free id; None when all ids are taken (the
+/// domain keeps coding with what it has).
+fn install(raw: &[u8], level: i32) -> Option<&'static Dict> {
+    let cdict = CDict::try_create(raw, level)?;
+    let ddict = DDict::try_create(raw)?;
+    let mem = cdict.sizeof() + ddict.sizeof();
+    let start = NEXT_ID.load(Ordering::Relaxed) as usize;
+    let mut d = Some(Box::new(Dict {
+        id: 0,
+        cdict,
+        ddict,
+        users: AtomicU64::new(1),
+        retired: AtomicBool::new(false),
+        mem,
+    }));
+    for step in 0..SLOTS - 1 {
+        let id = 1 + (start - 1 + step) % (SLOTS - 1);
+        if !TABLE[id].load(Ordering::Relaxed).is_null() {
+            continue;
+        }
+        let mut b = d.take()?;
+        b.id = id as u16;
+        let p = Box::into_raw(b);
+        match TABLE[id].compare_exchange(
+            std::ptr::null_mut(),
+            p,
+            Ordering::AcqRel,
+            Ordering::Relaxed,
+        ) {
+            Ok(_) => {
+                NEXT_ID.store((id % (SLOTS - 1) + 1) as u16, Ordering::Relaxed);
+                DICT_MEM.fetch_add(mem, Ordering::Relaxed);
+                return dict(id as u16);
+            }
+            // SAFETY: not published; we still own it.
+            Err(_) => d = Some(unsafe { Box::from_raw(p) }),
+        }
+    }
+    None
+}
+
+// ------------------------------------------------------------- domains ---
+
+/// One domain's training state.
+#[derive(Default)]
+struct Domain {
+    /// The dictionary new values are coded with (id; 0 = none yet).
+    current: u16,
+    /// Collecting samples for a (re)training.
+    collecting: bool,
+    /// A training thread is running on a taken sample.
+    training: bool,
+    samples: Vec<u8>,
+    sizes: Vec<usize>,
+    /// The current window's plain and coded bytes.
+    win_plain: u64,
+    win_coded: u64,
+    /// The first window's ratio with the current dictionary (coded per
+    /// plain byte, x 1,000,000); 0 until measured.
+    baseline: u64,
+    level: i32,
+}
+
+static DOMAIN_STATE: [Mutex<Option<Domain>>; DOMAINS] = [const { Mutex::new(None) }; DOMAINS];
+
+fn with_domain<R>(domain: usize, f: impl FnOnce(&mut Domain) -> R) -> R {
+    let mut g = DOMAIN_STATE[domain % DOMAINS].lock();
+    let d = g.get_or_insert_with(|| Domain {
+        collecting: true,
+        ..Domain::default()
+    });
+    f(d)
+}
+
+/// The current dictionary of `domain` with a use taken, or 0; feeds the
+/// sample when the domain is collecting.
+fn acquire(domain: usize, plain: &[u8], level: i32) -> u16 {
+    let start = with_domain(domain, |d| {
+        if d.collecting && !d.training {
+            d.samples.extend_from_slice(plain);
+            d.sizes.push(plain.len());
+            if d.samples.len() >= SAMPLE_BYTES {
+                d.training = true;
+                d.level = level;
+                let s = std::mem::take(&mut d.samples);
+                let z = std::mem::take(&mut d.sizes);
+                return (d.current, Some((s, z)));
+            }
+        }
+        retain(d.current);
+        (d.current, None)
+    });
+    match start {
+        (cur, None) => cur,
+        (_, Some((samples, sizes))) => {
+            if SYNC_TRAINING.load(Ordering::Relaxed) {
+                train(domain, samples, sizes, level);
+            } else {
+                let job = Job {
+                    domain,
+                    samples,
+                    sizes,
+                    level,
+                };
+                if TRAINER.get_or_init(start_trainer).lock().send(job).is_err() {
+                    with_domain(domain, |d| d.training = false);
+                }
+            }
+            with_domain(domain, |d| {
+                retain(d.current);
+                d.current
+            })
+        }
+    }
+}
+
+/// A sample to train from, for the trainer thread.
+struct Job {
+    domain: usize,
+    samples: Vec<u8>,
+    sizes: Vec<usize>,
+    level: i32,
+}
+
+static TRAINER: std::sync::OnceLock<Mutex<std::sync::mpsc::Sender<Job>>> =
+    std::sync::OnceLock::new();
+
+/// Run first on the trainer thread (the server registers it with its
+/// memory accounting, as the samples it frees were allocated by workers).
+static THREAD_START: std::sync::OnceLock<fn()> = std::sync::OnceLock::new();
+
+/// Sets what the trainer thread runs when it starts.
+pub fn set_thread_start(f: fn()) {
+    let _ = THREAD_START.set(f);
+}
+
+/// One long-lived `cairn-zdict` thread trains every domain in turn: at
+/// start-up or a load, sixteen domains fill their samples together, and
+/// sixteen trainings at once would take every core and leave sixteen
+/// C-allocator arenas holding a training's tables each.
+fn start_trainer() -> Mutex<std::sync::mpsc::Sender<Job>> {
+    let (tx, rx) = std::sync::mpsc::channel::<Job>();
+    let spawned = std::thread::Builder::new()
+        .name("cairn-zdict".into())
+        .spawn(move || {
+            if let Some(f) = THREAD_START.get() {
+                f();
+            }
+            for j in rx {
+                train(j.domain, j.samples, j.sizes, j.level);
+                // The trainer's tables (megabytes) went back to the C
+                // allocator; hand them to the OS so RSS does not keep them.
+                // SAFETY: malloc_trim has no preconditions.
+                unsafe {
+                    libc::malloc_trim(0);
+                }
+            }
+        });
+    // Without the thread every send fails and the domain keeps coding
+    // without a dictionary.
+    drop(spawned);
+    Mutex::new(tx)
+}
+
+/// Trains a dictionary from a domain's sample and makes it current.
+fn train(domain: usize, samples: Vec<u8>, sizes: Vec<usize>, level: i32) {
+    let raw = zstd::dict::from_continuous(&samples, &sizes, DICT_BYTES).ok();
+    drop(samples);
+    let new = raw.as_deref().and_then(|r| install(r, level));
+    with_domain(domain, |d| {
+        d.training = false;
+        let Some(new) = new else {
+            // Training failed (too few distinct samples): collect more.
+            return;
+        };
+        TRAINED.fetch_add(1, Ordering::Relaxed);
+        let old = std::mem::replace(&mut d.current, new.id);
+        d.collecting = false;
+        d.baseline = 0;
+        d.win_plain = 0;
+        d.win_coded = 0;
+        if let Some(o) = dict(old) {
+            o.retired.store(true, Ordering::Relaxed);
+            release(old);
+        }
+    });
+}
+
+/// Counts one coding into its domain's window and starts a retraining when
+/// the ratio has drifted.
+fn account(domain: usize, plain: usize, coded: usize) {
+    with_domain(domain, |d| {
+        if d.current == 0 || d.collecting {
+            return;
+        }
+        d.win_plain += plain as u64;
+        d.win_coded += coded as u64;
+        if d.win_plain < WINDOW_BYTES {
+            return;
+        }
+        let ratio = d.win_coded * 1_000_000 / d.win_plain.max(1);
+        d.win_plain = 0;
+        d.win_coded = 0;
+        if d.baseline == 0 {
+            d.baseline = ratio;
+        } else if ratio > d.baseline + d.baseline / 10 {
+            d.collecting = true;
+        }
+    });
+}
+
+// --------------------------------------------------------------- codec ---
+
+thread_local! {
+    static CCTX: RefCell<Option<CCtx<'static>>> = const { RefCell::new(None) };
+    static DCTX: RefCell<Option<DCtx<'static>>> = const { RefCell::new(None) };
+    /// Buffers for decoded values, taken while in use so nested reads (LCS
+    /// reads two values) each get their own.
+    static SCRATCH: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Codes `plain` for `domain` into `out` (cleared first). False, with `out`
+/// unspecified, when the coded form would not be at least 1/8 smaller:
+/// the value stays plain. Trains the domain's dictionary as samples come in.
+pub fn compress(domain: usize, plain: &[u8], level: i32, out: &mut Vec<u8>) -> bool {
+    let Ok(plain_len) = u32::try_from(plain.len()) else {
+        return false;
+    };
+    let id = acquire(domain, plain, level);
+    let bound = zstd::zstd_safe::compress_bound(plain.len());
+    out.clear();
+    out.reserve(HEADER + bound);
+    out.extend_from_slice(&plain_len.to_le_bytes());
+    out.extend_from_slice(&id.to_le_bytes());
+    let ok = CCTX.with(|c| {
+        let mut c = c.borrow_mut();
+        let cctx = c.get_or_insert_with(CCtx::create);
+        let r = match dict(id) {
+            Some(d) => cctx.compress_using_cdict(&mut OffsetBuf(out), plain, &d.cdict),
+            None => cctx.compress(&mut OffsetBuf(out), plain, level),
+        };
+        r.is_ok()
+    });
+    let keep = ok && out.len() <= plain.len() - plain.len() / 8;
+    if keep {
+        account(domain, plain.len(), out.len());
+    } else {
+        release(id);
+    }
+    keep
+}
+
+/// Writes a frame after the bytes already in the Vec (the header).
+struct OffsetBuf<'a>(&'a mut Vec<u8>);
+
+// SAFETY: forwards to the Vec's spare capacity after its current length;
+// `filled_until` counts from that offset.
+unsafe impl zstd::zstd_safe::WriteBuf for OffsetBuf<'_> {
+    fn as_slice(&self) -> &[u8] {
+        &self.0[HEADER..]
+    }
+    fn capacity(&self) -> usize {
+        self.0.capacity() - HEADER
+    }
+    fn as_mut_ptr(&mut self) -> *mut u8 {
+        // SAFETY: HEADER bytes are initialized, so the offset is in bounds.
+        unsafe { self.0.as_mut_ptr().add(HEADER) }
+    }
+    unsafe fn filled_until(&mut self, n: usize) {
+        self.0.set_len(HEADER + n)
+    }
+}
+
+/// The plain length of a coded value (STRLEN), from its header.
+pub fn plain_len(coded: &[u8]) -> usize {
+    u32::from_le_bytes([coded[0], coded[1], coded[2], coded[3]]) as usize
+}
+
+/// The dictionary a coded value uses (0 = none).
+pub fn dict_id(coded: &[u8]) -> u16 {
+    u16::from_le_bytes([coded[4], coded[5]])
+}
+
+/// Decodes into `out` (appended). A value this process coded always
+/// decodes; a failure means memory corruption, so it panics (the command's
+/// panic guard turns that into an error reply).
+pub fn decompress_into(coded: &[u8], out: &mut Vec<u8>) {
+    if out.is_empty() {
+        decode_exact(coded, out);
+    } else {
+        with_plain(coded, |p| out.extend_from_slice(p));
+    }
+}
+
+/// The plain bytes of a coded value.
+pub fn decompress(coded: &[u8]) -> Vec<u8> {
+    let mut v = Vec::new();
+    decompress_into(coded, &mut v);
+    v
+}
+
+/// Calls `f` with the plain bytes of a coded value, decoded into a
+/// thread's reused buffer (no allocation once warm).
+pub fn with_plain<R>(coded: &[u8], f: impl FnOnce(&[u8]) -> R) -> R {
+    let mut buf = SCRATCH.with(|s| s.borrow_mut().pop()).unwrap_or_default();
+    buf.clear();
+    decode_exact(coded, &mut buf);
+    let r = f(&buf);
+    // Keep no buffer of more than 64 KiB (values coded here are < 32 KiB).
+    if buf.capacity() <= 64 << 10 {
+        SCRATCH.with(|s| s.borrow_mut().push(buf));
+    }
+    r
+}
+
+/// Decodes into an empty `buf` without the copy of `decompress_into`.
+fn decode_exact(coded: &[u8], buf: &mut Vec<u8>) {
+    let n = plain_len(coded);
+    buf.reserve(n);
+    let r = DCTX.with(|c| {
+        let mut c = c.borrow_mut();
+        let dctx = c.get_or_insert_with(DCtx::create);
+        match dict(dict_id(coded)) {
+            Some(d) => dctx.decompress_using_ddict(buf, &coded[HEADER..], &d.ddict),
+            None => dctx.decompress(buf, &coded[HEADER..]),
+        }
+    });
+    match r {
+        Ok(k) if k == n => {}
+        _ => panic!(
+            "a coded value does not decode (dictionary {})",
+            dict_id(coded)
+        ),
+    }
+}
+
+/// English-like text for tests and benchmarks: words from a fixed list,
+/// drawn by a seeded generator, `len` bytes exactly.
+pub fn sample_text(seed: u64, len: usize) -> Vec<u8> {
+    const WORDS: &[&str] = &[
+        "the",
+        "of",
+        "and",
+        "in",
+        "to",
+        "was",
+        "is",
+        "for",
+        "on",
+        "as",
+        "by",
+        "with",
+        "he",
+        "at",
+        "from",
+        "his",
+        "an",
+        "were",
+        "are",
+        "which",
+        "also",
+        "be",
+        "or",
+        "has",
+        "had",
+        "first",
+        "one",
+        "their",
+        "its",
+        "new",
+        "after",
+        "but",
+        "who",
+        "not",
+        "they",
+        "have",
+        "her",
+        "she",
+        "two",
+        "been",
+        "other",
+        "when",
+        "there",
+        "all",
+        "during",
+        "into",
+        "school",
+        "time",
+        "may",
+        "years",
+        "more",
+        "most",
+        "only",
+        "over",
+        "city",
+        "some",
+        "world",
+        "would",
+        "where",
+        "later",
+        "up",
+        "such",
+        "used",
+        "many",
+        "can",
+        "state",
+        "about",
+        "national",
+        "out",
+        "known",
+        "university",
+        "united",
+        "then",
+        "made",
+        "season",
+        "american",
+        "between",
+        "film",
+        "while",
+        "south",
+        "north",
+        "century",
+        "river",
+        "album",
+        "team",
+        "county",
+        "government",
+        "population",
+        "district",
+        "born",
+        "released",
+        "played",
+        "series",
+        "history",
+        "village",
+        "church",
+        "family",
+        "career",
+        "district,",
+        "war.",
+        "music.",
+        "located",
+        "station",
+        "league",
+        "company",
+        "published",
+        "according",
+        "several",
+    ];
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut out = Vec::with_capacity(len + 16);
+    while out.len() < len {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        // Skewed towards the first words, as word frequencies are.
+        let r = (x >> 33) as usize % WORDS.len();
+        let i = r * ((x >> 20) as usize % WORDS.len()) / WORDS.len();
+        out.extend_from_slice(WORDS[i].as_bytes());
+        out.push(if x.is_multiple_of(17) { b'\n' } else { b' ' });
+    }
+    out.truncate(len);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::string as s;
+    use crate::ops::test_support::{engine, with};
+    use crate::Engine;
+    use proptest::prelude::*;
+
+    /// The domains and training mode are process-wide: tests that train
+    /// take turns.
+    static SERIAL: Mutex<()> = Mutex::new(());
+
+    fn on(e: &Engine, min: usize) {
+        e.limits.value_compression_min.store(min, Ordering::Relaxed);
+    }
+
+    #[test]
+    fn round_trip_with_and_without_a_dictionary() {
+        let _s = SERIAL.lock();
+        set_sync_training(true);
+        let mut out = Vec::new();
+        // Domain 15 trains here: the first values code without a dictionary.
+        let first = sample_text(1, 2800);
+        assert!(compress(15, &first, 1, &mut out));
+        assert_eq!(plain_len(&out), 2800);
+        assert_eq!(decompress(&out), first);
+        assert!(out.len() < 2800 * 2 / 3, "{}", out.len());
+        release(dict_id(&out));
+        let mut n = 0;
+        while with_domain(15, |d| d.current) == 0 && n < 1000 {
+            let v = sample_text(100 + n, 2800);
+            assert!(compress(15, &v, 1, &mut out));
+            release(dict_id(&out));
+            n += 1;
+        }
+        let id = with_domain(15, |d| d.current);
+        assert_ne!(id, 0, "trained after {SAMPLE_BYTES} bytes of samples");
+        let v = sample_text(7, 2800);
+        assert!(compress(15, &v, 1, &mut out));
+        assert_eq!(dict_id(&out), id);
+        let mut nodict = Vec::new();
+        assert!(compress_plain(&v, &mut nodict));
+        assert!(out.len() < nodict.len(), "{} {}", out.len(), nodict.len());
+        // Nested reads (LCS) each get a buffer.
+        let coded2 = out.clone();
+        retain(id);
+        with_plain(&out, |a| with_plain(&coded2, |b| assert_eq!(a, b)));
+        let mut tail = b"xy".to_vec();
+        decompress_into(&out, &mut tail);
+        assert_eq!(&tail[2..], &v[..]);
+        release(id);
+        release(id);
+        // What does not shrink stays plain, and takes no use.
+        let mut x = 88172645463325252u64;
+        let noise: Vec<u8> = (0..2000)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                (x >> 24) as u8
+            })
+            .collect();
+        let users = dict(id).unwrap().users.load(Ordering::Relaxed);
+        assert!(!compress(15, &noise, 1, &mut out));
+        assert_eq!(dict(id).unwrap().users.load(Ordering::Relaxed), users);
+        assert!(dict_bytes() > 0);
+        set_sync_training(false);
+    }
+
+    /// Codes without any dictionary (the comparison above).
+    fn compress_plain(v: &[u8], out: &mut Vec<u8>) -> bool {
+        let mut c = CCtx::create();
+        out.clear();
+        out.reserve(HEADER + zstd::zstd_safe::compress_bound(v.len()));
+        out.extend_from_slice(&[0; HEADER]);
+        c.compress(&mut OffsetBuf(out), v, 1).is_ok()
+    }
+
+    #[test]
+    fn drift_retrains_and_old_dictionaries_live_while_used() {
+        let _s = SERIAL.lock();
+        set_sync_training(true);
+        let d = 14;
+        let mut out = Vec::new();
+        let mut n = 0u64;
+        fn feed(
+            d: usize,
+            n: &mut u64,
+            gen: &dyn Fn(u64) -> Vec<u8>,
+            until: &dyn Fn() -> bool,
+            keep: &mut Vec<Vec<u8>>,
+        ) {
+            let mut out = Vec::new();
+            while !until() {
+                let v = gen(*n);
+                *n += 1;
+                if compress(d, &v, 1, &mut out) {
+                    if keep.len() < 3 {
+                        keep.push(out.clone());
+                    } else {
+                        release(dict_id(&out));
+                    }
+                }
+            }
+        }
+        let text = |i: u64| sample_text(i, 2800);
+        let mut kept = Vec::new();
+        feed(
+            d,
+            &mut n,
+            &text,
+            &|| with_domain(d, |s| s.current) != 0,
+            &mut kept,
+        );
+        let first = with_domain(d, |s| s.current);
+        // A baseline window, then data the dictionary does not know.
+        feed(
+            d,
+            &mut n,
+            &text,
+            &|| with_domain(d, |s| s.baseline) != 0,
+            &mut kept,
+        );
+        kept.iter().for_each(|c| release(dict_id(c)));
+        kept.clear();
+        while kept.len() < 3 {
+            let v = text(n);
+            n += 1;
+            if compress(d, &v, 1, &mut out) {
+                kept.push(out.clone());
+            }
+        }
+        let other = |i: u64| {
+            let mut v = sample_text(i, 2800);
+            // Another vocabulary: the same shape of text, other bytes.
+            v.iter_mut().for_each(|b| {
+                if b.is_ascii_lowercase() {
+                    *b = b'A' + (*b - b'a' + (i % 7) as u8) % 26
+                }
+            });
+            v
+        };
+        let mut none = Vec::new();
+        feed(
+            d,
+            &mut n,
+            &other,
+            &|| with_domain(d, |s| s.current) != first,
+            &mut none,
+        );
+        let second = with_domain(d, |s| s.current);
+        assert_ne!(second, first);
+        assert!(trained() >= 2);
+        // The first dictionary is retired but still read by the kept values.
+        assert!(dict(first).unwrap().retired.load(Ordering::Relaxed));
+        for c in &kept {
+            assert_eq!(dict_id(c), first);
+            assert_eq!(decompress(c).len(), 2800);
+        }
+        for c in kept.iter().chain(&none) {
+            release(dict_id(c));
+        }
+        assert!(dict(first).is_none(), "freed with its last value");
+        assert!(dict(second).is_some(), "the current one stays");
+        set_sync_training(false);
+    }
+
+    #[test]
+    fn string_commands_read_compressed_values() {
+        let _s = SERIAL.lock();
+        let e = engine();
+        on(&e, 64);
+        let v = sample_text(3, 1000);
+        with(&e, |g| {
+            let k = g.key(b"k");
+            s::set(
+                g,
+                0,
+                &k,
+                &v,
+                s::Cond::Always,
+                crate::keyspace::Expiry::Clear,
+                false,
+            )
+            .unwrap();
+            let r = g.read_ref(0, &k).unwrap();
+            assert_eq!(r.encoding(), "zstd");
+            assert!(r.mem_bytes() < 700, "{}", r.mem_bytes());
+            assert_eq!(s::strlen(g, 0, &k).unwrap(), 1000);
+            assert_eq!(s::get(g, 0, &k, |b| b.unwrap().to_vec()).unwrap(), v);
+            assert_eq!(
+                s::getrange(g, 0, &k, 10, 19, |b| b.to_vec()).unwrap(),
+                &v[10..20]
+            );
+            // COPY and RENAME keep the coded bytes and the dictionary use.
+            let c = g.key(b"c");
+            crate::ops::keys::copy(g, 0, &k, 0, &c, false, drop).unwrap();
+            assert_eq!(g.read_ref(0, &c).unwrap().encoding(), "zstd");
+            let r2 = g.key(b"renamed");
+            crate::ops::keys::rename(g, 0, &c, &r2, false).unwrap();
+            assert_eq!(s::get(g, 0, &r2, |b| b.unwrap().to_vec()).unwrap(), v);
+            // An in-place edit leaves a plain raw string.
+            assert_eq!(s::append(g, 0, &k, b"!").unwrap(), 1001);
+            assert_eq!(g.read_ref(0, &k).unwrap().encoding(), "raw");
+            assert_eq!(s::get(g, 0, &r2, |b| b.unwrap().len()).unwrap(), 1000);
+        });
+    }
+
+    /// A string op and its reply, compared between two engines.
+    #[derive(Debug, Clone)]
+    enum Op {
+        Set(u8, u64, u16),
+        Get(u8),
+        Append(u8, u8),
+        SetRange(u8, u16, u8),
+        GetRange(u8, i16, i16),
+        Strlen(u8),
+        SetBit(u8, u16, bool),
+        GetBit(u8, u16),
+        BitCount(u8),
+        Incr(u8),
+        GetDel(u8),
+        GetSet(u8, u64),
+        Copy(u8, u8),
+        Rename(u8, u8),
+        Lcs(u8, u8),
+        Digest(u8),
+        Dump(u8),
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        let k = 0u8..4;
+        prop_oneof![
+            4 => (k.clone(), any::<u64>(), 0u16..3000).prop_map(|(a, b, c)| Op::Set(a, b, c)),
+            3 => k.clone().prop_map(Op::Get),
+            1 => (k.clone(), any::<u8>()).prop_map(|(a, b)| Op::Append(a, b)),
+            1 => (k.clone(), 0u16..3100, any::<u8>()).prop_map(|(a, b, c)| Op::SetRange(a, b, c)),
+            1 => (k.clone(), any::<i16>(), any::<i16>()).prop_map(|(a, b, c)| Op::GetRange(a, b, c)),
+            1 => k.clone().prop_map(Op::Strlen),
+            1 => (k.clone(), 0u16..30000, any::<bool>()).prop_map(|(a, b, c)| Op::SetBit(a, b, c)),
+            1 => (k.clone(), 0u16..30000).prop_map(|(a, b)| Op::GetBit(a, b)),
+            1 => k.clone().prop_map(Op::BitCount),
+            1 => k.clone().prop_map(Op::Incr),
+            1 => k.clone().prop_map(Op::GetDel),
+            1 => (k.clone(), any::<u64>()).prop_map(|(a, b)| Op::GetSet(a, b)),
+            1 => (k.clone(), k.clone()).prop_map(|(a, b)| Op::Copy(a, b)),
+            1 => (k.clone(), k.clone()).prop_map(|(a, b)| Op::Rename(a, b)),
+            1 => (k.clone(), k.clone()).prop_map(|(a, b)| Op::Lcs(a, b)),
+            1 => k.clone().prop_map(Op::Digest),
+            1 => k.prop_map(Op::Dump),
+        ]
+    }
+
+    fn run(e: &Engine, op: &Op) -> String {
+        let name = |i: u8| format!("key:{i}").into_bytes();
+        let digest = |k: u8| e.digest_value(&crate::cx::testing::cx(), 0, &name(k));
+        if let Op::Digest(k) = op {
+            return format!("{:?}", digest(*k));
+        }
+        with(e, |g| {
+            let key = |i: u8| name(i);
+            match op {
+                Op::Set(k, seed, len) => {
+                    let kk = key(*k);
+                    let k = g.key(&kk);
+                    let v = sample_text(*seed, *len as usize);
+                    format!(
+                        "{:?}",
+                        s::set(
+                            g,
+                            0,
+                            &k,
+                            &v,
+                            s::Cond::Always,
+                            crate::keyspace::Expiry::Clear,
+                            true
+                        )
+                    )
+                }
+                Op::Get(k) => {
+                    let kk = key(*k);
+                    let k = g.key(&kk);
+                    format!("{:?}", s::get(g, 0, &k, |b| b.map(<[u8]>::to_vec)))
+                }
+                Op::Append(k, b) => {
+                    let kk = key(*k);
+                    let k = g.key(&kk);
+                    format!("{:?}", s::append(g, 0, &k, &[*b; 3]))
+                }
+                Op::SetRange(k, off, b) => {
+                    let kk = key(*k);
+                    let k = g.key(&kk);
+                    format!("{:?}", s::setrange(g, 0, &k, *off as usize, &[*b; 5]))
+                }
+                Op::GetRange(k, a, b) => {
+                    let kk = key(*k);
+                    let k = g.key(&kk);
+                    format!(
+                        "{:?}",
+                        s::getrange(g, 0, &k, *a as i64, *b as i64, <[u8]>::to_vec)
+                    )
+                }
+                Op::Strlen(k) => {
+                    let kk = key(*k);
+                    let k = g.key(&kk);
+                    format!("{:?}", s::strlen(g, 0, &k))
+                }
+                Op::SetBit(k, off, on) => {
+                    let kk = key(*k);
+                    let k = g.key(&kk);
+                    format!(
+                        "{:?}",
+                        crate::ops::bitmap::setbit(g, 0, &k, *off as u64, *on)
+                    )
+                }
+                Op::GetBit(k, off) => {
+                    let kk = key(*k);
+                    let k = g.key(&kk);
+                    format!("{:?}", crate::ops::bitmap::getbit(g, 0, &k, *off as u64))
+                }
+                Op::BitCount(k) => {
+                    let kk = key(*k);
+                    let k = g.key(&kk);
+                    let r: Result<i64, crate::Error> =
+                        crate::ops::bitmap::bitcount(g, 0, &k, || {
+                            Ok(crate::ops::bitmap::CountArgs::Whole)
+                        });
+                    format!("{r:?}")
+                }
+                Op::Incr(k) => {
+                    let kk = key(*k);
+                    let k = g.key(&kk);
+                    format!("{:?}", s::incr_by(g, 0, &k, 1))
+                }
+                Op::GetDel(k) => {
+                    let kk = key(*k);
+                    let k = g.key(&kk);
+                    format!("{:?}", s::getdel(g, 0, &k))
+                }
+                Op::GetSet(k, seed) => {
+                    let kk = key(*k);
+                    let k = g.key(&kk);
+                    format!("{:?}", s::getset(g, 0, &k, &sample_text(*seed, 900)))
+                }
+                Op::Copy(a, b) => {
+                    let (ka, kb) = (key(*a), key(*b));
+                    let (a, b) = (g.key(&ka), g.key(&kb));
+                    format!("{:?}", crate::ops::keys::copy(g, 0, &a, 0, &b, true, drop))
+                }
+                Op::Rename(a, b) => {
+                    let (ka, kb) = (key(*a), key(*b));
+                    let (a, b) = (g.key(&ka), g.key(&kb));
+                    format!("{:?}", crate::ops::keys::rename(g, 0, &a, &b, false))
+                }
+                Op::Lcs(a, b) => {
+                    let (ka, kb) = (key(*a), key(*b));
+                    let (a, b) = (g.key(&ka), g.key(&kb));
+                    format!("{:?}", s::lcs_operands(g, 0, &a, &b))
+                }
+                Op::Dump(k) => {
+                    let kk = key(*k);
+                    let k = g.key(&kk);
+                    format!(
+                        "{:?}",
+                        g.read_ref(0, &k).and_then(|r| r.str()).map(|s| s.to_vec())
+                    )
+                }
+                Op::Digest(_) => unreachable!("answered above"),
+            }
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        #[test]
+        fn replies_are_the_same_with_compression_on_and_off(ops in proptest::collection::vec(op(), 1..40)) {
+            let _s = SERIAL.lock();
+            let plain = engine();
+            let coded = engine();
+            on(&coded, 32);
+            let mut long_sets = 0;
+            let mut coded_sets = 0;
+            for o in &ops {
+                prop_assert_eq!(run(&plain, o), run(&coded, o), "{:?}", o);
+                if let Op::Set(k, _, len) = o {
+                    let name = format!("key:{k}").into_bytes();
+                    let enc = with(&coded, |g| {
+                        let k = g.key(&name);
+                        g.read_ref(0, &k).map(|r| r.encoding())
+                    });
+                    long_sets += usize::from(*len >= 200);
+                    coded_sets += usize::from(enc == Some("zstd"));
+                }
+            }
+            // Text of 200 bytes or more shrinks: the compressed path is
+            // what is being compared, not a plain one twice.
+            prop_assert!(long_sets == 0 || coded_sets > 0);
+        }
+    }
+}

@@ -1,0 +1,312 @@
+//! Compressed string values (issue 25, item 1) through real clients: 20,000
+//! values of 2.8 KB English-like text loaded into a server with
+//! `value-compression yes` and one without; used_memory per value compared
+//! (the ratio is printed); every string command's reply, OBJECT ENCODING,
+//! MEMORY USAGE, DUMP, DEBUG DIGEST-VALUE and memcached's reads compared
+//! with the plain server's; then a restart from the snapshot, after which
+//! every value reads back and is compressed again.
+mod mc_support;
+mod support;
+
+use redis::Connection;
+use std::path::PathBuf;
+use std::time::Duration;
+use support::{redis_client, start_cairn};
+
+const VALUES: usize = 20_000;
+const VALUE_BYTES: usize = 2_800;
+
+/// Text to draw values from: the licence texts Debian ships when present
+/// (real English), else the engine's fixed word list.
+fn corpus() -> Vec<String> {
+    let mut words = Vec::new();
+    if let Ok(dir) = std::fs::read_dir("/usr/share/common-licenses") {
+        let mut paths: Vec<PathBuf> = dir.filter_map(|e| e.ok().map(|e| e.path())).collect();
+        paths.sort();
+        for p in paths {
+            if let Ok(t) = std::fs::read_to_string(&p) {
+                words.extend(t.split_whitespace().map(str::to_owned));
+            }
+        }
+    }
+    if words.len() < 10_000 {
+        let t = cairn_engine::value::zcomp::sample_text(7, 400_000);
+        words = String::from_utf8(t)
+            .unwrap()
+            .split_whitespace()
+            .map(str::to_owned)
+            .collect();
+    }
+    words
+}
+
+/// Value `i`: runs of 3 to 14 consecutive words from seeded places in the
+/// corpus, so it reads like the text without repeating any one passage.
+fn value(words: &[String], i: usize) -> Vec<u8> {
+    let mut x = (i as u64 + 1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    let mut out = Vec::with_capacity(VALUE_BYTES + 64);
+    while out.len() < VALUE_BYTES {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let start = (x >> 16) as usize % words.len();
+        let run = 3 + (x % 12) as usize;
+        for w in words.iter().cycle().skip(start).take(run) {
+            out.extend_from_slice(w.as_bytes());
+            out.push(b' ');
+        }
+    }
+    out.truncate(VALUE_BYTES);
+    out
+}
+
+fn info_u64(c: &mut Connection, section: &str, name: &str) -> u64 {
+    let text: String = redis::cmd("INFO").arg(section).query(c).unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}:")))
+        .unwrap_or_else(|| panic!("{name} not in INFO {section}"))
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// Loads the values with pipelined SETs; returns used_memory per value.
+fn load(c: &mut Connection, words: &[String]) -> f64 {
+    let before = info_u64(c, "memory", "used_memory");
+    for chunk in (0..VALUES).collect::<Vec<_>>().chunks(500) {
+        let mut p = redis::pipe();
+        for &i in chunk {
+            p.cmd("SET")
+                .arg(format!("v:{i}"))
+                .arg(value(words, i))
+                .ignore();
+        }
+        p.query::<()>(c).unwrap();
+    }
+    let after = info_u64(c, "memory", "used_memory");
+    (after.saturating_sub(before)) as f64 / VALUES as f64
+}
+
+/// One command's raw reply as a comparable value.
+fn reply(c: &mut Connection, args: &[&[u8]]) -> redis::Value {
+    support::cmd(args)
+        .query::<redis::Value>(c)
+        .unwrap_or_else(|e| redis::Value::SimpleString(format!("error {e}")))
+}
+
+/// Every value reads back on `c` as the generator made it.
+fn check_all(c: &mut Connection, words: &[String]) {
+    for chunk in (0..VALUES).collect::<Vec<_>>().chunks(500) {
+        let mut p = redis::pipe();
+        for &i in chunk {
+            p.cmd("GET").arg(format!("v:{i}"));
+        }
+        let got: Vec<Vec<u8>> = p.query(c).unwrap();
+        for (&i, g) in chunk.iter().zip(got) {
+            assert!(g == value(words, i), "v:{i} reads back changed");
+        }
+    }
+}
+
+#[test]
+fn compressed_values_read_like_plain_ones_and_survive_a_restart() {
+    let words = corpus();
+    let dir = std::env::temp_dir().join(format!("cairn-compression-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let d = dir.to_str().unwrap();
+    let mc_plain = mc_support::free_port();
+    let plain = start_cairn(&["--memcached-port", &mc_plain.to_string()]);
+    let mc_coded = mc_support::free_port();
+    let zargs = [
+        "--dir",
+        d,
+        "--value-compression",
+        "yes",
+        "--memcached-port",
+        &mc_coded.to_string(),
+    ];
+    let coded = start_cairn(&zargs);
+    let mut p = redis_client(plain.port);
+    let mut z = redis_client(coded.port);
+
+    let per_plain = load(&mut p, &words);
+    let per_coded = load(&mut z, &words);
+    let ratio = per_coded / per_plain;
+    println!(
+        "used_memory per {VALUE_BYTES}-byte value: plain {per_plain:.0}, compressed {per_coded:.0} (ratio {ratio:.3})"
+    );
+    // At 20,000 values the 16 domains' dictionaries (~0.85 MB each at
+    // level 3) are ~0.7 KB a value; the values themselves take a third.
+    assert!(
+        ratio < 0.7,
+        "compressed values take {ratio:.3} of plain ones"
+    );
+    check_all(&mut z, &words);
+
+    // OBJECT ENCODING names it; MEMORY USAGE is the compressed size.
+    let enc: String = redis::cmd("OBJECT")
+        .arg("ENCODING")
+        .arg("v:1")
+        .query(&mut z)
+        .unwrap();
+    assert_eq!(enc, "zstd");
+    let enc: String = redis::cmd("OBJECT")
+        .arg("ENCODING")
+        .arg("v:1")
+        .query(&mut p)
+        .unwrap();
+    assert_eq!(enc, "raw");
+    // A value written after its domain's dictionary was trained.
+    let mu = |c: &mut Connection| -> u64 {
+        redis::cmd("MEMORY")
+            .arg("USAGE")
+            .arg("v:19999")
+            .query(c)
+            .unwrap()
+    };
+    let (mp, mz) = (mu(&mut p), mu(&mut z));
+    assert!(mz * 2 < mp, "MEMORY USAGE {mz} against {mp}");
+
+    // Every string command gives the plain server's reply; edits on one
+    // key never disturb the next (each uses its own key).
+    let small = b"12345".as_slice();
+    let script: Vec<Vec<&[u8]>> = vec![
+        vec![b"GET", b"v:2"],
+        vec![b"STRLEN", b"v:3"],
+        vec![b"GETRANGE", b"v:4", b"100", b"199"],
+        vec![b"GETRANGE", b"v:4", b"-50", b"-1"],
+        vec![b"BITCOUNT", b"v:5"],
+        vec![b"BITCOUNT", b"v:5", b"3", b"900"],
+        vec![b"BITPOS", b"v:5", b"0"],
+        vec![b"BITPOS", b"v:5", b"1", b"20"],
+        vec![b"GETBIT", b"v:5", b"1234"],
+        vec![
+            b"BITFIELD",
+            b"v:5",
+            b"GET",
+            b"u8",
+            b"16",
+            b"GET",
+            b"i12",
+            b"100",
+        ],
+        vec![b"BITFIELD_RO", b"v:5", b"GET", b"u16", b"800"],
+        vec![b"LCS", b"v:6", b"v:7", b"LEN"],
+        vec![b"DUMP", b"v:8"],
+        vec![b"DEBUG", b"DIGEST-VALUE", b"v:8"],
+        vec![b"SETRANGE", b"v:9", b"10", b"XYZ"],
+        vec![b"GET", b"v:9"],
+        vec![b"APPEND", b"v:10", b" and more"],
+        vec![b"GET", b"v:10"],
+        vec![b"SETBIT", b"v:11", b"77", b"1"],
+        vec![b"GET", b"v:11"],
+        vec![b"BITOP", b"AND", b"dest", b"v:12", b"v:13"],
+        vec![b"GET", b"dest"],
+        vec![b"GETEX", b"v:14", b"EX", b"1000"],
+        vec![b"TTL", b"v:14"],
+        vec![b"GETDEL", b"v:15"],
+        vec![b"EXISTS", b"v:15"],
+        vec![b"GETSET", b"v:16", small],
+        vec![b"INCR", b"v:16"],
+        vec![b"SET", b"v:17", small, b"GET"],
+        vec![b"COPY", b"v:18", b"copy18"],
+        vec![b"GET", b"copy18"],
+        vec![b"RENAME", b"v:19", b"renamed19"],
+        vec![b"GET", b"renamed19"],
+        vec![b"MOVE", b"v:20", b"1"],
+        vec![b"SELECT", b"1"],
+        vec![b"GET", b"v:20"],
+        vec![b"SELECT", b"0"],
+        vec![b"MGET", b"v:21", b"v:22", b"nosuch"],
+        vec![b"SUBSTR", b"v:23", b"0", b"9"],
+        vec![b"INCR", b"v:24"],
+        vec![b"TYPE", b"v:25"],
+    ];
+    for args in &script {
+        let a = reply(&mut p, args);
+        let b = reply(&mut z, args);
+        assert!(
+            a == b,
+            "{:?}: plain {a:?}, compressed {b:?}",
+            String::from_utf8_lossy(&args.join(&b' '))
+        );
+    }
+    // DUMP writes the plain RDB string: Redis (and the plain server) can
+    // RESTORE it.
+    let dump: Vec<u8> = redis::cmd("DUMP").arg("v:30").query(&mut z).unwrap();
+    let _: () = redis::cmd("RESTORE")
+        .arg("restored")
+        .arg(0)
+        .arg(&dump)
+        .query(&mut p)
+        .unwrap();
+    let got: Vec<u8> = redis::cmd("GET").arg("restored").query(&mut p).unwrap();
+    assert_eq!(got, value(&words, 30));
+
+    // memcached reads and edits the same keys.
+    let mut mp = mc_support::Conn::connect(mc_plain);
+    let mut mz = mc_support::Conn::connect(mc_coded);
+    for line in [
+        "get v:31",
+        "append v:32 0 0 3\nabc",
+        "get v:32",
+        "prepend v:33 0 0 2\nzz",
+        "get v:33",
+    ] {
+        let a = mp.cmd(line);
+        let b = mz.cmd(line);
+        assert_eq!(a, b, "memcached {line}");
+    }
+    let gets = mz.cmd("gets v:34");
+    assert!(gets.starts_with("VALUE v:34 0 2800 "), "{gets}");
+
+    // Restart: the snapshot holds the values plainly and the load codes
+    // them again.
+    let _: () = redis::cmd("SAVE").query(&mut z).unwrap();
+    let used_before = info_u64(&mut z, "memory", "used_memory");
+    drop(z);
+    drop(coded);
+    let coded = start_cairn(&zargs);
+    let mut z = redis_client(coded.port);
+    // The snapshot loads in the background: -LOADING until it is in.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while redis::cmd("PING").query::<String>(&mut z).is_err() {
+        assert!(std::time::Instant::now() < deadline, "still loading");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // The values edited above changed; reset them before the full check.
+    for i in [9, 10, 11, 14, 15, 16, 17, 19, 20, 32, 33] {
+        let _: () = redis::cmd("SET")
+            .arg(format!("v:{i}"))
+            .arg(value(&words, i))
+            .query(&mut z)
+            .unwrap();
+    }
+    check_all(&mut z, &words);
+    let enc: String = redis::cmd("OBJECT")
+        .arg("ENCODING")
+        .arg("v:40")
+        .query(&mut z)
+        .unwrap();
+    assert_eq!(enc, "zstd");
+    let used_after = info_u64(&mut z, "memory", "used_memory");
+    println!("used_memory before the restart {used_before}, after {used_after}");
+    assert!(
+        (used_after as f64) < used_before as f64 * 1.3,
+        "{used_after} after a restart against {used_before}"
+    );
+    for args in &script[..14] {
+        let a = reply(&mut p, args);
+        let b = reply(&mut z, args);
+        assert!(
+            a == b,
+            "after restart {:?}: {a:?} / {b:?}",
+            String::from_utf8_lossy(&args.join(&b' '))
+        );
+    }
+    drop(z);
+    drop(coded);
+    std::thread::sleep(Duration::from_millis(50));
+    let _ = std::fs::remove_dir_all(&dir);
+}

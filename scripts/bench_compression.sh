@@ -1,0 +1,136 @@
+#!/bin/bash
+# Compressed string values (issue 25, item 1): memory per value and GET/SET
+# throughput for 2.8 KB English-like text values, Cairn with
+# `value-compression yes` against Cairn without it and redis-server 7.
+#
+# usage: scripts/bench_compression.sh [--values N] [--level L] [--throughput] [--cairn BIN] [--redis BIN]
+#   Memory (deterministic, always run): N values (default 20000) loaded by
+#   pipelined SETs into fresh servers; used_memory and RSS per value.
+#   --throughput: then `cairn-bench batch` (MSET/MGET x 32, 8 threads, the
+#   same values) against the three; run it on an idle machine only.
+# Values: runs of 3-14 consecutive words from the licence texts Debian
+# ships (/usr/share/common-licenses), cut at 2,800 bytes: real English,
+# no passage repeated whole (the generator of crates/server/tests/compression.rs).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+N=20000; LEVEL=3; THRU=0; CAIRN=target/release/cairn; REDIS=$(command -v redis-server || true)
+BENCH=target/release/cairn-bench
+while [ $# -gt 0 ]; do
+  case $1 in
+    --values) N=$2; shift 2;;
+    --level) LEVEL=$2; shift 2;;
+    --throughput) THRU=1; shift;;
+    --cairn) CAIRN=$2; shift 2;;
+    --redis) REDIS=$2; shift 2;;
+    *) echo "unknown option $1" >&2; exit 2;;
+  esac
+done
+[ -x "$CAIRN" ] || { echo "no $CAIRN: cargo build --release -p cairn-server" >&2; exit 1; }
+tmp=$(mktemp -d); pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$tmp"; }
+trap cleanup EXIT
+
+python3 - "$N" "$tmp/values.txt" <<'PY'
+import os, sys
+n, out = int(sys.argv[1]), sys.argv[2]
+words = []
+d = "/usr/share/common-licenses"
+for f in sorted(os.listdir(d)) if os.path.isdir(d) else []:
+    try:
+        words += open(os.path.join(d, f), encoding="utf-8", errors="replace").read().split()
+    except OSError:
+        pass
+assert len(words) > 10000, "needs /usr/share/common-licenses (Debian's base-files)"
+M = (1 << 64) - 1
+with open(out, "w") as o:
+    for i in range(n):
+        x = ((i + 1) * 0x9E3779B97F4A7C15) & M
+        v = []
+        size = 0
+        while size < 2800:
+            x ^= (x << 13) & M; x ^= x >> 7; x ^= (x << 17) & M
+            start = (x >> 16) % len(words); run = 3 + x % 12
+            for k in range(run):
+                w = words[(start + k) % len(words)]
+                v.append(w); size += len(w) + 1
+        o.write(" ".join(v)[:2800].replace("\n", " ") + "\n")
+PY
+
+port() { echo $((20000 + RANDOM % 10000)); }
+start() { # name port cmd...
+  local name=$1 p=$2; shift 2
+  "$@" > "$tmp/$name.log" 2>&1 & pids+=($!); echo $! > "$tmp/$name.pid"
+  for _ in $(seq 1 100); do redis-cli -p "$p" ping >/dev/null 2>&1 && return 0; sleep 0.1; done
+  echo "$name did not start: $(tail -3 "$tmp/$name.log")" >&2; exit 1
+}
+P_OFF=$(port); P_ON=$(port); P_REDIS=$(port)
+start off "$P_OFF" "$CAIRN" --port "$P_OFF" --bind 127.0.0.1 --save '' --dir "$tmp"
+start on "$P_ON" "$CAIRN" --port "$P_ON" --bind 127.0.0.1 --save '' --dir "$tmp" --value-compression yes --value-compression-level "$LEVEL"
+names="off on"
+if [ -n "$REDIS" ]; then
+  start redis "$P_REDIS" "$REDIS" --port "$P_REDIS" --bind 127.0.0.1 --save '' --appendonly no --dir "$tmp"
+  names="off on redis"
+fi
+pp() { case $1 in off) echo "$P_OFF";; on) echo "$P_ON";; redis) echo "$P_REDIS";; esac; }
+
+cat > "$tmp/load.py" <<'PY'
+import socket, sys
+port, path, pid, name, bu, br, raw = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], float(sys.argv[5]), float(sys.argv[6]), sys.argv[7]
+s = socket.create_connection(("127.0.0.1", port)); f = s.makefile("rb")
+def cmd(*a):
+    out = b"*%d\r\n" % len(a)
+    for x in a:
+        out += b"$%d\r\n%s\r\n" % (len(x), x)
+    return out
+def reply():
+    line = f.readline()
+    if line[:1] == b"$":
+        n = int(line[1:])
+        return None if n < 0 else f.read(n + 2)[:-2]
+    return line[1:].strip()
+def info(field):
+    s.sendall(cmd(b"INFO", b"memory")); txt = reply().decode()
+    return int([l.split(":")[1] for l in txt.splitlines() if l.startswith(field + ":")][0])
+def rss():
+    for l in open(f"/proc/{pid}/status"):
+        if l.startswith("VmRSS:"):
+            return int(l.split()[1]) * 1024
+vals = open(path, "rb").read().split(b"\n")[:-1]
+u0, r0 = info("used_memory"), rss()
+for i in range(0, len(vals), 200):
+    s.sendall(b"".join(cmd(b"SET", b"v:%d" % j, vals[j]) for j in range(i, min(i + 200, len(vals)))))
+    for _ in range(i, min(i + 200, len(vals))):
+        reply()
+# Every value reads back (a compressed store that lost bytes is no result).
+for i in range(0, len(vals), 200):
+    s.sendall(b"".join(cmd(b"GET", b"v:%d" % j) for j in range(i, min(i + 200, len(vals)))))
+    for j in range(i, min(i + 200, len(vals))):
+        assert reply() == vals[j], f"{name}: v:{j} reads back changed"
+u1, r1 = info("used_memory"), rss()
+n = len(vals); u = (u1 - u0) / n; r = (r1 - r0) / n
+# MEMORY USAGE of the last 1,000 keys (written after any training).
+k = range(max(0, n - 1000), n)
+s.sendall(b"".join(cmd(b"MEMORY", b"USAGE", b"v:%d" % j) for j in k))
+mu = sum(int(reply()) for _ in k) / len(k)
+rel = f"{u / bu:.3f} / {r / br:.3f}" if bu else ""
+print(f"| {name} | {n} | {u:,.0f} | {r:,.0f} | {mu:,.0f} | {rel} |")
+open(raw, "w").write(f"{u} {r}\n")
+PY
+echo "| server | values | used_memory B/value | RSS B/value | MEMORY USAGE | of cairn off (used / RSS) |"
+echo "|---|---:|---:|---:|---:|---:|"
+base_used=0; base_rss=0
+for n in $names; do
+  python3 "$tmp/load.py" "$(pp "$n")" "$tmp/values.txt" "$(cat "$tmp/$n.pid")" "$n" "$base_used" "$base_rss" "$tmp/raw.$n"
+  if [ "$n" = off ]; then read -r base_used base_rss < "$tmp/raw.off"; fi
+done
+echo "(value bytes: 2,800 a value; cairn on: $(redis-cli -p "$P_ON" object encoding v:1) encoding)"
+
+if [ "$THRU" = 1 ]; then
+  [ -x "$BENCH" ] || { echo "no $BENCH: cargo build --release -p cairn-bench" >&2; exit 1; }
+  targets=(--target "off=redis://127.0.0.1:$P_OFF" --target "on=redis://127.0.0.1:$P_ON")
+  pidargs=(--pid "off=$(cat "$tmp/off.pid")" --pid "on=$(cat "$tmp/on.pid")")
+  if [ -n "$REDIS" ]; then
+    targets+=(--target "redis=redis://127.0.0.1:$P_REDIS"); pidargs+=(--pid "redis=$(cat "$tmp/redis.pid")")
+  fi
+  "$BENCH" batch "${targets[@]}" "${pidargs[@]}" --keys "$N" --value-file "$tmp/values.txt" --threads 8 --batch 32
+fi

@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""Instructions per request of SET and GET of plain and compressed string
+values (issue 25, item 1), measured as scripts/callgrind_hash.py measures
+hash commands: the server under callgrind with one worker and `hz 1`, one
+request in flight, the serving thread's count with its idle rate
+subtracted.
+
+Lines: SET/GET of 100-byte values (redis-benchmark's -d 100 shape: the
+same bytes every time), of 1,024-byte and of 2,800-byte English-like text
+(distinct per key). Pass server arguments after `--`, e.g.
+`-- --value-compression yes` (Cairn) to measure the compressed path.
+
+Usage:
+  scripts/callgrind_strings.py --bin target/release/cairn [-n 2000] [-- ARGS]
+  scripts/callgrind_strings.py --server redis --bin redis-server
+"""
+
+import argparse
+import os
+import random
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from callgrind_hash import Conn, control, thread_ir  # noqa: E402
+
+KEYS = 1000
+WORDS = (
+    "the of and in to was is for on as by with he at from his an were are which also be or has "
+    "had first one their its new after but who not they have her she two been other when there "
+    "all during into school time may years more most only over city some world would where later "
+    "up such used many can state about national out known university united then made season "
+    "american between film while south north century river album team county government "
+    "population district born released played series history village church family career"
+).split()
+
+
+def text(rng, n):
+    out = []
+    size = 0
+    while size < n:
+        w = WORDS[int(len(WORDS) * rng.random() ** 2)]
+        out.append(w)
+        size += len(w) + 1
+    return " ".join(out).encode()[:n]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--server", choices=["cairn", "redis"], default="cairn")
+    ap.add_argument("--bin", required=True)
+    ap.add_argument("-n", type=int, default=2000)
+    ap.add_argument("--port", type=int, default=7730)
+    ap.add_argument("--seed", type=int, default=25)
+    ap.add_argument("extra", nargs="*", help="server arguments (after --)")
+    a = ap.parse_args()
+
+    tmp = tempfile.mkdtemp(prefix="cg-")
+    out = os.path.join(tmp, "callgrind.out")
+    cmd = [a.bin, "--port", str(a.port), "--bind", "127.0.0.1", "--save", "",
+           "--appendonly", "no", "--dir", tmp, "--hz", "1"]
+    if a.server == "cairn":
+        cmd += ["--server-threads", "1"]
+    cmd += a.extra
+    vg = ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--callgrind-out-file=" + out]
+    proc = subprocess.Popen(vg + cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        c = Conn(a.port)
+        rng = random.Random(a.seed)
+        d100 = b"x" * 100
+        sizes = {1024: [text(rng, 1024) for _ in range(KEYS)], 2800: [text(rng, 2800) for _ in range(KEYS)]}
+        # Load: every key of every line exists before its GETs, and enough
+        # text went in for the dictionaries to be trained.
+        for i in range(KEYS):
+            c.call(b"SET", b"k100:%d" % i, d100)
+            for n, vals in sizes.items():
+                c.call(b"SET", b"k%d:%d" % (n, i), vals[i])
+        for _ in range(2):
+            for n, vals in sizes.items():
+                for i in range(KEYS):
+                    c.call(b"SET", b"k%d:%d" % (n, i), vals[(i * 7 + 1) % KEYS])
+        enc = {n: c.call(b"OBJECT", b"ENCODING", b"k%d:1" % n).decode() for n in (100, 1024, 2800)}
+        print(f"# {a.server} {' '.join(a.extra)}: OBJECT ENCODING {enc}", flush=True)
+        todo = []
+        for n in (100, 1024, 2800):
+            if n == 100:
+                sets = [(b"SET", b"k100:%d" % rng.randrange(KEYS), d100) for _ in range(a.n)]
+            else:
+                vals = sizes[n]
+                sets = [(b"SET", b"k%d:%d" % (n, rng.randrange(KEYS)), vals[rng.randrange(KEYS)]) for _ in range(a.n)]
+            todo.append((f"SET {n} B", sets))
+            todo.append((f"GET {n} B", [(b"GET", b"k%d:%d" % (n, rng.randrange(KEYS))) for _ in range(a.n)]))
+        for _, reqs in todo:
+            for r in reqs[: a.n // 10]:
+                c.call(*r)
+        results = []
+        longest = 0.0
+        for name, reqs in todo:
+            control(proc.pid, "-z")
+            control(proc.pid, "-i", "on")
+            t = time.time()
+            for r in reqs:
+                c.call(*r)
+            el = time.time() - t
+            results.append((name, thread_ir(proc.pid), el))
+            control(proc.pid, "-i", "off")
+            longest = max(longest, el)
+        control(proc.pid, "-z")
+        control(proc.pid, "-i", "on")
+        time.sleep(longest)
+        idle_rate = {t: v / longest for t, v in thread_ir(proc.pid).items()}
+        control(proc.pid, "-i", "off")
+        print(f"| line | {a.server} instructions/request | busiest thread |")
+        print("|---|---:|---:|")
+        for name, ir, el in results:
+            per = {t: (v - idle_rate.get(t, 0) * el) / a.n for t, v in ir.items()}
+            print(f"| {name} | {sum(per.values()):,.0f} | {max(per.values()):,.0f} |")
+    finally:
+        proc.terminate()
+        proc.wait()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
