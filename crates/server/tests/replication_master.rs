@@ -371,11 +371,12 @@ fn without_capa_eof_the_image_comes_from_a_file_with_its_length() {
             .any(|e| e.file_name().to_string_lossy().starts_with("temp-repl"))
     });
 
-    let slave0 = info_field(&mut mc, "replication", "slave0").unwrap();
-    assert!(
-        slave0.starts_with("ip=127.0.0.1,port=4321,state=online,"),
-        "{slave0}"
-    );
+    // The link turns online once its sender has written the last byte,
+    // which may be a moment after the reader has it all.
+    wait_for("the replica to be online", Duration::from_secs(5), || {
+        info_field(&mut mc, "replication", "slave0")
+            .is_some_and(|s| s.starts_with("ip=127.0.0.1,port=4321,state=online,"))
+    });
     ok(&mut mc, &["SET", "after", "2"]);
     let want = b"*2\r\n$6\r\nSELECT\r\n$1\r\n0\r\n*3\r\n$3\r\nSET\r\n$5\r\nafter\r\n$1\r\n2\r\n";
     let mut got = vec![0u8; want.len()];
