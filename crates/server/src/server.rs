@@ -346,9 +346,12 @@ fn cron(shared: Arc<Shared>) {
         let events = cairn_engine::CmdState::new();
         let cx = cairn_engine::Cx::background(&events);
         // A CLIENT PAUSE keeps the dataset still: no key expires in the
-        // background until it ends (Redis 7.0 `activeExpireCycle`).
+        // background until it ends (Redis 7.0 `activeExpireCycle`). A
+        // replica leaves expiry to its master, whose DELs follow: a sweep
+        // here could delete a key the master is about to PERSIST.
         if !crate::exec::admission::pause_in_force(&shared)
             && !shared.hot.active_expire_off.load(Ordering::Relaxed)
+            && !shared.replication.replica_mode()
         {
             shared
                 .engine

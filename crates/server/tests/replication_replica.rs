@@ -554,3 +554,34 @@ fn replicaof_inside_multi_as_sentinel_sends_it() {
     assert_eq!(info_field(&mut c, "replication", "role"), "master");
     ok(&mut c, &["SET", "writable", "1"]);
 }
+
+/// A replica leaves expiry to its master (Redis 7.0): its background sweep
+/// does not delete a key past its time; the master's DEL does. With the
+/// master's own sweep off, the key stays counted on the replica until the
+/// master expires it.
+#[test]
+fn a_replica_waits_for_the_masters_expiry() {
+    let Some(redis) = start_redis(&["--enable-debug-command", "yes"]) else {
+        return;
+    };
+    let mut m = redis_client(redis.port);
+    ok(&mut m, &["DEBUG", "SET-ACTIVE-EXPIRE", "0"]);
+    let port = redis.port.to_string();
+    let cairn = start_cairn(&["--replicaof", "127.0.0.1", &port]);
+    let mut c = redis_client(cairn.port);
+    ok(&mut m, &["SET", "short", "1", "PX", "200"]);
+    wait_in_sync(&mut m, &mut c, "the key reaches the replica");
+    // Several sweeps of the replica's cron (hz 10) pass the key's time.
+    std::thread::sleep(Duration::from_millis(800));
+    assert_eq!(
+        int(&mut c, &["DBSIZE"]),
+        1,
+        "the replica swept the key itself"
+    );
+    ok(&mut m, &["DEBUG", "SET-ACTIVE-EXPIRE", "1"]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while int(&mut c, &["DBSIZE"]) != 0 {
+        assert!(Instant::now() < deadline, "the master's DEL never came");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
