@@ -110,19 +110,11 @@ static LINK: Mutex<Link> = parking_lot::const_mutex(Link {
 /// holds every shard, which the command it waits for may need.
 static APPLY: Mutex<()> = parking_lot::const_mutex(());
 const APPLY_WAIT: Duration = Duration::from_millis(500);
-/// This server replicates from a master (the hot check for writes).
-static IS_REPLICA: AtomicBool = AtomicBool::new(false);
 /// The link is up (`master_link_status:up`).
 static LINK_UP: AtomicBool = AtomicBool::new(false);
 /// Bytes read from the master's stream (`slave_read_repl_offset`): the
 /// applied offset plus what is read and not yet applied.
 static READ_OFFSET: AtomicU64 = AtomicU64::new(0);
-
-/// True while this server replicates from a master.
-#[inline]
-pub fn is_replica() -> bool {
-    IS_REPLICA.load(Ordering::Relaxed)
-}
 
 /// Why an ordinary client's `cmd` may not run on a replica (Redis 7.0
 /// `processCommand`): a write with `replica-read-only` on, or, with
@@ -130,7 +122,7 @@ pub fn is_replica() -> bool {
 /// `stale`. None on a master (one relaxed load).
 #[inline]
 pub fn refusal(shared: &Shared, cmd: &Command) -> Option<&'static str> {
-    if !is_replica() {
+    if !shared.replication.replica_mode() {
         return None;
     }
     let cfg = shared.config.read();
@@ -164,7 +156,7 @@ pub fn set_master(shared: &Shared, cx: &Cx, caller: Option<usize>, host: &str, p
         l.generation
     };
     LINK_UP.store(false, Ordering::SeqCst);
-    let was_replica = IS_REPLICA.swap(true, Ordering::SeqCst);
+    let was_replica = shared.replication.replica_mode();
     // The old link's command in progress finishes; it runs no other.
     drop(APPLY.try_lock_for(APPLY_WAIT));
     if !was_replica {
@@ -201,7 +193,6 @@ pub fn unset_master(shared: &Shared, cx: &Cx, caller: Option<usize>) {
         l.generation += 1;
         l.state = LinkState::Connect;
     }
-    IS_REPLICA.store(false, Ordering::SeqCst);
     LINK_UP.store(false, Ordering::SeqCst);
     drop(APPLY.try_lock_for(APPLY_WAIT));
     super::set_replica_mode(shared, cx, caller, false);

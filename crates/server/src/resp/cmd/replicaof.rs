@@ -20,7 +20,7 @@ fn replicaof(ctx: &mut Ctx) -> CmdResult {
     }
     let who = ctx.client.info.addr.to_string();
     if ctx.arg(1).eq_ignore_ascii_case(b"no") && ctx.arg(2).eq_ignore_ascii_case(b"one") {
-        if replica::is_replica() {
+        if ctx.shared.replication.replica_mode() {
             replica::unset_master(ctx.shared, &ctx.cx, Some(ctx.client.info.worker()));
             log::notice(&format!(
                 "MASTER MODE enabled (user request from 'addr={who}')"
