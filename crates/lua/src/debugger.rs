@@ -423,38 +423,15 @@ fn human(out: &mut Vec<u8>, r: &[u8], pos: &mut usize) {
                 out.extend_from_slice(b"NULL");
                 return;
             }
-            out.push(b'[');
-            for j in 0..n {
-                human(out, r, pos);
-                if j != n - 1 {
-                    out.push(b',');
-                }
-            }
-            out.push(b']');
+            human_items(out, r, pos, n, b"[", b"]", false);
         }
         b'~' => {
             let n = count();
-            out.extend_from_slice(b"~(");
-            for j in 0..n {
-                human(out, r, pos);
-                if j != n - 1 {
-                    out.push(b',');
-                }
-            }
-            out.push(b')');
+            human_items(out, r, pos, n, b"~(", b")", false);
         }
         b'%' => {
             let n = count();
-            out.push(b'{');
-            for j in 0..n {
-                human(out, r, pos);
-                out.extend_from_slice(b" => ");
-                human(out, r, pos);
-                if j != n - 1 {
-                    out.push(b',');
-                }
-            }
-            out.push(b'}');
+            human_items(out, r, pos, n, b"{", b"}", true);
         }
         b'_' => out.extend_from_slice(b"(null)"),
         b'#' => out.extend_from_slice(if line == b"t" { b"#true" } else { b"#false" }),
@@ -466,6 +443,32 @@ fn human(out: &mut Vec<u8>, r: &[u8], pos: &mut usize) {
         // their line as it is.
         _ => out.extend_from_slice(&r[start..end]),
     }
+}
+
+/// `n` elements (`pairs`: `n` key => value pairs) of an aggregate, comma
+/// separated between `open` and `close`, as ldb.c's
+/// `ldbRedisProtocolToHuman_MultiBulk`/`_Set`/`_Map` write them.
+fn human_items(
+    out: &mut Vec<u8>,
+    r: &[u8],
+    pos: &mut usize,
+    n: i64,
+    open: &[u8],
+    close: &[u8],
+    pairs: bool,
+) {
+    out.extend_from_slice(open);
+    for j in 0..n {
+        human(out, r, pos);
+        if pairs {
+            out.extend_from_slice(b" => ");
+            human(out, r, pos);
+        }
+        if j != n - 1 {
+            out.push(b',');
+        }
+    }
+    out.extend_from_slice(close);
 }
 
 /// `ldbCatStackValue`: the Lua value at `idx` in a readable form. Tables
