@@ -10,36 +10,16 @@ mod support;
 use redis::{Connection, Value};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-use support::{int, ok, q, redis_client, start_cairn, start_redis};
+use support::{int, ok, q, redis_client, start_cairn, start_redis, TestDir};
 
 /// A test's own directory, removed on drop.
-struct Dir(PathBuf);
-
-impl Dir {
-    fn new(name: &str) -> Dir {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .subsec_nanos();
-        let d =
-            std::env::temp_dir().join(format!("cairn-rdb-{name}-{}-{nanos}", std::process::id()));
-        std::fs::create_dir_all(&d).unwrap();
-        Dir(d)
-    }
-
-    fn s(&self) -> &str {
-        self.0.to_str().unwrap()
-    }
-
-    fn file(&self) -> PathBuf {
-        self.0.join("dump.rdb")
-    }
+fn scratch(name: &str) -> TestDir {
+    TestDir::new("rdb", name)
 }
 
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+/// The RDB file a server in `dir` saves.
+fn dump_file(dir: &TestDir) -> PathBuf {
+    dir.0.join("dump.rdb")
 }
 
 /// Redis 7.0's encoding defaults, for both servers (Cairn's own
@@ -273,7 +253,7 @@ fn redis_check_rdb(file: &Path) -> Option<(bool, String)> {
 
 #[test]
 fn cairn_rdb_files_start_redis_with_every_key() {
-    let dir = Dir::new("to-redis");
+    let dir = scratch("to-redis");
     let cairn = start_cairn(&[
         "--dir",
         dir.s(),
@@ -288,9 +268,9 @@ fn cairn_rdb_files_start_redis_with_every_key() {
     set_limits(&mut c);
     build(&mut c);
     ok(&mut c, &["SAVE"]);
-    let bytes = std::fs::read(dir.file()).unwrap();
+    let bytes = std::fs::read(dump_file(&dir)).unwrap();
     assert_eq!(&bytes[..9], b"REDIS0010");
-    match redis_check_rdb(&dir.file()) {
+    match redis_check_rdb(&dump_file(&dir)) {
         Some((good, out)) => assert!(good, "redis-check-rdb refused Cairn's file:\n{out}"),
         None if std::env::var_os("CI").is_some() => panic!("redis-check-rdb is required in CI"),
         None => {}
@@ -321,7 +301,7 @@ fn cairn_rdb_files_start_redis_with_every_key() {
 
 #[test]
 fn cairn_starts_from_a_redis_dump_rdb() {
-    let dir = Dir::new("from-redis");
+    let dir = scratch("from-redis");
     let Some(redis) = start_redis(&["--dir", dir.s(), "--dbfilename", "dump.rdb"]) else {
         return;
     };
@@ -364,7 +344,7 @@ fn cairn_starts_from_a_redis_dump_rdb() {
     );
     // `cairn check-snapshot` reads RDB files too.
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_cairn"))
-        .args(["check-snapshot", dir.file().to_str().unwrap()])
+        .args(["check-snapshot", dump_file(&dir).to_str().unwrap()])
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
@@ -374,7 +354,7 @@ fn cairn_starts_from_a_redis_dump_rdb() {
 
 #[test]
 fn a_damaged_rdb_stops_start_up_with_file_and_offset() {
-    let dir = Dir::new("damaged");
+    let dir = scratch("damaged");
     {
         let cairn = start_cairn(&[
             "--dir",
@@ -390,7 +370,7 @@ fn a_damaged_rdb_stops_start_up_with_file_and_offset() {
         }
         ok(&mut c, &["SAVE"]);
     }
-    let good = std::fs::read(dir.file()).unwrap();
+    let good = std::fs::read(dump_file(&dir)).unwrap();
     // Cairn -> Cairn through its own RDB file.
     {
         let cairn = start_cairn(&["--dir", dir.s(), "--dbfilename", "dump.rdb"]);
@@ -405,7 +385,7 @@ fn a_damaged_rdb_stops_start_up_with_file_and_offset() {
     let mid = good.len() / 2;
     flipped[mid] ^= 0x01;
     for (what, bytes) in [("truncated", truncated), ("flipped", &flipped[..])] {
-        std::fs::write(dir.file(), bytes).unwrap();
+        std::fs::write(dump_file(&dir), bytes).unwrap();
         let mut s = start_cairn(&["--dir", dir.s(), "--dbfilename", "dump.rdb"]);
         let st = s
             .wait_exit(Duration::from_secs(10))

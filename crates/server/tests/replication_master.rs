@@ -12,40 +12,12 @@ mod support;
 
 use redis::{Connection, Value};
 use std::io::Read;
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
-use support::{int, ok, q, redis_client, start_cairn, start_redis, RawConn, Server};
+use support::{int, ok, q, redis_client, start_cairn, start_redis, RawConn, Server, TestDir};
 
 /// A test's own directory, removed on drop.
-struct Dir(PathBuf);
-
-impl Dir {
-    fn new(name: &str) -> Dir {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .subsec_nanos();
-        let d =
-            std::env::temp_dir().join(format!("cairn-replm-{name}-{}-{nanos}", std::process::id()));
-        std::fs::create_dir_all(&d).unwrap();
-        Dir(d)
-    }
-
-    fn s(&self) -> &str {
-        self.0.to_str().unwrap()
-    }
-
-    fn sub(&self, name: &str) -> String {
-        let p = self.0.join(name);
-        std::fs::create_dir_all(&p).unwrap();
-        p.to_str().unwrap().to_string()
-    }
-}
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
+fn scratch(name: &str) -> TestDir {
+    TestDir::new("replm", name)
 }
 
 fn run(c: &mut Connection, args: &[&str]) -> Value {
@@ -172,7 +144,7 @@ fn start_replica(master: &Server, dir: &str) -> Option<(Server, Connection)> {
 
 #[test]
 fn redis_server_replicates_every_type_and_the_live_stream() {
-    let dir = Dir::new("full");
+    let dir = scratch("full");
     let master = start_cairn(&["--dir", dir.s(), "--enable-debug-command", "yes"]);
     let mut mc = redis_client(master.port);
     build(&mut mc);
@@ -251,7 +223,7 @@ fn redis_server_replicates_every_type_and_the_live_stream() {
 
 #[test]
 fn a_killed_replica_continues_from_the_backlog() {
-    let dir = Dir::new("partial");
+    let dir = scratch("partial");
     let master = start_cairn(&["--dir", dir.s(), "--enable-debug-command", "yes"]);
     let mut mc = redis_client(master.port);
     build(&mut mc);
@@ -279,7 +251,7 @@ fn a_killed_replica_continues_from_the_backlog() {
 
 #[test]
 fn a_restarted_replica_continues_from_its_own_rdb() {
-    let dir = Dir::new("restart");
+    let dir = scratch("restart");
     let master = start_cairn(&["--dir", dir.s(), "--enable-debug-command", "yes"]);
     let mut mc = redis_client(master.port);
     build(&mut mc);
@@ -332,7 +304,7 @@ fn read_line(s: &mut std::net::TcpStream) -> String {
 
 #[test]
 fn without_capa_eof_the_image_comes_from_a_file_with_its_length() {
-    let dir = Dir::new("disk");
+    let dir = scratch("disk");
     let master = start_cairn(&["--dir", dir.s(), "--enable-debug-command", "yes"]);
     let mut mc = redis_client(master.port);
     ok(&mut mc, &["SET", "before", "1"]);
@@ -404,7 +376,7 @@ fn without_capa_eof_the_image_comes_from_a_file_with_its_length() {
 
 #[test]
 fn a_silent_replica_gets_pings_then_is_dropped() {
-    let dir = Dir::new("silent");
+    let dir = scratch("silent");
     let master = start_cairn(&["--dir", dir.s()]);
     let mut mc = redis_client(master.port);
     ok(&mut mc, &["CONFIG", "SET", "repl-ping-replica-period", "1"]);

@@ -597,3 +597,40 @@ pub fn err_line(e: &RedisError) -> String {
         None => e.code().unwrap_or("?").to_string(),
     }
 }
+
+/// A test's own scratch directory under the system's temp dir, named by
+/// `prefix`, the test's `name`, the process and the time, removed on drop.
+pub struct TestDir(pub PathBuf);
+
+impl TestDir {
+    pub fn new(prefix: &str, name: &str) -> TestDir {
+        let nanos = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap()
+            .subsec_nanos();
+        let d = std::env::temp_dir().join(format!(
+            "cairn-{prefix}-{name}-{}-{nanos}",
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&d).unwrap();
+        TestDir(d)
+    }
+
+    /// The directory as a `--dir` argument.
+    pub fn s(&self) -> &str {
+        self.0.to_str().unwrap()
+    }
+
+    /// A subdirectory, made on the way, as a `--dir` argument.
+    pub fn sub(&self, name: &str) -> String {
+        let p = self.0.join(name);
+        std::fs::create_dir_all(&p).unwrap();
+        p.to_str().unwrap().to_string()
+    }
+}
+
+impl Drop for TestDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
