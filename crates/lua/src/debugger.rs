@@ -1123,4 +1123,28 @@ mod tests {
         assert_eq!(string2l(b"x"), None);
         assert_eq!(atoi(b" 12x"), 12);
     }
+
+    proptest::proptest! {
+        /// The client's bytes are untrusted: any input parses without a
+        /// panic, and a command ldb accepts, sent whole, reads back as
+        /// itself, each shorter prefix of it as "more".
+        #[test]
+        fn any_input_parses_and_commands_round_trip(
+            junk in proptest::collection::vec(proptest::num::u8::ANY, 0..64),
+            args in proptest::collection::vec(
+                proptest::collection::vec(proptest::num::u8::ANY, 1..40), 1..6),
+        ) {
+            let _ = parse_command(&junk);
+            let mut wire = format!("*{}\r\n", args.len()).into_bytes();
+            for a in &args {
+                wire.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+                wire.extend_from_slice(a);
+                wire.extend_from_slice(b"\r\n");
+            }
+            proptest::prop_assert_eq!(parse_command(&wire), Parsed::Command(args.clone()));
+            for cut in 1..wire.len() {
+                proptest::prop_assert_eq!(parse_command(&wire[..cut]), Parsed::More);
+            }
+        }
+    }
 }
