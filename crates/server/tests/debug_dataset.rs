@@ -6,32 +6,7 @@
 mod support;
 
 use redis::Connection;
-use std::path::PathBuf;
-use support::{start_cairn, start_redis, Server};
-
-/// A fresh directory for one test's snapshot, removed on drop.
-struct Dir(PathBuf);
-
-impl Dir {
-    fn new(name: &str) -> Dir {
-        let p = std::env::temp_dir().join(format!(
-            "cairn-debug-{name}-{}-{:?}",
-            std::process::id(),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos()
-        ));
-        std::fs::create_dir_all(&p).unwrap();
-        Dir(p)
-    }
-}
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use support::{start_cairn, start_redis, Server, TestDir};
 
 fn run(c: &mut Connection, args: &[&str]) -> redis::RedisResult<redis::Value> {
     let mut cmd = redis::cmd(args[0]);
@@ -97,7 +72,7 @@ fn load(c: &mut Connection) {
     }
 }
 
-fn cairn_in(dir: &Dir) -> Server {
+fn cairn_in(dir: &TestDir) -> Server {
     start_cairn(&[
         "--enable-debug-command",
         "yes",
@@ -112,7 +87,7 @@ fn digest_equals_redis_for_every_type() {
         eprintln!("no redis-server: skipped");
         return;
     };
-    let dir = Dir::new("digest");
+    let dir = TestDir::new("debug", "digest");
     let cairn = cairn_in(&dir);
     let mut r = support::redis_client(redis.port);
     let mut c = support::redis_client(cairn.port);
@@ -133,7 +108,7 @@ fn digest_equals_redis_for_every_type() {
 
 #[test]
 fn reload_saves_flushes_and_loads_back() {
-    let dir = Dir::new("reload");
+    let dir = TestDir::new("debug", "reload");
     let cairn = cairn_in(&dir);
     let mut c = support::redis_client(cairn.port);
     load(&mut c);
@@ -182,7 +157,7 @@ fn reload_saves_flushes_and_loads_back() {
 
 #[test]
 fn reload_nosave_without_a_file_fails() {
-    let dir = Dir::new("nofile");
+    let dir = TestDir::new("debug", "nofile");
     let cairn = cairn_in(&dir);
     let mut c = support::redis_client(cairn.port);
     text(&mut c, &["SET", "k", "v"]);

@@ -9,57 +9,11 @@ mod support;
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use support::{redis_client, start_cairn, start_cairn_env, RawConn};
-
-/// A fresh directory for one test's snapshot files, removed on drop.
-struct Dir(PathBuf);
-
-impl Dir {
-    fn new(name: &str) -> Dir {
-        let p = std::env::temp_dir().join(format!(
-            "cairn-snapshot-{name}-{}-{}",
-            std::process::id(),
-            Instant::now().elapsed().as_nanos() ^ rand_u64()
-        ));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
-        Dir(p)
-    }
-
-    fn s(&self) -> &str {
-        self.0.to_str().unwrap()
-    }
-
-    fn file(&self) -> PathBuf {
-        self.0.join("dump.cairn")
-    }
-
-    fn names(&self) -> Vec<String> {
-        let mut v: Vec<String> = std::fs::read_dir(&self.0)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        v.sort();
-        v
-    }
-}
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn rand_u64() -> u128 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u8(1);
-    h.finish() as u128
-}
+use support::{redis_client, start_cairn, start_cairn_env, RawConn, TestDir};
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
@@ -98,7 +52,7 @@ fn wait_bgsave_done(c: &mut RawConn) {
 
 #[test]
 fn save_bgsave_lastsave_replies() {
-    let dir = Dir::new("replies");
+    let dir = TestDir::new("snapshot", "replies");
     let s = start_cairn(&["--dir", dir.s(), "--rdb-key-save-delay", "0"]);
     let mut c = s.conn();
     let started = text(&c.cmd(&["LASTSAVE"]));
@@ -108,7 +62,7 @@ fn save_bgsave_lastsave_replies() {
     }
     assert_eq!(info_field(&mut c, "rdb_changes_since_last_save"), "200");
     assert_eq!(c.cmd(&["SAVE"]), b"+OK\r\n");
-    assert!(dir.file().exists());
+    assert!(dir.file("dump.cairn").exists());
     assert_eq!(info_field(&mut c, "rdb_changes_since_last_save"), "0");
     assert_eq!(info_field(&mut c, "rdb_saves"), "1");
     assert_eq!(c.cmd(&["BGSAVE", "x"]), b"-ERR syntax error\r\n".to_vec());
@@ -246,7 +200,7 @@ fn ttl(c: &mut RawConn, db: &str, key: &str) -> i64 {
 
 #[test]
 fn restart_loads_every_type_ttl_and_memcached_flags() {
-    let dir = Dir::new("restart");
+    let dir = TestDir::new("snapshot", "restart");
     let args = ["--dir", dir.s(), "--save", "3600 1"];
     let (a, mport) = mc_support::cairn(&args);
     let mut c = a.conn();
@@ -267,7 +221,7 @@ fn restart_loads_every_type_ttl_and_memcached_flags() {
     c.send(&[b"SHUTDOWN"]);
     let mut a = a;
     assert!(a.wait_exit(Duration::from_secs(10)).is_some());
-    assert!(dir.file().exists(), "{}", a.log_tail(20));
+    assert!(dir.file("dump.cairn").exists(), "{}", a.log_tail(20));
     let (b, mport) = mc_support::cairn(&args);
     wait_ready(b.port);
     let mut c = b.conn();
@@ -291,12 +245,15 @@ fn restart_loads_every_type_ttl_and_memcached_flags() {
 
 #[test]
 fn save_rules_trigger_a_background_save() {
-    let dir = Dir::new("rules");
+    let dir = TestDir::new("snapshot", "rules");
     let s = start_cairn(&["--dir", dir.s(), "--save", "1 3"]);
     let mut c = s.conn();
     c.cmd(&["SET", "a", "1"]);
     std::thread::sleep(Duration::from_millis(1500));
-    assert!(!dir.file().exists(), "1 change < 3: no save yet");
+    assert!(
+        !dir.file("dump.cairn").exists(),
+        "1 change < 3: no save yet"
+    );
     c.cmd(&["SET", "b", "1"]);
     c.cmd(&["SET", "c", "1"]);
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -309,7 +266,7 @@ fn save_rules_trigger_a_background_save() {
         std::thread::sleep(Duration::from_millis(20));
     }
     wait_bgsave_done(&mut c);
-    assert!(dir.file().exists());
+    assert!(dir.file("dump.cairn").exists());
     assert!(
         s.log().contains("3 changes in 1 seconds. Saving..."),
         "{}",
@@ -323,7 +280,7 @@ fn save_rules_trigger_a_background_save() {
 
 #[test]
 fn clients_get_loading_during_a_slow_load() {
-    let dir = Dir::new("loading");
+    let dir = TestDir::new("snapshot", "loading");
     {
         let s = start_cairn(&["--dir", dir.s()]);
         let mut c = s.conn();
@@ -364,7 +321,7 @@ fn a_bgsave_under_concurrent_writes_is_one_instant() {
     // slowly so most shards are dumped by the writer's locks) must be
     // such a state.
     const N: usize = 400;
-    let dir = Dir::new("consistent");
+    let dir = TestDir::new("snapshot", "consistent");
     let s = start_cairn(&["--dir", dir.s(), "--rdb-key-save-delay", "200"]);
     let port = s.port;
     let mut c = s.conn();
@@ -399,8 +356,8 @@ fn a_bgsave_under_concurrent_writes_is_one_instant() {
                 .parse::<u64>()
                 .unwrap(),
         );
-        let copy = Dir::new("consistent-copy");
-        std::fs::copy(dir.file(), copy.file()).unwrap();
+        let copy = TestDir::new("snapshot", "consistent-copy");
+        std::fs::copy(dir.file("dump.cairn"), copy.file("dump.cairn")).unwrap();
         let check = start_cairn(&["--dir", copy.s()]);
         wait_ready(check.port);
         let mut cc = check.conn();
@@ -425,14 +382,14 @@ fn a_bgsave_under_concurrent_writes_is_one_instant() {
 
 #[test]
 fn a_failed_save_keeps_the_previous_file_and_stops_writes() {
-    let dir = Dir::new("fault");
+    let dir = TestDir::new("snapshot", "fault");
     {
         let s = start_cairn(&["--dir", dir.s()]);
         let mut c = s.conn();
         c.cmd(&["SET", "old", "1"]);
         assert_eq!(c.cmd(&["SAVE"]), b"+OK\r\n");
     }
-    let good = std::fs::read(dir.file()).unwrap();
+    let good = std::fs::read(dir.file("dump.cairn")).unwrap();
     // Every write of a snapshot fails after 40 bytes, as on a full disk.
     let s = start_cairn_env(
         &["--dir", dir.s(), "--save", "3600 1"],
@@ -442,12 +399,12 @@ fn a_failed_save_keeps_the_previous_file_and_stops_writes() {
     let mut c = s.conn();
     c.cmd(&["SET", "new", "1"]);
     assert_eq!(c.cmd(&["SAVE"]), b"-ERR\r\n");
-    assert_eq!(std::fs::read(dir.file()).unwrap(), good);
+    assert_eq!(std::fs::read(dir.file("dump.cairn")).unwrap(), good);
     assert_eq!(info_field(&mut c, "rdb_last_bgsave_status"), "ok");
     assert_eq!(c.cmd(&["BGSAVE"]), b"+Background saving started\r\n");
     wait_bgsave_done(&mut c);
     assert_eq!(info_field(&mut c, "rdb_last_bgsave_status"), "err");
-    assert_eq!(std::fs::read(dir.file()).unwrap(), good);
+    assert_eq!(std::fs::read(dir.file("dump.cairn")).unwrap(), good);
     assert_eq!(
         dir.names(),
         vec!["dump.cairn".to_string()],
@@ -486,21 +443,21 @@ fn a_failed_save_keeps_the_previous_file_and_stops_writes() {
     c.send(&[b"SHUTDOWN", b"FORCE"]);
     let mut s = s;
     assert!(s.wait_exit(Duration::from_secs(10)).is_some());
-    assert_eq!(std::fs::read(dir.file()).unwrap(), good);
+    assert_eq!(std::fs::read(dir.file("dump.cairn")).unwrap(), good);
 }
 
 #[test]
 fn sigterm_and_flushall_save_with_rules_nosave_does_not() {
-    let dir = Dir::new("sigterm");
+    let dir = TestDir::new("snapshot", "sigterm");
     let mut s = start_cairn(&["--dir", dir.s(), "--save", "3600 1000"]);
     let mut c = s.conn();
     c.cmd(&["SET", "a", "1"]);
-    assert!(!dir.file().exists());
+    assert!(!dir.file("dump.cairn").exists());
     // SIGTERM: the final save, then exit.
     // SAFETY: kill(2) on our own child's pid.
     unsafe { libc::kill(s.pid() as i32, libc::SIGTERM) };
     assert!(s.wait_exit(Duration::from_secs(10)).is_some());
-    assert!(dir.file().exists(), "{}", s.log_tail(10));
+    assert!(dir.file("dump.cairn").exists(), "{}", s.log_tail(10));
     let s = start_cairn(&["--dir", dir.s(), "--save", "3600 1000"]);
     wait_ready(s.port);
     let mut c = s.conn();
@@ -509,7 +466,7 @@ fn sigterm_and_flushall_save_with_rules_nosave_does_not() {
     c.cmd(&["SET", "b", "1"]);
     assert_eq!(c.cmd(&["FLUSHALL"]), b"+OK\r\n");
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_cairn"))
-        .args(["check-snapshot", dir.file().to_str().unwrap()])
+        .args(["check-snapshot", dir.file("dump.cairn").to_str().unwrap()])
         .output()
         .unwrap();
     assert!(out.status.success());
@@ -524,7 +481,7 @@ fn sigterm_and_flushall_save_with_rules_nosave_does_not() {
     let mut s = s;
     assert!(s.wait_exit(Duration::from_secs(10)).is_some());
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_cairn"))
-        .args(["check-snapshot", dir.file().to_str().unwrap()])
+        .args(["check-snapshot", dir.file("dump.cairn").to_str().unwrap()])
         .output()
         .unwrap();
     assert!(
@@ -536,7 +493,7 @@ fn sigterm_and_flushall_save_with_rules_nosave_does_not() {
 
 #[test]
 fn a_corrupt_snapshot_stops_start_up_and_check_snapshot_says_where() {
-    let dir = Dir::new("corrupt");
+    let dir = TestDir::new("snapshot", "corrupt");
     {
         let s = start_cairn(&["--dir", dir.s()]);
         let mut c = s.conn();
@@ -551,10 +508,10 @@ fn a_corrupt_snapshot_stops_start_up_and_check_snapshot_says_where() {
             .output()
             .unwrap()
     };
-    let ok = check(&dir.file());
+    let ok = check(&dir.file("dump.cairn"));
     assert!(ok.status.success(), "{}", text(&ok.stdout));
     assert!(text(&ok.stdout).contains("OK: 50 keys"));
-    let good = std::fs::read(dir.file()).unwrap();
+    let good = std::fs::read(dir.file("dump.cairn")).unwrap();
     let mut bytes = good.clone();
     // Flip a bit inside a stored value (so the block's CRC must catch it).
     let mid = bytes.len() / 2
@@ -563,8 +520,8 @@ fn a_corrupt_snapshot_stops_start_up_and_check_snapshot_says_where() {
             .position(|w| w == b"value")
             .unwrap();
     bytes[mid + 2] ^= 0x20;
-    std::fs::write(dir.file(), &bytes).unwrap();
-    let bad = check(&dir.file());
+    std::fs::write(dir.file("dump.cairn"), &bytes).unwrap();
+    let bad = check(&dir.file("dump.cairn"));
     assert_eq!(bad.status.code(), Some(1));
     assert!(
         text(&bad.stdout).contains("checksum mismatch"),
@@ -581,8 +538,8 @@ fn a_corrupt_snapshot_stops_start_up_and_check_snapshot_says_where() {
     assert!(log.contains("Fatal error loading the snapshot"), "{log}");
     assert!(log.contains("dump.cairn at offset"), "{log}");
     // A truncated file too.
-    std::fs::write(dir.file(), &good[..good.len() - 5]).unwrap();
-    let cut = check(&dir.file());
+    std::fs::write(dir.file("dump.cairn"), &good[..good.len() - 5]).unwrap();
+    let cut = check(&dir.file("dump.cairn"));
     assert!(
         text(&cut.stdout).contains("truncated"),
         "{}",
@@ -592,7 +549,7 @@ fn a_corrupt_snapshot_stops_start_up_and_check_snapshot_says_where() {
 
 #[test]
 fn memcached_clients_wait_for_the_load_too() {
-    let dir = Dir::new("mcload");
+    let dir = TestDir::new("snapshot", "mcload");
     {
         let s = start_cairn(&["--dir", dir.s()]);
         let mut c = s.conn();
@@ -610,7 +567,7 @@ fn memcached_clients_wait_for_the_load_too() {
 
 #[test]
 fn flushall_stops_a_running_bgsave_even_inside_exec() {
-    let dir = Dir::new("flushexec");
+    let dir = TestDir::new("snapshot", "flushexec");
     let s = start_cairn(&[
         "--dir",
         dir.s(),
@@ -638,7 +595,7 @@ fn flushall_stops_a_running_bgsave_even_inside_exec() {
     }
     assert!(s.log().contains("stopping it"), "{}", s.log_tail(10));
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_cairn"))
-        .args(["check-snapshot", dir.file().to_str().unwrap()])
+        .args(["check-snapshot", dir.file("dump.cairn").to_str().unwrap()])
         .output()
         .unwrap();
     assert!(
@@ -656,7 +613,7 @@ fn flushall_stops_a_running_bgsave_even_inside_exec() {
 
 #[test]
 fn save_blocks_only_its_own_worker() {
-    let dir = Dir::new("saveblocks");
+    let dir = TestDir::new("snapshot", "saveblocks");
     let s = start_cairn(&["--dir", dir.s(), "--server-threads", "2"]);
     let mut c = s.conn();
     for i in 0..200 {
@@ -679,7 +636,7 @@ fn save_blocks_only_its_own_worker() {
     assert_eq!(c.read_raw_reply(), b"+OK\r\n");
     // The write answered during SAVE came after its cut: not in the file.
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_cairn"))
-        .args(["check-snapshot", dir.file().to_str().unwrap()])
+        .args(["check-snapshot", dir.file("dump.cairn").to_str().unwrap()])
         .output()
         .unwrap();
     assert!(
@@ -691,7 +648,7 @@ fn save_blocks_only_its_own_worker() {
 
 #[test]
 fn sigterm_during_a_load_exits_at_once() {
-    let dir = Dir::new("termload");
+    let dir = TestDir::new("snapshot", "termload");
     {
         let s = start_cairn(&["--dir", dir.s()]);
         let mut c = s.conn();
@@ -700,7 +657,7 @@ fn sigterm_during_a_load_exits_at_once() {
         }
         assert_eq!(c.cmd(&["SAVE"]), b"+OK\r\n");
     }
-    let before = std::fs::read(dir.file()).unwrap();
+    let before = std::fs::read(dir.file("dump.cairn")).unwrap();
     // 20 ms per key: the load would take 6 s.
     let mut s = start_cairn(&[
         "--dir",
@@ -720,13 +677,13 @@ fn sigterm_during_a_load_exits_at_once() {
     assert!(st.success());
     assert!(s.log().contains("during loading"), "{}", s.log_tail(5));
     // Nothing half-loaded was saved over the snapshot.
-    assert_eq!(std::fs::read(dir.file()).unwrap(), before);
+    assert_eq!(std::fs::read(dir.file("dump.cairn")).unwrap(), before);
 }
 
 /// Peak extra memory (INFO `rdb_last_cow_size`) of a slow BGSAVE while a
 /// client overwrites every key, under `snapshot-queue-limit`.
 fn cow_peak_under_storm(limit: &str) -> u64 {
-    let dir = Dir::new("cow-limit");
+    let dir = TestDir::new("snapshot", "cow-limit");
     let s = start_cairn(&[
         "--dir",
         dir.s(),

@@ -10,10 +10,8 @@
 mod support;
 
 use redis::{Connection, Value};
-use std::path::PathBuf;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
-use support::{err, int, ok, q, redis_client, server, start_cairn, RawConn};
+use support::{err, int, ok, q, redis_client, server, start_cairn, RawConn, TestDir};
 
 const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
 
@@ -600,33 +598,6 @@ fn keyspace_notifications() {
     assert_eq!(events, want);
 }
 
-/// A temporary data directory, removed when dropped.
-struct Dir(PathBuf);
-
-impl Dir {
-    fn new(tag: &str) -> Dir {
-        static N: AtomicUsize = AtomicUsize::new(0);
-        let p = std::env::temp_dir().join(format!(
-            "cairn-stream-{tag}-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&p);
-        std::fs::create_dir_all(&p).unwrap();
-        Dir(p)
-    }
-
-    fn s(&self) -> &str {
-        self.0.to_str().unwrap()
-    }
-}
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 /// Connects once the server answers PING (not -LOADING).
 fn loaded(port: u16) -> Connection {
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -711,7 +682,7 @@ fn state(c: &mut Connection) -> (Entries, Value, Value, Pending) {
 
 #[test]
 fn restart_through_snapshot_keeps_streams_and_groups() {
-    let dir = Dir::new("snap");
+    let dir = TestDir::new("stream", "snap");
     let s = start_cairn(&["--dir", dir.s()]);
     let mut c = redis_client(s.port);
     fill(&mut c);
@@ -726,7 +697,7 @@ fn restart_through_snapshot_keeps_streams_and_groups() {
 
 #[test]
 fn restart_through_journal_keeps_streams_and_groups() {
-    let dir = Dir::new("journal");
+    let dir = TestDir::new("stream", "journal");
     let args = [
         "--dir",
         dir.s(),

@@ -604,16 +604,36 @@ pub struct TestDir(pub PathBuf);
 
 impl TestDir {
     pub fn new(prefix: &str, name: &str) -> TestDir {
+        // The counter keeps two directories made in the same nanosecond by
+        // one test binary apart; the time, runs of the binary.
+        static MADE: AtomicUsize = AtomicUsize::new(0);
         let nanos = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .unwrap()
             .subsec_nanos();
         let d = std::env::temp_dir().join(format!(
-            "cairn-{prefix}-{name}-{}-{nanos}",
-            std::process::id()
+            "cairn-{prefix}-{name}-{}-{nanos}-{}",
+            std::process::id(),
+            MADE.fetch_add(1, Ordering::Relaxed)
         ));
+        let _ = std::fs::remove_dir_all(&d);
         std::fs::create_dir_all(&d).unwrap();
         TestDir(d)
+    }
+
+    /// A file's path inside the directory.
+    pub fn file(&self, name: &str) -> PathBuf {
+        self.0.join(name)
+    }
+
+    /// The names of the files in the directory, sorted.
+    pub fn names(&self) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(&self.0)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
     }
 
     /// The directory as a `--dir` argument.
