@@ -132,6 +132,12 @@ pub struct YcsbCmd {
     /// Stop each run after this many seconds (YCSB's maxexecutiontime).
     #[arg(long)]
     pub max_time: Option<f64>,
+    /// Connections (YCSB threads) one OS thread drives, in waves: it
+    /// sends one operation on each, then reads their replies. 1 (the
+    /// default) is YCSB's one thread per client; more leaves a small
+    /// machine's cores to the servers.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    pub conns_per_thread: u64,
 }
 
 #[derive(Args, Debug)]
@@ -486,6 +492,7 @@ fn cmd_ycsb(a: YcsbCmd) -> Result<(), String> {
         skip_load: a.skip_load,
         no_flush: a.no_flush,
         max_time: a.max_time.map(Duration::from_secs_f64),
+        conns_per_thread: a.conns_per_thread as usize,
     };
     let (records, notes) = crate::ycsb::command(&ctx, &args)?;
     let config = serde_json::json!({
@@ -497,6 +504,7 @@ fn cmd_ycsb(a: YcsbCmd) -> Result<(), String> {
         "timeout_s": ctx.timeout.as_secs_f64(),
         "target_rate": ctx.target_rate,
         "max_time_s": a.max_time,
+        "conns_per_thread": args.conns_per_thread,
         "pipeline": 1,
     });
     let rep = runner::finish(&ctx, "ycsb", infos, config, &records, notes, started)?;

@@ -79,7 +79,11 @@ fn measure(
     }
     let before = snapshot(&mut c, t);
     let label = format!("{} memory load r{round}", t.name);
-    let out = load(ctx, t, w, 0, a.records, a.threads, seed, &label);
+    let clients = crate::ycsb::Clients {
+        total: a.threads,
+        per_thread: 1,
+    };
+    let out = load(ctx, t, w, 0, a.records, clients, seed, &label);
     let after = snapshot(&mut c, t);
     let mut run: Run = make_run(
         &t.name,

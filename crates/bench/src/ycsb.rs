@@ -441,59 +441,79 @@ impl Plan<'_> {
         s: &mut Scratch,
         rng: &mut SmallRng,
     ) -> Result<(), OpError> {
+        self.insert_send(conn, keynum, s, rng)?;
+        if self.insert_second(conn, &s.key)? {
+            conn_resp(conn)?.read_int()?;
+        }
+        Ok(())
+    }
+
+    /// An insert's first request: the record (HMSET, or memcached `add`),
+    /// sent.
+    fn insert_send(
+        &self,
+        conn: &mut Conn,
+        keynum: u64,
+        s: &mut Scratch,
+        rng: &mut SmallRng,
+    ) -> Result<(), OpError> {
         self.key(keynum, s);
         s.field_pick.clear();
         s.field_pick.extend(0..self.w.fieldcount);
         self.encode_write(conn, b"add", s, rng);
         match conn {
+            Conn::Resp(c) => c.send(),
+            Conn::Mc(c) => c.wire.send(),
+        }
+    }
+
+    /// Reads the record's reply; on RESP, sends the index's ZADD of `key`
+    /// and answers true (its reply is still to be read, an integer).
+    fn insert_second(&self, conn: &mut Conn, key: &[u8]) -> Result<bool, OpError> {
+        match conn {
             Conn::Resp(c) => {
-                c.send()?;
                 c.read_ok()?;
                 c.arr(4);
                 c.bulk(b"ZADD");
                 c.bulk(INDEX_KEY);
-                c.bulk_int(java_string_hash(&s.key) as i64);
-                c.bulk(&s.key);
+                c.bulk_int(java_string_hash(key) as i64);
+                c.bulk(key);
                 c.send()?;
-                c.read_int()?;
-                Ok(())
+                Ok(true)
             }
             Conn::Mc(c) => {
-                c.wire.send()?;
-                c.read_store_reply()
+                c.read_store_reply()?;
+                Ok(false)
             }
         }
     }
 
     fn finish_read(&self, conn: &mut Conn) -> Result<(), OpError> {
-        match conn {
-            Conn::Resp(c) => {
-                c.send()?;
-                if c.read_array_present()? == 0 {
-                    return Err(OpError::Missing);
-                }
-                Ok(())
-            }
-            Conn::Mc(c) => {
-                c.wire.send()?;
-                if c.read_values(|_, _| {})? == 0 {
-                    return Err(OpError::Missing);
-                }
-                Ok(())
-            }
+        send(conn)?;
+        self.read_reply(conn)
+    }
+
+    /// Reads a read's reply: a record that is not there is an error.
+    fn read_reply(&self, conn: &mut Conn) -> Result<(), OpError> {
+        let found = match conn {
+            Conn::Resp(c) => c.read_array_present()?,
+            Conn::Mc(c) => c.read_values(|_, _| {})?,
+        };
+        if found == 0 {
+            return Err(OpError::Missing);
         }
+        Ok(())
     }
 
     fn finish_write(&self, conn: &mut Conn) -> Result<(), OpError> {
+        send(conn)?;
+        self.write_reply(conn)
+    }
+
+    fn write_reply(&self, conn: &mut Conn) -> Result<(), OpError> {
         match conn {
-            Conn::Resp(c) => {
-                c.send()?;
-                c.read_ok()
-            }
-            Conn::Mc(c) => {
-                c.wire.send()?;
-                c.read_store_reply()
-            }
+            Conn::Resp(c) => c.read_ok(),
+            Conn::Mc(c) => c.read_store_reply(),
         }
     }
 
@@ -529,6 +549,23 @@ impl Plan<'_> {
             c.read_array_present()?;
         }
         Ok(())
+    }
+}
+
+/// Sends what the connection's output buffer holds.
+fn send(conn: &mut Conn) -> Result<(), OpError> {
+    match conn {
+        Conn::Resp(c) => c.send(),
+        Conn::Mc(c) => c.wire.send(),
+    }
+}
+
+fn conn_resp(conn: &mut Conn) -> Result<&mut RespConn, OpError> {
+    match conn {
+        Conn::Resp(c) => Ok(c),
+        Conn::Mc(_) => Err(OpError::Protocol(
+            "a RESP reply on a memcached connection".into(),
+        )),
     }
 }
 
@@ -621,8 +658,39 @@ fn account(
     }
 }
 
+/// How a run's clients (YCSB threads: one connection each) map onto OS
+/// threads. YCSB runs one thread per client; with `per_thread` above 1 an
+/// OS thread drives that many connections in *waves*: it sends one
+/// operation on each of its connections, then reads their replies in turn.
+/// The servers see the same number of connections with one request
+/// outstanding on each; the client wakes once per wave instead of once
+/// per operation, so it leaves the servers more of a small machine's
+/// cores. An operation's latency runs from its send to its reply's read.
+#[derive(Debug, Clone, Copy)]
+pub struct Clients {
+    pub total: usize,
+    pub per_thread: usize,
+}
+
+impl Clients {
+    pub fn os_threads(self) -> usize {
+        self.total.div_ceil(self.per_thread.max(1)).max(1)
+    }
+
+    /// `i`'s share of `n` among the OS threads.
+    fn share(self, n: u64, i: usize) -> u64 {
+        let t = self.os_threads() as u64;
+        n / t + u64::from((i as u64) < n % t)
+    }
+
+    /// The connections OS thread `i` drives.
+    fn conns(self, i: usize) -> usize {
+        self.share(self.total as u64, i) as usize
+    }
+}
+
 /// The load phase: `count` inserts of records `first..first + count`,
-/// spread over `threads` threads by a shared counter (YCSB's keysequence).
+/// spread over the clients by a shared counter (YCSB's keysequence).
 #[allow(clippy::too_many_arguments)]
 pub fn load(
     ctx: &Ctx,
@@ -630,7 +698,7 @@ pub fn load(
     w: &Workload,
     first: u64,
     count: u64,
-    threads: usize,
+    clients: Clients,
     seed: u64,
     label: &str,
 ) -> Outcome {
@@ -641,6 +709,7 @@ pub fn load(
     };
     let next = AtomicU64::new(first);
     let end = first + count;
+    let threads = clients.os_threads();
     run_threads(
         ctx,
         t,
@@ -649,28 +718,69 @@ pub fn load(
         Some(count),
         LOAD_NAMES,
         |i, start: &mut Start, rec| {
+            let m = clients.conns(i);
             let mut rng = SmallRng::seed_from_u64(thread_seed(seed, 0, i));
             let mut s = Scratch::new(w);
-            let mut conn = connect(t, plan.timeout).ok();
+            let mut conns: Vec<Option<Conn>> =
+                (0..m).map(|_| connect(t, plan.timeout).ok()).collect();
+            // Per connection: its record's key and when its insert began,
+            // while the insert is in flight.
+            let mut keys: Vec<Vec<u8>> = vec![Vec::new(); m];
+            let mut began: Vec<Option<Instant>> = vec![None; m];
+            let mut second: Vec<bool> = vec![false; m];
             let mut throttle = Throttle::new(ctx.target_rate, threads);
             start.ready(rec);
             throttle.restart();
-            loop {
-                let keynum = next.fetch_add(1, Ordering::Relaxed);
-                if keynum >= end {
-                    break;
+            let mut more = true;
+            while more {
+                for j in 0..m {
+                    let keynum = next.fetch_add(1, Ordering::Relaxed);
+                    if keynum >= end {
+                        more = false;
+                        break;
+                    }
+                    throttle.wait();
+                    let c = match ensure(&mut conns[j], t, plan.timeout) {
+                        Ok(c) => c,
+                        Err(e) => {
+                            rec.err(0, &e, 1);
+                            continue;
+                        }
+                    };
+                    let t0 = Instant::now();
+                    match plan.insert_send(c, keynum, &mut s, &mut rng) {
+                        Ok(()) => {
+                            keys[j].clear();
+                            keys[j].extend_from_slice(&s.key);
+                            began[j] = Some(t0);
+                        }
+                        Err(e) => {
+                            account(rec, 0, Err(e), t0, plan.timeout, &mut conns[j]);
+                        }
+                    }
                 }
-                throttle.wait();
-                let c = match ensure(&mut conn, t, plan.timeout) {
-                    Ok(c) => c,
-                    Err(e) => {
-                        rec.err(0, &e, 1);
+                for j in 0..m {
+                    let (Some(t0), Some(c)) = (began[j], conns[j].as_mut()) else {
+                        continue;
+                    };
+                    match plan.insert_second(c, &keys[j]) {
+                        Ok(true) => second[j] = true,
+                        r => {
+                            began[j] = None;
+                            account(rec, 0, r.map(|_| ()), t0, plan.timeout, &mut conns[j]);
+                        }
+                    }
+                }
+                for j in 0..m {
+                    if !std::mem::take(&mut second[j]) {
                         continue;
                     }
-                };
-                let t0 = Instant::now();
-                let r = plan.insert(c, keynum, &mut s, &mut rng);
-                account(rec, 0, r, t0, plan.timeout, &mut conn);
+                    let (Some(t0), Some(c)) = (began[j].take(), conns[j].as_mut()) else {
+                        continue;
+                    };
+                    let r = conn_resp(c).and_then(|c| c.read_int()).map(|_| ());
+                    account(rec, 0, r, t0, plan.timeout, &mut conns[j]);
+                }
             }
         },
     )
@@ -690,7 +800,7 @@ pub fn run_phase(
     t: &Target,
     w: &Workload,
     records: u64,
-    threads: usize,
+    clients: Clients,
     max_time: Option<Duration>,
     seed: u64,
     label: &str,
@@ -712,6 +822,7 @@ pub fn run_phase(
     );
     let scanlen = w.scan_length();
     let total = w.operationcount;
+    let threads = clients.os_threads();
     let out = run_threads(
         ctx,
         t,
@@ -720,81 +831,107 @@ pub fn run_phase(
         Some(total),
         NAMES,
         |i, start, rec| {
-            let mine = total / threads as u64 + u64::from((i as u64) < total % threads as u64);
+            let mine = clients.share(total, i);
+            let m = clients.conns(i);
             let mut rng = SmallRng::seed_from_u64(thread_seed(seed, 1, i));
             let mut s = Scratch::new(w);
             let mut chooser = chooser.clone();
             chooser.offset(i, threads);
             let mut scanlen = scanlen.clone();
-            let mut conn = connect(t, plan.timeout).ok();
+            let mut conns: Vec<Option<Conn>> =
+                (0..m).map(|_| connect(t, plan.timeout).ok()).collect();
+            // Per connection, the read or update in flight and when it
+            // was sent.
+            let mut pending: Vec<Option<(YcsbOp, Instant)>> = vec![None; m];
             let mut throttle = Throttle::new(ctx.target_rate, threads);
             start.ready(rec);
             throttle.restart();
             let deadline = max_time.map(|d| Instant::now() + d);
-            for n in 0..mine {
-                if n % 64 == 0 && deadline.is_some_and(|d| Instant::now() >= d) {
+            let mut n = 0u64;
+            while n < mine {
+                if deadline.is_some_and(|d| Instant::now() >= d) {
                     break;
                 }
-                throttle.wait();
-                let op = ops.next(&mut rng);
-                let idx = op as usize;
-                let c = match ensure(&mut conn, t, plan.timeout) {
-                    Ok(c) => c,
-                    Err(e) => {
-                        rec.err(idx, &e, 1);
-                        continue;
+                for j in 0..m {
+                    if n >= mine {
+                        break;
                     }
-                };
-                match op {
-                    YcsbOp::Read => {
-                        let k = chooser.next_keynum(ack.last(), &mut rng);
-                        plan.key(k, &mut s);
-                        plan.encode_read(c, &mut s, &mut rng);
-                        let t0 = Instant::now();
-                        let r = plan.finish_read(c);
-                        account(rec, idx, r, t0, plan.timeout, &mut conn);
-                    }
-                    YcsbOp::Update => {
-                        let k = chooser.next_keynum(ack.last(), &mut rng);
-                        plan.key(k, &mut s);
-                        plan.pick_write_fields(&mut s, &mut rng);
-                        plan.encode_write(c, b"replace", &mut s, &mut rng);
-                        let t0 = Instant::now();
-                        let r = plan.finish_write(c);
-                        account(rec, idx, r, t0, plan.timeout, &mut conn);
-                    }
-                    YcsbOp::Insert => {
-                        let k = ack.next_value();
-                        let t0 = Instant::now();
-                        let r = plan.insert(c, k, &mut s, &mut rng);
-                        account(rec, idx, r, t0, plan.timeout, &mut conn);
-                        // As YCSB, acknowledged whatever the outcome.
-                        ack.acknowledge(k);
-                    }
-                    YcsbOp::Scan => {
-                        let k = chooser.next_keynum(ack.last(), &mut rng);
-                        plan.key(k, &mut s);
-                        let len = scanlen.next(&mut rng);
-                        let t0 = Instant::now();
-                        let r = plan.scan(c, len, &mut s, &mut rng);
-                        account(rec, idx, r, t0, plan.timeout, &mut conn);
-                    }
-                    YcsbOp::ReadModifyWrite => {
-                        // Timed as one operation (YCSB's READ-MODIFY-WRITE);
-                        // its read and update are not counted again as READ
-                        // and UPDATE, so every operation is counted once.
-                        let k = chooser.next_keynum(ack.last(), &mut rng);
-                        plan.key(k, &mut s);
-                        plan.encode_read(c, &mut s, &mut rng);
-                        let t0 = Instant::now();
-                        let mut r = plan.finish_read(c);
-                        if r.is_ok() {
-                            plan.pick_write_fields(&mut s, &mut rng);
-                            plan.encode_write(c, b"replace", &mut s, &mut rng);
-                            r = plan.finish_write(c);
+                    n += 1;
+                    throttle.wait();
+                    let op = ops.next(&mut rng);
+                    let idx = op as usize;
+                    let c = match ensure(&mut conns[j], t, plan.timeout) {
+                        Ok(c) => c,
+                        Err(e) => {
+                            rec.err(idx, &e, 1);
+                            continue;
                         }
-                        account(rec, idx, r, t0, plan.timeout, &mut conn);
+                    };
+                    match op {
+                        YcsbOp::Read | YcsbOp::Update => {
+                            let k = chooser.next_keynum(ack.last(), &mut rng);
+                            plan.key(k, &mut s);
+                            if op == YcsbOp::Read {
+                                plan.encode_read(c, &mut s, &mut rng);
+                            } else {
+                                plan.pick_write_fields(&mut s, &mut rng);
+                                plan.encode_write(c, b"replace", &mut s, &mut rng);
+                            }
+                            let t0 = Instant::now();
+                            match send(c) {
+                                Ok(()) => pending[j] = Some((op, t0)),
+                                Err(e) => {
+                                    account(rec, idx, Err(e), t0, plan.timeout, &mut conns[j]);
+                                }
+                            }
+                        }
+                        YcsbOp::Insert => {
+                            let k = ack.next_value();
+                            let t0 = Instant::now();
+                            let r = plan.insert(c, k, &mut s, &mut rng);
+                            account(rec, idx, r, t0, plan.timeout, &mut conns[j]);
+                            // As YCSB, acknowledged whatever the outcome.
+                            ack.acknowledge(k);
+                        }
+                        YcsbOp::Scan => {
+                            let k = chooser.next_keynum(ack.last(), &mut rng);
+                            plan.key(k, &mut s);
+                            let len = scanlen.next(&mut rng);
+                            let t0 = Instant::now();
+                            let r = plan.scan(c, len, &mut s, &mut rng);
+                            account(rec, idx, r, t0, plan.timeout, &mut conns[j]);
+                        }
+                        YcsbOp::ReadModifyWrite => {
+                            // Timed as one operation (YCSB's READ-MODIFY-WRITE);
+                            // its read and update are not counted again as READ
+                            // and UPDATE, so every operation is counted once.
+                            let k = chooser.next_keynum(ack.last(), &mut rng);
+                            plan.key(k, &mut s);
+                            plan.encode_read(c, &mut s, &mut rng);
+                            let t0 = Instant::now();
+                            let mut r = plan.finish_read(c);
+                            if r.is_ok() {
+                                plan.pick_write_fields(&mut s, &mut rng);
+                                plan.encode_write(c, b"replace", &mut s, &mut rng);
+                                r = plan.finish_write(c);
+                            }
+                            account(rec, idx, r, t0, plan.timeout, &mut conns[j]);
+                        }
                     }
+                }
+                for j in 0..m {
+                    let Some((op, t0)) = pending[j].take() else {
+                        continue;
+                    };
+                    let Some(c) = conns[j].as_mut() else {
+                        continue;
+                    };
+                    let r = if op == YcsbOp::Read {
+                        plan.read_reply(c)
+                    } else {
+                        plan.write_reply(c)
+                    };
+                    account(rec, op as usize, r, t0, plan.timeout, &mut conns[j]);
                 }
             }
         },
@@ -810,6 +947,8 @@ pub struct YcsbArgs {
     pub skip_load: bool,
     pub no_flush: bool,
     pub max_time: Option<Duration>,
+    /// Connections one OS thread drives (1: YCSB's thread per client).
+    pub conns_per_thread: usize,
 }
 
 pub fn command(ctx: &Ctx, a: &YcsbArgs) -> Result<(Vec<Record>, Vec<String>), String> {
@@ -835,7 +974,11 @@ pub fn command(ctx: &Ctx, a: &YcsbArgs) -> Result<(Vec<Record>, Vec<String>), St
                     .map_err(|e| format!("{}: flush: {e}", t.name))?;
             }
             let label = format!("{} load", t.name);
-            let out = load(ctx, t, w, 0, w.recordcount, a.load_threads, seed, &label);
+            let clients = Clients {
+                total: a.load_threads,
+                per_thread: a.conns_per_thread,
+            };
+            let out = load(ctx, t, w, 0, w.recordcount, clients, seed, &label);
             let run = make_run(
                 &t.name,
                 "load",
@@ -876,7 +1019,10 @@ pub fn command(ctx: &Ctx, a: &YcsbArgs) -> Result<(Vec<Record>, Vec<String>), St
                     t,
                     w,
                     counts[ti],
-                    threads,
+                    Clients {
+                        total: threads,
+                        per_thread: a.conns_per_thread,
+                    },
                     a.max_time,
                     seed ^ round as u64,
                     &label,
@@ -913,6 +1059,32 @@ pub fn command(ctx: &Ctx, a: &YcsbArgs) -> Result<(Vec<Record>, Vec<String>), St
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn clients_spread_over_threads() {
+        let c = Clients {
+            total: 32,
+            per_thread: 8,
+        };
+        assert_eq!(c.os_threads(), 4);
+        assert_eq!((0..4).map(|i| c.conns(i)).sum::<usize>(), 32);
+        assert_eq!((0..4).map(|i| c.share(1003, i)).sum::<u64>(), 1003);
+        let odd = Clients {
+            total: 10,
+            per_thread: 4,
+        };
+        assert_eq!(odd.os_threads(), 3);
+        assert_eq!(
+            (0..3).map(|i| odd.conns(i)).collect::<Vec<_>>(),
+            vec![4, 3, 3]
+        );
+        let one = Clients {
+            total: 8,
+            per_thread: 1,
+        };
+        assert_eq!(one.os_threads(), 8);
+        assert!((0..8).all(|i| one.conns(i) == 1));
+    }
 
     #[test]
     fn presets_match_ycsb() {
