@@ -233,12 +233,13 @@ fn tenths(l: &Curve, baseline: &Sample, n: u64) -> Vec<Tenth> {
         .collect()
 }
 
-/// E5's table for one target.
-fn table(target: &str, rows: &[Tenth], ratio: Option<f64>) -> String {
+/// E5's table for one target; `lost` is the inserts refused plus the
+/// records evicted, which make the ratio no measure of a load.
+fn table(target: &str, rows: &[Tenth], ratio: Option<f64>, lost: u64) -> String {
     let opt = |v: Option<f64>| v.map_or("-".into(), crate::report::thousands);
     let optu = |v: Option<u64>| v.map_or("-".into(), |x| crate::report::thousands(x as f64));
     let mut s = format!(
-        "{target}: inserts/s by tenth of the load\n\n| loaded | inserts/s (that tenth) | records stored | evictions | RSS | RSS B/record | server B/record | disk B/record |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+        "{target}: inserts/s by tenth of the load (memory and disk from the sample nearest each tenth's end)\n\n| loaded | inserts/s (that tenth) | records stored | evictions | RSS | RSS B/record | server B/record | disk B/record |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n"
     );
     for r in rows {
         let _ = writeln!(
@@ -259,10 +260,12 @@ fn table(target: &str, rows: &[Tenth], ratio: Option<f64>) -> String {
         "\nlast tenth / first tenth: {} (bar: at least {BAR})",
         ratio.map_or("- (the load did not finish)".into(), |r| format!(
             "{r:.2} ({})",
-            if r >= BAR {
-                "meets the bar"
+            if lost > 0 {
+                format!("no verdict: {lost} records refused or evicted")
+            } else if r >= BAR {
+                "meets the bar".into()
             } else {
-                "below the bar"
+                "below the bar".into()
             }
         ))
     );
@@ -377,7 +380,13 @@ pub fn command(a: LoadCurveCmd) -> Result<(), String> {
                 crate::report::thousands(run.ops_per_sec),
                 ratio.map_or("-".into(), |r| format!("{r:.2}"))
             ));
-            tables.push(table(&format!("{} round {round}", t.name), &rows, ratio));
+            let evicted = rows.last().and_then(|r| r.evictions).unwrap_or(0);
+            tables.push(table(
+                &format!("{} round {round}", t.name),
+                &rows,
+                ratio,
+                run.errors + evicted,
+            ));
             if round == 1 {
                 let points: Vec<(f64, f64)> = per_percent
                     .iter()
@@ -469,8 +478,9 @@ mod tests {
         assert_eq!(rows[0].rss_bytes_per_record, Some(1.0));
         assert_eq!(rows[0].server_bytes_per_record, Some(0.5));
         assert_eq!(rows[9].records_stored, Some(1000));
-        let t = table("x", &rows, Some(0.9));
+        let t = table("x", &rows, Some(0.9), 0);
         assert!(t.contains("| 100% |") && t.contains("0.90 (meets the bar)"));
-        assert!(table("x", &rows, Some(0.5)).contains("below the bar"));
+        assert!(table("x", &rows, Some(0.5), 0).contains("below the bar"));
+        assert!(table("x", &rows, Some(0.9), 3).contains("no verdict: 3 records"));
     }
 }

@@ -913,3 +913,43 @@ fn load_curve_tenths_ratio_and_refusals() {
         r.notes
     );
 }
+
+#[test]
+fn batch_flags_a_server_pause_as_a_stall() {
+    let Some(rs) = redis() else {
+        return;
+    };
+    let dir = TempDir::new("stall");
+    let json = dir.path("s.json");
+    let port = rs.port;
+    // Paced at 40 calls/s the write phase lasts ~1.6 s; 0.4 s in, the
+    // server stops answering for 1.5 s.
+    let pauser = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(400));
+        redis_cmd(port, &[b"CLIENT", b"PAUSE", b"1500", b"ALL"]);
+    });
+    let out = run_ok(
+        &format!(
+            "batch --target {} --keys 2048 --threads 2 --value-size 100 --phases mset-seq \
+             --target-rate 40 --timeout 5 --json {}",
+            url_r(&rs),
+            p(&json)
+        ),
+        &[],
+    );
+    pauser.join().unwrap();
+    let r = report(&json);
+    let run = &r.runs[0];
+    assert_eq!(run.errors, 0);
+    let stalls = run.extra["stalls"].as_array().unwrap();
+    assert_eq!(stalls.len(), 1, "{stalls:?}");
+    let len = stalls[0]["len_s"].as_f64().unwrap();
+    assert!((1.2..3.0).contains(&len), "{len}");
+    assert!(
+        r.notes.iter().any(|n| n.contains("1 stalls")),
+        "{:?}",
+        r.notes
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("| stalls > threshold |"), "{stdout}");
+}
