@@ -237,11 +237,15 @@ pub struct BatchCmd {
     /// Debian packages ship (/usr/share/common-licenses/*,
     /// /usr/share/doc/*/copyright), a function of (--seed, key), every MGET
     /// checked byte for byte.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "value_file")]
     pub real_text: bool,
     /// Real text from these files or directories instead (repeat; implies
     /// --real-text).
-    #[arg(long = "text-source", value_name = "PATH")]
+    #[arg(
+        long = "text-source",
+        value_name = "PATH",
+        conflicts_with = "value_file"
+    )]
     pub text_sources: Vec<PathBuf>,
     /// A directory whose allocated bytes count as target NAME's disk use
     /// (its data directory, memcached's extstore file), NAME=PATH; repeat.

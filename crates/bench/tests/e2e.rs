@@ -733,6 +733,7 @@ fn bad_arguments_are_refused() {
         "batch --target x=redis://127.0.0.1:1 --phases mset-sideways",
         "batch --target x=redis://127.0.0.1:1 --disk-dir y=/tmp",
         "load-curve --target x=redis://127.0.0.1:1 --times 0",
+        "batch --target x=redis://127.0.0.1:1 --real-text --value-file /etc/hostname",
         "hitratio --target x=redis://127.0.0.1:1 --fraction 2",
         "hitratio --target x=redis://127.0.0.1:1 --keys 1",
     ] {
