@@ -1,25 +1,36 @@
 //! `cairn-bench batch` (E4): MSET and MGET of B keys per call (32 by
 //! default), in sequential or random key order, values of a given average
-//! size (generated text, or the lines of a file), many threads; reports
-//! average throughput (calls and keys per second) and the speed in every
-//! second of the run.
+//! size (generated text, the lines of a file, or real text cut from files
+//! Debian packages ship: [`crate::corpus`]), many threads; reports average
+//! throughput (calls and keys per second), the speed in every second of the
+//! run with stalls (spans over a second in which no call completed), and
+//! memory and disk per key sampled over the run ([`crate::sample`]).
 //!
 //! Sequential order: thread i writes or reads its contiguous slice of the
 //! key space in order. Random order: a fixed permutation of all keys (an
 //! affine bijection modulo the key count), so every key is still visited
-//! once and every MGET should find all its keys; a missing key or a value of
-//! the wrong length is counted as an error. On memcached an MSET is B `set`
-//! commands sent in one write and an MGET one `get` of B keys.
+//! once and every MGET should find all its keys; every value returned is
+//! compared byte for byte with the one written, and a missing key or a
+//! value that differs is counted as an error (and each such key counted).
+//! On memcached an MSET is B `set` commands sent in one write and an MGET
+//! one `get` of B keys.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 
+use std::path::PathBuf;
+
 use crate::cli::{make_ctx, parse_list, report_files, BatchCmd};
+use crate::corpus::{compare, Corpus, TextValues};
+use crate::curve::{stalls, summarize};
 use crate::report::{make_run, Record};
 use crate::resp::Head;
 use crate::runner::{self, connect, run_threads, Ctx, Throttle};
+use crate::sample::{peak, per_item, Sample, Sampler};
 use crate::stats::Recorder;
 use crate::target::{Conn, Target};
 use crate::wire::OpError;
@@ -61,11 +72,13 @@ impl Phase {
     }
 }
 
-/// The values: a pool of bytes and, per key, a slice of it.
+/// The values: a pool of bytes and, per key, a slice of it; or real text
+/// made per key.
 pub struct Values {
     pool: Vec<u8>,
     lines: Option<Vec<(usize, usize)>>,
     avg: usize,
+    text: Option<TextValues>,
 }
 
 const WORDS: &[&str] = &[
@@ -165,7 +178,34 @@ impl Values {
             pool,
             lines: None,
             avg: avg.max(1),
+            text: None,
         }
+    }
+
+    /// Real text of exactly `t.size()` bytes a value.
+    pub fn real_text(t: TextValues) -> Values {
+        Values {
+            pool: Vec::new(),
+            lines: None,
+            avg: t.size(),
+            text: Some(t),
+        }
+    }
+
+    /// Key `k`'s value: a slice of the pool, or real text made into `buf`.
+    #[inline]
+    pub fn value<'a>(&'a self, k: u64, buf: &'a mut Vec<u8>) -> &'a [u8] {
+        match &self.text {
+            Some(t) => {
+                t.value_into(k, buf);
+                buf
+            }
+            None => self.get(k),
+        }
+    }
+
+    pub fn real(&self) -> Option<&TextValues> {
+        self.text.as_ref()
     }
 
     /// The non-empty lines of a file; key i gets line i mod n.
@@ -191,11 +231,13 @@ impl Values {
             pool: bytes,
             lines: Some(lines),
             avg: avg.max(1),
+            text: None,
         })
     }
 
-    /// The value of key `k`: generated values have lengths spread evenly
-    /// over avg/2 ..= 3avg/2 (mean avg) at a key-dependent place in the pool.
+    /// The value of key `k` from the pool (not for real text, see
+    /// [`Values::value`]): generated values have lengths spread evenly over
+    /// avg/2 ..= 3avg/2 (mean avg) at a key-dependent place in the pool.
     #[inline]
     pub fn get(&self, k: u64) -> &[u8] {
         match &self.lines {
@@ -275,10 +317,23 @@ struct Job<'a> {
     values: &'a Values,
     perm: Perm,
     max_time: Option<Duration>,
+    /// Every thread's start and call completion times, for the stalls.
+    times: Mutex<Vec<Instant>>,
+    starts: Mutex<Vec<Instant>>,
+    /// Keys an MGET did not return, and keys returned with other bytes.
+    missing_keys: AtomicU64,
+    wrong_keys: AtomicU64,
+}
+
+/// Per-thread buffers.
+struct Bufs {
+    key: Vec<u8>,
+    value: Vec<u8>,
 }
 
 /// Encodes one call for the keys `ks` into the connection's buffer.
-fn encode(c: &mut Conn, job: &Job, ks: &[u64], scratch: &mut Vec<u8>) {
+fn encode(c: &mut Conn, job: &Job, ks: &[u64], b: &mut Bufs) {
+    let scratch = &mut b.key;
     match c {
         Conn::Resp(r) => {
             if job.phase.write() {
@@ -288,7 +343,7 @@ fn encode(c: &mut Conn, job: &Job, ks: &[u64], scratch: &mut Vec<u8>) {
                     scratch.clear();
                     key(k, scratch);
                     r.bulk(scratch);
-                    r.bulk(job.values.get(k));
+                    r.bulk(job.values.value(k, &mut b.value));
                 }
             } else {
                 r.arr(1 + ks.len());
@@ -305,7 +360,7 @@ fn encode(c: &mut Conn, job: &Job, ks: &[u64], scratch: &mut Vec<u8>) {
                 for &k in ks {
                     scratch.clear();
                     key(k, scratch);
-                    m.queue_store(b"set", scratch, 0, 0, job.values.get(k));
+                    m.queue_store(b"set", scratch, 0, 0, job.values.value(k, &mut b.value));
                 }
             } else {
                 m.wire.out.extend_from_slice(b"get");
@@ -319,9 +374,9 @@ fn encode(c: &mut Conn, job: &Job, ks: &[u64], scratch: &mut Vec<u8>) {
     }
 }
 
-/// Reads one call's reply and checks it: every key present with its
-/// value's length.
-fn read_reply(c: &mut Conn, job: &Job, ks: &[u64], scratch: &mut Vec<u8>) -> Result<(), OpError> {
+/// Reads one call's reply and checks it: every key present with the bytes
+/// written to it.
+fn read_reply(c: &mut Conn, job: &Job, ks: &[u64], b: &mut Bufs) -> Result<(), OpError> {
     match c {
         Conn::Resp(r) => {
             if job.phase.write() {
@@ -336,15 +391,15 @@ fn read_reply(c: &mut Conn, job: &Job, ks: &[u64], scratch: &mut Vec<u8>) -> Res
             for (i, &k) in ks.iter().enumerate().take(n) {
                 match r.head()? {
                     Head::Bulk(Some(len)) => {
-                        r.wire.skip(len)?;
-                        let want = job.values.get(k).len();
-                        if len != want && err.is_none() {
-                            err = Some(OpError::Wrong(format!(
-                                "key {i}: {len} bytes, {want} written"
-                            )));
+                        let got = r.wire.take(len)?;
+                        let want = job.values.value(k, &mut b.value);
+                        if let Err(m) = compare(k, r.wire.slice(got), want) {
+                            job.wrong_keys.fetch_add(1, Ordering::Relaxed);
+                            err.get_or_insert(OpError::Wrong(format!("element {i}, {m}")));
                         }
                     }
                     Head::Bulk(None) => {
+                        job.missing_keys.fetch_add(1, Ordering::Relaxed);
                         err.get_or_insert(OpError::Missing);
                     }
                     h => return Err(OpError::Protocol(format!("MGET element {h:?}"))),
@@ -376,24 +431,35 @@ fn read_reply(c: &mut Conn, job: &Job, ks: &[u64], scratch: &mut Vec<u8>) -> Res
             // memcached returns the found keys in request order.
             let mut next = 0usize;
             let mut err = None;
-            m.read_values(|kb, len| {
+            let mut missing = 0u64;
+            let mut wrong = 0u64;
+            let Bufs {
+                key: scratch,
+                value,
+            } = b;
+            m.read_values_data(|kb, data| {
                 while next < ks.len() {
                     scratch.clear();
                     key(ks[next], scratch);
                     next += 1;
                     if scratch.as_slice() == kb {
-                        let want = job.values.get(ks[next - 1]).len();
-                        if len != want && err.is_none() {
-                            err = Some(OpError::Wrong(format!("{len} bytes, {want} written")));
+                        let k = ks[next - 1];
+                        if let Err(mm) = compare(k, data, job.values.value(k, value)) {
+                            wrong += 1;
+                            err.get_or_insert(OpError::Wrong(mm.to_string()));
                         }
                         return;
                     }
+                    missing += 1;
                     err.get_or_insert(OpError::Missing);
                 }
             })?;
             if next < ks.len() {
+                missing += (ks.len() - next) as u64;
                 err.get_or_insert(OpError::Missing);
             }
+            job.missing_keys.fetch_add(missing, Ordering::Relaxed);
+            job.wrong_keys.fetch_add(wrong, Ordering::Relaxed);
             err.map_or(Ok(()), Err)
         }
     }
@@ -413,10 +479,18 @@ fn thread_body(
     let lo = job.keys * i as u64 / threads as u64;
     let hi = job.keys * (i as u64 + 1) / threads as u64;
     let mut conn = connect(t, timeout).ok();
-    let mut scratch = Vec::with_capacity(64);
+    let mut bufs = Bufs {
+        key: Vec::with_capacity(64),
+        value: Vec::with_capacity(job.values.avg() * 2),
+    };
     let mut ks: Vec<u64> = Vec::with_capacity(job.batch * job.pipeline);
+    let mut done_at: Vec<Instant> = Vec::new();
     let mut throttle = Throttle::new(ctx.target_rate, threads);
     start.ready(rec);
+    job.starts
+        .lock()
+        .expect("not poisoned")
+        .push(Instant::now());
     throttle.restart();
     let deadline = job.max_time.map(|d| Instant::now() + d);
     let mut pos = lo;
@@ -452,7 +526,7 @@ fn thread_body(
         let c = conn.as_mut().expect("connected");
         let nchunks = ks.len().div_ceil(job.batch);
         for ch in ks.chunks(job.batch) {
-            encode(c, job, ch, &mut scratch);
+            encode(c, job, ch, &mut bufs);
         }
         let t0 = Instant::now();
         let sent = match c {
@@ -470,9 +544,14 @@ fn thread_body(
                 rec.err(0, &OpError::Closed, (nchunks - n) as u64);
                 break;
             };
-            let r = read_reply(c, job, ch, &mut scratch);
+            let r = read_reply(c, job, ch, &mut bufs);
             let now = Instant::now();
             let lat = now.duration_since(t0);
+            // Any answer, error reply or not, shows the server is not
+            // stalled; a time-out or a broken connection does not.
+            if r.as_ref().map_or_else(|e| !e.breaks_connection(), |_| true) {
+                done_at.push(now);
+            }
             match r {
                 Ok(()) if lat <= timeout => rec.ok(0, lat, 1, ch.len() as u64, now),
                 Ok(()) => rec.err(0, &OpError::Timeout, 1),
@@ -484,6 +563,219 @@ fn thread_body(
                 }
             }
         }
+    }
+    job.times
+        .lock()
+        .expect("not poisoned")
+        .extend_from_slice(&done_at);
+}
+
+/// What E4 reports beside the speed: stalls, the per-second curve, memory
+/// and disk per key, keys lost or changed.
+fn e4_extra(
+    run: &mut crate::report::Run,
+    job: &Job,
+    samples: &[Sample],
+    baseline: &Sample,
+    stall_s: f64,
+) {
+    let mut times = std::mem::take(&mut *job.times.lock().expect("not poisoned"));
+    times.sort_unstable();
+    let starts = job.starts.lock().expect("not poisoned");
+    if let Some(base) = starts.iter().min().copied() {
+        let secs: Vec<f64> = times
+            .iter()
+            .map(|t| t.saturating_duration_since(base).as_secs_f64())
+            .collect();
+        let st = stalls(&secs, 0.0, run.duration_s, stall_s);
+        let longest = st.iter().map(|s| s.len_s).fold(0.0, f64::max);
+        run.extra.insert("stalls".into(), serde_json::json!(st));
+        run.extra
+            .insert("longest_stall_s".into(), serde_json::json!(longest));
+    }
+    run.extra
+        .insert("stall_threshold_s".into(), serde_json::json!(stall_s));
+    if let Some(c) = summarize(&run.timeline, run.duration_s) {
+        run.extra.insert("curve".into(), serde_json::json!(c));
+    }
+    run.extra.insert(
+        "missing_keys".into(),
+        serde_json::json!(job.missing_keys.load(Ordering::Relaxed)),
+    );
+    run.extra.insert(
+        "wrong_keys".into(),
+        serde_json::json!(job.wrong_keys.load(Ordering::Relaxed)),
+    );
+    if let Some(last) = samples.last() {
+        let items = last
+            .items
+            .map(|n| n.saturating_sub(baseline.items.unwrap_or(0)));
+        let n = items.unwrap_or(0);
+        let j = |v: Option<f64>| serde_json::json!(v);
+        run.extra
+            .insert("keys_stored".into(), serde_json::json!(items));
+        run.extra.insert(
+            "evictions".into(),
+            serde_json::json!(last
+                .evictions
+                .map(|e| e.saturating_sub(baseline.evictions.unwrap_or(0)))),
+        );
+        run.extra.insert(
+            "rss_peak".into(),
+            serde_json::json!(peak(samples, |s| s.rss_bytes)),
+        );
+        run.extra
+            .insert("rss_end".into(), serde_json::json!(last.rss_bytes));
+        run.extra.insert(
+            "server_bytes_end".into(),
+            serde_json::json!(last.server_bytes),
+        );
+        run.extra
+            .insert("disk_bytes_end".into(), serde_json::json!(last.disk_bytes));
+        run.extra.insert(
+            "rss_bytes_per_key".into(),
+            j(per_item(baseline.rss_bytes, last.rss_bytes, n)),
+        );
+        run.extra.insert(
+            "server_bytes_per_key".into(),
+            j(per_item(baseline.server_bytes, last.server_bytes, n)),
+        );
+        run.extra.insert(
+            "disk_bytes_per_key".into(),
+            j(per_item(baseline.disk_bytes, last.disk_bytes, n)),
+        );
+        if !last.tier.is_empty() {
+            run.extra
+                .insert("tier_end".into(), serde_json::json!(last.tier));
+        }
+    }
+    run.extra
+        .insert("samples".into(), serde_json::json!(samples));
+}
+
+/// E4's table: one row per run.
+pub fn e4_table(runs: &[crate::report::Run]) -> String {
+    use std::fmt::Write as _;
+    let mut s = String::from(
+        "| target | phase | round | threads | keys/s | per-second min / p5 / median / max | stalls > threshold | longest stall s | keys stored | evictions | missing keys | wrong keys | RSS peak | RSS B/key | server B/key | disk B/key |\n\
+         |---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+    );
+    let f = |r: &crate::report::Run, k: &str| -> String {
+        match r.extra.get(k) {
+            Some(serde_json::Value::Number(n)) => {
+                crate::report::thousands(n.as_f64().unwrap_or(0.0))
+            }
+            _ => "-".into(),
+        }
+    };
+    for r in runs {
+        let curve = r
+            .extra
+            .get("curve")
+            .and_then(|c| serde_json::from_value::<CurveSummaryRow>(c.clone()).ok())
+            .map_or("-".into(), |c| {
+                format!(
+                    "{} / {} / {} / {}",
+                    crate::report::thousands(c.min),
+                    crate::report::thousands(c.p5),
+                    crate::report::thousands(c.median),
+                    crate::report::thousands(c.max)
+                )
+            });
+        let nstalls = r
+            .extra
+            .get("stalls")
+            .and_then(|v| v.as_array())
+            .map_or("-".into(), |a| a.len().to_string());
+        let longest = r
+            .extra
+            .get("longest_stall_s")
+            .and_then(|v| v.as_f64())
+            .map_or("-".into(), |v| format!("{v:.2}"));
+        let _ = writeln!(
+            s,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            r.target,
+            r.phase,
+            r.round,
+            r.threads,
+            crate::report::thousands(r.units_per_sec),
+            curve,
+            nstalls,
+            longest,
+            f(r, "keys_stored"),
+            f(r, "evictions"),
+            f(r, "missing_keys"),
+            f(r, "wrong_keys"),
+            f(r, "rss_peak"),
+            f(r, "rss_bytes_per_key"),
+            f(r, "server_bytes_per_key"),
+            f(r, "disk_bytes_per_key"),
+        );
+    }
+    s
+}
+
+/// The fields of [`crate::curve::CurveSummary`] the table reads back.
+#[derive(serde::Deserialize)]
+struct CurveSummaryRow {
+    min: f64,
+    p5: f64,
+    median: f64,
+    max: f64,
+}
+
+/// Parses `--disk-dir NAME=PATH` options.
+fn disk_dirs(specs: &[String], ctx: &Ctx) -> Result<Vec<(String, PathBuf)>, String> {
+    let mut out = Vec::new();
+    for s in specs {
+        let (n, p) = s
+            .split_once('=')
+            .ok_or_else(|| format!("--disk-dir {s:?}: expected NAME=PATH"))?;
+        if !ctx.targets.iter().any(|t| t.name == n) {
+            return Err(format!("--disk-dir {s}: no target named {n}"));
+        }
+        out.push((n.to_string(), PathBuf::from(p)));
+    }
+    Ok(out)
+}
+
+/// The value source the options ask for.
+pub fn make_values(
+    value_file: Option<&std::path::Path>,
+    real_text: bool,
+    text_sources: &[PathBuf],
+    size: usize,
+    seed: u64,
+) -> Result<Values, String> {
+    if let Some(p) = value_file {
+        return Values::file(std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()))?);
+    }
+    if real_text || !text_sources.is_empty() {
+        let corpus = if text_sources.is_empty() {
+            Corpus::debian()?
+        } else {
+            Corpus::from_paths(text_sources)?
+        };
+        return Ok(Values::real_text(TextValues::new(corpus, size, seed)));
+    }
+    Ok(Values::text(size, seed))
+}
+
+/// The report's account of the values (a reader needs the corpus
+/// fingerprint and the seed to regenerate them).
+pub fn values_config(v: &Values, seed: u64) -> serde_json::Value {
+    match v.real() {
+        Some(t) => serde_json::json!({
+            "kind": "real-text",
+            "size": t.size(),
+            "seed": seed,
+            "corpus_source": t.corpus().source(),
+            "corpus_files": t.corpus().files(),
+            "corpus_words": t.corpus().words(),
+            "corpus_fingerprint": t.corpus().fingerprint(),
+        }),
+        None => serde_json::json!({ "kind": "pool", "avg": v.avg(), "seed": seed }),
     }
 }
 
@@ -501,13 +793,37 @@ pub fn command(a: BatchCmd) -> Result<(), String> {
     if a.keys == 0 || a.batch == 0 || a.pipeline == 0 || a.value_size == 0 {
         return Err("--keys, --batch, --pipeline and --value-size must be at least 1".into());
     }
+    let positive = |v: f64| v.is_finite() && v > 0.0;
+    if !positive(a.sample_every) || !positive(a.stall) {
+        return Err("--sample-every and --stall must be positive".into());
+    }
+    let disks = disk_dirs(&a.disk_dirs, &ctx)?;
     let seed = runner::seed_base(&ctx);
-    let values = match &a.value_file {
-        Some(p) => Values::file(std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()))?)?,
-        None => Values::text(a.value_size, seed),
-    };
+    let values = make_values(
+        a.value_file.as_deref(),
+        a.real_text,
+        &a.text_sources,
+        a.value_size,
+        seed,
+    )?;
+    if let Some(t) = values.real() {
+        ctx.say(&format!(
+            "values: {} bytes of real text each, from {} files ({}), {} words, fingerprint {}",
+            t.size(),
+            t.corpus().files(),
+            t.corpus().source(),
+            t.corpus().words(),
+            t.corpus().fingerprint()
+        ));
+    }
     let started = crate::sys::unix_now();
     let infos = runner::prepare_targets(&mut ctx, &pids)?;
+    let disk_of = |t: &Target| {
+        disks
+            .iter()
+            .find(|(n, _)| *n == t.name)
+            .map(|(_, p)| p.clone())
+    };
     if !a.no_flush {
         for t in &ctx.targets {
             let mut c = connect(t, ctx.timeout.max(Duration::from_secs(5)))
@@ -516,12 +832,20 @@ pub fn command(a: BatchCmd) -> Result<(), String> {
                 .map_err(|e| format!("{}: flush: {e}", t.name))?;
         }
     }
+    // Memory and disk before the first write: the per-key figures count
+    // what the run added.
+    let baselines: Vec<Sample> = ctx
+        .targets
+        .iter()
+        .map(|t| crate::sample::read(&mut None, t, disk_of(t).as_deref(), 0.0))
+        .collect();
+    let every = Duration::from_secs_f64(a.sample_every);
     let mut records = Vec::new();
     let mut notes = Vec::new();
     for round in 1..=ctx.rounds {
         for &th in &threads {
             for &phase in &phases {
-                for t in &ctx.targets {
+                for (ti, t) in ctx.targets.iter().enumerate() {
                     let job = Job {
                         phase,
                         keys: a.keys,
@@ -530,14 +854,20 @@ pub fn command(a: BatchCmd) -> Result<(), String> {
                         values: &values,
                         perm: Perm::new(a.keys, seed ^ if phase.write() { 1 } else { 2 }),
                         max_time: a.max_time.map(Duration::from_secs_f64),
+                        times: Mutex::new(Vec::new()),
+                        starts: Mutex::new(Vec::new()),
+                        missing_keys: AtomicU64::new(0),
+                        wrong_keys: AtomicU64::new(0),
                     };
                     let calls = a.keys.div_ceil(a.batch as u64);
                     let label = format!("{} {} r{round} t{th}", t.name, phase.name());
                     let names = if phase.write() { MSET } else { MGET };
+                    let sampler = Sampler::start(t, disk_of(t), every);
                     let out =
                         run_threads(&ctx, t, &label, th, Some(calls), names, |i, start, rec| {
                             thread_body(&ctx, t, &job, i, th, start, rec)
                         });
+                    let samples = sampler.stop();
                     let mut run = make_run(
                         &t.name,
                         phase.name(),
@@ -554,6 +884,7 @@ pub fn command(a: BatchCmd) -> Result<(), String> {
                         .insert("value_avg_bytes".into(), serde_json::json!(values.avg()));
                     run.extra
                         .insert("pipeline".into(), serde_json::json!(a.pipeline));
+                    e4_extra(&mut run, &job, &samples, &baselines[ti], a.stall);
                     if run.errors > 0 {
                         let o = &run.per_op[0];
                         notes.push(format!(
@@ -565,8 +896,34 @@ pub fn command(a: BatchCmd) -> Result<(), String> {
                             o.error_samples.values().next().cloned().unwrap_or_default()
                         ));
                     }
+                    let nstalls = run
+                        .extra
+                        .get("stalls")
+                        .and_then(|v| v.as_array())
+                        .map_or(0, |v| v.len());
+                    if nstalls > 0 {
+                        notes.push(format!(
+                            "{} {} round {round} t{th}: {nstalls} stalls over {} s (longest {:.2} s)",
+                            t.name,
+                            phase.name(),
+                            a.stall,
+                            run.extra
+                                .get("longest_stall_s")
+                                .and_then(|v| v.as_f64())
+                                .unwrap_or(0.0)
+                        ));
+                    }
+                    if let Some(e) = run.extra.get("evictions").and_then(|v| v.as_u64()) {
+                        if e > 0 {
+                            notes.push(format!(
+                                "{} {} round {round} t{th}: the server evicted {e} keys (its memory limit is below the data)",
+                                t.name,
+                                phase.name()
+                            ));
+                        }
+                    }
                     ctx.say(&format!(
-                        "{} {} t{th} round {round}: {} calls/s, {} keys/s, {} errors",
+                        "{} {} t{th} round {round}: {} calls/s, {} keys/s, {} errors, {nstalls} stalls",
                         t.name,
                         phase.name(),
                         crate::report::thousands(run.ops_per_sec),
@@ -581,12 +938,21 @@ pub fn command(a: BatchCmd) -> Result<(), String> {
             }
         }
     }
+    for t in &ctx.targets {
+        if t.pid.is_none() {
+            notes.push(format!(
+                "{}: no local process found (pass --pid {}=PID for RSS figures)",
+                t.name, t.name
+            ));
+        }
+    }
     let config = serde_json::json!({
         "keys": a.keys,
         "batch": a.batch,
         "value_size": a.value_size,
         "value_avg_bytes": values.avg(),
         "value_file": a.value_file,
+        "values": values_config(&values, seed),
         "phases": phases.iter().map(|p| p.name()).collect::<Vec<_>>(),
         "threads": threads,
         "pipeline": a.pipeline,
@@ -594,8 +960,14 @@ pub fn command(a: BatchCmd) -> Result<(), String> {
         "timeout_s": ctx.timeout.as_secs_f64(),
         "target_rate": ctx.target_rate,
         "max_time_s": a.max_time,
+        "sample_every_s": a.sample_every,
+        "stall_threshold_s": a.stall,
+        "disk_dirs": disks.iter().map(|(n, p)| (n.clone(), p.display().to_string())).collect::<std::collections::BTreeMap<_, _>>(),
+        "memory_sources": "RESP: INFO used_memory, evicted_keys, db keys; memcached: stats bytes, curr_items, evictions; RSS: /proc/<pid>/status VmRSS; disk: st_blocks x 512 under --disk-dir",
     });
     let rep = runner::finish(&ctx, "batch", infos, config, &records, notes, started)?;
+    println!();
+    print!("{}", e4_table(&rep.runs));
     if let Some(prefix) = &ctx.chart {
         let mut files = crate::cli::phases_chart(
             &ctx,
@@ -616,6 +988,7 @@ pub fn command(a: BatchCmd) -> Result<(), String> {
                 &rep,
                 "keys/s",
             )?);
+            files.extend(memory_chart(&ctx, prefix, p.name(), &rep)?);
         }
         if threads.len() > 1 {
             for p in &phases {
@@ -632,6 +1005,67 @@ pub fn command(a: BatchCmd) -> Result<(), String> {
         report_files(&ctx, &files);
     }
     Ok(())
+}
+
+/// RSS, the server's own count and disk over one phase (round 1), one line
+/// each per target.
+fn memory_chart(
+    ctx: &Ctx,
+    prefix: &std::path::Path,
+    phase: &str,
+    rep: &crate::report::Report,
+) -> Result<Vec<PathBuf>, String> {
+    crate::chart::init_font(ctx.font.as_deref())?;
+    let mut series = Vec::new();
+    for r in rep.runs.iter().filter(|r| r.phase == phase && r.round == 1) {
+        let Some(samples) = r
+            .extra
+            .get("samples")
+            .and_then(|v| serde_json::from_value::<Vec<SampleRow>>(v.clone()).ok())
+        else {
+            continue;
+        };
+        for (what, f) in [
+            (
+                "RSS",
+                (|s: &SampleRow| s.rss_bytes) as fn(&SampleRow) -> Option<u64>,
+            ),
+            ("server", |s: &SampleRow| s.server_bytes),
+            ("disk", |s: &SampleRow| s.disk_bytes),
+        ] {
+            let points: Vec<(f64, f64)> = samples
+                .iter()
+                .filter_map(|s| f(s).map(|v| (s.t_s, v as f64)))
+                .collect();
+            if points.is_empty() {
+                continue;
+            }
+            let average = points.iter().map(|p| p.1).sum::<f64>() / points.len() as f64;
+            series.push(crate::chart::Timeline {
+                name: format!("{} {what}", r.target),
+                points,
+                average,
+            });
+        }
+    }
+    if series.is_empty() {
+        return Ok(vec![]);
+    }
+    crate::chart::timeline_chart(
+        &crate::chart::with_suffix(prefix, &format!("batch-{phase}-memory")),
+        &format!("{phase}: memory and disk over time"),
+        "bytes",
+        &series,
+    )
+}
+
+/// The fields of a [`Sample`] the chart reads back from the report.
+#[derive(serde::Deserialize)]
+struct SampleRow {
+    t_s: f64,
+    rss_bytes: Option<u64>,
+    server_bytes: Option<u64>,
+    disk_bytes: Option<u64>,
 }
 
 #[cfg(test)]

@@ -276,18 +276,29 @@ pub fn timeline_chart(
     y_desc: &str,
     series: &[Timeline],
 ) -> Result<Vec<PathBuf>, String> {
+    curve_chart(prefix, title, "seconds since start", y_desc, series)
+}
+
+/// Like [`timeline_chart`] with another x axis (E5: percent of the load).
+pub fn curve_chart(
+    prefix: &Path,
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    series: &[Timeline],
+) -> Result<Vec<PathBuf>, String> {
     init_font(None)?;
     let svg = prefix.with_extension("svg");
     let png = prefix.with_extension("png");
     {
         let root = SVGBackend::new(&svg, (W, H)).into_drawing_area();
-        draw_timeline(&root, title, y_desc, series)?;
+        draw_timeline(&root, title, x_desc, y_desc, series)?;
         root.present()
             .map_err(|e| format!("{}: {e:?}", svg.display()))?;
     }
     {
         let root = BitMapBackend::new(&png, (W, H)).into_drawing_area();
-        draw_timeline(&root, title, y_desc, series)?;
+        draw_timeline(&root, title, x_desc, y_desc, series)?;
         root.present()
             .map_err(|e| format!("{}: {e:?}", png.display()))?;
     }
@@ -297,6 +308,7 @@ pub fn timeline_chart(
 fn draw_timeline<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     title: &str,
+    x_desc: &str,
     y_desc: &str,
     series: &[Timeline],
 ) -> Result<(), String> {
@@ -323,7 +335,7 @@ fn draw_timeline<DB: DrawingBackend>(
         .map_err(e)?;
     chart
         .configure_mesh()
-        .x_desc("seconds since start")
+        .x_desc(x_desc)
         .y_desc(y_desc)
         .y_label_formatter(&|v| si(*v))
         .label_style(("sans-serif", 15))

@@ -33,6 +33,9 @@ pub enum Cmd {
     Values(ValuesCmd),
     /// E4: MSET/MGET of N keys per call, sequential and random order.
     Batch(BatchCmd),
+    /// E5: inserts/s per 1% of a load growing to N x maxmemory, memory
+    /// and disk per record, last tenth over first.
+    LoadCurve(LoadCurveCmd),
     /// GET/SET as redis-benchmark does them (-c, -P, -n, -r, -d).
     GetSet(GetSetCmd),
     /// Hit ratio of a zipfian GET / SET-on-miss cache workload under
@@ -236,6 +239,31 @@ pub struct BatchCmd {
     /// Take values from this file's lines instead (key i gets line i mod n).
     #[arg(long)]
     pub value_file: Option<PathBuf>,
+    /// Real text: values of exactly --value-size bytes cut from text files
+    /// Debian packages ship (/usr/share/common-licenses/*,
+    /// /usr/share/doc/*/copyright), a function of (--seed, key), every MGET
+    /// checked byte for byte.
+    #[arg(long, conflicts_with = "value_file")]
+    pub real_text: bool,
+    /// Real text from these files or directories instead (repeat; implies
+    /// --real-text).
+    #[arg(
+        long = "text-source",
+        value_name = "PATH",
+        conflicts_with = "value_file"
+    )]
+    pub text_sources: Vec<PathBuf>,
+    /// A directory whose allocated bytes count as target NAME's disk use
+    /// (its data directory, memcached's extstore file), NAME=PATH; repeat.
+    #[arg(long = "disk-dir", value_name = "NAME=PATH")]
+    pub disk_dirs: Vec<String>,
+    /// Seconds between memory and disk samples.
+    #[arg(long, default_value_t = 1.0)]
+    pub sample_every: f64,
+    /// A span with no call completed longer than this many seconds is a
+    /// stall.
+    #[arg(long, default_value_t = 1.0)]
+    pub stall: f64,
     /// Phases in order: mset-seq, mget-seq, mset-rand, mget-rand.
     #[arg(long, default_value = "mset-seq,mget-seq,mset-rand,mget-rand")]
     pub phases: String,
@@ -249,6 +277,42 @@ pub struct BatchCmd {
     #[arg(long)]
     pub max_time: Option<f64>,
     /// Do not empty the targets before the first phase.
+    #[arg(long)]
+    pub no_flush: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct LoadCurveCmd {
+    #[command(flatten)]
+    pub common: Common,
+    /// Records to insert (default: --times x maxmemory over a record's
+    /// raw size).
+    #[arg(long)]
+    pub records: Option<u64>,
+    /// Load size as a multiple of the first target's maxmemory.
+    #[arg(long, default_value_t = 3.0)]
+    pub times: f64,
+    /// The memory limit to size the load by, instead of asking the first
+    /// target (K, M, G accepted).
+    #[arg(long, value_parser = parse_size)]
+    pub maxmemory: Option<usize>,
+    /// Workload whose record layout to use (a-f or a file).
+    #[arg(long, default_value = "a")]
+    pub workload: String,
+    /// A workload property (fieldcount, fieldlength, ...).
+    #[arg(short = 'p', value_name = "NAME=VALUE")]
+    pub props: Vec<String>,
+    /// Inserting threads.
+    #[arg(long, default_value_t = 8)]
+    pub threads: usize,
+    /// A directory whose allocated bytes count as target NAME's disk use,
+    /// NAME=PATH; repeat.
+    #[arg(long = "disk-dir", value_name = "NAME=PATH")]
+    pub disk_dirs: Vec<String>,
+    /// Seconds between memory and disk samples.
+    #[arg(long, default_value_t = 1.0)]
+    pub sample_every: f64,
+    /// Do not empty the targets before loading.
     #[arg(long)]
     pub no_flush: bool,
 }
@@ -448,6 +512,7 @@ pub fn run(cli: Cli) -> Result<(), String> {
         Cmd::Memory(a) => crate::memory::command(a),
         Cmd::Values(a) => crate::values::command(a),
         Cmd::Batch(a) => crate::batch::command(a),
+        Cmd::LoadCurve(a) => crate::loadcurve::command(a),
         Cmd::GetSet(a) => crate::getset::command(a),
         Cmd::HitRatio(a) => crate::hitratio::command(a),
         Cmd::ConnRate(a) => crate::connrate::command(a),

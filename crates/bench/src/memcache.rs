@@ -124,6 +124,33 @@ impl McConn {
         }
     }
 
+    /// Like [`McConn::read_values`], but `each(key, data)` sees each value's
+    /// bytes (to verify them).
+    pub fn read_values_data(
+        &mut self,
+        mut each: impl FnMut(&[u8], &[u8]),
+    ) -> Result<usize, OpError> {
+        let mut count = 0;
+        let mut key = Vec::new();
+        loop {
+            let r = self.wire.line()?;
+            let line = self.wire.slice(r);
+            if line == b"END" {
+                return Ok(count);
+            }
+            let Some((k, n)) = parse_value_line(line) else {
+                let text = String::from_utf8_lossy(line).into_owned();
+                return Err(classify(line, text));
+            };
+            // The line's range is invalidated by the read of the data.
+            key.clear();
+            key.extend_from_slice(k);
+            let d = self.wire.take(n)?;
+            each(&key, self.wire.slice(d));
+            count += 1;
+        }
+    }
+
     /// `delete <key>`: true when it existed.
     pub fn delete(&mut self, key: &[u8]) -> Result<bool, OpError> {
         self.wire.out.extend_from_slice(b"delete ");

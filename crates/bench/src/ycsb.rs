@@ -786,6 +786,34 @@ pub fn load(
     )
 }
 
+/// One thread's inserter of YCSB records laid out as the load phase lays
+/// them out (`cairn-bench load-curve`, E5, drives its own loop).
+pub struct Inserter<'a> {
+    plan: Plan<'a>,
+    scratch: Scratch,
+    rng: SmallRng,
+}
+
+impl<'a> Inserter<'a> {
+    pub fn new(w: &'a Workload, timeout: Duration, seed: u64) -> Inserter<'a> {
+        Inserter {
+            plan: Plan {
+                w,
+                fields: field_names(w),
+                timeout,
+            },
+            scratch: Scratch::new(w),
+            rng: SmallRng::seed_from_u64(seed),
+        }
+    }
+
+    /// Inserts record `keynum` and waits for the answer(s).
+    pub fn insert(&mut self, conn: &mut Conn, keynum: u64) -> Result<(), OpError> {
+        self.plan
+            .insert(conn, keynum, &mut self.scratch, &mut self.rng)
+    }
+}
+
 fn field_names(w: &Workload) -> Vec<Vec<u8>> {
     (0..w.fieldcount)
         .map(|i| format!("{}{i}", w.fieldnameprefix).into_bytes())

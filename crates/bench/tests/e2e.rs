@@ -731,6 +731,9 @@ fn bad_arguments_are_refused() {
         "ycsb --target x=redis://127.0.0.1:1 --workload zz",
         "values --target x=redis://127.0.0.1:1 --sizes lots",
         "batch --target x=redis://127.0.0.1:1 --phases mset-sideways",
+        "batch --target x=redis://127.0.0.1:1 --disk-dir y=/tmp",
+        "load-curve --target x=redis://127.0.0.1:1 --times 0",
+        "batch --target x=redis://127.0.0.1:1 --real-text --value-file /etc/hostname",
         "hitratio --target x=redis://127.0.0.1:1 --fraction 2",
         "hitratio --target x=redis://127.0.0.1:1 --keys 1",
     ] {
@@ -740,4 +743,214 @@ fn bad_arguments_are_refused() {
     let out = run_cmd("get-set --target gone=redis://127.0.0.1:1 -n 10");
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("gone"));
+}
+
+/// A text file of `words` distinct words for `--text-source`.
+fn text_file(dir: &TempDir, words: usize) -> std::path::PathBuf {
+    let path = dir.path("corpus.txt");
+    let text: String = (0..words)
+        .map(|i| format!("w{i} licence{}\n", i % 13))
+        .collect();
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn batch_real_text_verified_with_memory_and_stalls() {
+    use cairn_bench::corpus::{Corpus, TextValues};
+    let (Some(rs), Some(ms)) = (redis(), memcached(&[])) else {
+        return;
+    };
+    let dir = TempDir::new("realtext");
+    let corpus = text_file(&dir, 3000);
+    let disk = dir.path("disk");
+    std::fs::create_dir_all(&disk).unwrap();
+    std::fs::write(disk.join("data"), vec![1u8; 8192]).unwrap();
+    let json = dir.path("t.json");
+    let out = run_ok(
+        &format!(
+            "batch --target {} --target {} --keys 300 --threads 2 --value-size 500 \
+             --text-source {} --seed 9 --phases mset-seq,mget-seq,mget-rand \
+             --disk-dir r={} --sample-every 0.2 --json {}",
+            url_r(&rs),
+            url_m(&ms),
+            p(&corpus),
+            p(&disk),
+            p(&json)
+        ),
+        &chart_args(&dir, "c"),
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("| longest stall s |"));
+    let r = report(&json);
+    assert_eq!(r.config["values"]["kind"], "real-text");
+    assert_eq!(r.config["values"]["seed"], 9);
+    for t in ["r", "m"] {
+        for phase in ["mset-seq", "mget-seq", "mget-rand"] {
+            let run = runs(&r, t, phase)[0];
+            let x = &run.extra;
+            assert_eq!(
+                run.errors, 0,
+                "{t} {phase}: {:?}",
+                run.per_op[0].error_samples
+            );
+            assert_eq!(run.units, 300);
+            assert_eq!(x["wrong_keys"], 0, "{t} {phase}");
+            assert_eq!(x["missing_keys"], 0, "{t} {phase}");
+            assert_eq!(x["keys_stored"], 300, "{t} {phase}");
+            assert!(x["rss_peak"].as_u64().unwrap() > 0, "{t}: RSS sampled");
+            assert!(!x["samples"].as_array().unwrap().is_empty());
+            assert!(x["stalls"].as_array().is_some(), "{t} {phase}");
+        }
+        let per = runs(&r, t, "mset-seq")[0].extra["server_bytes_per_key"]
+            .as_f64()
+            .unwrap();
+        assert!((500.0..3000.0).contains(&per), "{t}: {per} B/key");
+    }
+    // Disk per key counts the bytes under --disk-dir; nothing was added.
+    assert_eq!(
+        runs(&r, "r", "mset-seq")[0].extra["disk_bytes_per_key"],
+        0.0
+    );
+    assert!(runs(&r, "m", "mset-seq")[0].extra["disk_bytes_per_key"].is_null());
+    // The stored bytes are the value source's, from (seed, key) alone.
+    let tv = TextValues::new(
+        Corpus::from_paths(std::slice::from_ref(&corpus)).unwrap(),
+        500,
+        9,
+    );
+    let mut want = Vec::new();
+    tv.value_into(7, &mut want);
+    assert_eq!(
+        redis_cmd(rs.port, &[b"GET", b"batch:0000000007"]).bytes(),
+        want
+    );
+    // One flipped byte is found and counted, on both protocols.
+    let mut bad = want.clone();
+    bad[100] ^= 1;
+    redis_cmd(rs.port, &[b"SET", b"batch:0000000007", &bad]);
+    let bad_s = String::from_utf8(bad).unwrap();
+    let reply = mc_cmd(
+        ms.port,
+        &format!("set batch:0000000007 0 0 {}\r\n{bad_s}\r\n", bad_s.len()),
+        &["STORED", "NOT_STORED"],
+    );
+    assert!(reply.contains("STORED"));
+    let json = dir.path("bad.json");
+    run_ok(
+        &format!(
+            "batch --target {} --target {} --keys 300 --threads 1 --value-size 500 \
+             --text-source {} --seed 9 --phases mget-seq --no-flush --json {}",
+            url_r(&rs),
+            url_m(&ms),
+            p(&corpus),
+            p(&json)
+        ),
+        &[],
+    );
+    let r = report(&json);
+    for t in ["r", "m"] {
+        let run = runs(&r, t, "mget-seq")[0];
+        assert_eq!(run.errors, 1, "{t}");
+        assert_eq!(run.per_op[0].errors.get("wrong_value"), Some(&1), "{t}");
+        assert_eq!(run.extra["wrong_keys"], 1, "{t}");
+        let sample = &run.per_op[0].error_samples["wrong_value"];
+        assert!(
+            sample.contains("key 7") && sample.contains("byte 100"),
+            "{sample}"
+        );
+    }
+}
+
+#[test]
+fn load_curve_tenths_ratio_and_refusals() {
+    let Some(rs) = redis() else {
+        return;
+    };
+    let dir = TempDir::new("loadcurve");
+    let json = dir.path("l.json");
+    // 100 KB over records of 2 x 50 bytes + a 23-byte key: 833 records.
+    let out = run_ok(
+        &format!(
+            "load-curve --target {} --maxmemory 100K --times 1 -p fieldcount=2 \
+             -p fieldlength=50 --threads 2 --sample-every 0.1 --json {}",
+            url_r(&rs),
+            p(&json)
+        ),
+        &chart_args(&dir, "c"),
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("last tenth / first tenth"), "{stdout}");
+    assert!(stdout.contains("| 100% |"), "{stdout}");
+    let r = report(&json);
+    let run = &r.runs[0];
+    assert_eq!(run.errors, 0);
+    assert_eq!(run.extra["records"], 833);
+    assert!(run.extra["last_to_first_tenth"].as_f64().unwrap() > 0.0);
+    assert_eq!(run.extra["tenths"].as_array().unwrap().len(), 10);
+    let marks = run.extra["percent_done_at_s"].as_array().unwrap();
+    assert_eq!(marks.len(), 101);
+    assert!(marks.iter().all(|m| m.is_number()));
+    assert_eq!(run.extra["tenths"][9]["records_stored"], 833);
+    // The index set is the one extra key.
+    assert_eq!(redis_cmd(rs.port, &[b"DBSIZE"]).int(), 834);
+    // At a real limit without eviction the load is refused, and says so.
+    redis_cmd(rs.port, &[b"CONFIG", b"SET", b"maxmemory", b"2mb"]);
+    let json = dir.path("oom.json");
+    run_ok(
+        &format!(
+            "load-curve --target {} --times 3 -p fieldcount=1 -p fieldlength=1000 \
+             --threads 2 --json {}",
+            url_r(&rs),
+            p(&json)
+        ),
+        &[],
+    );
+    let r = report(&json);
+    assert_eq!(r.config["maxmemory"], 2 << 20);
+    assert!(r.runs[0].errors > 0);
+    assert!(
+        r.notes.iter().any(|n| n.contains("inserts failed")),
+        "{:?}",
+        r.notes
+    );
+}
+
+#[test]
+fn batch_flags_a_server_pause_as_a_stall() {
+    let Some(rs) = redis() else {
+        return;
+    };
+    let dir = TempDir::new("stall");
+    let json = dir.path("s.json");
+    let port = rs.port;
+    // Paced at 40 calls/s the write phase lasts ~1.6 s; 0.4 s in, the
+    // server stops answering for 1.5 s.
+    let pauser = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(400));
+        redis_cmd(port, &[b"CLIENT", b"PAUSE", b"1500", b"ALL"]);
+    });
+    let out = run_ok(
+        &format!(
+            "batch --target {} --keys 2048 --threads 2 --value-size 100 --phases mset-seq \
+             --target-rate 40 --timeout 5 --json {}",
+            url_r(&rs),
+            p(&json)
+        ),
+        &[],
+    );
+    pauser.join().unwrap();
+    let r = report(&json);
+    let run = &r.runs[0];
+    assert_eq!(run.errors, 0);
+    let stalls = run.extra["stalls"].as_array().unwrap();
+    assert_eq!(stalls.len(), 1, "{stalls:?}");
+    let len = stalls[0]["len_s"].as_f64().unwrap();
+    assert!((1.2..3.0).contains(&len), "{len}");
+    assert!(
+        r.notes.iter().any(|n| n.contains("1 stalls")),
+        "{:?}",
+        r.notes
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("| stalls > threshold |"), "{stdout}");
 }

@@ -1,0 +1,373 @@
+//! Real-text values (issue 25, E4): a word list read from text files that
+//! Debian packages ship, and values cut from it that depend only on
+//! (seed, key), so a reader regenerates any key's exact bytes to verify a
+//! reply without the client ever storing what it wrote.
+//!
+//! The default corpus is every regular file under /usr/share/common-licenses
+//! (Debian's `base-files`, on every Debian machine) and every
+//! /usr/share/doc/<package>/copyright (one per installed package, so a CI
+//! machine after scripts/install_test_clients.sh has several hundred), read
+//! in sorted path order. The corpus differs between machines (installed
+//! packages differ), so the report records its file count, word count and a
+//! fingerprint: two runs compare only when those agree.
+//!
+//! A value is runs of 3 to 14 consecutive words taken from pseudo-random
+//! places in the word list, joined by single spaces and cut at exactly the
+//! configured size (scripts/bench_compression.sh's generator, with a
+//! larger corpus). Whole values never repeat, so a compressor sees English
+//! text, not copies of the same few licences (a value that were a window
+//! of the raw corpus would share long runs with thousands of others, which
+//! a trained dictionary would turn into an unrealistic ratio).
+
+use std::path::{Path, PathBuf};
+
+/// The word list.
+pub struct Corpus {
+    text: Vec<u8>,
+    /// (start, end) of each word in `text`.
+    words: Vec<(u32, u32)>,
+    files: usize,
+    fingerprint: u64,
+    source: String,
+}
+
+/// Where the default corpus comes from.
+pub const DEBIAN_SOURCES: &str = "/usr/share/common-licenses/*, /usr/share/doc/*/copyright";
+
+/// FNV-1a 64 over `b`, continuing from `h`.
+fn fnv1a(mut h: u64, b: &[u8]) -> u64 {
+    for &x in b {
+        h ^= x as u64;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+
+/// SplitMix64's finaliser: a good 64-bit mix of (seed, key).
+#[inline]
+fn mix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// A cap on the corpus: a few hundred copyright files already give
+/// millions of words; more only costs start-up time.
+const MAX_CORPUS_BYTES: usize = 64 << 20;
+
+impl Corpus {
+    /// The default corpus ([`DEBIAN_SOURCES`]).
+    pub fn debian() -> Result<Corpus, String> {
+        let mut paths = Vec::new();
+        paths.extend(regular_files(Path::new("/usr/share/common-licenses")));
+        if let Ok(rd) = std::fs::read_dir("/usr/share/doc") {
+            for e in rd.flatten() {
+                let p = e.path().join("copyright");
+                if p.is_file() {
+                    paths.push(p);
+                }
+            }
+        }
+        paths.sort();
+        Corpus::from_files(&paths, DEBIAN_SOURCES)
+    }
+
+    /// The files named (a directory stands for the regular files directly
+    /// in it), in sorted path order.
+    pub fn from_paths(specs: &[PathBuf]) -> Result<Corpus, String> {
+        let mut paths = Vec::new();
+        for s in specs {
+            if s.is_dir() {
+                paths.extend(regular_files(s));
+            } else if s.is_file() {
+                paths.push(s.clone());
+            } else {
+                return Err(format!(
+                    "--text-source {}: no such file or directory",
+                    s.display()
+                ));
+            }
+        }
+        paths.sort();
+        paths.dedup();
+        let names: Vec<String> = specs.iter().map(|p| p.display().to_string()).collect();
+        Corpus::from_files(&paths, &names.join(", "))
+    }
+
+    fn from_files(paths: &[PathBuf], source: &str) -> Result<Corpus, String> {
+        let mut texts = Vec::new();
+        let mut total = 0;
+        for p in paths {
+            // Unreadable files (permissions, a dangling link) are skipped;
+            // the file count in the report says how many were used.
+            let Ok(b) = std::fs::read(p) else { continue };
+            total += b.len();
+            texts.push(b);
+            if total >= MAX_CORPUS_BYTES {
+                break;
+            }
+        }
+        let refs: Vec<&[u8]> = texts.iter().map(|t| t.as_slice()).collect();
+        Corpus::from_texts(&refs, source)
+    }
+
+    /// A corpus of the given texts (in order).
+    pub fn from_texts(texts: &[&[u8]], source: &str) -> Result<Corpus, String> {
+        let mut text = Vec::new();
+        let mut words = Vec::new();
+        let mut h = FNV_OFFSET;
+        for t in texts {
+            for w in t
+                .split(|b| b.is_ascii_whitespace())
+                .filter(|w| !w.is_empty())
+            {
+                let start = text.len();
+                text.extend_from_slice(w);
+                let end = text.len();
+                if end > u32::MAX as usize {
+                    break;
+                }
+                words.push((start as u32, end as u32));
+                h = fnv1a(h, w);
+                h = fnv1a(h, b" ");
+            }
+        }
+        // Fewer words than this and values would repeat passages often.
+        if words.len() < 1000 {
+            return Err(format!(
+                "the text corpus ({source}) has {} words; at least 1000 are needed",
+                words.len()
+            ));
+        }
+        Ok(Corpus {
+            text,
+            words,
+            files: texts.len(),
+            fingerprint: h,
+            source: source.to_string(),
+        })
+    }
+
+    pub fn words(&self) -> usize {
+        self.words.len()
+    }
+
+    pub fn files(&self) -> usize {
+        self.files
+    }
+
+    /// FNV-1a 64 of the word list, in hex.
+    pub fn fingerprint(&self) -> String {
+        format!("{:016x}", self.fingerprint)
+    }
+
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    #[inline]
+    fn word(&self, i: usize) -> &[u8] {
+        let (a, b) = self.words[i];
+        &self.text[a as usize..b as usize]
+    }
+}
+
+fn regular_files(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.flatten()
+                .map(|e| e.path())
+                .filter(|p| p.is_file())
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// Values of `size` bytes cut from a corpus, a function of (seed, key).
+pub struct TextValues {
+    corpus: Corpus,
+    size: usize,
+    seed: u64,
+}
+
+/// Where a returned value first differs from the one written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mismatch {
+    pub key: u64,
+    /// The first differing byte offset (the shorter length when one is a
+    /// prefix of the other).
+    pub offset: usize,
+    pub got_len: usize,
+    pub want_len: usize,
+}
+
+impl std::fmt::Display for Mismatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "key {}: {} bytes returned, {} written, first difference at byte {}",
+            self.key, self.got_len, self.want_len, self.offset
+        )
+    }
+}
+
+impl TextValues {
+    pub fn new(corpus: Corpus, size: usize, seed: u64) -> TextValues {
+        TextValues {
+            corpus,
+            size: size.max(1),
+            seed,
+        }
+    }
+
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    pub fn corpus(&self) -> &Corpus {
+        &self.corpus
+    }
+
+    /// Writes key `key`'s value into `out` (cleared first).
+    pub fn value_into(&self, key: u64, out: &mut Vec<u8>) {
+        out.clear();
+        let n = self.corpus.words.len() as u64;
+        let mut x = mix(self.seed ^ mix(key));
+        while out.len() < self.size {
+            // xorshift64: cheap, and never 0 after a non-zero start.
+            x |= 1;
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let start = (x >> 16) % n;
+            let run = 3 + x % 12;
+            for k in 0..run {
+                if !out.is_empty() {
+                    out.push(b' ');
+                }
+                out.extend_from_slice(self.corpus.word(((start + k) % n) as usize));
+                if out.len() >= self.size {
+                    break;
+                }
+            }
+        }
+        out.truncate(self.size);
+    }
+
+    /// Checks `got` against key `key`'s value; `want` is scratch space.
+    pub fn verify(&self, key: u64, got: &[u8], want: &mut Vec<u8>) -> Result<(), Mismatch> {
+        self.value_into(key, want);
+        compare(key, got, want)
+    }
+}
+
+/// Compares a returned value with the written one.
+#[inline]
+pub fn compare(key: u64, got: &[u8], want: &[u8]) -> Result<(), Mismatch> {
+    if got == want {
+        return Ok(());
+    }
+    let offset = got
+        .iter()
+        .zip(want)
+        .position(|(a, b)| a != b)
+        .unwrap_or(got.len().min(want.len()));
+    Err(Mismatch {
+        key,
+        offset,
+        got_len: got.len(),
+        want_len: want.len(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text() -> String {
+        let mut t = String::new();
+        for i in 0..3000 {
+            t.push_str(&format!("word{} of\tthe\nlicence{} ", i, i % 7));
+        }
+        t
+    }
+
+    fn corpus() -> Corpus {
+        Corpus::from_texts(&[text().as_bytes(), b"and a second file"], "test").unwrap()
+    }
+
+    #[test]
+    fn values_depend_only_on_seed_and_key() {
+        let a = TextValues::new(corpus(), 2800, 7);
+        let b = TextValues::new(corpus(), 2800, 7);
+        let (mut x, mut y) = (Vec::new(), Vec::new());
+        for k in [0u64, 1, 2, 999, u64::MAX] {
+            a.value_into(k, &mut x);
+            b.value_into(k, &mut y);
+            assert_eq!(x, y, "key {k}");
+            assert_eq!(x.len(), 2800);
+            // Words joined by single spaces: no other whitespace.
+            assert!(!x.iter().any(|c| *c == b'\n' || *c == b'\t'));
+        }
+        a.value_into(1, &mut x);
+        a.value_into(2, &mut y);
+        assert_ne!(x, y, "keys differ");
+        let c = TextValues::new(corpus(), 2800, 8);
+        c.value_into(1, &mut y);
+        assert_ne!(x, y, "seeds differ");
+        let small = TextValues::new(corpus(), 10, 7);
+        small.value_into(1, &mut y);
+        assert_eq!(y.len(), 10);
+        assert_eq!(&x[..10], &y[..], "a smaller size is a prefix");
+    }
+
+    #[test]
+    fn verification_catches_a_flipped_byte() {
+        let v = TextValues::new(corpus(), 2800, 3);
+        let mut got = Vec::new();
+        let mut want = Vec::new();
+        v.value_into(42, &mut got);
+        assert_eq!(v.verify(42, &got, &mut want), Ok(()));
+        assert!(
+            v.verify(43, &got, &mut want).is_err(),
+            "another key's value"
+        );
+        got[1234] ^= 0x20;
+        let m = v.verify(42, &got, &mut want).unwrap_err();
+        assert_eq!((m.offset, m.got_len, m.want_len), (1234, 2800, 2800));
+        got[1234] ^= 0x20;
+        got.pop();
+        let m = v.verify(42, &got, &mut want).unwrap_err();
+        assert_eq!((m.offset, m.got_len), (2799, 2799));
+        assert!(m.to_string().contains("first difference at byte 2799"));
+    }
+
+    #[test]
+    fn corpus_fingerprint_follows_the_words() {
+        let a = corpus();
+        let b = corpus();
+        assert_eq!(a.fingerprint(), b.fingerprint());
+        assert_eq!(a.files(), 2);
+        assert_eq!(a.words(), 3000 * 4 + 4);
+        let t = text();
+        let c = Corpus::from_texts(&[t.as_bytes(), b"and a second file", b"extra"], "t").unwrap();
+        assert_ne!(a.fingerprint(), c.fingerprint());
+        assert!(Corpus::from_texts(&[b"too few words"], "t").is_err());
+    }
+
+    #[test]
+    fn values_are_not_windows_of_one_passage() {
+        // Runs of 3-14 words from random places: a value's first 200 bytes
+        // are not found in the next key's value.
+        let v = TextValues::new(corpus(), 2800, 1);
+        let (mut x, mut y) = (Vec::new(), Vec::new());
+        v.value_into(10, &mut x);
+        v.value_into(11, &mut y);
+        assert!(!y.windows(200).any(|w| w == &x[..200]));
+    }
+}
