@@ -54,7 +54,7 @@ struct Rec {
 fn append(log: &Log, i: u64, len: usize) -> Rec {
     let (db, kind, k, v) = (
         (i % 16) as u8,
-        if i % 3 == 0 { Kind::Coded } else { Kind::Plain },
+        if i.is_multiple_of(3) { Kind::Coded } else { Kind::Plain },
         key(i),
         value(i, len),
     );
