@@ -1,18 +1,19 @@
 //! `Log`: the value log of one shard group. Appends go through a write
-//! buffer to the tail segment, which rolls to a new file at
+//! buffer to a tail segment, which rolls to a new file at
 //! `segment_size`; reads are a `pread` of one record from any thread;
 //! per-segment live counters are kept from the caller's `free` and
-//! `mark_live`; `compact` copies a segment's live records to the tail and
-//! reports where they went. What is live is the caller's knowledge (RAM
-//! holds the pointers), so the log never decides it.
+//! `mark_live`; `compact` copies a segment's live records to a second
+//! tail of their own and reports where they went. What is live is the
+//! caller's knowledge (RAM holds the pointers), so the log never decides
+//! it.
 //!
 //! Locks: the segment map is a `RwLock` taken for a lookup (read) or when
-//! a segment is created or dropped (write); the tail (buffer, file
-//! position, failure state) is a `Mutex` held by appends and by reads of a
-//! record that is still in the buffer. A read of a written record takes
-//! only the map's read lock, for the time of an `Arc` clone, and then
-//! reads without any lock: two atomics (`tail_seq`, `tail_flushed`) tell
-//! it whether the record is in the file yet.
+//! a segment is created or dropped (write); each tail (buffer, file
+//! position, failure state) is a `Mutex` held by its appends and by reads
+//! of a record still in its buffer. A read of a written record takes only
+//! the map's read lock, for the time of an `Arc` clone, and then reads
+//! without any lock: two atomics per tail (`Stream::seq`,
+//! `Stream::flushed`) tell it whether the record is in the file yet.
 use super::format::{self, Kind, Ptr, RecordRef, SEGMENT_HEADER_LEN};
 use super::segment::Segment;
 use crate::Error;
@@ -227,7 +228,6 @@ struct Tail {
     /// Bytes not yet in the file, which start at `buf_start` in it.
     buf: Vec<u8>,
     buf_start: u64,
-    next_seq: u32,
     /// The last write or fsync failed: appends are refused until a flush
     /// succeeds, and the buffer is kept (its records stay readable).
     failed: Option<Failure>,
@@ -236,16 +236,47 @@ struct Tail {
     last_sync: Instant,
 }
 
+/// A tail and what a reader needs to know of it without its lock.
+struct Stream {
+    tail: Mutex<Tail>,
+    /// The tail segment's number (0: none yet) and how much of it is in
+    /// the file: a read of anything else needs no lock but the map's.
+    seq: AtomicU32,
+    flushed: AtomicU64,
+}
+
+impl Stream {
+    fn new(buffer_size: usize) -> Stream {
+        Stream {
+            tail: Mutex::new(Tail {
+                seg: None,
+                buf: Vec::with_capacity(buffer_size),
+                buf_start: 0,
+                failed: None,
+                unsynced: false,
+                last_sync: Instant::now(),
+            }),
+            seq: AtomicU32::new(0),
+            flushed: AtomicU64::new(0),
+        }
+    }
+}
+
+/// New values go to one tail, the survivors of compaction to another:
+/// survivors are long-lived, and mixing them with fresh values would make
+/// every segment a mix of lifetimes that compaction copies again and
+/// again (extstore 1.6.25's "compact" bucket, for the same reason).
+const NEW: usize = 0;
+const COMPACTED: usize = 1;
+
 pub struct Log {
     dir: PathBuf,
     group: u16,
     opts: Options,
     segments: RwLock<BTreeMap<u32, Arc<Segment>>>,
-    tail: Mutex<Tail>,
-    /// The tail segment's number (0: none yet) and how much of it is in
-    /// the file: a read of anything else needs no lock but the map's.
-    tail_seq: AtomicU32,
-    tail_flushed: AtomicU64,
+    streams: [Stream; 2],
+    /// The next segment's number; never reused.
+    next_seq: AtomicU32,
     /// Bytes written to segment files that still exist.
     written: AtomicU64,
 }
@@ -283,18 +314,9 @@ impl Log {
             dir: dir.to_path_buf(),
             group,
             segments: RwLock::new(map),
-            tail: Mutex::new(Tail {
-                seg: None,
-                buf: Vec::with_capacity(opts.buffer_size),
-                buf_start: 0,
-                next_seq,
-                failed: None,
-                unsynced: false,
-                last_sync: Instant::now(),
-            }),
+            streams: [Stream::new(opts.buffer_size), Stream::new(opts.buffer_size)],
+            next_seq: AtomicU32::new(next_seq),
             opts,
-            tail_seq: AtomicU32::new(0),
-            tail_flushed: AtomicU64::new(0),
             written: AtomicU64::new(written),
         })
     }
@@ -324,8 +346,9 @@ impl Log {
                 ),
             ));
         }
-        let mut t = self.tail.lock();
-        self.append_locked(&mut t, len, |buf| {
+        let s = &self.streams[NEW];
+        let mut t = s.tail.lock();
+        self.append_locked(s, &mut t, len, |buf| {
             format::encode_record(buf, db, kind, key, value)
         })
     }
@@ -336,6 +359,7 @@ impl Log {
 
     fn append_locked(
         &self,
+        s: &Stream,
         t: &mut Tail,
         len: u64,
         write: impl FnOnce(&mut Vec<u8>),
@@ -370,7 +394,7 @@ impl Log {
             }
         };
         if roll {
-            self.roll(t)?;
+            self.roll(s, t)?;
         }
         let seg = t.seg.clone().expect("rolled");
         let offset = t.buf_start + t.buf.len() as u64;
@@ -384,7 +408,7 @@ impl Log {
             len: len as u32,
         };
         if self.opts.fsync == Fsync::Always {
-            if let Err(e) = self.flush_locked(t, true) {
+            if let Err(e) = self.flush_locked(s, t, true) {
                 // All or nothing: the record leaves with the error. If the
                 // write went through and the fsync failed, its bytes stay
                 // in the file, dead.
@@ -397,18 +421,18 @@ impl Log {
         } else if t.buf.len() >= self.opts.buffer_size {
             // A failure is kept in `t.failed` and refuses the next append;
             // this record is in the buffer and readable either way.
-            let _ = self.flush_locked(t, false);
+            let _ = self.flush_locked(s, t, false);
         }
         Ok(ptr)
     }
 
     /// Leaves the tail segment (written, and fsynced unless `No`) for a
     /// new one whose header opens the buffer.
-    fn roll(&self, t: &mut Tail) -> Result<(), Error> {
+    fn roll(&self, s: &Stream, t: &mut Tail) -> Result<(), Error> {
         if t.seg.is_some() {
-            self.flush_locked(t, self.opts.fsync != Fsync::No)?;
+            self.flush_locked(s, t, self.opts.fsync != Fsync::No)?;
         }
-        let seq = t.next_seq;
+        let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
         let path = self.dir.join(name(seq));
         let file = OpenOptions::new()
             .read(true)
@@ -422,7 +446,6 @@ impl Log {
                 .and_then(|d| d.sync_all())
                 .map_err(|e| Error::io(&self.dir, "fsync", e))?;
         }
-        t.next_seq += 1;
         let seg = Arc::new(Segment::new(seq, path, file, 0));
         self.segments.write().insert(seq, seg.clone());
         t.buf.clear();
@@ -432,8 +455,8 @@ impl Log {
         t.seg = Some(seg);
         // Flushed position first: a reader that sees the new number sees
         // a position of this segment (or a later one).
-        self.tail_flushed.store(0, Ordering::Release);
-        self.tail_seq.store(seq, Ordering::Release);
+        s.flushed.store(0, Ordering::Release);
+        s.seq.store(seq, Ordering::Release);
         Ok(())
     }
 
@@ -441,8 +464,8 @@ impl Log {
     /// after a partial write simply writes it again), then fsyncs if
     /// `sync`. A failure is kept and refuses appends until a flush
     /// succeeds.
-    fn flush_locked(&self, t: &mut Tail, sync: bool) -> Result<(), Error> {
-        let r = self.try_flush(t, sync);
+    fn flush_locked(&self, s: &Stream, t: &mut Tail, sync: bool) -> Result<(), Error> {
+        let r = self.try_flush(s, t, sync);
         match &r {
             Ok(()) => t.failed = None,
             Err(e) => t.failed = Some(Failure::of(e)),
@@ -450,7 +473,7 @@ impl Log {
         r
     }
 
-    fn try_flush(&self, t: &mut Tail, sync: bool) -> Result<(), Error> {
+    fn try_flush(&self, s: &Stream, t: &mut Tail, sync: bool) -> Result<(), Error> {
         let Some(seg) = t.seg.clone() else {
             return Ok(());
         };
@@ -466,7 +489,7 @@ impl Log {
             t.buf.clear();
             self.written.fetch_add(n, Ordering::Relaxed);
             seg.end.store(t.buf_start, Ordering::Release);
-            self.tail_flushed.store(t.buf_start, Ordering::Release);
+            s.flushed.store(t.buf_start, Ordering::Release);
             t.unsynced = true;
         }
         if sync && t.unsynced {
@@ -491,8 +514,22 @@ impl Log {
     /// Writes the buffer to the file (no fsync). Also the retry after a
     /// failure.
     pub fn flush(&self) -> Result<(), Error> {
-        let mut t = self.tail.lock();
-        self.flush_locked(&mut t, false)
+        self.each(|s, t| self.flush_locked(s, t, false))
+    }
+
+    /// `f` on both streams; the first error, after both were tried.
+    fn each(
+        &self,
+        mut f: impl FnMut(&Stream, &mut Tail) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        let mut first = Ok(());
+        for s in &self.streams {
+            let r = f(s, &mut s.tail.lock());
+            if first.is_ok() {
+                first = r;
+            }
+        }
+        first
     }
 
     /// Writes the buffer and fsyncs the tail, whatever the policy: before
@@ -500,8 +537,7 @@ impl Log {
     /// segments were fsynced when the tail left them (unless `No`, where
     /// this also fsyncs every segment).
     pub fn sync(&self) -> Result<(), Error> {
-        let mut t = self.tail.lock();
-        self.flush_locked(&mut t, true)?;
+        self.each(|s, t| self.flush_locked(s, t, true))?;
         if self.opts.fsync == Fsync::No {
             let segs: Vec<_> = self.segments.read().values().cloned().collect();
             for s in segs {
@@ -516,13 +552,14 @@ impl Log {
     /// The periodic work (call it every 10-100 ms): writes the buffer, and
     /// under `Everysec` fsyncs once a second. Retries a failed write.
     pub fn tick(&self) -> Result<(), Error> {
-        let mut t = self.tail.lock();
-        let sync =
-            self.opts.fsync == Fsync::Everysec && t.last_sync.elapsed() >= Duration::from_secs(1);
-        if t.buf.is_empty() && !sync && t.failed.is_none() {
-            return Ok(());
-        }
-        self.flush_locked(&mut t, sync)
+        self.each(|s, t| {
+            let sync = self.opts.fsync == Fsync::Everysec
+                && t.last_sync.elapsed() >= Duration::from_secs(1);
+            if t.buf.is_empty() && !sync && t.failed.is_none() {
+                return Ok(());
+            }
+            self.flush_locked(s, t, sync)
+        })
     }
 
     /// The record `ptr` names, checked (bounds, length, CRC). Any thread;
@@ -541,10 +578,13 @@ impl Log {
         {
             return Err(bad("not a record pointer"));
         }
-        if ptr.segment == self.tail_seq.load(Ordering::Acquire)
-            && ptr.end() > self.tail_flushed.load(Ordering::Acquire)
-        {
-            let t = self.tail.lock();
+        for st in &self.streams {
+            if ptr.segment != st.seq.load(Ordering::Acquire)
+                || ptr.end() <= st.flushed.load(Ordering::Acquire)
+            {
+                continue;
+            }
+            let t = st.tail.lock();
             if let Some(seg) = &t.seg {
                 if seg.seq == ptr.segment && u64::from(ptr.offset) >= t.buf_start {
                     let s = (u64::from(ptr.offset) - t.buf_start) as usize;
@@ -634,8 +674,9 @@ impl Log {
                 out.dropped_bytes += u64::from(ptr.len);
                 return Ok(());
             }
-            let mut t = self.tail.lock();
-            let new = self.append_locked(&mut t, u64::from(ptr.len), |buf| {
+            let st = &self.streams[COMPACTED];
+            let mut t = st.tail.lock();
+            let new = self.append_locked(st, &mut t, u64::from(ptr.len), |buf| {
                 let start = buf.len();
                 buf.extend_from_slice(bytes);
                 format::pad(buf, start);
@@ -648,6 +689,14 @@ impl Log {
             });
             Ok(())
         });
+        // The survivors go to the file now rather than wait in the buffer
+        // for the next compaction (a failure here is kept, and retried by
+        // `tick`; the records are readable from the buffer meanwhile).
+        if r.is_ok() {
+            let st = &self.streams[COMPACTED];
+            let mut t = st.tail.lock();
+            let _ = self.flush_locked(st, &mut t, false);
+        }
         if let Err(e) = r {
             for m in &out.moved {
                 self.free(m.new);
@@ -659,7 +708,7 @@ impl Log {
 
     fn sealed(&self, seq: u32) -> Result<Arc<Segment>, Error> {
         let path = self.dir.join(name(seq));
-        if self.tail.lock().seg.as_ref().is_some_and(|s| s.seq == seq) {
+        if self.is_tail(seq) {
             return Err(Error::io(
                 &path,
                 "compact",
@@ -676,6 +725,12 @@ impl Log {
             .ok_or_else(|| Error::io(&path, "compact", io::Error::from(io::ErrorKind::NotFound)))
     }
 
+    fn is_tail(&self, seq: u32) -> bool {
+        self.streams
+            .iter()
+            .any(|s| s.seq.load(Ordering::Acquire) == seq)
+    }
+
     /// Removes sealed segment `seq` and its file. Readers that already
     /// hold its handle finish their reads on the unlinked file.
     pub fn drop_segment(&self, seq: u32) -> Result<(), Error> {
@@ -688,7 +743,6 @@ impl Log {
 
     /// Every segment, oldest first.
     pub fn segment_stats(&self) -> Vec<SegmentStats> {
-        let tail = self.tail_seq.load(Ordering::Acquire);
         self.segments
             .read()
             .values()
@@ -697,7 +751,7 @@ impl Log {
                 bytes: s.end(),
                 live_bytes: s.live_bytes.load(Ordering::Relaxed),
                 live_records: s.live_records.load(Ordering::Relaxed),
-                tail: s.seq == tail,
+                tail: self.is_tail(s.seq),
                 suspect: s.suspect.load(Ordering::Relaxed),
             })
             .collect()
@@ -722,7 +776,11 @@ impl Log {
     }
 
     pub fn stats(&self) -> Stats {
-        let buffered = self.tail.lock().buf.len() as u64;
+        let buffered: u64 = self
+            .streams
+            .iter()
+            .map(|s| s.tail.lock().buf.len() as u64)
+            .sum();
         let segs = self.segment_stats();
         Stats {
             segments: segs.len(),
@@ -736,25 +794,23 @@ impl Log {
     /// Drops the buffer unwritten and closes: what a crash leaves (tests).
     #[cfg(test)]
     pub(crate) fn crash(self) {
-        self.tail.lock().buf.clear();
-    }
-}
-
-impl Drop for Log {
-    /// Best effort: a clean shutdown writes the buffer (the caller that
-    /// needs it durable calls `sync` and sees its error).
-    fn drop(&mut self) {
-        let t = self.tail.get_mut();
-        if !t.buf.is_empty() && t.failed.is_none() {
-            let _ = self.try_flush_owned();
+        for s in &self.streams {
+            s.tail.lock().buf.clear();
         }
     }
 }
 
-impl Log {
-    fn try_flush_owned(&mut self) -> Result<(), Error> {
-        let mut t = self.tail.lock();
-        self.try_flush(&mut t, self.opts.fsync != Fsync::No)
+impl Drop for Log {
+    /// Best effort: a clean shutdown writes the buffers (the caller that
+    /// needs them durable calls `sync` and sees its error).
+    fn drop(&mut self) {
+        let sync = self.opts.fsync != Fsync::No;
+        for s in &self.streams {
+            let mut t = s.tail.lock();
+            if !t.buf.is_empty() && t.failed.is_none() {
+                let _ = self.try_flush(s, &mut t, sync);
+            }
+        }
     }
 }
 

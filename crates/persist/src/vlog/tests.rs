@@ -54,7 +54,11 @@ struct Rec {
 fn append(log: &Log, i: u64, len: usize) -> Rec {
     let (db, kind, k, v) = (
         (i % 16) as u8,
-        if i.is_multiple_of(3) { Kind::Coded } else { Kind::Plain },
+        if i.is_multiple_of(3) {
+            Kind::Coded
+        } else {
+            Kind::Plain
+        },
         key(i),
         value(i, len),
     );
@@ -159,6 +163,7 @@ fn compaction_moves_live_records_and_drops_the_rest() {
     assert_live(&log, &recs);
     let cands = log.candidates(0.5);
     assert!(!cands.is_empty() && cands.iter().all(|c| !c.tail));
+    let mut moved_to = std::collections::HashSet::new();
     for c in cands {
         let mut by_ptr: HashMap<Ptr, usize> =
             recs.iter().enumerate().map(|(i, r)| (r.ptr, i)).collect();
@@ -177,6 +182,7 @@ fn compaction_moves_live_records_and_drops_the_rest() {
             assert_eq!(m.key, recs[i].key);
             log.free(m.old);
             recs[i].ptr = m.new;
+            moved_to.insert(m.new.segment);
         }
         log.drop_segment(c.seq).unwrap();
         assert!(log
@@ -198,10 +204,18 @@ fn compaction_moves_live_records_and_drops_the_rest() {
         "{:?}",
         log.stats()
     );
-    // The tail is never compacted or dropped.
-    let tail = recs.iter().map(|r| r.ptr.segment).max().unwrap();
-    assert!(log.compact(tail, |_, _| true).is_err());
-    assert!(log.drop_segment(tail).is_err());
+    // Survivors have segments of their own, apart from new values; neither
+    // tail is compacted or dropped.
+    let fresh = append(&log, 9999, 10).ptr.segment;
+    let survivors = *moved_to.iter().max().unwrap();
+    assert!(fresh < survivors, "{fresh} {survivors}");
+    assert!(!moved_to.contains(&fresh));
+    assert!((before.segments as u32) < *moved_to.iter().min().unwrap());
+    for tail in [fresh, survivors] {
+        assert!(log.compact(tail, |_, _| true).is_err());
+        assert!(log.drop_segment(tail).is_err());
+        assert!(log.candidates(1.0).iter().all(|c| c.seq != tail));
+    }
     let _ = std::fs::remove_dir_all(&d);
 }
 
