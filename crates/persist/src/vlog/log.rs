@@ -277,8 +277,11 @@ pub struct Log {
     streams: [Stream; 2],
     /// The next segment's number; never reused.
     next_seq: AtomicU32,
-    /// Bytes written to segment files that still exist.
+    /// Bytes written to segment files that still exist, and bytes in the
+    /// tails' buffers: the disk limit counts both without locking the
+    /// other tail.
     written: AtomicU64,
+    buffered: AtomicU64,
 }
 
 impl Log {
@@ -318,6 +321,7 @@ impl Log {
             next_seq: AtomicU32::new(next_seq),
             opts,
             written: AtomicU64::new(written),
+            buffered: AtomicU64::new(0),
         })
     }
 
@@ -374,7 +378,7 @@ impl Log {
             } else {
                 0
             };
-            let have = self.written.load(Ordering::Relaxed) + t.buf.len() as u64;
+            let have = self.written.load(Ordering::Relaxed) + self.buffered.load(Ordering::Relaxed);
             if have + plen + header > limit {
                 return Err(Error::io(
                     &self.dir,
@@ -401,6 +405,7 @@ impl Log {
         let mark = t.buf.len();
         write(&mut t.buf);
         debug_assert_eq!((t.buf.len() - mark) as u64, plen);
+        self.buffered.fetch_add(plen, Ordering::Relaxed);
         seg.add_live(len);
         let ptr = Ptr {
             segment: seg.seq,
@@ -413,6 +418,8 @@ impl Log {
                 // write went through and the fsync failed, its bytes stay
                 // in the file, dead.
                 if t.buf.len() > mark {
+                    self.buffered
+                        .fetch_sub((t.buf.len() - mark) as u64, Ordering::Relaxed);
                     t.buf.truncate(mark);
                 }
                 seg.sub_live(len);
@@ -448,9 +455,11 @@ impl Log {
         }
         let seg = Arc::new(Segment::new(seq, path, file, 0));
         self.segments.write().insert(seq, seg.clone());
-        t.buf.clear();
+        debug_assert!(t.buf.is_empty(), "written by the flush above");
         t.buf
             .extend_from_slice(&format::segment_header(self.group, seq));
+        self.buffered
+            .fetch_add(SEGMENT_HEADER_LEN, Ordering::Relaxed);
         t.buf_start = 0;
         t.seg = Some(seg);
         // Flushed position first: a reader that sees the new number sees
@@ -488,6 +497,7 @@ impl Log {
             t.buf_start += n;
             t.buf.clear();
             self.written.fetch_add(n, Ordering::Relaxed);
+            self.buffered.fetch_sub(n, Ordering::Relaxed);
             seg.end.store(t.buf_start, Ordering::Release);
             s.flushed.store(t.buf_start, Ordering::Release);
             t.unsynced = true;
@@ -776,11 +786,7 @@ impl Log {
     }
 
     pub fn stats(&self) -> Stats {
-        let buffered: u64 = self
-            .streams
-            .iter()
-            .map(|s| s.tail.lock().buf.len() as u64)
-            .sum();
+        let buffered = self.buffered.load(Ordering::Relaxed);
         let segs = self.segment_stats();
         Stats {
             segments: segs.len(),
@@ -795,7 +801,10 @@ impl Log {
     #[cfg(test)]
     pub(crate) fn crash(self) {
         for s in &self.streams {
-            s.tail.lock().buf.clear();
+            let mut t = s.tail.lock();
+            self.buffered
+                .fetch_sub(t.buf.len() as u64, Ordering::Relaxed);
+            t.buf.clear();
         }
     }
 }
