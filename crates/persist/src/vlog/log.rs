@@ -392,8 +392,8 @@ impl Log {
         }
         let roll = match &t.seg {
             None => true,
-            Some(s) => {
-                s.suspect.load(Ordering::Relaxed)
+            Some(seg) => {
+                seg.suspect.load(Ordering::Relaxed)
                     || t.buf_start + t.buf.len() as u64 + plen > u64::from(self.opts.segment_size)
             }
         };
