@@ -713,3 +713,11 @@ fn throughput_sanity() {
     drop(log);
     let _ = std::fs::remove_dir_all(&d);
 }
+
+#[test]
+fn fsync_policies_have_the_journals_names() {
+    assert_eq!(Fsync::parse("no"), Some(Fsync::No));
+    assert_eq!(Fsync::parse("everysec"), Some(Fsync::Everysec));
+    assert_eq!(Fsync::parse("ALWAYS"), Some(Fsync::Always));
+    assert_eq!(Fsync::parse("sometimes"), None);
+}
