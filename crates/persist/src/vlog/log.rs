@@ -1,0 +1,843 @@
+//! `Log`: the value log of one shard group. Appends go through a write
+//! buffer to a tail segment, which rolls to a new file at
+//! `segment_size`; reads are a `pread` of one record from any thread;
+//! per-segment live counters are kept from the caller's `free` and
+//! `mark_live`; `compact` copies a segment's live records to a second
+//! tail of their own and reports where they went. What is live is the
+//! caller's knowledge (RAM holds the pointers), so the log never decides
+//! it.
+//!
+//! Locks: the segment map is a `RwLock` taken for a lookup (read) or when
+//! a segment is created or dropped (write); each tail (buffer, file
+//! position, failure state) is a `Mutex` held by its appends and by reads
+//! of a record still in its buffer. A read of a written record takes only
+//! the map's read lock, for the time of an `Arc` clone, and then reads
+//! without any lock: two atomics per tail (`Stream::seq`,
+//! `Stream::flushed`) tell it whether the record is in the file yet.
+use super::format::{self, Kind, Ptr, RecordRef, SEGMENT_HEADER_LEN};
+use super::segment::Segment;
+use crate::Error;
+use parking_lot::{Mutex, RwLock};
+use std::collections::BTreeMap;
+use std::fs::{self, File, OpenOptions};
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// When the log's writes reach the disk, named as `appendfsync` names the
+/// journal's policies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fsync {
+    /// Never fsync; the kernel writes back when it likes.
+    No,
+    /// `tick` fsyncs at most once a second (and a segment is fsynced when
+    /// the tail leaves it).
+    Everysec,
+    /// Each append is written and fsynced before its pointer is returned.
+    Always,
+}
+
+impl Fsync {
+    pub fn parse(s: &str) -> Option<Fsync> {
+        match s.to_ascii_lowercase().as_str() {
+            "no" => Some(Fsync::No),
+            "everysec" => Some(Fsync::Everysec),
+            "always" => Some(Fsync::Always),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct Options {
+    /// A segment file's maximum size, header included (at most 4 GiB:
+    /// pointers hold u32 offsets). 64 MiB by default, extstore's page.
+    pub segment_size: u32,
+    /// The write buffer is written to the file when it reaches this.
+    pub buffer_size: usize,
+    pub fsync: Fsync,
+    /// Bytes on disk (written and buffered) the log may not exceed:
+    /// appends past it fail with `StorageFull`, as a full disk would.
+    pub disk_limit: Option<u64>,
+    /// Injected failures (tests, and a DEBUG command once wired).
+    pub faults: Option<Arc<Faults>>,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            segment_size: 64 << 20,
+            buffer_size: 1 << 20,
+            fsync: Fsync::Everysec,
+            disk_limit: None,
+            faults: None,
+        }
+    }
+}
+
+/// Makes the next `n` writes, fsyncs or reads fail with an OS error
+/// (ENOSPC, EIO...), as `DEBUG JOURNAL-FAULT` does for the journal.
+#[derive(Default)]
+pub struct Faults {
+    writes: AtomicU32,
+    fsyncs: AtomicU32,
+    reads: AtomicU32,
+    errno: AtomicI32,
+}
+
+impl Faults {
+    pub fn fail_writes(&self, n: u32, errno: i32) {
+        self.errno.store(errno, Ordering::Relaxed);
+        self.writes.store(n, Ordering::Relaxed);
+    }
+
+    pub fn fail_fsyncs(&self, n: u32, errno: i32) {
+        self.errno.store(errno, Ordering::Relaxed);
+        self.fsyncs.store(n, Ordering::Relaxed);
+    }
+
+    pub fn fail_reads(&self, n: u32, errno: i32) {
+        self.errno.store(errno, Ordering::Relaxed);
+        self.reads.store(n, Ordering::Relaxed);
+    }
+
+    fn take(&self, counter: &AtomicU32) -> Option<io::Error> {
+        counter
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |c| c.checked_sub(1))
+            .ok()
+            .map(|_| io::Error::from_raw_os_error(self.errno.load(Ordering::Relaxed)))
+    }
+}
+
+/// A record read back: its bytes, with accessors for the fields.
+#[derive(Debug)]
+pub struct Fetched {
+    rec: Vec<u8>,
+}
+
+impl Fetched {
+    fn fields(&self) -> RecordRef<'_> {
+        format::check_record(&self.rec).expect("checked when it was read")
+    }
+
+    pub fn db(&self) -> u8 {
+        self.fields().db
+    }
+
+    pub fn kind(&self) -> Kind {
+        self.fields().kind
+    }
+
+    pub fn key(&self) -> &[u8] {
+        let k = format::RECORD_HEADER_LEN;
+        &self.rec[k..k + usize::from(u16::from_le_bytes([self.rec[8], self.rec[9]]))]
+    }
+
+    pub fn value(&self) -> &[u8] {
+        let k = format::RECORD_HEADER_LEN + self.key().len();
+        &self.rec[k..]
+    }
+}
+
+/// A record compaction copied: the caller repoints `key` from `old` to
+/// `new` if it still holds `old`, and frees `new` otherwise.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Moved {
+    pub db: u8,
+    pub key: Vec<u8>,
+    pub old: Ptr,
+    pub new: Ptr,
+}
+
+#[derive(Debug, Default)]
+pub struct Compaction {
+    pub moved: Vec<Moved>,
+    pub dropped_records: u64,
+    pub dropped_bytes: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SegmentStats {
+    pub seq: u32,
+    /// Bytes of the file holding its header and whole records.
+    pub bytes: u64,
+    pub live_bytes: u64,
+    pub live_records: u64,
+    /// Being appended to: not a compaction candidate.
+    pub tail: bool,
+    pub suspect: bool,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    pub segments: usize,
+    /// Bytes in segment files (written), plus the write buffer.
+    pub disk_bytes: u64,
+    pub buffered_bytes: u64,
+    /// Bytes of records the caller holds pointers to (padding excluded).
+    pub live_bytes: u64,
+    pub live_records: u64,
+}
+
+struct Failure {
+    path: PathBuf,
+    offset: Option<u64>,
+    op: &'static str,
+    os: Option<i32>,
+    kind: io::ErrorKind,
+    text: String,
+}
+
+impl Failure {
+    fn of(e: &Error) -> Failure {
+        let (op, source) = match &e.kind {
+            crate::ErrorKind::Io { op, source } => (*op, source),
+            _ => unreachable!("only I/O failures are kept"),
+        };
+        Failure {
+            path: e.path.clone(),
+            offset: e.offset,
+            op,
+            os: source.raw_os_error(),
+            kind: source.kind(),
+            text: source.to_string(),
+        }
+    }
+
+    fn error(&self) -> Error {
+        let source = match self.os {
+            Some(n) => io::Error::from_raw_os_error(n),
+            None => io::Error::new(self.kind, self.text.clone()),
+        };
+        Error {
+            path: self.path.clone(),
+            offset: self.offset,
+            kind: crate::ErrorKind::Io {
+                op: self.op,
+                source,
+            },
+        }
+    }
+}
+
+struct Tail {
+    seg: Option<Arc<Segment>>,
+    /// Bytes not yet in the file, which start at `buf_start` in it.
+    buf: Vec<u8>,
+    buf_start: u64,
+    /// The last write or fsync failed: appends are refused until a flush
+    /// succeeds, and the buffer is kept (its records stay readable).
+    failed: Option<Failure>,
+    /// Written since the last fsync.
+    unsynced: bool,
+    last_sync: Instant,
+}
+
+/// A tail and what a reader needs to know of it without its lock.
+struct Stream {
+    tail: Mutex<Tail>,
+    /// The tail segment's number (0: none yet) and how much of it is in
+    /// the file: a read of anything else needs no lock but the map's.
+    seq: AtomicU32,
+    flushed: AtomicU64,
+}
+
+impl Stream {
+    fn new(buffer_size: usize) -> Stream {
+        Stream {
+            tail: Mutex::new(Tail {
+                seg: None,
+                buf: Vec::with_capacity(buffer_size),
+                buf_start: 0,
+                failed: None,
+                unsynced: false,
+                last_sync: Instant::now(),
+            }),
+            seq: AtomicU32::new(0),
+            flushed: AtomicU64::new(0),
+        }
+    }
+}
+
+/// New values go to one tail, the survivors of compaction to another:
+/// survivors are long-lived, and mixing them with fresh values would make
+/// every segment a mix of lifetimes that compaction copies again and
+/// again (extstore 1.6.25's "compact" bucket, for the same reason).
+const NEW: usize = 0;
+const COMPACTED: usize = 1;
+
+pub struct Log {
+    dir: PathBuf,
+    group: u16,
+    opts: Options,
+    segments: RwLock<BTreeMap<u32, Arc<Segment>>>,
+    streams: [Stream; 2],
+    /// The next segment's number; never reused.
+    next_seq: AtomicU32,
+    /// Bytes written to segment files that still exist, and bytes in the
+    /// tails' buffers: the disk limit counts both without locking the
+    /// other tail.
+    written: AtomicU64,
+    buffered: AtomicU64,
+}
+
+impl Log {
+    /// Opens (or creates) the log of `group` in `dir`: every segment is
+    /// scanned, torn tails are cut, damage elsewhere fails the open.
+    /// Live counters start at zero: the caller marks what it points at
+    /// (`mark_live`), and everything else is garbage for compaction.
+    /// Appends go to a new segment.
+    pub fn open(dir: &Path, group: u16, opts: Options) -> Result<Log, Error> {
+        assert!(
+            u64::from(opts.segment_size) > SEGMENT_HEADER_LEN + format::RECORD_HEADER_LEN as u64,
+            "segment_size too small"
+        );
+        fs::create_dir_all(dir).map_err(|e| Error::io(dir, "create directory", e))?;
+        let mut seqs = Vec::new();
+        for ent in fs::read_dir(dir).map_err(|e| Error::io(dir, "read directory", e))? {
+            let ent = ent.map_err(|e| Error::io(dir, "read directory", e))?;
+            if let Some(seq) = ent.file_name().to_str().and_then(parse_name) {
+                seqs.push(seq);
+            }
+        }
+        seqs.sort_unstable();
+        let mut map = BTreeMap::new();
+        let mut written = 0;
+        for &seq in &seqs {
+            if let Some(seg) = Segment::recover(&dir.join(name(seq)), group, seq)? {
+                written += seg.end();
+                map.insert(seq, Arc::new(seg));
+            }
+        }
+        let next_seq = seqs.last().map_or(1, |s| s + 1);
+        Ok(Log {
+            dir: dir.to_path_buf(),
+            group,
+            segments: RwLock::new(map),
+            streams: [Stream::new(opts.buffer_size), Stream::new(opts.buffer_size)],
+            next_seq: AtomicU32::new(next_seq),
+            opts,
+            written: AtomicU64::new(written),
+            buffered: AtomicU64::new(0),
+        })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Appends a record and returns where it is. It is readable at once
+    /// (from the buffer until written). Under `Fsync::Always` it is in
+    /// the file and fsynced, or the append fails and leaves nothing.
+    /// Otherwise a failed write of the buffer is not this append's error
+    /// (its record is kept in the buffer), but the next append's.
+    pub fn append(&self, db: u8, kind: Kind, key: &[u8], value: &[u8]) -> Result<Ptr, Error> {
+        let len = format::record_len(key.len(), value.len());
+        if key.len() > format::KEY_MAX || !self.fits(len) {
+            return Err(Error::io(
+                &self.dir,
+                "append",
+                io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!(
+                        "a record of {len} bytes (key {}) does not fit a segment of {}",
+                        key.len(),
+                        self.opts.segment_size
+                    ),
+                ),
+            ));
+        }
+        let s = &self.streams[NEW];
+        let mut t = s.tail.lock();
+        self.append_locked(s, &mut t, len, |buf| {
+            format::encode_record(buf, db, kind, key, value)
+        })
+    }
+
+    fn fits(&self, len: u64) -> bool {
+        SEGMENT_HEADER_LEN + format::padded(len) <= u64::from(self.opts.segment_size)
+    }
+
+    fn append_locked(
+        &self,
+        s: &Stream,
+        t: &mut Tail,
+        len: u64,
+        write: impl FnOnce(&mut Vec<u8>),
+    ) -> Result<Ptr, Error> {
+        if let Some(f) = &t.failed {
+            return Err(f.error());
+        }
+        let plen = format::padded(len);
+        if let Some(limit) = self.opts.disk_limit {
+            let header = if t.seg.is_none() {
+                SEGMENT_HEADER_LEN
+            } else {
+                0
+            };
+            let have = self.written.load(Ordering::Relaxed) + self.buffered.load(Ordering::Relaxed);
+            if have + plen + header > limit {
+                return Err(Error::io(
+                    &self.dir,
+                    "append",
+                    io::Error::new(
+                        io::ErrorKind::StorageFull,
+                        format!("the value log's disk limit of {limit} bytes is reached"),
+                    ),
+                ));
+            }
+        }
+        let roll = match &t.seg {
+            None => true,
+            Some(seg) => {
+                seg.suspect.load(Ordering::Relaxed)
+                    || t.buf_start + t.buf.len() as u64 + plen > u64::from(self.opts.segment_size)
+            }
+        };
+        if roll {
+            self.roll(s, t)?;
+        }
+        let seg = t.seg.clone().expect("rolled");
+        let offset = t.buf_start + t.buf.len() as u64;
+        let mark = t.buf.len();
+        write(&mut t.buf);
+        debug_assert_eq!((t.buf.len() - mark) as u64, plen);
+        self.buffered.fetch_add(plen, Ordering::Relaxed);
+        seg.add_live(len);
+        let ptr = Ptr {
+            segment: seg.seq,
+            offset: offset as u32,
+            len: len as u32,
+        };
+        if self.opts.fsync == Fsync::Always {
+            if let Err(e) = self.flush_locked(s, t, true) {
+                // All or nothing: the record leaves with the error. If the
+                // write went through and the fsync failed, its bytes stay
+                // in the file, dead.
+                if t.buf.len() > mark {
+                    self.buffered
+                        .fetch_sub((t.buf.len() - mark) as u64, Ordering::Relaxed);
+                    t.buf.truncate(mark);
+                }
+                seg.sub_live(len);
+                return Err(e);
+            }
+        } else if t.buf.len() >= self.opts.buffer_size {
+            // A failure is kept in `t.failed` and refuses the next append;
+            // this record is in the buffer and readable either way.
+            let _ = self.flush_locked(s, t, false);
+        }
+        Ok(ptr)
+    }
+
+    /// Leaves the tail segment (written, and fsynced unless `No`) for a
+    /// new one whose header opens the buffer.
+    fn roll(&self, s: &Stream, t: &mut Tail) -> Result<(), Error> {
+        if t.seg.is_some() {
+            self.flush_locked(s, t, self.opts.fsync != Fsync::No)?;
+        }
+        let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
+        let path = self.dir.join(name(seq));
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(|e| Error::io(&path, "create", e))?;
+        if self.opts.fsync != Fsync::No {
+            // The new name must survive a crash for the segment to.
+            File::open(&self.dir)
+                .and_then(|d| d.sync_all())
+                .map_err(|e| Error::io(&self.dir, "fsync", e))?;
+        }
+        let seg = Arc::new(Segment::new(seq, path, file, 0));
+        self.segments.write().insert(seq, seg.clone());
+        debug_assert!(t.buf.is_empty(), "written by the flush above");
+        t.buf
+            .extend_from_slice(&format::segment_header(self.group, seq));
+        self.buffered
+            .fetch_add(SEGMENT_HEADER_LEN, Ordering::Relaxed);
+        t.buf_start = 0;
+        t.seg = Some(seg);
+        // Flushed position first: a reader that sees the new number sees
+        // a position of this segment (or a later one).
+        s.flushed.store(0, Ordering::Release);
+        s.seq.store(seq, Ordering::Release);
+        Ok(())
+    }
+
+    /// Writes the buffer at its place in the tail file (pwrite: a retry
+    /// after a partial write simply writes it again), then fsyncs if
+    /// `sync`. A failure is kept and refuses appends until a flush
+    /// succeeds.
+    fn flush_locked(&self, s: &Stream, t: &mut Tail, sync: bool) -> Result<(), Error> {
+        let r = self.try_flush(s, t, sync);
+        match &r {
+            Ok(()) => t.failed = None,
+            Err(e) => t.failed = Some(Failure::of(e)),
+        }
+        r
+    }
+
+    fn try_flush(&self, s: &Stream, t: &mut Tail, sync: bool) -> Result<(), Error> {
+        let Some(seg) = t.seg.clone() else {
+            return Ok(());
+        };
+        if !t.buf.is_empty() {
+            let fault = self.opts.faults.as_ref().and_then(|f| f.take(&f.writes));
+            let r = match fault {
+                Some(e) => Err(e),
+                None => seg.file.write_all_at(&t.buf, t.buf_start),
+            };
+            r.map_err(|e| Error::io(&seg.path, "write", e).at(t.buf_start))?;
+            let n = t.buf.len() as u64;
+            t.buf_start += n;
+            t.buf.clear();
+            self.written.fetch_add(n, Ordering::Relaxed);
+            self.buffered.fetch_sub(n, Ordering::Relaxed);
+            seg.end.store(t.buf_start, Ordering::Release);
+            s.flushed.store(t.buf_start, Ordering::Release);
+            t.unsynced = true;
+        }
+        if sync && t.unsynced {
+            let fault = self.opts.faults.as_ref().and_then(|f| f.take(&f.fsyncs));
+            let r = match fault {
+                Some(e) => Err(e),
+                None => seg.file.sync_data(),
+            };
+            if let Err(e) = r {
+                // The kernel may have dropped the pages it could not write
+                // and will not say so again (PostgreSQL's "fsyncgate"): no
+                // more appends to this file; compaction moves what is in it.
+                seg.suspect.store(true, Ordering::Relaxed);
+                return Err(Error::io(&seg.path, "fsync", e));
+            }
+            t.unsynced = false;
+            t.last_sync = Instant::now();
+        }
+        Ok(())
+    }
+
+    /// Writes the buffer to the file (no fsync). Also the retry after a
+    /// failure.
+    pub fn flush(&self) -> Result<(), Error> {
+        self.each(|s, t| self.flush_locked(s, t, false))
+    }
+
+    /// `f` on both streams; the first error, after both were tried.
+    fn each(
+        &self,
+        mut f: impl FnMut(&Stream, &mut Tail) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        let mut first = Ok(());
+        for s in &self.streams {
+            let r = f(s, &mut s.tail.lock());
+            if first.is_ok() {
+                first = r;
+            }
+        }
+        first
+    }
+
+    /// Writes the buffer and fsyncs the tail, whatever the policy: before
+    /// a snapshot that points into the log is renamed into place. Sealed
+    /// segments were fsynced when the tail left them (unless `No`, where
+    /// this also fsyncs every segment).
+    pub fn sync(&self) -> Result<(), Error> {
+        self.each(|s, t| self.flush_locked(s, t, true))?;
+        if self.opts.fsync == Fsync::No {
+            let segs: Vec<_> = self.segments.read().values().cloned().collect();
+            for s in segs {
+                s.file
+                    .sync_data()
+                    .map_err(|e| Error::io(&s.path, "fsync", e))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The periodic work (call it every 10-100 ms): writes the buffer, and
+    /// under `Everysec` fsyncs once a second. Retries a failed write.
+    pub fn tick(&self) -> Result<(), Error> {
+        self.each(|s, t| {
+            let sync = self.opts.fsync == Fsync::Everysec
+                && t.last_sync.elapsed() >= Duration::from_secs(1);
+            if t.buf.is_empty() && !sync && t.failed.is_none() {
+                return Ok(());
+            }
+            self.flush_locked(s, t, sync)
+        })
+    }
+
+    /// The record `ptr` names, checked (bounds, length, CRC). Any thread;
+    /// no lock is held during the read from the file.
+    pub fn read(&self, ptr: Ptr) -> Result<Fetched, Error> {
+        let bad = |r: &str| {
+            Error::corrupt(
+                &self.dir.join(name(ptr.segment)),
+                u64::from(ptr.offset),
+                r.to_string(),
+            )
+        };
+        if u64::from(ptr.offset) < SEGMENT_HEADER_LEN
+            || u64::from(ptr.offset) % format::ALIGN != 0
+            || (ptr.len as usize) < format::RECORD_HEADER_LEN
+        {
+            return Err(bad("not a record pointer"));
+        }
+        for st in &self.streams {
+            if ptr.segment != st.seq.load(Ordering::Acquire)
+                || ptr.end() <= st.flushed.load(Ordering::Acquire)
+            {
+                continue;
+            }
+            let t = st.tail.lock();
+            if let Some(seg) = &t.seg {
+                if seg.seq == ptr.segment && u64::from(ptr.offset) >= t.buf_start {
+                    let s = (u64::from(ptr.offset) - t.buf_start) as usize;
+                    let rec = t
+                        .buf
+                        .get(s..s + ptr.len as usize)
+                        .ok_or_else(|| bad("pointer past the end of the log"))?
+                        .to_vec();
+                    drop(t);
+                    return check(rec).map_err(|r| bad(&r));
+                }
+            }
+            // Written meanwhile: read it from the file.
+        }
+        let seg = self
+            .segments
+            .read()
+            .get(&ptr.segment)
+            .cloned()
+            .ok_or_else(|| bad("no such segment"))?;
+        if ptr.end() > seg.end() {
+            return Err(bad("pointer past the end of the segment's records"));
+        }
+        let mut rec = vec![0u8; ptr.len as usize];
+        let fault = self.opts.faults.as_ref().and_then(|f| f.take(&f.reads));
+        match fault {
+            Some(e) => Err(e),
+            None => seg.file.read_exact_at(&mut rec, u64::from(ptr.offset)),
+        }
+        .map_err(|e| Error::io(&seg.path, "read", e).at(u64::from(ptr.offset)))?;
+        check(rec).map_err(|r| bad(&r))
+    }
+
+    /// The caller no longer points at `ptr` (overwritten, deleted, brought
+    /// back to RAM). Two atomic subtractions; no I/O. A pointer into a
+    /// dropped segment is ignored.
+    pub fn free(&self, ptr: Ptr) {
+        if let Some(seg) = self.segments.read().get(&ptr.segment) {
+            seg.sub_live(u64::from(ptr.len));
+        }
+    }
+
+    /// After `open`: the caller points at `ptr` (a snapshot names it).
+    /// Fails if it cannot name a record the open found.
+    pub fn mark_live(&self, ptr: Ptr) -> Result<(), Error> {
+        let seg = self.segments.read().get(&ptr.segment).cloned();
+        let path = self.dir.join(name(ptr.segment));
+        match seg {
+            Some(s)
+                if u64::from(ptr.offset) >= SEGMENT_HEADER_LEN
+                    && u64::from(ptr.offset) % format::ALIGN == 0
+                    && ptr.len as usize >= format::RECORD_HEADER_LEN
+                    && ptr.end() <= s.end() =>
+            {
+                s.add_live(u64::from(ptr.len));
+                Ok(())
+            }
+            Some(_) => Err(Error::corrupt(
+                &path,
+                u64::from(ptr.offset),
+                "pointer outside the segment's records",
+            )),
+            None => Err(Error::corrupt(
+                &path,
+                u64::from(ptr.offset),
+                "no such segment",
+            )),
+        }
+    }
+
+    /// Copies the records of sealed segment `seq` for which `live` answers
+    /// true to the tail, as they are (no decoding), and returns where they
+    /// went; the others are counted as dropped. The segment itself stays
+    /// until `drop_segment`, so the caller can repoint its keys first
+    /// (readers of old pointers keep working meanwhile). On failure the
+    /// copies made so far are freed and the segment is as it was.
+    pub fn compact(
+        &self,
+        seq: u32,
+        mut live: impl FnMut(Ptr, RecordRef<'_>) -> bool,
+    ) -> Result<Compaction, Error> {
+        let seg = self.sealed(seq)?;
+        let mut out = Compaction::default();
+        let r = seg.walk(|ptr, rec, bytes| {
+            if !live(ptr, rec) {
+                out.dropped_records += 1;
+                out.dropped_bytes += u64::from(ptr.len);
+                return Ok(());
+            }
+            let st = &self.streams[COMPACTED];
+            let mut t = st.tail.lock();
+            let new = self.append_locked(st, &mut t, u64::from(ptr.len), |buf| {
+                let start = buf.len();
+                buf.extend_from_slice(bytes);
+                format::pad(buf, start);
+            })?;
+            out.moved.push(Moved {
+                db: rec.db,
+                key: rec.key.to_vec(),
+                old: ptr,
+                new,
+            });
+            Ok(())
+        });
+        // The survivors go to the file now rather than wait in the buffer
+        // for the next compaction (a failure here is kept, and retried by
+        // `tick`; the records are readable from the buffer meanwhile).
+        if r.is_ok() {
+            let st = &self.streams[COMPACTED];
+            let mut t = st.tail.lock();
+            let _ = self.flush_locked(st, &mut t, false);
+        }
+        if let Err(e) = r {
+            for m in &out.moved {
+                self.free(m.new);
+            }
+            return Err(e);
+        }
+        Ok(out)
+    }
+
+    fn sealed(&self, seq: u32) -> Result<Arc<Segment>, Error> {
+        let path = self.dir.join(name(seq));
+        if self.is_tail(seq) {
+            return Err(Error::io(
+                &path,
+                "compact",
+                io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "the tail segment is being appended to",
+                ),
+            ));
+        }
+        self.segments
+            .read()
+            .get(&seq)
+            .cloned()
+            .ok_or_else(|| Error::io(&path, "compact", io::Error::from(io::ErrorKind::NotFound)))
+    }
+
+    fn is_tail(&self, seq: u32) -> bool {
+        self.streams
+            .iter()
+            .any(|s| s.seq.load(Ordering::Acquire) == seq)
+    }
+
+    /// Removes sealed segment `seq` and its file. Readers that already
+    /// hold its handle finish their reads on the unlinked file.
+    pub fn drop_segment(&self, seq: u32) -> Result<(), Error> {
+        let seg = self.sealed(seq)?;
+        fs::remove_file(&seg.path).map_err(|e| Error::io(&seg.path, "remove", e))?;
+        self.segments.write().remove(&seq);
+        self.written.fetch_sub(seg.end(), Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Every segment, oldest first.
+    pub fn segment_stats(&self) -> Vec<SegmentStats> {
+        self.segments
+            .read()
+            .values()
+            .map(|s| SegmentStats {
+                seq: s.seq,
+                bytes: s.end(),
+                live_bytes: s.live_bytes.load(Ordering::Relaxed),
+                live_records: s.live_records.load(Ordering::Relaxed),
+                tail: self.is_tail(s.seq),
+                suspect: s.suspect.load(Ordering::Relaxed),
+            })
+            .collect()
+    }
+
+    /// Sealed segments worth compacting: suspect ones first, then those
+    /// whose live bytes are at most `max_live` of their size, emptiest
+    /// first.
+    pub fn candidates(&self, max_live: f64) -> Vec<SegmentStats> {
+        let mut v: Vec<_> = self
+            .segment_stats()
+            .into_iter()
+            .filter(|s| !s.tail && (s.suspect || s.live_bytes as f64 <= max_live * s.bytes as f64))
+            .collect();
+        v.sort_by(|a, b| {
+            b.suspect.cmp(&a.suspect).then(
+                (a.live_bytes as f64 / a.bytes.max(1) as f64)
+                    .total_cmp(&(b.live_bytes as f64 / b.bytes.max(1) as f64)),
+            )
+        });
+        v
+    }
+
+    pub fn stats(&self) -> Stats {
+        let buffered = self.buffered.load(Ordering::Relaxed);
+        let segs = self.segment_stats();
+        Stats {
+            segments: segs.len(),
+            disk_bytes: self.written.load(Ordering::Relaxed) + buffered,
+            buffered_bytes: buffered,
+            live_bytes: segs.iter().map(|s| s.live_bytes).sum(),
+            live_records: segs.iter().map(|s| s.live_records).sum(),
+        }
+    }
+
+    /// Drops the buffer unwritten and closes: what a crash leaves (tests).
+    #[cfg(test)]
+    pub(crate) fn crash(self) {
+        for s in &self.streams {
+            let mut t = s.tail.lock();
+            self.buffered
+                .fetch_sub(t.buf.len() as u64, Ordering::Relaxed);
+            t.buf.clear();
+        }
+    }
+}
+
+impl Drop for Log {
+    /// Best effort: a clean shutdown writes the buffers (the caller that
+    /// needs them durable calls `sync` and sees its error).
+    fn drop(&mut self) {
+        let sync = self.opts.fsync != Fsync::No;
+        for s in &self.streams {
+            let mut t = s.tail.lock();
+            if !t.buf.is_empty() && t.failed.is_none() {
+                let _ = self.try_flush(s, &mut t, sync);
+            }
+        }
+    }
+}
+
+fn check(rec: Vec<u8>) -> Result<Fetched, String> {
+    format::check_record(&rec)?;
+    Ok(Fetched { rec })
+}
+
+/// A segment's file name: its number in 10 digits, so names sort as
+/// numbers.
+fn name(seq: u32) -> String {
+    format!("{seq:010}.vlog")
+}
+
+fn parse_name(s: &str) -> Option<u32> {
+    let digits = s.strip_suffix(".vlog")?;
+    if digits.len() != 10 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok().filter(|&n| n > 0)
+}
