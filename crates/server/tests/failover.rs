@@ -28,7 +28,10 @@ fn info(c: &mut Connection, field: &str) -> String {
 fn wait_for(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) {
     let deadline = Instant::now() + timeout;
     while !done() {
-        assert!(Instant::now() < deadline, "timed out after {timeout:?}: {what}");
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {timeout:?}: {what}"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -93,7 +96,10 @@ fn waits_aborts_times_out_and_forces() {
     // The wait, then ABORT: the held write runs.
     ok(&mut c, &["FAILOVER", "TO", "127.0.0.1", "4444"]);
     assert_eq!(info(&mut c, "master_failover_state"), "waiting-for-sync");
-    assert_eq!(err(&mut c, &["FAILOVER"]), "ERR FAILOVER already in progress.");
+    assert_eq!(
+        err(&mut c, &["FAILOVER"]),
+        "ERR FAILOVER already in progress."
+    );
     assert_eq!(
         err(&mut c, &["REPLICAOF", "127.0.0.1", "4444"]),
         "ERR REPLICAOF not allowed while failing over."
@@ -109,7 +115,10 @@ fn waits_aborts_times_out_and_forces() {
     ok(&mut c, &["FAILOVER", "ABORT"]);
     assert_eq!(held.read_raw_reply(), b"+OK\r\n");
     assert_eq!(info(&mut c, "master_failover_state"), "no-failover");
-    assert_eq!(err(&mut c, &["FAILOVER", "ABORT"]), "ERR No failover in progress.");
+    assert_eq!(
+        err(&mut c, &["FAILOVER", "ABORT"]),
+        "ERR No failover in progress."
+    );
 
     // TIMEOUT without FORCE: aborted, still a master.
     ok(&mut c, &["FAILOVER", "TIMEOUT", "300"]);
@@ -128,7 +137,15 @@ fn waits_aborts_times_out_and_forces() {
     ok(&mut c, &["SET", "k", "v2"]);
     ok(
         &mut c,
-        &["FAILOVER", "TO", "127.0.0.1", "4444", "TIMEOUT", "200", "FORCE"],
+        &[
+            "FAILOVER",
+            "TO",
+            "127.0.0.1",
+            "4444",
+            "TIMEOUT",
+            "200",
+            "FORCE",
+        ],
     );
     wait_for("the forced hand-over", Duration::from_secs(5), || {
         info(&mut c, "master_failover_state") == "failover-in-progress"
@@ -164,9 +181,11 @@ fn hand_over(from: u16, to: u16, args: &[&str]) {
     );
     assert_eq!(q::<String>(&mut t, &["GET", "before"]), from.to_string());
     ok(&mut t, &["SET", "after", &to.to_string()]);
-    wait_for("the new master's write on the old", Duration::from_secs(10), || {
-        q::<Option<String>>(&mut f, &["GET", "after"]) == Some(to.to_string())
-    });
+    wait_for(
+        "the new master's write on the old",
+        Duration::from_secs(10),
+        || q::<Option<String>>(&mut f, &["GET", "after"]) == Some(to.to_string()),
+    );
 }
 
 #[test]
@@ -181,7 +200,9 @@ fn cairn_hands_over_to_cairn_and_back() {
     }
     let to = r1.port.to_string();
     hand_over(m.port, r1.port, &["TO", "127.0.0.1", &to]);
-    assert!(r1.log().contains("MASTER MODE enabled (failover request from"));
+    assert!(r1
+        .log()
+        .contains("MASTER MODE enabled (failover request from"));
     // The old master's other replica goes on as a chained replica.
     let mut c2 = redis_client(r2.port);
     wait_for("the chained replica", Duration::from_secs(10), || {
@@ -194,10 +215,7 @@ fn cairn_hands_over_to_cairn_and_back() {
     assert_eq!(q::<String>(&mut c1, &["GET", "k99"]), "99");
     // PSYNC FAILOVER with another replid is refused by a replica.
     assert_eq!(
-        err(
-            &mut c1,
-            &["PSYNC", &"0".repeat(40), "1", "FAILOVER"]
-        ),
+        err(&mut c1, &["PSYNC", &"0".repeat(40), "1", "FAILOVER"]),
         "ERR PSYNC FAILOVER replid must match my replid."
     );
 }
@@ -214,5 +232,9 @@ fn cairn_hands_over_to_redis_and_redis_to_cairn() {
     wait_online(&mut mc, 1);
     hand_over(m.port, r.port, &[]);
     let port = m.port.to_string();
-    hand_over(r.port, m.port, &["TO", "127.0.0.1", &port, "TIMEOUT", "5000"]);
+    hand_over(
+        r.port,
+        m.port,
+        &["TO", "127.0.0.1", &port, "TIMEOUT", "5000"],
+    );
 }

@@ -120,6 +120,10 @@ pub fn start(
     };
     // pauseClients(PAUSE_DURING_FAILOVER, LLONG_MAX, CLIENT_PAUSE_WRITE).
     let p = &shared.pause;
+    if p.until_ms.load(Ordering::Relaxed) <= now {
+        // A client's pause that ran out may have left ALL behind.
+        p.all.store(false, Ordering::Relaxed);
+    }
     p.failover.store(true, Ordering::Relaxed);
     p.until_ms.store(u64::MAX, Ordering::Relaxed);
     STATE.store(WAIT_FOR_SYNC, Ordering::SeqCst);
@@ -131,6 +135,7 @@ pub fn start(
     let spawned = std::thread::Builder::new()
         .name("cairn-failover".into())
         .spawn(move || {
+            crate::memory::register_thread();
             while waiting() {
                 update(&s);
                 std::thread::sleep(Duration::from_millis(10));
@@ -151,37 +156,42 @@ fn update(shared: &Shared) {
         return;
     }
     if plan.end_ms != 0 && plan.end_ms <= cairn_engine::clock::now_ms() {
-        if plan.force {
-            if let Some((host, port)) = plan.target.clone() {
+        match plan.target.clone() {
+            Some((host, port)) if plan.force => {
                 log::notice(&format!(
                     "FAILOVER to {host}:{port} time out exceeded, failing over."
                 ));
-                drop(plan);
                 hand_over(shared, &host, port);
             }
-        } else {
-            drop(plan);
-            abort(shared, "Replica never caught up before timeout");
+            _ => abort_locked(
+                shared,
+                &mut plan,
+                &Cx::DETACHED,
+                None,
+                "Replica never caught up before timeout",
+            ),
         }
         return;
     }
     let offset = shared.replication.offset();
     let replicas = shared.replication.replicas.lock().clone();
     let synced = match &plan.target {
-        Some((host, port)) => replicas.iter().any(|r| {
-            r.ip.eq_ignore_ascii_case(host) && r.port == i64::from(*port) && r.ack_offset() == offset
-        }),
-        None => match replicas.iter().find(|r| r.ack_offset() == offset) {
-            Some(r) => {
-                plan.target = u16::try_from(r.port).ok().map(|p| (r.ip.clone(), p));
-                plan.target.is_some()
-            }
-            None => false,
-        },
+        Some((host, port)) => replicas
+            .iter()
+            .any(|r| {
+                r.ip.eq_ignore_ascii_case(host)
+                    && r.port == i64::from(*port)
+                    && r.ack_offset() == offset
+            })
+            .then(|| (host.clone(), *port)),
+        None => replicas
+            .iter()
+            .filter(|r| r.ack_offset() == offset)
+            .find_map(|r| Some((r.ip.clone(), u16::try_from(r.port).ok()?))),
     };
-    if synced {
-        let (host, port) = plan.target.clone().expect("a synced replica is the target");
-        drop(plan);
+    if let Some((host, port)) = synced {
+        // From now on we fail over to this node.
+        plan.target = Some((host.clone(), port));
         log::notice(&format!(
             "Failover target {host}:{port} is synced, failing over."
         ));
@@ -190,7 +200,8 @@ fn update(shared: &Shared) {
 }
 
 /// This server becomes the target's replica; the link's PSYNC carries
-/// FAILOVER while the state says so.
+/// FAILOVER while the state says so. Called with `PLAN` held, as every
+/// change of `STATE` is, so an ABORT cannot slip between the two.
 fn hand_over(shared: &Shared, host: &str, port: u16) {
     STATE.store(IN_PROGRESS, Ordering::SeqCst);
     replica::set_master(shared, &Cx::DETACHED, None, host, port);
@@ -200,39 +211,54 @@ fn hand_over(shared: &Shared, host: &str, port: u16) {
 /// or `+FULLRESYNC` end the failover, anything else aborts it (this
 /// server is a master again).
 pub fn psync_answered(shared: &Shared, accepted: bool) {
+    let mut plan = PLAN.lock();
     if !in_progress() {
         return;
     }
     if accepted {
-        clear(shared);
+        clear_locked(shared, &mut plan);
     } else {
-        abort(shared, "Failover target rejected psync request");
+        abort_locked(
+            shared,
+            &mut plan,
+            &Cx::DETACHED,
+            None,
+            "Failover target rejected psync request",
+        );
     }
 }
 
-/// FAILOVER ABORT, a timeout, or a refused PSYNC (`abortFailover`).
-pub fn abort(shared: &Shared, why: &str) {
-    let target = {
-        let plan = PLAN.lock();
-        if !active() {
-            return;
-        }
-        plan.target.clone()
-    };
-    match target {
+/// FAILOVER ABORT (`abortFailover`). `cx` and `caller`: the asking
+/// command's and worker's, as for REPLICAOF NO ONE.
+pub fn abort(shared: &Shared, cx: &Cx, caller: Option<usize>, why: &str) {
+    let mut plan = PLAN.lock();
+    abort_locked(shared, &mut plan, cx, caller, why);
+}
+
+/// `abortFailover`: a server already handing over is a master again.
+fn abort_locked(shared: &Shared, plan: &mut Plan, cx: &Cx, caller: Option<usize>, why: &str) {
+    if !active() {
+        return;
+    }
+    match &plan.target {
         Some((host, port)) => log::notice(&format!("FAILOVER to {host}:{port} aborted: {why}")),
         None => log::notice(&format!("FAILOVER to any replica aborted: {why}")),
     }
     if in_progress() {
-        replica::unset_master(shared, &Cx::DETACHED, None);
+        replica::unset_master(shared, cx, caller);
     }
-    clear(shared);
+    clear_locked(shared, plan);
+}
+
+/// `clearFailoverState` when a start fails.
+fn clear(shared: &Shared) {
+    let mut plan = PLAN.lock();
+    clear_locked(shared, &mut plan);
 }
 
 /// `clearFailoverState`: no plan, and the failover's pause lifted (held
 /// writes run, or on a server now a replica get READONLY).
-fn clear(shared: &Shared) {
-    let mut plan = PLAN.lock();
+fn clear_locked(shared: &Shared, plan: &mut Plan) {
     *plan = Plan {
         target: None,
         end_ms: 0,

@@ -33,10 +33,12 @@ pub fn sentinel_path() -> Option<PathBuf> {
     found
 }
 
-/// Timing for a fast test: down after 1 s, a failover retried after
-/// 2 x 3 s, every replica reconfigured at once.
+/// Timing for a fast test: down after 2 s (1 s made a loaded machine's
+/// slow PING replies look like a dead master, and Sentinel then fails
+/// over a live one), a failover retried after 2 x 3 s, every replica
+/// reconfigured at once.
 pub const FAST: &[&str] = &[
-    "down-after-milliseconds m 1000",
+    "down-after-milliseconds m 2000",
     "failover-timeout m 3000",
     "parallel-syncs m 2",
 ];
@@ -85,8 +87,8 @@ pub fn start_redis_conf(bin: &Path, conf: &Path, port: u16) -> Server {
     let mut cmd = Command::new(bin);
     cmd.arg(conf)
         .args(["--port", &port.to_string(), "--daemonize", "no"]);
-    let (child, log_path) = spawn_logged(cmd, "redis")
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", bin.display()));
+    let (child, log_path) =
+        spawn_logged(cmd, "redis").unwrap_or_else(|e| panic!("cannot run {}: {e}", bin.display()));
     let mut server = Server {
         port,
         child,
@@ -100,7 +102,11 @@ pub fn start_redis_conf(bin: &Path, conf: &Path, port: u16) -> Server {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    panic!("redis-server {} did not start:\n{}", conf.display(), server.log());
+    panic!(
+        "redis-server {} did not start:\n{}",
+        conf.display(),
+        server.log()
+    );
 }
 
 /// A port nobody listens on now, for a server that must come back on the

@@ -21,7 +21,13 @@ fn failover_cmd(ctx: &mut Ctx) -> CmdResult {
         if !failover::active() {
             return Err(CmdError::text("ERR No failover in progress."));
         }
-        failover::abort(ctx.shared, "Failover manually aborted");
+        let worker = ctx.client.info.worker();
+        failover::abort(
+            ctx.shared,
+            &ctx.cx,
+            Some(worker),
+            "Failover manually aborted",
+        );
         return ctx.ok();
     }
     let mut timeout_ms = 0i64;

@@ -19,7 +19,9 @@ fn replicaof(ctx: &mut Ctx) -> CmdResult {
         return Err(CmdError::text("ERR REPLICAOF not allowed in cluster mode."));
     }
     if crate::replication::failover::active() {
-        return Err(CmdError::text("ERR REPLICAOF not allowed while failing over."));
+        return Err(CmdError::text(
+            "ERR REPLICAOF not allowed while failing over.",
+        ));
     }
     let who = ctx.client.info.addr.to_string();
     if ctx.arg(1).eq_ignore_ascii_case(b"no") && ctx.arg(2).eq_ignore_ascii_case(b"one") {

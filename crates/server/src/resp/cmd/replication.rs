@@ -203,7 +203,9 @@ fn become_replica(ctx: &mut Ctx, req: Request) -> CmdResult {
     }
     // `PSYNC <our replid> <offset> FAILOVER`: our master hands over to us
     // (its FAILOVER); we become a master, then serve it as a replica.
-    if ctx.argc() > 3 && ctx.arg(0).eq_ignore_ascii_case(b"psync") && args::is(ctx.arg(3), "failover")
+    if ctx.argc() > 3
+        && ctx.arg(0).eq_ignore_ascii_case(b"psync")
+        && args::is(ctx.arg(3), "failover")
     {
         if !ctx.shared.replication.replica_mode() {
             return Err(CmdError::text(
@@ -225,9 +227,7 @@ fn become_replica(ctx: &mut Ctx, req: Request) -> CmdResult {
     }
     // Replicas do not sync with a master handing over.
     if crate::replication::failover::active() {
-        return Err(CmdError::text(
-            "NOMASTERLINK Can't SYNC while failing over",
-        ));
+        return Err(CmdError::text("NOMASTERLINK Can't SYNC while failing over"));
     }
     let conf = ctx.client.replconf.as_deref().cloned().unwrap_or_default();
     let info = ctx.client.info.clone();
