@@ -1279,8 +1279,10 @@ fn usage_lists_examples() {
 #[test]
 fn rewrite_replicaof_as_two_words_or_removed() {
     let old = "port 7000\nreplicaof 10.0.0.1 6379\n";
-    let mut c = Config::default();
-    c.replicaof = "127.0.0.1 7001".into();
+    let mut c = Config {
+        replicaof: "127.0.0.1 7001".into(),
+        ..Config::default()
+    };
     let text = String::from_utf8(c.rewrite_text(old.as_bytes())).unwrap();
     assert!(text.contains("\nreplicaof 127.0.0.1 7001\n"), "{text}");
     // A master (SLAVEOF NO ONE) loses the line.
