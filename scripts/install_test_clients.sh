@@ -12,6 +12,7 @@
 #     source tree; Node.js and npm from Debian when the machine has none;
 #   - Debian's ruby-sidekiq (Sidekiq 6.4) and ruby-redis;
 #   - Debian's nutcracker (twemproxy) for twemproxy.rs (issue 24).
+#   - Debian's redis-sentinel for sentinel.rs (issue 24).
 # Idempotent: a second run checks stamps and a `require` and returns in well
 # under a second. scripts/test calls it before `cargo test --workspace`.
 set -euo pipefail
@@ -33,6 +34,8 @@ command -v unshare >/dev/null 2>&1 || need_pkgs+=(util-linux)
 command -v ip >/dev/null 2>&1 || need_pkgs+=(iproute2)
 # branch cluster: twemproxy (Debian's nutcracker) for tests/twemproxy.rs.
 command -v nutcracker >/dev/null 2>&1 || need_pkgs+=(nutcracker)
+# branch sentinel: Debian's redis-sentinel (7.0) for tests/sentinel.rs.
+command -v redis-sentinel >/dev/null 2>&1 || need_pkgs+=(redis-sentinel)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   echo "==> installing ${need_pkgs[*]} (Debian packages)"
   sudo_cmd=""

@@ -126,6 +126,8 @@ COMMANDS = [
     "psync", "sync", "replconf",
     # replica (issue 24): replica side
     "replicaof", "slaveof",
+    # sentinel (issue 24)
+    "failover",
 ]
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -146,6 +146,9 @@ pub struct Pause {
     pub until_ms: AtomicU64,
     /// True: every command waits (ALL); false: only writes (WRITE).
     pub all: AtomicBool,
+    /// FAILOVER's pause (Redis's PAUSE_DURING_FAILOVER) holds `until_ms`
+    /// at u64::MAX: CLIENT UNPAUSE leaves it, the failover's end lifts it.
+    pub failover: AtomicBool,
 }
 
 /// Everything shared across threads.

@@ -83,6 +83,11 @@ pub(super) fn rewrite_lines(
             if *null_if_empty && s.is_empty() {
                 return None;
             }
+            if name == "replicaof" {
+                // Two words, "host port", as Redis's
+                // rewriteConfigReplicaOfOption prints them (unquoted).
+                return Some(vec![(format!("{name} {s}"), true)]);
+            }
             format!("{name} {}", repr(s.as_bytes()))
         }
         (Kind::Bind, Value::List(addrs)) => {

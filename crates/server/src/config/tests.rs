@@ -1274,3 +1274,23 @@ fn usage_lists_examples() {
     assert!(u.contains("cairn --port 7777\n"));
     assert!(u.contains("echo 'maxmemory 128mb' | cairn -\n"));
 }
+
+// branch sentinel: Sentinel's failover runs CONFIG REWRITE after SLAVEOF.
+#[test]
+fn rewrite_replicaof_as_two_words_or_removed() {
+    let old = "port 7000\nreplicaof 10.0.0.1 6379\n";
+    let mut c = Config {
+        replicaof: "127.0.0.1 7001".into(),
+        ..Config::default()
+    };
+    let text = String::from_utf8(c.rewrite_text(old.as_bytes())).unwrap();
+    assert!(text.contains("\nreplicaof 127.0.0.1 7001\n"), "{text}");
+    // A master (SLAVEOF NO ONE) loses the line.
+    c.replicaof = String::new();
+    let text = String::from_utf8(c.rewrite_text(old.as_bytes())).unwrap();
+    assert!(!text.contains("replicaof"), "{text}");
+    // Appended when the file had none.
+    c.replicaof = "::1 7002".into();
+    let text = String::from_utf8(c.rewrite_text(b"port 7000\n")).unwrap();
+    assert!(text.ends_with("replicaof ::1 7002\n"), "{text}");
+}

@@ -8322,6 +8322,78 @@ pub(super) static COMMANDS: &[CommandMeta] = &[
         ]),
     },
     CommandMeta {
+        name: "failover",
+        arity: -1,
+        flags: &["admin", "noscript", "stale"],
+        first_key: 0,
+        last_key: 0,
+        step: 0,
+        acl_categories: &["@admin", "@slow", "@dangerous"],
+        info: Arr(&[
+            Bulk("failover"),
+            Int(-1),
+            Set(&[Simple("admin"), Simple("noscript"), Simple("stale")]),
+            Int(0),
+            Int(0),
+            Int(0),
+            Set(&[Simple("@admin"), Simple("@slow"), Simple("@dangerous")]),
+            Set(&[]),
+            Set(&[]),
+            Set(&[]),
+        ]),
+        docs: Map(&[
+            (
+                Bulk("summary"),
+                Bulk("Start a coordinated failover between this server and one of its replicas."),
+            ),
+            (Bulk("since"), Bulk("6.2.0")),
+            (Bulk("group"), Bulk("server")),
+            (Bulk("complexity"), Bulk("O(1)")),
+            (
+                Bulk("arguments"),
+                Arr(&[
+                    Map(&[
+                        (Bulk("name"), Bulk("target")),
+                        (Bulk("type"), Bulk("block")),
+                        (Bulk("token"), Bulk("TO")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                        (
+                            Bulk("arguments"),
+                            Arr(&[
+                                Map(&[
+                                    (Bulk("name"), Bulk("host")),
+                                    (Bulk("type"), Bulk("string")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("port")),
+                                    (Bulk("type"), Bulk("integer")),
+                                ]),
+                                Map(&[
+                                    (Bulk("name"), Bulk("force")),
+                                    (Bulk("type"), Bulk("pure-token")),
+                                    (Bulk("token"), Bulk("FORCE")),
+                                    (Bulk("flags"), Set(&[Simple("optional")])),
+                                ]),
+                            ]),
+                        ),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("abort")),
+                        (Bulk("type"), Bulk("pure-token")),
+                        (Bulk("token"), Bulk("ABORT")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                    Map(&[
+                        (Bulk("name"), Bulk("milliseconds")),
+                        (Bulk("type"), Bulk("integer")),
+                        (Bulk("token"), Bulk("TIMEOUT")),
+                        (Bulk("flags"), Set(&[Simple("optional")])),
+                    ]),
+                ]),
+            ),
+        ]),
+    },
+    CommandMeta {
         name: "fcall",
         arity: -3,
         flags: &["noscript", "stale", "skip_monitor", "no_mandatory_keys", "movablekeys"],

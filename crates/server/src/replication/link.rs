@@ -474,7 +474,9 @@ pub fn cron(shared: &Shared) {
     let loops = LOOPS.fetch_add(1, Ordering::Relaxed) + 1;
     let period = u64::from(shared.config.read().repl_ping_replica_period.max(1));
     let r = &shared.replication;
-    if loops.is_multiple_of(period) && !r.replicas.lock().is_empty() {
+    // Not while a FAILOVER waits for a replica to reach our offset.
+    if loops.is_multiple_of(period) && !r.replicas.lock().is_empty() && !super::failover::waiting()
+    {
         r.feed_raw(b"*1\r\n$4\r\nPING\r\n");
     }
 }

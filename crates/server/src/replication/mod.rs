@@ -25,6 +25,7 @@
 //! `set_replica_mode`), so chained replicas and later PSYNCs see the
 //! master's offsets, as Redis 7.0 does.
 pub mod buffer;
+pub mod failover;
 pub mod link;
 pub mod replica;
 pub mod stream;

@@ -396,7 +396,12 @@ fn sync_and_apply(
     log::notice(&format!(
         "Trying a partial resynchronization (request {replid}:{from})."
     ));
-    conn.send(&[b"PSYNC", replid.as_bytes(), from.as_bytes()])?;
+    // A master handing over (FAILOVER) asks its target to promote itself.
+    if super::failover::in_progress() {
+        conn.send(&[b"PSYNC", replid.as_bytes(), from.as_bytes(), b"FAILOVER"])?;
+    } else {
+        conn.send(&[b"PSYNC", replid.as_bytes(), from.as_bytes()])?;
+    }
     let reply = loop {
         // The master may send newlines to keep the link alive first.
         let line = conn.line()?;
@@ -404,6 +409,13 @@ fn sync_and_apply(
             break line;
         }
     };
+    // A FAILOVER ends when the target accepts, and is aborted when it
+    // refuses (not when it says "try later": the link retries).
+    if reply.starts_with("+FULLRESYNC") || reply.starts_with("+CONTINUE") {
+        super::failover::psync_answered(shared, true);
+    } else if !reply.starts_with("-NOMASTERLINK") && !reply.starts_with("-LOADING") {
+        super::failover::psync_answered(shared, false);
+    }
     let mut words = reply.split(' ');
     match words.next() {
         Some("+FULLRESYNC") => {

@@ -7,6 +7,7 @@
 #![allow(dead_code)]
 
 pub mod clients;
+pub mod sentinel;
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Write};

@@ -425,7 +425,10 @@ fn pause(ctx: &mut Ctx) -> CmdResult {
 /// CLIENT UNPAUSE → +OK; held commands run at once.
 fn unpause(ctx: &mut Ctx) -> CmdResult {
     let p = &ctx.shared.pause;
-    p.until_ms.store(0, Ordering::Relaxed);
+    // Only the clients' pause: a FAILOVER's stays (writes, until its end).
+    let failover = p.failover.load(Ordering::Relaxed);
+    p.until_ms
+        .store(if failover { u64::MAX } else { 0 }, Ordering::Relaxed);
     p.all.store(false, Ordering::Relaxed);
     for w in ctx.shared.workers() {
         w.send(Msg::Poke);

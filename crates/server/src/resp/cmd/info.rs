@@ -841,7 +841,11 @@ fn replication_section(out: &mut String, shared: &Shared) {
             rep.lag_secs()
         );
     }
-    field(out, "master_failover_state", "no-failover");
+    field(
+        out,
+        "master_failover_state",
+        crate::replication::failover::state_name(),
+    );
     field(out, "master_replid", &r.replid);
     field(out, "master_replid2", &r.replid2);
     field(out, "master_repl_offset", r.offset);

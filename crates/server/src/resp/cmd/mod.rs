@@ -12,6 +12,7 @@ pub mod cluster;
 pub mod connection;
 pub mod debug_dataset;
 pub mod dump;
+pub mod failover;
 pub mod functions;
 pub mod geo;
 pub mod hash;
@@ -71,6 +72,8 @@ pub fn families() -> Vec<&'static [Def]> {
         cluster::COMMANDS,
         // branch replica
         replicaof::COMMANDS,
+        // branch sentinel
+        failover::COMMANDS,
     ]
 }
 

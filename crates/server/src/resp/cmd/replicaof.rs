@@ -18,6 +18,11 @@ fn replicaof(ctx: &mut Ctx) -> CmdResult {
     if ctx.shared.cluster.enabled() {
         return Err(CmdError::text("ERR REPLICAOF not allowed in cluster mode."));
     }
+    if crate::replication::failover::active() {
+        return Err(CmdError::text(
+            "ERR REPLICAOF not allowed while failing over.",
+        ));
+    }
     let who = ctx.client.info.addr.to_string();
     if ctx.arg(1).eq_ignore_ascii_case(b"no") && ctx.arg(2).eq_ignore_ascii_case(b"one") {
         if ctx.shared.replication.replica_mode() {

@@ -201,6 +201,34 @@ fn become_replica(ctx: &mut Ctx, req: Request) -> CmdResult {
         // A replica's further SYNC is ignored, as in Redis.
         return Ok(());
     }
+    // `PSYNC <our replid> <offset> FAILOVER`: our master hands over to us
+    // (its FAILOVER); we become a master, then serve it as a replica.
+    if ctx.argc() > 3
+        && ctx.arg(0).eq_ignore_ascii_case(b"psync")
+        && args::is(ctx.arg(3), "failover")
+    {
+        if !ctx.shared.replication.replica_mode() {
+            return Err(CmdError::text(
+                "ERR PSYNC FAILOVER can't be sent to a master.",
+            ));
+        }
+        let (ours, _) = ctx.shared.replication.id_and_offset();
+        if !ctx.arg(1).eq_ignore_ascii_case(ours.as_bytes()) {
+            return Err(CmdError::text(
+                "ERR PSYNC FAILOVER replid must match my replid.",
+            ));
+        }
+        let worker = ctx.client.info.worker();
+        crate::replication::replica::unset_master(ctx.shared, &ctx.cx, Some(worker));
+        crate::log::notice(&format!(
+            "MASTER MODE enabled (failover request from 'addr={}')",
+            ctx.client.info.addr
+        ));
+    }
+    // Replicas do not sync with a master handing over.
+    if crate::replication::failover::active() {
+        return Err(CmdError::text("NOMASTERLINK Can't SYNC while failing over"));
+    }
     let conf = ctx.client.replconf.as_deref().cloned().unwrap_or_default();
     let info = ctx.client.info.clone();
     let Some(take) = link::handoff(ctx.shared, info, conf, req) else {

@@ -468,6 +468,12 @@ fn config_rewrite(ctx: &mut Ctx) -> CmdResult {
     let mut cfg = ctx.shared.config.read().clone();
     // The users as they are now, not as the file had them.
     cfg.user_lines = crate::auth::config_lines(ctx.shared);
+    // The master as REPLICAOF last set it, not as the file named it:
+    // Sentinel's failover rewrites after SLAVEOF, so a restart must follow
+    // the new master (and a promoted server must lose the line).
+    cfg.replicaof = crate::replication::replica::master()
+        .map(|(host, port)| format!("{host} {port}"))
+        .unwrap_or_default();
     let Some(path) = cfg.config_file() else {
         return Err(CmdError::text(errors::NO_CONFIG_FILE));
     };
