@@ -23,7 +23,7 @@ use cairn_engine::Cx;
 use cairn_lua::debugger::Console;
 use cairn_persist::snapshot::{self as snap, SaveError};
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -135,9 +135,6 @@ thread_local! {
     static PARENT: RefCell<Option<Arc<Shared>>> = const { RefCell::new(None) };
 }
 
-/// YES sessions running now (each holds a copy of the dataset).
-pub static FORKED: AtomicUsize = AtomicUsize::new(0);
-
 /// Why the copy a YES session needs is refused now: it would take the
 /// server's memory past `maxmemory` (a copy costs about what the dataset
 /// does, as a fork whose pages all get written; past the limit the real
@@ -181,15 +178,10 @@ pub fn fork(ctx: &mut Ctx) -> CmdResult {
         request.extend_from_slice(b"\r\n");
     }
     ctx.client.take_transport = Some(Box::new(move |link, client| {
-        FORKED.fetch_add(1, Ordering::Relaxed);
         let spawned = std::thread::Builder::new()
             .name("cairn-ldb".into())
-            .spawn(move || {
-                forked(&real, link, client, &request);
-                FORKED.fetch_sub(1, Ordering::Relaxed);
-            });
+            .spawn(move || forked(&real, link, client, &request));
         if let Err(e) = spawned {
-            FORKED.fetch_sub(1, Ordering::Relaxed);
             crate::log::warning(&format!("Can't start a debugging session's thread: {e}"));
         }
     }));
@@ -247,6 +239,7 @@ fn forked(
     }
     drop(client);
     drop(copy);
+    super::run::drop_vm();
 }
 
 /// A private server holding a point-in-time copy of `real`'s dataset:
@@ -259,6 +252,10 @@ fn copy(real: &Shared) -> Result<Arc<Shared>, String> {
     // both before it was made (`copy_refused`).
     cfg.maxmemory = 0;
     cfg.server_threads = 1;
+    // Nothing the session does may reach a file: FLUSHALL saves under
+    // save rules (Redis's child would overwrite the dump file so).
+    cfg.save.clear();
+    cfg.appendonly = false;
     let copy = crate::server::build_shared(cfg)?;
     // SAFETY: a name and flags; the fd returned is owned below.
     let fd = unsafe { libc::memfd_create(c"cairn-ldb".as_ptr(), libc::MFD_CLOEXEC) };
@@ -285,8 +282,7 @@ fn copy(real: &Shared) -> Result<Arc<Shared>, String> {
         thread_start: Some(crate::memory::register_thread),
         ..Default::default()
     };
-    let stats =
-        snap::load(&copy.engine, &path, &load, &mut |_| {}).map_err(|e| e.to_string())?;
+    let stats = snap::load(&copy.engine, &path, &load, &mut |_| {}).map_err(|e| e.to_string())?;
     drop(file);
     crate::script::functions::load_codes(&copy, &stats.functions)?;
     Ok(copy)
