@@ -350,7 +350,10 @@ fn fork_side_by_side(port: u16) -> Vec<String> {
     out.push(o.call(&["GET", "k"]));
     out.push(o.call(&["SET", "other", "v"]));
     let list = o.call(&["CLIENT", "LIST"]);
-    out.push(format!("clients listed: {}", list.matches(" addr=").count()));
+    out.push(format!(
+        "clients listed: {}",
+        list.matches(" addr=").count()
+    ));
     out.push(o.call(&["SCRIPT", "KILL"]));
     out.push(c.call(&["r", "get", "other"]));
     out.push(c.call(&["s"]));
