@@ -215,8 +215,18 @@ pub struct Client {
     /// it read past the request to this, instead of closing it. The
     /// client stays registered (CLIENT LIST); the receiver unregisters it.
     pub handoff: Option<Handoff>,
-    /// SCRIPT DEBUG SYNC is on: the next EVAL runs as a debugging session.
+    /// SCRIPT DEBUG SYNC or YES is on: the next EVAL runs as a debugging
+    /// session.
     pub script_debug: bool,
+    /// SCRIPT DEBUG YES: the session runs on its own thread against a
+    /// private copy of the dataset (`crate::script::debug::fork`).
+    pub script_debug_fork: bool,
+    /// Set by an EVAL under SCRIPT DEBUG YES with `close_after_reply`: once
+    /// the replies are written the worker gives the whole connection (its
+    /// transport, plain or TLS, with the bytes read past the request) as a
+    /// `DebugLink`, and the client itself, to this instead of closing it.
+    /// The client leaves the registry, as Redis's parent frees it.
+    pub take_transport: Option<TransportHandoff>,
     /// The connection's blocking link, lent by the connection layer while
     /// this client's requests run, only when `script_debug` is on.
     pub link: LinkSlot,
@@ -281,6 +291,9 @@ impl LinkSlot {
 
 /// What takes over a connection's socket (`Client::handoff`).
 pub type Handoff = Box<dyn FnOnce(std::net::TcpStream, Vec<u8>) + Send>;
+
+/// What takes over a connection whole (`Client::take_transport`).
+pub type TransportHandoff = Box<dyn FnOnce(Box<dyn DebugLink + Send>, Box<Client>) + Send>;
 
 /// A transaction being queued.
 #[derive(Default)]
@@ -347,6 +360,8 @@ impl Client {
             replconf: None,
             handoff: None,
             script_debug: false,
+            script_debug_fork: false,
+            take_transport: None,
             link: LinkSlot::default(),
         }
     }

@@ -1,8 +1,11 @@
-//! SCRIPT DEBUG (Redis's Lua debugger, SYNC mode) end to end: debugging
-//! sessions over a raw socket whose transcripts must equal redis-server
-//! 7.0's byte for byte (when one is installed; a few are also pinned
-//! here), `redis-cli --ldb-sync-mode` against both, and the rules around
-//! a session (EVALSHA, FCALL, YES, pipelines, the connection closing).
+//! SCRIPT DEBUG (Redis's Lua debugger, SYNC and YES modes) end to end:
+//! debugging sessions over a raw socket whose transcripts must equal
+//! redis-server 7.0's byte for byte (when one is installed; a few are also
+//! pinned here), `redis-cli --ldb` and `--ldb-sync-mode` against both, the
+//! rules around a session (EVALSHA, FCALL, pipelines, the connection
+//! closing), and YES sessions running on a copy: other clients served
+//! meanwhile, the session's writes never seen, several at once, the copy
+//! freed when the client goes, refused past maxmemory.
 mod support;
 
 use std::io::{Read, Write};
@@ -103,11 +106,23 @@ impl Raw {
 /// commands sent one at a time: each exchange, the last one read until
 /// the server closes the connection.
 fn transcript(port: u16, script: &str, keys: &[&str], args: &[&str], commands: &[&str]) -> String {
+    transcript_in("SYNC", port, script, keys, args, commands)
+}
+
+/// `transcript` in SCRIPT DEBUG `mode`.
+fn transcript_in(
+    mode: &str,
+    port: u16,
+    script: &str,
+    keys: &[&str],
+    args: &[&str],
+    commands: &[&str],
+) -> String {
     let mut admin = Raw::connect(port);
     assert_eq!(admin.call(&["FLUSHALL"]), "+OK\r\n");
     let mut c = Raw::connect(port);
     let mut out = String::new();
-    out += &c.call(&["SCRIPT", "DEBUG", "SYNC"]);
+    out += &c.call(&["SCRIPT", "DEBUG", mode]);
     let n = keys.len().to_string();
     let mut eval = vec!["EVAL", script, &n];
     eval.extend_from_slice(keys);
@@ -296,14 +311,150 @@ fn rules_around_a_session_are_redis_rules() {
     assert_eq!(got[20], "$1\r\n1\r\n");
 }
 
+/// YES sessions of a few cases: the same transcripts as SYNC's (and
+/// Redis's), and nothing they wrote is left behind.
 #[test]
-fn yes_is_refused_naming_the_departure() {
+fn yes_sessions_match_redis_and_leave_nothing() {
     let cairn = start_cairn(&[]);
+    let redis = start_redis(&[]);
+    for case in [0, 1, 3, 5] {
+        let (script, keys, args, commands) = CASES[case];
+        let got = transcript_in("YES", cairn.port, script, keys, args, commands);
+        assert_eq!(got, transcript(cairn.port, script, keys, args, commands));
+        if let Some(redis) = &redis {
+            let want = transcript_in("YES", redis.port, script, keys, args, commands);
+            assert_eq!(got, want, "script {script:?}");
+        }
+        let mut o = Raw::connect(cairn.port);
+        o.call(&["FLUSHALL"]);
+        let got = transcript_in("YES", cairn.port, script, keys, args, commands);
+        assert!(got.contains("<endsession>"), "{got}");
+        assert_eq!(o.call(&["DBSIZE"]), ":0\r\n", "case {case} left keys");
+    }
+}
+
+/// A YES session at its prompt while another client works: each sees its
+/// own dataset, the server goes on, SCRIPT KILL finds nothing running,
+/// the session's client is gone from CLIENT LIST, and a second session
+/// runs beside the first.
+fn fork_side_by_side(port: u16) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut o = Raw::connect(port);
+    out.push(o.call(&["FLUSHALL"]));
+    out.push(o.call(&["SET", "k", "orig"]));
+    let mut c = Raw::connect(port);
+    out.push(c.call(&["SCRIPT", "DEBUG", "YES"]));
+    let script = "redis.call('set',KEYS[1],ARGV[1])\nreturn redis.call('get',KEYS[1])";
+    c.send(&["EVAL", script, "1", "k", "fromfork"]);
+    out.push(c.value());
+    out.push(o.call(&["GET", "k"]));
+    out.push(o.call(&["SET", "other", "v"]));
+    let list = o.call(&["CLIENT", "LIST"]);
+    out.push(format!(
+        "clients listed: {}",
+        list.matches(" addr=").count()
+    ));
+    out.push(o.call(&["SCRIPT", "KILL"]));
+    out.push(c.call(&["r", "get", "other"]));
+    out.push(c.call(&["s"]));
+    out.push(c.call(&["r", "get", "k"]));
+    out.push(o.call(&["GET", "k"]));
+    // A second session beside the first, with its own copy.
+    let mut d = Raw::connect(port);
+    out.push(d.call(&["SCRIPT", "DEBUG", "YES"]));
+    d.send(&["EVAL", script, "1", "k", "second"]);
+    out.push(d.value());
+    out.push(d.call(&["r", "get", "other"]));
+    out.push(c.call(&["r", "get", "k"]));
+    d.send(&["c"]);
+    out.push(d.rest());
+    c.send(&["c"]);
+    out.push(c.rest());
+    out.push(o.call(&["GET", "k"]));
+    out.push(o.call(&["DBSIZE"]));
+    out
+}
+
+#[test]
+fn yes_sessions_run_beside_the_server_on_their_own_copy() {
+    let cairn = start_cairn(&["--server-threads", "2"]);
+    let got = fork_side_by_side(cairn.port);
+    if let Some(redis) = start_redis(&[]) {
+        assert_eq!(got, fork_side_by_side(redis.port));
+    }
+    assert_eq!(got[4], "$4\r\norig\r\n");
+    assert_eq!(got[5], "+OK\r\n");
+    assert_eq!(got[6], "clients listed: 1");
+    assert_eq!(got[7], "-NOTBUSY No scripts in execution right now.\r\n");
+    assert_eq!(got[8], "*2\r\n+<redis> get other\r\n+<reply> NULL\r\n");
+    assert_eq!(got[10], "*2\r\n+<redis> get k\r\n+<reply> \"fromfork\"\r\n");
+    assert_eq!(got[11], "$4\r\norig\r\n");
+    assert_eq!(got[14], "*2\r\n+<redis> get other\r\n+<reply> \"v\"\r\n");
+    assert_eq!(got[16], "*1\r\n+<endsession>\r\n$6\r\nsecond\r\n<closed>");
+    assert_eq!(got[17], "*1\r\n+<endsession>\r\n$8\r\nfromfork\r\n<closed>");
+    assert_eq!(got[18], "$4\r\norig\r\n");
+    assert_eq!(got[19], ":2\r\n");
+}
+
+fn memory_field(c: &mut Raw, name: &str) -> u64 {
+    let info = c.call(&["INFO", "memory"]);
+    let line = info
+        .lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(':'))
+        .expect(name);
+    line.trim().parse().unwrap()
+}
+
+fn used_memory(c: &mut Raw) -> u64 {
+    memory_field(c, "used_memory")
+}
+
+/// The copy costs about the dataset while the session lasts and is freed
+/// when its client goes mid-session; past maxmemory it is refused, the
+/// connection kept and debugging off (as when Redis's fork fails).
+#[test]
+fn yes_copy_is_freed_on_disconnect_and_refused_past_maxmemory() {
+    let cairn = start_cairn(&[]);
+    let mut o = Raw::connect(cairn.port);
+    let fill = "for i = 1, 40000 do redis.call('set', 'key:' .. i, string.rep('x', 100)) end";
+    assert_eq!(o.call(&["EVAL", fill, "0"]), "$-1\r\n");
+    let before = used_memory(&mut o);
     let mut c = Raw::connect(cairn.port);
-    let r = c.call(&["SCRIPT", "DEBUG", "YES"]);
-    assert!(r.starts_with("-ERR SCRIPT DEBUG YES"), "{r}");
-    assert!(r.contains("SYNC"), "{r}");
-    // Nothing changed: EVAL runs as usual.
+    assert_eq!(c.call(&["SCRIPT", "DEBUG", "YES"]), "+OK\r\n");
+    c.send(&["EVAL", "return redis.call('dbsize')", "0"]);
+    assert!(c.value().contains("Stopped at 1"));
+    assert_eq!(
+        c.call(&["r", "dbsize"]),
+        "*2\r\n+<redis> dbsize\r\n+<reply> 40000\r\n"
+    );
+    let during = used_memory(&mut o);
+    assert!(
+        during > before + 3_000_000,
+        "before {before}, during {during}"
+    );
+    drop(c);
+    let mut after = during;
+    for _ in 0..100 {
+        after = used_memory(&mut o);
+        if after < before + 1_000_000 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(after < before + 1_000_000, "before {before}, after {after}");
+
+    // Room for half a copy only.
+    let startup = memory_field(&mut o, "used_memory_startup");
+    let max = (before + (before - startup) / 2).to_string();
+    assert_eq!(o.call(&["CONFIG", "SET", "maxmemory", &max]), "+OK\r\n");
+    let mut c = Raw::connect(cairn.port);
+    assert_eq!(c.call(&["SCRIPT", "DEBUG", "YES"]), "+OK\r\n");
+    let r = c.call(&["EVAL", "return 1", "0"]);
+    assert!(
+        r.starts_with("-ERR Can't run EVAL in debugging mode: a private copy of the dataset"),
+        "{r}"
+    );
+    assert!(r.contains("maxmemory"), "{r}");
     assert_eq!(c.call(&["EVAL", "return 1", "0"]), ":1\r\n");
 }
 
@@ -345,8 +496,19 @@ fn redis_cli() -> Option<PathBuf> {
 }
 
 fn cli_session(cli: &PathBuf, server: &Server, file: &PathBuf, input: &str) -> String {
+    cli_session_in("--ldb-sync-mode", cli, server, file, input)
+}
+
+/// A `redis-cli` debugging session, `mode` `--ldb` or `--ldb-sync-mode`.
+fn cli_session_in(
+    mode: &str,
+    cli: &PathBuf,
+    server: &Server,
+    file: &PathBuf,
+    input: &str,
+) -> String {
     let mut child = Command::new(cli)
-        .args(["-p", &server.port.to_string(), "--ldb-sync-mode", "--eval"])
+        .args(["-p", &server.port.to_string(), mode, "--eval"])
         .arg(file)
         .args(["k1", ",", "v1"])
         .stdin(Stdio::piped())
@@ -386,8 +548,22 @@ fn redis_cli_ldb_sync_mode_drives_a_session() {
     assert!(got.contains("<value> a = 1"), "{got}");
     assert!(got.contains("<redis> set k1 v1"), "{got}");
     assert!(got.contains("\"v1\""), "{got}");
-    if let Some(redis) = start_redis(&[]) {
-        assert_eq!(got, cli_session(&cli, &redis, &file, "s\np\ns\nb 3\nc\n"));
+    let redis = start_redis(&[]);
+    if let Some(redis) = &redis {
+        assert_eq!(got, cli_session(&cli, redis, &file, "s\np\ns\nb 3\nc\n"));
     }
+    // `--ldb`, redis-cli's default mode, is YES: the same session, and
+    // its write is gone after.
+    let forked = cli_session_in("--ldb", &cli, &cairn, &file, "s\np\ns\nb 3\nc\n");
+    assert!(forked.contains("<redis> set k1 v1"), "{forked}");
+    assert!(forked.contains("rolled back"), "{forked}");
+    if let Some(redis) = &redis {
+        let want = cli_session_in("--ldb", &cli, redis, &file, "s\np\ns\nb 3\nc\n");
+        assert_eq!(forked, want);
+    }
+    let mut o = Raw::connect(cairn.port);
+    o.call(&["DEL", "k1"]);
+    let _ = cli_session_in("--ldb", &cli, &cairn, &file, "c\n");
+    assert_eq!(o.call(&["EXISTS", "k1"]), ":0\r\n");
     let _ = std::fs::remove_file(&file);
 }

@@ -860,3 +860,29 @@ echo "listening: $(ss -Hltn | awk '{{print $4}}' | sort | tr '\n' ' ')"
     assert!(line("plain").contains("Connection refused"), "{text}");
     assert_eq!(line("listening"), "10.77.0.1:6391 127.0.0.1:6391 ");
 }
+
+/// SCRIPT DEBUG YES over TLS (branch ldbyes): the session's thread takes
+/// the TLS connection whole; its write is not seen by another client, and
+/// the connection ends after the reply.
+#[test]
+fn script_debug_yes_session_over_tls() {
+    let pki = make_pki("ldb");
+    let (_server, port) = start_tls(&pki, &[]);
+    let cfg = client_config(&pki, true, &[]);
+    let mut c = connect(port, &cfg).unwrap();
+    let mut o = connect(port, &cfg).unwrap();
+    assert_eq!(cmd(&mut c, &["SCRIPT", "DEBUG", "YES"]), "+OK");
+    let script = "redis.call('set','tk','1')\nreturn redis.call('get','tk')";
+    assert_eq!(
+        cmd(&mut c, &["EVAL", script, "0"]),
+        "[+* Stopped at 1, stop reason = step over,+-> 1   redis.call('set','tk','1')]"
+    );
+    assert_eq!(cmd(&mut o, &["SET", "tk", "real"]), "+OK");
+    assert!(cmd(&mut c, &["s"]).contains("<redis> set tk 1"));
+    assert_eq!(cmd(&mut o, &["GET", "tk"]), "$real");
+    send(&mut c, &["c"]).unwrap();
+    assert_eq!(reply(&mut c).unwrap(), "[+<endsession>]");
+    assert_eq!(reply(&mut c).unwrap(), "$1");
+    assert!(reply(&mut c).is_err());
+    assert_eq!(cmd(&mut o, &["GET", "tk"]), "$real");
+}

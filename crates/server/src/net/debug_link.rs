@@ -86,3 +86,35 @@ impl DebugLink for ConnLink<'_> {
         Ok(())
     }
 }
+
+/// A connection's transport taken whole by a SCRIPT DEBUG YES session
+/// (`Client::take_transport`), which runs on its own thread: the same
+/// reads and writes as `ConnLink`, the bytes the worker had read past the
+/// EVAL served first. Dropping it closes the connection (a TLS peer gets
+/// its close_notify, `TlsStream`'s drop).
+pub(super) struct OwnedLink {
+    transport: Transport,
+    unread: Vec<u8>,
+}
+
+impl OwnedLink {
+    pub(super) fn new(transport: Transport, unread: Vec<u8>) -> Self {
+        OwnedLink { transport, unread }
+    }
+}
+
+impl DebugLink for OwnedLink {
+    fn read(&mut self, buf: &mut [u8], wait: Duration) -> Result<Option<usize>> {
+        if !self.unread.is_empty() {
+            let n = buf.len().min(self.unread.len());
+            buf[..n].copy_from_slice(&self.unread[..n]);
+            self.unread.drain(..n);
+            return Ok(Some(n));
+        }
+        ConnLink::new(&mut self.transport).read(buf, wait)
+    }
+
+    fn write_all(&mut self, bytes: &[u8]) -> Result<()> {
+        ConnLink::new(&mut self.transport).write_all(bytes)
+    }
+}

@@ -405,6 +405,9 @@ impl Worker {
             // keeps the client's registration: that thread owns it now.
             let handoff = conn.client.handoff.take();
             let handoff = handoff.filter(|_| !conn.client.info.killed.load(Ordering::Relaxed));
+            let take_whole = conn.client.take_transport.take();
+            let take_whole =
+                take_whole.filter(|_| !conn.client.info.killed.load(Ordering::Relaxed));
             if handoff.is_none() {
                 self.shared.clients.lock().remove(&id);
             }
@@ -430,6 +433,18 @@ impl Worker {
             self.count_conns(-1);
             if let Some(take) = handoff {
                 self.hand_over(conn, take);
+            } else if let Some(take) = take_whole {
+                let Conn {
+                    transport,
+                    client,
+                    rbuf,
+                    filled,
+                    rpos,
+                    ..
+                } = conn;
+                let unread = rbuf[rpos.min(filled)..filled].to_vec();
+                let link = super::debug_link::OwnedLink::new(transport, unread);
+                take(Box::new(link), Box::new(client));
             }
         }
     }

@@ -679,9 +679,6 @@ pub const NOTBUSY_FUNCTION: &str = "NOTBUSY No scripts in execution right now.";
 pub const UNKILLABLE: &str = "UNKILLABLE Sorry the script already executed write commands \
 against the dataset. You can either wait the script termination or kill the server in a \
 hard way using the SHUTDOWN NOSAVE command.";
-/// SCRIPT DEBUG YES: Redis forks the server to run the session in a child
-/// whose writes vanish; Cairn has no fork (tests/diff/DIFFERENCES.md).
-pub const SCRIPT_DEBUG_YES: &str = "ERR SCRIPT DEBUG YES (a forked session whose writes are thrown away) is not supported by Cairn; use SCRIPT DEBUG SYNC (redis-cli --ldb-sync-mode), whose writes are kept";
 pub const SCRIPT_KILLED: &str = "ERR Script killed by user with SCRIPT KILL...";
 pub const SCRIPT_UNKNOWN_COMMAND: &str = "Unknown Redis command called from script";
 pub const SCRIPT_WRONG_ARITY: &str = "Wrong number of args calling Redis command from script";

@@ -104,6 +104,17 @@ pub fn with_vm<R>(shared: &Shared, f: impl FnOnce(&mut WorkerVm) -> R) -> Result
     })
 }
 
+/// Drops this thread's interpreter now (a SCRIPT DEBUG YES session's
+/// thread, before it ends: freed while the thread still counts in the
+/// server's memory accounting).
+pub fn drop_vm() {
+    WORKER_VM.with(|cell| {
+        if let Ok(mut slot) = cell.try_borrow_mut() {
+            slot.take();
+        }
+    });
+}
+
 /// What a script's runs taught of its keys (`Spec::footprint`).
 pub mod footprint {
     /// Never run: the first run takes every shard and watches whether

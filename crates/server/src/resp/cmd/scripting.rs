@@ -48,8 +48,12 @@ fn evalsha_ro(ctx: &mut Ctx) -> CmdResult {
 }
 
 /// EVAL under SCRIPT DEBUG: the run is a debugging session over the
-/// client's connection (`crate::script::debug`), which closes after it.
+/// client's connection (`crate::script::debug`), which closes after it;
+/// under YES on its own thread, against a copy of the dataset.
 fn eval_debug(ctx: &mut Ctx, read_only: bool) -> CmdResult {
+    if ctx.client.script_debug_fork {
+        return crate::script::debug::fork(ctx);
+    }
     crate::script::debug::session(ctx, |ctx, console| {
         eval_generic(ctx, false, read_only, Some(console))
     })
@@ -155,8 +159,8 @@ fn eval_generic(
 }
 
 /// SCRIPT DEBUG YES|SYNC|NO → OK: SYNC makes the client's next EVAL a
-/// debugging session; YES (a forked session whose writes vanish) is
-/// refused, Cairn having no fork (docs/design.md).
+/// debugging session whose writes stay; YES one run against a private
+/// copy of the dataset, whose writes vanish (Redis forks; docs/design.md).
 fn script_debug(ctx: &mut Ctx) -> CmdResult {
     if ctx.argc() != 3 {
         return Err(subcommand_syntax_error(ctx));
@@ -171,10 +175,13 @@ fn script_debug(ctx: &mut Ctx) -> CmdResult {
     let mode = ctx.arg(2);
     if mode.eq_ignore_ascii_case(b"no") {
         ctx.client.script_debug = false;
+        ctx.client.script_debug_fork = false;
     } else if mode.eq_ignore_ascii_case(b"sync") {
         ctx.client.script_debug = true;
+        ctx.client.script_debug_fork = false;
     } else if mode.eq_ignore_ascii_case(b"yes") {
-        return Err(CmdError::text(errors::SCRIPT_DEBUG_YES));
+        ctx.client.script_debug = true;
+        ctx.client.script_debug_fork = true;
     } else {
         return Err(CmdError::text("ERR Use SCRIPT DEBUG YES/SYNC/NO"));
     }
