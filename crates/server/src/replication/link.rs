@@ -270,11 +270,16 @@ fn full_sync(
     // One cut at a time in the engine: a running BGSAVE or journal
     // rewrite finishes first (Redis would attach to a running disk save).
     let (cut, at) = loop {
-        let mut at = None;
+        let (mut at, mut repl) = (None, None);
         match snap::begin(&shared.engine, &Cx::DETACHED, &opts, || {
             at = r.attach_at_cut();
+            // `repl-stream-db` tells the replica where the stream goes on.
+            repl = super::restart::at_cut(shared);
         }) {
-            Ok(cut) => break (cut, at),
+            Ok(mut cut) => {
+                cut.set_repl(repl);
+                break (cut, at);
+            }
             Err(snap::SaveError::InProgress) if started.elapsed() < timeout => {
                 if replica.info.killed.load(Ordering::Relaxed) {
                     return Err(io::Error::other("killed"));

@@ -27,6 +27,7 @@
 pub mod buffer;
 pub mod link;
 pub mod replica;
+pub mod restart;
 pub mod stream;
 #[cfg(test)]
 mod tests;

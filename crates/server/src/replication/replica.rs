@@ -110,6 +110,12 @@ static LINK: Mutex<Link> = parking_lot::const_mutex(Link {
 /// holds every shard, which the command it waits for may need.
 static APPLY: Mutex<()> = parking_lot::const_mutex(());
 const APPLY_WAIT: Duration = Duration::from_millis(500);
+/// Holds off the link's applying (`restart::hold`: a snapshot's cut on a
+/// replica, so its offset counts exactly the commands its data holds).
+pub(super) fn hold_apply() -> Option<parking_lot::MutexGuard<'static, ()>> {
+    APPLY.try_lock_for(APPLY_WAIT)
+}
+
 /// The link is up (`master_link_status:up`).
 static LINK_UP: AtomicBool = AtomicBool::new(false);
 /// Bytes read from the master's stream (`slave_read_repl_offset`): the
@@ -230,6 +236,7 @@ fn run(shared: &Arc<Shared>, generation: u64, host: &str, port: u16) {
     // goes on in the database it last selected (Redis keeps its cached
     // master's).
     let mut applier = Applier::new(shared);
+    applier.client.set_db(super::restart::stream_db());
     while current(generation) {
         set_state(generation, LinkState::Connecting);
         match sync_and_apply(shared, &mut applier, generation, host, port) {
@@ -417,6 +424,7 @@ fn sync_and_apply(
             set_state(generation, LinkState::Sync);
             let db = full_sync(shared, generation, &mut conn, id, off)?;
             applier.client.set_db(db);
+            super::restart::note_stream_db(db);
         }
         Some("+CONTINUE") => {
             if let Some(id) = words.next().filter(|id| id.len() == 40) {
@@ -738,6 +746,7 @@ impl<'s> Applier<'s> {
             &Cx::command(db, None, 0, &state),
         );
         crate::keyevents::after_command(self.shared, &state, None);
+        super::restart::note_stream_db(self.client.db);
         // EXEC turns it off at its end.
         self.client.in_exec = true;
         if self.out.first() == Some(&b'-') {
