@@ -124,6 +124,33 @@ fn a_master_restarted_from_its_snapshot_continues_its_replica() {
     }
 }
 
+#[test]
+fn wait_counts_acks_of_the_clients_own_writes() {
+    let dir = TestDir::new("replx", "wait");
+    let master = start_cairn(&["--dir", dir.s()]);
+    let mut writer = redis_client(master.port);
+    let mut idle = redis_client(master.port);
+    ok(&mut writer, &["SET", "a", "1"]);
+    let Some((replica, _rc)) = start_replica(&master, &dir.sub("replica")) else {
+        return;
+    };
+    assert_eq!(int(&mut writer, &["WAIT", "1", "5000"]), 1);
+    // The replica stops acknowledging: the writer's next write is not
+    // acked, but a client that wrote nothing waits for nothing (Redis's
+    // `woff` is 0), even with no timeout.
+    // SAFETY: signals a child process this test started.
+    unsafe { libc::kill(replica.pid() as i32, libc::SIGSTOP) };
+    ok(&mut writer, &["SET", "a", "2"]);
+    assert_eq!(int(&mut writer, &["WAIT", "1", "300"]), 0);
+    assert_eq!(int(&mut idle, &["WAIT", "1", "0"]), 1);
+    // A read does not make it wait either.
+    let _: Option<String> = q(&mut idle, &["GET", "a"]);
+    assert_eq!(int(&mut idle, &["WAIT", "1", "0"]), 1);
+    // SAFETY: as above.
+    unsafe { libc::kill(replica.pid() as i32, libc::SIGCONT) };
+    assert_eq!(int(&mut writer, &["WAIT", "1", "5000"]), 1);
+}
+
 /// A Cairn replica of a redis-server master, in sync after `SET a 1`.
 fn cairn_replica_of_redis(extra: &[&str]) -> Option<(Server, Connection, Server, Connection)> {
     let redis = start_redis(&[])?;

@@ -67,6 +67,9 @@ pub struct Replication {
     /// This server replicates from a master (REPLICAOF): its stream is the
     /// master's bytes, the engine records nothing for it.
     replica_mode: AtomicBool,
+    /// The stream's end as of the last feed, read without the lock: a
+    /// command that sees it move sets its client's WAIT offset (`woff`).
+    end_hint: AtomicU64,
 }
 
 struct State {
@@ -145,11 +148,19 @@ impl Default for Replication {
             min_to_write: AtomicU32::new(0),
             min_max_lag: AtomicU32::new(10),
             replica_mode: AtomicBool::new(false),
+            end_hint: AtomicU64::new(0),
         }
     }
 }
 
 impl Replication {
+    /// The stream's end as of its last feed (0 before any): one relaxed
+    /// load, for `dispatch` to see whether a command fed the stream.
+    #[inline]
+    pub fn end_hint(&self) -> u64 {
+        self.end_hint.load(Ordering::Relaxed)
+    }
+
     /// True while a backlog exists.
     pub fn active(&self) -> bool {
         self.active.load(Ordering::Relaxed)
@@ -280,6 +291,8 @@ impl Replication {
         }
         let mut s = self.state.lock();
         if let Some(b) = s.buffer.as_mut() {
+            // `end_hint` stays: WAIT's own GETACK must not become its
+            // client's write offset (Redis feeds it outside `call`).
             b.feed(bytes);
             if s.waiting > 0 {
                 self.fed.notify_all();
@@ -477,6 +490,9 @@ impl Replication {
     /// waits: an idle replica's sender, not one busy writing).
     #[inline]
     fn notify(&self, s: &State) {
+        if let Some(b) = &s.buffer {
+            self.end_hint.store(b.end(), Ordering::Relaxed);
+        }
         if s.waiting > 0 {
             self.fed.notify_all();
         }
