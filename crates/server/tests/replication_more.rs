@@ -151,6 +151,45 @@ fn wait_counts_acks_of_the_clients_own_writes() {
     assert_eq!(int(&mut writer, &["WAIT", "1", "5000"]), 1);
 }
 
+#[test]
+fn a_replica_that_stops_reading_is_closed_at_its_output_limit() {
+    let dir = TestDir::new("replx", "obuf");
+    let master = start_cairn(&["--dir", dir.s()]);
+    let mut mc = redis_client(master.port);
+    ok(
+        &mut mc,
+        &[
+            "CONFIG",
+            "SET",
+            "client-output-buffer-limit",
+            "replica 1mb 0 0",
+        ],
+    );
+    let limits: Vec<String> = q(&mut mc, &["CONFIG", "GET", "client-output-buffer-limit"]);
+    assert!(limits[1].contains("slave 1048576 0 0"), "{limits:?}");
+    // A replica that asks for a sync, then reads nothing.
+    let mut raw = RawConn::connect(master.port);
+    raw.send(&[b"PSYNC", b"?", b"-1"]);
+    wait_for("the replica", Duration::from_secs(10), || {
+        info_field(&mut mc, "replication", "connected_slaves").as_deref() == Some("1")
+    });
+    let value = "x".repeat(512 * 1024);
+    for i in 0..60 {
+        ok(&mut mc, &["SET", &format!("big:{i}"), &value]);
+    }
+    wait_for("the replica's close", Duration::from_secs(10), || {
+        info_field(&mut mc, "replication", "connected_slaves").as_deref() == Some("0")
+    });
+    assert!(
+        master
+            .log()
+            .contains("scheduled to be closed ASAP for overcoming of output buffer limits."),
+        "{}",
+        master.log_tail(20)
+    );
+    drop(raw);
+}
+
 /// A Cairn replica of a redis-server master, in sync after `SET a 1`.
 fn cairn_replica_of_redis(extra: &[&str]) -> Option<(Server, Connection, Server, Connection)> {
     let redis = start_redis(&[])?;

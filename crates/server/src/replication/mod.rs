@@ -26,6 +26,7 @@
 //! master's offsets, as Redis 7.0 does.
 pub mod buffer;
 pub mod link;
+pub mod outlimit;
 pub mod replica;
 pub mod restart;
 pub mod stream;
@@ -679,6 +680,7 @@ pub fn shift_replid(shared: &Shared) {
 pub fn cron(shared: &Shared) {
     let r = &shared.replication;
     link::cron(shared);
+    outlimit::check(shared);
     if !r.active() {
         return;
     }
