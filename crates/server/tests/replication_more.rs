@@ -212,6 +212,78 @@ fn cairn_replica_of_redis(extra: &[&str]) -> Option<(Server, Connection, Server,
 }
 
 #[test]
+fn a_read_only_replica_refuses_writes_from_scripts_and_memcached() {
+    let mc_port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port()
+        .to_string();
+    let Some((_redis, _m, cairn, mut c)) = cairn_replica_of_redis(&["--memcached-port", &mc_port])
+    else {
+        return;
+    };
+    let e = support::err(
+        &mut c,
+        &["EVAL", "return redis.call('SET', KEYS[1], 'x')", "1", "k"],
+    );
+    assert!(
+        e.contains("READONLY You can't write against a read only replica."),
+        "{e}"
+    );
+    let e = support::err(
+        &mut c,
+        &["EVAL", "#!lua\nreturn redis.call('GET', KEYS[1])", "1", "a"],
+    );
+    assert!(
+        e.contains("READONLY Can not run script with write flag on readonly replica"),
+        "{e}"
+    );
+    // Reads in scripts still run.
+    let got: String = q(
+        &mut c,
+        &["EVAL_RO", "return redis.call('GET', KEYS[1])", "1", "a"],
+    );
+    assert_eq!(got, "1");
+    let got: String = q(
+        &mut c,
+        &[
+            "EVAL",
+            "#!lua flags=no-writes\nreturn redis.call('GET', KEYS[1])",
+            "1",
+            "a",
+        ],
+    );
+    assert_eq!(got, "1");
+    let got: String = q(
+        &mut c,
+        &["EVAL", "return redis.call('GET', KEYS[1])", "1", "a"],
+    );
+    assert_eq!(got, "1");
+    // memcached: SERVER_ERROR with the same reason; reads still work.
+    let mut mc =
+        std::net::TcpStream::connect(("127.0.0.1", mc_port.parse::<u16>().unwrap())).unwrap();
+    mc.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    use std::io::{Read, Write};
+    let line = |mc: &mut std::net::TcpStream, req: &[u8]| {
+        mc.write_all(req).unwrap();
+        let mut buf = Vec::new();
+        let mut b = [0u8; 256];
+        while !buf.ends_with(b"\r\n") {
+            let n = mc.read(&mut b).unwrap();
+            assert!(n > 0);
+            buf.extend_from_slice(&b[..n]);
+        }
+        String::from_utf8_lossy(&buf).into_owned()
+    };
+    assert_eq!(
+        line(&mut mc, b"set k 0 0 1\r\nx\r\n"),
+        "SERVER_ERROR READONLY You can't write against a read only replica.\r\n"
+    );
+    assert_eq!(line(&mut mc, b"get nothing\r\n"), "END\r\n");
+    drop(cairn);
+}
+
+#[test]
 fn a_replica_restarted_from_its_snapshot_continues_from_its_master() {
     let Some(redis) = start_redis(&[]) else {
         return;

@@ -141,6 +141,19 @@ pub fn refusal(shared: &Shared, cmd: &Command) -> Option<&'static str> {
     None
 }
 
+/// Writes are refused here (`replica-read-only` on a replica): for the
+/// front ends and scripts that do not go through `refusal` (memcached,
+/// `redis.call`). One relaxed load on a master.
+#[inline]
+pub fn read_only(shared: &Shared) -> bool {
+    shared.replication.replica_mode() && shared.config.read().replica_read_only
+}
+
+/// A script that may write, refused on a read-only replica before it runs
+/// (Redis 7.0 `scriptPrepareForRun`; EVAL without flags is checked at
+/// each write instead).
+pub const SCRIPT_READONLY: &str = "READONLY Can not run script with write flag on readonly replica";
+
 /// The master REPLICAOF named, if any.
 pub fn master() -> Option<(String, u16)> {
     LINK.lock().master.clone()
