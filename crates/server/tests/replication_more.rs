@@ -284,6 +284,28 @@ fn a_read_only_replica_refuses_writes_from_scripts_and_memcached() {
 }
 
 #[test]
+fn a_replica_hides_keys_past_their_time_until_the_masters_del() {
+    let Some((_redis, mut m, _cairn, mut c)) = cairn_replica_of_redis(&[]) else {
+        return;
+    };
+    // The master keeps the key past its time until a lookup of its own.
+    ok(&mut m, &["DEBUG", "SET-ACTIVE-EXPIRE", "0"]);
+    ok(&mut m, &["SET", "k", "v", "PX", "300"]);
+    wait_for("the key", Duration::from_secs(10), || {
+        int(&mut c, &["DBSIZE"]) == 2
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(q::<Option<String>>(&mut c, &["GET", "k"]), None);
+    assert_eq!(int(&mut c, &["EXISTS", "k"]), 0);
+    // Hidden, not deleted: it waits for the master's DEL.
+    assert_eq!(int(&mut c, &["DBSIZE"]), 2);
+    assert_eq!(q::<Option<String>>(&mut m, &["GET", "k"]), None);
+    wait_for("the master's DEL", Duration::from_secs(10), || {
+        int(&mut c, &["DBSIZE"]) == 1
+    });
+}
+
+#[test]
 fn a_replica_restarted_from_its_snapshot_continues_from_its_master() {
     let Some(redis) = start_redis(&[]) else {
         return;

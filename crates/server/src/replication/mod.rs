@@ -642,11 +642,13 @@ pub fn set_replica_mode(shared: &Shared, cx: &Cx, caller: Option<usize>, on: boo
             drop(g);
         }
         r.kick_replicas();
+        sync_expiry(shared, shared.config.read().replica_read_only);
         return;
     }
     if !r.replica_mode.swap(false, Ordering::SeqCst) {
         return;
     }
+    sync_expiry(shared, false);
     shift_replid(shared);
     if r.state.lock().buffer.is_some() {
         shared.engine.arm_journal(true);
@@ -657,6 +659,18 @@ pub fn set_replica_mode(shared: &Shared, cx: &Cx, caller: Option<usize>, on: boo
         install_sink(shared, r.journal_in.load(Ordering::SeqCst));
         drop(g);
     }
+}
+
+/// A read-only replica hides keys past their time and leaves them for the
+/// master's DEL (`Limits::replica_expiry`); anything else expires them on
+/// lookup. Called when the role or `replica-read-only` changes.
+pub fn sync_expiry(shared: &Shared, read_only: bool) {
+    let on = shared.replication.replica_mode() && read_only;
+    shared
+        .engine
+        .limits
+        .replica_expiry
+        .store(on, Ordering::Relaxed);
 }
 
 /// Redis's `shiftReplicationId`: the current ID becomes ID2, valid up to

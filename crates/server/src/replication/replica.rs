@@ -749,6 +749,7 @@ impl<'s> Applier<'s> {
         self.out.clear();
         let db = self.client.db;
         let state = CmdState::new();
+        state.set_from_master();
         dispatch::invoke(
             self.shared,
             &mut self.client,
