@@ -284,6 +284,26 @@ fn a_read_only_replica_refuses_writes_from_scripts_and_memcached() {
 }
 
 #[test]
+fn a_replica_counts_its_masters_commands_in_commandstats() {
+    let Some((_redis, mut m, _cairn, mut c)) = cairn_replica_of_redis(&[]) else {
+        return;
+    };
+    for _ in 0..3 {
+        int(&mut m, &["INCR", "n"]);
+    }
+    wait_for("the INCRs", Duration::from_secs(10), || {
+        redis::cmd("GET")
+            .arg("n")
+            .query::<Option<i64>>(&mut c)
+            .ok()
+            .flatten()
+            == Some(3)
+    });
+    let stats: String = q(&mut c, &["INFO", "commandstats"]);
+    assert!(stats.contains("cmdstat_incr:calls=3,"), "{stats}");
+}
+
+#[test]
 fn a_replica_hides_keys_past_their_time_until_the_masters_del() {
     let Some((_redis, mut m, _cairn, mut c)) = cairn_replica_of_redis(&[]) else {
         return;

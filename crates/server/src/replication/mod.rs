@@ -71,6 +71,11 @@ pub struct Replication {
     /// The stream's end as of the last feed, read without the lock: a
     /// command that sees it move sets its client's WAIT offset (`woff`).
     end_hint: AtomicU64,
+    /// The statistics of the master's commands a replica applies: INFO
+    /// commandstats and the latency histograms count them, as Redis's
+    /// `call` does, from this set beside the workers' (only the link
+    /// thread writes it, as only a worker writes its own).
+    master_stats: std::sync::OnceLock<crate::shared::WorkerStats>,
 }
 
 struct State {
@@ -150,6 +155,7 @@ impl Default for Replication {
             min_max_lag: AtomicU32::new(10),
             replica_mode: AtomicBool::new(false),
             end_hint: AtomicU64::new(0),
+            master_stats: std::sync::OnceLock::new(),
         }
     }
 }
@@ -160,6 +166,17 @@ impl Replication {
     #[inline]
     pub fn end_hint(&self) -> u64 {
         self.end_hint.load(Ordering::Relaxed)
+    }
+
+    /// The master's commands' statistics (made at the first).
+    pub fn master_stats(&self, shared: &Shared) -> &crate::shared::WorkerStats {
+        self.master_stats
+            .get_or_init(|| crate::shared::WorkerStats::new(shared.table.all().len()))
+    }
+
+    /// The master's commands' statistics, if a master ever sent one.
+    pub fn master_stats_if_any(&self) -> Option<&crate::shared::WorkerStats> {
+        self.master_stats.get()
     }
 
     /// True while a backlog exists.

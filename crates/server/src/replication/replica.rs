@@ -36,7 +36,7 @@ use crate::exec::dispatch;
 use crate::exec::table::{flags, Command};
 use crate::log;
 use crate::resp::ctx::Args;
-use crate::shared::{Shared, WorkerStats};
+use crate::shared::Shared;
 use cairn_engine::{CmdState, Cx};
 use cairn_protocol::resp::{parse_request, ArgList, Limits, Parsed};
 use parking_lot::Mutex;
@@ -680,9 +680,6 @@ struct Applier<'s> {
     shared: &'s Shared,
     client: Client,
     out: Vec<u8>,
-    /// The master's commands are counted here, not in a worker's
-    /// statistics (whose histograms only their worker may write).
-    stats: WorkerStats,
     /// A transaction's bytes, fed to the stream at its EXEC.
     pending: Vec<u8>,
 }
@@ -695,7 +692,6 @@ impl<'s> Applier<'s> {
             shared,
             client: master_client(info, 0),
             out: Vec::new(),
-            stats: WorkerStats::new(shared.table.all().len()),
             pending: Vec::new(),
         }
     }
@@ -756,7 +752,7 @@ impl<'s> Applier<'s> {
             cmd,
             args,
             &mut self.out,
-            &self.stats,
+            self.shared.replication.master_stats(self.shared),
             &Cx::command(db, None, 0, &state),
         );
         crate::keyevents::after_command(self.shared, &state, None);
