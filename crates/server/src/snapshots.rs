@@ -119,6 +119,8 @@ pub(crate) fn options(shared: &Shared) -> snap::Options {
             .iter()
             .map(|l| l.code.to_vec())
             .collect(),
+        // Read at the cut (`Cut::set_repl`), not now.
+        repl: None,
     }
 }
 

@@ -51,12 +51,7 @@ fn over(id: u64, used: u64, hard: u64, soft: u64, soft_secs: u64, now: u64) -> b
 
 /// Once a second: closes the replicas over the limit.
 pub fn check(shared: &Shared) {
-    let lim = shared
-        .config
-        .read()
-        .client_output_buffer_limit
-        .replica
-        .clone();
+    let lim = shared.config.read().client_output_buffer_limit.replica;
     let r = &shared.replication;
     let replicas: Vec<Arc<Replica>> = r.replicas.lock().clone();
     if replicas.is_empty() {
