@@ -213,7 +213,7 @@ impl<'a> Cx<'a> {
     }
 
     /// The command is a replica's master's (`CmdState::set_from_master`).
-    pub(crate) fn from_master(&self) -> bool {
+    pub(crate) fn is_master_command(&self) -> bool {
         self.state.is_some_and(|s| s.from_master.get())
     }
 

@@ -885,7 +885,7 @@ impl<'e> Guard<'e> {
         let i = table.find(k.hash, k.bytes)?;
         if table.at(i).is_expired(now) {
             if engine.limits.replica_expiry.load(Ordering::Relaxed) {
-                return self.cx.from_master().then_some(i);
+                return self.cx.is_master_command().then_some(i);
             }
             drop(table.remove_at(i));
             engine.slot_removed(db, k.bytes);
