@@ -47,6 +47,8 @@ pub struct CmdState {
     /// The client whose command this is (0: none), so client-side
     /// caching can skip a NOLOOP client's own writes (`crate::tracking`).
     client: Cell<u64>,
+    /// The command is a replica's master's (`Limits::replica_expiry`).
+    from_master: Cell<bool>,
 }
 
 /// Records staged for the current guard (`record::stage`, `record::expired`).
@@ -78,6 +80,12 @@ impl CmdState {
     /// call (0: nothing).
     pub fn take_journal_end(&self) -> u64 {
         self.journal_end.replace(0)
+    }
+
+    /// Marks the command as the master's, applied by a replica: keys past
+    /// their time are live to it (the master decides when they go).
+    pub fn set_from_master(&self) {
+        self.from_master.set(true);
     }
 
     /// Names the client running the command (`Cx::client`).
@@ -202,6 +210,11 @@ impl<'a> Cx<'a> {
     #[inline]
     pub fn client(&self) -> u64 {
         self.state.map_or(0, |s| s.client.get())
+    }
+
+    /// The command is a replica's master's (`CmdState::set_from_master`).
+    pub(crate) fn is_master_command(&self) -> bool {
+        self.state.is_some_and(|s| s.from_master.get())
     }
 
     /// Records an event for the server to handle after the command.

@@ -78,6 +78,11 @@ pub struct Limits {
     /// An LFU maxmemory policy is in force: accesses feed the LFU counter
     /// instead of the LRU time.
     pub lfu: std::sync::atomic::AtomicBool,
+    /// This server is a read-only replica (Redis 7.0 `expireIfNeeded` with
+    /// `masterhost` set): a key past its time is hidden from a lookup and
+    /// kept for the master's DEL, and the master's own commands
+    /// (`CmdState::set_from_master`) see it as live.
+    pub replica_expiry: std::sync::atomic::AtomicBool,
     /// `notify-keyspace-events` as `events::class` bits.
     pub notify: AtomicU32,
     /// `list-max-listpack-size`: > 0 entries per list node, < 0 a node size
@@ -199,6 +204,7 @@ impl Engine {
                 hash_max_listpack_value: AtomicUsize::new(1024),
                 proto_max_bulk_len: AtomicUsize::new(512 * 1024 * 1024),
                 lfu: std::sync::atomic::AtomicBool::new(false),
+                replica_expiry: std::sync::atomic::AtomicBool::new(false),
                 notify: AtomicU32::new(0),
                 list_max_listpack_size: std::sync::atomic::AtomicI64::new(-2),
                 set_max_intset_entries: AtomicUsize::new(512),
@@ -869,7 +875,8 @@ impl<'e> Guard<'e> {
         self.shards.iter_mut().map(|(_, g)| &mut **g)
     }
 
-    /// Slot of a live key, removing it first if it has expired.
+    /// Slot of a live key, removing it first if it has expired (on a
+    /// read-only replica: hiding it, `Limits::replica_expiry`).
     fn live_slot(&mut self, db: usize, k: &Key) -> Option<usize> {
         let now = self.now;
         let engine = self.engine;
@@ -877,6 +884,9 @@ impl<'e> Guard<'e> {
         let table = &mut shard.dbs[db];
         let i = table.find(k.hash, k.bytes)?;
         if table.at(i).is_expired(now) {
+            if engine.limits.replica_expiry.load(Ordering::Relaxed) {
+                return self.cx.is_master_command().then_some(i);
+            }
             drop(table.remove_at(i));
             engine.slot_removed(db, k.bytes);
             shard.stats.expired_keys += 1;

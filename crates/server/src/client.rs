@@ -206,6 +206,9 @@ pub struct Client {
     /// the worker last looked (0: nothing): under `appendfsync always` its
     /// replies wait until the journal is synced that far.
     pub journal_end: u64,
+    /// The replication stream's end after this client's last command that
+    /// fed it (Redis's `c->woff`): what WAIT waits for.
+    pub woff: u64,
     /// Client-side caching: BCAST prefixes and CLIENT CACHING's answer.
     pub tracking: crate::tracking::ClientTracking,
     /// What REPLCONF told of the replica on this connection.
@@ -356,6 +359,7 @@ impl Client {
             out_refs: Default::default(),
             pushes: Default::default(),
             journal_end: 0,
+            woff: 0,
             tracking: Default::default(),
             replconf: None,
             handoff: None,

@@ -152,7 +152,8 @@ pub struct Histogram {
 
 fn sum_workers(shared: &Shared, cmd: usize) -> Option<Box<[u64]>> {
     let mut sum = None;
-    for w in shared.worker_stats.iter() {
+    let master = shared.replication.master_stats_if_any();
+    for w in shared.worker_stats.iter().chain(master) {
         w.latency.add_to(cmd, &mut sum);
     }
     sum

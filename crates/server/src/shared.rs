@@ -250,6 +250,7 @@ impl Shared {
             c.min_replicas_to_write,
             c.min_replicas_max_lag,
         );
+        crate::replication::sync_expiry(self, c.replica_read_only);
         let limits = &self.engine.limits;
         limits.lfu.store(
             matches!(

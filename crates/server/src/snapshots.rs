@@ -119,6 +119,8 @@ pub(crate) fn options(shared: &Shared) -> snap::Options {
             .iter()
             .map(|l| l.code.to_vec())
             .collect(),
+        // Read at the cut (`Cut::set_repl`), not now.
+        repl: None,
     }
 }
 
@@ -208,8 +210,16 @@ pub fn bgsave(shared: &Shared, cx: &Cx) -> Result<(), BgError> {
     let keys_total: u64 = (0..shared.engine.databases())
         .map(|d| shared.engine.dbsize(cx, d) as u64)
         .sum();
-    let cut = match snap::begin(&shared.engine, cx, &file_options(shared), || ()) {
-        Ok(c) => c,
+    let mut repl = None;
+    let hold = crate::replication::restart::hold(shared);
+    let cut = match snap::begin(&shared.engine, cx, &file_options(shared), || {
+        repl = crate::replication::restart::at_cut(shared)
+    }) {
+        Ok(mut c) => {
+            drop(hold);
+            c.set_repl(repl);
+            c
+        }
         Err(e) => {
             st.in_progress.store(false, Ordering::Release);
             return Err(match e {
@@ -243,8 +253,16 @@ pub fn save(shared: &Shared, cx: &Cx, keep_dirty: bool) -> Result<snap::Stats, S
     let path = path(shared);
     let opts = file_options(shared);
     let cut = loop {
-        match snap::begin(&shared.engine, cx, &opts, || ()) {
-            Ok(c) => break c,
+        let mut repl = None;
+        let hold = crate::replication::restart::hold(shared);
+        match snap::begin(&shared.engine, cx, &opts, || {
+            repl = crate::replication::restart::at_cut(shared)
+        }) {
+            Ok(mut c) => {
+                drop(hold);
+                c.set_repl(repl);
+                break c;
+            }
             Err(SaveError::InProgress) => {
                 snap::wait_free(&shared.engine, Duration::from_millis(100));
             }
@@ -492,6 +510,7 @@ pub fn load(shared: &Shared, path: &std::path::Path) -> Result<(), String> {
         .map_err(|e| format!("Fatal error loading the snapshot's functions: {e}"))?;
     st.dirty_base
         .store(shared.engine.changes(), Ordering::Relaxed);
+    crate::replication::restart::restore(shared, stats.repl.clone());
     st.last_load_keys.store(stats.keys, Ordering::Relaxed);
     st.last_load_expired.store(stats.expired, Ordering::Relaxed);
     log::notice(&format!(

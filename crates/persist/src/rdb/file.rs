@@ -3,7 +3,8 @@
 //!
 //! ```text
 //! file     "REDIS0010"  aux*  function*  (db-section)*  0xff  crc64:u64le
-//! aux      0xfa key:string value:string     redis-ver redis-bits ctime used-mem aof-base
+//! aux      0xfa key:string value:string     redis-ver redis-bits ctime used-mem
+//!                                           [repl-stream-db repl-id repl-offset] aof-base
 //! function 0xf5 code:string                 RDB_OPCODE_FUNCTION2, one per library
 //! db       0xfe db:len  [0xfb keys:len expires:len]  key*
 //! key      [0xfc unix-ms:u64le | 0xfd unix-s:u32le]  [0xf8 idle-s:len | 0xf9 freq:u8]
@@ -60,6 +61,9 @@ pub struct Aux {
     /// Unix seconds of the data's point in time.
     pub ctime_secs: u64,
     pub used_mem: u64,
+    /// `repl-stream-db`, `repl-id`, `repl-offset` (Redis writes them when
+    /// it has a replication history to save: `rdbPopulateSaveInfo`).
+    pub repl: Option<crate::snapshot::ReplInfo>,
 }
 
 /// Appends `AUX key value`, the value integer-encoded when it is one.
@@ -78,6 +82,15 @@ pub fn header(aux: &Aux) -> Vec<u8> {
     put_aux(&mut out, "redis-bits", b"64");
     put_aux(&mut out, "ctime", aux.ctime_secs.to_string().as_bytes());
     put_aux(&mut out, "used-mem", aux.used_mem.to_string().as_bytes());
+    if let Some(r) = &aux.repl {
+        put_aux(
+            &mut out,
+            "repl-stream-db",
+            r.stream_db.to_string().as_bytes(),
+        );
+        put_aux(&mut out, "repl-id", r.replid.as_bytes());
+        put_aux(&mut out, "repl-offset", r.offset.to_string().as_bytes());
+    }
     put_aux(&mut out, "aof-base", b"0");
     out
 }
@@ -651,6 +664,7 @@ pub fn load(
         ..Default::default()
     };
     let mut last_report = 0u64;
+    let (mut repl_db, mut repl_id, mut repl_offset) = (None, None, None);
     loop {
         let at = r.offset();
         let Some(item) = r.next(&limits)? else {
@@ -658,11 +672,21 @@ pub fn load(
         };
         match item {
             Item::Aux { key, value } => {
-                if key == b"ctime" {
-                    let secs = std::str::from_utf8(&value)
+                let num = || {
+                    std::str::from_utf8(&value)
                         .ok()
-                        .and_then(|v| v.parse::<u64>().ok());
-                    stats.cut_ms = secs.unwrap_or(0).saturating_mul(1000);
+                        .and_then(|v| v.parse::<i64>().ok())
+                };
+                match &key[..] {
+                    b"ctime" => {
+                        stats.cut_ms = (num().unwrap_or(0).max(0) as u64).saturating_mul(1000)
+                    }
+                    b"repl-stream-db" => repl_db = num(),
+                    b"repl-id" if value.len() == 40 => {
+                        repl_id = Some(String::from_utf8_lossy(&value).into_owned())
+                    }
+                    b"repl-offset" => repl_offset = num(),
+                    _ => {}
                 }
             }
             Item::Function(code) => stats.functions.push(code),
@@ -714,6 +738,16 @@ pub fn load(
                     });
                 }
             }
+        }
+    }
+    // Redis 7.0 `loadDataFromDisk`: only the three together, with no -1.
+    if let (Some(db), Some(replid), Some(offset)) = (repl_db, repl_id, repl_offset) {
+        if db >= 0 && offset >= 0 {
+            stats.repl = Some(crate::snapshot::ReplInfo {
+                stream_db: db as usize,
+                replid,
+                offset: offset as u64,
+            });
         }
     }
     Ok(stats)

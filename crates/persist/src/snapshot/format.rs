@@ -7,6 +7,7 @@
 //! book*   'D' | id u8 | current u8 | code lengths [u8; 256] | crc u32                    (263 bytes)
 //! funcs?  'F' | libraries u32 | payload_len u64 | crc u32 | payload (code strings)     (17 + len)
 //! names?  'N' | lists u32 | payload_len u64 | crc u32 | payload (per list: varint n, n names)
+//! repl?   'R' | 1 u32 | payload_len u64 | crc u32 | payload (varint stream_db, replid, varint offset)
 //! block*  'B' | records u32 | payload_len u64 | crc u32 | payload (records)               (17 + len)
 //! end     'E' | keys u64 | blocks u64 | crc u32                                          (21 bytes)
 //! record  tag u8 | db varint | expire_ms varint | key | value (by tag, below)
@@ -72,6 +73,13 @@ pub enum Section {
     /// the in-memory size of values depends on it; a file without it
     /// loads the same values.
     Names = b'N',
+    /// The replication ID and offset the data is at (Redis's `repl-id`,
+    /// `repl-offset` and `repl-stream-db` AUX fields), framed as a
+    /// functions section of one item whose payload is a varint database,
+    /// the ID as a byte string and a varint offset. Written by a master
+    /// with a backlog and by a replica, so either continues with PSYNC
+    /// after a restart; a file without it loads the same data.
+    Repl = b'R',
 }
 
 /// Record tags: the kind of value a record holds. Append-only.
@@ -319,6 +327,28 @@ pub fn parse_names(payload: &[u8], count: u32) -> Option<Vec<Vec<Vec<u8>>>> {
         out.push(list);
     }
     (pos == payload.len()).then_some(out)
+}
+
+/// A replication section (`Section::Repl`).
+pub fn repl_info(info: &crate::snapshot::ReplInfo, checksum: bool) -> Vec<u8> {
+    let mut payload = Vec::new();
+    put_varint(&mut payload, info.stream_db as u64);
+    put_bytes(&mut payload, info.replid.as_bytes());
+    put_varint(&mut payload, info.offset);
+    counted_section(Section::Repl, 1, &payload, checksum)
+}
+
+/// A replication section's payload.
+pub fn parse_repl_info(payload: &[u8], count: u32) -> Option<crate::snapshot::ReplInfo> {
+    let mut pos = 0;
+    let stream_db = usize::try_from(get_varint_at(payload, &mut pos)?).ok()?;
+    let replid = String::from_utf8(get_bytes(payload, &mut pos)?.to_vec()).ok()?;
+    let offset = get_varint_at(payload, &mut pos)?;
+    (count == 1 && pos == payload.len()).then_some(crate::snapshot::ReplInfo {
+        stream_db,
+        replid,
+        offset,
+    })
 }
 
 /// The codes of a functions section's payload holding `count` libraries.

@@ -21,7 +21,8 @@ pub mod writer;
 
 pub use reader::{check, load, LoadOptions, LoadProgress, LoadStats};
 pub use writer::{
-    begin, save, wait_free, write, write_to, Cut, Format, Options, Progress, SaveError, Stats,
+    begin, save, wait_free, write, write_to, Cut, Format, Options, Progress, ReplInfo, SaveError,
+    Stats,
 };
 
 #[cfg(test)]

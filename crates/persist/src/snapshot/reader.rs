@@ -39,6 +39,8 @@ pub struct LoadStats {
     pub cut_ms: u64,
     /// The FUNCTION libraries' codes, for the server to load again.
     pub functions: Vec<Vec<u8>>,
+    /// The replication state saved with the data, if any.
+    pub repl: Option<super::ReplInfo>,
 }
 
 /// Where a load is, for progress lines.
@@ -267,6 +269,7 @@ fn read(
             end: (0, 0),
             install_books,
             functions: Vec::new(),
+            repl: None,
         };
         let result = loop {
             if stop.load(Ordering::Relaxed) {
@@ -294,6 +297,7 @@ fn read(
                         sections.blocks,
                         sections.end,
                         std::mem::take(&mut sections.functions),
+                        sections.repl.take(),
                     )))
                 }
                 Err(e) => break Err(e),
@@ -311,7 +315,7 @@ fn read(
     if let Some((offset, reason)) = failed.into_inner() {
         return Err(Error::corrupt(path, offset, reason));
     }
-    let Some((end_pos, blocks, (end_keys, end_blocks), functions)) =
+    let Some((end_pos, blocks, (end_keys, end_blocks), functions, repl)) =
         framing.map_err(|(o, kind)| fail(o, kind))?
     else {
         return Err(Error::corrupt(
@@ -337,6 +341,7 @@ fn read(
         bytes: total,
         cut_ms,
         functions,
+        repl,
     })
 }
 
@@ -395,6 +400,8 @@ struct Sections<'a, R> {
     install_books: bool,
     /// The functions section's library codes, once read.
     functions: Vec<Vec<u8>>,
+    /// The replication section's state, once read.
+    repl: Option<super::ReplInfo>,
 }
 
 impl<R: Read> Sections<'_, R> {
@@ -493,6 +500,32 @@ impl<R: Read> Sections<'_, R> {
                     .map_err(|r| corrupt(pos, format!("functions section {r}")))?;
                 self.functions = format::parse_functions(&payload, count)
                     .ok_or_else(|| corrupt(body, "functions section is malformed"))?;
+                self.pos = body + len;
+                Ok(None)
+            }
+            t if t == Section::Repl as u8 => {
+                let mut h = [0u8; format::FUNCTIONS_HEADER_LEN];
+                h[0] = t;
+                read_exact(self.r, &mut h[1..])
+                    .map_err(|e| (pos, short_read("replication header", e)))?;
+                let count = u32::from_le_bytes(h[1..5].try_into().expect("4 bytes"));
+                let len = u64::from_le_bytes(h[5..13].try_into().expect("8 bytes"));
+                let body = pos + format::FUNCTIONS_HEADER_LEN as u64;
+                if len > self.total.saturating_sub(body).min(1 << 16) {
+                    return Err(corrupt(
+                        pos,
+                        "replication section runs past the end of the file",
+                    ));
+                }
+                let mut payload = vec![0u8; len as usize];
+                read_exact(self.r, &mut payload)
+                    .map_err(|e| (body, short_read("replication", e)))?;
+                check_crc(self.sum, &h[13..17], &[&h[..13], &payload])
+                    .map_err(|r| corrupt(pos, format!("replication section {r}")))?;
+                self.repl = Some(
+                    format::parse_repl_info(&payload, count)
+                        .ok_or_else(|| corrupt(body, "replication section is malformed"))?,
+                );
                 self.pos = body + len;
                 Ok(None)
             }

@@ -1205,3 +1205,33 @@ mod rdb_props {
         }
     }
 }
+
+#[test]
+fn replication_state_round_trips_in_both_formats() {
+    // Redis 7.0 saves `repl-stream-db`, `repl-id` and `repl-offset` so a
+    // restarted server can continue its history with PSYNC; a file saved
+    // without them loads none.
+    let dir = tmpdir("repl");
+    let info = ReplInfo {
+        stream_db: 3,
+        replid: "0123456789abcdef0123456789abcdef01234567".into(),
+        offset: 987_654_321,
+    };
+    for format in [Format::Cairn, Format::Rdb] {
+        for repl in [None, Some(info.clone())] {
+            let path = dir.join(format!("{format:?}-{}", repl.is_some()));
+            let a = engine();
+            put(&a, 0, b"k", Value::Str(StrValue::from_bytes(b"value")), 0);
+            let opts = Options {
+                format,
+                ..Options::default()
+            };
+            let mut cut = begin(&a, &Cx::DETACHED, &opts, || ()).unwrap();
+            cut.set_repl(repl.clone());
+            write(&a, cut, &path).unwrap();
+            let b = engine();
+            let ls = load(&b, &path, &LoadOptions::default(), &mut no_progress).unwrap();
+            assert_eq!((ls.keys, ls.repl), (1, repl), "{format:?}");
+        }
+    }
+}

@@ -73,6 +73,22 @@ pub struct Options {
     /// The FUNCTION libraries' codes at the cut (issue 21): the server
     /// takes them when it asks for the snapshot.
     pub functions: Vec<Vec<u8>>,
+    /// The replication state at the cut, saved with the data (Redis's
+    /// `rdbSaveInfo`); set by the server at the cut (`Cut::set_repl`).
+    pub repl: Option<ReplInfo>,
+}
+
+/// Where the data of a snapshot stands in a replication history (Redis
+/// 7.0's `repl-stream-db`, `repl-id` and `repl-offset` AUX fields): a
+/// server that loads it can continue that history with PSYNC.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReplInfo {
+    /// The database the replication stream last selected.
+    pub stream_db: usize,
+    /// `master_replid` at the cut (a replica's: its master's).
+    pub replid: String,
+    /// `master_repl_offset` at the cut.
+    pub offset: u64,
 }
 
 impl Default for Options {
@@ -85,6 +101,7 @@ impl Default for Options {
             key_delay: Duration::ZERO,
             max_queued_bytes: 64 << 20,
             functions: Vec::new(),
+            repl: None,
         }
     }
 }
@@ -343,6 +360,13 @@ impl Cut {
         self.queue.progress.clone()
     }
 
+    /// The replication state to save with the data: read at the cut (in
+    /// `begin`'s `on_cut`, or with the writes that move it held off), set
+    /// before `write`.
+    pub fn set_repl(&mut self, repl: Option<ReplInfo>) {
+        self.opts.repl = repl;
+    }
+
     /// Ends the snapshot without writing anything.
     pub fn abandon(self, engine: &Engine) {
         engine.end_snapshot(self.epoch);
@@ -526,6 +550,7 @@ fn write_sink(engine: &Engine, cut: &Cut, sink: Sink, tmp: &Path) -> Result<Stat
             redis_ver: rdb_file::REDIS_VER.into(),
             ctime_secs: cut.cut_ms / 1000,
             used_mem: cut.opts.used_mem,
+            repl: cut.opts.repl.clone(),
         });
         for code in &cut.opts.functions {
             rdb_file::put_function(&mut head, code);
@@ -552,6 +577,10 @@ fn write_sink(engine: &Engine, cut: &Cut, sink: Sink, tmp: &Path) -> Result<Stat
         }
         if !cut.opts.functions.is_empty() {
             w.write_all(&format::functions(&cut.opts.functions, checksum))
+                .map_err(io_err("write"))?;
+        }
+        if let Some(r) = &cut.opts.repl {
+            w.write_all(&format::repl_info(r, checksum))
                 .map_err(io_err("write"))?;
         }
     }

@@ -76,7 +76,15 @@ pub fn execute(
     let state = CmdState::new();
     state.set_client(client.id);
     let base = Cx::command(client.db, None, 0, &state);
+    let fed_before = shared.replication.end_hint();
     let outcome = run(shared, client, args, out, stats, &base);
+    // Redis's `call`: the stream moved during the command, so its end is
+    // the client's write offset (another client's write in between only
+    // makes WAIT wait a little longer, never less).
+    let fed_after = shared.replication.end_hint();
+    if fed_after != fed_before {
+        client.woff = fed_after;
+    }
     // CLIENT CACHING applies to the next command only (a transaction's
     // commands count as one, up to EXEC); CLIENT's own subcommands keep it
     // (Redis `resetClient`).

@@ -52,3 +52,9 @@ pub const LOADING: &str = "SERVER_ERROR loading the dataset in memory";
 pub fn writes_denied(why: &crate::exec::admission::WritesDenied) -> String {
     format!("SERVER_ERROR {}", crate::resp::errors::writes_denied(why))
 }
+
+/// A write on a read-only replica (`replica-read-only yes`): memcached has
+/// no replicas; SERVER_ERROR is its "cannot do this now" line, and the
+/// reason is the RESP clients' `-READONLY` text.
+pub const READONLY_REPLICA: &str =
+    "SERVER_ERROR READONLY You can't write against a read only replica.";

@@ -201,6 +201,10 @@ pub(crate) fn execute(cx: &mut Ctx, req: Request) {
             cx.reply(&errors::writes_denied(&why), noreply);
             return;
         }
+        if crate::replication::replica::read_only(cx.shared) {
+            cx.reply(errors::READONLY_REPLICA, noreply);
+            return;
+        }
     }
     match req {
         Request::Get { cas, touch, keys } => retrieval::get(cx, cas, touch, keys),

@@ -19,7 +19,7 @@ use cairn_persist::snapshot as snap;
 use std::io::{self, BufWriter, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -65,9 +65,17 @@ pub struct Replica {
     gone: AtomicBool,
     /// An ACK arrived (the stream after a diskless image waits for it).
     acked: AtomicBool,
+    /// Its reader of the buffer once attached (`usize::MAX` before), for
+    /// `outlimit`.
+    reader: AtomicUsize,
 }
 
 impl Replica {
+    /// Its reader of the buffer, once attached.
+    pub fn reader(&self) -> Option<usize> {
+        Some(self.reader.load(Ordering::Relaxed)).filter(|&r| r != usize::MAX)
+    }
+
     pub fn online(&self) -> bool {
         self.state.load(Ordering::Relaxed) == ONLINE
     }
@@ -135,6 +143,7 @@ fn run(
         ack_ms: AtomicU64::new(cairn_engine::clock::now_ms()),
         gone: AtomicBool::new(false),
         acked: AtomicBool::new(false),
+        reader: AtomicUsize::new(usize::MAX),
     });
     let r = &shared.replication;
     r.replicas.lock().push(replica.clone());
@@ -192,6 +201,7 @@ fn serve(
     let gen = match partial {
         Some((id, gen, replid, from)) => {
             *reader = Some(id);
+            replica.reader.store(id, Ordering::Relaxed);
             r.sync_partial_ok.fetch_add(1, Ordering::Relaxed);
             let line = if conf.capa_psync2 {
                 format!("+CONTINUE {replid}\r\n")
@@ -270,11 +280,16 @@ fn full_sync(
     // One cut at a time in the engine: a running BGSAVE or journal
     // rewrite finishes first (Redis would attach to a running disk save).
     let (cut, at) = loop {
-        let mut at = None;
+        let (mut at, mut repl) = (None, None);
         match snap::begin(&shared.engine, &Cx::DETACHED, &opts, || {
             at = r.attach_at_cut();
+            // `repl-stream-db` tells the replica where the stream goes on.
+            repl = super::restart::at_cut(shared);
         }) {
-            Ok(cut) => break (cut, at),
+            Ok(mut cut) => {
+                cut.set_repl(repl);
+                break (cut, at);
+            }
             Err(snap::SaveError::InProgress) if started.elapsed() < timeout => {
                 if replica.info.killed.load(Ordering::Relaxed) {
                     return Err(io::Error::other("killed"));
@@ -288,6 +303,7 @@ fn full_sync(
         cut.abandon(&shared.engine);
         return Err(io::Error::other("no backlog at the cut"));
     };
+    replica.reader.store(id, Ordering::Relaxed);
     r.sync_full.fetch_add(1, Ordering::Relaxed);
     let who = format!("{}:{}", replica.ip, replica.port);
     log::notice(&format!(

@@ -27,7 +27,9 @@
 pub mod buffer;
 pub mod failover;
 pub mod link;
+pub mod outlimit;
 pub mod replica;
+pub mod restart;
 pub mod stream;
 #[cfg(test)]
 mod tests;
@@ -67,6 +69,14 @@ pub struct Replication {
     /// This server replicates from a master (REPLICAOF): its stream is the
     /// master's bytes, the engine records nothing for it.
     replica_mode: AtomicBool,
+    /// The stream's end as of the last feed, read without the lock: a
+    /// command that sees it move sets its client's WAIT offset (`woff`).
+    end_hint: AtomicU64,
+    /// The statistics of the master's commands a replica applies: INFO
+    /// commandstats and the latency histograms count them, as Redis's
+    /// `call` does, from this set beside the workers' (only the link
+    /// thread writes it, as only a worker writes its own).
+    master_stats: std::sync::OnceLock<crate::shared::WorkerStats>,
 }
 
 struct State {
@@ -145,11 +155,31 @@ impl Default for Replication {
             min_to_write: AtomicU32::new(0),
             min_max_lag: AtomicU32::new(10),
             replica_mode: AtomicBool::new(false),
+            end_hint: AtomicU64::new(0),
+            master_stats: std::sync::OnceLock::new(),
         }
     }
 }
 
 impl Replication {
+    /// The stream's end as of its last feed (0 before any): one relaxed
+    /// load, for `dispatch` to see whether a command fed the stream.
+    #[inline]
+    pub fn end_hint(&self) -> u64 {
+        self.end_hint.load(Ordering::Relaxed)
+    }
+
+    /// The master's commands' statistics (made at the first).
+    pub fn master_stats(&self, shared: &Shared) -> &crate::shared::WorkerStats {
+        self.master_stats
+            .get_or_init(|| crate::shared::WorkerStats::new(shared.table.all().len()))
+    }
+
+    /// The master's commands' statistics, if a master ever sent one.
+    pub fn master_stats_if_any(&self) -> Option<&crate::shared::WorkerStats> {
+        self.master_stats.get()
+    }
+
     /// True while a backlog exists.
     pub fn active(&self) -> bool {
         self.active.load(Ordering::Relaxed)
@@ -280,6 +310,8 @@ impl Replication {
         }
         let mut s = self.state.lock();
         if let Some(b) = s.buffer.as_mut() {
+            // `end_hint` stays: WAIT's own GETACK must not become its
+            // client's write offset (Redis feeds it outside `call`).
             b.feed(bytes);
             if s.waiting > 0 {
                 self.fed.notify_all();
@@ -477,6 +509,9 @@ impl Replication {
     /// waits: an idle replica's sender, not one busy writing).
     #[inline]
     fn notify(&self, s: &State) {
+        if let Some(b) = &s.buffer {
+            self.end_hint.store(b.end(), Ordering::Relaxed);
+        }
         if s.waiting > 0 {
             self.fed.notify_all();
         }
@@ -625,11 +660,13 @@ pub fn set_replica_mode(shared: &Shared, cx: &Cx, caller: Option<usize>, on: boo
             drop(g);
         }
         r.kick_replicas();
+        sync_expiry(shared, shared.config.read().replica_read_only);
         return;
     }
     if !r.replica_mode.swap(false, Ordering::SeqCst) {
         return;
     }
+    sync_expiry(shared, false);
     shift_replid(shared);
     if r.state.lock().buffer.is_some() {
         shared.engine.arm_journal(true);
@@ -640,6 +677,18 @@ pub fn set_replica_mode(shared: &Shared, cx: &Cx, caller: Option<usize>, on: boo
         install_sink(shared, r.journal_in.load(Ordering::SeqCst));
         drop(g);
     }
+}
+
+/// A read-only replica hides keys past their time and leaves them for the
+/// master's DEL (`Limits::replica_expiry`); anything else expires them on
+/// lookup. Called when the role or `replica-read-only` changes.
+pub fn sync_expiry(shared: &Shared, read_only: bool) {
+    let on = shared.replication.replica_mode() && read_only;
+    shared
+        .engine
+        .limits
+        .replica_expiry
+        .store(on, Ordering::Relaxed);
 }
 
 /// Redis's `shiftReplicationId`: the current ID becomes ID2, valid up to
@@ -663,6 +712,7 @@ pub fn shift_replid(shared: &Shared) {
 pub fn cron(shared: &Shared) {
     let r = &shared.replication;
     link::cron(shared);
+    outlimit::check(shared);
     if !r.active() {
         return;
     }

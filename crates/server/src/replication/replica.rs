@@ -36,7 +36,7 @@ use crate::exec::dispatch;
 use crate::exec::table::{flags, Command};
 use crate::log;
 use crate::resp::ctx::Args;
-use crate::shared::{Shared, WorkerStats};
+use crate::shared::Shared;
 use cairn_engine::{CmdState, Cx};
 use cairn_protocol::resp::{parse_request, ArgList, Limits, Parsed};
 use parking_lot::Mutex;
@@ -110,6 +110,12 @@ static LINK: Mutex<Link> = parking_lot::const_mutex(Link {
 /// holds every shard, which the command it waits for may need.
 static APPLY: Mutex<()> = parking_lot::const_mutex(());
 const APPLY_WAIT: Duration = Duration::from_millis(500);
+/// Holds off the link's applying (`restart::hold`: a snapshot's cut on a
+/// replica, so its offset counts exactly the commands its data holds).
+pub(super) fn hold_apply() -> Option<parking_lot::MutexGuard<'static, ()>> {
+    APPLY.try_lock_for(APPLY_WAIT)
+}
+
 /// The link is up (`master_link_status:up`).
 static LINK_UP: AtomicBool = AtomicBool::new(false);
 /// Bytes read from the master's stream (`slave_read_repl_offset`): the
@@ -134,6 +140,19 @@ pub fn refusal(shared: &Shared, cmd: &Command) -> Option<&'static str> {
     }
     None
 }
+
+/// Writes are refused here (`replica-read-only` on a replica): for the
+/// front ends and scripts that do not go through `refusal` (memcached,
+/// `redis.call`). One relaxed load on a master.
+#[inline]
+pub fn read_only(shared: &Shared) -> bool {
+    shared.replication.replica_mode() && shared.config.read().replica_read_only
+}
+
+/// A script that may write, refused on a read-only replica before it runs
+/// (Redis 7.0 `scriptPrepareForRun`; EVAL without flags is checked at
+/// each write instead).
+pub const SCRIPT_READONLY: &str = "READONLY Can not run script with write flag on readonly replica";
 
 /// The master REPLICAOF named, if any.
 pub fn master() -> Option<(String, u16)> {
@@ -230,6 +249,7 @@ fn run(shared: &Arc<Shared>, generation: u64, host: &str, port: u16) {
     // goes on in the database it last selected (Redis keeps its cached
     // master's).
     let mut applier = Applier::new(shared);
+    applier.client.set_db(super::restart::stream_db());
     while current(generation) {
         set_state(generation, LinkState::Connecting);
         match sync_and_apply(shared, &mut applier, generation, host, port) {
@@ -429,6 +449,7 @@ fn sync_and_apply(
             set_state(generation, LinkState::Sync);
             let db = full_sync(shared, generation, &mut conn, id, off)?;
             applier.client.set_db(db);
+            super::restart::note_stream_db(db);
         }
         Some("+CONTINUE") => {
             if let Some(id) = words.next().filter(|id| id.len() == 40) {
@@ -671,9 +692,6 @@ struct Applier<'s> {
     shared: &'s Shared,
     client: Client,
     out: Vec<u8>,
-    /// The master's commands are counted here, not in a worker's
-    /// statistics (whose histograms only their worker may write).
-    stats: WorkerStats,
     /// A transaction's bytes, fed to the stream at its EXEC.
     pending: Vec<u8>,
 }
@@ -686,7 +704,6 @@ impl<'s> Applier<'s> {
             shared,
             client: master_client(info, 0),
             out: Vec::new(),
-            stats: WorkerStats::new(shared.table.all().len()),
             pending: Vec::new(),
         }
     }
@@ -740,16 +757,18 @@ impl<'s> Applier<'s> {
         self.out.clear();
         let db = self.client.db;
         let state = CmdState::new();
+        state.set_from_master();
         dispatch::invoke(
             self.shared,
             &mut self.client,
             cmd,
             args,
             &mut self.out,
-            &self.stats,
+            self.shared.replication.master_stats(self.shared),
             &Cx::command(db, None, 0, &state),
         );
         crate::keyevents::after_command(self.shared, &state, None);
+        super::restart::note_stream_db(self.client.db);
         // EXEC turns it off at its end.
         self.client.in_exec = true;
         if self.out.first() == Some(&b'-') {

@@ -163,6 +163,11 @@ pub fn execute(
         }
         let may_write = spec.flags & flag::NO_WRITES == 0 && !spec.read_only;
         if may_write {
+            if crate::replication::replica::read_only(shared)
+                && !ctx.client.info.master.load(Ordering::Relaxed)
+            {
+                return Err(CmdError::text(crate::replication::replica::SCRIPT_READONLY));
+            }
             if let Some(why) = crate::exec::admission::writes_denied(shared) {
                 return Err(CmdError::text(errors::writes_denied(&why)));
             }
@@ -478,6 +483,13 @@ impl Host for ScriptHost<'_, '_> {
             return Self::refuse(errors::SCRIPT_WRITE_IN_READ_ONLY);
         }
         if writes {
+            // Redis's `scriptVerifyWriteCommandAllow`: a read-only replica
+            // refuses the write (its master's client is obeyed).
+            if crate::replication::replica::read_only(self.shared)
+                && !self.client.info.master.load(Ordering::Relaxed)
+            {
+                return Self::refuse(&format!("-{}", crate::replication::replica::READONLY));
+            }
             if let Some(why) = crate::exec::admission::writes_denied(self.shared) {
                 return Self::refuse(&format!("-{}", errors::writes_denied(&why)));
             }

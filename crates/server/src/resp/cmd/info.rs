@@ -263,7 +263,8 @@ impl Counters {
             c.expired = e.expired;
             c.evicted = e.evicted;
         }
-        for w in shared.worker_stats.iter() {
+        let master = shared.replication.master_stats_if_any();
+        for w in shared.worker_stats.iter().chain(master) {
             c.commands += w.commands.load(Ordering::Relaxed);
             c.net_in += w.net_in.load(Ordering::Relaxed);
             c.net_out += w.net_out.load(Ordering::Relaxed);

@@ -32,10 +32,9 @@ pub const COMMANDS: &[Def] = &[
 /// worker, until the acks are enough (a replica's ack reader wakes it),
 /// `timeout` ms pass (0: never, as in Redis), or CLIENT UNBLOCK.
 ///
-/// The offset waited for is the stream's end when WAIT first runs, which
-/// is at or past the client's last write (Redis keeps the client's own
-/// `woff`; waiting for the end may wait for other clients' writes too,
-/// never for less).
+/// The offset waited for is the client's own `woff` (the stream's end
+/// after its last command that fed it, as Redis's): a client that wrote
+/// nothing gets the count of online replicas at once.
 fn wait(ctx: &mut Ctx) -> CmdResult {
     if ctx.shared.replication.replica_mode() {
         return Err(CmdError::text(
@@ -55,13 +54,13 @@ fn wait(ctx: &mut Ctx) -> CmdResult {
     let id = ctx.client.id;
     let first = ctx.client.blocked.is_none();
     let target = if first {
-        r.offset()
+        ctx.client.woff
     } else {
         r.waiters
             .lock()
             .iter()
             .find(|w| w.0 == id)
-            .map_or_else(|| r.offset(), |w| w.2)
+            .map_or(ctx.client.woff, |w| w.2)
     };
     let acked = r.acked(target) as i64;
     let done = acked >= numreplicas
