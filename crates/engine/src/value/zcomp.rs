@@ -16,8 +16,7 @@
 //! ```
 //!
 //! **Dictionaries.** Each domain collects samples (copies of the values it
-//! codes) until it holds `SAMPLE_BYTES`, then a `cairn-zdict` thread (at
-//! the lowest CPU priority) trains a `DICT_BYTES` dictionary from them
+//! codes) until it holds `SAMPLE_BYTES`, then a `cairn-zdict` thread trains a `DICT_BYTES` dictionary from them
 //! (`zstd::dict::from_continuous`) and it becomes the domain's current one,
 //! under a fresh id. Until then values
 //! are coded without one. A dictionary counts the values coded with it
@@ -413,13 +412,11 @@ fn start_trainer() -> Mutex<std::sync::mpsc::Sender<Job>> {
             if let Some(f) = THREAD_START.get() {
                 f();
             }
-            // Training is a background chore: the workers serving requests
-            // come first. SAFETY: setpriority has no memory preconditions;
-            // who 0 is the calling thread on Linux. A failure leaves the
-            // default priority.
-            unsafe {
-                libc::setpriority(libc::PRIO_PROCESS, 0, 19);
-            }
+            // Not niced: one training is ~0.1-0.3 s of CPU once per domain
+            // (and per drift), while a starved trainer leaves every value
+            // coded meanwhile without a dictionary, ~1.6x larger until it
+            // is rewritten. At nice 19 on a loaded machine no training ran
+            // in minutes (docs/design.md, "Cheaper compressed values").
             for j in rx {
                 train(j.domain, j.samples, j.sizes, j.level);
                 // The trainer's tables (megabytes) went back to the C
