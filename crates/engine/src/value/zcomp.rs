@@ -37,8 +37,8 @@
 //! are counted here (`dict_bytes`) and added to `used_memory` by the server.
 use parking_lot::Mutex;
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU16, AtomicU64, AtomicUsize, Ordering};
 use std::ptr::NonNull;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU16, AtomicU64, AtomicUsize, Ordering};
 use zstd::zstd_safe::zstd_sys as sys;
 use zstd::zstd_safe::{DCtx, DDict};
 
@@ -837,9 +837,9 @@ mod tests {
         set_sync_training(false);
     }
 
-/// Writes a frame after the bytes already in the Vec (the header).
+    /// Writes a frame after the bytes already in the Vec (the header).
     struct OffsetBuf<'a>(&'a mut Vec<u8>);
-    
+
     // SAFETY: forwards to the Vec's spare capacity after its current length;
     // `filled_until` counts from that offset.
     unsafe impl zstd::zstd_safe::WriteBuf for OffsetBuf<'_> {
