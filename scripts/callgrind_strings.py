@@ -6,8 +6,11 @@ request in flight, the serving thread's count with its idle rate
 subtracted.
 
 Lines: SET/GET of 100-byte values (redis-benchmark's -d 100 shape: the
-same bytes every time), of 1,024-byte and of 2,800-byte English-like text
-(distinct per key). Pass server arguments after `--`, e.g.
+same bytes every time), of 1,024-byte and of 2,800-byte English text
+(distinct per key): by default runs of 3-14 consecutive words from the
+licence texts Debian ships, made as scripts/bench_compression.sh makes
+them; `--text words` draws words from a fixed list instead (the first
+tables of docs/design.md's "Compressed values"). Pass server arguments after `--`, e.g.
 `-- --value-compression yes` (Cairn) to measure the compressed path.
 
 Usage:
@@ -48,6 +51,37 @@ def text(rng, n):
     return " ".join(out).encode()[:n]
 
 
+def licence_words():
+    words = []
+    d = "/usr/share/common-licenses"
+    for f in sorted(os.listdir(d)) if os.path.isdir(d) else []:
+        try:
+            words += open(os.path.join(d, f), encoding="utf-8", errors="replace").read().split()
+        except OSError:
+            pass
+    assert len(words) > 10000, "needs /usr/share/common-licenses (Debian's base-files)"
+    return words
+
+
+def licence_text(words, i, n):
+    """Value i of scripts/bench_compression.sh, cut at n bytes."""
+    M = (1 << 64) - 1
+    x = ((i + 1) * 0x9E3779B97F4A7C15) & M
+    v = []
+    size = 0
+    while size < n:
+        x ^= (x << 13) & M
+        x ^= x >> 7
+        x ^= (x << 17) & M
+        start = (x >> 16) % len(words)
+        run = 3 + x % 12
+        for k in range(run):
+            w = words[(start + k) % len(words)]
+            v.append(w)
+            size += len(w) + 1
+    return " ".join(v)[:n].replace("\n", " ").encode()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--server", choices=["cairn", "redis"], default="cairn")
@@ -55,6 +89,7 @@ def main():
     ap.add_argument("-n", type=int, default=2000)
     ap.add_argument("--port", type=int, default=7730)
     ap.add_argument("--seed", type=int, default=25)
+    ap.add_argument("--text", choices=["licences", "words"], default="licences")
     ap.add_argument("extra", nargs="*", help="server arguments (after --)")
     a = ap.parse_args()
 
@@ -71,7 +106,11 @@ def main():
         c = Conn(a.port)
         rng = random.Random(a.seed)
         d100 = b"x" * 100
-        sizes = {1024: [text(rng, 1024) for _ in range(KEYS)], 2800: [text(rng, 2800) for _ in range(KEYS)]}
+        if a.text == "words":
+            sizes = {n: [text(rng, n) for _ in range(KEYS)] for n in (1024, 2800)}
+        else:
+            lw = licence_words()
+            sizes = {n: [licence_text(lw, i + j * KEYS, n) for i in range(KEYS)] for j, n in enumerate((1024, 2800))}
         # Load: every key of every line exists before its GETs, and enough
         # text went in for the dictionaries to be trained.
         for i in range(KEYS):

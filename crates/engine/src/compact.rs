@@ -177,6 +177,7 @@ impl Block {
     /// over one use of the value's dictionary: the caller took it
     /// (`zcomp::compress`, or `zcomp::retain` for a copy).
     pub fn new_coded(key: &[u8], coded: &[u8], meta: Meta) -> Block {
+        crate::value::zcomp::note_stored(coded);
         Block::with_flags(key, coded, FLAG_RAW | FLAG_ZSTD, meta)
     }
 
@@ -237,7 +238,7 @@ impl Drop for Block {
     fn drop(&mut self) {
         let c = self.as_ref();
         if c.is_coded() {
-            crate::value::zcomp::release(crate::value::zcomp::dict_id(c.value()));
+            crate::value::zcomp::note_freed(c.value());
         }
         let lay = layout(c.key().len(), c.value().len());
         // SAFETY: allocated in `new` with exactly this layout.

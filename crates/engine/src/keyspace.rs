@@ -528,7 +528,9 @@ impl Engine {
         thread_local! {
             static BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
         }
-        let domain = (k.hash >> (64 - zcomp::DOMAINS.trailing_zeros())) as usize;
+        // The top bits of the hash, by a multiply so that one domain
+        // (a shift by 64) works too.
+        let domain = ((k.hash as u128 * zcomp::DOMAINS as u128) >> 64) as usize;
         let level = self.limits.value_compression_level.load(Ordering::Relaxed);
         BUF.with(|b| {
             let mut b = b.borrow_mut();

@@ -136,13 +136,32 @@ fn compressed_values_read_like_plain_ones_and_survive_a_restart() {
     println!(
         "used_memory per {VALUE_BYTES}-byte value: plain {per_plain:.0}, compressed {per_coded:.0} (ratio {ratio:.3})"
     );
-    // At 20,000 values the 16 domains' dictionaries (~0.85 MB each at
-    // level 3) are ~0.7 KB a value; the values themselves take a third.
+    // One dictionary (~0.6 MB prepared) is ~30 bytes a value here; the
+    // values themselves take under a third (the bar is half of
+    // Redis's, whose per-value cost is the plain server's).
     assert!(
-        ratio < 0.7,
+        ratio < 0.5,
         "compressed values take {ratio:.3} of plain ones"
     );
     check_all(&mut z, &words);
+
+    // INFO compression counts what is stored and what training cost.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while info_u64(&mut z, "compression", "compression_trainings") == 0 {
+        assert!(std::time::Instant::now() < deadline, "never trained");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let zi = |c: &mut Connection, name: &str| info_u64(c, "compression", name);
+    assert_eq!(zi(&mut z, "compressed_values"), VALUES as u64);
+    let plain_bytes = zi(&mut z, "compressed_plain_bytes");
+    assert_eq!(plain_bytes, (VALUES * VALUE_BYTES) as u64);
+    assert!(zi(&mut z, "compressed_coded_bytes") * 2 < plain_bytes);
+    // One domain: its dictionary, and at most one retrained on drift.
+    let dicts = zi(&mut z, "compression_dictionaries");
+    assert!((1..=2).contains(&dicts), "{dicts} dictionaries");
+    assert!(zi(&mut z, "compression_dictionary_bytes") > 0);
+    assert_eq!(zi(&mut p, "compressed_values"), 0);
+    assert_eq!(zi(&mut p, "compression_dictionaries"), 0);
 
     // OBJECT ENCODING names it; MEMORY USAGE is the compressed size.
     let enc: String = redis::cmd("OBJECT")

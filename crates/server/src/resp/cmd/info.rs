@@ -180,7 +180,28 @@ fn report(shared: &Shared, cx: &Cx, sel: &Selection) -> String {
             }
         }
     }
+    // branch zfast: compressed values (issue 25); not a Redis section, so
+    // only `INFO compression` and `INFO all` print it.
+    if sel.wants("compression") {
+        begin(&mut out, "Compression");
+        compression_section(&mut out);
+    }
     out
+}
+
+/// Compressed string values (`value::zcomp`): how many, their bytes before
+/// and after coding, the dictionaries and what training them cost.
+fn compression_section(out: &mut String) {
+    use cairn_engine::value::zcomp;
+    let (values, plain, coded) = zcomp::stored();
+    field(out, "compressed_values", values);
+    field(out, "compressed_plain_bytes", plain);
+    field(out, "compressed_coded_bytes", coded);
+    field(out, "compression_ratio", ratio(plain, coded));
+    field(out, "compression_dictionaries", zcomp::dict_count());
+    field(out, "compression_dictionary_bytes", zcomp::dict_bytes());
+    field(out, "compression_trainings", zcomp::trained());
+    field(out, "compression_training_cpu_us", zcomp::training_cpu_us());
 }
 
 fn field(out: &mut String, name: &str, value: impl Display) {
