@@ -940,22 +940,10 @@ impl User {
         Err(worst)
     }
 
-    /// True if the root selector alone lets `cmd` run with one key, `key`,
-    /// needing `need`: the command allowed outright, the key matched, no
-    /// channels to check. A true answer is [`User::check`]'s `Ok` (that
-    /// selector's check passes); false says nothing, and the caller runs
-    /// the whole check. It is the common case of a restricted user,
-    /// answered without the selector loop or the key list (~60
-    /// instructions a SET, callgrind).
-    #[inline]
-    pub fn allows_key(&self, cmd: &Command, key: &[u8], need: u8) -> bool {
-        self.keys_decide(cmd).is_some_and(|s| s.key_ok(key, need))
-    }
-
     /// The root selector when it allows `cmd` outright and `cmd` has no
     /// channels to check: then its verdict on the command's keys alone
-    /// (`Selector::key_ok` on each) is enough for an `Ok`, as in
-    /// [`User::allows_key`]; None says nothing.
+    /// (`Selector::key_ok` on each) is enough for an `Ok`; None says
+    /// nothing, and the caller runs the whole check.
     #[inline]
     pub fn keys_decide(&self, cmd: &Command) -> Option<&Selector> {
         let s = &self.selectors[0];
@@ -1352,9 +1340,10 @@ mod tests {
         }
     }
 
-    /// The one-key shortcut only ever says yes where the whole check does.
+    /// The root selector's verdict on one key only ever says yes where
+    /// the whole check does.
     #[test]
-    fn allows_key_is_a_subset_of_check() {
+    fn keys_decide_is_a_subset_of_check() {
         let t = table();
         let users = [
             user(&t, &["on", "~key:*", "%R~r:*", "resetchannels", "+@all"]).unwrap(),
@@ -1369,7 +1358,7 @@ mod tests {
                 let c = cmd(&t, name);
                 for key in keys {
                     for need in [READ, WRITE, READ | WRITE] {
-                        if u.allows_key(c, key, need) {
+                        if u.keys_decide(c).is_some_and(|s| s.key_ok(key, need)) {
                             yes += 1;
                             let argv: [&[u8]; 3] = [name.as_bytes(), key, b"v"];
                             assert_eq!(u.check(c, &argv, &[(1, need)]), Ok(()), "{name} {key:?}");
