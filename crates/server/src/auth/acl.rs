@@ -118,8 +118,10 @@ pub struct KeyPattern {
     /// `mask`: such a pattern matches a key whose length is within
     /// `min_len..=max_len` and whose masked word equals `head`, one
     /// compare instead of a memcmp call (~18 instructions a key) and a
-    /// branch on the shape (callgrind). Other patterns have an empty
-    /// length range (`min_len` > `max_len`) and go to [`KeyPattern::matches`].
+    /// branch on the shape (callgrind). Other patterns go to
+    /// [`KeyPattern::matches`]: they have `min_len` > `max_len`, and a
+    /// `head` no masked word equals (1 under a mask of 0), since the
+    /// wrapping length test alone would pass an empty key.
     head: u64,
     mask: u64,
     min_len: usize,
@@ -186,11 +188,16 @@ impl KeyPattern {
         };
         let mut word = [0u8; 8];
         word[..literal.len()].copy_from_slice(literal);
+        let head = if min_len > max_len {
+            1
+        } else {
+            u64::from_le_bytes(word)
+        };
         KeyPattern {
             pattern: pattern.to_vec(),
             rights,
             shape,
-            head: u64::from_le_bytes(word),
+            head,
             mask: u64::MAX
                 .checked_shr(64 - 8 * literal.len() as u32)
                 .unwrap_or(0),
@@ -220,12 +227,10 @@ impl KeyPattern {
             Shape::Exact => key == self.pattern.as_slice(),
             // An empty key matches no pattern but the empty one, "*"
             // included (stringmatchlen's loop never runs).
-            Shape::Prefix => match key.first_chunk::<8>() {
-                Some(word) if self.mask != 0 || self.pattern.len() == 1 => {
-                    u64::from_le_bytes(*word) & self.mask == self.head
-                }
-                _ => !key.is_empty() && key.starts_with(&self.pattern[..self.pattern.len() - 1]),
-            },
+            // (A short prefix is matched by `word_matches` instead.)
+            Shape::Prefix => {
+                !key.is_empty() && key.starts_with(&self.pattern[..self.pattern.len() - 1])
+            }
             Shape::Glob => glob_match(&self.pattern, key, false),
         }
     }
@@ -1256,6 +1261,7 @@ mod tests {
                     glob_match(pat, key, false),
                     "{pat:?} {key:?}"
                 );
+                assert_eq!(word_path(&p, key), glob_match(pat, key, false), "{pat:?} {key:?}");
             }
         }
         assert_eq!(Shape::of(b"key:*"), Shape::Prefix);
@@ -1263,9 +1269,22 @@ mod tests {
         assert_eq!(Shape::of(b"k*y*"), Shape::Glob);
     }
 
-    /// Prefixes up to 8 bytes are compared as one masked word when the key
-    /// has 8 bytes to read, longer ones and shorter keys byte by byte:
-    /// both agree with the glob matcher at every length around the word.
+    /// How `Selector::key_ok` matches one pattern: the word test, or the
+    /// matcher for a pattern without one (which the word test refuses).
+    fn word_path(p: &KeyPattern, key: &[u8]) -> bool {
+        let word = p.word_matches(head_word(key), key.len());
+        if p.needs_matcher() {
+            assert!(!word, "{:?} {key:?}", p.pattern);
+            p.matches(key)
+        } else {
+            word
+        }
+    }
+
+    /// Prefixes up to 8 bytes are compared as one masked word of the key
+    /// (zero-padded when shorter) with a length range, longer ones byte
+    /// by byte: both agree with the glob matcher at every length around
+    /// the word.
     #[test]
     fn prefix_patterns_match_as_globs_do_at_every_length() {
         let text = b"abcdefghijkl";
@@ -1284,6 +1303,11 @@ mod tests {
                 }] {
                     assert_eq!(
                         p.matches(&key),
+                        glob_match(&pat, &key, false),
+                        "{pat:?} {key:?}"
+                    );
+                    assert_eq!(
+                        word_path(&p, &key),
                         glob_match(&pat, &key, false),
                         "{pat:?} {key:?}"
                     );
