@@ -140,7 +140,10 @@ fn head_word(key: &[u8]) -> u64 {
     }
     let n = key.len();
     if let (Some(lo), Some(hi)) = (key.first_chunk::<4>(), key.last_chunk::<4>()) {
-        let (lo, hi) = (u32::from_le_bytes(*lo) as u64, u32::from_le_bytes(*hi) as u64);
+        let (lo, hi) = (
+            u32::from_le_bytes(*lo) as u64,
+            u32::from_le_bytes(*hi) as u64,
+        );
         return lo | hi << (8 * (n - 4));
     }
     key.iter()
@@ -1261,7 +1264,11 @@ mod tests {
                     glob_match(pat, key, false),
                     "{pat:?} {key:?}"
                 );
-                assert_eq!(word_path(&p, key), glob_match(pat, key, false), "{pat:?} {key:?}");
+                assert_eq!(
+                    word_path(&p, key),
+                    glob_match(pat, key, false),
+                    "{pat:?} {key:?}"
+                );
             }
         }
         assert_eq!(Shape::of(b"key:*"), Shape::Prefix);

@@ -651,12 +651,42 @@ mod tests {
     /// Arguments and key patterns built from a few bytes, so keys and
     /// patterns meet often, at lengths either side of the 8-byte word.
     const WORDS: &[&str] = &[
-        "key:", "key:1", "key:12345678", "k", "", "myhash", "my", "counter:", "1", "2", "0", "get",
-        "GET", "x", "keys", "numkeys", "store", "by", "limit", "streams", "block",
+        "key:",
+        "key:1",
+        "key:12345678",
+        "k",
+        "",
+        "myhash",
+        "my",
+        "counter:",
+        "1",
+        "2",
+        "0",
+        "get",
+        "GET",
+        "x",
+        "keys",
+        "numkeys",
+        "store",
+        "by",
+        "limit",
+        "streams",
+        "block",
     ];
     const PATTERNS: &[&str] = &[
-        "key:*", "k*", "*", "myhash", "my*", "counter:*", "key:12345678*", "key:1", "k?y:*",
-        "[km]*", "key:123456789", "x", "",
+        "key:*",
+        "k*",
+        "*",
+        "myhash",
+        "my*",
+        "counter:*",
+        "key:12345678*",
+        "key:1",
+        "k?y:*",
+        "[km]*",
+        "key:123456789",
+        "x",
+        "",
     ];
 
     proptest! {
