@@ -144,11 +144,11 @@ fn head_word(key: &[u8]) -> u64 {
             u32::from_le_bytes(*lo) as u64,
             u32::from_le_bytes(*hi) as u64,
         );
-        return lo | hi << (8 * (n - 4));
+        return lo | (hi << (8 * (n - 4)));
     }
     key.iter()
         .enumerate()
-        .fold(0, |w, (i, &b)| w | (b as u64) << (8 * i))
+        .fold(0, |w, (i, &b)| w | ((b as u64) << (8 * i)))
 }
 
 /// What a key pattern needs to be matched: most are a literal prefix and
