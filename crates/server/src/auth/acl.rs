@@ -113,12 +113,42 @@ pub struct KeyPattern {
     pub pattern: Vec<u8>,
     pub rights: u8,
     shape: Shape,
-    /// A `Prefix` pattern's literal part when it is at most 8 bytes, as
-    /// the little-endian word of a key's first 8 bytes masked with `mask`
-    /// would read (`mask` 0 otherwise): one compare instead of a memcmp
-    /// call (~18 instructions a key, callgrind).
+    /// A literal (`Exact`) or a `Prefix` pattern's literal part of at
+    /// most 8 bytes, as [`head_word`] of a key reads it masked with
+    /// `mask`: such a pattern matches a key whose length is within
+    /// `min_len..=max_len` and whose masked word equals `head`, one
+    /// compare instead of a memcmp call (~18 instructions a key) and a
+    /// branch on the shape (callgrind). Other patterns go to
+    /// [`KeyPattern::matches`]: they have `min_len` > `max_len`, and a
+    /// `head` no masked word equals (1 under a mask of 0), since the
+    /// wrapping length test alone would pass an empty key.
     head: u64,
     mask: u64,
+    min_len: usize,
+    max_len: usize,
+}
+
+/// A key's first 8 bytes as a little-endian word, zero-padded when the
+/// key is shorter (the bytes read twice by the two overlapping loads of a
+/// 4-7 byte key are the same, so or-ing them is exact). Patterns hold no
+/// NUL byte (`has_spaces`), but the word tests bound the key's length
+/// anyway, so padding never stands in for a byte.
+#[inline(always)]
+fn head_word(key: &[u8]) -> u64 {
+    if let Some(w) = key.first_chunk::<8>() {
+        return u64::from_le_bytes(*w);
+    }
+    let n = key.len();
+    if let (Some(lo), Some(hi)) = (key.first_chunk::<4>(), key.last_chunk::<4>()) {
+        let (lo, hi) = (
+            u32::from_le_bytes(*lo) as u64,
+            u32::from_le_bytes(*hi) as u64,
+        );
+        return lo | (hi << (8 * (n - 4)));
+    }
+    key.iter()
+        .enumerate()
+        .fold(0, |w, (i, &b)| w | ((b as u64) << (8 * i)))
 }
 
 /// What a key pattern needs to be matched: most are a literal prefix and
@@ -147,23 +177,50 @@ impl Shape {
 impl KeyPattern {
     fn new(pattern: &[u8], rights: u8) -> KeyPattern {
         let shape = Shape::of(pattern);
-        let (mut head, mut mask) = (0, 0);
-        if shape == Shape::Prefix && pattern.len() <= 9 {
-            let literal = &pattern[..pattern.len() - 1];
-            let mut word = [0u8; 8];
-            word[..literal.len()].copy_from_slice(literal);
-            head = u64::from_le_bytes(word);
-            mask = u64::MAX
-                .checked_shr(64 - 8 * literal.len() as u32)
-                .unwrap_or(0);
-        }
+        // The literal a word test compares, and the key lengths it holds
+        // for: a literal's own length, or (a prefix) at least its length
+        // and at least 1 (stringmatchlen matches no empty key against
+        // "*"). An empty range for the rest.
+        let (literal, min_len, max_len) = match shape {
+            Shape::Exact if pattern.len() <= 8 => (pattern, pattern.len(), pattern.len()),
+            Shape::Prefix if pattern.len() <= 9 => {
+                let literal = &pattern[..pattern.len() - 1];
+                (literal, literal.len().max(1), usize::MAX)
+            }
+            _ => (&[][..], usize::MAX, 0),
+        };
+        let mut word = [0u8; 8];
+        word[..literal.len()].copy_from_slice(literal);
+        let head = if min_len > max_len {
+            1
+        } else {
+            u64::from_le_bytes(word)
+        };
         KeyPattern {
             pattern: pattern.to_vec(),
             rights,
             shape,
             head,
-            mask,
+            mask: u64::MAX
+                .checked_shr(64 - 8 * literal.len() as u32)
+                .unwrap_or(0),
+            min_len,
+            max_len,
         }
+    }
+
+    /// True if this is a word-test pattern (short literal or prefix) and
+    /// it matches the key of length `len` whose [`head_word`] is `word`.
+    #[inline(always)]
+    fn word_matches(&self, word: u64, len: usize) -> bool {
+        len.wrapping_sub(self.min_len) <= self.max_len.wrapping_sub(self.min_len)
+            && word & self.mask == self.head
+    }
+
+    /// True if the pattern needs [`KeyPattern::matches`] (no word test).
+    #[inline]
+    fn needs_matcher(&self) -> bool {
+        self.min_len > self.max_len
     }
 
     /// Redis's `stringmatchlen(pattern, key, nocase = 0)`.
@@ -173,12 +230,10 @@ impl KeyPattern {
             Shape::Exact => key == self.pattern.as_slice(),
             // An empty key matches no pattern but the empty one, "*"
             // included (stringmatchlen's loop never runs).
-            Shape::Prefix => match key.first_chunk::<8>() {
-                Some(word) if self.mask != 0 || self.pattern.len() == 1 => {
-                    u64::from_le_bytes(*word) & self.mask == self.head
-                }
-                _ => !key.is_empty() && key.starts_with(&self.pattern[..self.pattern.len() - 1]),
-            },
+            // (A short prefix is matched by `word_matches` instead.)
+            Shape::Prefix => {
+                !key.is_empty() && key.starts_with(&self.pattern[..self.pattern.len() - 1])
+            }
             Shape::Glob => glob_match(&self.pattern, key, false),
         }
     }
@@ -207,6 +262,9 @@ pub struct Selector {
     /// Allowed first arguments of otherwise denied commands (+select|0).
     first_args: Vec<(usize, Vec<Vec<u8>>)>,
     keys: Vec<KeyPattern>,
+    /// Some pattern of `keys` needs the matcher (`KeyPattern::needs_matcher`),
+    /// kept up to date by `apply`.
+    matcher_keys: bool,
     channels: Vec<Vec<u8>>,
 }
 
@@ -221,6 +279,7 @@ impl Selector {
             future: false,
             first_args: Vec::new(),
             keys: Vec::new(),
+            matcher_keys: false,
             channels: Vec::new(),
         }
     }
@@ -285,9 +344,11 @@ impl Selector {
         if is("allkeys") || is("~*") {
             self.all_keys = true;
             self.keys.clear();
+            self.matcher_keys = false;
         } else if is("resetkeys") {
             self.all_keys = false;
             self.keys.clear();
+            self.matcher_keys = false;
         } else if is("allchannels") || is("&*") {
             self.all_channels = true;
             self.channels.clear();
@@ -339,6 +400,7 @@ impl Selector {
                 None => self.keys.push(KeyPattern::new(pattern, rights)),
             }
             self.all_keys = false;
+            self.matcher_keys = self.keys.iter().any(KeyPattern::needs_matcher);
         } else if op[0] == b'&' {
             if self.all_channels {
                 return Err(RuleError::PatternAfterAllChannels);
@@ -576,17 +638,32 @@ impl Selector {
         Ok(())
     }
 
-    #[inline]
-    fn key_ok(&self, key: &[u8], need: u8) -> bool {
+    /// `ACLSelectorCheckKey`: a pattern with the rights `need` matches
+    /// `key`. The word-test patterns go first (any match will do, so the
+    /// order does not change the answer): a key of a restricted user's
+    /// common shape costs one load and a compare per pattern.
+    // Always inlined: out of line it cost ~48 instructions a SET, call
+    // and spills included (callgrind).
+    #[inline(always)]
+    pub(crate) fn key_ok(&self, key: &[u8], need: u8) -> bool {
         if self.all_keys {
             return true;
         }
+        let (word, len) = (head_word(key), key.len());
         for p in &self.keys {
-            if p.rights & need == need && p.matches(key) {
+            if p.rights & need == need && p.word_matches(word, len) {
                 return true;
             }
         }
-        false
+        self.matcher_keys && self.key_ok_by_matcher(key, need)
+    }
+
+    /// The patterns without a word test, through the matcher.
+    #[inline(never)]
+    fn key_ok_by_matcher(&self, key: &[u8], need: u8) -> bool {
+        self.keys
+            .iter()
+            .any(|p| p.needs_matcher() && p.rights & need == need && p.matches(key))
     }
 }
 
@@ -871,19 +948,15 @@ impl User {
         Err(worst)
     }
 
-    /// True if the root selector alone lets `cmd` run with one key, `key`,
-    /// needing `need`: the command allowed outright, the key matched, no
-    /// channels to check. A true answer is [`User::check`]'s `Ok` (that
-    /// selector's check passes); false says nothing, and the caller runs
-    /// the whole check. It is the common case of a restricted user,
-    /// answered without the selector loop or the key list (~60
-    /// instructions a SET, callgrind).
+    /// The root selector when it allows `cmd` outright and `cmd` has no
+    /// channels to check: then its verdict on the command's keys alone
+    /// (`Selector::key_ok` on each) is enough for an `Ok`; None says
+    /// nothing, and the caller runs the whole check.
     #[inline]
-    pub fn allows_key(&self, cmd: &Command, key: &[u8], need: u8) -> bool {
+    pub fn keys_decide(&self, cmd: &Command) -> Option<&Selector> {
         let s = &self.selectors[0];
-        (s.all_commands || s.bit(cmd.id))
-            && (s.all_channels || cmd.channels == Channels::None)
-            && s.key_ok(key, need)
+        ((s.all_commands || s.bit(cmd.id)) && (s.all_channels || cmd.channels == Channels::None))
+            .then_some(s)
     }
 
     /// True if a selector allows every channel, or `other`'s channel
@@ -1191,6 +1264,11 @@ mod tests {
                     glob_match(pat, key, false),
                     "{pat:?} {key:?}"
                 );
+                assert_eq!(
+                    word_path(&p, key),
+                    glob_match(pat, key, false),
+                    "{pat:?} {key:?}"
+                );
             }
         }
         assert_eq!(Shape::of(b"key:*"), Shape::Prefix);
@@ -1198,9 +1276,22 @@ mod tests {
         assert_eq!(Shape::of(b"k*y*"), Shape::Glob);
     }
 
-    /// Prefixes up to 8 bytes are compared as one masked word when the key
-    /// has 8 bytes to read, longer ones and shorter keys byte by byte:
-    /// both agree with the glob matcher at every length around the word.
+    /// How `Selector::key_ok` matches one pattern: the word test, or the
+    /// matcher for a pattern without one (which the word test refuses).
+    fn word_path(p: &KeyPattern, key: &[u8]) -> bool {
+        let word = p.word_matches(head_word(key), key.len());
+        if p.needs_matcher() {
+            assert!(!word, "{:?} {key:?}", p.pattern);
+            p.matches(key)
+        } else {
+            word
+        }
+    }
+
+    /// Prefixes up to 8 bytes are compared as one masked word of the key
+    /// (zero-padded when shorter) with a length range, longer ones byte
+    /// by byte: both agree with the glob matcher at every length around
+    /// the word.
     #[test]
     fn prefix_patterns_match_as_globs_do_at_every_length() {
         let text = b"abcdefghijkl";
@@ -1222,14 +1313,68 @@ mod tests {
                         glob_match(&pat, &key, false),
                         "{pat:?} {key:?}"
                     );
+                    assert_eq!(
+                        word_path(&p, &key),
+                        glob_match(&pat, &key, false),
+                        "{pat:?} {key:?}"
+                    );
                 }
             }
         }
     }
 
-    /// The one-key shortcut only ever says yes where the whole check does.
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+
+        /// A selector's key test (word tests first, then the matcher)
+        /// answers as the glob matcher does over its patterns, for random
+        /// patterns and keys of every length around the 8-byte word, NUL
+        /// bytes in keys included.
+        #[test]
+        fn key_ok_agrees_with_the_glob_matcher(
+            pats in proptest::collection::vec(
+                (proptest::collection::vec(proptest::sample::select(&b"ab:*?["[..]), 0..11), 1u8..4),
+                0..5,
+            ),
+            keys in proptest::collection::vec(
+                proptest::collection::vec(proptest::sample::select(&b"ab:\0"[..]), 0..13),
+                1..8,
+            ),
+        ) {
+            let t = table();
+            let mut s = Selector::new(true, t.all().len(), false);
+            for (p, r) in &pats {
+                let mut rule = format!("%{}~", ["", "R", "W", "RW"][*r as usize]).into_bytes();
+                rule.extend_from_slice(p);
+                s.apply(&t, &rule).expect("rule");
+            }
+            for key in &keys {
+                for need in [READ, WRITE, READ | WRITE] {
+                    let want = s
+                        .keys
+                        .iter()
+                        .any(|p| p.rights & need == need && glob_match(&p.pattern, key, false));
+                    proptest::prop_assert_eq!(s.key_ok(key, need), want, "{:?} {:?}", pats, key);
+                }
+            }
+        }
+    }
+
     #[test]
-    fn allows_key_is_a_subset_of_check() {
+    fn head_word_reads_a_key_zero_padded() {
+        let keys: [&[u8]; 5] = [b"", b"a", b"abc", b"abcdef", b"abcdefghij"];
+        for key in keys {
+            let mut w = [0u8; 8];
+            let n = key.len().min(8);
+            w[..n].copy_from_slice(&key[..n]);
+            assert_eq!(head_word(key), u64::from_le_bytes(w), "{key:?}");
+        }
+    }
+
+    /// The root selector's verdict on one key only ever says yes where
+    /// the whole check does.
+    #[test]
+    fn keys_decide_is_a_subset_of_check() {
         let t = table();
         let users = [
             user(&t, &["on", "~key:*", "%R~r:*", "resetchannels", "+@all"]).unwrap(),
@@ -1244,7 +1389,7 @@ mod tests {
                 let c = cmd(&t, name);
                 for key in keys {
                     for need in [READ, WRITE, READ | WRITE] {
-                        if u.allows_key(c, key, need) {
+                        if u.keys_decide(c).is_some_and(|s| s.key_ok(key, need)) {
                             yes += 1;
                             let argv: [&[u8]; 3] = [name.as_bytes(), key, b"v"];
                             assert_eq!(u.check(c, &argv, &[(1, need)]), Ok(()), "{name} {key:?}");

@@ -421,15 +421,33 @@ pub fn check<A: Argv + ?Sized>(
     if u.unrestricted() {
         return Ok(());
     }
-    let verdict = match cmd.key_plan.single(argv) {
-        Some((pos, need)) if u.allows_key(cmd, argv.arg(pos), need) => return Ok(()),
-        Some(key) => u.check_args(cmd, argv, std::slice::from_ref(&key)),
-        None => u.check_args(cmd, argv, &key_rights(cmd, argv)),
-    };
-    match verdict {
+    if allowed_at_once(u, cmd, argv) {
+        return Ok(());
+    }
+    match u.check_args(cmd, argv, &key_rights(cmd, argv)) {
         Ok(()) => Ok(()),
         Err(d) => Err(denial(shared, client, cmd, argv, context, d)),
     }
+}
+
+/// The common case of a restricted user, answered without the selector
+/// loop or a key list: the root selector allows the command outright, it
+/// has no channels, and each key (from the plan, read by index) matches
+/// one of the root's patterns. True is [`acl::User::check`]'s `Ok`; false
+/// says nothing (several selectors, `+cmd|arg` exceptions, channels, keys
+/// only a callback finds, a refused key), and the caller runs the whole
+/// check, which also finds the refusal to log.
+#[inline]
+fn allowed_at_once<A: Argv + ?Sized>(
+    u: &acl::User,
+    cmd: &crate::exec::table::Command,
+    argv: &A,
+) -> bool {
+    u.keys_decide(cmd).is_some_and(|root| {
+        cmd.key_plan.each_key(&cmd.key_specs, argv, |pos, need| {
+            root.key_ok(argv.arg(pos), need)
+        }) == Some(true)
+    })
 }
 
 /// Logs a refusal of [`check`] (kept out of the allowed path).
@@ -627,7 +645,107 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::constant_time_eq;
+    use super::{acl, allowed_at_once, constant_time_eq, key_rights};
+    use proptest::prelude::*;
+
+    /// Arguments and key patterns built from a few bytes, so keys and
+    /// patterns meet often, at lengths either side of the 8-byte word.
+    const WORDS: &[&str] = &[
+        "key:",
+        "key:1",
+        "key:12345678",
+        "k",
+        "",
+        "myhash",
+        "my",
+        "counter:",
+        "1",
+        "2",
+        "0",
+        "get",
+        "GET",
+        "x",
+        "keys",
+        "numkeys",
+        "store",
+        "by",
+        "limit",
+        "streams",
+        "block",
+    ];
+    const PATTERNS: &[&str] = &[
+        "key:*",
+        "k*",
+        "*",
+        "myhash",
+        "my*",
+        "counter:*",
+        "key:12345678*",
+        "key:1",
+        "k?y:*",
+        "[km]*",
+        "key:123456789",
+        "x",
+        "",
+    ];
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        /// The shortcut says yes only where the whole check does, and for
+        /// a user with one selector on a command whose keys the plan
+        /// finds (no callback) and the root allows outright, exactly where
+        /// it does.
+        #[test]
+        fn the_shortcut_agrees_with_the_whole_check(
+            pats in prop::collection::vec((any::<prop::sample::Index>(), 1u8..4), 0..4),
+            commands in any::<bool>(),
+            channels in any::<bool>(),
+            selector in any::<bool>(),
+            picks in prop::collection::vec(any::<prop::sample::Index>(), 0..10),
+            which in prop::collection::vec(any::<prop::sample::Index>(), 16),
+        ) {
+            let t = crate::server::command_table().expect("command table");
+            let mut rules: Vec<String> = vec!["on".into()];
+            let allowed = if commands { "+@all" } else { "-@all +get +set +mset +hset +incr +del +publish +eval" };
+            rules.extend(allowed.split(' ').map(String::from));
+            rules.push(if channels { "&*".into() } else { "resetchannels".into() });
+            for (i, r) in &pats {
+                let rights = ["", "R", "W", "RW"][*r as usize];
+                rules.push(format!("%{rights}~{}", i.get(PATTERNS)));
+            }
+            if selector {
+                rules.push("(~counter:* +@all)".into());
+            }
+            let mut u = acl::User::new(b"u", &t, false);
+            for r in &rules {
+                u.apply(&t, r.as_bytes(), false).expect("rule");
+            }
+            let rest: Vec<&[u8]> = picks.iter().map(|i| i.get(WORDS).as_bytes()).collect();
+            for w in &which {
+                let c = w.get(t.all());
+                let mut argv: Vec<&[u8]> = c.name.split('|').map(str::as_bytes).collect();
+                argv.extend(&rest);
+                while !c.arity_ok(argv.len()) && argv.len() > 1 {
+                    argv.pop();
+                }
+                if !c.arity_ok(argv.len()) {
+                    continue;
+                }
+                let whole = u.check(c, &argv, &key_rights(c, argv.as_slice()));
+                let quick = allowed_at_once(&u, c, argv.as_slice());
+                if quick {
+                    prop_assert_eq!(whole, Ok(()), "{:?} {:?}", rules, argv);
+                }
+                let decidable = u.selectors().len() == 1
+                    && u.keys_decide(c).is_some()
+                    && c.key_plan.each_key(&c.key_specs, argv.as_slice(), |_, _| true).is_some();
+                if decidable {
+                    prop_assert_eq!(quick, whole.is_ok(), "{:?} {:?}", rules, argv);
+                }
+            }
+        }
+    }
 
     #[test]
     fn constant_time_eq_is_equality() {

@@ -51,6 +51,9 @@ impl<'a> Args<'a> {
         self.list.is_empty()
     }
 
+    // Inlined: a restricted ACL user's check reads its keys through it,
+    // and the call cost ~8 of its ~21 instructions (callgrind, SET).
+    #[inline]
     pub fn get(&self, i: usize) -> &'a [u8] {
         self.list.get(self.buf, i)
     }
