@@ -391,7 +391,7 @@ impl Argv for crate::resp::ctx::Args<'_> {
     fn argc(&self) -> usize {
         self.len()
     }
-    #[inline]
+    #[inline(always)]
     fn arg(&self, i: usize) -> &[u8] {
         self.get(i)
     }
