@@ -1180,12 +1180,16 @@ mod tests {
                         let k = g.key(&name);
                         g.read_ref(0, &k).map(|r| r.encoding())
                     });
-                    long_sets += usize::from(*len >= 200);
+                    long_sets += usize::from(*len >= 1000);
                     coded_sets += usize::from(enc == Some("zstd"));
                 }
             }
-            // Text of 200 bytes or more shrinks: the compressed path is
-            // what is being compared, not a plain one twice.
+            // Text of 1,000 bytes or more shrinks by far more than the
+            // 1/8 kept as the threshold, with or without a dictionary (the
+            // process-wide domain may hold one from another test, or be
+            // training): the compressed path is what is being compared,
+            // not a plain one twice. 200 bytes without a dictionary was
+            // too close to the threshold (a failure in the suite).
             prop_assert!(long_sets == 0 || coded_sets > 0);
         }
     }
