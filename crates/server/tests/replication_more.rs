@@ -338,7 +338,10 @@ fn a_replica_restarted_from_its_snapshot_continues_from_its_master() {
     let mut c = redis_client(cairn.port);
     ok(&mut m, &["SELECT", "3"]);
     ok(&mut m, &["SET", "a", "1"]);
-    assert_eq!(int(&mut m, &["WAIT", "1", "5000"]), 1);
+    // The first sync may take seconds on a loaded machine.
+    wait_for("the replica's ack", Duration::from_secs(30), || {
+        int(&mut m, &["WAIT", "1", "1000"]) == 1
+    });
     let _ = redis::cmd("SHUTDOWN").arg("SAVE").query::<Value>(&mut c);
     assert!(cairn.wait_exit(Duration::from_secs(10)).is_some());
     // Written while the replica is down: the backlog has it.

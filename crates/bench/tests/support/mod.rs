@@ -97,6 +97,14 @@ pub fn redis() -> Option<Server> {
             .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
             .arg("--dir")
             .arg(std::env::temp_dir())
+            // A file name of its own: a dump.rdb another test's server
+            // left in the temp dir would load (with a replication backlog
+            // counted in used_memory, which made every SET of the
+            // hit-ratio test go over its small maxmemory).
+            .args([
+                "--dbfilename",
+                &format!("cairn-bench-test-{}-{port}.rdb", std::process::id()),
+            ])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())

@@ -31,6 +31,9 @@ pub struct Server {
     child: Child,
     log_path: PathBuf,
     name: &'static str,
+    /// A file of the server's own, removed when it stops (a redis-server's
+    /// RDB file: see `start_redis`).
+    pub(crate) scratch: Option<PathBuf>,
 }
 
 impl Server {
@@ -90,6 +93,9 @@ impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        if let Some(f) = &self.scratch {
+            let _ = std::fs::remove_file(f);
+        }
         if std::thread::panicking() {
             eprintln!(
                 "{} (pid {}) log kept at {}",
@@ -223,6 +229,7 @@ fn start_cairn_limited(
         child,
         log_path,
         name: "cairn",
+        scratch: None,
     };
     let deadline = Instant::now() + START_TIMEOUT;
     loop {
@@ -295,6 +302,7 @@ pub fn start_redis(args: &[&str]) -> Option<Server> {
     let mut last_log = String::new();
     for _attempt in 0..5 {
         let port = free_port();
+        let rdb = format!("redis-{}-{port}.rdb", std::process::id());
         let mut cmd = Command::new(&bin);
         cmd.args([
             "--port",
@@ -309,6 +317,11 @@ pub fn start_redis(args: &[&str]) -> Option<Server> {
         .args(["--enable-debug-command", "yes", "--daemonize", "no"])
         .arg("--dir")
         .arg(&dir)
+        // An RDB file of its own: a redis-server replica saves what it
+        // syncs, and a later server in the shared temp dir loaded that
+        // file (a backlog and a replication offset with it, which broke the
+        // differential ROLE lines). A test's own --dir/--dbfilename win.
+        .args(["--dbfilename", &rdb])
         .args(args);
         let (child, log_path) = spawn_logged(cmd, "redis")
             .unwrap_or_else(|e| panic!("cannot run {}: {e}", bin.display()));
@@ -317,6 +330,7 @@ pub fn start_redis(args: &[&str]) -> Option<Server> {
             child,
             log_path,
             name: "redis-server",
+            scratch: Some(dir.join(&rdb)),
         };
         let deadline = Instant::now() + START_TIMEOUT;
         loop {

@@ -68,6 +68,7 @@ pub fn start_sentinel(bin: &Path, dir: &Path, master_port: u16, quorum: u32) -> 
             child,
             log_path,
             name: "redis-sentinel",
+            scratch: None,
         };
         let deadline = Instant::now() + START_TIMEOUT;
         while Instant::now() < deadline && server.is_running() {
@@ -94,6 +95,7 @@ pub fn start_redis_conf(bin: &Path, conf: &Path, port: u16) -> Server {
         child,
         log_path,
         name: "redis-server",
+        scratch: None,
     };
     let deadline = Instant::now() + START_TIMEOUT;
     while Instant::now() < deadline && server.is_running() {
