@@ -134,7 +134,17 @@ fn live_writes(c: &mut Connection) {
 /// A redis-server replicating from `master`, its link up.
 fn start_replica(master: &Server, dir: &str) -> Option<(Server, Connection)> {
     let port = master.port.to_string();
-    let replica = start_redis(&["--replicaof", "127.0.0.1", &port, "--dir", dir])?;
+    // A fixed file name in the test's own directory: a restarted replica
+    // must find the RDB its first run saved.
+    let replica = start_redis(&[
+        "--replicaof",
+        "127.0.0.1",
+        &port,
+        "--dir",
+        dir,
+        "--dbfilename",
+        "dump.rdb",
+    ])?;
     let mut rc = redis_client(replica.port);
     wait_for("the replica's link", Duration::from_secs(20), || {
         info_field(&mut rc, "replication", "master_link_status").as_deref() == Some("up")
