@@ -13,42 +13,14 @@ mod support;
 use redis::{Connection, Value};
 use std::io::Read;
 use std::time::{Duration, Instant};
-use support::{int, ok, q, redis_client, start_cairn, start_redis, RawConn, Server, TestDir};
+use support::{
+    digest, info_field, int, ok, q, redis_client, start_cairn, start_redis, value as run, wait_for,
+    RawConn, Server, TestDir,
+};
 
 /// A test's own directory, removed on drop.
 fn scratch(name: &str) -> TestDir {
     TestDir::new("replm", name)
-}
-
-fn run(c: &mut Connection, args: &[&str]) -> Value {
-    let mut cmd = redis::cmd(args[0]);
-    for a in &args[1..] {
-        cmd.arg(*a);
-    }
-    cmd.query(c).unwrap_or_else(|e| panic!("{args:?}: {e}"))
-}
-
-fn digest(c: &mut Connection) -> String {
-    match run(c, &["DEBUG", "DIGEST"]) {
-        Value::SimpleString(s) => s,
-        other => panic!("DEBUG DIGEST: {other:?}"),
-    }
-}
-
-/// One field of an INFO section.
-fn info_field(c: &mut Connection, section: &str, name: &str) -> Option<String> {
-    let text: String = q(c, &["INFO", section]);
-    text.lines()
-        .find_map(|l| l.strip_prefix(&format!("{name}:")))
-        .map(str::to_string)
-}
-
-fn wait_for(what: &str, timeout: Duration, mut ok: impl FnMut() -> bool) {
-    let deadline = Instant::now() + timeout;
-    while !ok() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 /// Every type, expiring keys and three databases.

@@ -9,39 +9,11 @@
 mod support;
 
 use redis::{Connection, Value};
-use std::time::{Duration, Instant};
-use support::{int, ok, q, redis_client, start_cairn, start_redis, RawConn, Server, TestDir};
-
-fn run(c: &mut Connection, args: &[&str]) -> Value {
-    let mut cmd = redis::cmd(args[0]);
-    for a in &args[1..] {
-        cmd.arg(*a);
-    }
-    cmd.query(c).unwrap_or_else(|e| panic!("{args:?}: {e}"))
-}
-
-fn digest(c: &mut Connection) -> String {
-    match run(c, &["DEBUG", "DIGEST"]) {
-        Value::SimpleString(s) => s,
-        other => panic!("DEBUG DIGEST: {other:?}"),
-    }
-}
-
-/// One field of an INFO section.
-fn info_field(c: &mut Connection, section: &str, name: &str) -> Option<String> {
-    let text: String = q(c, &["INFO", section]);
-    text.lines()
-        .find_map(|l| l.strip_prefix(&format!("{name}:")))
-        .map(str::to_string)
-}
-
-fn wait_for(what: &str, timeout: Duration, mut ok: impl FnMut() -> bool) {
-    let deadline = Instant::now() + timeout;
-    while !ok() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
+use std::time::Duration;
+use support::{
+    digest, info_field, int, ok, q, redis_client, start_cairn, start_redis, wait_for, RawConn,
+    Server, TestDir,
+};
 
 /// A client of a server that may still be loading (`-LOADING`).
 fn client_when_loaded(port: u16) -> Connection {

@@ -669,3 +669,38 @@ impl Drop for TestDir {
         let _ = std::fs::remove_dir_all(&self.0);
     }
 }
+
+/// Runs a command and returns its reply; panics on an error reply.
+pub fn value(c: &mut Connection, args: &[&str]) -> Value {
+    let mut cmd = redis::cmd(args[0]);
+    for a in &args[1..] {
+        cmd.arg(*a);
+    }
+    cmd.query(c).unwrap_or_else(|e| panic!("{args:?}: {e}"))
+}
+
+/// DEBUG DIGEST of the server's whole dataset.
+pub fn digest(c: &mut Connection) -> String {
+    match value(c, &["DEBUG", "DIGEST"]) {
+        Value::SimpleString(s) => s,
+        other => panic!("DEBUG DIGEST: {other:?}"),
+    }
+}
+
+/// One field of an INFO section.
+pub fn info_field(c: &mut Connection, section: &str, name: &str) -> Option<String> {
+    let text: String = q(c, &["INFO", section]);
+    text.lines()
+        .find_map(|l| l.strip_prefix(&format!("{name}:")))
+        .map(str::to_string)
+}
+
+/// Polls `ok` every 50 ms until it holds; panics naming `what` after
+/// `timeout`.
+pub fn wait_for(what: &str, timeout: Duration, mut ok: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !ok() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
