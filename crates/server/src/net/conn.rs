@@ -107,6 +107,22 @@ pub struct Conn {
 }
 
 impl Conn {
+    /// The transport, the client and the bytes read but not yet parsed:
+    /// what a connection handed to a thread of its own takes with it
+    /// (PSYNC's replica link, SCRIPT DEBUG YES's session).
+    pub(super) fn into_parts(self) -> (Transport, Client, Vec<u8>) {
+        let Conn {
+            transport,
+            client,
+            rbuf,
+            filled,
+            rpos,
+            ..
+        } = self;
+        let unread = rbuf[rpos.min(filled)..filled].to_vec();
+        (transport, client, unread)
+    }
+
     /// Reply bytes not yet written, referenced large values included, and
     /// what the transport holds (TLS records the socket would not take).
     pub(super) fn pending_out(&self) -> usize {

@@ -434,15 +434,7 @@ impl Worker {
             if let Some(take) = handoff {
                 self.hand_over(conn, take);
             } else if let Some(take) = take_whole {
-                let Conn {
-                    transport,
-                    client,
-                    rbuf,
-                    filled,
-                    rpos,
-                    ..
-                } = conn;
-                let unread = rbuf[rpos.min(filled)..filled].to_vec();
+                let (transport, client, unread) = conn.into_parts();
                 let link = super::debug_link::OwnedLink::new(transport, unread);
                 take(Box::new(link), Box::new(client));
             }
@@ -454,15 +446,7 @@ impl Worker {
     /// plain TCP can be handed over; a TLS connection is closed (and its
     /// client unregistered) instead.
     fn hand_over(&mut self, conn: Conn, take: crate::client::Handoff) {
-        let Conn {
-            transport,
-            client,
-            rbuf,
-            filled,
-            rpos,
-            ..
-        } = conn;
-        let unread = rbuf[rpos.min(filled)..filled].to_vec();
+        let (transport, client, unread) = conn.into_parts();
         let stream = match transport {
             Transport::Plain(s) => std::net::TcpStream::from(s),
             Transport::Tls(_) => {
