@@ -893,10 +893,15 @@ fn crash_loses_no_acknowledged_write() {
             }
         }
         let stop = Arc::new(AtomicBool::new(false));
+        // Acknowledged writes so far, over all writers: the kill waits for
+        // the first (a loaded machine can take longer than the random
+        // window to connect and answer one).
+        let acks = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let threads: Vec<_> = (0..WRITERS)
             .map(|t| {
                 let port = server.port;
                 let stop = stop.clone();
+                let acks = acks.clone();
                 std::thread::spawn(move || {
                     let Ok(mut c) = RawConn::try_connect(port) else {
                         return 0;
@@ -913,7 +918,8 @@ fn crash_loses_no_acknowledged_write() {
                         }
                         match c.try_read_raw_reply() {
                             Ok(Some(r)) if r == format!(":{}\r\n", acked + 1).as_bytes() => {
-                                acked += 1
+                                acked += 1;
+                                acks.fetch_add(1, Ordering::Relaxed);
                             }
                             Ok(Some(r)) => panic!("{key}: unexpected reply {}", text(&r)),
                             _ => break,
@@ -923,6 +929,10 @@ fn crash_loses_no_acknowledged_write() {
                 })
             })
             .collect();
+        let first = Instant::now() + Duration::from_secs(10);
+        while acks.load(Ordering::Relaxed) == 0 && Instant::now() < first {
+            std::thread::sleep(Duration::from_millis(2));
+        }
         let wait = 30 + rand_below(120);
         std::thread::sleep(Duration::from_millis(wait));
         drop(server); // SIGKILL
