@@ -69,6 +69,19 @@ impl Server {
         self.exit_status().is_none()
     }
 
+    /// Waits up to [`START_TIMEOUT`] for the process to answer PING on its
+    /// port: false if it exited or stayed silent.
+    pub fn answers_ping(&mut self) -> bool {
+        let deadline = Instant::now() + START_TIMEOUT;
+        while Instant::now() < deadline && self.is_running() {
+            if ping(self.port) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        false
+    }
+
     /// Waits up to `timeout` for the process to exit on its own.
     pub fn wait_exit(&mut self, timeout: Duration) -> Option<std::process::ExitStatus> {
         let deadline = Instant::now() + timeout;
@@ -332,15 +345,8 @@ pub fn start_redis(args: &[&str]) -> Option<Server> {
             name: "redis-server",
             scratch: Some(dir.join(&rdb)),
         };
-        let deadline = Instant::now() + START_TIMEOUT;
-        loop {
-            if ping(port) {
-                return Some(server);
-            }
-            if server.exit_status().is_some() || Instant::now() >= deadline {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(10));
+        if server.answers_ping() {
+            return Some(server);
         }
         // Most likely the port was taken between free_port() and the bind:
         // drop (kill) this one and try another port.

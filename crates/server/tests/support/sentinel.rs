@@ -6,9 +6,8 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
 
-use super::{free_port, ping, spawn_logged, Server, START_TIMEOUT};
+use super::{free_port, spawn_logged, Server};
 
 /// `$REDIS_SENTINEL` or `redis-sentinel` on PATH. `None` outside CI when
 /// absent (the caller skips and says so); in CI a missing one fails.
@@ -70,12 +69,8 @@ pub fn start_sentinel(bin: &Path, dir: &Path, master_port: u16, quorum: u32) -> 
             name: "redis-sentinel",
             scratch: None,
         };
-        let deadline = Instant::now() + START_TIMEOUT;
-        while Instant::now() < deadline && server.is_running() {
-            if ping(port) {
-                return server;
-            }
-            std::thread::sleep(Duration::from_millis(20));
+        if server.answers_ping() {
+            return server;
         }
         last_log = server.log();
     }
@@ -97,12 +92,8 @@ pub fn start_redis_conf(bin: &Path, conf: &Path, port: u16) -> Server {
         name: "redis-server",
         scratch: None,
     };
-    let deadline = Instant::now() + START_TIMEOUT;
-    while Instant::now() < deadline && server.is_running() {
-        if ping(port) {
-            return server;
-        }
-        std::thread::sleep(Duration::from_millis(20));
+    if server.answers_ping() {
+        return server;
     }
     panic!(
         "redis-server {} did not start:\n{}",
