@@ -12,6 +12,7 @@
 //! (ZSTD_compress2), `lvl`, `ref` (DCtx with a referenced DDict), `lz4`
 //! (lz4_flex with the same dictionary). DK (dictionary KiB, default 16) and
 //! NS (values sampled for training, default 92) come from the environment.
+extern crate lz4_sys; // links liblz4 (its functions are declared in `mod c`)
 use std::ptr::NonNull;
 use zstd::zstd_safe::{zstd_sys as sys, DCtx, DDict};
 
@@ -38,6 +39,21 @@ fn main() {
         sizes.push(v.len());
     }
     let dict = zstd::dict::from_continuous(&samples, &sizes, dk << 10).unwrap();
+    if mode.starts_with("clz4") {
+        // liblz4 1.10 (lz4-sys): the dictionary is raw text, so it is the
+        // zstd dictionary's content (its tail) or, with `raw`, the
+        // samples' last DK KiB.
+        let d: &[u8] = if mode.contains("raw") {
+            &samples[samples.len() - (dk << 10)..]
+        } else {
+            &dict
+        };
+        let hc: i32 = mode
+            .split('-')
+            .find_map(|p| p.strip_prefix("hc").map(|v| v.parse().unwrap()))
+            .unwrap_or(0);
+        return clz4_main(d, &vals, hc, level);
+    }
     if mode.starts_with("lz4") {
         let d: &[u8] = if mode.contains("raw") {
             &samples[samples.len() - (64 << 10)..]
@@ -240,6 +256,157 @@ fn lz4_dec(dict: &[u8], coded: &[Vec<u8>]) -> usize {
     let mut buf = vec![0u8; 4096];
     for c in coded {
         t += lz4_flex::block::decompress_into_with_dict(c, &mut buf, dict).unwrap();
+    }
+    t
+}
+
+mod c {
+    use std::os::raw::{c_char, c_int, c_void};
+    extern "C" {
+        pub fn LZ4_createStream() -> *mut c_void;
+        pub fn LZ4_loadDict(s: *mut c_void, d: *const c_char, n: c_int) -> c_int;
+        pub fn LZ4_resetStream_fast(s: *mut c_void);
+        pub fn LZ4_attach_dictionary(w: *mut c_void, d: *const c_void);
+        pub fn LZ4_compress_fast_continue(
+            s: *mut c_void,
+            src: *const c_char,
+            dst: *mut c_char,
+            n: c_int,
+            cap: c_int,
+            accel: c_int,
+        ) -> c_int;
+        pub fn LZ4_createStreamHC() -> *mut c_void;
+        pub fn LZ4_loadDictHC(s: *mut c_void, d: *const c_char, n: c_int) -> c_int;
+        pub fn LZ4_resetStreamHC_fast(s: *mut c_void, level: c_int);
+        pub fn LZ4_attach_HC_dictionary(w: *mut c_void, d: *const c_void);
+        pub fn LZ4_compress_HC_continue(
+            s: *mut c_void,
+            src: *const c_char,
+            dst: *mut c_char,
+            n: c_int,
+            cap: c_int,
+        ) -> c_int;
+        pub fn LZ4_decompress_safe_usingDict(
+            src: *const c_char,
+            dst: *mut c_char,
+            n: c_int,
+            cap: c_int,
+            d: *const c_char,
+            dn: c_int,
+        ) -> c_int;
+    }
+}
+
+/// liblz4 with an attached dictionary (`hc` = 0: the fast coder at
+/// acceleration `accel`; otherwise LZ4 HC at that level).
+pub fn clz4_main(dict: &[u8], vals: &[&[u8]], hc: i32, accel: i32) {
+    let test = &vals[100..1100];
+    let mut coded = Vec::new();
+    let t0 = std::time::Instant::now();
+    let t = clz4_enc(dict, test, &mut coded, hc, accel.max(1));
+    eprintln!(
+        "enc {:.2} us/value",
+        t0.elapsed().as_secs_f64() * 1e6 / test.len() as f64
+    );
+    eprintln!(
+        "liblz4 hc {hc} accel {accel} dict {}: {:.1} B coded avg",
+        dict.len(),
+        t as f64 / test.len() as f64
+    );
+    let t0 = std::time::Instant::now();
+    let mut n = 0;
+    for _ in 0..5 {
+        n = clz4_dec(dict, &coded);
+    }
+    eprintln!(
+        "dec {:.2} us/value",
+        t0.elapsed().as_secs_f64() * 1e6 / 5.0 / coded.len() as f64
+    );
+    for (v, c) in test.iter().zip(&coded) {
+        let mut buf = vec![0u8; 4096];
+        let r = unsafe {
+            c::LZ4_decompress_safe_usingDict(
+                c.as_ptr().cast(),
+                buf.as_mut_ptr().cast(),
+                c.len() as i32,
+                4096,
+                dict.as_ptr().cast(),
+                dict.len() as i32,
+            )
+        };
+        assert_eq!(&buf[..r as usize], *v);
+    }
+    eprintln!("decoded {n}, every value checked");
+}
+
+#[inline(never)]
+fn clz4_enc(dict: &[u8], vals: &[&[u8]], out: &mut Vec<Vec<u8>>, hc: i32, accel: i32) -> usize {
+    let mut t = 0;
+    unsafe {
+        if hc == 0 {
+            let d = c::LZ4_createStream();
+            c::LZ4_loadDict(d, dict.as_ptr().cast(), dict.len() as i32);
+            let w = c::LZ4_createStream();
+            for v in vals {
+                let mut o = vec![0u8; 4096];
+                c::LZ4_resetStream_fast(w);
+                c::LZ4_attach_dictionary(w, d);
+                let r = c::LZ4_compress_fast_continue(
+                    w,
+                    v.as_ptr().cast(),
+                    o.as_mut_ptr().cast(),
+                    v.len() as i32,
+                    4096,
+                    accel,
+                );
+                assert!(r > 0);
+                o.truncate(r as usize);
+                t += r as usize;
+                out.push(o);
+            }
+        } else {
+            let d = c::LZ4_createStreamHC();
+            c::LZ4_resetStreamHC_fast(d, hc);
+            c::LZ4_loadDictHC(d, dict.as_ptr().cast(), dict.len() as i32);
+            let w = c::LZ4_createStreamHC();
+            for v in vals {
+                let mut o = vec![0u8; 4096];
+                c::LZ4_resetStreamHC_fast(w, hc);
+                c::LZ4_attach_HC_dictionary(w, d);
+                let r = c::LZ4_compress_HC_continue(
+                    w,
+                    v.as_ptr().cast(),
+                    o.as_mut_ptr().cast(),
+                    v.len() as i32,
+                    4096,
+                );
+                assert!(r > 0);
+                o.truncate(r as usize);
+                t += r as usize;
+                out.push(o);
+            }
+        }
+    }
+    t
+}
+
+#[inline(never)]
+fn clz4_dec(dict: &[u8], coded: &[Vec<u8>]) -> usize {
+    let mut t = 0;
+    let mut buf = vec![0u8; 4096];
+    for c in coded {
+        let r = unsafe {
+            c::LZ4_decompress_safe_usingDict(
+                c.as_ptr().cast(),
+                buf.as_mut_ptr().cast(),
+                c.len() as i32,
+                buf.len() as i32,
+                dict.as_ptr().cast(),
+                dict.len() as i32,
+            )
+        };
+        assert!(r > 0);
+        t += r as usize;
     }
     t
 }
