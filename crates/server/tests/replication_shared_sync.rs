@@ -11,8 +11,7 @@ mod support;
 use redis::Connection;
 use std::time::{Duration, Instant};
 use support::{
-    digest, info_field, int, ok, redis_client, start_cairn, start_redis, wait_for, Server,
-    TestDir,
+    digest, info_field, int, ok, redis_client, start_cairn, start_redis, wait_for, Server, TestDir,
 };
 
 fn images(c: &mut Connection) -> i64 {

@@ -20,8 +20,7 @@ use std::net::TcpListener;
 use std::path::PathBuf;
 use std::time::Duration;
 use support::{
-    digest, info_field, int, ok, redis_client, start_cairn, start_redis, wait_for, Server,
-    TestDir,
+    digest, info_field, int, ok, redis_client, start_cairn, start_redis, wait_for, Server, TestDir,
 };
 
 /// A CA and, signed by it, `server.pem`/`server.key` (server use) and

@@ -300,7 +300,11 @@ pub struct ClientParts {
 
 pub fn client_parts(cfg: &Config) -> Result<ClientParts, String> {
     let (cert_file, key_file, pass) = if cfg.tls_client_cert_file.is_empty() {
-        (&cfg.tls_cert_file, &cfg.tls_key_file, &cfg.tls_key_file_pass)
+        (
+            &cfg.tls_cert_file,
+            &cfg.tls_key_file,
+            &cfg.tls_key_file_pass,
+        )
     } else {
         (
             &cfg.tls_client_cert_file,

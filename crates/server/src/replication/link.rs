@@ -14,10 +14,10 @@
 //! plain TCP or the TLS session of the TLS port (`tls_link::LinkSocket`);
 //! full syncs go through `shared_sync`, which shares images between
 //! replicas.
+use super::tls_link::LinkSocket;
 use crate::client::{ClientInfo, Handoff};
 use crate::log;
 use crate::shared::Shared;
-use super::tls_link::LinkSocket;
 use std::io::{self, Read, Write};
 use std::net::Shutdown;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};

@@ -34,9 +34,9 @@ pub mod replica;
 pub mod restart;
 pub mod shared_sync;
 pub mod stream;
-pub mod tls_link;
 #[cfg(test)]
 mod tests;
+pub mod tls_link;
 
 use crate::log;
 use crate::shared::Shared;

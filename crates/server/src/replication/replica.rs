@@ -31,6 +31,7 @@
 //! The link's state is process-wide (one server per process), in this
 //! module's statics rather than `Shared`, so a server that never runs
 //! REPLICAOF pays one relaxed load per refused-or-not write check.
+use super::tls_link::MasterSocket;
 use crate::client::{Client, ClientInfo};
 use crate::exec::dispatch;
 use crate::exec::table::{flags, Command};
@@ -41,7 +42,6 @@ use cairn_engine::{CmdState, Cx};
 use cairn_protocol::resp::{parse_request, ArgList, Limits, Parsed};
 use parking_lot::Mutex;
 use std::io::{self, BufRead, BufReader, Read, Write};
-use super::tls_link::MasterSocket;
 use std::net::{TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -326,15 +326,12 @@ fn connect(shared: &Shared, host: &str, port: u16, timeout: Duration) -> io::Res
     // next one.
     let tls = {
         let c = shared.config.read();
-        c.tls_replication.then(|| super::tls_link::client_config(&c))
+        c.tls_replication
+            .then(|| super::tls_link::client_config(&c))
     };
     let tls = match tls {
         Some(Ok(config)) => Some(Arc::new(config)),
-        Some(Err(e)) => {
-            return Err(err(format!(
-                "Failed to configure TLS for replication: {e}"
-            )))
-        }
+        Some(Err(e)) => return Err(err(format!("Failed to configure TLS for replication: {e}"))),
         None => None,
     };
     let addrs: Vec<_> = (host, port).to_socket_addrs()?.collect();
@@ -406,7 +403,11 @@ fn sync_and_apply(
     // Redis announces its TLS port when it replicates over TLS.
     let tls_port = {
         let c = shared.config.read();
-        if c.tls_replication { c.tls_port } else { 0 }
+        if c.tls_replication {
+            c.tls_port
+        } else {
+            0
+        }
     };
     let own_port = match (announce_port, tls_port) {
         (0, 0) => shared.tcp_port.load(Ordering::Relaxed),

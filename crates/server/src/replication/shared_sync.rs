@@ -408,7 +408,11 @@ fn cut_and_write(shared: &Arc<Shared>, group: &Arc<Group>) -> io::Result<Vec<io:
             let st = group.state.lock();
             let mut all: Vec<io::Result<usize>> = readers;
             for m in st.members.iter().skip(all.len()) {
-                all.push(m.replica.reader().ok_or_else(|| io::Error::other("no reader")));
+                all.push(
+                    m.replica
+                        .reader()
+                        .ok_or_else(|| io::Error::other("no reader")),
+                );
             }
             drop(st);
             Ok(all
@@ -440,10 +444,7 @@ fn fullresync(
     offset: u64,
 ) -> io::Result<()> {
     m.replica.set_reader(reader);
-    shared
-        .replication
-        .sync_full
-        .fetch_add(1, Ordering::Relaxed);
+    shared.replication.sync_full.fetch_add(1, Ordering::Relaxed);
     m.replica.set_state(SEND_BULK);
     if m.psync {
         m.out
@@ -456,7 +457,11 @@ fn fullresync(
 /// Streams one image to every socket in `outs` (`$EOF:<mark>`, the RDB,
 /// the mark); a socket that fails drops out and the others go on. Returns
 /// each one's failure (None: sent; a `None` socket counts as failed).
-fn stream_image(shared: &Shared, cut: snap::Cut, outs: Vec<Option<LinkSocket>>) -> Vec<Option<io::Error>> {
+fn stream_image(
+    shared: &Shared,
+    cut: snap::Cut,
+    outs: Vec<Option<LinkSocket>>,
+) -> Vec<Option<io::Error>> {
     let mark = eof_mark();
     let fan = Fan {
         outs: outs
@@ -468,7 +473,9 @@ fn stream_image(shared: &Shared, cut: snap::Cut, outs: Vec<Option<LinkSocket>>) 
             .collect(),
     };
     let fan = Arc::new(Mutex::new(fan));
-    fan.lock().write_all(format!("$EOF:{mark}\r\n").as_bytes()).ok();
+    fan.lock()
+        .write_all(format!("$EOF:{mark}\r\n").as_bytes())
+        .ok();
     let sink = BufWriter::with_capacity(64 * 1024, FanRef(fan.clone()));
     let written = snap::write_to(
         &shared.engine,

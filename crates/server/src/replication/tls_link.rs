@@ -235,7 +235,10 @@ impl Write for LinkSocket {
 pub enum MasterSocket {
     Plain(TcpStream),
     /// The session, and the socket for its options and address.
-    Tls(Arc<Mutex<StreamOwned<ClientConnection, TcpStream>>>, TcpStream),
+    Tls(
+        Arc<Mutex<StreamOwned<ClientConnection, TcpStream>>>,
+        TcpStream,
+    ),
 }
 
 impl MasterSocket {
@@ -314,7 +317,8 @@ pub fn connect_master(
     let sync_err = |e: &dyn std::fmt::Display| format!("Error condition on socket for SYNC: {e}");
     let name = ServerName::try_from(host.to_string())
         .map_err(|e| io::Error::other(sync_err(&format!("{host}: {e}"))))?;
-    let mut conn = ClientConnection::new(config, name).map_err(|e| io::Error::other(sync_err(&e)))?;
+    let mut conn =
+        ClientConnection::new(config, name).map_err(|e| io::Error::other(sync_err(&e)))?;
     let mut raw = sock.try_clone()?;
     while conn.is_handshaking() {
         if let Err(e) = conn.complete_io(&mut raw) {
@@ -335,12 +339,10 @@ pub fn connect_master(
 /// since Redis checks no host name (its own test certificates name none).
 pub fn client_config(cfg: &crate::config::Config) -> Result<ClientConfig, String> {
     let parts = crate::net::tls_config::client_parts(cfg)?;
-    let verifier = WebPkiServerVerifier::builder_with_provider(
-        Arc::new(parts.roots),
-        parts.provider.clone(),
-    )
-    .build()
-    .map_err(|e| format!("Failed to configure CA certificate(s): {e}"))?;
+    let verifier =
+        WebPkiServerVerifier::builder_with_provider(Arc::new(parts.roots), parts.provider.clone())
+            .build()
+            .map_err(|e| format!("Failed to configure CA certificate(s): {e}"))?;
     ClientConfig::builder_with_provider(parts.provider)
         .with_protocol_versions(&parts.versions)
         .map_err(|e| format!("tls-protocols / tls-ciphers: {e}"))?
