@@ -293,7 +293,7 @@ impl LinkSlot {
 }
 
 /// What takes over a connection's socket (`Client::handoff`).
-pub type Handoff = Box<dyn FnOnce(std::net::TcpStream, Vec<u8>) + Send>;
+pub type Handoff = Box<dyn FnOnce(crate::net::transport::Transport, Vec<u8>) + Send>;
 
 /// What takes over a connection whole (`Client::take_transport`).
 pub type TransportHandoff = Box<dyn FnOnce(Box<dyn DebugLink + Send>, Box<Client>) + Send>;

@@ -282,6 +282,71 @@ pub fn build(cfg: &Config) -> Result<ServerConfig, String> {
     Ok(sc)
 }
 
+/// What the client context of a replication link is made of
+/// (`replication::tls_link::client_config` assembles it): Redis 7.0's
+/// rule for the certificate a replica presents, `tls-client-cert-file`
+/// and `-key-file` (`-key-file-pass`) when a client certificate is set,
+/// else the server's own; the roots the master is checked against; and
+/// the same provider and versions as the server side.
+pub struct ClientParts {
+    pub provider: Arc<CryptoProvider>,
+    pub versions: Vec<&'static rustls::SupportedProtocolVersion>,
+    pub roots: RootCertStore,
+    pub certs: Vec<CertificateDer<'static>>,
+    pub key: PrivateKeyDer<'static>,
+    /// The certificate's file, for messages.
+    pub cert_file: String,
+}
+
+pub fn client_parts(cfg: &Config) -> Result<ClientParts, String> {
+    let (cert_file, key_file, pass) = if cfg.tls_client_cert_file.is_empty() {
+        (
+            &cfg.tls_cert_file,
+            &cfg.tls_key_file,
+            &cfg.tls_key_file_pass,
+        )
+    } else {
+        (
+            &cfg.tls_client_cert_file,
+            &cfg.tls_client_key_file,
+            &cfg.tls_client_key_file_pass,
+        )
+    };
+    if cert_file.is_empty() {
+        return Err("No tls-cert-file configured".into());
+    }
+    if key_file.is_empty() {
+        return Err("No tls-key-file configured".into());
+    }
+    let certs = load_certs(cert_file)?;
+    if certs.is_empty() {
+        return Err(format!(
+            "Failed to load certificate: {cert_file}: no certificate in the file"
+        ));
+    }
+    let key = load_key(key_file, pass)?;
+    if cfg.tls_ca_cert_file.is_empty() && cfg.tls_ca_cert_dir.is_empty() {
+        return Err("Either tls-ca-cert-file or tls-ca-cert-dir must be specified".into());
+    }
+    let roots = load_roots(cfg)?;
+    let (v12, v13) = parse_protocols(&cfg.tls_protocols)?;
+    let mut versions = Vec::new();
+    if v12 {
+        versions.push(&rustls::version::TLS12);
+    }
+    if v13 {
+        versions.push(&rustls::version::TLS13);
+    }
+    Ok(ClientParts {
+        provider: Arc::new(provider(cfg)?),
+        versions,
+        roots,
+        certs,
+        key,
+        cert_file: cert_file.clone(),
+    })
+}
+
 fn read_file(path: &str, what: &str) -> Result<Vec<u8>, String> {
     std::fs::read(path).map_err(|e| format!("Failed to load {what} {path}: {e}"))
 }

@@ -441,25 +441,12 @@ impl Worker {
         }
     }
 
-    /// Gives a closing connection's socket, blocking again, and its
-    /// unread bytes to `take` (`Client::handoff`: a replica's link). Only
-    /// plain TCP can be handed over; a TLS connection is closed (and its
-    /// client unregistered) instead.
+    /// Gives a closing connection's transport (plain or TLS, the handshake
+    /// done) and its unread bytes to `take` (`Client::handoff`: a
+    /// replica's link, which makes it blocking for its own threads).
     fn hand_over(&mut self, conn: Conn, take: crate::client::Handoff) {
-        let (transport, client, unread) = conn.into_parts();
-        let stream = match transport {
-            Transport::Plain(s) => std::net::TcpStream::from(s),
-            Transport::Tls(_) => {
-                log::warning("A replica over TLS is not supported yet: connection closed");
-                self.shared.clients.lock().remove(&client.id);
-                return;
-            }
-        };
-        if stream.set_nonblocking(false).is_err() {
-            self.shared.clients.lock().remove(&client.id);
-            return;
-        }
-        take(stream, unread);
+        let (transport, _client, unread) = conn.into_parts();
+        take(transport, unread);
     }
 
     fn count_conns(&mut self, d: isize) {

@@ -10,15 +10,16 @@
 //! slow replica holds only its own threads (blocking sockets with the
 //! `repl-timeout` deadline), as `net/migrate.rs` holds MIGRATE's socket.
 //! Redis keeps replicas in its event loop; it has one thread to protect,
-//! Cairn has workers that must not wait on one replica.
+//! Cairn has workers that must not wait on one replica. The socket is
+//! plain TCP or the TLS session of the TLS port (`tls_link::LinkSocket`);
+//! full syncs go through `shared_sync`, which shares images between
+//! replicas.
+use super::tls_link::LinkSocket;
 use crate::client::{ClientInfo, Handoff};
 use crate::log;
 use crate::shared::Shared;
-use cairn_engine::Cx;
-use cairn_persist::snapshot as snap;
-use std::io::{self, BufWriter, Read, Write};
-use std::net::{Shutdown, TcpStream};
-use std::path::PathBuf;
+use std::io::{self, Read, Write};
+use std::net::Shutdown;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -48,7 +49,7 @@ pub enum Request {
 
 /// Redis's `replstate` names, as INFO shows them.
 const WAIT_BGSAVE: u8 = 0;
-const SEND_BULK: u8 = 1;
+pub(super) const SEND_BULK: u8 = 1;
 const ONLINE: u8 = 2;
 
 /// An attached replica, as INFO, ROLE, WAIT and `min-replicas-*` see it.
@@ -74,6 +75,14 @@ impl Replica {
     /// Its reader of the buffer, once attached.
     pub fn reader(&self) -> Option<usize> {
         Some(self.reader.load(Ordering::Relaxed)).filter(|&r| r != usize::MAX)
+    }
+
+    pub(super) fn set_reader(&self, reader: usize) {
+        self.reader.store(reader, Ordering::Relaxed);
+    }
+
+    pub(super) fn set_state(&self, state: u8) {
+        self.state.store(state, Ordering::Relaxed);
     }
 
     pub fn online(&self) -> bool {
@@ -111,9 +120,17 @@ pub fn handoff(
     req: Request,
 ) -> Option<Handoff> {
     let shared = shared.journal.server.get().and_then(|w| w.upgrade())?;
-    Some(Box::new(move |stream: TcpStream, _unread: Vec<u8>| {
+    Some(Box::new(move |transport, _unread: Vec<u8>| {
         // A replica sends nothing between PSYNC and its first ACK, which
         // comes after the image: nothing read past PSYNC is lost.
+        let stream = match LinkSocket::from_transport(transport) {
+            Ok(s) => s,
+            Err(e) => {
+                log::warning(&format!("Cannot serve a replica's link: {e}"));
+                shared.clients.lock().remove(&info.id);
+                return;
+            }
+        };
         let spawned = std::thread::Builder::new()
             .name("cairn-replica".into())
             .spawn(move || run(shared, info, conf, req, stream));
@@ -128,7 +145,7 @@ fn run(
     info: Arc<ClientInfo>,
     conf: ReplicaConf,
     req: Request,
-    stream: TcpStream,
+    stream: LinkSocket,
 ) {
     let ip = conf
         .ip
@@ -169,14 +186,14 @@ fn serve(
     replica: &Arc<Replica>,
     conf: &ReplicaConf,
     req: &Request,
-    stream: &TcpStream,
+    stream: &LinkSocket,
     reader: &mut Option<usize>,
 ) -> io::Result<()> {
     let r = &shared.replication;
     let timeout = Duration::from_secs(u64::from(shared.config.read().repl_timeout.max(1)));
-    stream.set_write_timeout(Some(timeout))?;
     let _ = stream.set_nodelay(true);
     let mut out = stream.try_clone()?;
+    out.set_write_timeout(Some(timeout))?;
     let who = format!("{}:{}", replica.ip, replica.port);
 
     // Redis's masterTryPartialResynchronization.
@@ -216,13 +233,13 @@ fn serve(
             gen
         }
         None => {
-            let (id, gen) = full_sync(shared, replica, conf, req, &mut out)?;
-            *reader = Some(id);
-            wait_ack = conf.capa_eof;
+            let synced = super::shared_sync::full_sync(shared, replica, conf, req, &mut out)?;
+            *reader = Some(synced.reader);
+            wait_ack = synced.eof;
             if conf.rdb_only {
                 return Ok(());
             }
-            gen
+            synced.generation
         }
     };
     replica
@@ -261,119 +278,10 @@ fn serve(
     }
 }
 
-/// `+FULLRESYNC` and the RDB image of a cut made now, framed as the
-/// replica can read it; returns the reader attached at the cut.
-fn full_sync(
-    shared: &Arc<Shared>,
-    replica: &Replica,
-    conf: &ReplicaConf,
-    req: &Request,
-    out: &mut TcpStream,
-) -> io::Result<(usize, u64)> {
-    let r = &shared.replication;
-    super::create_backlog(shared, &Cx::DETACHED, None);
-    let mut opts = crate::snapshots::options(shared);
-    opts.format = snap::Format::Rdb;
-    opts.used_mem = crate::memory::used_fast();
-    let timeout = Duration::from_secs(u64::from(shared.config.read().repl_timeout.max(1)));
-    let started = Instant::now();
-    // One cut at a time in the engine: a running BGSAVE or journal
-    // rewrite finishes first (Redis would attach to a running disk save).
-    let (cut, at) = loop {
-        let (mut at, mut repl) = (None, None);
-        match snap::begin(&shared.engine, &Cx::DETACHED, &opts, || {
-            at = r.attach_at_cut();
-            // `repl-stream-db` tells the replica where the stream goes on.
-            repl = super::restart::at_cut(shared);
-        }) {
-            Ok(mut cut) => {
-                cut.set_repl(repl);
-                break (cut, at);
-            }
-            Err(snap::SaveError::InProgress) if started.elapsed() < timeout => {
-                if replica.info.killed.load(Ordering::Relaxed) {
-                    return Err(io::Error::other("killed"));
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            Err(e) => return Err(io::Error::other(e.to_string())),
-        }
-    };
-    let Some((id, gen, replid, offset)) = at else {
-        cut.abandon(&shared.engine);
-        return Err(io::Error::other("no backlog at the cut"));
-    };
-    replica.reader.store(id, Ordering::Relaxed);
-    r.sync_full.fetch_add(1, Ordering::Relaxed);
-    let who = format!("{}:{}", replica.ip, replica.port);
-    log::notice(&format!(
-        "Full resync requested by replica {who}; starting a fork-less RDB transfer ({})",
-        if conf.capa_eof { "diskless" } else { "disk" }
-    ));
-    let sent = (|| -> io::Result<()> {
-        if matches!(req, Request::Psync { .. }) {
-            out.write_all(format!("+FULLRESYNC {replid} {offset}\r\n").as_bytes())?;
-        }
-        replica.state.store(SEND_BULK, Ordering::Relaxed);
-        if conf.capa_eof {
-            let mark = eof_mark();
-            out.write_all(format!("$EOF:{mark}\r\n").as_bytes())?;
-            let sink = BufWriter::with_capacity(64 * 1024, out.try_clone()?);
-            snap::write_to(
-                &shared.engine,
-                cut,
-                Box::new(sink),
-                &PathBuf::from("replica socket"),
-            )
-            .map_err(|e| io::Error::other(e.to_string()))?;
-            out.write_all(mark.as_bytes())?;
-        } else {
-            send_from_file(shared, cut, out)?;
-        }
-        Ok(())
-    })();
-    if let Err(e) = sent {
-        r.detach(id);
-        return Err(e);
-    }
-    Ok((id, gen))
-}
-
-/// The disk framing (`$<len>\r\n` + the file), for a replica that did not
-/// say `capa eof`: the image goes to a temporary file in `dir` first, as
-/// Redis's disk-based sync sends its BGSAVE file.
-fn send_from_file(shared: &Shared, cut: snap::Cut, out: &mut TcpStream) -> io::Result<()> {
-    let dir = PathBuf::from(&shared.config.read().dir);
-    let tmp = dir.join(format!(
-        "temp-repl-{}-{}.rdb",
-        std::process::id(),
-        rand::random::<u32>()
-    ));
-    let result = (|| -> io::Result<()> {
-        let file = std::fs::File::create(&tmp)?;
-        snap::write_to(&shared.engine, cut, Box::new(BufWriter::new(file)), &tmp)
-            .map_err(|e| io::Error::other(e.to_string()))?;
-        let mut file = std::fs::File::open(&tmp)?;
-        let len = file.metadata()?.len();
-        out.write_all(format!("${len}\r\n").as_bytes())?;
-        io::copy(&mut file, out)?;
-        Ok(())
-    })();
-    let _ = std::fs::remove_file(&tmp);
-    result
-}
-
-/// 40 random hex characters (Redis's `getRandomHexChars` for the mark).
-fn eof_mark() -> String {
-    (0..40)
-        .map(|_| char::from_digit(rand::random_range(0..16u32), 16).unwrap_or('0'))
-        .collect()
-}
-
 /// Reads the replica's `REPLCONF ACK <offset> [FACK <offset>]` (and the
 /// newlines a loading replica sends) until the link ends or the replica is
 /// silent for `repl-timeout`.
-fn read_acks(shared: &Shared, replica: &Replica, mut sock: TcpStream) {
+fn read_acks(shared: &Shared, replica: &Replica, mut sock: LinkSocket) {
     let timeout = Duration::from_secs(u64::from(shared.config.read().repl_timeout.max(1)));
     // Wake every second to notice a link the sender closed.
     let _ = sock.set_read_timeout(Some(Duration::from_secs(1)));

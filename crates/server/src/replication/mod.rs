@@ -23,16 +23,20 @@
 //! feeds the bytes of its own master here (`feed_from_master`) and moves
 //! the IDs (`adopt_master`, `continue_from_master`, `shift_replid`,
 //! `set_replica_mode`), so chained replicas and later PSYNCs see the
-//! master's offsets, as Redis 7.0 does.
+//! master's offsets, as Redis 7.0 does. Links run over plain TCP or TLS
+//! (`tls_link`); replicas that need a full sync share images
+//! (`shared_sync`).
 pub mod buffer;
 pub mod failover;
 pub mod link;
 pub mod outlimit;
 pub mod replica;
 pub mod restart;
+pub mod shared_sync;
 pub mod stream;
 #[cfg(test)]
 mod tests;
+pub mod tls_link;
 
 use crate::log;
 use crate::shared::Shared;

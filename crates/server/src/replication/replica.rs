@@ -31,6 +31,7 @@
 //! The link's state is process-wide (one server per process), in this
 //! module's statics rather than `Shared`, so a server that never runs
 //! REPLICAOF pays one relaxed load per refused-or-not write check.
+use super::tls_link::MasterSocket;
 use crate::client::{Client, ClientInfo};
 use crate::exec::dispatch;
 use crate::exec::table::{flags, Command};
@@ -275,10 +276,11 @@ fn run(shared: &Arc<Shared>, generation: u64, host: &str, port: u16) {
     }
 }
 
-/// The master connection: a buffered reader and the same socket to write.
+/// The master connection: a buffered reader and the same socket to write
+/// (plain, or TLS with `tls-replication`).
 struct Conn {
-    r: BufReader<TcpStream>,
-    w: TcpStream,
+    r: BufReader<MasterSocket>,
+    w: MasterSocket,
 }
 
 impl Conn {
@@ -319,7 +321,19 @@ fn err(msg: impl Into<String>) -> io::Error {
     io::Error::other(msg.into())
 }
 
-fn connect(host: &str, port: u16, timeout: Duration) -> io::Result<Conn> {
+fn connect(shared: &Shared, host: &str, port: u16, timeout: Duration) -> io::Result<Conn> {
+    // Built for each attempt, so CONFIG SET of a tls-* file applies to the
+    // next one.
+    let tls = {
+        let c = shared.config.read();
+        c.tls_replication
+            .then(|| super::tls_link::client_config(&c))
+    };
+    let tls = match tls {
+        Some(Ok(config)) => Some(Arc::new(config)),
+        Some(Err(e)) => return Err(err(format!("Failed to configure TLS for replication: {e}"))),
+        None => None,
+    };
     let addrs: Vec<_> = (host, port).to_socket_addrs()?.collect();
     let mut last = err("the master's address did not resolve");
     for a in addrs {
@@ -328,6 +342,10 @@ fn connect(host: &str, port: u16, timeout: Duration) -> io::Result<Conn> {
                 s.set_nodelay(true)?;
                 s.set_read_timeout(Some(timeout))?;
                 s.set_write_timeout(Some(timeout))?;
+                let s = match &tls {
+                    Some(config) => super::tls_link::connect_master(config.clone(), s, host)?,
+                    None => MasterSocket::Plain(s),
+                };
                 let w = s.try_clone()?;
                 return Ok(Conn {
                     r: BufReader::with_capacity(1 << 16, s),
@@ -359,7 +377,7 @@ fn sync_and_apply(
             c.replica_announce_port,
         )
     };
-    let mut conn = connect(host, port, timeout)?;
+    let mut conn = connect(shared, host, port, timeout)?;
     log::notice("MASTER <-> REPLICA sync started");
     set_state(generation, LinkState::Handshake);
     // A master that wants a password first answers PING with NOAUTH;
@@ -382,9 +400,18 @@ fn sync_and_apply(
             return Err(err(format!("Unable to AUTH to MASTER: {reply}")));
         }
     }
-    let own_port = match announce_port {
-        0 => shared.tcp_port.load(Ordering::Relaxed),
-        p => p,
+    // Redis announces its TLS port when it replicates over TLS.
+    let tls_port = {
+        let c = shared.config.read();
+        if c.tls_replication {
+            c.tls_port
+        } else {
+            0
+        }
+    };
+    let own_port = match (announce_port, tls_port) {
+        (0, 0) => shared.tcp_port.load(Ordering::Relaxed),
+        (0, p) | (p, _) => p,
     };
     // Errors to REPLCONF are not fatal (an old master), as in Redis.
     let reply = conn.ask(&[

@@ -233,6 +233,12 @@ fn start_cairn_limited(
     if several && !args.contains(&"--worker-balance") {
         cmd.args(["--worker-balance", "no"]);
     }
+    // A full sync waits `repl-diskless-sync-delay` (5 s) for more replicas;
+    // tests want it now, as Redis's test suite's default config says,
+    // unless they set it (a config file's own value stays).
+    if conf.is_none() && !args.contains(&"--repl-diskless-sync-delay") {
+        cmd.args(["--repl-diskless-sync-delay", "0"]);
+    }
     cmd.envs(env.iter().copied());
     let (child, log_path) =
         spawn_logged(cmd, "cairn").unwrap_or_else(|e| panic!("cannot run {bin}: {e}"));

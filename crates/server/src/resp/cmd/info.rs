@@ -814,6 +814,13 @@ fn stats_section(out: &mut String, shared: &Shared, raw: &Counters, c: &Counters
     field(out, "pubsubshard_channels", ps.shard_channels);
     field(out, "latest_fork_usec", 0);
     field(out, "total_forks", 0);
+    // Cairn's own: images made for full syncs (one per cut, however many
+    // replicas share it), where Redis counts the forks that make them.
+    field(
+        out,
+        "repl_full_sync_images",
+        crate::replication::shared_sync::IMAGES.load(Ordering::Relaxed),
+    );
     field(out, "migrate_cached_sockets", 0);
     field(out, "slave_expires_tracked_keys", 0);
     field(out, "active_defrag_hits", 0);
