@@ -16,6 +16,8 @@
 #   CAIRN_BIN                    the cairn binary (default target/release/cairn,
 #                                else target/debug/cairn)
 #   CAIRN_SENTINEL_FILE_TIMEOUT  seconds one file may take (default 300)
+#   CAIRN_SENTINEL_JOBS          files run at once, each in its own network
+#                                namespace (default 1)
 #   CAIRN_REDIS_SRC_CACHE        passed to scripts/redis_src.sh
 #
 # The suite starts `../../../src/redis-server CONF` and `.../redis-sentinel
@@ -23,10 +25,11 @@
 # 30000+): each file runs in a copy of Redis's tests/ with wrappers in src/,
 # inside a private network namespace (`unshare -n`, loopback up), so it
 # never meets another test's or a real server's ports. Each file runs in
-# its own suite process: one file's leftovers cannot fail the next.
+# its own suite process, namespace and copy, so one file's leftovers
+# cannot fail the next, and files can run side by side.
 #
 # Exit status: 0 when every selected file passed, 1 when one failed (its
-# instances' logs are kept and their path printed), 2 on a usage error,
+# output is printed and its instances' logs kept), 2 on a usage error,
 # 3 when Redis's source could not be fetched (the caller may skip).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -43,7 +46,7 @@ files=()
 for a in "$@"; do
     case "$a" in
         --baseline) baseline=1 ;;
-        -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
+        -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
         -*) die "unknown option $a" ;;
         *) files+=("$a") ;;
     esac
@@ -64,6 +67,7 @@ else
         done
     fi
     [ -n "$server" ] && [ -x "$server" ] || die "no cairn binary: build one or set CAIRN_BIN"
+    server=$(readlink -f "$server")
 fi
 
 src=$(scripts/redis_src.sh) || {
@@ -78,73 +82,90 @@ elif [ "${files[*]}" = all ]; then
     files=()
     for f in "$suite"/*.tcl; do files+=("$(basename "$f" .tcl)"); done
 fi
-for f in "${files[@]}"; do
+for i in "${!files[@]}"; do
+    f=${files[$i]}
     n=$(find "$suite" -maxdepth 1 -name "$f*.tcl" | wc -l)
     [ "$n" -eq 1 ] || die "$f names $n files of $suite, not one"
+    files[$i]=$(basename "$(find "$suite" -maxdepth 1 -name "$f*.tcl")" .tcl)
 done
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/cairn-sentinel-suite.XXXXXX")
-cp -r "$src/tests" "$work/tests"
-mkdir "$work/src"
-# Each wrapper notes its pid (the exec keeps it), so whatever the suite
-# leaves running (a crash, a timeout) is killed after its file.
-for pair in "redis-server:$server" "redis-sentinel:$sentinel" "redis-cli:$cli"; do
-    name=${pair%%:*}
-    cat >"$work/src/$name" <<W
-#!/bin/sh
-echo \$\$ >>"$work/pids"
-exec "${pair#*:}" "\$@"
-W
-    chmod +x "$work/src/$name"
-done
-
 ns=(unshare -n)
 [ "$(id -u)" -eq 0 ] || ns=(unshare -r -n)
 per_file=${CAIRN_SENTINEL_FILE_TIMEOUT:-300}
+jobs=${CAIRN_SENTINEL_JOBS:-1}
 what=Cairn
 [ -n "$baseline" ] && what="redis-server"
-echo "redis_sentinel_tests: Redis $(basename "$src")'s tests/sentinel, instances: $what ($server), sentinels: $sentinel"
+echo "redis_sentinel_tests: Redis $(basename "$src")'s tests/sentinel, instances: $what ($server), sentinels: $sentinel, $jobs file(s) at a time"
 
+# Kills what a file's run left behind (a crash, a timeout): the pids its
+# wrappers noted, if they still run one of our programs.
+ours=("$(readlink -f "$server")" "$(readlink -f "$sentinel")" "$(readlink -f "$cli")")
 kill_leftovers() {
-    [ -f "$work/pids" ] || return 0
+    [ -f "$1/pids" ] || return 0
     while read -r pid; do
         exe=$(readlink "/proc/$pid/exe" 2>/dev/null) || continue
-        case "$exe" in
-            "$(readlink -f "$server")"|"$(readlink -f "$sentinel")"|"$(readlink -f "$cli")") kill -9 "$pid" 2>/dev/null ;;
-        esac
-    done <"$work/pids"
-    rm -f "$work/pids"
+        for o in "${ours[@]}"; do
+            [ "$exe" = "$o" ] && kill -9 "$pid" 2>/dev/null
+        done
+    done <"$1/pids"
+    rm -f "$1/pids"
 }
-trap 'kill_leftovers' EXIT
+cleanup() {
+    for d in "$work"/*/; do kill_leftovers "$d"; done
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
 
-failed=()
-for f in "${files[@]}"; do
-    rm -rf "$work/tests/sentinel/tmp"
-    mkdir "$work/tests/sentinel/tmp"
+# One file, in its own copy of Redis's tests/ under $work/FILE (with
+# --dont-clean: the instances' logs stay for a failed file). Its output
+# goes to $work/FILE/out.log, and also to stdout when files run one at a
+# time; the result line is printed when it ends.
+run_file() {
+    local f=$1 dir=$work/$1 start rc took
+    mkdir -p "$dir/src"
+    cp -r "$src/tests" "$dir/tests"
+    # Each wrapper notes its pid (the exec keeps it) for kill_leftovers.
+    for pair in "redis-server:$server" "redis-sentinel:$sentinel" "redis-cli:$cli"; do
+        printf '#!/bin/sh\necho $$ >>"%s/pids"\nexec "%s" "$@"\n' "$dir" "${pair#*:}" >"$dir/src/${pair%%:*}"
+        chmod +x "$dir/src/${pair%%:*}"
+    done
     start=$(date +%s)
     # timeout signals its whole process group: tclsh and the instances it
     # started with `exec ... &`.
     "${ns[@]}" bash -c 'ip link set lo up && cd "$1" &&
         exec timeout -k 10 "$2" tclsh tests/sentinel/run.tcl --dont-clean --single "$3"' \
-        _ "$work" "$per_file" "$f" 2>&1 | sed -u -e 's/\x1b\[[0-9;]*m//g' -e "s/^/[$f] /"
+        _ "$dir" "$per_file" "$f" 2>&1 |
+        sed -u -e 's/\x1b\[[0-9;]*m//g' -e "s/^/[$f] /" |
+        if [ "$jobs" -eq 1 ]; then tee "$dir/out.log"; else cat >"$dir/out.log"; fi
     rc=${PIPESTATUS[0]}
-    kill_leftovers
+    kill_leftovers "$dir"
     took=$(( $(date +%s) - start ))
+    echo "$rc" >"$dir/status"
     if [ "$rc" -eq 0 ]; then
         echo "redis_sentinel_tests: $f PASSED ($took s)"
     else
         [ "$rc" -eq 124 ] && echo "redis_sentinel_tests: $f timed out after $per_file s"
         echo "redis_sentinel_tests: $f FAILED ($took s, status $rc)"
-        failed+=("$f")
-        mkdir -p "$work/logs"
-        cp -r "$work/tests/sentinel/tmp" "$work/logs/$f"
     fi
-done
+}
 
+for f in "${files[@]}"; do
+    while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
+    run_file "$f" &
+done
+wait
+
+failed=()
+for f in "${files[@]}"; do
+    [ "$(cat "$work/$f/status" 2>/dev/null)" = 0 ] && continue
+    failed+=("$f")
+    [ "$jobs" -gt 1 ] && cat "$work/$f/out.log"
+done
 if [ ${#failed[@]} -eq 0 ]; then
     echo "redis_sentinel_tests: all ${#files[@]} file(s) passed: ${files[*]}"
     rm -rf "$work"
     exit 0
 fi
-echo "redis_sentinel_tests: ${#failed[@]} of ${#files[@]} failed: ${failed[*]}; instances' logs under $work/logs"
+echo "redis_sentinel_tests: ${#failed[@]} of ${#files[@]} failed: ${failed[*]}; the instances' logs are under $work/FILE/tests/sentinel/tmp"
 exit 1
