@@ -121,7 +121,7 @@ pub fn populate(ctx: &mut Ctx) -> CmdResult {
         // An empty record in place of the command: Redis's dbAdd here
         // bumps no dirty counter and propagates nothing.
         record::stage_all(e, &ctx.cx, db, &[]);
-        g.set(db, &k, Value::Str(StrValue::from_bytes(&value)), Expiry::Clear);
+        drop(g.set(db, &k, Value::Str(StrValue::from_bytes(&value)), Expiry::Clear));
     }
     ctx.ok()
 }
