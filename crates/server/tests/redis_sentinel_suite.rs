@@ -55,9 +55,8 @@ fn redis_sentinel_test_suite() {
         ("redis-cli", "redis-tools"),
     ];
     for (tool, package) in tools {
-        let found = std::env::var_os("PATH").is_some_and(|paths| {
-            std::env::split_paths(&paths).any(|d| d.join(tool).is_file())
-        });
+        let found = std::env::var_os("PATH")
+            .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(tool).is_file()));
         if !found {
             missing::<()>(&format!("{tool} (Debian's {package})"));
             return;
@@ -123,7 +122,10 @@ fn debug_populate_is_not_propagated() {
     let offset = info_field(&mut mc, "replication", "master_repl_offset");
     ok(&mut mc, &["DEBUG", "POPULATE", "100"]);
     assert_eq!(int(&mut mc, &["DBSIZE"]), 101);
-    assert_eq!(info_field(&mut mc, "replication", "master_repl_offset"), offset);
+    assert_eq!(
+        info_field(&mut mc, "replication", "master_repl_offset"),
+        offset
+    );
     ok(&mut mc, &["SET", "after", "1"]);
     assert_eq!(int(&mut mc, &["WAIT", "1", "5000"]), 1);
     assert_eq!(int(&mut rc, &["DBSIZE"]), 2);

@@ -119,9 +119,15 @@ pub fn populate(ctx: &mut Ctx) -> CmdResult {
             value.resize(size, 0);
         }
         // An empty record in place of the command: Redis's dbAdd here
-        // bumps no dirty counter and propagates nothing.
+        // propagates nothing. (It counts no change either; the guard
+        // does: tests/diff/DIFFERENCES.md.)
         record::stage_all(e, &ctx.cx, db, &[]);
-        drop(g.set(db, &k, Value::Str(StrValue::from_bytes(&value)), Expiry::Clear));
+        drop(g.set(
+            db,
+            &k,
+            Value::Str(StrValue::from_bytes(&value)),
+            Expiry::Clear,
+        ));
     }
     ctx.ok()
 }
