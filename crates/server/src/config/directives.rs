@@ -558,6 +558,11 @@ directives! {
     /// `value-compression-level` (Cairn only): zstd's level for values and
     /// dictionaries (1-3 are the fast ones; see design.md for the measure).
     value_compression_level: i32 = "value-compression-level", int(1, 19), "3", MUTABLE, keep;
+    // branch sentinel2: a Redis test knob Redis's Sentinel suite sets.
+    /// `loading-process-events-interval-bytes`: how often Redis's single
+    /// thread serves clients during a load. Stored and shown only: Cairn's
+    /// workers answer (`-LOADING`) all through a load.
+    loading_process_events_interval_bytes: i32 = "loading-process-events-interval-bytes", int(1024, I32_MAX), "2097152", MUTABLE, keep;
 }
 
 /// Directives only meaningful while reading a file; CONFIG REWRITE keeps

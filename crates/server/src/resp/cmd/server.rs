@@ -560,7 +560,7 @@ fn shutdown(ctx: &mut Ctx) -> CmdResult {
 // ----------------------------------------------------------------- DEBUG ---
 
 /// DEBUG subcommand [arg ...]: SLEEP, OBJECT, DIGEST, DIGEST-VALUE,
-/// RELOAD (`debug_dataset`), JUMP-CLOCK (Cairn), HELP.
+/// RELOAD, POPULATE (`debug_dataset`), JUMP-CLOCK (Cairn), HELP.
 /// Refused unless `enable-debug-command` allows this client.
 fn debug(ctx: &mut Ctx) -> CmdResult {
     let allowed = ctx
@@ -587,6 +587,7 @@ fn debug(ctx: &mut Ctx) -> CmdResult {
         2 if args::is(sub, "digest") => super::debug_dataset::digest(ctx),
         _ if args::is(sub, "digest-value") => super::debug_dataset::digest_value(ctx),
         _ if args::is(sub, "reload") => super::debug_dataset::reload(ctx),
+        3..=5 if args::is(sub, "populate") => super::debug_dataset::populate(ctx),
         _ => Err(subcommand_syntax_error(ctx)),
     }
 }
@@ -616,6 +617,11 @@ fn debug_help(ctx: &mut Ctx) -> CmdResult {
             "    log by <milliseconds> (negative: back), so tests need not sleep.",
             "OBJECT <key>",
             "    Show low level info about `key` and associated value.",
+            "POPULATE <count> [<prefix>] [<size>]",
+            "    Create <count> string keys named key:<num>. If <prefix> is specified then",
+            "    it is used instead of the 'key' prefix. These are not propagated to",
+            "    replicas. Cluster slots are not respected so keys not belonging to the",
+            "    current node can be created in cluster mode.",
             "PROTOCOL <type>",
             "    Reply with a test value of the specified type. <type> can be: string,",
             "    integer, double, bignum, null, array, set, map, attrib, push, verbatim,",
