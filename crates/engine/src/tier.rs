@@ -18,8 +18,8 @@
 //! without changing its callers' shape.
 use crate::compact::Block;
 use crate::cx::Cx;
-use crate::evict::{score, Policy, Pool};
 use crate::entry::{Owned, Ref};
+use crate::evict::{score, Policy, Pool};
 use crate::keyspace::Engine;
 use crate::value::zcomp;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -67,7 +67,8 @@ impl Pointer {
         b[0..4].copy_from_slice(&self.loc.segment.to_le_bytes());
         b[4..8].copy_from_slice(&self.loc.offset.to_le_bytes());
         b[8..12].copy_from_slice(&self.loc.len.to_le_bytes());
-        let w = u32::from(self.plain_len) | u32::from(self.dict) << 16 | u32::from(self.group) << 28;
+        let w =
+            u32::from(self.plain_len) | u32::from(self.dict) << 16 | u32::from(self.group) << 28;
         b[12..16].copy_from_slice(&w.to_le_bytes());
         b
     }
@@ -102,8 +103,14 @@ pub trait Store: Send + Sync {
     /// Appends a record to `group`'s log (buffered: no I/O beyond a
     /// memcpy unless the buffer is full). An error (disk full, the disk
     /// limit, a failed write) leaves the value where it was.
-    fn append(&self, group: usize, db: u8, coded: bool, key: &[u8], value: &[u8])
-        -> Result<Loc, String>;
+    fn append(
+        &self,
+        group: usize,
+        db: u8,
+        coded: bool,
+        key: &[u8],
+        value: &[u8],
+    ) -> Result<Loc, String>;
     /// Reads one record (a pread, or a copy from the write buffer).
     fn read(&self, group: usize, loc: Loc) -> Result<Record, String>;
     /// The keyspace no longer points at `loc`: counters only, no I/O.
@@ -182,9 +189,7 @@ fn fetch_one(key: &[u8], p: Pointer) -> Result<Vec<u8>, String> {
         return Err(bad("holds another key"));
     }
     let plain = if rec.coded {
-        if rec.value.len() < zcomp::HEADER
-            || zcomp::dict_id(&rec.value) != p.dict
-        {
+        if rec.value.len() < zcomp::HEADER || zcomp::dict_id(&rec.value) != p.dict {
             return Err(bad("coded value does not match its pointer"));
         }
         zcomp::decompress(&rec.value)
@@ -197,6 +202,10 @@ fn fetch_one(key: &[u8], p: Pointer) -> Result<Vec<u8>, String> {
     Ok(plain)
 }
 
+/// How the panic of a failed read starts (the dispatcher answers it with
+/// its text instead of the generic internal error).
+pub const READ_FAILED: &str = "disk tier read failed";
+
 /// The plain bytes of one tiered value. A failed read (EIO, a bad CRC)
 /// panics with the record's place: the command's panic guard turns it
 /// into an error reply naming it, as a zcomp decode failure does. The
@@ -204,7 +213,7 @@ fn fetch_one(key: &[u8], p: Pointer) -> Result<Vec<u8>, String> {
 pub fn plain(key: &[u8], p: Pointer) -> Vec<u8> {
     match fetch(&[(key, p)]).pop().expect("one request, one answer") {
         Ok(v) => v,
-        Err(e) => panic!("disk tier read failed: {e}"),
+        Err(e) => panic!("{READ_FAILED}: {e}"),
     }
 }
 
@@ -387,7 +396,9 @@ impl Engine {
             let t = shard.db(db);
             t.find(k.hash(), key).is_some_and(|i| match t.at(i) {
                 Ref::Compact(c) => {
-                    c.is_tiered() && c.tier_ptr().loc == loc && usize::from(c.tier_ptr().group) == group
+                    c.is_tiered()
+                        && c.tier_ptr().loc == loc
+                        && usize::from(c.tier_ptr().group) == group
                 }
                 Ref::Full(_) => false,
             })
@@ -408,7 +419,8 @@ impl Engine {
             let Ref::Compact(c) = t.at(i) else {
                 continue;
             };
-            if !c.is_tiered() || c.tier_ptr().loc != old || usize::from(c.tier_ptr().group) != group {
+            if !c.is_tiered() || c.tier_ptr().loc != old || usize::from(c.tier_ptr().group) != group
+            {
                 continue;
             }
             let p = Pointer {
@@ -492,7 +504,10 @@ pub(crate) mod testing {
 
         fn free(&self, group: usize, loc: Loc) {
             let gone = self.recs.lock().remove(&(group, loc));
-            assert!(gone.is_some(), "record {loc:?} of group {group} freed twice");
+            assert!(
+                gone.is_some(),
+                "record {loc:?} of group {group} freed twice"
+            );
         }
     }
 
@@ -511,7 +526,14 @@ pub(crate) mod testing {
             let s: &'static MemStore = Box::leak(Box::default());
             struct Fwd(&'static MemStore);
             impl Store for Fwd {
-                fn append(&self, g: usize, db: u8, c: bool, k: &[u8], v: &[u8]) -> Result<Loc, String> {
+                fn append(
+                    &self,
+                    g: usize,
+                    db: u8,
+                    c: bool,
+                    k: &[u8],
+                    v: &[u8],
+                ) -> Result<Loc, String> {
                     self.0.append(g, db, c, k, v)
                 }
                 fn read(&self, g: usize, l: Loc) -> Result<Record, String> {
