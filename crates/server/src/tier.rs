@@ -221,7 +221,9 @@ fn move_out(shared: &Shared, cx: &Cx, target: u64, budget: Duration) -> bool {
 /// itself, for at most `budget`, before eviction or `-OOM` decide. True
 /// if the command's `incoming` bytes fit afterwards.
 pub fn make_room(shared: &Shared, cx: &Cx, max: u64, incoming: u64, budget: Duration) -> bool {
-    if TIER.get().is_none() || incoming > max {
+    // Inside EXEC or a script the command holds shards: moving a value
+    // out would lock one again on this thread. Eviction decides there.
+    if TIER.get().is_none() || incoming > max || cx.in_hold() {
         return false;
     }
     move_out(shared, cx, max - incoming, budget);

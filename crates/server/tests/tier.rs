@@ -80,6 +80,14 @@ fn check(c: &mut Connection, range: std::ops::Range<usize>, round: u64) {
     }
 }
 
+/// A client once the server's start-up load (snapshot or journal) is
+/// over.
+fn client(server: &Server) -> Connection {
+    let mut c = redis_client(server.port);
+    wait_for("the load", || info(&mut c, "loading") == 0);
+    c
+}
+
 fn wait_for(what: &str, mut f: impl FnMut() -> bool) {
     let t = Instant::now();
     while !f() {
@@ -137,7 +145,7 @@ fn three_times_maxmemory_reads_back_and_survives_a_restart() {
     drop(c);
     drop(server);
     let server = start(&dir, &[]);
-    let mut c = redis_client(server.port);
+    let mut c = client(&server);
     check(&mut c, 0..VALUES, 0);
     wait_for("values to move out again", || {
         info(&mut c, "used_memory") <= MAXMEMORY
@@ -160,7 +168,7 @@ fn sigkill_while_tiering_and_compacting_loses_nothing_acknowledged() {
     drop(c);
     drop(server); // SIGKILL, with values moving out and segments dying
     let server = start(&dir, &journal);
-    let mut c = redis_client(server.port);
+    let mut c = client(&server);
     check(&mut c, 0..n / 2, 1);
     check(&mut c, n / 2..n, 2);
 }
