@@ -453,9 +453,12 @@ pub(crate) mod testing {
     use std::collections::HashMap;
     use std::sync::atomic::AtomicU32;
 
+    /// A stored record: db, coded, key, value.
+    type Rec = (u8, bool, Vec<u8>, Vec<u8>);
+
     #[derive(Default)]
     pub struct MemStore {
-        recs: Mutex<HashMap<(usize, Loc), (u8, bool, Vec<u8>, Vec<u8>)>>,
+        recs: Mutex<HashMap<(usize, Loc), Rec>>,
         next: AtomicU32,
         pub fail_appends: AtomicU32,
         pub fail_reads: AtomicU32,
