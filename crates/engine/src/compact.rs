@@ -47,6 +47,10 @@ pub(crate) const FLAG_RAW: u8 = 2;
 /// `Meta::flags`: the value bytes are a coded value (`value::zcomp`),
 /// which holds a use of its dictionary until the block is freed.
 pub(crate) const FLAG_ZSTD: u8 = 4;
+/// `Meta::flags`: the value is in the disk tier; the value bytes are a
+/// `tier::Pointer` (16 bytes), which holds the record until the block is
+/// freed (docs/design.md, "The disk tier").
+pub(crate) const FLAG_TIERED: u8 = 8;
 
 /// Key metadata shared by both kinds of stored key: the prefix of every
 /// `Entry` and every compact block.
@@ -181,6 +185,16 @@ impl Block {
         Block::with_flags(key, coded, FLAG_RAW | FLAG_ZSTD, meta)
     }
 
+    /// A new block whose value is in the disk tier at `ptr`. The block
+    /// takes over the record (freed with the block) and the use of the
+    /// pointer's dictionary (the caller took it). `raw` keeps the
+    /// encoding bit the value had, for when it is brought back.
+    pub fn new_tiered(key: &[u8], ptr: crate::tier::Pointer, raw: bool, meta: Meta) -> Block {
+        crate::tier::note_tiered(ptr);
+        let raw = if raw { FLAG_RAW } else { 0 };
+        Block::with_flags(key, &ptr.to_bytes(), raw | FLAG_TIERED, meta)
+    }
+
     fn with_flags(key: &[u8], value: &[u8], flags: u8, meta: Meta) -> Block {
         assert!(fits(key.len(), value.len()), "compact bounds");
         let lay = layout(key.len(), value.len());
@@ -239,6 +253,8 @@ impl Drop for Block {
         let c = self.as_ref();
         if c.is_coded() {
             crate::value::zcomp::note_freed(c.value());
+        } else if c.is_tiered() {
+            crate::tier::release(c.tier_ptr());
         }
         let lay = layout(c.key().len(), c.value().len());
         // SAFETY: allocated in `new` with exactly this layout.
@@ -298,28 +314,48 @@ impl<'a> CRef<'a> {
         self.meta().flags & FLAG_ZSTD != 0
     }
 
-    /// The string's bytes: borrowed, or decoded when coded.
+    /// The value is in the disk tier: the value bytes are its pointer.
+    pub fn is_tiered(&self) -> bool {
+        self.meta().flags & FLAG_TIERED != 0
+    }
+
+    /// The pointer of a tiered block.
+    pub fn tier_ptr(&self) -> crate::tier::Pointer {
+        debug_assert!(self.is_tiered());
+        crate::tier::Pointer::from_bytes(self.value())
+    }
+
+    /// The string's bytes: borrowed, decoded when coded, fetched from the
+    /// disk tier when tiered.
     pub fn with_plain<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
         if self.is_coded() {
             crate::value::zcomp::with_plain(self.value(), f)
+        } else if self.is_tiered() {
+            f(&crate::tier::plain(self.key(), self.tier_ptr()))
         } else {
             f(self.value())
         }
     }
 
-    /// The string's length (a coded value's from its header).
+    /// The string's length (a coded value's from its header, a tiered
+    /// one's from its pointer: no I/O).
     pub fn plain_len(&self) -> usize {
         if self.is_coded() {
             crate::value::zcomp::plain_len(self.value())
+        } else if self.is_tiered() {
+            usize::from(self.tier_ptr().plain_len)
         } else {
             self.value().len()
         }
     }
 
-    /// The string's bytes, copied (decoded when coded).
+    /// The string's bytes, copied (decoded when coded, fetched when
+    /// tiered).
     pub fn plain_vec(&self) -> Vec<u8> {
         if self.is_coded() {
             crate::value::zcomp::decompress(self.value())
+        } else if self.is_tiered() {
+            crate::tier::plain(self.key(), self.tier_ptr())
         } else {
             self.value().to_vec()
         }

@@ -88,7 +88,9 @@ impl Entry {
 }
 
 /// A compact block turned into a full entry (same key, value, metadata).
-fn materialize(c: CRef<'_>) -> Box<Entry> {
+/// A tiered value is fetched here: every in-place edit brings it back to
+/// RAM this way, and the block's drop frees its record.
+pub(crate) fn materialize(c: CRef<'_>) -> Box<Entry> {
     crate::compact::count_materialized();
     let value = Value::Str(StrValue::Bytes {
         data: c.plain_vec(),
@@ -106,6 +108,12 @@ pub enum StrRef<'a> {
     Value(&'a StrValue),
     /// A coded value (`value::zcomp`): decoded when its bytes are read.
     Coded(&'a [u8]),
+    /// A value in the disk tier (`crate::tier`): its length is in the
+    /// pointer, its bytes are fetched when read.
+    Tiered {
+        key: &'a [u8],
+        ptr: crate::tier::Pointer,
+    },
 }
 
 impl<'a> From<&'a StrValue> for StrRef<'a> {
@@ -120,6 +128,7 @@ impl StrRef<'_> {
             StrRef::Bytes(b) => b.len(),
             StrRef::Value(v) => v.len(),
             StrRef::Coded(c) => crate::value::zcomp::plain_len(c),
+            StrRef::Tiered { ptr, .. } => usize::from(ptr.plain_len),
         }
     }
 
@@ -132,6 +141,7 @@ impl StrRef<'_> {
             StrRef::Bytes(b) => f(b),
             StrRef::Value(v) => v.with_bytes(f),
             StrRef::Coded(c) => crate::value::zcomp::with_plain(c, f),
+            StrRef::Tiered { key, ptr } => f(&crate::tier::plain(key, *ptr)),
         }
     }
 
@@ -139,7 +149,7 @@ impl StrRef<'_> {
     /// strings are small and never shared.
     pub fn share(&self) -> Option<crate::value::string::BigBytes> {
         match self {
-            StrRef::Bytes(_) | StrRef::Coded(_) => None,
+            StrRef::Bytes(_) | StrRef::Coded(_) | StrRef::Tiered { .. } => None,
             StrRef::Value(v) => v.share(),
         }
     }
@@ -147,6 +157,7 @@ impl StrRef<'_> {
     pub fn to_vec(&self) -> Vec<u8> {
         match self {
             StrRef::Coded(c) => crate::value::zcomp::decompress(c),
+            StrRef::Tiered { key, ptr } => crate::tier::plain(key, *ptr),
             _ => self.with_bytes(|b| b.to_vec()),
         }
     }
@@ -198,6 +209,7 @@ impl<'a> Ref<'a> {
         match self {
             Ref::Full(e) => e.value.encoding(),
             Ref::Compact(c) if c.is_coded() => CODED_ENCODING,
+            Ref::Compact(c) if c.is_tiered() => TIERED_ENCODING,
             Ref::Compact(c) if c.raw() => "raw",
             Ref::Compact(_) => "embstr",
         }
@@ -211,6 +223,10 @@ impl<'a> Ref<'a> {
                 _ => None,
             },
             Ref::Compact(c) if c.is_coded() => Some(StrRef::Coded(c.value())),
+            Ref::Compact(c) if c.is_tiered() => Some(StrRef::Tiered {
+                key: c.key(),
+                ptr: c.tier_ptr(),
+            }),
             Ref::Compact(c) => Some(StrRef::Bytes(c.value())),
         }
     }
@@ -272,8 +288,13 @@ impl Owned {
     }
 
     /// A block's value under `key` with `meta`: a coded value stays coded
-    /// (the copy takes a use of its dictionary), with no decode or re-code.
+    /// (the copy takes a use of its dictionary), with no decode or re-code;
+    /// a tiered value is read back into RAM (its record names the old key,
+    /// and a pointer has one owner: the old block frees it).
     fn copy_block(c: CRef<'_>, key: &[u8], meta: Meta) -> Owned {
+        if c.is_tiered() {
+            return Owned::string(key, &c.plain_vec(), c.raw(), meta);
+        }
         if !c.is_coded() {
             return Owned::string(key, c.value(), c.raw(), meta);
         }
@@ -371,6 +392,10 @@ impl Owned {
 /// OBJECT ENCODING of a compressed string (Redis has no such encoding:
 /// tests/diff/DIFFERENCES.md).
 pub const CODED_ENCODING: &str = "zstd";
+
+/// OBJECT ENCODING of a string whose value is in the disk tier (Redis has
+/// no such encoding: tests/diff/DIFFERENCES.md).
+pub const TIERED_ENCODING: &str = "tiered";
 
 /// Redis's initial LFU counter, so new keys are not evicted at once.
 pub const LFU_INIT_VAL: u8 = 5;

@@ -331,7 +331,7 @@ impl Engine {
     /// Locks shard `i`. Every lock of a shard goes through here so that a
     /// running snapshot sees the shard before anyone can change it (the
     /// holder may write; we cannot know yet): see `crate::snapshot`.
-    fn lock_shard(&self, i: usize) -> MutexGuard<'_, Shard> {
+    pub(crate) fn lock_shard(&self, i: usize) -> MutexGuard<'_, Shard> {
         if let Some(g) = self.reclaim(i) {
             // Held since its last guard: the snapshot hook ran when it
             // was taken, and no snapshot can start while it is held.

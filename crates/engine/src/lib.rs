@@ -14,6 +14,8 @@
 //! - `record`: the deterministic record of each write, for the journal;
 //!   `rewrite`: the deterministic forms of clock-, chance- and wait-dependent
 //!   writes, in one place.
+//! - `tier`: the disk tier's pointer blocks, the store the server
+//!   installs (the value logs) and the one fetch path of tiered values.
 //! - `tracking`: the hook that tells client-side caching which keys
 //!   changed, called where WATCH is told.
 //! - `cx`: the command context every lock takes (arguments, clock, EXEC's
@@ -36,6 +38,7 @@ pub mod rewrite;
 pub mod slots;
 pub mod snapshot;
 pub mod table;
+pub mod tier;
 pub mod tracking;
 pub mod util;
 pub mod value;

@@ -204,11 +204,16 @@ impl Table {
         let s = self.slots[i];
         assert!(s != 0, "slot index came from find");
         if s & COMPACT != 0 {
-            // SAFETY: the slot owns the block; it is replaced right away by
-            // the entry made from it (same key: same hash, tag and home).
-            let owned = unsafe { unpack(s) };
-            let addr = Box::into_raw(owned.into_entry()) as u64;
+            // The entry is made from the block while the slot still owns
+            // it: a tiered value's read can fail (a panic the command's
+            // guard catches), and the key must then be as it was.
+            // SAFETY: the slot holds a live block, unchanged meanwhile.
+            let entry = crate::entry::materialize(unsafe { CRef::from_raw(meta_ptr(s)) });
+            let addr = Box::into_raw(entry) as u64;
             self.slots[i] = (s & !ADDR_MASK) | addr;
+            // SAFETY: the slot owned the block and now holds the entry made
+            // from it (same key: same hash, tag and home); freed once.
+            drop(unsafe { unpack(s) });
         }
         // SAFETY: as in `entry`, and `&mut self` makes the access unique.
         unsafe { &mut *ptr_of(self.slots[i]) }

@@ -35,6 +35,7 @@ mod server;
 mod shared;
 mod slowlog;
 mod snapshots;
+mod tier;
 mod tracking;
 mod util;
 

@@ -363,6 +363,12 @@ pub fn make_room(shared: &Shared, cx: &Cx, incoming: u64) -> bool {
     {
         return true;
     }
+    // With the disk tier on, cold values move out first (a buffered append
+    // each); eviction or -OOM only if that cannot make room.
+    if crate::tier::make_room(shared, cx, max, incoming, INCOMING_BUDGET) {
+        shared.memory.over_limit.store(false, Ordering::Relaxed);
+        return true;
+    }
     let ok = evict_until(shared, cx, max, incoming, true);
     shared.memory.over_limit.store(!ok, Ordering::Relaxed);
     ok

@@ -159,6 +159,8 @@ pub fn run(mut cfg: Config) -> Result<(), String> {
     }
     let pidfile = cfg.pidfile.clone();
     let appendonly = cfg.appendonly;
+    // The tier's logs before anything is loaded (a load may tier).
+    crate::tier::open(&cfg)?;
     let shared = build_shared(cfg)?;
     if let Some(c) = tls_context {
         shared.tls.set(c);
@@ -199,6 +201,13 @@ pub fn run(mut cfg: Config) -> Result<(), String> {
             .name("cairn-memory".into())
             .spawn(move || crate::memory::watch(&s))
             .map_err(|e| format!("spawn memory watcher: {e}"))?;
+    }
+    if crate::tier::get().is_some() {
+        let s = shared.clone();
+        std::thread::Builder::new()
+            .name("cairn-tier".into())
+            .spawn(move || crate::tier::thread(s))
+            .map_err(|e| format!("spawn the disk tier: {e}"))?;
     }
     {
         let s = shared.clone();

@@ -777,7 +777,7 @@ pub fn sample_text(seed: u64, len: usize) -> Vec<u8> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::ops::string as s;
     use crate::ops::test_support::{engine, with};
@@ -786,7 +786,7 @@ mod tests {
 
     /// The domains and training mode are process-wide: tests that train
     /// take turns.
-    static SERIAL: Mutex<()> = Mutex::new(());
+    pub(crate) static SERIAL: Mutex<()> = Mutex::new(());
 
     fn on(e: &Engine, min: usize) {
         e.limits.value_compression_min.store(min, Ordering::Relaxed);
@@ -1009,7 +1009,7 @@ mod tests {
 
     /// A string op and its reply, compared between two engines.
     #[derive(Debug, Clone)]
-    enum Op {
+    pub(crate) enum Op {
         Set(u8, u64, u16),
         Get(u8),
         Append(u8, u8),
@@ -1029,7 +1029,7 @@ mod tests {
         Dump(u8),
     }
 
-    fn op() -> impl Strategy<Value = Op> {
+    pub(crate) fn op() -> impl Strategy<Value = Op> {
         let k = 0u8..4;
         prop_oneof![
             4 => (k.clone(), any::<u64>(), 0u16..3000).prop_map(|(a, b, c)| Op::Set(a, b, c)),
@@ -1052,7 +1052,7 @@ mod tests {
         ]
     }
 
-    fn run(e: &Engine, op: &Op) -> String {
+    pub(crate) fn run(e: &Engine, op: &Op) -> String {
         let name = |i: u8| format!("key:{i}").into_bytes();
         let digest = |k: u8| e.digest_value(&crate::cx::testing::cx(), 0, &name(k));
         if let Op::Digest(k) = op {

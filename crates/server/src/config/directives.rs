@@ -563,6 +563,27 @@ directives! {
     /// thread serves clients during a load. Stored and shown only: Cairn's
     /// workers answer (`-LOADING`) all through a load.
     loading_process_events_interval_bytes: i32 = "loading-process-events-interval-bytes", int(1024, I32_MAX), "2097152", MUTABLE, keep;
+    // branch tier: the disk tier (issue 25, item 2).
+    /// `tier-enabled` (Cairn only): move the coldest string values to
+    /// value logs on disk while used memory is over `tier-threshold`
+    /// percent of `maxmemory` (docs/design.md, "The disk tier"). Read at
+    /// start.
+    tier_enabled: bool = "tier-enabled", Kind::Bool, "no", IMMUTABLE, keep;
+    /// `tier-dir` (Cairn only): where the logs live, one directory per
+    /// shard group; relative to `dir`.
+    tier_dir: String = "tier-dir", STR, "tier", IMMUTABLE, keep;
+    /// `tier-threshold` (Cairn only): percent of `maxmemory` above which
+    /// values move out.
+    tier_threshold: u32 = "tier-threshold", int(1, 100), "90", MUTABLE, keep;
+    /// `tier-min-size` (Cairn only): the shortest value moved out (a
+    /// pointer and a disk read are not worth it for less).
+    tier_min_size: usize = "tier-min-size", int(1, 32767), "256", MUTABLE, keep;
+    /// `tier-max-disk` (Cairn only): bytes the logs may hold on disk, 0 =
+    /// unbounded; past it values stay in RAM, as with a full disk.
+    tier_max_disk: u64 = "tier-max-disk", mem(0, U64_MAX), "0", IMMUTABLE, keep;
+    /// `tier-segment-size` (Cairn only): a log segment file's size (the
+    /// unit of compaction).
+    tier_segment_size: u32 = "tier-segment-size", mem(65536, U32_MAX), "64mb", IMMUTABLE, keep;
 }
 
 /// Directives only meaningful while reading a file; CONFIG REWRITE keeps

@@ -351,9 +351,19 @@ pub fn invoke(
         // Shard locks are released by unwinding (parking_lot does not
         // poison), and a half-written reply is dropped.
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handler(&mut ctx))).unwrap_or_else(
-            |_| {
+            |payload| {
                 ctx.out.truncate(reply_start);
                 ctx.client.out_refs.truncate(reply_start);
+                // A disk tier read that failed (EIO, a bad checksum) is
+                // not a bug: the client gets its text, which names the
+                // record, and the key is as it was.
+                if let Some(m) = payload
+                    .downcast_ref::<String>()
+                    .filter(|m| m.starts_with(cairn_engine::tier::READ_FAILED))
+                {
+                    crate::log::warning(m);
+                    return Err(CmdError::Text(format!("ERR {m}").into()));
+                }
                 crate::log::warning(&format!(
                     "BUG: command '{}' panicked; the client got an error and the server goes on",
                     cmd.name

@@ -186,7 +186,47 @@ fn report(shared: &Shared, cx: &Cx, sel: &Selection) -> String {
         begin(&mut out, "Compression");
         compression_section(&mut out);
     }
+    // branch tier: the disk tier (issue 25); `INFO tier` and `INFO all`.
+    if sel.wants("tier") {
+        begin(&mut out, "Tier");
+        tier_section(&mut out);
+    }
     out
+}
+
+/// The disk tier (`cairn_engine::tier`, `crate::tier`): keys whose values
+/// are on disk, the logs' bytes, reads and their time, appends, failures
+/// and compactions.
+fn tier_section(out: &mut String) {
+    use cairn_engine::tier::COUNTERS as C;
+    use std::sync::atomic::Ordering::Relaxed;
+    let t = crate::tier::get();
+    let (disk, live, segments) = t.map_or((0, 0, 0), |t| t.disk());
+    let (compactions, compacted) = t.map_or((0, 0), |t| t.compactions());
+    let reads = C.reads.load(Relaxed);
+    let usec = C.read_usec.load(Relaxed);
+    field(out, "tier_enabled", u8::from(t.is_some()));
+    field(out, "tiered_keys", C.tiered_keys.load(Relaxed));
+    field(
+        out,
+        "tiered_plain_bytes",
+        C.tiered_plain_bytes.load(Relaxed),
+    );
+    field(out, "tier_bytes_on_disk", disk);
+    field(out, "tier_live_bytes", live);
+    field(out, "tier_segments", segments);
+    field(out, "tier_reads", reads);
+    field(out, "tier_read_usec", usec);
+    field(
+        out,
+        "tier_read_usec_per_call",
+        format!("{:.2}", usec as f64 / reads.max(1) as f64),
+    );
+    field(out, "tier_read_errors", C.read_errors.load(Relaxed));
+    field(out, "tier_writes", C.writes.load(Relaxed));
+    field(out, "tier_append_errors", C.append_errors.load(Relaxed));
+    field(out, "tier_compactions", compactions);
+    field(out, "tier_compacted_bytes", compacted);
 }
 
 /// Compressed string values (`value::zcomp`): how many, their bytes before

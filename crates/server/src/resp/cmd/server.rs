@@ -579,6 +579,7 @@ fn debug(ctx: &mut Ctx) -> CmdResult {
         3 if args::is(sub, "object") => debug_object(ctx),
         3 if args::is(sub, "jump-clock") => debug_jump_clock(ctx),
         4 if args::is(sub, "journal-fault") => debug_journal_fault(ctx),
+        4 if args::is(sub, "tier-fault") => debug_tier_fault(ctx),
         3 if args::is(sub, "balance") => debug_balance(ctx),
         3 if args::is(sub, "error") => debug_error(ctx),
         3 if args::is(sub, "protocol") => debug_protocol(ctx),
@@ -612,6 +613,9 @@ fn debug_help(ctx: &mut Ctx) -> CmdResult {
             "JOURNAL-FAULT WRITE|FSYNC <count> | FSYNC-DELAY|WRITE-DELAY <ms> | BEHIND-LIMIT <bytes>",
             "    Cairn test extension: make the next <count> journal writes (or fsyncs)",
             "    fail with EIO, as a full or failing disk would.",
+            "TIER-FAULT WRITE|FSYNC|READ <count>",
+            "    Cairn test extension: make the next <count> disk tier writes (or fsyncs,",
+            "    or reads) fail with ENOSPC (reads: EIO), as a full or failing disk would.",
             "JUMP-CLOCK <milliseconds>",
             "    Cairn test extension: move the clock used for expiry, TIME and the slow",
             "    log by <milliseconds> (negative: back), so tests need not sleep.",
@@ -827,6 +831,29 @@ fn debug_journal_fault(ctx: &mut Ctx) -> CmdResult {
         };
         j.behind_limit
             .store(n, std::sync::atomic::Ordering::Relaxed);
+    } else {
+        return Err(CmdError::Syntax);
+    }
+    ctx.ok()
+}
+
+/// DEBUG TIER-FAULT WRITE|FSYNC|READ count → +OK. Cairn's test extension:
+/// the disk tier's next `count` writes or fsyncs fail with ENOSPC, or its
+/// reads with EIO (`vlog::Faults`); an error without `tier-enabled yes`.
+fn debug_tier_fault(ctx: &mut Ctx) -> CmdResult {
+    let n = u32::try_from(args::int(ctx.arg(3))?.max(0)).unwrap_or(u32::MAX);
+    let Some(t) = crate::tier::get() else {
+        return Err(CmdError::Text(
+            "ERR the disk tier is off (tier-enabled no)".into(),
+        ));
+    };
+    let kind = ctx.arg(2);
+    if args::is(kind, "write") {
+        t.faults.fail_writes(n, libc::ENOSPC);
+    } else if args::is(kind, "fsync") {
+        t.faults.fail_fsyncs(n, libc::ENOSPC);
+    } else if args::is(kind, "read") {
+        t.faults.fail_reads(n, libc::EIO);
     } else {
         return Err(CmdError::Syntax);
     }

@@ -1,0 +1,789 @@
+//! The disk tier's side in the engine (issue 25 item 2; docs/design.md,
+//! "The disk tier"): the 16-byte pointer a tiered compact block holds
+//! instead of its value, the `Store` the server installs (one value log
+//! per shard group, `cairn_persist::vlog`), the one place a tiered value
+//! is fetched, checked and decoded (`fetch`), and the move of a value
+//! out to the store (`Engine::tier_out`).
+//!
+//! The engine knows no files: the store is a trait object installed once
+//! per process (`install`), as the dictionary table of `value::zcomp` is
+//! process-wide. A block frees its record when it is dropped
+//! (`compact::Block`'s `Drop` calls `release`), so every way a key
+//! leaves (DEL, overwrite, expiry, eviction, FLUSHALL, lazyfree) frees it
+//! without knowing the tier exists.
+//!
+//! Reads are synchronous for now: `fetch` reads on the calling thread
+//! (under the caller's shard lock). It takes a list of pointers so that
+//! the parked-client version (RWF_NOWAIT, I/O threads) replaces it
+//! without changing its callers' shape.
+use crate::compact::Block;
+use crate::cx::Cx;
+use crate::entry::{Owned, Ref};
+use crate::evict::{score, Policy, Pool};
+use crate::keyspace::Engine;
+use crate::value::zcomp;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+
+/// Shard groups: one value log each, the top 4 bits of the key's hash
+/// (64 shards of 1,024 each).
+pub const GROUPS: usize = 16;
+
+/// Where a record is in its group's log: segment number, byte offset,
+/// record length (header + key + value, no padding).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Loc {
+    pub segment: u32,
+    pub offset: u32,
+    pub len: u32,
+}
+
+/// What a tiered block holds as its value bytes (16 bytes, all LE):
+///
+/// ```text
+///  0  segment u32     sequence number of the segment file
+///  4  offset  u32     byte offset of the record in it
+///  8  len     u32     record length (one pread)
+/// 12  bits 0..15      plain length (tiered values are < 32 KiB: STRLEN
+///                     without I/O)
+///     bits 16..27     dictionary id of a kind-1 record (0: none), whose
+///                     use the block holds as a coded block would
+///     bits 28..31     shard group (whose log holds the record)
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Pointer {
+    pub loc: Loc,
+    pub plain_len: u16,
+    pub dict: u16,
+    pub group: u8,
+}
+
+impl Pointer {
+    pub const BYTES: usize = 16;
+
+    pub fn to_bytes(self) -> [u8; Pointer::BYTES] {
+        debug_assert!(self.dict < 1 << 12 && usize::from(self.group) < GROUPS);
+        let mut b = [0u8; Pointer::BYTES];
+        b[0..4].copy_from_slice(&self.loc.segment.to_le_bytes());
+        b[4..8].copy_from_slice(&self.loc.offset.to_le_bytes());
+        b[8..12].copy_from_slice(&self.loc.len.to_le_bytes());
+        let w =
+            u32::from(self.plain_len) | u32::from(self.dict) << 16 | u32::from(self.group) << 28;
+        b[12..16].copy_from_slice(&w.to_le_bytes());
+        b
+    }
+
+    pub fn from_bytes(b: &[u8]) -> Pointer {
+        let u = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+        let w = u(12);
+        Pointer {
+            loc: Loc {
+                segment: u(0),
+                offset: u(4),
+                len: u(8),
+            },
+            plain_len: w as u16,
+            dict: ((w >> 16) & 0xfff) as u16,
+            group: (w >> 28) as u8,
+        }
+    }
+}
+
+/// A record read back and checked by the store (CRC, bounds).
+pub struct Record {
+    pub key: Vec<u8>,
+    pub value: Vec<u8>,
+    /// Kind 1: `value` is a zcomp coded value; else the plain bytes.
+    pub coded: bool,
+}
+
+/// The value logs, as the engine needs them. The server implements it
+/// over `cairn_persist::vlog::Log`, one per group.
+pub trait Store: Send + Sync {
+    /// Appends a record to `group`'s log (buffered: no I/O beyond a
+    /// memcpy unless the buffer is full). An error (disk full, the disk
+    /// limit, a failed write) leaves the value where it was.
+    fn append(
+        &self,
+        group: usize,
+        db: u8,
+        coded: bool,
+        key: &[u8],
+        value: &[u8],
+    ) -> Result<Loc, String>;
+    /// Reads one record (a pread, or a copy from the write buffer).
+    fn read(&self, group: usize, loc: Loc) -> Result<Record, String>;
+    /// The keyspace no longer points at `loc`: counters only, no I/O.
+    fn free(&self, group: usize, loc: Loc);
+}
+
+static STORE: OnceLock<Box<dyn Store>> = OnceLock::new();
+
+/// Installs the process's store (at start-up, with `tier-enabled yes`).
+/// False if one was installed already.
+pub fn install(store: Box<dyn Store>) -> bool {
+    STORE.set(store).is_ok()
+}
+
+/// The installed store, if the tier is on.
+pub fn store() -> Option<&'static dyn Store> {
+    STORE.get().map(|s| &**s)
+}
+
+/// The tier's counters (INFO's `# Tier`).
+pub struct Counters {
+    /// Blocks that hold a pointer now.
+    pub tiered_keys: AtomicU64,
+    /// Plain bytes of the values they point at.
+    pub tiered_plain_bytes: AtomicU64,
+    pub reads: AtomicU64,
+    pub read_usec: AtomicU64,
+    pub read_errors: AtomicU64,
+    pub writes: AtomicU64,
+    pub append_errors: AtomicU64,
+}
+
+pub static COUNTERS: Counters = Counters {
+    tiered_keys: AtomicU64::new(0),
+    tiered_plain_bytes: AtomicU64::new(0),
+    reads: AtomicU64::new(0),
+    read_usec: AtomicU64::new(0),
+    read_errors: AtomicU64::new(0),
+    writes: AtomicU64::new(0),
+    append_errors: AtomicU64::new(0),
+};
+
+/// The shard group of a key's hash: its top 4 bits.
+pub fn group_of(hash: u64) -> usize {
+    (hash >> 60) as usize
+}
+
+/// Fetches the values of tiered keys: for each (key, pointer), the plain
+/// bytes, after the store checked the record's CRC and this function its
+/// key, decoded if it is kind 1. The one read path of the tier: the
+/// asynchronous version (docs/design.md, "Waiting for I/O without holding
+/// up a worker") replaces this function.
+pub fn fetch(reqs: &[(&[u8], Pointer)]) -> Vec<Result<Vec<u8>, String>> {
+    reqs.iter().map(|&(key, p)| fetch_one(key, p)).collect()
+}
+
+fn fetch_one(key: &[u8], p: Pointer) -> Result<Vec<u8>, String> {
+    let store = store().ok_or("a tiered value with no tier store installed")?;
+    let t0 = std::time::Instant::now();
+    let r = store.read(usize::from(p.group), p.loc);
+    COUNTERS.reads.fetch_add(1, Ordering::Relaxed);
+    COUNTERS
+        .read_usec
+        .fetch_add(t0.elapsed().as_micros() as u64, Ordering::Relaxed);
+    let rec = r.inspect_err(|_| {
+        COUNTERS.read_errors.fetch_add(1, Ordering::Relaxed);
+    })?;
+    let bad = |why: &str| {
+        COUNTERS.read_errors.fetch_add(1, Ordering::Relaxed);
+        format!(
+            "tier record {}/{}@{}: {why}",
+            p.group, p.loc.segment, p.loc.offset
+        )
+    };
+    if rec.key != key {
+        return Err(bad("holds another key"));
+    }
+    let plain = if rec.coded {
+        if rec.value.len() < zcomp::HEADER || zcomp::dict_id(&rec.value) != p.dict {
+            return Err(bad("coded value does not match its pointer"));
+        }
+        zcomp::decompress(&rec.value)
+    } else {
+        rec.value
+    };
+    if plain.len() != usize::from(p.plain_len) {
+        return Err(bad("length does not match its pointer"));
+    }
+    Ok(plain)
+}
+
+/// How the panic of a failed read starts (the dispatcher answers it with
+/// its text instead of the generic internal error).
+pub const READ_FAILED: &str = "disk tier read failed";
+
+/// The plain bytes of one tiered value. A failed read (EIO, a bad CRC)
+/// panics with the record's place: the command's panic guard turns it
+/// into an error reply naming it, as a zcomp decode failure does. The
+/// asynchronous `fetch` will report it as a value instead.
+pub fn plain(key: &[u8], p: Pointer) -> Vec<u8> {
+    match fetch(&[(key, p)]).pop().expect("one request, one answer") {
+        Ok(v) => v,
+        Err(e) => panic!("{READ_FAILED}: {e}"),
+    }
+}
+
+/// A tiered block is being freed: the record is dead, the dictionary use
+/// it held is given back.
+pub(crate) fn release(p: Pointer) {
+    COUNTERS.tiered_keys.fetch_sub(1, Ordering::Relaxed);
+    COUNTERS
+        .tiered_plain_bytes
+        .fetch_sub(u64::from(p.plain_len), Ordering::Relaxed);
+    if let Some(s) = store() {
+        s.free(usize::from(p.group), p.loc);
+    }
+    if p.dict != 0 {
+        zcomp::release(p.dict);
+    }
+}
+
+pub(crate) fn note_tiered(p: Pointer) {
+    COUNTERS.tiered_keys.fetch_add(1, Ordering::Relaxed);
+    COUNTERS
+        .tiered_plain_bytes
+        .fetch_add(u64::from(p.plain_len), Ordering::Relaxed);
+}
+
+/// What `Engine::tier_out` did with a candidate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// The value is on disk; `freed` bytes of block went back.
+    Moved { freed: usize },
+    /// Gone, expired, not a plain string block, already tiered or too
+    /// small: nothing to do.
+    Skipped,
+    /// The store refused the append (disk full, the disk limit): the
+    /// value stays in RAM.
+    Refused,
+}
+
+thread_local! {
+    /// The record's value bytes while `tier_out` builds them.
+    static BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+impl Engine {
+    /// Moves the value of `key` in `db` to the tier, if it is still a
+    /// string block of at least `min_size` plain bytes: locks its shard,
+    /// appends (coded with the domain's dictionary when that saves,
+    /// kind 1; plain otherwise), swaps the block for a pointer block and
+    /// frees the RAM. Not a write: no WATCH, journal or keyspace event
+    /// (the value does not change). The store buffers the append, so the
+    /// lock covers a memcpy, not I/O (but for the buffer's write when it
+    /// fills: once per MiB).
+    pub fn tier_out(&self, db: usize, key: &[u8], min_size: usize, now_ms: u64) -> Outcome {
+        let Some(store) = store() else {
+            return Outcome::Skipped;
+        };
+        let k = self.key(key);
+        let group = group_of(k.hash());
+        let mut shard = self.lock_shard(self.shard_index(&k));
+        if db >= shard.databases() {
+            return Outcome::Skipped;
+        }
+        let table = shard.db_mut(db);
+        let Some(i) = table.find(k.hash(), key) else {
+            return Outcome::Skipped;
+        };
+        let Ref::Compact(c) = table.at(i) else {
+            return Outcome::Skipped;
+        };
+        if c.is_tiered() || c.meta().is_expired(now_ms) || c.plain_len() < min_size.max(1) {
+            return Outcome::Skipped;
+        }
+        let Ok(plain_len) = u16::try_from(c.plain_len()) else {
+            return Outcome::Skipped;
+        };
+        let (raw, meta, size) = (c.raw(), *c.meta(), c.size());
+        let mut buf = BUF.with(|b| std::mem::take(&mut *b.borrow_mut()));
+        // The record's bytes and the dictionary use its pointer will hold
+        // (taken here, given back if the append fails).
+        let (coded, dict) = if c.is_coded() {
+            let id = zcomp::dict_id(c.value());
+            zcomp::retain(id);
+            buf.clear();
+            buf.extend_from_slice(c.value());
+            (true, id)
+        } else {
+            let level = self.limits.value_compression_level.load(Ordering::Relaxed);
+            let domain = ((k.hash() as u128 * zcomp::DOMAINS as u128) >> 64) as usize;
+            if zcomp::compress(domain, c.value(), level, &mut buf) {
+                (true, zcomp::dict_id(&buf))
+            } else {
+                buf.clear();
+                buf.extend_from_slice(c.value());
+                (false, 0)
+            }
+        };
+        let appended = store.append(group, db as u8, coded, key, &buf);
+        BUF.with(|b| *b.borrow_mut() = buf);
+        let loc = match appended {
+            Ok(loc) => loc,
+            Err(_) => {
+                zcomp::release(dict);
+                COUNTERS.append_errors.fetch_add(1, Ordering::Relaxed);
+                return Outcome::Refused;
+            }
+        };
+        COUNTERS.writes.fetch_add(1, Ordering::Relaxed);
+        let p = Pointer {
+            loc,
+            plain_len,
+            dict,
+            group: group as u8,
+        };
+        let block = Block::new_tiered(key, p, raw, meta);
+        let old = table.replace_at(i, Owned::Compact(block));
+        drop(shard);
+        drop(old);
+        Outcome::Moved {
+            freed: size.saturating_sub(crate::compact::HEADER + key.len() + Pointer::BYTES),
+        }
+    }
+}
+
+impl Engine {
+    /// Samples keys whose values could move out (string blocks in RAM of
+    /// at least `min_size` plain bytes) into `pool`, scored as eviction
+    /// scores them (idle time, or LFU's counter): the coldest come out
+    /// first. Returns how many were offered. Random shards, one lock at a
+    /// time, as eviction's sampling.
+    pub fn tier_sample(
+        &self,
+        cx: &Cx,
+        lfu: bool,
+        min_size: usize,
+        samples: usize,
+        pool: &mut Pool,
+    ) -> usize {
+        let policy = if lfu {
+            Policy::AllkeysLfu
+        } else {
+            Policy::AllkeysLru
+        };
+        let n = self.shard_count();
+        let mut found = 0;
+        for _ in 0..SAMPLE_PROBES {
+            let i = (rand::random::<u64>() as usize) & (n - 1);
+            self.with_shard_read(cx, i, |s| {
+                let now = crate::clock::now_ms();
+                for db in 0..s.databases() {
+                    let t = s.db(db);
+                    if t.is_empty() {
+                        continue;
+                    }
+                    t.sample_walk(rand::random(), SAMPLE_WALK, |e| {
+                        if let Ref::Compact(c) = e {
+                            if !c.is_tiered() && c.plain_len() >= min_size.max(1) {
+                                pool.offer(score(policy, e.meta(), now), db, e.key());
+                                found += 1;
+                            }
+                        }
+                        found < samples
+                    });
+                }
+            });
+            if found >= samples {
+                break;
+            }
+        }
+        found
+    }
+
+    /// Compaction's liveness question: the database whose `key` holds
+    /// exactly the record `loc` of `group` (any database: SWAPDB moves
+    /// keys between them, and a record's number is never reused, so a
+    /// pointer names one record).
+    pub fn tier_holder(&self, key: &[u8], group: usize, loc: Loc) -> Option<usize> {
+        let k = self.key(key);
+        let shard = self.lock_shard(self.shard_index(&k));
+        (0..shard.databases()).find(|&db| {
+            let t = shard.db(db);
+            t.find(k.hash(), key).is_some_and(|i| match t.at(i) {
+                Ref::Compact(c) => {
+                    c.is_tiered()
+                        && c.tier_ptr().loc == loc
+                        && usize::from(c.tier_ptr().group) == group
+                }
+                Ref::Full(_) => false,
+            })
+        })
+    }
+
+    /// After compaction copied a record: points `key` at `new` if it still
+    /// holds `old`. False if it was rewritten meanwhile: the caller frees
+    /// `new`. The old record is freed with the old block.
+    pub fn tier_repoint(&self, key: &[u8], group: usize, old: Loc, new: Loc) -> bool {
+        let k = self.key(key);
+        let mut shard = self.lock_shard(self.shard_index(&k));
+        for db in 0..shard.databases() {
+            let t = shard.db_mut(db);
+            let Some(i) = t.find(k.hash(), key) else {
+                continue;
+            };
+            let Ref::Compact(c) = t.at(i) else {
+                continue;
+            };
+            if !c.is_tiered() || c.tier_ptr().loc != old || usize::from(c.tier_ptr().group) != group
+            {
+                continue;
+            }
+            let p = Pointer {
+                loc: new,
+                ..c.tier_ptr()
+            };
+            // The new block takes its own use of the dictionary; the old
+            // one gives its back when it drops.
+            zcomp::retain(p.dict);
+            let block = Block::new_tiered(key, p, c.raw(), *c.meta());
+            let gone = t.replace_at(i, Owned::Compact(block));
+            drop(shard);
+            drop(gone);
+            return true;
+        }
+        false
+    }
+}
+
+/// Random shards probed per `tier_sample`, and slots walked in each.
+const SAMPLE_PROBES: usize = 16;
+const SAMPLE_WALK: usize = 64;
+
+/// An in-memory store for the engine's tests: records in a map, with
+/// injected failures, and a check that each record is freed once.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::*;
+    use parking_lot::Mutex;
+    use std::collections::HashMap;
+    use std::sync::atomic::AtomicU32;
+
+    /// A stored record: db, coded, key, value.
+    type Rec = (u8, bool, Vec<u8>, Vec<u8>);
+
+    #[derive(Default)]
+    pub struct MemStore {
+        recs: Mutex<HashMap<(usize, Loc), Rec>>,
+        next: AtomicU32,
+        pub fail_appends: AtomicU32,
+        pub fail_reads: AtomicU32,
+    }
+
+    fn take(n: &AtomicU32) -> bool {
+        n.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |c| c.checked_sub(1))
+            .is_ok()
+    }
+
+    impl Store for MemStore {
+        fn append(
+            &self,
+            group: usize,
+            db: u8,
+            coded: bool,
+            key: &[u8],
+            value: &[u8],
+        ) -> Result<Loc, String> {
+            if take(&self.fail_appends) {
+                return Err("injected: no space left on device".into());
+            }
+            let n = self.next.fetch_add(1, Ordering::Relaxed);
+            let loc = Loc {
+                segment: 1,
+                offset: 32 + 8 * n,
+                len: (16 + key.len() + value.len()) as u32,
+            };
+            let rec = (db, coded, key.to_vec(), value.to_vec());
+            self.recs.lock().insert((group, loc), rec);
+            Ok(loc)
+        }
+
+        fn read(&self, group: usize, loc: Loc) -> Result<Record, String> {
+            if take(&self.fail_reads) {
+                return Err("injected: input/output error".into());
+            }
+            let recs = self.recs.lock();
+            let (_, coded, key, value) = recs.get(&(group, loc)).ok_or("no such record")?;
+            Ok(Record {
+                key: key.clone(),
+                value: value.clone(),
+                coded: *coded,
+            })
+        }
+
+        fn free(&self, group: usize, loc: Loc) {
+            let gone = self.recs.lock().remove(&(group, loc));
+            assert!(
+                gone.is_some(),
+                "record {loc:?} of group {group} freed twice"
+            );
+        }
+    }
+
+    impl MemStore {
+        /// Records held for `key` (any group, any db).
+        pub fn live(&self, key: &[u8]) -> usize {
+            self.recs.lock().values().filter(|r| r.2 == key).count()
+        }
+    }
+
+    static MEM: OnceLock<&'static MemStore> = OnceLock::new();
+
+    /// The process's store for tests: installed by the first caller.
+    pub fn mem() -> &'static MemStore {
+        MEM.get_or_init(|| {
+            let s: &'static MemStore = Box::leak(Box::default());
+            struct Fwd(&'static MemStore);
+            impl Store for Fwd {
+                fn append(
+                    &self,
+                    g: usize,
+                    db: u8,
+                    c: bool,
+                    k: &[u8],
+                    v: &[u8],
+                ) -> Result<Loc, String> {
+                    self.0.append(g, db, c, k, v)
+                }
+                fn read(&self, g: usize, l: Loc) -> Result<Record, String> {
+                    self.0.read(g, l)
+                }
+                fn free(&self, g: usize, l: Loc) {
+                    self.0.free(g, l)
+                }
+            }
+            assert!(install(Box::new(Fwd(s))), "the test store is the only one");
+            s
+        })
+    }
+
+    /// Tests that tier values or inject failures take turns with each
+    /// other and with zcomp's (the store, its fault knobs and the
+    /// dictionaries the records take uses of are process-wide).
+    pub(crate) use crate::value::zcomp::tests::SERIAL;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::{mem, SERIAL};
+    use super::*;
+    use crate::entry::TIERED_ENCODING;
+    use crate::keyspace::Expiry;
+    use crate::ops::string as s;
+    use crate::ops::test_support::{engine, with};
+    use crate::value::zcomp::sample_text;
+    use proptest::prelude::*;
+
+    fn set(e: &Engine, key: &[u8], v: &[u8]) {
+        with(e, |g| {
+            let k = g.key(key);
+            s::set(g, 0, &k, v, s::Cond::Always, Expiry::Clear, false).unwrap();
+        });
+    }
+
+    fn get(e: &Engine, key: &[u8]) -> Option<Vec<u8>> {
+        with(e, |g| {
+            let k = g.key(key);
+            s::get(g, 0, &k, |b| b.map(<[u8]>::to_vec)).unwrap()
+        })
+    }
+
+    fn encoding(e: &Engine, key: &[u8]) -> Option<&'static str> {
+        with(e, |g| {
+            let k = g.key(key);
+            g.peek_ref(0, &k).map(|r| r.encoding())
+        })
+    }
+
+    fn out(e: &Engine, key: &[u8]) -> Outcome {
+        e.tier_out(0, key, 1, crate::clock::now_ms())
+    }
+
+    #[test]
+    fn pointer_bytes_are_the_drawn_ones() {
+        let p = Pointer {
+            loc: Loc {
+                segment: 0x0102_0304,
+                offset: 0x0506_0708,
+                len: 0x090a_0b0c,
+            },
+            plain_len: 0x7fff,
+            dict: 0xabc,
+            group: 0xf,
+        };
+        let b = p.to_bytes();
+        assert_eq!(
+            b,
+            [4, 3, 2, 1, 8, 7, 6, 5, 0xc, 0xb, 0xa, 9, 0xff, 0x7f, 0xbc, 0xfa]
+        );
+        assert_eq!(Pointer::from_bytes(&b), p);
+        // The block of a 23-byte key: 24 + 23 + 16 = 63 bytes (jemalloc's 64).
+        assert_eq!(crate::compact::HEADER + 23 + Pointer::BYTES, 63);
+    }
+
+    #[test]
+    fn tiered_values_read_as_before_and_free_their_records() {
+        let _s = SERIAL.lock();
+        let store = mem();
+        let e = engine();
+        let text = sample_text(7, 1000);
+        let bytes: Vec<u8> = (0..300u32).map(|i| (i * 7919 % 251) as u8).collect();
+        set(&e, b"t:text", &text);
+        set(&e, b"t:bytes", &bytes);
+        set(&e, b"t:small", b"tiny");
+        assert!(matches!(out(&e, b"t:text"), Outcome::Moved { .. }));
+        assert!(matches!(out(&e, b"t:bytes"), Outcome::Moved { .. }));
+        assert_eq!(e.tier_out(0, b"t:small", 256, 0), Outcome::Skipped);
+        assert_eq!(out(&e, b"t:text"), Outcome::Skipped, "already tiered");
+        assert_eq!(out(&e, b"t:none"), Outcome::Skipped);
+        assert_eq!(encoding(&e, b"t:text"), Some(TIERED_ENCODING));
+        assert_eq!(store.live(b"t:text"), 1);
+        with(&e, |g| {
+            let k = g.key(b"t:text");
+            let r = g.read_ref(0, &k).unwrap();
+            assert_eq!(r.mem_bytes(), crate::compact::HEADER + 6 + Pointer::BYTES);
+            assert_eq!(s::strlen(g, 0, &k).unwrap(), 1000);
+            assert_eq!(
+                s::getrange(g, 0, &k, 10, 19, |b| b.to_vec()).unwrap(),
+                &text[10..20]
+            );
+        });
+        assert_eq!(get(&e, b"t:text").unwrap(), text);
+        assert_eq!(get(&e, b"t:bytes").unwrap(), bytes);
+        // COPY reads the value back into RAM; the source keeps its record.
+        with(&e, |g| {
+            let (a, b) = (g.key(b"t:text"), g.key(b"t:copy"));
+            crate::ops::keys::copy(g, 0, &a, 0, &b, false, drop).unwrap();
+        });
+        assert_ne!(encoding(&e, b"t:copy"), Some(TIERED_ENCODING));
+        assert_eq!(get(&e, b"t:copy").unwrap(), text);
+        assert_eq!(store.live(b"t:text"), 1);
+        // RENAME brings it back too (the record names the old key), and
+        // frees the old record.
+        with(&e, |g| {
+            let (a, b) = (g.key(b"t:text"), g.key(b"t:renamed"));
+            crate::ops::keys::rename(g, 0, &a, &b, false).unwrap();
+        });
+        assert_eq!(store.live(b"t:text"), 0);
+        assert_eq!(get(&e, b"t:renamed").unwrap(), text);
+        // An in-place edit materializes it (and frees the record).
+        assert!(matches!(out(&e, b"t:renamed"), Outcome::Moved { .. }));
+        with(&e, |g| {
+            let k = g.key(b"t:renamed");
+            assert_eq!(s::append(g, 0, &k, b"!").unwrap(), 1001);
+        });
+        assert_eq!(store.live(b"t:renamed"), 0);
+        assert_eq!(encoding(&e, b"t:renamed"), Some("raw"));
+        // Overwrite, DEL, expiry: each frees the record.
+        set(&e, b"t:bytes", b"new");
+        assert_eq!(store.live(b"t:bytes"), 0);
+        set(&e, b"t:bytes", &bytes);
+        assert!(matches!(out(&e, b"t:bytes"), Outcome::Moved { .. }));
+        with(&e, |g| {
+            let k = g.key(b"t:bytes");
+            assert!(g.remove(0, &k).is_some());
+        });
+        assert_eq!(store.live(b"t:bytes"), 0);
+        set(&e, b"t:exp", &bytes);
+        assert!(matches!(out(&e, b"t:exp"), Outcome::Moved { .. }));
+        with(&e, |g| {
+            let k = g.key(b"t:exp");
+            assert!(g.set_expire(0, &k, 1));
+        });
+        assert_eq!(get(&e, b"t:exp"), None);
+        assert_eq!(store.live(b"t:exp"), 0);
+        // Dropping the engine (FLUSHALL's path) frees the rest.
+        assert!(matches!(out(&e, b"t:copy"), Outcome::Moved { .. }));
+        assert_eq!(store.live(b"t:copy"), 1);
+        drop(e);
+        assert_eq!(store.live(b"t:copy"), 0);
+    }
+
+    #[test]
+    fn a_refused_append_or_a_failed_read_loses_nothing() {
+        let _s = SERIAL.lock();
+        let store = mem();
+        let e = engine();
+        let v = sample_text(3, 800);
+        set(&e, b"f:k", &v);
+        store.fail_appends.store(1, Ordering::Relaxed);
+        assert_eq!(out(&e, b"f:k"), Outcome::Refused);
+        assert_ne!(encoding(&e, b"f:k"), Some(TIERED_ENCODING));
+        assert_eq!(get(&e, b"f:k").unwrap(), v);
+        assert!(matches!(out(&e, b"f:k"), Outcome::Moved { .. }));
+        // A read that fails fails the command (a panic its guard turns
+        // into an error reply) and leaves the key as it was, even for an
+        // edit that materializes it.
+        store.fail_reads.store(1, Ordering::Relaxed);
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            with(&e, |g| {
+                let k = g.key(b"f:k");
+                s::append(g, 0, &k, b"!").unwrap()
+            })
+        }));
+        assert!(r.is_err());
+        assert_eq!(encoding(&e, b"f:k"), Some(TIERED_ENCODING));
+        assert_eq!(store.live(b"f:k"), 1);
+        assert_eq!(get(&e, b"f:k").unwrap(), v);
+        drop(e);
+        assert_eq!(store.live(b"f:k"), 0);
+    }
+
+    /// A string command of zcomp's comparison, or a move of values out.
+    #[derive(Debug, Clone)]
+    enum TOp {
+        Str(crate::value::zcomp::tests::Op),
+        /// Tier one key (the other engine does nothing).
+        Out(u8),
+        /// Tier every key that qualifies.
+        AllOut,
+        Expire(u8, bool),
+    }
+
+    fn top() -> impl Strategy<Value = TOp> {
+        prop_oneof![
+            6 => crate::value::zcomp::tests::op().prop_map(TOp::Str),
+            3 => (0u8..4).prop_map(TOp::Out),
+            1 => Just(TOp::AllOut),
+            1 => (0u8..4, any::<bool>()).prop_map(|(k, past)| TOp::Expire(k, past)),
+        ]
+    }
+
+    fn apply(e: &Engine, tiered: bool, op: &TOp) -> String {
+        let name = |i: u8| format!("key:{i}").into_bytes();
+        match op {
+            TOp::Str(o) => crate::value::zcomp::tests::run(e, o),
+            TOp::Out(k) if tiered => {
+                e.tier_out(0, &name(*k), 1, crate::clock::now_ms());
+                String::new()
+            }
+            TOp::AllOut if tiered => {
+                for k in 0..4 {
+                    e.tier_out(0, &name(k), 1, crate::clock::now_ms());
+                }
+                String::new()
+            }
+            TOp::Out(_) | TOp::AllOut => String::new(),
+            TOp::Expire(k, past) => with(e, |g| {
+                let kk = name(*k);
+                let k = g.key(&kk);
+                // In the past: gone at the next lookup. Far ahead: TTL
+                // kept by a tiered block as by any.
+                let at = if *past { 1 } else { u64::MAX / 4 };
+                format!("{}", g.set_expire(0, &k, at))
+            }),
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(48))]
+        #[test]
+        fn replies_are_the_same_with_values_moved_to_disk(ops in proptest::collection::vec(top(), 1..40)) {
+            let _s = SERIAL.lock();
+            let store = mem();
+            let ram = engine();
+            let disk = engine();
+            for o in &ops {
+                prop_assert_eq!(apply(&ram, false, o), apply(&disk, true, o), "{:?}", o);
+            }
+            drop(disk);
+            for k in 0..4 {
+                prop_assert_eq!(store.live(format!("key:{k}").as_bytes()), 0);
+            }
+        }
+    }
+}

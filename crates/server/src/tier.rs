@@ -1,0 +1,315 @@
+//! The disk tier's server side (issue 25 item 2; docs/design.md, "The disk
+//! tier"): opens one value log per shard group (`cairn_persist::vlog`)
+//! under `tier-dir`, installs them as the engine's `tier::Store`, and runs
+//! the `cairn-tier` thread that moves cold values out while used memory
+//! is over `tier-threshold` percent of `maxmemory`, writes the logs'
+//! buffers, and compacts mostly dead segments. `make_room` lets a worker
+//! that is over `maxmemory` move values out itself before eviction or
+//! `-OOM`. The engine side (pointer blocks, the fetch, `tier_out`) is
+//! `cairn_engine::tier`.
+use crate::shared::Shared;
+use cairn_engine::evict::Pool;
+use cairn_engine::tier::{self, Loc, Outcome, Record, Store, GROUPS};
+use cairn_engine::{CmdState, Cx};
+use cairn_persist::vlog::{self, Faults, Kind, Log, Ptr};
+use std::cell::RefCell;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+/// The logs, the fault knobs of `DEBUG TIER-FAULT` and the compaction
+/// counters.
+pub struct Tier {
+    dir: PathBuf,
+    logs: Vec<Log>,
+    pub faults: Arc<Faults>,
+    compactions: AtomicU64,
+    compacted_bytes: AtomicU64,
+}
+
+static TIER: OnceLock<Tier> = OnceLock::new();
+
+/// The tier, when `tier-enabled yes`.
+pub fn get() -> Option<&'static Tier> {
+    TIER.get()
+}
+
+fn ptr(l: Loc) -> Ptr {
+    Ptr {
+        segment: l.segment,
+        offset: l.offset,
+        len: l.len,
+    }
+}
+
+fn loc(p: Ptr) -> Loc {
+    Loc {
+        segment: p.segment,
+        offset: p.offset,
+        len: p.len,
+    }
+}
+
+struct Handle(&'static Tier);
+
+impl Store for Handle {
+    fn append(
+        &self,
+        group: usize,
+        db: u8,
+        coded: bool,
+        key: &[u8],
+        value: &[u8],
+    ) -> Result<Loc, String> {
+        let kind = if coded { Kind::Coded } else { Kind::Plain };
+        self.0.logs[group]
+            .append(db, kind, key, value)
+            .map(loc)
+            .map_err(|e| e.to_string())
+    }
+
+    fn read(&self, group: usize, l: Loc) -> Result<Record, String> {
+        let f = self.0.logs[group].read(ptr(l)).map_err(|e| e.to_string())?;
+        Ok(Record {
+            key: f.key().to_vec(),
+            value: f.value().to_vec(),
+            coded: f.kind() == Kind::Coded,
+        })
+    }
+
+    fn free(&self, group: usize, l: Loc) {
+        self.0.logs[group].free(ptr(l));
+    }
+}
+
+/// Each log's two write buffers: 64 KiB, not the library's 1 MiB, since
+/// they count in used memory (sixteen logs, two tails: 2 MiB in all) and
+/// a write per 64 KiB is still a small share of a value's cost.
+const BUFFER_SIZE: usize = 64 << 10;
+
+/// `tier-dir`: relative to `dir`, the working directory by then.
+fn dir_of(c: &crate::config::Config) -> PathBuf {
+    PathBuf::from(&c.tier_dir)
+}
+
+/// Opens the logs and installs them (start-up, after the chdir to `dir`,
+/// before anything is loaded). Nothing to do with `tier-enabled no`.
+/// Segments left by an earlier run are opened (torn tails cut) with no
+/// live records: no snapshot points into them yet (snapshots hold tiered
+/// values in full), so compaction reclaims them.
+pub fn open(c: &crate::config::Config) -> Result<(), String> {
+    if !c.tier_enabled {
+        return Ok(());
+    }
+    let dir = dir_of(c);
+    let faults = Arc::new(Faults::default());
+    // `tier-max-disk` is shared evenly: keys hash evenly over the groups.
+    let disk_limit = (c.tier_max_disk > 0).then(|| (c.tier_max_disk / GROUPS as u64).max(1));
+    let mut logs = Vec::with_capacity(GROUPS);
+    for g in 0..GROUPS {
+        let opts = vlog::Options {
+            segment_size: c.tier_segment_size,
+            disk_limit,
+            faults: Some(faults.clone()),
+            buffer_size: BUFFER_SIZE,
+            ..vlog::Options::default()
+        };
+        let d = dir.join(format!("{g:02}"));
+        logs.push(
+            Log::open(&d, g as u16, opts).map_err(|e| format!("Can't open the disk tier: {e}"))?,
+        );
+    }
+    let t = Tier {
+        dir,
+        logs,
+        faults,
+        compactions: AtomicU64::new(0),
+        compacted_bytes: AtomicU64::new(0),
+    };
+    if TIER.set(t).is_err() {
+        return Err("the disk tier was opened twice".into());
+    }
+    let t = TIER.get().expect("set just above");
+    if !tier::install(Box::new(Handle(t))) {
+        return Err("a disk tier store was installed twice".into());
+    }
+    crate::log::notice(&format!("Disk tier open dir={}", t.dir.display()));
+    Ok(())
+}
+
+impl Tier {
+    /// Bytes on disk (files and buffers) and live bytes, over every log.
+    pub fn disk(&self) -> (u64, u64, usize) {
+        self.logs.iter().map(Log::stats).fold((0, 0, 0), |a, s| {
+            (a.0 + s.disk_bytes, a.1 + s.live_bytes, a.2 + s.segments)
+        })
+    }
+
+    pub fn compactions(&self) -> (u64, u64) {
+        (
+            self.compactions.load(Ordering::Relaxed),
+            self.compacted_bytes.load(Ordering::Relaxed),
+        )
+    }
+}
+
+thread_local! {
+    /// This thread's pool of candidates to move out.
+    static POOL: RefCell<Pool> = RefCell::new(Pool::default());
+}
+
+/// Samples per step, as `maxmemory-samples` by default.
+const SAMPLES: usize = 5;
+
+/// Moves cold values out until used memory is at most `target` or
+/// `budget` is spent. False if the logs refused an append (disk full,
+/// `tier-max-disk`) or nothing could move.
+fn move_out(shared: &Shared, cx: &Cx, target: u64, budget: Duration) -> bool {
+    let (min, lfu) = {
+        let c = shared.config.read();
+        (
+            c.tier_min_size,
+            matches!(
+                c.maxmemory_policy,
+                crate::config::MaxmemoryPolicy::AllkeysLfu
+                    | crate::config::MaxmemoryPolicy::VolatileLfu
+            ),
+        )
+    };
+    let started = Instant::now();
+    let engine = &shared.engine;
+    POOL.with(|pool| {
+        let mut pool = pool.borrow_mut();
+        let mut used = crate::memory::used_exact();
+        let mut moved_since = 0;
+        while used > target {
+            if started.elapsed() > budget {
+                return false;
+            }
+            if pool.is_empty() && engine.tier_sample(cx, lfu, min, SAMPLES, &mut pool) == 0 {
+                return false;
+            }
+            let Some(c) = pool.pop_best() else {
+                continue;
+            };
+            let out = engine.tier_out(c.db, &c.key, min, cairn_engine::clock::now_ms());
+            pool.recycle(c);
+            match out {
+                Outcome::Refused => {
+                    pool.clear();
+                    return false;
+                }
+                Outcome::Moved { .. } => {
+                    moved_since += 1;
+                    if moved_since >= 16 {
+                        moved_since = 0;
+                        used = crate::memory::used_exact();
+                    }
+                }
+                Outcome::Skipped => {}
+            }
+            if moved_since == 0 || pool.is_empty() {
+                used = crate::memory::used_exact();
+            }
+        }
+        true
+    })
+}
+
+/// A worker over `maxmemory` (`memory::make_room`): moves values out
+/// itself, for at most `budget`, before eviction or `-OOM` decide. True
+/// if the command's `incoming` bytes fit afterwards.
+pub fn make_room(shared: &Shared, cx: &Cx, max: u64, incoming: u64, budget: Duration) -> bool {
+    // Inside EXEC or a script the command holds shards: moving a value
+    // out would lock one again on this thread. Eviction decides there.
+    if TIER.get().is_none() || incoming > max || cx.in_hold() {
+        return false;
+    }
+    move_out(shared, cx, max - incoming, budget);
+    crate::memory::used_exact().saturating_add(incoming) <= max
+}
+
+/// How often the tier thread wakes.
+const TICK: Duration = Duration::from_millis(10);
+/// Time spent moving values out per tick, at most.
+const MOVE_BUDGET: Duration = Duration::from_millis(20);
+/// Compaction runs at most once per this, one segment at a time: a
+/// segment (64 MiB at most) is the byte budget of a turn.
+const COMPACT_EVERY: Duration = Duration::from_millis(200);
+/// A segment whose live bytes fall to this share of its size is compacted.
+const COMPACT_UNDER: f64 = 0.5;
+
+/// The `cairn-tier` thread: one for the sixteen logs (see design.md for
+/// why one is enough here).
+pub fn thread(shared: Arc<Shared>) {
+    crate::memory::register_thread();
+    let Some(t) = TIER.get() else {
+        return;
+    };
+    let state = CmdState::new();
+    let cx = Cx::background(&state);
+    let mut last_compaction = Instant::now();
+    let mut next_group = 0;
+    let mut last_warning: Option<Instant> = None;
+    loop {
+        let max = shared.hot.maxmemory.load(Ordering::Relaxed);
+        if max > 0 {
+            let pct = u64::from(shared.config.read().tier_threshold);
+            move_out(&shared, &cx, max / 100 * pct, MOVE_BUDGET);
+        }
+        for l in &t.logs {
+            if let Err(e) = l.tick() {
+                if last_warning.is_none_or(|w| w.elapsed() > Duration::from_secs(10)) {
+                    crate::log::warning(&format!("Disk tier write failed: {e}"));
+                    last_warning = Some(Instant::now());
+                }
+            }
+        }
+        if last_compaction.elapsed() >= COMPACT_EVERY {
+            last_compaction = Instant::now();
+            for i in 0..GROUPS {
+                let g = (next_group + i) % GROUPS;
+                if compact_one(&shared, t, g) {
+                    next_group = g + 1;
+                    break;
+                }
+            }
+        }
+        std::thread::sleep(TICK);
+    }
+}
+
+/// Compacts the emptiest candidate segment of group `g`, if any: copies
+/// its live records, repoints their keys, drops it. True if it did.
+fn compact_one(shared: &Shared, t: &Tier, g: usize) -> bool {
+    let log = &t.logs[g];
+    let Some(seg) = log.candidates(COMPACT_UNDER).into_iter().next() else {
+        return false;
+    };
+    let engine = &shared.engine;
+    let r = log.compact(seg.seq, |p, rec| {
+        engine.tier_holder(rec.key, g, loc(p)).is_some()
+    });
+    let c = match r {
+        Ok(c) => c,
+        Err(e) => {
+            crate::log::warning(&format!("Disk tier compaction failed: {e}"));
+            return true;
+        }
+    };
+    for m in &c.moved {
+        if !engine.tier_repoint(&m.key, g, loc(m.old), loc(m.new)) {
+            // Rewritten or deleted since: the copy is garbage.
+            log.free(m.new);
+        }
+    }
+    // Nothing durable points into the old segment (snapshots hold tiered
+    // values in full), so it goes at once.
+    if let Err(e) = log.drop_segment(seg.seq) {
+        crate::log::warning(&format!("Disk tier: {e}"));
+    }
+    t.compactions.fetch_add(1, Ordering::Relaxed);
+    t.compacted_bytes.fetch_add(seg.bytes, Ordering::Relaxed);
+    true
+}
