@@ -121,9 +121,15 @@ pub fn hset<'a>(
                 .filter(|(f, v)| h.set(f, v, limits))
                 .count());
         }
-        // A new hash (a YCSB insert): a field can only be there already if
-        // this command named it before, so compare with the fields named so
-        // far (short slices) instead of walking the buffer for each field.
+        // A new hash (a YCSB insert): built in one pass when its names are
+        // a known list (`HashValue::fill_coded`). Otherwise a field can
+        // only be there already if this command named it before, so compare
+        // with the fields named so far (short slices) instead of walking
+        // the buffer for each field.
+        let pairs: smallvec::SmallVec<[(&[u8], &[u8]); 16]> = pairs.into_iter().collect();
+        if h.fill_coded(&pairs, limits) {
+            return Ok(pairs.len());
+        }
         let mut named: smallvec::SmallVec<[&[u8]; 16]> = smallvec::SmallVec::new();
         let mut created = 0;
         for (f, v) in pairs {

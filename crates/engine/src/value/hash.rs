@@ -479,24 +479,46 @@ fn same(a: &[u8], b: &[u8]) -> bool {
 
 /// Appends a value's header and bytes to a coded buffer: coded with `book`
 /// when that saves at least 1/8 of the value (and the book codes every
-/// byte of it), else raw. The code is written first, behind room for the
-/// longest header, and moved down once its length is known (one pass over
-/// the value, not two; with a fixed-width book the room is exact and
-/// nothing moves).
+/// byte of it), else raw. With a complete book the code is written first,
+/// behind room for the longest header, and moved down once its length is
+/// known (one pass over the value, not two); with a fixed-width book its
+/// length is known up front.
 fn put_value(out: &mut Vec<u8>, book: &Codebook, value: &[u8]) {
     let n = value.len();
-    if n >= CODE_MIN_VALUE {
+    let w = book.width();
+    if n >= CODE_MIN_VALUE && w != 0 {
+        // A fixed-width book: the code's length follows from the value's,
+        // so whether coding pays is known before coding, and the code goes
+        // straight behind its header (no room to guess, nothing to move).
+        let short = n <= usize::from(CODED_SHORT_MAX);
+        let used = if short { 1 } else { 1 + varint_len(n) };
+        let clen = (n * w as usize).div_ceil(8);
+        if used + clen <= n - n / 8 {
+            let start = out.len();
+            if short {
+                out.push(n as u8);
+            } else {
+                out.push(CODED_LONG);
+                put_varint(out, n);
+            }
+            let at = out.len();
+            // 8 bytes of slack: every store of the encoder is a whole word.
+            out.resize(at + clen + 8, 0);
+            if book.encode_fixed(value, &mut out[at..]) {
+                out.truncate(at + clen);
+                return;
+            }
+            out.truncate(start);
+        }
+    } else if n >= CODE_MIN_VALUE {
         let start = out.len();
-        let w = book.width();
         let short = n <= usize::from(CODED_SHORT_MAX);
         let vhdr = if short { 1 } else { 1 + varint_len(n) };
-        let room = vhdr + if w == 0 { varint_len(n * 3 / 2 + 1) } else { 0 };
+        let room = vhdr + varint_len(n * 3 / 2 + 1);
         out.resize(start + room, 0);
-        let bits = book.encode_bits_into(value, out);
-        let clen = bits.div_ceil(8);
-        let codable = w == 0 || bits == n * w as usize;
-        let used = vhdr + if w == 0 { varint_len(clen) } else { 0 };
-        if codable && used + clen <= n - n / 8 {
+        let clen = book.encode_bits_into(value, out).div_ceil(8);
+        let used = vhdr + varint_len(clen);
+        if used + clen <= n - n / 8 {
             let mut hdr = [0u8; 1 + 2 * MAX_VARINT_LEN];
             let mut k = 1;
             if short {
@@ -505,12 +527,10 @@ fn put_value(out: &mut Vec<u8>, book: &Codebook, value: &[u8]) {
                 hdr[0] = CODED_LONG;
                 k += encode_varint(n, (&mut hdr[k..k + MAX_VARINT_LEN]).try_into().expect("10"));
             }
-            if w == 0 {
-                k += encode_varint(
-                    clen,
-                    (&mut hdr[k..k + MAX_VARINT_LEN]).try_into().expect("10"),
-                );
-            }
+            k += encode_varint(
+                clen,
+                (&mut hdr[k..k + MAX_VARINT_LEN]).try_into().expect("10"),
+            );
             debug_assert_eq!(k, used);
             let code_at = start + room;
             if used != room {
@@ -772,9 +792,17 @@ impl PackedHash {
             .coded()
             .expect("coded")
             .find(field)
-            .map(|s| s.value_hdr..s.data.1);
+            .map(|s| (s.value_hdr..s.data.1, s.coded && s.vlen == value.len(), s.data));
         match found {
-            Some(r) => {
+            Some((r, same_len, (a, b))) => {
+                // A coded value replaced by one of the same length (a YCSB
+                // update) with a fixed-width book: the new code has the old
+                // one's length and header, so it is written over it in
+                // place. If the new value holds a byte the book has no code
+                // for, the junk left is overwritten by the raw form below.
+                if same_len && book.width() != 0 && book.encode_fixed(value, &mut self.buf[a..b]) {
+                    return false;
+                }
                 let mut part = take_scratch();
                 put_value(&mut part, book, value);
                 replace_range(&mut self.buf, r, &part);
@@ -975,6 +1003,60 @@ impl HashValue {
             // Unreachable: converted just above.
             HashValue::Packed(p) => p.upsert(field, value),
         }
+    }
+
+    /// Fills a new, empty hash with the pairs of one HSET in one pass, when
+    /// the result is what setting them one by one and sealing would give
+    /// a coded hash with interned names (a YCSB insert): the field names
+    /// are the list this thread found last (so they are distinct and no
+    /// field is looked up), every value is coded once straight into the
+    /// thread's scratch buffer, and the record is allocated once, at its
+    /// size, without names (no growing buffer, no second pass to take the
+    /// names out). False, with the hash untouched, when any of that does
+    /// not hold: the caller then sets the pairs one by one.
+    pub fn fill_coded(&mut self, pairs: &[(&[u8], &[u8])], limits: &HashLimits) -> bool {
+        let HashValue::Packed(p) = self else {
+            return false;
+        };
+        let n = pairs.len();
+        if p.len != 0 || p.book != 0 || n > limits.max_listpack_entries {
+            return false;
+        }
+        let mut plain = 0usize;
+        for (f, v) in pairs {
+            if f.len() > limits.max_listpack_value || v.len() > limits.max_listpack_value {
+                return false;
+            }
+            plain += varint_len(f.len()) + f.len() + varint_len(v.len()) + v.len();
+        }
+        if !(COMPRESS_MIN..=COMPRESS_MAX).contains(&plain)
+            || plain < COMPRESS_MIN_AVG_ENTRY.saturating_mul(n)
+        {
+            return false;
+        }
+        let Some((id, book)) = codebooks::current() else {
+            return false;
+        };
+        let Some(list) = names::last_matching(pairs.iter().map(|(f, _)| *f), n) else {
+            return false;
+        };
+        let mut out = take_scratch();
+        for (_, v) in pairs {
+            put_value(&mut out, book, v);
+        }
+        // Setting one by one keeps the hash coded only if that saved 1/8
+        // (`code`), unless its first value was long enough to start coded.
+        let names_len = plain - pairs.iter().map(|(_, v)| varint_len(v.len()) + v.len()).sum::<usize>();
+        let fits = out.len() + names_len <= plain - plain / 8
+            || pairs[0].1.len() >= COMPRESS_MIN_AVG_ENTRY;
+        if fits {
+            p.buf = out.as_slice().to_vec();
+            p.len = n as u32;
+            p.book = id;
+            p.names = list;
+        }
+        give_scratch(out);
+        fits
     }
 
     /// HSETNX: sets only if `field` is absent; true if it was set. An
