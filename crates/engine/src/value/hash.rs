@@ -1910,6 +1910,99 @@ mod tests {
         h
     }
 
+    /// Issue 20's update path: a coded value replaced by one of the same
+    /// length is coded over the old code (with a fixed-width book: the
+    /// buffer neither moves nor changes length); a value the book cannot
+    /// code falls back to the raw form, and a codable one codes again.
+    #[test]
+    fn same_length_update_is_coded_in_place() {
+        ensure_book();
+        let l = lim(512, 1024);
+        let mut seed = 41;
+        let rec = ycsb_record(&mut seed);
+        let mut h = record_hash(&rec, &l);
+        assert!(h.is_compressed());
+        let at = |h: &HashValue| match h {
+            HashValue::Packed(p) => (p.buf.as_ptr(), p.buf.len(), p.buf.capacity()),
+            HashValue::Table(_) => panic!("packed"),
+        };
+        let before = at(&h);
+        let fixed = codebooks::current().expect("book").1.width() != 0;
+        let new = ycsb_record(&mut seed);
+        for (i, (f, _)) in rec.iter().enumerate() {
+            assert!(!h.set(f, &new[i].1, &l));
+            h.seal();
+            if fixed {
+                assert_eq!(at(&h), before, "field {i}");
+            }
+        }
+        let got: Vec<(Vec<u8>, Vec<u8>)> =
+            h.view().iter().map(|(f, v)| (f.to_vec(), v.to_vec())).collect();
+        assert_eq!(got, new);
+        let mut odd = new[3].1.clone();
+        odd[50] = 0xC3;
+        assert!(!h.set(&new[3].0, &odd, &l));
+        h.seal();
+        assert!(h.is_compressed());
+        if fixed {
+            assert!(at(&h).1 > before.1, "kept raw: longer");
+        }
+        assert!(!h.set(&new[4].0, &rec[4].1, &l));
+        assert!(!h.set(&new[3].0, &rec[3].1, &l));
+        h.seal();
+        if fixed {
+            assert_eq!(at(&h).1, before.1, "coded again");
+        }
+        let mut want = new.clone();
+        want[3].1 = rec[3].1.clone();
+        want[4].1 = rec[4].1.clone();
+        let got: Vec<(Vec<u8>, Vec<u8>)> =
+            h.view().iter().map(|(f, v)| (f.to_vec(), v.to_vec())).collect();
+        assert_eq!(got, want);
+    }
+
+    /// Issue 20's insert path: a new hash whose names are the thread's last
+    /// list is built in one pass, into the same bytes that setting the
+    /// pairs one by one and sealing gives; otherwise nothing is touched.
+    #[test]
+    fn fill_coded_is_set_one_by_one() {
+        ensure_book();
+        let l = lim(512, 1024);
+        let mut seed = 43;
+        let rec: Vec<(Vec<u8>, Vec<u8>)> = ycsb_record(&mut seed)
+            .into_iter()
+            .map(|(f, v)| ([b"fill-".as_slice(), &f].concat(), v))
+            .collect();
+        let pairs: Vec<(&[u8], &[u8])> = rec.iter().map(|(f, v)| (&f[..], &v[..])).collect();
+        // Not a known list yet: refused, untouched.
+        let mut h = HashValue::new();
+        assert!(!h.fill_coded(&pairs, &l));
+        assert!(h.is_empty() && !h.is_compressed());
+        record_hash(&rec, &l);
+        let one_by_one = record_hash(&rec, &l);
+        assert_ne!(names_id(&one_by_one), 0);
+        assert_ne!(names_id(&one_by_one), NAMES_REFUSED);
+        let mut filled = HashValue::new();
+        assert!(filled.fill_coded(&pairs, &l));
+        filled.seal();
+        let bytes = |h: &HashValue| match h {
+            HashValue::Packed(p) => (p.buf.clone(), p.len, p.book, p.names),
+            HashValue::Table(_) => panic!("packed"),
+        };
+        assert_eq!(bytes(&filled), bytes(&one_by_one));
+        assert_eq!(filled.mem_bytes(), one_by_one.mem_bytes());
+        // Limits it would break, another order, a prefix: refused.
+        assert!(!HashValue::new().fill_coded(&pairs, &lim(9, 1024)));
+        assert!(!HashValue::new().fill_coded(&pairs, &lim(512, 99)));
+        let mut swapped = pairs.clone();
+        swapped.swap(0, 1);
+        assert!(!HashValue::new().fill_coded(&swapped, &l));
+        assert!(!HashValue::new().fill_coded(&pairs[..9], &l));
+        // Not an empty hash: refused.
+        let mut full = one_by_one.clone();
+        assert!(!full.fill_coded(&pairs, &l));
+    }
+
     #[test]
     fn ycsb_records_share_their_names() {
         ensure_book();
