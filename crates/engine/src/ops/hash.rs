@@ -861,7 +861,11 @@ mod tests {
     /// Contents and order of `key` as the snapshot writer sees them
     /// (`for_each`, each value appended as it would be to a block), and
     /// as HMGET reads them (`get_ref`, field by field).
-    fn ycsb_check(g: &mut Guard, key: &[u8], model: &[(Vec<u8>, Vec<u8>)]) -> Vec<(Vec<u8>, Vec<u8>)> {
+    fn ycsb_check(
+        g: &mut Guard,
+        key: &[u8],
+        model: &[(Vec<u8>, Vec<u8>)],
+    ) -> Vec<(Vec<u8>, Vec<u8>)> {
         let k = g.key(key);
         view(g, 0, &k, |h| {
             let Some(h) = h else { return Vec::new() };

@@ -788,11 +788,13 @@ impl PackedHash {
     /// `upsert` on a coded buffer: codes the one new value and splices it
     /// in; the other values (and interned names) are not touched.
     fn coded_upsert(&mut self, book: &Codebook, field: &[u8], value: &[u8]) -> bool {
-        let found = self
-            .coded()
-            .expect("coded")
-            .find(field)
-            .map(|s| (s.value_hdr..s.data.1, s.coded && s.vlen == value.len(), s.data));
+        let found = self.coded().expect("coded").find(field).map(|s| {
+            (
+                s.value_hdr..s.data.1,
+                s.coded && s.vlen == value.len(),
+                s.data,
+            )
+        });
         match found {
             Some((r, same_len, (a, b))) => {
                 // A coded value replaced by one of the same length (a YCSB
@@ -1046,7 +1048,11 @@ impl HashValue {
         }
         // Setting one by one keeps the hash coded only if that saved 1/8
         // (`code`), unless its first value was long enough to start coded.
-        let names_len = plain - pairs.iter().map(|(_, v)| varint_len(v.len()) + v.len()).sum::<usize>();
+        let names_len = plain
+            - pairs
+                .iter()
+                .map(|(_, v)| varint_len(v.len()) + v.len())
+                .sum::<usize>();
         let fits = out.len() + names_len <= plain - plain / 8
             || pairs[0].1.len() >= COMPRESS_MIN_AVG_ENTRY;
         if fits {
@@ -1936,8 +1942,11 @@ mod tests {
                 assert_eq!(at(&h), before, "field {i}");
             }
         }
-        let got: Vec<(Vec<u8>, Vec<u8>)> =
-            h.view().iter().map(|(f, v)| (f.to_vec(), v.to_vec())).collect();
+        let got: Vec<(Vec<u8>, Vec<u8>)> = h
+            .view()
+            .iter()
+            .map(|(f, v)| (f.to_vec(), v.to_vec()))
+            .collect();
         assert_eq!(got, new);
         let mut odd = new[3].1.clone();
         odd[50] = 0xC3;
@@ -1956,8 +1965,11 @@ mod tests {
         let mut want = new.clone();
         want[3].1 = rec[3].1.clone();
         want[4].1 = rec[4].1.clone();
-        let got: Vec<(Vec<u8>, Vec<u8>)> =
-            h.view().iter().map(|(f, v)| (f.to_vec(), v.to_vec())).collect();
+        let got: Vec<(Vec<u8>, Vec<u8>)> = h
+            .view()
+            .iter()
+            .map(|(f, v)| (f.to_vec(), v.to_vec()))
+            .collect();
         assert_eq!(got, want);
     }
 

@@ -245,7 +245,11 @@ mod tests {
             5
         ));
         // A list that names a field twice (a damaged file) is refused.
-        let twice = vec![b"twice-a".to_vec(), b"twice-b".to_vec(), b"twice-a".to_vec()];
+        let twice = vec![
+            b"twice-a".to_vec(),
+            b"twice-b".to_vec(),
+            b"twice-a".to_vec(),
+        ];
         assert_eq!(install(&twice), None);
         // The thread's last list is found without a sighting; another
         // list, or a prefix of it, is not.
