@@ -48,6 +48,10 @@ const PEEK_BITS: u32 = 12;
 const PEEK_SIZE: usize = 1 << PEEK_BITS;
 const PEEK_MASK: u64 = PEEK_SIZE as u64 - 1;
 
+/// `Codebook::fixed` of a byte without a code: above any code (codes have
+/// at most `MAX_BITS` bits).
+const NO_CODE: u32 = 1 << 31;
+
 /// A shared code: what the encoder and the decoder need, built once.
 pub struct Codebook {
     lens: [u8; 256],
@@ -57,6 +61,10 @@ pub struct Codebook {
     /// u64 so the encoder's shift and add take them straight from memory.
     code: [u64; 256],
     bits: [u64; 256],
+    /// Per byte, for [`encode_fixed`](Self::encode_fixed): the code, or
+    /// `NO_CODE` for a byte without one, so that one OR over a value's
+    /// entries tells whether it can be coded (no lengths to add up).
+    fixed: [u32; 256],
     /// Per 12-bit peek: `sym0 | sym1 << 8 | len0 << 16 | bits << 20 |
     /// symbols << 25` (one or two symbols; `bits` is what they use).
     dec: Box<[u32; PEEK_SIZE]>,
@@ -247,12 +255,16 @@ impl Codebook {
         let codes = canonical_codes(lens)?;
         let mut code = [0u64; 256];
         let mut bits = [0u64; 256];
+        let mut fixed = [NO_CODE; 256];
         // One symbol per MAX_BITS peek: (symbol, length).
         let mut single = vec![(0u8, 0u8); 1 << MAX_BITS];
         for s in 0..256 {
             let l = lens[s];
             code[s] = u64::from(codes[s]);
             bits[s] = u64::from(l);
+            if l > 0 {
+                fixed[s] = u32::from(codes[s]);
+            }
             if l == 0 {
                 // No code: the encoder adds no bits for it, which is how
                 // `encode_bits_into`'s caller sees that it was there.
@@ -286,6 +298,7 @@ impl Codebook {
             width: if uniform { u32::from(first) } else { 0 },
             code,
             bits,
+            fixed,
             dec,
         })
     }
@@ -363,6 +376,69 @@ impl Codebook {
         }
         dst[pos..pos + 8].copy_from_slice(&acc.to_le_bytes());
         pos * 8 + nbits as usize
+    }
+
+    /// Codes `src` with a fixed-width book (`width()` in 1..=8) into
+    /// `dst[..clen]`, `clen = ceil(src.len() * width / 8)`, the bytes the
+    /// other encoders would write: no length to find first and no bits to
+    /// count, so the caller can size the code before coding, or code a
+    /// value of the same length straight over the old code inside a hash's
+    /// buffer (issue 20's one-field update: nothing moves, nothing is
+    /// allocated). Eight symbols (8w bits, w whole bytes) go out per
+    /// unaligned 8-byte store while 8 bytes fit in `dst`, then only the w
+    /// bytes that are theirs: nothing past `dst` is written, and nothing
+    /// past `clen` unless `dst` is longer. False (with `dst[..clen]` holding
+    /// junk the caller must overwrite) if a byte of `src` has no code, or
+    /// the book is not fixed-width or `dst` too short.
+    pub fn encode_fixed(&self, src: &[u8], dst: &mut [u8]) -> bool {
+        match self.width {
+            1 => self.encode_fixed_w::<1>(src, dst),
+            2 => self.encode_fixed_w::<2>(src, dst),
+            3 => self.encode_fixed_w::<3>(src, dst),
+            4 => self.encode_fixed_w::<4>(src, dst),
+            5 => self.encode_fixed_w::<5>(src, dst),
+            6 => self.encode_fixed_w::<6>(src, dst),
+            7 => self.encode_fixed_w::<7>(src, dst),
+            8 => self.encode_fixed_w::<8>(src, dst),
+            _ => false,
+        }
+    }
+
+    /// [`encode_fixed`](Self::encode_fixed) for width `W`: the shifts are
+    /// constants, so a symbol costs a load, a shift and two ORs.
+    #[inline]
+    fn encode_fixed_w<const W: usize>(&self, src: &[u8], dst: &mut [u8]) -> bool {
+        if (src.len() * W).div_ceil(8) > dst.len() {
+            return false;
+        }
+        let mut seen = 0u32;
+        let mut pos = 0usize;
+        let mut chunks = src.chunks_exact(8);
+        for c in &mut chunks {
+            let c: &[u8; 8] = c.try_into().expect("chunks of 8");
+            let mut acc = 0u64;
+            for (i, &s) in c.iter().enumerate() {
+                let e = self.fixed[s as usize];
+                seen |= e;
+                acc |= u64::from(e) << (i * W);
+            }
+            let bytes = acc.to_le_bytes();
+            match dst.get_mut(pos..pos + 8) {
+                Some(d) => d.copy_from_slice(&bytes),
+                None => dst[pos..pos + W].copy_from_slice(&bytes[..W]),
+            }
+            pos += W;
+        }
+        let rest = chunks.remainder();
+        let mut acc = 0u64;
+        for (i, &s) in rest.iter().enumerate() {
+            let e = self.fixed[s as usize];
+            seen |= e;
+            acc |= u64::from(e) << (i * W);
+        }
+        let n = (rest.len() * W).div_ceil(8);
+        dst[pos..pos + n].copy_from_slice(&acc.to_le_bytes()[..n]);
+        seen & NO_CODE == 0
     }
 
     /// Decodes exactly `out.len()` bytes from the code `src[..clen]`.
@@ -682,7 +758,27 @@ mod tests {
                 let clen = got.div_ceil(8);
                 let mut d = vec![0u8; src.len()];
                 book.decode(&c[1..], clen, &mut d).expect("valid code");
-                prop_assert_eq!(d, src);
+                prop_assert_eq!(&d, &src);
+            }
+            // `encode_fixed` writes the same code into exactly its bytes
+            // (guards on both sides stay), or says the value cannot be
+            // coded; with slack after the code it may use it, never more.
+            let clen = (src.len() * bits as usize).div_ceil(8);
+            for slack in [0usize, 3, 8] {
+                let mut f = vec![0xA5u8; clen + slack + 2];
+                let end = f.len() - 1;
+                prop_assert_eq!(book.encode_fixed(&src, &mut f[1..end]), codable);
+                prop_assert_eq!(f[0], 0xA5);
+                prop_assert_eq!(f[end], 0xA5);
+                if slack == 0 {
+                    prop_assert!(f[1 + clen..].iter().all(|&b| b == 0xA5));
+                }
+                if codable {
+                    prop_assert_eq!(&f[1..1 + clen], &c[1..1 + clen]);
+                }
+            }
+            if clen > 0 {
+                prop_assert!(!book.encode_fixed(&src, &mut vec![0u8; clen - 1]));
             }
         }
 

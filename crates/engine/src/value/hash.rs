@@ -479,24 +479,46 @@ fn same(a: &[u8], b: &[u8]) -> bool {
 
 /// Appends a value's header and bytes to a coded buffer: coded with `book`
 /// when that saves at least 1/8 of the value (and the book codes every
-/// byte of it), else raw. The code is written first, behind room for the
-/// longest header, and moved down once its length is known (one pass over
-/// the value, not two; with a fixed-width book the room is exact and
-/// nothing moves).
+/// byte of it), else raw. With a complete book the code is written first,
+/// behind room for the longest header, and moved down once its length is
+/// known (one pass over the value, not two); with a fixed-width book its
+/// length is known up front.
 fn put_value(out: &mut Vec<u8>, book: &Codebook, value: &[u8]) {
     let n = value.len();
-    if n >= CODE_MIN_VALUE {
+    let w = book.width();
+    if n >= CODE_MIN_VALUE && w != 0 {
+        // A fixed-width book: the code's length follows from the value's,
+        // so whether coding pays is known before coding, and the code goes
+        // straight behind its header (no room to guess, nothing to move).
+        let short = n <= usize::from(CODED_SHORT_MAX);
+        let used = if short { 1 } else { 1 + varint_len(n) };
+        let clen = (n * w as usize).div_ceil(8);
+        if used + clen <= n - n / 8 {
+            let start = out.len();
+            if short {
+                out.push(n as u8);
+            } else {
+                out.push(CODED_LONG);
+                put_varint(out, n);
+            }
+            let at = out.len();
+            // 8 bytes of slack: every store of the encoder is a whole word.
+            out.resize(at + clen + 8, 0);
+            if book.encode_fixed(value, &mut out[at..]) {
+                out.truncate(at + clen);
+                return;
+            }
+            out.truncate(start);
+        }
+    } else if n >= CODE_MIN_VALUE {
         let start = out.len();
-        let w = book.width();
         let short = n <= usize::from(CODED_SHORT_MAX);
         let vhdr = if short { 1 } else { 1 + varint_len(n) };
-        let room = vhdr + if w == 0 { varint_len(n * 3 / 2 + 1) } else { 0 };
+        let room = vhdr + varint_len(n * 3 / 2 + 1);
         out.resize(start + room, 0);
-        let bits = book.encode_bits_into(value, out);
-        let clen = bits.div_ceil(8);
-        let codable = w == 0 || bits == n * w as usize;
-        let used = vhdr + if w == 0 { varint_len(clen) } else { 0 };
-        if codable && used + clen <= n - n / 8 {
+        let clen = book.encode_bits_into(value, out).div_ceil(8);
+        let used = vhdr + varint_len(clen);
+        if used + clen <= n - n / 8 {
             let mut hdr = [0u8; 1 + 2 * MAX_VARINT_LEN];
             let mut k = 1;
             if short {
@@ -505,12 +527,10 @@ fn put_value(out: &mut Vec<u8>, book: &Codebook, value: &[u8]) {
                 hdr[0] = CODED_LONG;
                 k += encode_varint(n, (&mut hdr[k..k + MAX_VARINT_LEN]).try_into().expect("10"));
             }
-            if w == 0 {
-                k += encode_varint(
-                    clen,
-                    (&mut hdr[k..k + MAX_VARINT_LEN]).try_into().expect("10"),
-                );
-            }
+            k += encode_varint(
+                clen,
+                (&mut hdr[k..k + MAX_VARINT_LEN]).try_into().expect("10"),
+            );
             debug_assert_eq!(k, used);
             let code_at = start + room;
             if used != room {
@@ -768,13 +788,23 @@ impl PackedHash {
     /// `upsert` on a coded buffer: codes the one new value and splices it
     /// in; the other values (and interned names) are not touched.
     fn coded_upsert(&mut self, book: &Codebook, field: &[u8], value: &[u8]) -> bool {
-        let found = self
-            .coded()
-            .expect("coded")
-            .find(field)
-            .map(|s| s.value_hdr..s.data.1);
+        let found = self.coded().expect("coded").find(field).map(|s| {
+            (
+                s.value_hdr..s.data.1,
+                s.coded && s.vlen == value.len(),
+                s.data,
+            )
+        });
         match found {
-            Some(r) => {
+            Some((r, same_len, (a, b))) => {
+                // A coded value replaced by one of the same length (a YCSB
+                // update) with a fixed-width book: the new code has the old
+                // one's length and header, so it is written over it in
+                // place. If the new value holds a byte the book has no code
+                // for, the junk left is overwritten by the raw form below.
+                if same_len && book.width() != 0 && book.encode_fixed(value, &mut self.buf[a..b]) {
+                    return false;
+                }
                 let mut part = take_scratch();
                 put_value(&mut part, book, value);
                 replace_range(&mut self.buf, r, &part);
@@ -975,6 +1005,64 @@ impl HashValue {
             // Unreachable: converted just above.
             HashValue::Packed(p) => p.upsert(field, value),
         }
+    }
+
+    /// Fills a new, empty hash with the pairs of one HSET in one pass, when
+    /// the result is what setting them one by one and sealing would give
+    /// a coded hash with interned names (a YCSB insert): the field names
+    /// are the list this thread found last (so they are distinct and no
+    /// field is looked up), every value is coded once straight into the
+    /// thread's scratch buffer, and the record is allocated once, at its
+    /// size, without names (no growing buffer, no second pass to take the
+    /// names out). False, with the hash untouched, when any of that does
+    /// not hold: the caller then sets the pairs one by one.
+    pub fn fill_coded(&mut self, pairs: &[(&[u8], &[u8])], limits: &HashLimits) -> bool {
+        let HashValue::Packed(p) = self else {
+            return false;
+        };
+        let n = pairs.len();
+        if p.len != 0 || p.book != 0 || n > limits.max_listpack_entries {
+            return false;
+        }
+        let mut plain = 0usize;
+        for (f, v) in pairs {
+            if f.len() > limits.max_listpack_value || v.len() > limits.max_listpack_value {
+                return false;
+            }
+            plain += varint_len(f.len()) + f.len() + varint_len(v.len()) + v.len();
+        }
+        if !(COMPRESS_MIN..=COMPRESS_MAX).contains(&plain)
+            || plain < COMPRESS_MIN_AVG_ENTRY.saturating_mul(n)
+        {
+            return false;
+        }
+        let Some((id, book)) = codebooks::current() else {
+            return false;
+        };
+        let Some(list) = names::last_matching(pairs.iter().map(|(f, _)| *f), n) else {
+            return false;
+        };
+        let mut out = take_scratch();
+        for (_, v) in pairs {
+            put_value(&mut out, book, v);
+        }
+        // Setting one by one keeps the hash coded only if that saved 1/8
+        // (`code`), unless its first value was long enough to start coded.
+        let names_len = plain
+            - pairs
+                .iter()
+                .map(|(_, v)| varint_len(v.len()) + v.len())
+                .sum::<usize>();
+        let fits = out.len() + names_len <= plain - plain / 8
+            || pairs[0].1.len() >= COMPRESS_MIN_AVG_ENTRY;
+        if fits {
+            p.buf = out.as_slice().to_vec();
+            p.len = n as u32;
+            p.book = id;
+            p.names = list;
+        }
+        give_scratch(out);
+        fits
     }
 
     /// HSETNX: sets only if `field` is absent; true if it was set. An
@@ -1826,6 +1914,105 @@ mod tests {
         }
         h.seal();
         h
+    }
+
+    /// Issue 20's update path: a coded value replaced by one of the same
+    /// length is coded over the old code (with a fixed-width book: the
+    /// buffer neither moves nor changes length); a value the book cannot
+    /// code falls back to the raw form, and a codable one codes again.
+    #[test]
+    fn same_length_update_is_coded_in_place() {
+        ensure_book();
+        let l = lim(512, 1024);
+        let mut seed = 41;
+        let rec = ycsb_record(&mut seed);
+        let mut h = record_hash(&rec, &l);
+        assert!(h.is_compressed());
+        let at = |h: &HashValue| match h {
+            HashValue::Packed(p) => (p.buf.as_ptr(), p.buf.len(), p.buf.capacity()),
+            HashValue::Table(_) => panic!("packed"),
+        };
+        let before = at(&h);
+        let fixed = codebooks::current().expect("book").1.width() != 0;
+        let new = ycsb_record(&mut seed);
+        for (i, (f, _)) in rec.iter().enumerate() {
+            assert!(!h.set(f, &new[i].1, &l));
+            h.seal();
+            if fixed {
+                assert_eq!(at(&h), before, "field {i}");
+            }
+        }
+        let got: Vec<(Vec<u8>, Vec<u8>)> = h
+            .view()
+            .iter()
+            .map(|(f, v)| (f.to_vec(), v.to_vec()))
+            .collect();
+        assert_eq!(got, new);
+        let mut odd = new[3].1.clone();
+        odd[50] = 0xC3;
+        assert!(!h.set(&new[3].0, &odd, &l));
+        h.seal();
+        assert!(h.is_compressed());
+        if fixed {
+            assert!(at(&h).1 > before.1, "kept raw: longer");
+        }
+        assert!(!h.set(&new[4].0, &rec[4].1, &l));
+        assert!(!h.set(&new[3].0, &rec[3].1, &l));
+        h.seal();
+        if fixed {
+            assert_eq!(at(&h).1, before.1, "coded again");
+        }
+        let mut want = new.clone();
+        want[3].1 = rec[3].1.clone();
+        want[4].1 = rec[4].1.clone();
+        let got: Vec<(Vec<u8>, Vec<u8>)> = h
+            .view()
+            .iter()
+            .map(|(f, v)| (f.to_vec(), v.to_vec()))
+            .collect();
+        assert_eq!(got, want);
+    }
+
+    /// Issue 20's insert path: a new hash whose names are the thread's last
+    /// list is built in one pass, into the same bytes that setting the
+    /// pairs one by one and sealing gives; otherwise nothing is touched.
+    #[test]
+    fn fill_coded_is_set_one_by_one() {
+        ensure_book();
+        let l = lim(512, 1024);
+        let mut seed = 43;
+        let rec: Vec<(Vec<u8>, Vec<u8>)> = ycsb_record(&mut seed)
+            .into_iter()
+            .map(|(f, v)| ([b"fill-".as_slice(), &f].concat(), v))
+            .collect();
+        let pairs: Vec<(&[u8], &[u8])> = rec.iter().map(|(f, v)| (&f[..], &v[..])).collect();
+        // Not a known list yet: refused, untouched.
+        let mut h = HashValue::new();
+        assert!(!h.fill_coded(&pairs, &l));
+        assert!(h.is_empty() && !h.is_compressed());
+        record_hash(&rec, &l);
+        let one_by_one = record_hash(&rec, &l);
+        assert_ne!(names_id(&one_by_one), 0);
+        assert_ne!(names_id(&one_by_one), NAMES_REFUSED);
+        let mut filled = HashValue::new();
+        assert!(filled.fill_coded(&pairs, &l));
+        filled.seal();
+        let bytes = |h: &HashValue| match h {
+            HashValue::Packed(p) => (p.buf.clone(), p.len, p.book, p.names),
+            HashValue::Table(_) => panic!("packed"),
+        };
+        assert_eq!(bytes(&filled), bytes(&one_by_one));
+        assert_eq!(filled.mem_bytes(), one_by_one.mem_bytes());
+        // Limits it would break, another order, a prefix: refused.
+        assert!(!HashValue::new().fill_coded(&pairs, &lim(9, 1024)));
+        assert!(!HashValue::new().fill_coded(&pairs, &lim(512, 99)));
+        let mut swapped = pairs.clone();
+        swapped.swap(0, 1);
+        assert!(!HashValue::new().fill_coded(&swapped, &l));
+        assert!(!HashValue::new().fill_coded(&pairs[..9], &l));
+        // Not an empty hash: refused.
+        let mut full = one_by_one.clone();
+        assert!(!full.fill_coded(&pairs, &l));
     }
 
     #[test]
