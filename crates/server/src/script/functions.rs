@@ -322,7 +322,20 @@ impl Loaded {
 /// replacing any of the same name, on this thread's interpreter first to
 /// learn their functions.
 pub fn load_codes(shared: &crate::shared::Shared, codes: &[Vec<u8>]) -> Result<(), String> {
-    if codes.is_empty() {
+    load_codes_as(shared, codes, Policy::Replace)
+}
+
+/// `load_codes` with the rule for the libraries already there:
+/// `Policy::Flush` drops them first (DEBUG RELOAD, as Redis's `emptyData`
+/// empties the functions with the data), `Policy::Append` refuses a name
+/// already there (DEBUG RELOAD NOFLUSH without MERGE, as Redis's load
+/// without RDBFLAGS_ALLOW_DUP does).
+pub fn load_codes_as(
+    shared: &crate::shared::Shared,
+    codes: &[Vec<u8>],
+    policy: Policy,
+) -> Result<(), String> {
+    if codes.is_empty() && policy != Policy::Flush {
         return Ok(());
     }
     let mut libs = Vec::with_capacity(codes.len());
@@ -339,7 +352,7 @@ pub fn load_codes(shared: &crate::shared::Shared, codes: &[Vec<u8>]) -> Result<(
             footprint: Default::default(),
         });
     }
-    shared.scripts.functions.add(libs, Policy::Replace)
+    shared.scripts.functions.add(libs, policy)
 }
 
 /// FUNCTION DUMP's payload: each library's code as Redis writes it
