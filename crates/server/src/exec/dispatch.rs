@@ -343,8 +343,11 @@ pub fn invoke(
     let cx = outer.nested(client.db, Some(&args), started_us / 1000);
     // A tracking client's read: its keys go in the table before the
     // handler reads them (and again after: `crate::tracking`).
-    let tracked_read =
-        client.info.tracking.load(Ordering::Relaxed) != 0 && crate::tracking::tracks_reads(cmd);
+    // A script's commands register the script's declared keys instead
+    // (`script::run`), as Redis 7.0's `call` remembers the caller's keys.
+    let tracked_read = client.info.tracking.load(Ordering::Relaxed) != 0
+        && !client.in_script
+        && crate::tracking::tracks_reads(cmd);
     if tracked_read {
         crate::tracking::note_read(shared, client, cmd, &args);
     }

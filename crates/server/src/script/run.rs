@@ -513,7 +513,19 @@ impl Host for ScriptHost<'_, '_> {
         } else {
             Protocol::Resp2
         };
+        // A read by the script of a tracking client registers the keys
+        // the script declared, not those the command names (Redis 7.0
+        // `call`: trackingRememberKeys of the script's caller), before and
+        // after the read as for any tracked read (`crate::tracking`).
+        let tracked = self.client.info.tracking.load(Ordering::Relaxed) != 0
+            && crate::tracking::tracks_reads(cmd);
+        if tracked {
+            crate::tracking::remember(self.shared, self.client, self.spec.keys.iter().copied());
+        }
         dispatch::invoke(self.shared, self.client, cmd, a, out, self.stats, &self.cx);
+        if tracked {
+            crate::tracking::remember(self.shared, self.client, self.spec.keys.iter().copied());
+        }
         self.client.proto = proto;
         if writes {
             self.wrote = true;
