@@ -430,6 +430,11 @@ fn server_section(out: &mut String, shared: &Shared) {
         .map(|p| p.display().to_string())
         .unwrap_or_default();
     field(out, "redis_version", crate::exec::meta::REDIS_VERSION);
+    // What a Redis built outside a git checkout reports (Debian's package
+    // does too); tools that print the version read them (Redis's own test
+    // suite, unit/printver).
+    field(out, "redis_git_sha1", "00000000");
+    field(out, "redis_git_dirty", "0");
     field(out, "cairn_version", crate::VERSION);
     let mode = if shared.cluster.enabled() {
         "cluster"
