@@ -345,7 +345,12 @@ pub fn reset_stats(shared: &Shared, cx: &Cx) {
     crate::exec::errorstats::reset();
     crate::cmdlatency::reset(shared);
     *shared.stat_reset_at.lock() = Instant::now();
+    // Redis's `lazyfreeResetStats`.
+    LAZYFREED_BASE.store(cairn_engine::lazyfree::freed(), Ordering::Relaxed);
 }
+
+/// `lazyfreed_objects` at the last CONFIG RESETSTAT.
+static LAZYFREED_BASE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 // ------------------------------------------------------- instantaneous ---
 
@@ -755,7 +760,9 @@ fn memory_section(out: &mut String, shared: &Shared, engine: Option<&EngineTotal
         "lazyfree_pending_objects",
         cairn_engine::lazyfree::pending(),
     );
-    field(out, "lazyfreed_objects", cairn_engine::lazyfree::freed());
+    let freed = cairn_engine::lazyfree::freed();
+    let base = LAZYFREED_BASE.load(Ordering::Relaxed);
+    field(out, "lazyfreed_objects", freed.saturating_sub(base));
 }
 
 /// `jemalloc-5.3.0`, as Redis names its allocator.
