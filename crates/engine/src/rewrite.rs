@@ -232,7 +232,10 @@ mod tests {
         let cases: Vec<Case> = vec![
             (Box::new(|e, cx| del(e, cx, 0, b"k")), vec!["DEL", "k"]),
             (Box::new(|e, cx| flushdb(e, cx, 0)), vec!["FLUSHDB"]),
-            (Box::new(|e, cx| persist(e, cx, 0, b"k")), vec!["PERSIST", "k"]),
+            (
+                Box::new(|e, cx| persist(e, cx, 0, b"k")),
+                vec!["PERSIST", "k"],
+            ),
             (
                 Box::new(|e, cx| set_pxat(e, cx, 0, b"k", b"v", 1234)),
                 vec!["SET", "k", "v", "PXAT", "1234"],

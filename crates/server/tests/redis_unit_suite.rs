@@ -30,9 +30,8 @@ const NOT_FETCHED: i32 = 3;
 #[test]
 fn redis_unit_test_suite() {
     for (tool, package) in [("tclsh", "tcl"), ("redis-cli", "redis-tools")] {
-        let found = std::env::var_os("PATH").is_some_and(|paths| {
-            std::env::split_paths(&paths).any(|d| d.join(tool).is_file())
-        });
+        let found = std::env::var_os("PATH")
+            .is_some_and(|paths| std::env::split_paths(&paths).any(|d| d.join(tool).is_file()));
         if !found {
             missing::<()>(&format!("{tool} (Debian's {package})"));
             return;
@@ -139,9 +138,11 @@ fn unlink_counts_in_the_lazyfree_figures() {
     };
     ok(&mut c, &["CONFIG", "RESETSTAT"]);
     assert_eq!(int(&mut c, &["UNLINK", "big"]), 1);
-    support::wait_for("the lazyfree thread", std::time::Duration::from_secs(10), || {
-        freed(&mut c) == ("0".to_string(), "1".to_string())
-    });
+    support::wait_for(
+        "the lazyfree thread",
+        std::time::Duration::from_secs(10),
+        || freed(&mut c) == ("0".to_string(), "1".to_string()),
+    );
     ok(&mut c, &["CONFIG", "RESETSTAT"]);
     assert_eq!(freed(&mut c), ("0".to_string(), "0".to_string()));
 }
