@@ -146,3 +146,32 @@ fn unlink_counts_in_the_lazyfree_figures() {
     ok(&mut c, &["CONFIG", "RESETSTAT"]);
     assert_eq!(freed(&mut c), ("0".to_string(), "0".to_string()));
 }
+
+/// A client's FUNCTION LOAD stops after 500 ms, as Redis's: a library
+/// whose top level loops used to hold its worker for good (Redis's
+/// unit/functions "LIBRARIES - load timeout" hung the file). The next load
+/// and call on that worker work.
+#[test]
+fn function_load_times_out() {
+    let s = start_cairn(&[]);
+    let mut c = redis_client(s.port);
+    let refused = err(
+        &mut c,
+        &[
+            "FUNCTION",
+            "LOAD",
+            "#!lua name=lib\nlocal a = 1\nwhile 1 do a = a + 1 end",
+        ],
+    );
+    assert!(refused.contains("FUNCTION LOAD timeout"), "{refused}");
+    let loaded: String = q(
+        &mut c,
+        &[
+            "FUNCTION",
+            "LOAD",
+            "#!lua name=lib\nredis.register_function('f', function() return 1 end)",
+        ],
+    );
+    assert_eq!(loaded, "lib");
+    assert_eq!(int(&mut c, &["FCALL", "f", "0"]), 1);
+}
