@@ -19,7 +19,7 @@ use std::time::Duration;
 use support::clients::{missing, repo_root, run_with_timeout};
 use support::{err, int, ok, q, redis_client, start_cairn, TestDir};
 
-/// The whole run: the listed files take about 4 minutes with a debug
+/// The whole run: the listed files take about 5 minutes with the test
 /// build on a loaded machine; the script bounds each file itself
 /// (`CAIRN_REDIS_UNIT_TIMEOUT`, 300 s).
 const TIMEOUT: Duration = Duration::from_secs(15 * 60);
