@@ -72,6 +72,22 @@ pub fn freed() -> u64 {
     FREED.load(Ordering::Relaxed)
 }
 
+/// Counts a value handed to another background freer (the server's, for
+/// UNLINK's large collections) in the same figures: pending until
+/// [`freed_elsewhere`].
+pub fn queued_elsewhere() {
+    PENDING.fetch_add(1, Ordering::Relaxed);
+}
+
+/// The other freer dropped (or gave back) a value [`queued_elsewhere`]
+/// counted; `freed`: it was freed in the background.
+pub fn freed_elsewhere(freed: bool) {
+    PENDING.fetch_sub(1, Ordering::Relaxed);
+    if freed {
+        FREED.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
 fn start() -> Mutex<Sender<Vec<u8>>> {
     let (tx, rx) = channel::<Vec<u8>>();
     let spawned = std::thread::Builder::new()

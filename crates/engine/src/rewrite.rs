@@ -7,7 +7,8 @@
 //! | the write | is recorded as |
 //! |---|---|
 //! | SET/SETEX/PSETEX with a relative or absolute TTL | `SET key value PXAT ms` |
-//! | GETEX with a TTL / with a TTL already past | `PEXPIREAT key ms` / `DEL key` |
+//! | GETEX with a TTL / with a TTL already past / PERSIST | `PEXPIREAT key ms` / `DEL key` / `PERSIST key` |
+//! | GETDEL | `DEL key` |
 //! | EXPIRE family (relative or absolute) / past deadline | `PEXPIREAT key ms [flags]` / `DEL key` |
 //! | INCRBYFLOAT, HINCRBYFLOAT | `SET key value KEEPTTL`, `HSET key field value` |
 //! | SPOP | `SREM key member...` |
@@ -38,6 +39,11 @@ fn side(end: End) -> &'static [u8] {
 /// `DEL key`: a write that removed the key (a deadline already past).
 pub fn del(e: &Engine, cx: &Cx, db: usize, key: &[u8]) {
     stage(e, cx, db, &[b"DEL", key]);
+}
+
+/// `PERSIST key`: GETEX PERSIST that removed a TTL.
+pub fn persist(e: &Engine, cx: &Cx, db: usize, key: &[u8]) {
+    stage(e, cx, db, &[b"PERSIST", key]);
 }
 
 /// `DEL key...`: MIGRATE's removal of the keys the target acknowledged.
@@ -226,6 +232,10 @@ mod tests {
         let cases: Vec<Case> = vec![
             (Box::new(|e, cx| del(e, cx, 0, b"k")), vec!["DEL", "k"]),
             (Box::new(|e, cx| flushdb(e, cx, 0)), vec!["FLUSHDB"]),
+            (
+                Box::new(|e, cx| persist(e, cx, 0, b"k")),
+                vec!["PERSIST", "k"],
+            ),
             (
                 Box::new(|e, cx| set_pxat(e, cx, 0, b"k", b"v", 1234)),
                 vec!["SET", "k", "v", "PXAT", "1234"],

@@ -53,6 +53,11 @@ pub(crate) unsafe extern "C-unwind" fn redis_call(state: *mut ffi::lua_State) ->
     let raise = ffi::lua_toboolean(state, ffi::lua_upvalueindex(2)) != 0;
     let scratch = shared.scratch.get();
     let ran = run_command(state, shared, &mut *scratch);
+    // The arguments are spent (nothing borrows them now): dropping them
+    // leaves room for the reply, as Redis's `luaArgsToRedisArgv` pops
+    // them. Without it a call of nearly LUAI_MAXCSTACK (8000) arguments,
+    // `redis.call('lpush', k, unpack(t))`, had no stack left for its reply.
+    ffi::lua_settop(state, 0);
     let raise = match ran {
         Ran::Reply => {
             let reply = &(*scratch).reply;

@@ -145,7 +145,14 @@ local wrappers = {
     return raw_rawget(real_of[t] or t, k)
   end,
   -- Chunks loaded by a script see the script's (read-only) globals.
+  -- Precompiled chunks are refused, as Redis 7.0's Lua does (its parser
+  -- takes text only: bytecode is not verified and can break the VM);
+  -- the leading space makes Lua parse one as text and fail with Redis's
+  -- error, under the chunk's own name.
   loadstring = function(s, name)
+    if raw_type(s) == 'string' and s:byte(1) == 27 then
+      return raw_loadstring(' ' .. s, name or s)
+    end
     local f, e = raw_loadstring(s, name)
     if f then
       raw_setfenv(f, proxy_g)
@@ -158,7 +165,22 @@ local wrappers = {
     if raw_type(fn) ~= 'function' then
       raw_error("bad argument #1 to 'load' (function expected, got " .. raw_type(fn) .. ")", 3)
     end
-    local f, e = raw_load(fn, name)
+    -- The pieces are read first, to refuse a precompiled chunk as
+    -- loadstring does; Lua stops reading at nil or an empty string.
+    local pieces, n = {}, 0
+    repeat
+      local p = fn()
+      n = n + 1
+      pieces[n] = p
+    until raw_type(p) ~= 'string' or p == ''
+    if raw_type(pieces[1]) == 'string' and pieces[1]:byte(1) == 27 then
+      pieces[1] = ' ' .. pieces[1]
+    end
+    local i = 0
+    local f, e = raw_load(function()
+      i = i + 1
+      return pieces[i]
+    end, name)
     if f then
       -- Chunks loaded by a script see the script's (read-only) globals.
       raw_setfenv(f, proxy_g)
@@ -216,6 +238,11 @@ end
 set_loading(false)
 
 proxy_g = protect(real_g)
+-- getmetatable(_G) answers a read-only empty table (Redis: the globals'
+-- own read-only metatable), so changing it fails with Redis's error; it
+-- holds nothing that leads to the real globals.
+dbg.getmetatable(proxy_g).__metatable =
+  raw_setmetatable({}, {__newindex = refuse_write, __metatable = false})
 real_g._G = proxy_g
 raw_setmetatable(real_g, {
   __index = function(_, k)

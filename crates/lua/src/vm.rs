@@ -490,6 +490,9 @@ impl Vm {
         let loading = self.set_loading.call::<()>(true);
         let result = loading.and_then(|_| self.runner.call::<(bool, Value)>(f));
         let _ = self.set_loading.call::<()>(false);
+        // A load stopped by its host (FUNCTION LOAD's timeout) must not
+        // stop the next run.
+        self.shared.killed.borrow_mut().take();
         let registered = self.shared.registry.borrow_mut().take().unwrap_or_default();
         match result {
             Ok((true, _)) => Ok(registered),

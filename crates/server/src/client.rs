@@ -193,8 +193,9 @@ pub struct Client {
     pub in_script: bool,
     /// Inside MULTI: the commands queued so far.
     pub multi: Option<MultiState>,
-    /// Keys this client WATCHes, as (db, key).
-    pub watched: Vec<(usize, Box<[u8]>)>,
+    /// Keys this client WATCHes, as (db, key, whether the key existed when
+    /// the watch began).
+    pub watched: Vec<(usize, Box<[u8]>, bool)>,
     /// Large values referenced by the replies in the output buffer
     /// (`crate::outref`): handlers add them, the worker writes them.
     pub out_refs: crate::outref::OutRefs,
@@ -407,7 +408,7 @@ pub fn discard_transaction(shared: &Shared, cx: &Cx, client: &mut Client) {
 /// outside any command.
 pub fn unwatch_all(shared: &Shared, cx: &Cx, client: &mut Client) {
     let e = &shared.engine;
-    for (db, key) in client.watched.drain(..) {
+    for (db, key, _) in client.watched.drain(..) {
         let k = e.key(&key);
         e.lock(cx, &k).unwatch(db, &k, &client.info.dirty_cas);
     }

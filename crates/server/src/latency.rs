@@ -5,8 +5,10 @@
 //! RESET read it (`resp::cmd::latency`).
 //!
 //! Events Cairn records: `command` and `fast-command` (a command's run
-//! time, by its `fast` flag, as Redis's `call()`). Redis's fork, AOF,
-//! expire and eviction events have no Cairn counterpart sampled yet.
+//! time, by its `fast` flag, as Redis's `call()`), and `expire-cycle`
+//! (a background expiry sweep, as Redis's `activeExpireCycle`). Redis's
+//! fork, AOF, expire-del and eviction events have no Cairn counterpart
+//! sampled yet.
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 

@@ -362,9 +362,13 @@ fn cron(shared: Arc<Shared>) {
             && !shared.hot.active_expire_off.load(Ordering::Relaxed)
             && !shared.replication.replica_mode()
         {
+            let sweep = Instant::now();
             shared
                 .engine
                 .active_expire(&cx, &mut state, started + period / 4);
+            // Redis's `expire-cycle` latency event: the sweep's run time.
+            let ms = sweep.elapsed().as_millis() as u64;
+            shared.latency.sample_if_needed("expire-cycle", ms);
         }
         crate::memcache::run_due_flush(&shared, &cx);
         // Keys it expired: `expired` notifications.

@@ -135,6 +135,9 @@ pub struct Hot {
     pub busy_reply_threshold_ms: AtomicU64,
     /// DEBUG SET-ACTIVE-EXPIRE 0: the background expiry sweep is off.
     pub active_expire_off: AtomicBool,
+    /// DEBUG SET-DISABLE-DENY-SCRIPTS 1: scripts may call `noscript`
+    /// commands (Redis's `script_disable_deny_script`, for tests).
+    pub script_allow_denied: AtomicBool,
     /// `latency-tracking`: each command's run time goes in its histogram.
     pub latency_tracking: AtomicBool,
 }

@@ -572,7 +572,15 @@ pub fn reload(
     })
     .map_err(|e| e.to_string())
     .and_then(|stats| {
-        crate::script::functions::load_codes(shared, &stats.functions)?;
+        // Redis's DEBUG RELOAD empties the functions with the data; with
+        // NOFLUSH a library already there fails the load unless MERGE.
+        use crate::script::functions::{load_codes_as, Policy};
+        let policy = match (flush, merge) {
+            (true, _) => Policy::Flush,
+            (false, true) => Policy::Replace,
+            (false, false) => Policy::Append,
+        };
+        load_codes_as(shared, &stats.functions, policy)?;
         Ok(stats)
     });
     st.loading.store(false, Ordering::Relaxed);

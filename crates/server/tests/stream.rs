@@ -456,6 +456,35 @@ fn blocking_reads_across_workers() {
     assert_eq!(tx.cmd(&["EXEC"]), b"*1\r\n*-1\r\n");
 }
 
+/// A blocked XREAD is served from streams only: a key that becomes a list
+/// meanwhile (a MULTI of XADD, DEL, LPUSH) leaves it waiting, not answered
+/// WRONGTYPE, and the stream made after that serves it (Redis's
+/// "XREAD: XADD + DEL + LPUSH should not awake client").
+#[test]
+fn a_key_turned_list_leaves_xread_waiting() {
+    let (s, mut c) = server();
+    let reader = blocked(s.port, &["XREAD", "BLOCK", "20000", "STREAMS", "s1", "$"]);
+    wait_blocked(&mut c, 1);
+    ok(&mut c, &["MULTI"]);
+    for cmd in [
+        &["XADD", "s1", "*", "old", "abcd1234"][..],
+        &["DEL", "s1"],
+        &["LPUSH", "s1", "foo", "bar"],
+    ] {
+        let queued: String = q(&mut c, cmd);
+        assert_eq!(queued, "QUEUED");
+    }
+    let _: Value = q(&mut c, &["EXEC"]);
+    wait_blocked(&mut c, 1);
+    assert_eq!(int(&mut c, &["DEL", "s1"]), 1);
+    let _: String = q(&mut c, &["XADD", "s1", "5-1", "new", "abcd1234"]);
+    let got = reader.join().unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&got),
+        "*1\r\n*2\r\n$2\r\ns1\r\n*1\r\n*2\r\n$3\r\n5-1\r\n*2\r\n$3\r\nnew\r\n$8\r\nabcd1234\r\n"
+    );
+}
+
 /// Consumers fail over: a consumer that read entries dies without
 /// acknowledging them, and the others take them over with XAUTOCLAIM
 /// until every entry is acknowledged exactly once.

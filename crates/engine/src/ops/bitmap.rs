@@ -557,7 +557,7 @@ fn open_for_bits<'g>(
     db: usize,
     k: &Key,
     last_byte: usize,
-) -> Result<(&'g mut Vec<u8>, bool)> {
+) -> Result<(&'g mut Vec<u8>, Opened)> {
     let need = last_byte.saturating_add(1);
     let created = match g.write(db, k) {
         Some(e) => {
@@ -582,7 +582,17 @@ fn open_for_bits<'g>(
     let old = data.len();
     grow_zero(data, need)?;
     let grew = created || data.len() != old;
-    Ok((data, grew))
+    Ok((data, Opened { created, grew }))
+}
+
+/// How `open_for_bits` found the string.
+struct Opened {
+    /// Stored just now: `set` already counted the change (and told WATCH),
+    /// so the write must not count it again (Redis bumps `dirty` once for
+    /// a SETBIT or BITFIELD SET that creates its key).
+    created: bool,
+    /// Created or lengthened: every write to it is a change.
+    grew: bool,
 }
 
 /// SETBIT key offset 0|1 → the bit's old value. Notifies `setbit` (and
@@ -590,16 +600,18 @@ fn open_for_bits<'g>(
 /// changed, as Redis 7.0 does.
 pub fn setbit(g: &mut Guard, db: usize, k: &Key, offset: u64, on: bool) -> Result<bool> {
     let byte = usize::try_from(offset >> 3).map_err(|_| Error::BitOffsetOutOfRange)?;
-    let (data, grew) = open_for_bits(g, db, k, byte)?;
+    let (data, opened) = open_for_bits(g, db, k, byte)?;
     let mask = 0x80u8 >> (offset & 7);
     let old = data[byte] & mask != 0;
-    if grew || old != on {
+    if opened.grew || old != on {
         if on {
             data[byte] |= mask;
         } else {
             data[byte] &= !mask;
         }
-        g.modified(db, k);
+        if !opened.created {
+            g.modified(db, k);
+        }
         g.notify(class::STRING, "setbit", db, k);
     }
     Ok(old)
@@ -724,7 +736,7 @@ pub fn bitfield(
         return Err(Error::ReadOnlyWrite);
     }
     let last_byte = usize::try_from(last_bit >> 3).map_err(|_| Error::BitOffsetOutOfRange)?;
-    let (data, grew) = open_for_bits(g, db, k, last_byte)?;
+    let (data, opened) = open_for_bits(g, db, k, last_byte)?;
     let mut changed = false;
     let replies = ops
         .iter()
@@ -732,13 +744,15 @@ pub fn bitfield(
             FieldOp::Get => Some(apply_get(Some(data), o)),
             _ => {
                 let (reply, ch) = apply_write(data, o);
-                changed |= reply.is_some() && (grew || ch);
+                changed |= reply.is_some() && (opened.grew || ch);
                 reply
             }
         })
         .collect();
     if changed {
-        g.modified(db, k);
+        if !opened.created {
+            g.modified(db, k);
+        }
         g.notify(class::STRING, "setbit", db, k);
     }
     Ok(replies)
@@ -1155,6 +1169,34 @@ mod tests {
             bitop(&mut g, 0, &d, BitOp::Or, &[a, m]),
             Err(Error::WrongType)
         );
+    }
+
+    /// Redis bumps `dirty` once per SETBIT or BITFIELD that changed a
+    /// value, creating the key included (INFO's
+    /// `rdb_changes_since_last_save`, the save points' count).
+    #[test]
+    fn a_write_that_creates_its_key_counts_one_change() {
+        let e = engine();
+        let set = |v| BitfieldOp {
+            op: FieldOp::Set(v),
+            signed: true,
+            bits: 5,
+            offset: 0,
+            overflow: Overflow::Wrap,
+        };
+        with(&e, |g| {
+            let (a, b) = (g.key(b"a"), g.key(b"b"));
+            let before = e.changes();
+            setbit(g, 0, &a, 0, false).unwrap();
+            bitfield(g, 0, &b, &[set(0)], false).unwrap();
+            assert_eq!(e.changes(), before + 2, "created");
+            setbit(g, 0, &a, 0, false).unwrap();
+            bitfield(g, 0, &b, &[set(0)], false).unwrap();
+            assert_eq!(e.changes(), before + 2, "unchanged");
+            setbit(g, 0, &a, 0, true).unwrap();
+            bitfield(g, 0, &b, &[set(1)], false).unwrap();
+            assert_eq!(e.changes(), before + 4, "changed");
+        });
     }
 
     #[test]

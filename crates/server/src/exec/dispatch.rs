@@ -102,6 +102,9 @@ pub fn execute(
         }
         return outcome;
     }
+    // CLIENT REPLY ON clears a pending SKIP before it answers, so its own
+    // +OK is sent (Redis clears CLIENT_REPLY_SKIP in the command).
+    let skip_this = skip_this && !is_reply_on(&args);
     if skip_this || client.reply_mode == ReplyMode::Off {
         out.truncate(start_len);
         client.out_refs.truncate(start_len);
@@ -114,6 +117,14 @@ pub fn execute(
     // `tracking_pending_keys` after the command.
     crate::tracking::drain_inbox(&client.info, out);
     outcome
+}
+
+/// `CLIENT REPLY ON`, in any case.
+fn is_reply_on(args: &Args) -> bool {
+    args.len() == 3
+        && args.get(0).eq_ignore_ascii_case(b"client")
+        && args.get(1).eq_ignore_ascii_case(b"reply")
+        && args.get(2).eq_ignore_ascii_case(b"on")
 }
 
 fn run(
@@ -332,8 +343,11 @@ pub fn invoke(
     let cx = outer.nested(client.db, Some(&args), started_us / 1000);
     // A tracking client's read: its keys go in the table before the
     // handler reads them (and again after: `crate::tracking`).
-    let tracked_read =
-        client.info.tracking.load(Ordering::Relaxed) != 0 && crate::tracking::tracks_reads(cmd);
+    // A script's commands register the script's declared keys instead
+    // (`script::run`), as Redis 7.0's `call` remembers the caller's keys.
+    let tracked_read = client.info.tracking.load(Ordering::Relaxed) != 0
+        && !client.in_script
+        && crate::tracking::tracks_reads(cmd);
     if tracked_read {
         crate::tracking::note_read(shared, client, cmd, &args);
     }

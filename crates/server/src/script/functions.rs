@@ -229,7 +229,12 @@ pub fn describe(registered: &[cairn_lua::vm::Registered]) -> Result<Vec<Function
 /// lines appear once.
 pub struct LoadHost {
     pub quiet: bool,
+    /// When a client's FUNCTION LOAD is stopped (None: never).
+    pub deadline: Option<std::time::Instant>,
 }
+
+/// How long a client's FUNCTION LOAD may run (Redis's LOAD_TIMEOUT_MS).
+pub const LOAD_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(500);
 
 impl cairn_lua::vm::Host for LoadHost {
     fn call(
@@ -250,7 +255,10 @@ impl cairn_lua::vm::Host for LoadHost {
     }
 
     fn tick(&mut self) -> Result<(), Vec<u8>> {
-        Ok(())
+        match self.deadline {
+            Some(d) if std::time::Instant::now() > d => Err(b"ERR FUNCTION LOAD timeout".to_vec()),
+            _ => Ok(()),
+        }
     }
 
     fn acl_check(&mut self, _: &[&[u8]]) -> Result<bool, Vec<u8>> {
@@ -284,7 +292,13 @@ impl Loaded {
         }
         self.functions.clear();
         for lib in registry.libraries() {
-            let Ok(registered) = vm.load_library(&lib.code, &mut LoadHost { quiet: true }) else {
+            let Ok(registered) = vm.load_library(
+                &lib.code,
+                &mut LoadHost {
+                    quiet: true,
+                    deadline: None,
+                },
+            ) else {
                 // It loaded when it was added; a failure now (the heap
                 // limit) leaves its functions out until the next change.
                 crate::log::warning(&format!(
@@ -322,13 +336,29 @@ impl Loaded {
 /// replacing any of the same name, on this thread's interpreter first to
 /// learn their functions.
 pub fn load_codes(shared: &crate::shared::Shared, codes: &[Vec<u8>]) -> Result<(), String> {
-    if codes.is_empty() {
+    load_codes_as(shared, codes, Policy::Replace)
+}
+
+/// `load_codes` with the rule for the libraries already there:
+/// `Policy::Flush` drops them first (DEBUG RELOAD, as Redis's `emptyData`
+/// empties the functions with the data), `Policy::Append` refuses a name
+/// already there (DEBUG RELOAD NOFLUSH without MERGE, as Redis's load
+/// without RDBFLAGS_ALLOW_DUP does).
+pub fn load_codes_as(
+    shared: &crate::shared::Shared,
+    codes: &[Vec<u8>],
+    policy: Policy,
+) -> Result<(), String> {
+    if codes.is_empty() && policy != Policy::Flush {
         return Ok(());
     }
     let mut libs = Vec::with_capacity(codes.len());
     for code in codes {
         let name = library_name(code)?;
-        let mut host = LoadHost { quiet: false };
+        let mut host = LoadHost {
+            quiet: false,
+            deadline: None,
+        };
         let registered = super::run::with_vm(shared, |wvm| wvm.vm.load_library(code, &mut host))
             .map_err(|e| String::from_utf8_lossy(&e.message_bytes()).into_owned())?
             .map_err(|e| String::from_utf8_lossy(&e).into_owned())?;
@@ -339,7 +369,7 @@ pub fn load_codes(shared: &crate::shared::Shared, codes: &[Vec<u8>]) -> Result<(
             footprint: Default::default(),
         });
     }
-    shared.scripts.functions.add(libs, Policy::Replace)
+    shared.scripts.functions.add(libs, policy)
 }
 
 /// FUNCTION DUMP's payload: each library's code as Redis writes it

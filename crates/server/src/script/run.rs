@@ -451,7 +451,9 @@ impl Host for ScriptHost<'_, '_> {
         if !cmd.arity_ok(args.len()) {
             return Self::refuse(errors::SCRIPT_WRONG_ARITY);
         }
-        if cmd.has(flags::NOSCRIPT) {
+        if cmd.has(flags::NOSCRIPT)
+            && !self.shared.hot.script_allow_denied.load(Ordering::Relaxed)
+        {
             return Self::refuse(errors::SCRIPT_NOT_ALLOWED);
         }
         if let Err(d) = crate::auth::check(
@@ -513,7 +515,19 @@ impl Host for ScriptHost<'_, '_> {
         } else {
             Protocol::Resp2
         };
+        // A read by the script of a tracking client registers the keys
+        // the script declared, not those the command names (Redis 7.0
+        // `call`: trackingRememberKeys of the script's caller), before and
+        // after the read as for any tracked read (`crate::tracking`).
+        let tracked = self.client.info.tracking.load(Ordering::Relaxed) != 0
+            && crate::tracking::tracks_reads(cmd);
+        if tracked {
+            crate::tracking::remember(self.shared, self.client, self.spec.keys.iter().copied());
+        }
         dispatch::invoke(self.shared, self.client, cmd, a, out, self.stats, &self.cx);
+        if tracked {
+            crate::tracking::remember(self.shared, self.client, self.spec.keys.iter().copied());
+        }
         self.client.proto = proto;
         if writes {
             self.wrote = true;

@@ -149,12 +149,16 @@ fn migrate(ctx: &mut Ctx) -> CmdResult {
                 return Err(CmdError::Syntax);
             }
             auth = Some((None, ctx.arg(j + 1)));
+            // Shown as "(redacted)" in SLOWLOG and MONITOR, as Redis does.
+            ctx.client.redact_arg(j + 1);
             j += 1;
         } else if args::is(a, "auth2") {
             if more < 2 {
                 return Err(CmdError::Syntax);
             }
             auth = Some((Some(ctx.arg(j + 1)), ctx.arg(j + 2)));
+            ctx.client.redact_arg(j + 1);
+            ctx.client.redact_arg(j + 2);
             j += 2;
         } else if args::is(a, "keys") {
             if !ctx.arg(3).is_empty() {

@@ -109,7 +109,11 @@ fn function_load(ctx: &mut Ctx) -> CmdResult {
         }
     }
     let code = ctx.arg(ctx.argc() - 1);
-    let library = load_library(ctx, code, replace)?;
+    // A client's load stops after 500 ms (Redis's LOAD_TIMEOUT_MS: a
+    // library's top level only registers functions); the master's does not.
+    let deadline = (!ctx.client.info.master.load(Ordering::Relaxed))
+        .then(|| std::time::Instant::now() + functions::LOAD_TIMEOUT);
+    let library = load_library(ctx, code, replace, deadline)?;
     let name = library.name.clone();
     let policy = if replace {
         Policy::Replace
@@ -126,14 +130,22 @@ fn function_load(ctx: &mut Ctx) -> CmdResult {
 }
 
 /// Runs a library's code on this worker to learn its functions.
-fn load_library(ctx: &Ctx, code: &[u8], replace: bool) -> Result<Library, CmdError> {
+fn load_library(
+    ctx: &Ctx,
+    code: &[u8],
+    replace: bool,
+    deadline: Option<std::time::Instant>,
+) -> Result<Library, CmdError> {
     let name = functions::library_name(code).map_err(CmdError::text)?;
     if !replace && ctx.shared.scripts.functions.contains(&name) {
         return Err(CmdError::text(format!(
             "ERR Library '{name}' already exists"
         )));
     }
-    let mut host = functions::LoadHost { quiet: false };
+    let mut host = functions::LoadHost {
+        quiet: false,
+        deadline,
+    };
     let registered = run::with_vm(ctx.shared, |wvm| wvm.vm.load_library(code, &mut host))?
         .map_err(CmdError::Bytes)?;
     let functions = functions::describe(&registered).map_err(CmdError::text)?;
@@ -283,7 +295,7 @@ fn function_restore(ctx: &mut Ctx) -> CmdResult {
     let codes = functions::undump(ctx.arg(2)).map_err(CmdError::text)?;
     let mut libs = Vec::with_capacity(codes.len());
     for code in &codes {
-        libs.push(load_library(ctx, code, true)?);
+        libs.push(load_library(ctx, code, true, None)?);
     }
     ctx.shared
         .scripts

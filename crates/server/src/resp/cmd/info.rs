@@ -385,7 +385,12 @@ pub fn reset_stats(shared: &Shared, cx: &Cx) {
     crate::exec::errorstats::reset();
     crate::cmdlatency::reset(shared);
     *shared.stat_reset_at.lock() = Instant::now();
+    // Redis's `lazyfreeResetStats`.
+    LAZYFREED_BASE.store(cairn_engine::lazyfree::freed(), Ordering::Relaxed);
 }
+
+/// `lazyfreed_objects` at the last CONFIG RESETSTAT.
+static LAZYFREED_BASE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 // ------------------------------------------------------- instantaneous ---
 
@@ -470,6 +475,11 @@ fn server_section(out: &mut String, shared: &Shared) {
         .map(|p| p.display().to_string())
         .unwrap_or_default();
     field(out, "redis_version", crate::exec::meta::REDIS_VERSION);
+    // What a Redis built outside a git checkout reports (Debian's package
+    // does too); tools that print the version read them (Redis's own test
+    // suite, unit/printver).
+    field(out, "redis_git_sha1", "00000000");
+    field(out, "redis_git_dirty", "0");
     field(out, "cairn_version", crate::VERSION);
     let mode = if shared.cluster.enabled() {
         "cluster"
@@ -790,7 +800,9 @@ fn memory_section(out: &mut String, shared: &Shared, engine: Option<&EngineTotal
         "lazyfree_pending_objects",
         cairn_engine::lazyfree::pending(),
     );
-    field(out, "lazyfreed_objects", cairn_engine::lazyfree::freed());
+    let freed = cairn_engine::lazyfree::freed();
+    let base = LAZYFREED_BASE.load(Ordering::Relaxed);
+    field(out, "lazyfreed_objects", freed.saturating_sub(base));
 }
 
 /// `jemalloc-5.3.0`, as Redis names its allocator.

@@ -127,15 +127,23 @@ fn free_in_background(garbage: Box<dyn Send>) {
             .name("lazyfree".into())
             .spawn(move || {
                 crate::memory::register_thread();
-                rx.into_iter().for_each(drop)
+                for garbage in rx {
+                    drop(garbage);
+                    cairn_engine::lazyfree::freed_elsewhere(true);
+                }
             })
             .ok()
             .map(|_| tx)
     });
     if let Some(tx) = tx {
+        // INFO's lazyfree_pending_objects and lazyfreed_objects count these
+        // as Redis counts its lazyfree jobs.
+        cairn_engine::lazyfree::queued_elsewhere();
         // A send fails only if the thread is gone; then `garbage` comes back
         // in the error and is dropped here.
-        let _ = tx.send(garbage);
+        if tx.send(garbage).is_err() {
+            cairn_engine::lazyfree::freed_elsewhere(false);
+        }
     }
 }
 

@@ -13,9 +13,9 @@
 //! (`Guard::watch`); any write to the key, expiry and FLUSHDB/FLUSHALL/
 //! SWAPDB included, sets the flag (`Guard::modified`), and EXEC fails with
 //! a null reply if it is set. A watched key that merely passes its expire
-//! time is caught at EXEC, which looks every watched key up under the hold
-//! (a lookup of an expired key deletes it and sets the flag), as Redis's
-//! `isWatchedKeyExpired` does.
+//! time is caught at EXEC, which looks every watched key that existed at
+//! WATCH up under the hold (a lookup of an expired key deletes it and sets
+//! the flag), as Redis's `isWatchedKeyExpired` does.
 use crate::client::{discard_transaction, unwatch_all};
 use crate::exec::dispatch;
 use crate::exec::table::Def;
@@ -62,7 +62,7 @@ fn watch(ctx: &mut Ctx) -> CmdResult {
             .client
             .watched
             .iter()
-            .any(|(d, k)| *d == db && **k == *key)
+            .any(|(d, k, _)| *d == db && **k == *key)
         {
             continue;
         }
@@ -71,10 +71,10 @@ fn watch(ctx: &mut Ctx) -> CmdResult {
         // A key already past its expire time is deleted now, before the
         // watch starts, so its (logically old) expiry fails no EXEC
         // (Redis: "WATCH stale keys should not fail EXEC").
-        g.exists(db, &k);
+        let existed = g.exists(db, &k);
         g.watch(db, &k, &ctx.client.info.dirty_cas);
         drop(g);
-        ctx.client.watched.push((db, key.into()));
+        ctx.client.watched.push((db, key.into(), existed));
     }
     ctx.client
         .info
@@ -106,9 +106,16 @@ fn exec(ctx: &mut Ctx) -> CmdResult {
     // Every lock of the transaction, its queued commands' included, is
     // served from the hold through this context.
     let cx = ctx.cx.with_hold(&hold);
-    for (db, key) in &ctx.client.watched {
-        let k = e.key(key);
-        e.lock(&cx, &k).exists(*db, &k);
+    // Only a key that existed at WATCH can have expired since. One that
+    // did not and is now there past its time came stale through SWAPDB
+    // (a write would have set the flag): no logical change, as Redis
+    // marks such a watch expired (`touchAllWatchedKeysInDb`), so it is
+    // not looked up, which would delete it and fail the EXEC.
+    for (db, key, existed) in &ctx.client.watched {
+        if *existed {
+            let k = e.key(key);
+            e.lock(&cx, &k).exists(*db, &k);
+        }
     }
     if ctx.client.info.dirty_cas.load(Ordering::Relaxed) {
         drop(hold);

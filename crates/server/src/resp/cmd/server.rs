@@ -584,6 +584,7 @@ fn debug(ctx: &mut Ctx) -> CmdResult {
         3 if args::is(sub, "error") => debug_error(ctx),
         3 if args::is(sub, "protocol") => debug_protocol(ctx),
         3 if args::is(sub, "set-active-expire") => debug_set_active_expire(ctx),
+        3 if args::is(sub, "set-disable-deny-scripts") => debug_set_disable_deny_scripts(ctx),
         2 if args::is(sub, "change-repl-id") => ctx.ok(),
         2 if args::is(sub, "digest") => super::debug_dataset::digest(ctx),
         _ if args::is(sub, "digest-value") => super::debug_dataset::digest_value(ctx),
@@ -744,6 +745,18 @@ fn debug_set_active_expire(ctx: &mut Ctx) -> CmdResult {
         .hot
         .active_expire_off
         .store(!on, Ordering::Relaxed);
+    ctx.ok()
+}
+
+/// DEBUG SET-DISABLE-DENY-SCRIPTS 0|1 → +OK: 1 lets scripts call the
+/// commands they may not (`noscript`), as Redis's undocumented test knob
+/// does (not in its DEBUG HELP either). Read with C's atoi.
+fn debug_set_disable_deny_scripts(ctx: &mut Ctx) -> CmdResult {
+    let on = crate::exec::keys::atoi(ctx.arg(2)) != 0;
+    ctx.shared
+        .hot
+        .script_allow_denied
+        .store(on, Ordering::Relaxed);
     ctx.ok()
 }
 

@@ -628,6 +628,10 @@ fn read(ctx: &mut Ctx, group_cmd: bool) -> CmdResult {
     // IDs, checked key by key as Redis does (type, group, then the ID).
     // None stands for `>`.
     let mut ids: SmallVec<[Option<StreamId>; 4]> = SmallVec::new();
+    // A woken XREAD whose key now holds another type reads nothing from
+    // it and goes on waiting, as Redis serves blocked readers from streams
+    // only (a MULTI of XADD, DEL, LPUSH must not wake it with WRONGTYPE).
+    let mut other_type: SmallVec<[bool; 4]> = SmallVec::from_elem(false, keys.len());
     for (n, k) in keys.iter().enumerate() {
         let last = match (&r.group, group_cmd) {
             (Some(gr), _) => {
@@ -639,7 +643,13 @@ fn read(ctx: &mut Ctx, group_cmd: bool) -> CmdResult {
                     None => return Err(errors::xreadgroup_nogroup(k.bytes, gr.group)),
                 }
             }
-            (None, _) => op::view(&mut g, db, k, |s| s.map(|s| s.last_id))?,
+            (None, _) => match op::view(&mut g, db, k, |s| s.map(|s| s.last_id)) {
+                Err(EngineError::WrongType) if retry => {
+                    other_type[n] = true;
+                    None
+                }
+                found => found?,
+            },
         };
         let arg = a.get(r.streams_at + r.nstreams + n);
         let id = if arg == b"$" {
@@ -679,6 +689,9 @@ fn read(ctx: &mut Ctx, group_cmd: bool) -> CmdResult {
             w.bulk(k.bytes);
             items(&mut w, it);
         };
+        if other_type[n] {
+            continue;
+        }
         let did = match &r.group {
             Some(gr) => op::group_read(&mut g, db, k, *gr, ids[n], count, now, &mut rec, emit)?,
             None => op::read_after(&mut g, db, k, ids[n].expect("XREAD has IDs"), count, emit)?,

@@ -149,6 +149,9 @@ fn getset(ctx: &mut Ctx) -> CmdResult {
 fn getdel(ctx: &mut Ctx) -> CmdResult {
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
+    // Recorded as Redis propagates it (`DEL key`), so a replica or a
+    // journal that replays it needs no GETDEL of its own.
+    rewrite::del(e, &ctx.cx, ctx.client.db, k.bytes);
     let mut g = e.lock(&ctx.cx, &k);
     let old = op::getdel_value(&mut g, ctx.client.db, &k)?;
     drop(g);
@@ -167,8 +170,15 @@ fn getex(ctx: &mut Ctx) -> CmdResult {
     };
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
-    let mut g = e.lock(&ctx.cx, &k);
     let db = ctx.client.db;
+    // PERSIST is recorded as Redis propagates it (`PERSIST key`); a TTL is
+    // staged by the engine as PEXPIREAT (or DEL when already past). With
+    // no option, or no TTL to remove, nothing changes and nothing is
+    // recorded.
+    if action == GetExAction::Persist {
+        rewrite::persist(e, &ctx.cx, db, k.bytes);
+    }
+    let mut g = e.lock(&ctx.cx, &k);
     op::getex_str(&mut g, db, &k, action, |v| ctx.bulk_str_or_null(v))
         .map_err(|err| expire_error(err, "getex"))?;
     Ok(())
