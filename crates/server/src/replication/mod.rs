@@ -302,6 +302,11 @@ impl Replication {
         let b = s.buffer.as_mut()?;
         let end = b.end();
         let reader = b.add_reader(end + 1)?;
+        // Redis's replicationSetupSlaveForFullResync (slaveseldb = -1):
+        // the stream's next command selects its database again, so a
+        // replica starting at the cut never depends on a SELECT sent
+        // before it.
+        s.db = None;
         Some((reader, s.kick, s.replid.clone(), end))
     }
 
