@@ -1114,6 +1114,7 @@ impl User {
     }
 
     /// The table's verdict on the command `id`.
+    #[cfg(test)]
     pub fn verdict(&self, id: usize) -> Verdict {
         self.table
             .verdicts
