@@ -451,8 +451,7 @@ impl Host for ScriptHost<'_, '_> {
         if !cmd.arity_ok(args.len()) {
             return Self::refuse(errors::SCRIPT_WRONG_ARITY);
         }
-        if cmd.has(flags::NOSCRIPT)
-            && !self.shared.hot.script_allow_denied.load(Ordering::Relaxed)
+        if cmd.has(flags::NOSCRIPT) && !self.shared.hot.script_allow_denied.load(Ordering::Relaxed)
         {
             return Self::refuse(errors::SCRIPT_NOT_ALLOWED);
         }
