@@ -84,6 +84,7 @@ impl Worker {
     pub fn run(mut self) {
         crate::memory::register_thread();
         crate::journal::defer_kicks();
+        crate::replication::enter_worker();
         cairn_engine::keyspace::retain_locks(self.shared.config.read().worker_retain_locks);
         let mut events = Events::with_capacity(1024);
         let mut next_cron = Instant::now() + CRON_EVERY;
@@ -116,6 +117,7 @@ impl Worker {
             // may owe the journal writer a wake-up; never sleep on it.
             cairn_engine::keyspace::release_retained();
             crate::journal::end_of_turn(&self.shared, self.id);
+            self.shared.replication.end_of_turn();
             // A spin that found nothing is the wait, done awake: its time
             // is not work (`publish_work` subtracts it from the CPU time).
             if spun_empty {
@@ -169,6 +171,7 @@ impl Worker {
             // over the writes (`retain_locks`).
             cairn_engine::keyspace::release_retained();
             crate::journal::end_of_turn(&self.shared, self.id);
+            self.shared.replication.end_of_turn();
             self.write_pending();
             if self.release_held() {
                 self.write_pending();
