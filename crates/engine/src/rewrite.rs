@@ -14,7 +14,7 @@
 //! | SPOP | `SREM key member...` |
 //! | BLPOP/BRPOP | `LPOP`/`RPOP key` |
 //! | BLMOVE/BRPOPLPUSH | `LMOVE src dst LEFT\|RIGHT LEFT\|RIGHT` |
-//! | LMPOP/BLMPOP | `LMPOP 1 key LEFT\|RIGHT COUNT n` |
+//! | LMPOP/BLMPOP | `LPOP key n` / `RPOP key n` (Redis 7.0's `mpopGenericCommand`) |
 //! | BZPOPMIN/BZPOPMAX/ZMPOP/BZMPOP | `ZPOPMIN`/`ZPOPMAX key n` |
 //! | memcached delete by refusal, flush_all | `DEL key`, `FLUSHDB` |
 //! | RESTORE with a relative TTL / a deadline already past with REPLACE | `RESTORE key at_ms payload ... ABSTTL` / `DEL key` |
@@ -150,14 +150,19 @@ pub fn lmove(e: &Engine, cx: &Cx, db: usize, src: &[u8], dst: &[u8], from: End, 
     stage(e, cx, db, &[b"LMOVE", src, dst, side(from), side(to)]);
 }
 
-/// `LMPOP 1 key END COUNT n`: LMPOP/BLMPOP on the key it served.
+/// `LPOP key n` / `RPOP key n`: LMPOP/BLMPOP on the key it served, as
+/// Redis 7.0 propagates them (`mpopGenericCommand`).
 pub fn lmpop(e: &Engine, cx: &Cx, db: usize, key: &[u8], end: End, count: usize) {
     if !e.journal_on() {
         return;
     }
     let mut c = itoa::Buffer::new();
     let c = c.format(count).as_bytes();
-    stage(e, cx, db, &[b"LMPOP", b"1", key, side(end), b"COUNT", c]);
+    let name: &[u8] = match end {
+        End::Left => b"LPOP",
+        End::Right => b"RPOP",
+    };
+    stage(e, cx, db, &[name, key, c]);
 }
 
 /// `ZPOPMIN key n` / `ZPOPMAX key n`: BZPOPMIN/BZPOPMAX/ZMPOP/BZMPOP on the
@@ -266,7 +271,11 @@ mod tests {
             ),
             (
                 Box::new(|e, cx| lmpop(e, cx, 0, b"k", End::Left, 3)),
-                vec!["LMPOP", "1", "k", "LEFT", "COUNT", "3"],
+                vec!["LPOP", "k", "3"],
+            ),
+            (
+                Box::new(|e, cx| lmpop(e, cx, 0, b"k", End::Right, 1)),
+                vec!["RPOP", "k", "1"],
             ),
             (
                 Box::new(|e, cx| zpop(e, cx, 0, true, b"k", 2)),
