@@ -248,10 +248,10 @@ fn mpop(
     let (out, proto) = (&mut *ctx.out, ctx.client.proto);
     let mut g = e.lock_keys(&ctx.cx, keys);
     let served = op::pop_first(&mut g, db, keys, end, count, retry, |i, it| {
-        // Journaled as the pop it did, on the key served (Redis: LMPOP's
-        // and BLMPOP's non-blocking form).
+        // Journaled as the pop it did, on the key served, with the number
+        // of elements it took (Redis 7.0: `LPOP`/`RPOP key n`).
         if e.journal_on() {
-            rewrite::lmpop(e, &ctx.cx, db, keys[i].bytes, end, count);
+            rewrite::lmpop(e, &ctx.cx, db, keys[i].bytes, end, it.len());
         }
         let mut w = ReplyWriter::new(out, proto);
         w.array(2);
