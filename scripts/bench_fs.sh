@@ -17,6 +17,7 @@
 #          [--cairn BIN] [--bench BIN]
 #   --requests: redis-benchmark -n of the persistence lines (default 200000).
 #   --records/--operations: the YCSB load and run (default 1000000 each).
+#   Needs xfsprogs for XFS (scripts/install_test_clients.sh installs it).
 #   A quick check of the wiring: --fs-size 300M --requests 2000
 #   --records 2000 --operations 2000 (a minute).
 set -euo pipefail
@@ -131,38 +132,8 @@ for place in "${places[@]}"; do
   done
 done
 
-# One table per file system: the persistence lines (requests/s), then the
-# YCSB phases (ops/s and p99) per fsync policy.
-python3 - "$OUT" "$POLICIES" "${places[@]}" <<'PY' | tee "$OUT/fs.md"
-import csv, json, os, sys
-out, policies, places = sys.argv[1], sys.argv[2].split(","), sys.argv[3:]
-for place in places:
-    label, d = place.split(" ", 1)
-    fst = os.popen(f"findmnt -no FSTYPE,SOURCE -T {d!r} 2>/dev/null").read().strip()
-    print(f"\n### {label} ({d}, {fst or 'unmounted'})\n")
-    rows = {}
-    try:
-        for r in csv.reader(open(f"{out}/persist-{label}.csv")):
-            if len(r) >= 4:
-                rows.setdefault((r[0], r[1]), {})[r[2]] = r[3]
-    except OSError:
-        pass
-    tests = sorted({t for v in rows.values() for t in v})
-    if rows:
-        print("| server-appendfsync | pipeline | " + " | ".join(f"{t} req/s" for t in tests) + " |")
-        print("|---|---|" + "---:|" * len(tests))
-        for (srv, p), v in rows.items():
-            print(f"| {srv} | {p} | " + " | ".join(v.get(t, "-") for t in tests) + " |")
-    print("\n| appendfsync | target | phase | ops/s | p99 µs | errors |\n|---|---|---|---:|---:|---:|")
-    for pol in policies:
-        try:
-            rep = json.load(open(f"{out}/ycsb-{label}-{pol}.json"))
-        except (OSError, ValueError):
-            print(f"| {pol} | - | (no result) | | | |")
-            continue
-        for s in rep["summary"]:
-            if s.get("op") == "ALL" or s.get("phase") == "load":
-                p99 = s.get("latency", {}).get("p99_us", 0)
-                print(f"| {pol} | {s['target']} | {s['phase']} | {s['ops_per_sec']:,.0f} | {p99:,.0f} | {s.get('errors', 0)} |")
-PY
+# One table per file system, each line with Redis's figure, Cairn's and
+# Cairn ÷ Redis, then the lines side by side across the file systems
+# (scripts/bench_fs_report.py; re-run it on $OUT to redo the tables).
+python3 scripts/bench_fs_report.py "$OUT" "$POLICIES" "${places[@]}" | tee "$OUT/fs.md"
 echo "wrote $OUT/fs.md (and per-run CSV, JSON and logs in $OUT)" >&2

@@ -13,6 +13,7 @@
 #   - Debian's ruby-sidekiq (Sidekiq 6.4) and ruby-redis;
 #   - Debian's nutcracker (twemproxy) for twemproxy.rs (issue 24).
 #   - Debian's redis-sentinel for sentinel.rs (issue 24).
+#   - Debian's xfsprogs for scripts/bench_fs.sh's XFS (issue 25, E2).
 # Idempotent: a second run checks stamps and a `require` and returns in well
 # under a second. scripts/test calls it before `cargo test --workspace`.
 set -euo pipefail
@@ -36,6 +37,9 @@ command -v ip >/dev/null 2>&1 || need_pkgs+=(iproute2)
 command -v nutcracker >/dev/null 2>&1 || need_pkgs+=(nutcracker)
 # branch sentinel: Debian's redis-sentinel (7.0) for tests/sentinel.rs.
 command -v redis-sentinel >/dev/null 2>&1 || need_pkgs+=(redis-sentinel)
+# branch benchtier: mkfs.xfs (Debian's xfsprogs) for scripts/bench_fs.sh's
+# XFS file system (E2, issue 25).
+{ command -v mkfs.xfs || [ -x /usr/sbin/mkfs.xfs ] || [ -x /sbin/mkfs.xfs ]; } >/dev/null 2>&1 || need_pkgs+=(xfsprogs)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
   echo "==> installing ${need_pkgs[*]} (Debian packages)"
   sudo_cmd=""
