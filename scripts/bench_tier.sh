@@ -1,40 +1,63 @@
 #!/bin/bash
-# Issue 25's E4 line: data three times larger than RAM. Cairn with
-# `maxmemory 1gb`, memcached with its own disk tier (extstore) at the same
-# RAM, and redis-server holding everything in RAM, each loaded with 3 GB of
-# 2.8 KB real-text values (`cairn-bench batch --real-text`: text cut from
-# /usr/share/common-licenses and /usr/share/doc/*/copyright) by MSET x 32
-# from 8 threads, then read by MGET x 32 in sequential and random order,
+# Issue 25's E4 and E5 lines: data three times larger than RAM.
+#
+# E4 (the default, --mode e4): Cairn with `maxmemory 1gb` and its disk tier
+# on (`tier-enabled yes`), memcached with its own disk tier (extstore) at
+# the same RAM, and redis-server holding everything in RAM, each loaded with
+# 3 GB of 2.8 KB real-text values (`cairn-bench batch --real-text`: text cut
+# from /usr/share/common-licenses and /usr/share/doc/*/copyright) by MSET x
+# 32 from 8 threads, then read by MGET x 32 in sequential and random order,
 # every value compared byte for byte. Reports keys/s per phase and per
 # second (stalls over 1 s flagged), RSS and used_memory per key sampled
 # over the run, disk per key (bytes allocated under each server's data
-# directory), evictions and errors.
+# directory: Cairn's tier/ logs, memcached's extstore file), evictions and
+# errors, what each disk tier held at the end (Cairn's INFO tier*,
+# memcached's extstore_* stats), then a summary (summary.md): Cairn ÷
+# memcached and Cairn ÷ Redis per phase and the bar's checks with ✓/✗.
 #
-# Until Cairn has its disk tier it refuses writes past maxmemory (or evicts,
-# with a maxmemory-policy that evicts): the report counts those refusals as
-# errors, the reads of what is missing as missing keys, and notes evictions.
+# E5 (--mode e5): the same three servers, each loaded in turn with
+# --times x maxmemory of the same real-text values by single SETs
+# (`cairn-bench load-curve --string-values`); reports inserts/s per 1% of
+# the load, memory and disk per record at every tenth, the last tenth's
+# speed over the first's (the bar: at least 0.7), and draws the curve
+# (e5-load-curve.svg).
 #
-# usage: scripts/bench_tier.sh [--size 3G] [--maxmemory 1gb] [--value-size 2800]
-#          [--threads 8] [--targets cairn,memcached,redis] [--policy noeviction]
-#          [--out DIR] [--cairn BIN] [--bench BIN] [-- extra cairn-bench options]
-#   --size: total bytes of values (K, M, G); the key count is size / value size.
-#   A quick check of the wiring: --size 20M --maxmemory 8mb (seconds).
+# usage: scripts/bench_tier.sh [--mode e4|e5] [--size 3G] [--times 3]
+#          [--maxmemory 1gb] [--value-size 2800] [--threads 8]
+#          [--targets cairn,memcached,redis] [--policy noeviction]
+#          [--cairn-args "--tier-threshold 80 ..."] [--strict] [--out DIR]
+#          [--cairn BIN] [--bench BIN] [-- extra cairn-bench options]
+#   --size (E4): total bytes of values (K, M, G); the key count is size /
+#   value size. --times (E5): the load as a multiple of maxmemory.
+#   --strict: exit 1 if Cairn lost, refused or changed a value or moved none
+#   to disk (scripts/test's tiny runs).
+#   A quick check of the wiring: --size 60M --maxmemory 20mb (E4), --mode e5
+#   --maxmemory 20mb (E5); seconds each.
 # Needs: target/release/cairn and target/release/cairn-bench (cargo build
 # --release -p cairn-server -p cairn-bench), redis-server, memcached >= 1.6
-# (Debian's has extstore), and for redis RAM for the whole data set.
+# (Debian's has extstore), python3, and for redis RAM for the whole data set.
+#
+# The servers run side by side (E4's phases take each target in turn), so
+# the tiers' files sit in the page cache when the machine has RAM to spare:
+# the reads measure the tier's path, not the disk, unless RAM is scarce.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-SIZE=3G; MAXMEM=1gb; VSIZE=2800; THREADS=8; TARGETS=cairn,memcached,redis; POLICY=noeviction
+MODE=e4; SIZE=3G; TIMES=3; MAXMEM=1gb; VSIZE=2800; THREADS=8; TARGETS=cairn,memcached,redis; POLICY=noeviction
+CAIRN_ARGS=""; STRICT=()
 OUT=bench-tier-$(date -u +%Y%m%dT%H%M%SZ); CAIRN=target/release/cairn; BENCH=target/release/cairn-bench
 EXTRA=()
 while [ $# -gt 0 ]; do
   case $1 in
+    --mode) MODE=$2; shift 2;;
     --size) SIZE=$2; shift 2;;
+    --times) TIMES=$2; shift 2;;
     --maxmemory) MAXMEM=$2; shift 2;;
     --value-size) VSIZE=$2; shift 2;;
     --threads) THREADS=$2; shift 2;;
     --targets) TARGETS=$2; shift 2;;
     --policy) POLICY=$2; shift 2;;
+    --cairn-args) CAIRN_ARGS=$2; shift 2;;
+    --strict) STRICT=(--strict); shift;;
     --out) OUT=$2; shift 2;;
     --cairn) CAIRN=$2; shift 2;;
     --bench) BENCH=$2; shift 2;;
@@ -42,6 +65,7 @@ while [ $# -gt 0 ]; do
     *) echo "unknown option $1" >&2; exit 2;;
   esac
 done
+case $MODE in e4|e5) ;; *) echo "--mode: e4 or e5" >&2; exit 2;; esac
 # Sizes: K/M/G are powers of 1024 (kb/mb/gb as Redis reads them).
 bytes() {
   local v=${1,,}; v=${v%b}
@@ -50,7 +74,9 @@ bytes() {
     *g) echo $(( ${v%g} * 1024 * 1024 * 1024 ));; *) echo "$v";;
   esac
 }
-size_b=$(bytes "$SIZE"); mem_b=$(bytes "$MAXMEM")
+mem_b=$(bytes "$MAXMEM")
+if [ "$MODE" = e4 ]; then size_b=$(bytes "$SIZE")
+else size_b=$(python3 -c "import math; print(math.ceil($TIMES * $mem_b))"); fi
 keys=$(( size_b / VSIZE ))
 mem_mb=$(( (mem_b + 1048575) / 1048576 ))
 # extstore: room for all the values twice over (pages are reclaimed by
@@ -59,6 +85,7 @@ ext_mb=$(( size_b * 2 / 1048576 )); [ "$ext_mb" -lt 1024 ] && ext_mb=1024
 [ -x "$BENCH" ] || { echo "no $BENCH: cargo build --release -p cairn-bench" >&2; exit 1; }
 mkdir -p "$OUT"
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/cairn-bench-tier.XXXXXX"); pids=()
+declare -A ports
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
@@ -66,29 +93,45 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 port() { echo $((20000 + RANDOM % 10000)); }
+# memcached's `stats` over bash's /dev/tcp (no nc needed): port, command.
+mc_ask() {
+  exec 3<>"/dev/tcp/127.0.0.1/$1" || return 1
+  printf '%s\r\n' "$2" >&3
+  local line
+  while read -r -t 5 line <&3; do
+    line=${line%$'\r'}; echo "$line"
+    case $line in END|ERROR*|VERSION*) break;; esac
+  done
+  exec 3>&-
+}
 wait_up() { # name port proto
   for _ in $(seq 1 100); do
     if [ "$3" = redis ]; then redis-cli -p "$2" ping >/dev/null 2>&1 && return 0
-    else
-      # memcached: `version` over bash's /dev/tcp (no nc needed).
-      if { exec 3<>"/dev/tcp/127.0.0.1/$2"; } 2>/dev/null; then
-        printf 'version\r\n' >&3; local line=""; read -r -t 1 line <&3 || true; exec 3>&-
-        case $line in VERSION*) return 0;; esac
-      fi
+    else mc_ask "$2" version 2>/dev/null | grep -q '^VERSION' && return 0
     fi
     sleep 0.1
   done
   echo "$1 did not start: $(tail -3 "$tmp/$1.log")" >&2; exit 1
 }
-args=(); echo "E4 tier run: $keys keys x $VSIZE B = $SIZE of values, maxmemory $MAXMEM, $THREADS threads; results in $OUT" >&2
+args=()
+if [ "$MODE" = e4 ]; then
+  echo "E4 tier run: $keys keys x $VSIZE B = $SIZE of values, maxmemory $MAXMEM, $THREADS threads; results in $OUT" >&2
+else
+  echo "E5 load curve: $TIMES x maxmemory $MAXMEM = about $keys records of $VSIZE B, $THREADS threads; results in $OUT" >&2
+fi
 for t in ${TARGETS//,/ }; do
-  p=$(port); d="$tmp/$t"; mkdir -p "$d"
+  p=$(port); d="$tmp/$t"; mkdir -p "$d"; ports[$t]=$p
   case $t in
     cairn)
       [ -x "$CAIRN" ] || { echo "no $CAIRN: cargo build --release -p cairn-server" >&2; exit 1; }
+      # The tier's logs go to <dir>/tier/NN/, under --disk-dir.
+      # shellcheck disable=SC2086 # --cairn-args is split into directives
       "$CAIRN" --port "$p" --bind 127.0.0.1 --save '' --appendonly no --dir "$d" \
-        --maxmemory "$MAXMEM" --maxmemory-policy "$POLICY" > "$tmp/$t.log" 2>&1 &
+        --maxmemory "$MAXMEM" --maxmemory-policy "$POLICY" --tier-enabled yes $CAIRN_ARGS \
+        > "$tmp/$t.log" 2>&1 &
       pids+=($!); wait_up "$t" "$p" redis
+      [ "$(redis-cli -p "$p" config get tier-enabled | tail -1)" = yes ] \
+        || { echo "cairn did not turn its disk tier on" >&2; exit 1; }
       args+=(--target "cairn=redis://127.0.0.1:$p" --pid "cairn=${pids[-1]}" --disk-dir "cairn=$d");;
     redis)
       # All the data in RAM: no maxmemory (the bar compares against it).
@@ -96,22 +139,46 @@ for t in ${TARGETS//,/ }; do
       pids+=($!); wait_up "$t" "$p" redis
       args+=(--target "redis=redis://127.0.0.1:$p" --pid "redis=${pids[-1]}" --disk-dir "redis=$d");;
     memcached)
-      # -m: item memory at Cairn's maxmemory; extstore writes values over
-      # ext_item_size (512 B) to the file once RAM fills.
-      # memcached refuses to run as root without -u.
+      # -m: item memory at Cairn's maxmemory (memcached counts items only,
+      # so its RSS runs above it); extstore writes values over
+      # ext_item_size (512 B) to the file as they reach the LRU's tail.
+      # ext_wbuf_size is in MB; memcached refuses to run as root without -u.
       asroot=(); [ "$(id -u)" = 0 ] && asroot=(-u root)
       memcached "${asroot[@]}" -p "$p" -l 127.0.0.1 -U 0 -t 4 -m "$mem_mb" -c 4096 \
         -o "ext_path=$d/extstore:${ext_mb}m,ext_wbuf_size=8,ext_threads=4" > "$tmp/$t.log" 2>&1 &
       pids+=($!); wait_up "$t" "$p" mc
+      st=$(mc_ask "$p" stats || true)
+      grep -q '^STAT extstore_' <<< "$st" \
+        || { echo "memcached has no extstore (stats shows no extstore_*): $(tail -3 "$tmp/$t.log")" >&2; exit 1; }
       args+=(--target "memcached=memcached://127.0.0.1:$p" --pid "memcached=${pids[-1]}" --disk-dir "memcached=$d");;
     *) echo "unknown target $t (cairn, memcached, redis)" >&2; exit 2;;
   esac
 done
 # The first target is the ratios' base; the seed makes every value
 # reproducible from the report (values.seed, the corpus fingerprint).
-"$BENCH" batch "${args[@]}" --keys "$keys" --value-size "$VSIZE" --real-text \
-  --batch 32 --threads "$THREADS" --phases mset-seq,mget-seq,mget-rand \
-  --timeout 30 --seed 25 --data-dir "$tmp" \
-  --json "$OUT/tier.json" --chart "$OUT/tier" "${EXTRA[@]}" | tee "$OUT/tier.md"
-for t in ${TARGETS//,/ }; do cp "$tmp/$t.log" "$OUT/$t.log" 2>/dev/null || true; done
-echo "wrote $OUT/tier.md, $OUT/tier.json and the charts $OUT/tier-*.svg" >&2
+if [ "$MODE" = e4 ]; then
+  "$BENCH" batch "${args[@]}" --keys "$keys" --value-size "$VSIZE" --real-text \
+    --batch 32 --threads "$THREADS" --phases mset-seq,mget-seq,mget-rand \
+    --timeout 30 --seed 25 --data-dir "$tmp" \
+    --json "$OUT/tier.json" --chart "$OUT/tier" "${EXTRA[@]}" | tee "$OUT/tier.md"
+else
+  "$BENCH" load-curve "${args[@]}" --maxmemory "$mem_b" --times "$TIMES" \
+    --string-values "$VSIZE" --threads "$THREADS" --timeout 30 --seed 25 --data-dir "$tmp" \
+    --json "$OUT/load.json" --chart "$OUT/e5" "${EXTRA[@]}" | tee "$OUT/load.md"
+fi
+# Each server's own account at the end (the summary quotes the disk-tier
+# lines: memcached's get_extstore and extstore_*, Cairn's tier*).
+for t in ${TARGETS//,/ }; do
+  if [ "$t" = memcached ]; then mc_ask "${ports[$t]}" stats > "$OUT/$t.stats" || true
+  else redis-cli -p "${ports[$t]}" info all > "$OUT/$t.stats" 2>&1 || true
+  fi
+  cp "$tmp/$t.log" "$OUT/$t.log" 2>/dev/null || true
+done
+if [ "$MODE" = e4 ]; then
+  python3 scripts/bench_tier_report.py e4 "$OUT/tier.json" --maxmemory "$mem_b" --stats "$OUT" \
+    "${STRICT[@]}" | tee "$OUT/summary.md"
+  echo "wrote $OUT/summary.md, $OUT/tier.md, $OUT/tier.json and the charts $OUT/tier-*.svg" >&2
+else
+  python3 scripts/bench_tier_report.py e5 "$OUT/load.json" --stats "$OUT" "${STRICT[@]}" | tee "$OUT/summary.md"
+  echo "wrote $OUT/summary.md, $OUT/load.md, $OUT/load.json and the curve $OUT/e5-load-curve.svg" >&2
+fi
