@@ -297,9 +297,9 @@ impl Perm {
     }
 }
 
-/// Writes the key of record `k`.
+/// Writes the key of record `k` (also `load-curve --string-values`'s).
 #[inline]
-fn key(k: u64, out: &mut Vec<u8>) {
+pub(crate) fn key(k: u64, out: &mut Vec<u8>) {
     out.extend_from_slice(b"batch:");
     let mut b = itoa::Buffer::new();
     let s = b.format(k);

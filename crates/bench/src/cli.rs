@@ -315,6 +315,16 @@ pub struct LoadCurveCmd {
     /// Do not empty the targets before loading.
     #[arg(long)]
     pub no_flush: bool,
+    /// Records are single string values of this many bytes of real text
+    /// (`batch --real-text`'s values and keys), one SET (memcached: set)
+    /// each and no index, instead of YCSB hashes: the shape Cairn's disk
+    /// tier moves out (E5 at 3x maxmemory with the tier on).
+    #[arg(long, value_name = "BYTES")]
+    pub string_values: Option<usize>,
+    /// The real text of --string-values from these files or directories
+    /// instead of Debian's licences and copyright files (repeat).
+    #[arg(long = "text-source", value_name = "PATH", requires = "string_values")]
+    pub text_sources: Vec<PathBuf>,
 }
 
 #[derive(Args, Debug)]

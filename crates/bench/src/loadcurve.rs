@@ -12,6 +12,11 @@
 //! memcached's `limit_maxbytes`, or `--maxmemory`) over a record's raw size
 //! (fields plus key).
 //!
+//! With `--string-values BYTES` a record is instead one string of real
+//! text (`batch --real-text`'s values under `batch`'s keys), one SET
+//! (memcached: `set`) and no index: Cairn's disk tier moves only string
+//! values, so this is the load that shows whether the tier keeps up.
+//!
 //! Progress counts every insert answered, refused or not: a server that
 //! refuses inserts at its limit finishes fast, so every refusal is an error
 //! in the table and a note says the ratio then means nothing.
@@ -21,6 +26,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use crate::batch::Values;
 use crate::cli::{make_ctx, report_files, LoadCurveCmd};
 use crate::curve::{crossed, last_to_first_tenth, percent_mark, rate_between};
 use crate::report::{make_run, Record};
@@ -61,6 +67,42 @@ pub fn record_bytes(w: &Workload) -> u64 {
     w.fieldcount as u64 * w.fieldlength + 23
 }
 
+/// A string record's raw size: its value plus `batch`'s 16-byte key.
+pub fn string_record_bytes(size: usize) -> u64 {
+    size as u64 + 16
+}
+
+/// What one thread inserts: YCSB records, or real-text strings.
+enum Loader<'a> {
+    Ycsb(Inserter<'a>),
+    Text {
+        values: &'a Values,
+        key: Vec<u8>,
+        value: Vec<u8>,
+    },
+}
+
+impl Loader<'_> {
+    fn insert(&mut self, c: &mut Conn, k: u64) -> Result<(), OpError> {
+        match self {
+            Loader::Ycsb(ins) => ins.insert(c, k),
+            Loader::Text { values, key, value } => {
+                key.clear();
+                crate::batch::key(k, key);
+                let v = values.value(k, value);
+                match c {
+                    Conn::Resp(r) => {
+                        r.cmd(&[b"SET", key.as_slice(), v]);
+                        r.send()?;
+                        r.read_ok()
+                    }
+                    Conn::Mc(m) => m.store(b"set", key, 0, 0, v),
+                }
+            }
+        }
+    }
+}
+
 /// The curve of one target's load.
 struct Curve {
     /// Seconds from the load's start at which each percent was done.
@@ -82,6 +124,7 @@ fn load_one(
     round: u32,
     seed: u64,
     disk: Option<std::path::PathBuf>,
+    strings: Option<&Values>,
 ) -> Result<(Record, Curve, Sample), String> {
     let mut c = connect(t, ctx.timeout.max(Duration::from_secs(5)))
         .map_err(|e| format!("{}: {e}", t.name))?;
@@ -107,7 +150,14 @@ fn load_one(
         Some(n),
         NAMES,
         |i, start, rec| {
-            let mut ins = Inserter::new(w, ctx.timeout, thread_seed(seed, round, i));
+            let mut ins = match strings {
+                Some(values) => Loader::Text {
+                    values,
+                    key: Vec::with_capacity(32),
+                    value: Vec::with_capacity(values.avg() + 16),
+                },
+                None => Loader::Ycsb(Inserter::new(w, ctx.timeout, thread_seed(seed, round, i))),
+            };
             let mut conn = connect(t, ctx.timeout).ok();
             start.ready(rec);
             let base = *base.get_or_init(Instant::now);
@@ -176,7 +226,7 @@ fn load_one(
             marks,
             samples,
             offset_s,
-            index_key: t.protocol == Protocol::Redis,
+            index_key: t.protocol == Protocol::Redis && strings.is_none(),
         },
         baseline,
     ))
@@ -301,6 +351,21 @@ pub fn command(a: LoadCurveCmd) -> Result<(), String> {
     let started = crate::sys::unix_now();
     let infos = runner::prepare_targets(&mut ctx, &pids)?;
     let seed = runner::seed_base(&ctx);
+    let strings = match a.string_values {
+        Some(0) => return Err("--string-values must be at least 1".into()),
+        Some(size) => Some(crate::batch::make_values(
+            None,
+            true,
+            &a.text_sources,
+            size,
+            seed,
+        )?),
+        None => None,
+    };
+    let rec_bytes = match a.string_values {
+        Some(size) => string_record_bytes(size),
+        None => record_bytes(&w),
+    };
     // The load size: from --records, else --times the first target's limit.
     let limit = match a.maxmemory {
         Some(m) => m as u64,
@@ -313,7 +378,7 @@ pub fn command(a: LoadCurveCmd) -> Result<(), String> {
     };
     let n = match a.records {
         Some(n) => n,
-        None if limit > 0 => (a.times * limit as f64 / record_bytes(&w) as f64).ceil() as u64,
+        None if limit > 0 => (a.times * limit as f64 / rec_bytes as f64).ceil() as u64,
         None => {
             return Err(format!(
                 "{} has no maxmemory: give --records or --maxmemory",
@@ -326,9 +391,8 @@ pub fn command(a: LoadCurveCmd) -> Result<(), String> {
     }
     w.recordcount = n;
     ctx.say(&format!(
-        "loading {n} records of ~{} B ({:.2} x maxmemory {limit})",
-        record_bytes(&w),
-        n as f64 * record_bytes(&w) as f64 / limit.max(1) as f64
+        "loading {n} records of ~{rec_bytes} B ({:.2} x maxmemory {limit})",
+        n as f64 * rec_bytes as f64 / limit.max(1) as f64
     ));
     let mut records = Vec::new();
     let mut notes = Vec::new();
@@ -340,7 +404,8 @@ pub fn command(a: LoadCurveCmd) -> Result<(), String> {
                 .iter()
                 .find(|(x, _)| *x == t.name)
                 .map(|(_, p)| p.clone());
-            let (mut rec, l, baseline) = load_one(&ctx, t, &w, &a, n, round, seed, disk)?;
+            let (mut rec, l, baseline) =
+                load_one(&ctx, t, &w, &a, n, round, seed, disk, strings.as_ref())?;
             let run = &mut rec.run;
             let ratio = last_to_first_tenth(&l.marks, n);
             let rows = tenths(&l, &baseline, n);
@@ -404,7 +469,9 @@ pub fn command(a: LoadCurveCmd) -> Result<(), String> {
     }
     let config = serde_json::json!({
         "records": n,
-        "record_bytes": record_bytes(&w),
+        "record_bytes": rec_bytes,
+        "record": if strings.is_some() { "string" } else { "ycsb-hash" },
+        "values": strings.as_ref().map(|v| crate::batch::values_config(v, seed)),
         "maxmemory": limit,
         "times": a.times,
         "workload": w,

@@ -56,7 +56,9 @@ pub fn read(conn: &mut Option<Conn>, t: &Target, disk: Option<&Path>, t_s: f64) 
         Conn::Resp(_) => match c.info("default") {
             Ok(info) => {
                 fill_from_info(&mut s, &info);
-                true
+                // Cairn prints its disk tier only under `INFO tier` (or
+                // `all`, too costly each second); Redis answers it empty.
+                c.info("tier").map(|t| tier_fields(&mut s, &t)).is_ok()
             }
             Err(_) => false,
         },
@@ -96,6 +98,15 @@ pub fn fill_from_info(s: &mut Sample, info: &str) {
                 }
             }
         }
+    }
+    tier_fields(s, info);
+    // An empty keyspace has no db line at all.
+    s.items = Some(keys.unwrap_or(0));
+}
+
+/// The integer `tier*` fields of an INFO reply (Cairn's disk tier).
+pub fn tier_fields(s: &mut Sample, info: &str) {
+    for l in info.lines() {
         if let Some((k, v)) = l.split_once(':') {
             if k.starts_with("tier") {
                 if let Ok(n) = v.trim().parse::<u64>() {
@@ -104,8 +115,6 @@ pub fn fill_from_info(s: &mut Sample, info: &str) {
             }
         }
     }
-    // An empty keyspace has no db line at all.
-    s.items = Some(keys.unwrap_or(0));
 }
 
 /// The figures of memcached's `stats`.

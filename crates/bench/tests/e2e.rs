@@ -954,3 +954,60 @@ fn batch_flags_a_server_pause_as_a_stall() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("| stalls > threshold |"), "{stdout}");
 }
+
+// branch benchtier: E5's load of real-text strings (what Cairn's disk tier
+// moves out), on both protocols.
+#[test]
+fn load_curve_string_values() {
+    use cairn_bench::corpus::{Corpus, TextValues};
+    let (Some(rs), Some(ms)) = (redis(), memcached(&[])) else {
+        return;
+    };
+    let dir = TempDir::new("loadstr");
+    let corpus = text_file(&dir, 3000);
+    let json = dir.path("s.json");
+    // 200 KB over records of 500 bytes + a 16-byte key: 397 records.
+    let out = run_ok(
+        &format!(
+            "load-curve --target {} --target {} --maxmemory 200K --times 1 \
+             --string-values 500 --text-source {} --seed 9 --threads 2 \
+             --sample-every 0.1 --json {}",
+            url_r(&rs),
+            url_m(&ms),
+            p(&corpus),
+            p(&json)
+        ),
+        &[],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("last tenth / first tenth"), "{stdout}");
+    let r = report(&json);
+    assert_eq!(r.config["record"], "string");
+    assert_eq!(r.config["record_bytes"], 516);
+    assert_eq!(r.config["values"]["kind"], "real-text");
+    for t in ["r", "m"] {
+        let run = runs(&r, t, "load")[0];
+        assert_eq!(run.errors, 0, "{t}: {:?}", run.per_op[0].error_samples);
+        assert_eq!(run.extra["records"], 397, "{t}");
+        // No index key: every key stored is a record.
+        assert_eq!(run.extra["tenths"][9]["records_stored"], 397, "{t}");
+    }
+    assert_eq!(redis_cmd(rs.port, &[b"DBSIZE"]).int(), 397);
+    // The values are `batch --real-text`'s, under its keys.
+    let tv = TextValues::new(
+        Corpus::from_paths(std::slice::from_ref(&corpus)).unwrap(),
+        500,
+        9,
+    );
+    let mut want = Vec::new();
+    tv.value_into(396, &mut want);
+    assert_eq!(
+        redis_cmd(rs.port, &[b"GET", b"batch:0000000396"]).bytes(),
+        want
+    );
+    let reply = mc_cmd(ms.port, "get batch:0000000396\r\n", &["END"]);
+    assert!(
+        reply.contains(std::str::from_utf8(&want).unwrap()),
+        "{reply}"
+    );
+}
