@@ -369,7 +369,9 @@ def e5_summary(rep, base="cairn", stats=None):
     o += ["```", ""]
     if stats:
         o += stats_lines(stats) + [""]
-    o += ["These are one run's figures: the bar counts only on an idle machine."]
+    o += ["Memory and disk per record at every tenth of the load: load.md (and load.json's "
+          "`tenths`, `samples`); the curve: e5-load-curve.svg.", "",
+          "These are one run's figures: the bar counts only on an idle machine."]
     return "\n".join(o) + "\n"
 
 
