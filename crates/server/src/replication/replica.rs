@@ -550,6 +550,7 @@ fn full_sync(
         std::process::id(),
         cairn_engine::clock::now_ms()
     ));
+    let loading = super::diskless_load::begin(shared, replid, size);
     let result = receive(conn, generation, size, &tmp).and_then(|()| {
         if !current(generation) {
             return Err(err("REPLICAOF changed during the transfer"));
@@ -558,6 +559,10 @@ fn full_sync(
         load(shared, &tmp).map(|()| db)
     });
     let _ = std::fs::remove_file(&tmp);
+    if loading && result.is_err() {
+        // The old data is still there (flushed only at the load).
+        shared.snapshots.loading.store(false, Ordering::Relaxed);
+    }
     let db = result?;
     shared.replication.adopt_master(shared, replid, offset);
     log::notice("MASTER <-> REPLICA sync: Finished with success");
