@@ -13,10 +13,11 @@
 //! Cairn always receives the image into a file and loads it from there
 //! (its loader reads files), so the two differ only in what clients see
 //! meanwhile: for the "to parser" cases `loading` is set when the image's
-//! first bytes arrive, as Redis's is, and cleared if the transfer fails (the old data
-//! is still there, flushed only at the load). What is not built: `swapdb`
-//! keeping the old data when the load itself fails, and serving it during
-//! the load of an asynchronous sync (tests/diff/DIFFERENCES.md).
+//! first bytes arrive, as Redis's is, and cleared if the transfer fails
+//! (the old data is still there, flushed only at the load). What is not
+//! built: `swapdb` keeping the old data when the load itself fails, and
+//! serving it during the load of an asynchronous sync
+//! (tests/diff/DIFFERENCES.md).
 use crate::config::ReplDisklessLoad;
 use crate::log;
 use crate::shared::Shared;
