@@ -14,7 +14,10 @@ Three parts (PARTS, all by default):
               offset equal to the master's), after it the lag left is read
               at once and the time until the offsets are equal again. Server
               CPU (utime+stime of all threads, /proc) per request, master and
-              replica apart.
+              replica apart; a table of the master's CPU per request with a
+              replica ÷ alone, for both servers (where client, master and
+              replica share the cores, the form of "with a replica ≥ 0.9×
+              without" that the replica's own CPU does not decide).
   sync        a master of each kind loaded with SYNC_KEYS keys of VALUE_SIZE
               random (incompressible) bytes by a pipelined loader; per round
               and mode a fresh, empty replica is started and told REPLICAOF;
@@ -495,7 +498,45 @@ def part_throughput(s, pairs, alone):
     lines.append("Full syncs during the runs (a replica dropped and resynced): "
                  + ("; ".join(resyncs) if resyncs else "none") + ".")
     lines.append("")
+    cpu = {(cfg, test): med(cfg, test, 1) for cfg in CONFIGS for test in tests}
+    lines += cpu_section(tests, cpu)
     return "\n".join(lines)
+
+
+# "With a replica ≥ 0.9× without" in throughput is, where the master's CPU
+# is what limits it, "CPU per request with a replica ≤ 1/0.9× without".
+CPU_BAR = 1 / 0.9
+
+
+def cpu_section(tests, cpu):
+    """The master's CPU per request with and without a replica, for both
+    servers, and the ratio of the two: Markdown lines. `cpu` maps (config,
+    test) to the median µs per request of the master (None if unmeasured).
+    On a machine where the client, the master and the replica share the
+    cores, a replica takes CPU from the master whatever the master does;
+    the ratio of CPU per request is the part the master itself adds."""
+    lines = ["#### Master CPU per request, with a replica and alone", "",
+             "utime+stime of all the master's threads (/proc/PID/stat around each run) per request, "
+             "medians of the rounds; the replica's own CPU is not counted. \"+r ÷ alone\" is what a "
+             f"replica adds to each request on the master: ≤ {CPU_BAR:.2f} (= 1/0.9) is the bar "
+             "\"with a replica ≥ 0.9× without\" for a master that is not short of cores.", "",
+             "| line | Cairn alone µs/req | Cairn + replica µs/req | Cairn +r ÷ alone "
+             f"(bar ≤ {CPU_BAR:.2f}) | verdict | Redis alone µs/req | Redis + replica µs/req "
+             "| Redis +r ÷ alone | Cairn +r ÷ Redis +r µs/req |",
+             "|---|---:|---:|---:|---|---:|---:|---:|---:|"]
+
+    def cell(x):
+        return "-" if x is None else f"{x:.2f}"
+
+    for test in tests:
+        ca, cr = cpu.get((("cairn", False), test)), cpu.get((("cairn", True), test))
+        ra, rr = cpu.get((("redis", False), test)), cpu.get((("redis", True), test))
+        ratio = cr / ca if cr is not None and ca else None
+        lines.append(f"| {test.upper()} | {cell(ca)} | {cell(cr)} | {fmt_ratio(cr, ca)} "
+                     f"| {verdict(ratio, CPU_BAR, False)} | {cell(ra)} | {cell(rr)} "
+                     f"| {fmt_ratio(rr, ra)} | {fmt_ratio(cr, rr)} |")
+    lines.append("")
+    return lines
 
 
 def sync_value(base, i, size):
@@ -543,8 +584,8 @@ def transfer_seen(log_text):
     """How the master's log says it sent its last full sync: "diskless" or
     "disk" (None when it names none). Redis 7.0: "Starting BGSAVE for SYNC
     with target: disk|replicas sockets"; Cairn: "starting a fork-less RDB
-    transfer (diskless|disk)", which follows the replica's `capa eof`
-    whatever `repl-diskless-sync` says (tests/diff/DIFFERENCES.md)."""
+    transfer (diskless|disk)": disk when `repl-diskless-sync` is no or
+    the replica did not say `capa eof`, as Redis decides."""
     seen = None
     for line in log_text.splitlines():
         if "Starting BGSAVE for SYNC with target: " in line:
@@ -673,9 +714,8 @@ def part_sync(s, tmp, servers_shown):
              "request's scheduled send time (p50 / p99 / max are medians over the rounds; "
              "the max column's worst round in brackets). CPU: seconds of the server's threads "
              "during the sync. \"Sent as\" is the transfer each master's log names: "
-             "Cairn streams a fork-less cut whenever the replica says `capa eof`, whatever "
-             "`repl-diskless-sync` says (tests/diff/DIFFERENCES.md), so its disk row measures the "
-             "same path as its diskless one.", "",
+             "in disk mode both write the image to a file in `dir` and send it with its length "
+             "(Cairn from a fork-less cut), although the replicas say `capa eof`.", "",
              "| mode | sent as, Cairn / Redis | Cairn s | Redis s | Cairn ÷ Redis (bar ≤ 1.0) | verdict | Cairn per round "
              "| Redis per round | master probe ms p50 / p99 / max, Cairn | same, Redis "
              "| CPU s master / replica, Cairn | same, Redis |",

@@ -5,7 +5,8 @@
 #               Cairn alone, Cairn + a Cairn replica, Redis alone, Redis + a Redis replica, the
 #               four interleaved in every round; replicas synced before each run and level
 #               (offsets equal) after it, the lag left at the end reported; server CPU per request
-#               (master and replica) from /proc beside the throughputs;
+#               (master and replica) from /proc beside the throughputs, and the master's CPU per
+#               request with a replica ÷ alone for both servers;
 #   sync        a fresh replica's full sync of SYNC_KEYS keys of VALUE_SIZE bytes, diskless and
 #               disk (`repl-diskless-sync no`), timed to link up + all keys held, with a probe's
 #               PING/GET latency on the master meanwhile (p50/p99/max);

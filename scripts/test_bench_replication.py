@@ -145,6 +145,31 @@ class Stats(unittest.TestCase):
         self.assertEqual(got[4], (0, 0.0))
 
 
+class CpuSection(unittest.TestCase):
+    def test_rows_ratios_and_verdicts(self):
+        cpu = {(("cairn", False), "set"): 1.0, (("cairn", True), "set"): 1.2,
+               (("redis", False), "set"): 1.4, (("redis", True), "set"): 2.1,
+               (("cairn", False), "incr"): 1.0, (("cairn", True), "incr"): 1.1,
+               (("redis", False), "incr"): 1.3, (("redis", True), "incr"): None}
+        lines = br.cpu_section(["set", "incr"], cpu)
+        self.assertEqual(lines[0], "#### Master CPU per request, with a replica and alone")
+        header = [ln for ln in lines if ln.startswith("| line")][0]
+        self.assertIn("bar ≤ 1.11", header)
+        rows = [ln for ln in lines if ln.startswith("| SET") or ln.startswith("| INCR")]
+        self.assertEqual(rows, [
+            "| SET | 1.00 | 1.20 | 1.200 | below | 1.40 | 2.10 | 1.500 | 0.571 |",
+            "| INCR | 1.00 | 1.10 | 1.100 | meets | 1.30 | - | - | - |",
+        ])
+        # Every row has the header's cell count.
+        cells = header.count("|")
+        self.assertTrue(all(r.count("|") == cells for r in rows))
+        self.assertEqual(lines[-1], "")
+
+    def test_unmeasured_alone_is_no_verdict(self):
+        row = br.cpu_section(["get"], {})[-2]
+        self.assertEqual(row, "| GET | - | - | - | - | - | - | - | - |")
+
+
 class Values(unittest.TestCase):
     def test_deterministic_distinct_and_incompressible(self):
         base = br.sync_base()

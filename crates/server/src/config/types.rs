@@ -144,7 +144,8 @@ config_enum! {
 }
 
 config_enum! {
-    /// `repl-diskless-load` (accepted and shown; Cairn has no replication).
+    /// `repl-diskless-load` (what a replica's clients see during a full
+    /// sync: `replication::diskless_load`).
     ReplDisklessLoad {
         Disabled = "disabled",
         OnEmptyDb = "on-empty-db",

@@ -76,9 +76,33 @@ impl Buffer {
         self.trim();
     }
 
-    /// Appends bytes to the stream.
-    pub fn feed(&mut self, mut bytes: &[u8]) {
+    /// Appends bytes to the stream. Every block but the last is full
+    /// (`BLOCK` bytes): `copy_from` finds a byte's block by division.
+    #[inline]
+    pub fn feed(&mut self, bytes: &[u8]) {
         self.end += bytes.len() as u64;
+        // Nearly every write is a command of some tens of bytes that fits
+        // the last block: one capacity check and one copy.
+        if let Some(last) = self.blocks.back_mut() {
+            if BLOCK - last.len() >= bytes.len() {
+                last.extend_from_slice(bytes);
+                // The front block (full, as every block but the last) may
+                // go once the rest holds `size`: checked here with two
+                // loads, the readers' minimum only then (`trim`). Trimming
+                // at every feed cost ~65 instructions a write.
+                if self.end >= self.start + self.size + BLOCK as u64 {
+                    self.trim();
+                }
+                return;
+            }
+        }
+        self.feed_blocks(bytes);
+    }
+
+    /// `feed` across block boundaries: fills the last block, starts new
+    /// ones, and trims.
+    #[cold]
+    fn feed_blocks(&mut self, mut bytes: &[u8]) {
         while !bytes.is_empty() {
             let room = match self.blocks.back() {
                 Some(b) if b.len() < BLOCK => BLOCK - b.len(),
@@ -157,30 +181,37 @@ impl Buffer {
         n
     }
 
-    /// Copies up to `max` bytes from byte index `pos` (0-based) on.
+    /// Copies up to `max` bytes from byte index `pos` (0-based) on. The
+    /// first block is found by division (every block but the last is
+    /// full); walking from the front cost ~600 instructions a read with a
+    /// 1 MB backlog (64 blocks), ~38 a replicated write at `-P 16`.
     fn copy_from(&self, pos: u64, max: usize, out: &mut Vec<u8>) -> usize {
         debug_assert!(pos >= self.start && pos <= self.end);
-        let mut skip = (pos - self.start) as usize;
+        let skip = (pos - self.start) as usize;
+        let (mut i, mut at) = (skip / BLOCK, skip % BLOCK);
         let mut left = max.min((self.end - pos) as usize);
         let total = left;
-        for b in &self.blocks {
-            if left == 0 {
-                break;
-            }
-            if skip >= b.len() {
-                skip -= b.len();
-                continue;
-            }
-            let n = (b.len() - skip).min(left);
-            out.extend_from_slice(&b[skip..skip + n]);
+        out.reserve(left);
+        while left > 0 {
+            let b = &self.blocks[i];
+            debug_assert!(i + 1 == self.blocks.len() || b.len() == BLOCK);
+            let n = (b.len() - at).min(left);
+            out.extend_from_slice(&b[at..at + n]);
             left -= n;
-            skip = 0;
+            at = 0;
+            i += 1;
         }
         total - left
     }
 
     /// Drops front blocks that neither the backlog nor a reader needs.
     fn trim(&mut self) {
+        // The bound first: it is false nearly always, and the readers'
+        // minimum is a walk over them.
+        match self.blocks.front() {
+            Some(b) if self.blocks.len() > 1 && self.histlen() - b.len() as u64 >= self.size => {}
+            _ => return,
+        }
         let needed = self
             .readers
             .iter()
@@ -262,5 +293,57 @@ mod tests {
         // A smaller backlog trims at once.
         b.resize(1);
         assert!(b.histlen() <= BLOCK as u64);
+    }
+
+    #[test]
+    fn feeds_of_every_size_keep_the_bound_and_read_back_exactly() {
+        // Chunks from a byte to more than two blocks, so feeds end exactly
+        // on, just before and just past block boundaries; reads of every
+        // size from every kind of offset.
+        let size = 2 * BLOCK as u64 + 100;
+        let mut b = Buffer::new(7, size);
+        let mut all = Vec::new();
+        let sizes = [
+            1,
+            13,
+            BLOCK - 14,
+            BLOCK,
+            1,
+            BLOCK + 1,
+            2 * BLOCK + 3,
+            40,
+            5000,
+        ];
+        for round in 0..40usize {
+            let chunk = bytes(sizes[round % sizes.len()] + round, round as u8);
+            all.extend_from_slice(&chunk);
+            b.feed(&chunk);
+            // No reader: the history is the size, or all there is, up to
+            // a block more, after every feed.
+            let h = b.histlen();
+            assert!(h < size + BLOCK as u64, "round {round}: {h}");
+            assert!(h >= size.min(all.len() as u64), "round {round}: {h}");
+            assert_eq!(b.end(), 7 + all.len() as u64);
+            let held = &all[all.len() - h as usize..];
+            for from in [b.first_byte(), b.first_byte() + 1, b.end() - h / 2, b.end()] {
+                for max in [7, 100, BLOCK - 1, BLOCK + 1, usize::MAX] {
+                    let r = b.add_reader(from).unwrap();
+                    let mut out = Vec::new();
+                    let mut n = 0;
+                    loop {
+                        let got = b.read(r, max, &mut out);
+                        if got == 0 {
+                            break;
+                        }
+                        assert!(got <= max);
+                        n += got;
+                    }
+                    let skip = (from - b.first_byte()) as usize;
+                    assert_eq!(n, held.len() - skip);
+                    assert!(out == held[skip..], "round {round} from {from} max {max}");
+                    b.remove_reader(r);
+                }
+            }
+        }
     }
 }

@@ -27,6 +27,7 @@
 //! (`tls_link`); replicas that need a full sync share images
 //! (`shared_sync`).
 pub mod buffer;
+pub mod diskless_load;
 pub mod failover;
 pub mod link;
 pub mod outlimit;

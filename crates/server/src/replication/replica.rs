@@ -550,7 +550,15 @@ fn full_sync(
         std::process::id(),
         cairn_engine::clock::now_ms()
     ));
-    let result = receive(conn, generation, size, &tmp).and_then(|()| {
+    let to_parser = super::diskless_load::begin(shared, replid, size);
+    let mut loading = false;
+    let mut first_bytes = || {
+        if to_parser {
+            super::diskless_load::start(shared);
+            loading = true;
+        }
+    };
+    let result = receive(conn, generation, size, &tmp, &mut first_bytes).and_then(|()| {
         if !current(generation) {
             return Err(err("REPLICAOF changed during the transfer"));
         }
@@ -558,6 +566,10 @@ fn full_sync(
         load(shared, &tmp).map(|()| db)
     });
     let _ = std::fs::remove_file(&tmp);
+    if loading && result.is_err() {
+        // The old data is still there (flushed only at the load).
+        shared.snapshots.loading.store(false, Ordering::Relaxed);
+    }
     let db = result?;
     shared.replication.adopt_master(shared, replid, offset);
     log::notice("MASTER <-> REPLICA sync: Finished with success");
@@ -591,8 +603,14 @@ fn stream_db(shared: &Shared, path: &std::path::Path) -> usize {
 
 /// Copies the RDB payload to `tmp`: `$<len>` bytes, or up to the 40-byte
 /// mark of `$EOF:<mark>` (nothing after it is consumed: what follows is
-/// the stream).
-fn receive(conn: &mut Conn, generation: u64, size: &str, tmp: &std::path::Path) -> io::Result<()> {
+/// the stream). `first_bytes` runs once the payload's first bytes are in.
+fn receive(
+    conn: &mut Conn,
+    generation: u64,
+    size: &str,
+    tmp: &std::path::Path,
+    first_bytes: &mut dyn FnMut(),
+) -> io::Result<()> {
     let mut file = io::BufWriter::new(std::fs::File::create(tmp)?);
     let mark = size.strip_prefix("EOF:").map(|m| m.as_bytes().to_vec());
     let total: Option<u64> = match &mark {
@@ -620,6 +638,9 @@ fn receive(conn: &mut Conn, generation: u64, size: &str, tmp: &std::path::Path) 
         let buf = conn.r.fill_buf()?;
         if buf.is_empty() {
             return Err(err("the master closed the connection during the transfer"));
+        }
+        if done == 0 {
+            first_bytes();
         }
         let mut take = buf.len();
         if let Some(t) = total {
