@@ -287,7 +287,12 @@ fn function_library_names_are_read_as_redis_reads_them() {
         let mut r = redis_client(s.port);
         let name: String = q(
             &mut r,
-            &["FUNCTION", "LOAD", "REPLACE", &lib("#!lua name=\"foo\"", "foo")],
+            &[
+                "FUNCTION",
+                "LOAD",
+                "REPLACE",
+                &lib("#!lua name=\"foo\"", "foo"),
+            ],
         );
         assert_eq!(name, "foo");
         assert_eq!(

@@ -180,7 +180,9 @@ pub fn library_name(code: &[u8]) -> Result<String, String> {
     let parts = cairn_protocol::resp::split_inline_args(&code[..end])
         .filter(|p| !p.is_empty())
         .ok_or("ERR Invalid library metadata")?;
-    let mut parts = parts.iter().map(|p| String::from_utf8_lossy(p).into_owned());
+    let mut parts = parts
+        .iter()
+        .map(|p| String::from_utf8_lossy(p).into_owned());
     let first = parts.next().unwrap_or_default();
     let engine = first.get(2..).unwrap_or_default();
     if !engine.eq_ignore_ascii_case("lua") {
