@@ -23,7 +23,22 @@ impl Engine {
         db: usize,
         cursor: u64,
         count: usize,
+        visit: impl FnMut(Ref<'_>),
+    ) -> u64 {
+        self.scan_with_expired(cx, db, cursor, count, visit, |_| ())
+    }
+
+    /// `scan`, handing the entries past their time to `expired` instead of
+    /// skipping them silently (SCAN deletes them after the step, as Redis's
+    /// `scanGenericCommand` does; the step itself only reads the shard).
+    pub fn scan_with_expired(
+        &self,
+        cx: &Cx,
+        db: usize,
+        cursor: u64,
+        count: usize,
         mut visit: impl FnMut(Ref<'_>),
+        mut expired: impl FnMut(Ref<'_>),
     ) -> u64 {
         let bits = self.shard_bits();
         let n = self.shard_count() as u64;
@@ -44,6 +59,8 @@ impl Engine {
                         seen += 1;
                         if !e.is_expired(now) {
                             visit(e);
+                        } else {
+                            expired(e);
                         }
                     });
                     buckets += 1;

@@ -124,6 +124,17 @@ impl Limits {
     }
 }
 
+/// What `Guard::draw_random` found.
+pub(crate) enum Draw {
+    /// A live key.
+    Live(Vec<u8>),
+    /// The shard has no key left in that database.
+    Empty,
+    /// Only keys past their time that a read-only replica keeps for its
+    /// master's DEL were drawn; the last of them.
+    Hidden(Vec<u8>),
+}
+
 /// The whole keyspace: all databases, all shards.
 pub struct Engine {
     shards: Box<[Padded]>,
@@ -316,6 +327,14 @@ impl Engine {
                 .map(|i| (i, self.take_shard(cx, i)))
                 .collect(),
         )
+    }
+
+    /// Locks shard `i` alone for the command of `cx`: RANDOMKEY picks a
+    /// shard before it knows a key (`Guard::draw_random`).
+    pub(crate) fn lock_index<'e>(&'e self, cx: &Cx<'e>, i: usize) -> Guard<'e> {
+        let mut shards = SmallVec::new();
+        shards.push((i, self.take_shard(cx, i)));
+        self.guard(cx, shards)
     }
 
     /// Shard `i`: locked now, or, inside the `hold_all` of `cx`, the shard
@@ -894,9 +913,8 @@ impl<'e> Guard<'e> {
             shard.stats.expired_keys += 1;
             shard.touch_watched(db, k.bytes);
             // The reading command's context, so a BCAST prefix's message
-            // goes out after it (for NOLOOP it counts as the reader's
-            // change; Redis names no client for an expiry).
-            self.engine.tracking.key(k.bytes, &self.cx);
+            // goes out after it.
+            self.engine.tracking.expired(k.bytes, &self.cx);
             if crate::record::expired(self.engine, &self.cx, db, k.bytes) {
                 self.expired = true;
             }
@@ -904,6 +922,39 @@ impl<'e> Guard<'e> {
             return None;
         }
         Some(i)
+    }
+
+    /// RANDOMKEY's draw from the guard's one shard (`Engine::lock_index`):
+    /// a key chosen uniformly, the keys past their time met on the way
+    /// removed as any lookup removes them (DEL recorded, WATCH, tracking
+    /// and `expired` told), as Redis's `dbRandomKey` does through
+    /// `expireIfNeeded`. A read-only replica only hides them: after `tries`
+    /// such draws it stops with `Draw::Hidden`.
+    pub(crate) fn draw_random(&mut self, db: usize, mut tries: u32) -> Draw {
+        loop {
+            let (key, expired) = {
+                let t = self.shards[0].1.db(db);
+                let Some(slot) = t.random_slot(rand::random::<u64>) else {
+                    return Draw::Empty;
+                };
+                let e = t.at(slot);
+                (e.key().to_vec(), e.is_expired(self.now))
+            };
+            if !expired {
+                return Draw::Live(key);
+            }
+            let k = self.engine.key(&key);
+            if self.live_slot(db, &k).is_some() {
+                // A replica applying its master's command: live to it.
+                return Draw::Live(key);
+            }
+            if self.engine.limits.replica_expiry.load(Ordering::Relaxed) {
+                tries = tries.saturating_sub(1);
+                if tries == 0 {
+                    return Draw::Hidden(key);
+                }
+            }
+        }
     }
 
     /// Records a keyspace notification (Redis `notifyKeyspaceEvent`) if
@@ -1081,6 +1132,14 @@ impl<'e> Guard<'e> {
         self.live_slot(db, k).is_some()
     }
 
+    /// The key as stored, past its time or not, left where it is: DEBUG
+    /// OBJECT (Redis's reads the dict directly, with no expiry check).
+    pub fn peek_stored(&mut self, db: usize, k: &Key) -> Option<&mut Entry> {
+        let table = &mut self.shard(k).dbs[db];
+        let i = table.find(k.hash, k.bytes)?;
+        Some(table.at_mut(i))
+    }
+
     /// Stores `value` under the key, replacing any old value, and returns
     /// the old value so the caller can drop a large one after unlocking.
     /// Overwriting reuses the entry and its key (as Redis's `dbOverwrite`
@@ -1161,6 +1220,14 @@ impl<'e> Guard<'e> {
         self.modified(db, k);
         match found {
             Some(i) => {
+                // A string over a stream: its XREADGROUP waiters are told
+                // (Redis's `dbOverwrite` signals the deleted stream).
+                if self.engine.blocked.load(Ordering::Relaxed) > 0 {
+                    let old = self.shard(k).dbs[db].at(i);
+                    if matches!(old.value(), Some(Value::Stream(_))) {
+                        self.key_ready(db, k);
+                    }
+                }
                 let mut meta = *self.shard(k).dbs[db].at(i).meta();
                 meta.restart_access();
                 if let Some(at) = new_expiry(expiry, meta.expire_at()) {

@@ -23,6 +23,13 @@ pub trait Invalidate: Send + Sync {
     /// names, not databases). `cx` is the command that changed it
     /// (`Cx::client` names its client, 0 for expiry and eviction).
     fn key(&self, key: &[u8], cx: &Cx);
+    /// `key` was deleted by `cx`'s lookup because its time had passed:
+    /// Redis's `signalModifiedKey(NULL, ...)`, so a BCAST prefix records
+    /// no client for it (a NOLOOP reader is told), while a tracking
+    /// client that reads it counts as the one that changed it.
+    fn expired(&self, key: &[u8], cx: &Cx) {
+        self.key(key, cx)
+    }
     /// Every key may have changed (FLUSHDB, FLUSHALL).
     fn all(&self, cx: &Cx);
 }
@@ -64,6 +71,16 @@ impl Hook {
     fn report(&self, key: &[u8], cx: &Cx) {
         if let Some(s) = self.sink.get() {
             s.key(key, cx);
+        }
+    }
+
+    /// Reports `key` as deleted by a lookup that found it past its time.
+    #[inline]
+    pub(crate) fn expired(&self, key: &[u8], cx: &Cx) {
+        if self.on() {
+            if let Some(s) = self.sink.get() {
+                s.expired(key, cx);
+            }
         }
     }
 

@@ -9,7 +9,9 @@
 //! - a write that makes a key hold a list or sorted set records a ready
 //!   key (`cairn_engine::events`, only while some client is blocked); after
 //!   that command `key_ready` sends `Msg::Wake` to the worker of the
-//!   *first* client waiting on the key, which runs the request again;
+//!   *first* client waiting on the key, which runs the request again (a
+//!   wake on behalf of a client's command holds that command's reply
+//!   until the woken client has run: `crate::served`);
 //! - a client served after a wake hands the wake on to the next waiter of
 //!   its keys (`handoff`), so N elements pushed at once serve N clients in
 //!   the order they blocked (Redis's FIFO), each on its own thread, and a
@@ -21,8 +23,8 @@
 //! The registry is one mutex, taken only by blocking clients and by writes
 //! that found a blocked client (the engine's `blocked` counter is zero
 //! otherwise), so the plain request path never touches it.
-use crate::client::BlockOn;
-use crate::shared::{Msg, Shared};
+use crate::client::{BlockOn, Client};
+use crate::shared::Shared;
 use parking_lot::Mutex;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::Ordering;
@@ -79,28 +81,29 @@ pub fn unregister(shared: &Shared, client: u64, on: &BlockOn) {
 
 /// A client left its wait (served, timed out, unblocked or gone): the
 /// next waiter on each of its keys gets a look, in case something is left.
-pub fn handoff(shared: &Shared, on: &BlockOn) {
+/// `by`: the client served, whose serve chain the wakes belong to.
+pub fn handoff(shared: &Shared, on: &BlockOn, mut by: Option<&mut Client>) {
     for k in &on.keys {
-        key_ready(shared, on.db, k);
+        key_ready(shared, on.db, k, by.as_deref_mut());
     }
 }
 
 /// `key` of `db` now holds a list or sorted set: wake the first client
-/// blocked on it.
-pub fn key_ready(shared: &Shared, db: usize, key: &[u8]) {
+/// blocked on it. `by`: the client whose command made it ready, if any.
+pub fn key_ready(shared: &Shared, db: usize, key: &[u8], by: Option<&mut Client>) {
     let first = {
         let keys = shared.blocking.keys.lock();
         keys.get(&(db, Box::from(key)))
             .and_then(|q| q.front().copied())
     };
     if let Some(w) = first {
-        shared.worker(w.worker).send(Msg::Wake(w.client));
+        crate::served::wake(shared, w.worker, w.client, by);
     }
 }
 
 /// Every key of `db` may have changed (SWAPDB): wake the first client
 /// blocked on each key of it.
-pub fn db_ready(shared: &Shared, db: usize) {
+pub fn db_ready(shared: &Shared, db: usize, mut by: Option<&mut Client>) {
     let firsts: Vec<Waiter> = {
         let keys = shared.blocking.keys.lock();
         keys.iter()
@@ -109,6 +112,6 @@ pub fn db_ready(shared: &Shared, db: usize) {
             .collect()
     };
     for w in firsts {
-        shared.worker(w.worker).send(Msg::Wake(w.client));
+        crate::served::wake(shared, w.worker, w.client, by.as_deref_mut());
     }
 }

@@ -234,6 +234,10 @@ pub struct Client {
     /// The connection's blocking link, lent by the connection layer while
     /// this client's requests run, only when `script_debug` is on.
     pub link: LinkSlot,
+    /// Blocked clients this client's command woke and must wait for, and
+    /// the waits of others this client was woken to serve
+    /// (`crate::served`).
+    pub served: crate::served::ServeWait,
 }
 
 /// A connection as a SCRIPT DEBUG session uses it (Redis makes the socket
@@ -368,6 +372,7 @@ impl Client {
             script_debug_fork: false,
             take_transport: None,
             link: LinkSlot::default(),
+            served: Default::default(),
         }
     }
 

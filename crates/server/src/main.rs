@@ -31,6 +31,7 @@ mod readme;
 mod replication;
 mod resp;
 mod script;
+mod served;
 mod server;
 mod shared;
 mod slowlog;

@@ -43,6 +43,12 @@ pub enum Msg {
     /// Count down once this message is reached (a barrier between
     /// commands on every worker: see `journal::start`).
     Barrier(Arc<std::sync::atomic::AtomicUsize>),
+    /// `Wake` on behalf of a client's command, whose reply waits until
+    /// this client has had its turn (`crate::served`).
+    WakeServed(u64, Vec<Arc<crate::served::Ticket>>),
+    /// The clients this client's command woke have all had their turn:
+    /// write its held reply and run its next request (`crate::served`).
+    Served(u64),
 }
 
 /// How other threads reach a worker.
@@ -152,6 +158,9 @@ pub struct Pause {
     /// FAILOVER's pause (Redis's PAUSE_DURING_FAILOVER) holds `until_ms`
     /// at u64::MAX: CLIENT UNPAUSE leaves it, the failover's end lifts it.
     pub failover: AtomicBool,
+    /// Clients with a request held by the pause: INFO's `blocked_clients`
+    /// counts them, as Redis counts a postponed client as blocked.
+    pub held: AtomicUsize,
 }
 
 /// Everything shared across threads.

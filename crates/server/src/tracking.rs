@@ -128,7 +128,13 @@ struct Sink(Weak<Shared>);
 impl cairn_engine::tracking::Invalidate for Sink {
     fn key(&self, key: &[u8], cx: &Cx) {
         if let Some(shared) = self.0.upgrade() {
-            invalidate_key(&shared, key, cx.client(), true, cx);
+            invalidate_key(&shared, key, cx.client(), Some(cx.client()), cx);
+        }
+    }
+
+    fn expired(&self, key: &[u8], cx: &Cx) {
+        if let Some(shared) = self.0.upgrade() {
+            invalidate_key(&shared, key, cx.client(), Some(0), cx);
         }
     }
 
@@ -227,15 +233,16 @@ fn one_key(key: &[u8]) -> Vec<u8> {
 
 /// Redis `trackingInvalidateKey`: `key` changed (by client `writer`, 0 for
 /// none). Its default-mode clients get a message and the key leaves the
-/// table; with `bcast`, it is also noted under each matching prefix.
-fn invalidate_key(shared: &Shared, key: &[u8], writer: u64, bcast: bool, cx: &Cx) {
+/// table; with `bcast` (naming the client its NOLOOP filter skips, 0 for
+/// none), it is also noted under each matching prefix.
+fn invalidate_key(shared: &Shared, key: &[u8], writer: u64, bcast: Option<u64>, cx: &Cx) {
     let tr = &shared.tracking;
     let mut t = tr.table.lock();
-    if bcast && !t.prefixes.is_empty() {
+    if let Some(bcast_writer) = bcast.filter(|_| !t.prefixes.is_empty()) {
         let mut any = false;
         for (p, b) in t.prefixes.iter_mut() {
             if key.starts_with(p) {
-                b.keys.insert(key.into(), writer);
+                b.keys.insert(key.into(), bcast_writer);
                 any = true;
             }
         }

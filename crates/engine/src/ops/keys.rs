@@ -19,7 +19,7 @@
 use crate::cx::Cx;
 use crate::entry::Owned;
 use crate::events::class;
-use crate::keyspace::{Engine, Guard, Key};
+use crate::keyspace::{Draw, Engine, Guard, Key};
 use crate::util::glob::glob_match;
 use crate::value::{Kind, StrValue, Value};
 use crate::{Error, Result};
@@ -324,13 +324,21 @@ pub fn object(g: &mut Guard, db: usize, k: &Key) -> Option<ObjectInfo> {
 /// RANDOMKEY: a live key of `db` chosen uniformly, None if it has none.
 ///
 /// A shard is picked with probability proportional to its key count, then a slot
-/// uniformly within it; expired keys met on the way are removed, as Redis's
-/// `dbRandomKey` does, in a loop. Costs one pass over the shard locks.
+/// uniformly within it; keys past their time met on the way are deleted as a
+/// lookup deletes them (a DEL propagated for each), as Redis's `dbRandomKey`
+/// does, in a loop. A read-only replica keeps them for its master's DEL
+/// and draws again; when every key of the database has a TTL it returns
+/// one past its time after 100 draws, as Redis does, rather than loop for
+/// ever. Costs one pass over the shard locks per shard drawn.
 pub fn random_key(engine: &Engine, cx: &Cx, db: usize) -> Option<Vec<u8>> {
     let mut lens: Vec<usize> = Vec::with_capacity(engine.shard_count());
     loop {
         lens.clear();
-        engine.for_each_shard_read(cx, |_, s| lens.push(s.db(db).len()));
+        let mut volatile = 0usize;
+        engine.for_each_shard_read(cx, |_, s| {
+            lens.push(s.db(db).len());
+            volatile += s.db(db).volatile();
+        });
         let total: usize = lens.iter().sum();
         if total == 0 {
             return None;
@@ -343,23 +351,12 @@ pub fn random_key(engine: &Engine, cx: &Cx, db: usize) -> Option<Vec<u8>> {
             r -= n;
             false
         })?;
-        let found = engine.with_shard(cx, shard, |s| {
-            let now = cx.now_ms();
-            loop {
-                let t = s.db_mut(db);
-                let slot = t.random_slot(rand::random::<u64>)?;
-                if !t.at(slot).is_expired(now) {
-                    return Some(t.at(slot).key().to_vec());
-                }
-                let gone = t.remove_at(slot);
-                engine.slot_removed(db, gone.key());
-                drop(gone);
-                s.stats.expired_keys += 1;
-            }
-        });
-        // None: the shard emptied between the two looks; count again.
-        if found.is_some() {
-            return found;
+        match engine.lock_index(cx, shard).draw_random(db, 100) {
+            Draw::Live(key) => return Some(key),
+            Draw::Hidden(key) if volatile == total => return Some(key),
+            // The shard emptied between the two looks, or holds only keys
+            // a replica hides: count again.
+            Draw::Hidden(_) | Draw::Empty => {}
         }
     }
 }
@@ -396,27 +393,52 @@ pub fn scan(
     mut emit: impl FnMut(&[u8]),
 ) -> u64 {
     let mut type_checked = 0u64;
-    let next = engine.scan(cx, db, cursor, count, |e| {
-        if let Some(p) = filter.pattern {
-            if !glob_match(p, e.key(), false) {
+    let mut expired: Vec<Box<[u8]>> = Vec::new();
+    let matches = |key: &[u8]| filter.pattern.is_none_or(|p| glob_match(p, key, false));
+    let next = engine.scan_with_expired(
+        cx,
+        db,
+        cursor,
+        count,
+        |e| {
+            if !matches(e.key()) {
                 return;
             }
-        }
-        let keep = match filter.kind {
-            TypeFilter::Any => true,
-            TypeFilter::Only(kind) => {
-                type_checked += 1;
-                e.kind() == kind
+            let keep = match filter.kind {
+                TypeFilter::Any => true,
+                TypeFilter::Only(kind) => {
+                    type_checked += 1;
+                    e.kind() == kind
+                }
+                TypeFilter::Nothing => {
+                    type_checked += 1;
+                    false
+                }
+            };
+            if keep {
+                emit(e.key());
             }
-            TypeFilter::Nothing => {
-                type_checked += 1;
-                false
+        },
+        |e| {
+            if matches(e.key()) {
+                expired.push(e.key().into());
             }
-        };
-        if keep {
-            emit(e.key());
+        },
+    );
+    // Redis's `scanGenericCommand` deletes the keys past their time that
+    // pass the pattern (a read-only replica only hides them) and
+    // propagates a DEL for each: here a lookup of each under its own lock,
+    // after the walk's read-only pass. With TYPE, Redis's type check is a
+    // read lookup, which counts the miss and raises `keymiss`.
+    for key in &expired {
+        let k = engine.key(key);
+        let mut g = engine.lock(cx, &k);
+        if filter.kind == TypeFilter::Any {
+            g.exists(db, &k);
+        } else {
+            g.read(db, &k);
         }
-    });
+    }
     if type_checked > 0 {
         // Redis checks the type with a read lookup, which counts a hit per
         // key checked; keyspace statistics are summed over shards, so any
@@ -782,6 +804,60 @@ mod tests {
             counts.values().all(|&n| (700..1300).contains(&n)),
             "{counts:?}"
         );
+    }
+
+    #[test]
+    fn scan_deletes_the_expired_keys_it_passes() {
+        let e = engine();
+        let cx = crate::cx::testing::cx();
+        put(&e, 0, b"old1", b"v", 1);
+        put(&e, 0, b"old2", b"v", 1);
+        put(&e, 0, b"new", b"v", 0);
+        let walk = |pattern: Option<&[u8]>| {
+            let filter = ScanFilter {
+                pattern,
+                kind: TypeFilter::Any,
+            };
+            let (mut seen, mut cursor) = (Vec::new(), 0);
+            loop {
+                cursor = scan(&e, &cx, 0, cursor, 100, filter, |k| seen.push(k.to_vec()));
+                if cursor == 0 {
+                    return seen;
+                }
+            }
+        };
+        // Only the keys that pass the pattern: the others stay.
+        put(&e, 0, b"zold", b"v", 1);
+        assert_eq!(walk(Some(b"nomatch*")), Vec::<Vec<u8>>::new());
+        assert_eq!(e.dbsize(&cx, 0), 4);
+        assert_eq!(walk(Some(b"old*")), Vec::<Vec<u8>>::new());
+        assert_eq!(e.dbsize(&cx, 0), 2);
+        assert_eq!(walk(None), [b"new".to_vec()]);
+        assert_eq!(e.dbsize(&cx, 0), 1);
+    }
+
+    #[test]
+    fn random_key_on_a_replica_hides_expired_keys_without_removing_them() {
+        let e = Engine::new(Options {
+            databases: 1,
+            shards: 4,
+        });
+        let cx = crate::cx::testing::cx();
+        e.limits
+            .replica_expiry
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        for i in 0..10 {
+            put(&e, 0, format!("x{i}").as_bytes(), b"v", 1);
+        }
+        // Every key has a TTL and is past it: Redis's replica gives one
+        // of them after 100 draws rather than loop for ever.
+        assert!(random_key(&e, &cx, 0).unwrap().starts_with(b"x"));
+        assert_eq!(e.dbsize(&cx, 0), 10);
+        put(&e, 0, b"live", b"v", 0);
+        for _ in 0..20 {
+            assert_eq!(random_key(&e, &cx, 0), Some(b"live".to_vec()));
+        }
+        assert_eq!(e.dbsize(&cx, 0), 11);
     }
 
     /// DEL, COPY, RENAME, MOVE, EXPIRE and PERSIST against a BTreeMap model,

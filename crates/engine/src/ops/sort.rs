@@ -25,6 +25,9 @@ pub struct SortSpec<'a> {
     pub alpha: bool,
     /// `STORE destination` (SORT only).
     pub store: Option<Key<'a>>,
+    /// Called from a script: a set's order must not depend on its layout
+    /// (Redis's `CLIENT_SCRIPT` check), as with STORE.
+    pub script: bool,
 }
 
 impl SortSpec<'_> {
@@ -68,9 +71,9 @@ pub fn sort(g: &mut Guard, db: usize, k: &Key, spec: &SortSpec) -> Result<Sorted
             _ => return Err(Error::WrongType),
         },
     };
-    // A set has no order of its own: when storing, sort it so the result
-    // is deterministic (Redis forces ALPHA; scripts too).
-    if dontsort && kind == Shape::Set && spec.store.is_some() {
+    // A set has no order of its own: when storing, or for a script, sort
+    // it so the result is deterministic (Redis forces ALPHA).
+    if dontsort && kind == Shape::Set && (spec.store.is_some() || spec.script) {
         dontsort = false;
         alpha = true;
         by = None;

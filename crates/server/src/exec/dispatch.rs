@@ -95,6 +95,7 @@ pub fn execute(
         client.tracking.caching = false;
     }
     crate::keyevents::after_command(shared, &state, Some(&mut *client));
+    crate::served::settle(client);
     client.note_journal_end(state.take_journal_end());
     if outcome != Outcome::Done {
         if skip_this {
@@ -188,7 +189,7 @@ fn run(
             return Outcome::Done;
         }
     }
-    if admission::paused(shared, base, holds_writes(shared, client, cmd)) {
+    if admission::paused(shared, base, holds_writes(shared, client, cmd, &args)) {
         return Outcome::Paused;
     }
     if let Some(m) = &mut client.multi {
@@ -215,17 +216,54 @@ fn cluster_refuses(shared: &Shared, client: &Client, cmd: &Command, args: &Args)
 }
 
 /// True if CLIENT PAUSE WRITE holds `cmd` back: it writes or may
-/// replicate, or it is an EXEC whose queued commands do (Redis 7.0
-/// `processCommand`'s `is_may_replicate_command`).
-fn holds_writes(shared: &Shared, client: &Client, cmd: &Command) -> bool {
-    const WRITES: u32 = flags::WRITE | flags::MAY_REPLICATE;
-    cmd.has(WRITES)
+/// replicate (a script by its flags), or it is an EXEC whose queued
+/// commands do (Redis 7.0 `processCommand`'s `is_may_replicate_command`).
+fn holds_writes(shared: &Shared, client: &Client, cmd: &Command, args: &Args) -> bool {
+    may_replicate(shared, cmd, args)
         || (cmd.name == "exec"
             && client.multi.as_ref().is_some_and(|m| {
-                m.queued
-                    .iter()
-                    .any(|(id, _)| shared.table.get(*id).has(WRITES))
+                m.queued.iter().any(|(id, list)| {
+                    may_replicate(shared, shared.table.get(*id), &Args::new(&[], list))
+                })
             }))
+}
+
+/// `cmd` writes or may replicate; a script (EVAL, EVALSHA, FCALL) by the
+/// flags it declared (`crate::script::may_write`).
+fn may_replicate(shared: &Shared, cmd: &Command, args: &Args) -> bool {
+    const WRITES: u32 = flags::WRITE | flags::MAY_REPLICATE;
+    cmd.has(WRITES)
+        || (matches!(cmd.name, "eval" | "evalsha" | "fcall")
+            && args.len() > 1
+            && crate::script::may_write(shared, cmd.name, args.get(1)))
+}
+
+/// An EXEC with a queued command that writes (Redis's `is_write_command`
+/// for EXEC: `mstate.cmd_flags & CMD_WRITE`).
+fn exec_writes(shared: &Shared, client: &Client, cmd: &Command) -> bool {
+    cmd.name == "exec"
+        && client.multi.as_ref().is_some_and(|m| {
+            m.queued
+                .iter()
+                .any(|(id, _)| shared.table.get(*id).has(flags::WRITE))
+        })
+}
+
+/// An EXEC on a replica is refused for its queued commands as Redis's
+/// `processCommand` refuses it: READONLY if one writes, else MASTERDOWN
+/// if one may not run while the link is down and stale data is not
+/// served (`cmd_inv_flags & CMD_STALE`), whatever the state was when they
+/// were queued.
+fn exec_replica_refusal(shared: &Shared, client: &Client, cmd: &Command) -> Option<&'static str> {
+    use crate::replication::replica::{refusal, READONLY};
+    if cmd.name != "exec" || !shared.replication.replica_mode() {
+        return None;
+    }
+    let m = client.multi.as_ref()?;
+    let queued = || m.queued.iter().map(|(id, _)| shared.table.get(*id));
+    queued()
+        .find_map(|c| refusal(shared, c).filter(|e| *e == READONLY))
+        .or_else(|| queued().find_map(|c| refusal(shared, c)))
 }
 
 /// Commands that run at once inside MULTI instead of being queued.
@@ -290,13 +328,20 @@ fn refusal(
         }
     }
     // Redis's processCommand: a master with too few good replicas refuses
-    // writes (`min-replicas-to-write`, `min-replicas-max-lag`).
-    if cmd.has(flags::WRITE) && shared.replication.too_few_replicas() {
+    // writes (`min-replicas-to-write`, `min-replicas-max-lag`), an EXEC
+    // whose queued commands write among them (they were queued while the
+    // replicas were there).
+    if (cmd.has(flags::WRITE) || exec_writes(shared, client, cmd))
+        && shared.replication.too_few_replicas()
+    {
         return Some(CmdError::text(crate::resp::errors::NOREPLICAS));
     }
     // READONLY, MASTERDOWN: on a replica only (the master's own commands
     // do not come through here).
     if let Some(e) = crate::replication::replica::refusal(shared, cmd) {
+        return Some(CmdError::text(e));
+    }
+    if let Some(e) = exec_replica_refusal(shared, client, cmd) {
         return Some(CmdError::text(e));
     }
     if admission::loading(shared) && !cmd.has(flags::LOADING) {
@@ -340,7 +385,15 @@ pub fn invoke(
     // The journal records the command as sent unless its handler stages
     // another form: the context lends the engine the arguments for the
     // call, a plain borrow of this parameter.
-    let cx = outer.nested(client.db, Some(&args), started_us / 1000);
+    // A script's commands all see the time the script started (Redis
+    // 7.0's `scriptTimeSnapshot`): a key cannot expire halfway through
+    // a script, so what it read and what it propagates agree.
+    let now_ms = if client.in_script {
+        outer.now_ms()
+    } else {
+        started_us / 1000
+    };
+    let cx = outer.nested(client.db, Some(&args), now_ms);
     // A tracking client's read: its keys go in the table before the
     // handler reads them (and again after: `crate::tracking`).
     // A script's commands register the script's declared keys instead

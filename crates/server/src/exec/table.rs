@@ -165,7 +165,7 @@ impl CommandTable {
             id,
             handler: d.handler,
             arity: m.arity,
-            flags: flags::parse(m.flags),
+            flags: flags::parse(m.flags) | hidden_flags(m.name),
             meta: m,
             subs: HashMap::new(),
             parent,
@@ -201,6 +201,18 @@ impl CommandTable {
     /// Top-level commands, for COMMAND and COMMAND COUNT.
     pub fn top_level(&self) -> impl Iterator<Item = &Command> {
         self.all.iter().filter(|c| c.parent.is_none())
+    }
+}
+
+/// Flags Redis 7.0 gives commands without showing them in COMMAND INFO
+/// (the metadata's source): `may-replicate` on the commands whose JSON
+/// carries MAY_REPLICATE, which CLIENT PAUSE WRITE holds and read-only
+/// scripts refuse. EVAL, EVALSHA and FCALL carry it too, but a script's
+/// declared flags replace it (`crate::script::may_write`).
+fn hidden_flags(name: &str) -> u32 {
+    match name {
+        "pfcount" | "publish" | "spublish" => flags::MAY_REPLICATE,
+        _ => 0,
     }
 }
 

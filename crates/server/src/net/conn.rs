@@ -489,10 +489,13 @@ pub(super) fn note_served(conn: &mut Conn, shared: &Shared) {
 
 /// The connection's output waits for the journal to be durable past its
 /// own writes, and (unless the journal is failing) past what its replies
-/// may show.
+/// may show; or for the blocked clients its last command woke to be
+/// served first (`crate::served`).
 #[inline]
 pub(super) fn must_wait(conn: &Conn, shared: &Shared, durable: u64) -> bool {
-    conn.hold > durable || (conn.seen > durable && !shared.journal.is_failing())
+    conn.hold > durable
+        || (conn.seen > durable && !shared.journal.is_failing())
+        || conn.client.served.waiting()
 }
 
 /// `appendfsync always`: the connection's output waits until the journal is

@@ -202,6 +202,8 @@ impl Worker {
                 Msg::Barrier(left) => {
                     left.fetch_sub(1, Ordering::SeqCst);
                 }
+                Msg::WakeServed(id, tickets) => self.wake_served(id, tickets),
+                Msg::Served(id) => self.served(id),
             }
         }
     }
@@ -303,6 +305,10 @@ impl Worker {
                 self.ready.push(i);
             }
             note_served(conn, &self.shared);
+            // A client woken to serve another's command has had its turn.
+            if conn.client.served.carrying() {
+                crate::served::release(&self.shared, &mut conn.client);
+            }
         }
         let conn = self.conns[i].as_mut().expect("checked above");
         if conn.refusal.is_some() && !conn.transport.handshaking() {
@@ -399,6 +405,9 @@ impl Worker {
 
     fn close(&mut self, i: usize) {
         if let Some(mut conn) = self.conns[i].take() {
+            if conn.session.paused() {
+                self.shared.pause.held.fetch_sub(1, Ordering::Relaxed);
+            }
             conn.release();
             let _ = conn.transport.deregister(self.poll.registry());
             let id = conn.client.id;
@@ -417,8 +426,9 @@ impl Worker {
             self.by_id.remove(&id);
             if let Some(on) = conn.client.blocked.take() {
                 blocking::unregister(&self.shared, id, &on);
-                blocking::handoff(&self.shared, &on);
+                blocking::handoff(&self.shared, &on, None);
             }
+            crate::served::release(&self.shared, &mut conn.client);
             if !conn.client.watched.is_empty() {
                 crate::client::unwatch_all(
                     &self.shared,
@@ -471,6 +481,7 @@ impl Worker {
             && !conn.write_queued
             && !conn.write_more
             && !conn.held
+            && !conn.client.served.waiting()
             && !conn.session.holding()
             && !conn.ready_again
             && !conn.closing
@@ -608,6 +619,39 @@ impl Worker {
         }
         if conn.session.wake() {
             self.ready.push(slot);
+        }
+    }
+
+    /// `wake` on behalf of another client's command (`crate::served`): the
+    /// client takes the tickets, given back after its turn; a client no
+    /// longer here or no longer waiting gives them back at once.
+    fn wake_served(&mut self, id: u64, tickets: Vec<Arc<crate::served::Ticket>>) {
+        let waiting = self
+            .by_id
+            .get(&id)
+            .and_then(|&slot| self.conns[slot].as_mut())
+            .filter(|conn| conn.client.blocked.is_some());
+        match waiting {
+            Some(conn) => {
+                crate::served::carry(&mut conn.client, tickets);
+                self.wake(id);
+            }
+            None => crate::served::give_back_all(&self.shared, tickets),
+        }
+    }
+
+    /// The clients client `id`'s command woke have all had their turn: its
+    /// held reply goes out and its next request runs.
+    fn served(&mut self, id: u64) {
+        let Some(&slot) = self.by_id.get(&id) else {
+            return;
+        };
+        let Some(conn) = self.conns[slot].as_mut() else {
+            return;
+        };
+        if crate::served::done(&mut conn.client) {
+            self.ready.push(slot);
+            self.release_held();
         }
     }
 
@@ -761,6 +805,7 @@ impl Worker {
                     continue;
                 }
                 conn.session.unpause();
+                self.shared.pause.held.fetch_sub(1, Ordering::Relaxed);
                 self.ready.push(i);
             }
             // Give idle connections' big buffers back (Redis's

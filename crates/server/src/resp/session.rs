@@ -87,6 +87,11 @@ impl Session for RespSession {
                 }
                 *wake = false;
             }
+            // The clients the last command woke run first (`crate::served`).
+            if client.served.waiting() {
+                stop = Stop::Blocked;
+                break;
+            }
             let buf = &input[*rpos..];
             if buf.len() < *need {
                 break;
@@ -109,6 +114,9 @@ impl Session for RespSession {
                         }
                         match dispatch::execute(shared, client, a, wbuf, stats) {
                             Outcome::Paused => {
+                                // Counted until the worker lets it retry
+                                // (`unpause`) or closes it.
+                                shared.pause.held.fetch_add(1, Ordering::Relaxed);
                                 *paused = true;
                                 stop = Stop::Paused;
                                 break;
@@ -133,7 +141,10 @@ impl Session for RespSession {
                                     client.info.blocked.store(false, Ordering::Relaxed);
                                     client.info.unblock_req.store(0, Ordering::Relaxed);
                                     if client.unblock.take().is_none() {
-                                        blocking::handoff(shared, &on);
+                                        blocking::handoff(shared, &on, Some(client));
+                                        // Its wakes belong to the command
+                                        // that just ran (`crate::served`).
+                                        crate::served::settle(client);
                                     }
                                 }
                             }

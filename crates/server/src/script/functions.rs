@@ -67,6 +67,18 @@ impl Registry {
         self.libs.read().functions.len()
     }
 
+    /// The flags function `name` registered with (FCALL is
+    /// case-insensitive), None if there is no such function.
+    pub fn flags_of(&self, name: &[u8]) -> Option<u32> {
+        let name = String::from_utf8_lossy(name).to_ascii_lowercase();
+        let libs = self.libs.read();
+        let lib = libs.by_name.get(libs.functions.get(&name)?)?;
+        lib.functions
+            .iter()
+            .find(|f| f.name.eq_ignore_ascii_case(&name))
+            .map(|f| f.flags)
+    }
+
     pub fn library_count(&self) -> usize {
         self.libs.read().by_name.len()
     }
@@ -93,13 +105,19 @@ impl Registry {
                 code_bytes: libs.code_bytes,
             }
         };
-        for lib in new {
+        // Redis's `libraryJoin`: every library name first, then every
+        // function. FUNCTION LOAD refused a name already there before
+        // running the code, with quotes; this text (FUNCTION RESTORE, a
+        // load racing another) has none, as Redis's.
+        for lib in &new {
             if let Some(old) = next.by_name.get(&lib.name).cloned() {
                 if policy != Policy::Replace {
-                    return Err(format!("ERR Library '{}' already exists", lib.name));
+                    return Err(format!("ERR Library {} already exists", lib.name));
                 }
                 next.remove(&old);
             }
+        }
+        for lib in new {
             for f in &lib.functions {
                 if next.functions.contains_key(&f.name.to_ascii_lowercase()) {
                     return Err(format!("ERR Function {} already exists", f.name));
@@ -156,15 +174,29 @@ pub fn library_name(code: &[u8]) -> Result<String, String> {
         return Err("ERR Missing library metadata".into());
     }
     let end = code.iter().position(|&c| c == b'\n').unwrap_or(code.len());
-    let line = String::from_utf8_lossy(&code[2..end]).into_owned();
-    let mut parts = line.split(' ').filter(|p| !p.is_empty());
-    let engine = parts.next().unwrap_or_default();
+    // Redis splits the first line with `sdssplitargs`, so a value may be
+    // quoted (`name="foo"`), and takes the engine from the first word
+    // after its `#!` (empty for `#! name=x`).
+    let parts = cairn_protocol::resp::split_inline_args(&code[..end])
+        .filter(|p| !p.is_empty())
+        .ok_or("ERR Invalid library metadata")?;
+    let mut parts = parts
+        .iter()
+        .map(|p| String::from_utf8_lossy(p).into_owned());
+    let first = parts.next().unwrap_or_default();
+    let engine = first.get(2..).unwrap_or_default();
     if !engine.eq_ignore_ascii_case("lua") {
         return Err(format!("ERR Engine '{engine}' not found"));
     }
     let mut name = None;
     for part in parts {
-        match part.strip_prefix("name=") {
+        let part = part.as_str();
+        // `strncasecmp(part, "name=", 5)`
+        let value = part
+            .get(..5)
+            .filter(|p| p.eq_ignore_ascii_case("name="))
+            .map(|_| &part[5..]);
+        match value {
             Some(_) if name.is_some() => {
                 return Err(
                     "ERR Invalid metadata value, name argument was given multiple times".into(),
@@ -413,6 +445,18 @@ mod tests {
     fn library_metadata_is_read_as_redis_reads_it() {
         assert_eq!(library_name(b"#!lua name=lib1\nx"), Ok("lib1".into()));
         assert_eq!(library_name(b"#!LUA name=up\nx"), Ok("up".into()));
+        // Redis splits the line with sdssplitargs: quotes are taken off,
+        // the key is matched in any case, and `#!` alone names engine "".
+        assert_eq!(library_name(b"#!lua name=\"foo\"\nx"), Ok("foo".into()));
+        assert_eq!(library_name(b"#!lua NAME=foo\nx"), Ok("foo".into()));
+        assert_eq!(
+            library_name(b"#! name=test\nx"),
+            Err("ERR Engine '' not found".into())
+        );
+        assert_eq!(
+            library_name(b"#!lua name=\"foo\nx"),
+            Err("ERR Invalid library metadata".into())
+        );
         assert_eq!(
             library_name(b"redis.register_function()"),
             Err("ERR Missing library metadata".into())

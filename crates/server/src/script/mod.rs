@@ -98,6 +98,26 @@ pub fn shebang_flags(body: &[u8]) -> Result<u32, String> {
     Ok(flags)
 }
 
+/// Whether EVAL, EVALSHA or FCALL with first argument `arg` (the body,
+/// the SHA, the function's name) may write, as Redis 7.0's
+/// `evalGetCommandFlags`/`fcallGetCommandFlags` tell CLIENT PAUSE WRITE:
+/// a script without a shebang may (the commands are may-replicate); one
+/// with flags may unless it declared no-writes; an unknown SHA or
+/// function, or a shebang in error, keeps the command's may-replicate.
+/// False for any other command.
+pub fn may_write(shared: &Shared, cmd: &str, arg: &[u8]) -> bool {
+    let flags = match cmd {
+        "eval" => shebang_flags(arg).ok(),
+        "evalsha" => std::str::from_utf8(arg)
+            .ok()
+            .and_then(|sha| shared.scripts.get(&sha.to_ascii_lowercase()))
+            .map(|s| s.flags),
+        "fcall" => shared.scripts.functions.flags_of(arg),
+        _ => return false,
+    };
+    flags.is_none_or(|f| f & flag::EVAL_COMPAT != 0 || f & flag::NO_WRITES == 0)
+}
+
 /// One cached EVAL script.
 pub struct Script {
     pub body: Arc<[u8]>,

@@ -171,6 +171,11 @@ pub fn execute(
             if let Some(why) = crate::exec::admission::writes_denied(shared) {
                 return Err(CmdError::text(errors::writes_denied(&why)));
             }
+            // Redis's `scriptPrepareForRun`: a script that may write does
+            // not start with too few good replicas.
+            if shared.replication.too_few_replicas() {
+                return Err(CmdError::text(errors::NOREPLICAS));
+            }
             if spec.flags & flag::ALLOW_OOM == 0
                 && !crate::exec::admission::room_for(shared, &ctx.cx, 0)
             {
@@ -493,6 +498,12 @@ impl Host for ScriptHost<'_, '_> {
             }
             if let Some(why) = crate::exec::admission::writes_denied(self.shared) {
                 return Self::refuse(&format!("-{}", errors::writes_denied(&why)));
+            }
+            // Redis's `scriptVerifyWriteCommandAllow` (reached by scripts
+            // that declared no flags; the others were checked at start),
+            // which lets a script that already wrote finish its writes.
+            if !self.wrote && self.shared.replication.too_few_replicas() {
+                return Self::refuse(&format!("-{}", errors::NOREPLICAS));
             }
         }
         if cmd.has(flags::DENYOOM)

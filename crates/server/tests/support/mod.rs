@@ -707,6 +707,59 @@ pub fn info_field(c: &mut Connection, section: &str, name: &str) -> Option<Strin
         .map(str::to_string)
 }
 
+/// The commands a replica attached with SYNC gets from the server at
+/// `port` while `writes` run, up to the marker `SET end 1`; PINGs left out,
+/// command names in lower case and millisecond deadlines as `<ms>` (the
+/// two servers' clocks differ).
+pub fn replication_stream(port: u16, writes: &[&[&str]]) -> Vec<String> {
+    use std::io::{BufRead, BufReader};
+    let mut sock = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    sock.set_read_timeout(Some(std::time::Duration::from_secs(20)))
+        .unwrap();
+    sock.write_all(b"SYNC\r\n").unwrap();
+    let mut r = BufReader::new(sock);
+    let line = |r: &mut BufReader<std::net::TcpStream>| {
+        let mut l = String::new();
+        r.read_line(&mut l).unwrap();
+        l.trim_end_matches(['\r', '\n']).to_string()
+    };
+    // Redis sends bare newlines while it writes the image.
+    let mut len = line(&mut r);
+    while len.is_empty() {
+        len = line(&mut r);
+    }
+    let len: usize = len.strip_prefix('$').unwrap().parse().unwrap();
+    let mut rdb = vec![0u8; len];
+    r.read_exact(&mut rdb).unwrap();
+    let mut c = redis_client(port);
+    for w in writes {
+        let _: Value = q(&mut c, w);
+    }
+    let _: Value = q(&mut c, &["SET", "end", "1"]);
+    let mut got = Vec::new();
+    loop {
+        let n: usize = line(&mut r).strip_prefix('*').unwrap().parse().unwrap();
+        let mut words = Vec::new();
+        for i in 0..n {
+            let l: usize = line(&mut r).strip_prefix('$').unwrap().parse().unwrap();
+            let mut w = vec![0u8; l + 2];
+            r.read_exact(&mut w).unwrap();
+            let w = String::from_utf8(w[..l].to_vec()).unwrap();
+            words.push(match w.parse::<u64>() {
+                Ok(ms) if ms > 1_000_000_000_000 && ms != 4_000_000_000_000 => "<ms>".into(),
+                _ if i == 0 => w.to_lowercase(),
+                _ => w,
+            });
+        }
+        let cmd = words.join(" ");
+        match cmd.as_str() {
+            "ping" => {}
+            "set end 1" => return got,
+            _ => got.push(cmd),
+        }
+    }
+}
+
 /// Polls `ok` every 50 ms until it holds; panics naming `what` after
 /// `timeout`.
 pub fn wait_for(what: &str, timeout: Duration, mut ok: impl FnMut() -> bool) {

@@ -595,7 +595,7 @@ fn clients_section(out: &mut String, shared: &Shared) {
     field(
         out,
         "blocked_clients",
-        shared.engine.blocked.load(Ordering::Relaxed),
+        shared.engine.blocked.load(Ordering::Relaxed) + shared.pause.held.load(Ordering::Relaxed),
     );
     field(out, "tracking_clients", shared.tracking.stats().clients);
     field(out, "clients_in_timeout_table", 0);

@@ -132,6 +132,7 @@ fn exec(ctx: &mut Ctx) -> CmdResult {
     // nothing else runs during EXEC).
     crate::auth::refresh(shared, ctx.client);
     let restricted = crate::auth::restricted(ctx.client);
+    let mut broadcast = false;
     for (id, list) in &m.queued {
         let cmd = shared.table.get(*id);
         let start = ctx.out.len();
@@ -170,7 +171,7 @@ fn exec(ctx: &mut Ctx) -> CmdResult {
         // command. (Publishing and waking touch no shard, so this is safe
         // under the hold.)
         if let Some(state) = cx.state() {
-            crate::keyevents::after_command(shared, state, Some(&mut *ctx.client));
+            broadcast |= crate::keyevents::after_queued_command(shared, state, ctx.client);
         }
         if let Some((at, len)) = crate::pubsub::place_pushes(ctx.client, ctx.out, start) {
             ctx.client.out_refs.shift(at, len);
@@ -178,5 +179,9 @@ fn exec(ctx: &mut Ctx) -> CmdResult {
     }
     ctx.client.in_exec = false;
     drop(hold);
+    // One BCAST message per prefix for the whole transaction.
+    if broadcast {
+        crate::tracking::broadcast(shared);
+    }
     Ok(())
 }

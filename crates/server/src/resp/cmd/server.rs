@@ -883,7 +883,7 @@ fn debug_object(ctx: &mut Ctx) -> CmdResult {
     let e = ctx.engine();
     let k = e.key(ctx.arg(2));
     let mut g = e.lock(&ctx.cx, &k);
-    let Some(entry) = g.peek(ctx.client.db, &k) else {
+    let Some(entry) = g.peek_stored(ctx.client.db, &k) else {
         return Err(CmdError::Engine(cairn_engine::Error::NoSuchKey));
     };
     let mut text = format!(

@@ -31,6 +31,7 @@ fn generic(ctx: &mut Ctx, readonly: bool) -> CmdResult {
         desc: false,
         alpha: false,
         store: None,
+        script: ctx.client.in_script,
     };
     let argc = ctx.argc();
     let mut j = 2;
