@@ -151,9 +151,7 @@ pub struct CutPin {
 impl CutPin {
     /// Opens one if a tier store is installed (at a snapshot's cut).
     pub fn open() -> Option<CutPin> {
-        store().map(|s| CutPin {
-            mark: s.open_cut(),
-        })
+        store().map(|s| CutPin { mark: s.open_cut() })
     }
 
     /// The retirement mark of the cut: a segment retired at or below it
@@ -425,9 +423,7 @@ pub fn load_pointer(
     expire_at: u64,
 ) -> Result<Option<Owned>, String> {
     let Some(s) = store() else {
-        return Err(
-            "the snapshot points into the disk tier but `tier-enabled` is off".into(),
-        );
+        return Err("the snapshot points into the disk tier but `tier-enabled` is off".into());
     };
     if usize::from(p.group) >= GROUPS || usize::from(p.plain_len) == 0 {
         return Err(format!("bad disk tier pointer {p:?}"));

@@ -328,7 +328,11 @@ pub fn parse_dicts(payload: &[u8], count: u32) -> Option<Vec<DictRecord>> {
         let head = payload.get(pos..pos + 3)?;
         pos += 3;
         let raw = get_bytes(payload, &mut pos)?;
-        out.push((u16::from_le_bytes([head[0], head[1]]), head[2], raw.to_vec()));
+        out.push((
+            u16::from_le_bytes([head[0], head[1]]),
+            head[2],
+            raw.to_vec(),
+        ));
     }
     (pos == payload.len()).then_some(out)
 }

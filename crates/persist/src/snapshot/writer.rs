@@ -406,9 +406,8 @@ pub fn begin(
     opts: &Options,
     on_cut: impl FnOnce(),
 ) -> Result<Cut, SaveError> {
-    let tier_pointers = opts.tier_pointers
-        && opts.format == Format::Cairn
-        && cairn_engine::tier::store().is_some();
+    let tier_pointers =
+        opts.tier_pointers && opts.format == Format::Cairn && cairn_engine::tier::store().is_some();
     let queue = Arc::new(Queue {
         blocks: Mutex::new(Vec::new()),
         progress: Arc::new(Progress::default()),
