@@ -374,6 +374,19 @@ impl Owned {
         }
     }
 
+    /// `rekey` of a tiered block whose value the caller has read already
+    /// (`plain`): the new key holds it in RAM and the old block, dropped
+    /// here, frees its record.
+    pub fn rekey_read(self, key: &[u8], plain: &[u8]) -> Owned {
+        match &self {
+            Owned::Compact(b) if b.as_ref().is_tiered() => {
+                let c = b.as_ref();
+                Owned::string(key, plain, c.raw(), *c.meta())
+            }
+            _ => self.rekey(key),
+        }
+    }
+
     /// A copy of the value and TTL under another name (COPY), with fresh
     /// access metadata and the same encoding.
     pub fn duplicate(r: Ref<'_>, key: &[u8]) -> Owned {

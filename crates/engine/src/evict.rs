@@ -28,7 +28,7 @@
 //! the deletion there).
 use crate::compact::Meta;
 use crate::cx::Cx;
-use crate::entry::Owned;
+use crate::entry::{Owned, Ref};
 use crate::keyspace::{Engine, Guard, Key};
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -126,6 +126,20 @@ pub fn score(policy: Policy, e: &Meta, now_ms: u64) -> u64 {
         Policy::VolatileTtl => u64::MAX - 1 - e.expire_at(),
         // LRU, and anything else: idle seconds.
         _ => e.idle_secs(),
+    }
+}
+
+/// `score`, for the eviction pool: a key whose value is in the disk tier
+/// ranks below every key whose value is in RAM (0 against at least 1).
+/// Tiered keys are the coldest, so plain scores would evict them first,
+/// and evicting one gives back ~64 bytes (key and pointer) where a value
+/// in RAM gives back its whole size: it goes only when the pool holds
+/// nothing else.
+fn rank(policy: Policy, e: Ref<'_>, now_ms: u64) -> u64 {
+    let s = score(policy, e.meta(), now_ms);
+    match e {
+        Ref::Compact(c) if c.is_tiered() && s != u64::MAX => 0,
+        _ => s.saturating_add(1),
     }
 }
 
@@ -290,7 +304,7 @@ pub fn evict_one(
                 pool.recycle(c);
                 continue;
             }
-            let now_score = score(policy, e.meta(), now);
+            let now_score = rank(policy, e, now);
             if now_score < c.score && rescored < RESCORES {
                 // Used since it was sampled: it goes back with its new
                 // score, and the next best is looked at.
@@ -315,8 +329,11 @@ pub fn evict_one(
 fn populate(engine: &Engine, cx: &Cx, policy: Policy, samples: usize, pool: &mut Pool) -> bool {
     let n = engine.shard_count();
     let volatile = policy.volatile_only();
+    // Keys sampled, and those of them whose values are in RAM: the probes
+    // go on until they found enough of the latter (`rank`).
     let mut found = 0;
-    let sample_shard = |i: usize, pool: &mut Pool, found: &mut usize| {
+    let mut in_ram = 0;
+    let mut sample_shard = |i: usize, pool: &mut Pool, found: &mut usize| {
         engine.with_shard(cx, i, |s| {
             let now = crate::clock::now_ms();
             for db in 0..s.dbs.len() {
@@ -327,18 +344,21 @@ fn populate(engine: &Engine, cx: &Cx, policy: Policy, samples: usize, pool: &mut
                 let mut taken = 0;
                 t.sample_walk(rand::random(), WALK, |e| {
                     if !volatile || e.expire_at() != 0 {
-                        pool.offer(score(policy, e.meta(), now), db, e.key());
+                        let r = rank(policy, e, now);
+                        pool.offer(r, db, e.key());
                         taken += 1;
+                        in_ram += usize::from(r != 0);
                     }
                     taken < samples
                 });
                 *found += taken;
             }
         });
+        in_ram
     };
     for _ in 0..PROBES {
-        sample_shard((rand::random::<u64>() as usize) & (n - 1), pool, &mut found);
-        if found >= samples {
+        let ram = sample_shard((rand::random::<u64>() as usize) & (n - 1), pool, &mut found);
+        if ram >= samples {
             return true;
         }
     }

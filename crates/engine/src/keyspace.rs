@@ -1308,10 +1308,25 @@ impl<'e> Guard<'e> {
     /// metadata, replacing whatever `to` held. The caller locked both keys.
     /// Returns false if `from` does not exist.
     pub fn rename_entry(&mut self, from_db: usize, from: &Key, to_db: usize, to: &Key) -> bool {
+        // A value in the disk tier is read while the key is still in its
+        // slot: a failed read fails the command (it panics) and leaves
+        // the key where it was, which it could not once the block is out
+        // of the table. (The pointer cannot move with the key: its record
+        // names the old key, which reads and compaction check.)
+        let plain =
+            self.live_slot(from_db, from)
+                .and_then(|i| match self.shard(from).dbs[from_db].at(i) {
+                    Ref::Compact(c) if c.is_tiered() && c.key() != to.bytes => Some(c.plain_vec()),
+                    _ => None,
+                });
         let Some(old) = self.remove(from_db, from) else {
             return false;
         };
-        drop(self.set_entry(to_db, to, old.rekey(to.bytes)));
+        let new = match plain {
+            Some(v) => old.rekey_read(to.bytes, &v),
+            None => old.rekey(to.bytes),
+        };
+        drop(self.set_entry(to_db, to, new));
         true
     }
 

@@ -115,6 +115,74 @@ pub trait Store: Send + Sync {
     fn read(&self, group: usize, loc: Loc) -> Result<Record, String>;
     /// The keyspace no longer points at `loc`: counters only, no I/O.
     fn free(&self, group: usize, loc: Loc);
+    /// A loaded snapshot points at `loc`: counts it live, after checking
+    /// that it names a whole record the log holds (an error names the
+    /// segment file and offset).
+    fn mark_live(&self, group: usize, loc: Loc) -> Result<(), String> {
+        let _ = (group, loc);
+        Err("this store cannot load pointers".into())
+    }
+    /// Writes and fsyncs every log: before a snapshot that points into
+    /// them is renamed into place.
+    fn sync(&self) -> Result<(), String> {
+        Ok(())
+    }
+    /// A snapshot that writes pointers made its cut: returns the
+    /// retirement mark it stands at (segments compaction empties from
+    /// now on may still be named by it, and are kept until `close_cut`).
+    fn open_cut(&self) -> u64 {
+        0
+    }
+    /// The snapshot of `open_cut`'s `mark` is written (or failed).
+    fn close_cut(&self, mark: u64) {
+        let _ = mark;
+    }
+}
+
+/// A snapshot's hold on the segments it may name, from its cut until the
+/// caller has recorded it durable (or given up): while it lives,
+/// compaction keeps every segment it empties. Dropping it releases the
+/// hold.
+#[derive(Debug)]
+pub struct CutPin {
+    mark: u64,
+}
+
+impl CutPin {
+    /// Opens one if a tier store is installed (at a snapshot's cut).
+    pub fn open() -> Option<CutPin> {
+        store().map(|s| CutPin { mark: s.open_cut() })
+    }
+
+    /// The retirement mark of the cut: a segment retired at or below it
+    /// holds nothing this snapshot names.
+    pub fn mark(&self) -> u64 {
+        self.mark
+    }
+}
+
+impl Drop for CutPin {
+    fn drop(&mut self) {
+        if let Some(s) = store() {
+            s.close_cut(self.mark);
+        }
+    }
+}
+
+/// Compaction decides liveness by looking keys up, so it must not run
+/// while a snapshot that points into the tier is being loaded (a key not
+/// yet loaded would look dead): a load holds this for writing, and each
+/// compaction turn for reading (`try_compaction_turn`).
+static COMPACTION: parking_lot::RwLock<()> = parking_lot::RwLock::new(());
+
+/// Held by a snapshot load: no compaction meanwhile.
+pub fn hold_compaction() -> parking_lot::RwLockWriteGuard<'static, ()> {
+    COMPACTION.write()
+}
+
+/// A compaction turn's permission; None while a load holds the tier.
+pub fn try_compaction_turn() -> Option<parking_lot::RwLockReadGuard<'static, ()>> {
+    COMPACTION.try_read()
 }
 
 static STORE: OnceLock<Box<dyn Store>> = OnceLock::new();
@@ -141,6 +209,8 @@ pub struct Counters {
     pub read_errors: AtomicU64,
     pub writes: AtomicU64,
     pub append_errors: AtomicU64,
+    /// Pointers taken from snapshots (their records were not read).
+    pub loaded_pointers: AtomicU64,
 }
 
 pub static COUNTERS: Counters = Counters {
@@ -151,6 +221,7 @@ pub static COUNTERS: Counters = Counters {
     read_errors: AtomicU64::new(0),
     writes: AtomicU64::new(0),
     append_errors: AtomicU64::new(0),
+    loaded_pointers: AtomicU64::new(0),
 };
 
 /// The shard group of a key's hash: its top 4 bits.
@@ -335,6 +406,40 @@ impl Engine {
             freed: size.saturating_sub(crate::compact::HEADER + key.len() + Pointer::BYTES),
         }
     }
+}
+
+/// Stores a key whose value a snapshot left in the tier at `p` (the
+/// snapshot's pointer record): checks the pointer against the log
+/// (`Store::mark_live`) and that its dictionary was loaded, takes the
+/// dictionary's use, and puts a tiered block in `db`. No record is read.
+/// Returns the entry it replaced, if any. An error (no tier, a pointer
+/// that names no record, a missing dictionary) stops the load.
+pub fn load_pointer(
+    g: &mut crate::keyspace::Guard<'_>,
+    db: usize,
+    k: &crate::keyspace::Key<'_>,
+    p: Pointer,
+    raw: bool,
+    expire_at: u64,
+) -> Result<Option<Owned>, String> {
+    let Some(s) = store() else {
+        return Err("the snapshot points into the disk tier but `tier-enabled` is off".into());
+    };
+    if usize::from(p.group) >= GROUPS || usize::from(p.plain_len) == 0 {
+        return Err(format!("bad disk tier pointer {p:?}"));
+    }
+    if p.dict != 0 && !zcomp::Dicts::exists(p.dict) {
+        return Err(format!(
+            "disk tier pointer names dictionary {} which the snapshot does not hold",
+            p.dict
+        ));
+    }
+    s.mark_live(usize::from(p.group), p.loc)
+        .map_err(|e| format!("disk tier pointer: {e}"))?;
+    zcomp::retain(p.dict);
+    COUNTERS.loaded_pointers.fetch_add(1, Ordering::Relaxed);
+    let block = Block::new_tiered(k.bytes, p, raw, crate::compact::Meta::new(expire_at));
+    Ok(g.set_entry(db, k, Owned::Compact(block)))
 }
 
 impl Engine {
@@ -721,6 +826,64 @@ mod tests {
         assert_eq!(get(&e, b"f:k").unwrap(), v);
         drop(e);
         assert_eq!(store.live(b"f:k"), 0);
+    }
+
+    #[test]
+    fn a_rename_whose_read_fails_keeps_the_key() {
+        let _s = SERIAL.lock();
+        let store = mem();
+        let e = engine();
+        let v = sample_text(5, 900);
+        set(&e, b"r:a", &v);
+        assert!(matches!(out(&e, b"r:a"), Outcome::Moved { .. }));
+        store.fail_reads.store(1, Ordering::Relaxed);
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            with(&e, |g| {
+                let (a, b) = (g.key(b"r:a"), g.key(b"r:b"));
+                crate::ops::keys::rename(g, 0, &a, &b, false)
+            })
+        }));
+        assert!(r.is_err(), "the read failed");
+        assert_eq!(encoding(&e, b"r:a"), Some(TIERED_ENCODING));
+        assert_eq!(get(&e, b"r:b"), None);
+        assert_eq!(store.live(b"r:a"), 1);
+        // Without the fault it reads, and the old record is freed.
+        with(&e, |g| {
+            let (a, b) = (g.key(b"r:a"), g.key(b"r:b"));
+            assert!(crate::ops::keys::rename(g, 0, &a, &b, false).unwrap());
+        });
+        assert_eq!(get(&e, b"r:b").unwrap(), v);
+        assert_eq!(get(&e, b"r:a"), None);
+        assert_eq!(store.live(b"r:a"), 0);
+    }
+
+    #[test]
+    fn eviction_takes_values_in_ram_before_tiered_keys() {
+        let _s = SERIAL.lock();
+        mem();
+        let e = engine();
+        let key = |i: usize| format!("ev:{i}").into_bytes();
+        for i in 0..40 {
+            set(&e, &key(i), &sample_text(i as u64, 600));
+        }
+        for i in (0..40).step_by(2) {
+            assert!(matches!(out(&e, &key(i)), Outcome::Moved { .. }));
+        }
+        let mut pool = Pool::default();
+        for _ in 0..20 {
+            let step = crate::evict::evict_one(
+                &e,
+                &crate::cx::Cx::DETACHED,
+                Policy::AllkeysLru,
+                5,
+                &mut pool,
+            );
+            assert!(matches!(step, crate::evict::Step::Freed(Some(_))));
+        }
+        for i in 0..40 {
+            let there = get(&e, &key(i)).is_some();
+            assert_eq!(there, i % 2 == 0, "ev:{i}: tiered keys stay, RAM ones go");
+        }
     }
 
     /// A string command of zcomp's comparison, or a move of values out.

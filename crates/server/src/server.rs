@@ -311,6 +311,11 @@ pub fn run(mut cfg: Config) -> Result<(), String> {
         crate::journal::open_at_startup(&shared)?;
         shared.snapshots.loading.store(false, Ordering::Relaxed);
     }
+    crate::tier::loaded(if appendonly {
+        crate::tier::Role::Journal
+    } else {
+        crate::tier::Role::Dump
+    });
     crate::cluster::verify_data(&shared)?;
     crate::replication::replica::start_at_boot(&shared);
     if crate::process::supervised_by_systemd() {

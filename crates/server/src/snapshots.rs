@@ -121,6 +121,10 @@ pub(crate) fn options(shared: &Shared) -> snap::Options {
             .collect(),
         // Read at the cut (`Cut::set_repl`), not now.
         repl: None,
+        // A copy that leaves the process carries values in full; the
+        // files a restart loads turn pointers on (`file_options`, the
+        // journal's rewrite).
+        tier_pointers: false,
     }
 }
 
@@ -132,6 +136,9 @@ fn file_options(shared: &Shared) -> snap::Options {
         o.format = snap::Format::Rdb;
         o.used_mem = crate::memory::used_fast();
     }
+    // Cairn's own file is loaded next to this server's `tier/`: tiered
+    // values go in it as pointers (RDB always carries them in full).
+    o.tier_pointers = o.format == snap::Format::Cairn;
     o
 }
 
@@ -270,8 +277,11 @@ pub fn save(shared: &Shared, cx: &Cx, keep_dirty: bool) -> Result<snap::Stats, S
         }
     };
     let changes = cut.changes_at_cut;
+    let mut cut = cut;
+    let pin = cut.take_tier_pin();
     match snap::write(&shared.engine, cut, &path) {
         Ok(stats) => {
+            crate::tier::durable(crate::tier::Role::Dump, pin.as_ref());
             st.saved(changes, keep_dirty);
             st.last_ok.store(true, Ordering::Relaxed);
             st.refresh_deny(shared);
@@ -330,7 +340,13 @@ fn write_job(shared: &Shared, job: Job) {
     let st = &shared.snapshots;
     let started = Instant::now();
     let changes = job.cut.changes_at_cut;
-    let result = snap::write(&shared.engine, job.cut, &job.path);
+    let mut cut = job.cut;
+    let pin = cut.take_tier_pin();
+    let result = snap::write(&shared.engine, cut, &job.path);
+    if result.is_ok() {
+        crate::tier::durable(crate::tier::Role::Dump, pin.as_ref());
+    }
+    drop(pin);
     let secs = started.elapsed().as_secs() as i64;
     st.last_bgsave_secs.store(secs, Ordering::Relaxed);
     match result {

@@ -7,14 +7,21 @@
 //! that is over `maxmemory` move values out itself before eviction or
 //! `-OOM`. The engine side (pointer blocks, the fetch, `tier_out`) is
 //! `cairn_engine::tier`.
+//!
+//! Snapshots point into the logs (docs/design.md, "Restart: the snapshot
+//! points into the tier"), so a segment compaction empties is *retired*,
+//! not deleted, while a durable snapshot (or one being written) may still
+//! name it: `Retirement` keeps the marks that decide when it may go.
 use crate::shared::Shared;
 use cairn_engine::evict::Pool;
 use cairn_engine::tier::{self, Loc, Outcome, Record, Store, GROUPS};
 use cairn_engine::{CmdState, Cx};
 use cairn_persist::vlog::{self, Faults, Kind, Log, Ptr};
+use parking_lot::Mutex;
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -26,6 +33,64 @@ pub struct Tier {
     pub faults: Arc<Faults>,
     compactions: AtomicU64,
     compacted_bytes: AtomicU64,
+    /// Each log's share of `tier-max-disk`, and the segment size.
+    disk_limit: Option<u64>,
+    segment_size: u32,
+    retirement: Mutex<Retirement>,
+    /// Segments in `retirement` (read without its lock by `mark_live`).
+    retired: AtomicUsize,
+    /// The start-up load is over: compaction may judge what is live.
+    started: AtomicBool,
+}
+
+/// Which snapshot a restart would load: the dump file and the journal's
+/// base are different files, each of which may point into the tier.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Role {
+    Dump,
+    Journal,
+}
+
+/// When a segment compaction emptied may be deleted. Marks count
+/// retirements: a segment retired at mark `r` holds nothing a snapshot
+/// cut at mark `c >= r` names (compaction repointed every live key before
+/// retiring it, each under its shard lock, so a cut either saw the new
+/// pointer or dumped the shard before the repoint and got a later mark).
+/// So it may go once every snapshot a restart could load, and every one
+/// being written, was cut at `r` or later.
+#[derive(Default)]
+struct Retirement {
+    /// (group, segment, mark) of segments kept for older snapshots.
+    segments: Vec<(usize, u32, u64)>,
+    /// The last mark handed out.
+    mark: u64,
+    /// Cuts of snapshots not yet recorded durable (or given up).
+    open: Vec<u64>,
+    /// The cut of the last durable snapshot of each role (0 for the one
+    /// loaded at start: it may name any segment).
+    pins: HashMap<Role, u64>,
+}
+
+impl Retirement {
+    /// Segments that may be deleted now, taken out of the list.
+    fn deletable(&mut self) -> Vec<(usize, u32)> {
+        let limit = self
+            .pins
+            .values()
+            .chain(self.open.iter())
+            .copied()
+            .min()
+            .unwrap_or(u64::MAX);
+        let mut out = Vec::new();
+        self.segments.retain(|&(g, seq, r)| {
+            let go = r <= limit;
+            if go {
+                out.push((g, seq));
+            }
+            !go
+        });
+        out
+    }
 }
 
 static TIER: OnceLock<Tier> = OnceLock::new();
@@ -81,6 +146,45 @@ impl Store for Handle {
     fn free(&self, group: usize, l: Loc) {
         self.0.logs[group].free(ptr(l));
     }
+
+    fn mark_live(&self, group: usize, l: Loc) -> Result<(), String> {
+        self.0.logs[group]
+            .mark_live(ptr(l))
+            .map_err(|e| e.to_string())?;
+        // A load holds compaction off, so a segment it names cannot be
+        // deleted meanwhile; one retired before (DEBUG RELOAD's flush let
+        // compaction empty it) is live again.
+        if self.0.retired.load(Ordering::Relaxed) > 0 {
+            let mut r = self.0.retirement.lock();
+            r.segments
+                .retain(|&(g, seq, _)| !(g == group && seq == l.segment));
+            self.0.retired.store(r.segments.len(), Ordering::Relaxed);
+        }
+        Ok(())
+    }
+
+    fn sync(&self) -> Result<(), String> {
+        for l in &self.0.logs {
+            l.sync().map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    }
+
+    fn open_cut(&self) -> u64 {
+        let mut r = self.0.retirement.lock();
+        let m = r.mark;
+        r.open.push(m);
+        m
+    }
+
+    fn close_cut(&self, mark: u64) {
+        let mut r = self.0.retirement.lock();
+        if let Some(i) = r.open.iter().position(|&m| m == mark) {
+            r.open.swap_remove(i);
+        }
+        drop(r);
+        self.0.sweep();
+    }
 }
 
 /// Each log's two write buffers: 64 KiB, not the library's 1 MiB, since
@@ -96,8 +200,9 @@ fn dir_of(c: &crate::config::Config) -> PathBuf {
 /// Opens the logs and installs them (start-up, after the chdir to `dir`,
 /// before anything is loaded). Nothing to do with `tier-enabled no`.
 /// Segments left by an earlier run are opened (torn tails cut) with no
-/// live records: no snapshot points into them yet (snapshots hold tiered
-/// values in full), so compaction reclaims them.
+/// live records: the snapshot loaded next marks what it points at
+/// (`Store::mark_live`), and compaction, once `loaded` says the load is
+/// over, reclaims the rest.
 pub fn open(c: &crate::config::Config) -> Result<(), String> {
     if !c.tier_enabled {
         return Ok(());
@@ -126,6 +231,11 @@ pub fn open(c: &crate::config::Config) -> Result<(), String> {
         faults,
         compactions: AtomicU64::new(0),
         compacted_bytes: AtomicU64::new(0),
+        disk_limit,
+        segment_size: c.tier_segment_size,
+        retirement: Mutex::new(Retirement::default()),
+        retired: AtomicUsize::new(0),
+        started: AtomicBool::new(false),
     };
     if TIER.set(t).is_err() {
         return Err("the disk tier was opened twice".into());
@@ -152,6 +262,76 @@ impl Tier {
             self.compacted_bytes.load(Ordering::Relaxed),
         )
     }
+
+    /// Segments kept for older snapshots.
+    pub fn retired_segments(&self) -> usize {
+        self.retired.load(Ordering::Relaxed)
+    }
+
+    /// Keeps an emptied segment until no snapshot may name it (deleted
+    /// at once when none may).
+    fn retire(&self, g: usize, seq: u32) {
+        let mut r = self.retirement.lock();
+        r.mark += 1;
+        let m = r.mark;
+        r.segments.push((g, seq, m));
+        self.retired.store(r.segments.len(), Ordering::Relaxed);
+        drop(r);
+        self.sweep();
+    }
+
+    /// Deletes the retired segments no snapshot may name any more. Not
+    /// while a load holds compaction off (it may mark one live again):
+    /// the tier thread sweeps again later.
+    fn sweep(&self) {
+        let Some(_turn) = tier::try_compaction_turn() else {
+            return;
+        };
+        let mut r = self.retirement.lock();
+        let gone = r.deletable();
+        self.retired.store(r.segments.len(), Ordering::Relaxed);
+        drop(r);
+        for (g, seq) in gone {
+            if let Err(e) = self.logs[g].drop_segment(seq) {
+                crate::log::warning(&format!("Disk tier: {e}"));
+            }
+        }
+    }
+
+    fn is_retired(&self, g: usize, seq: u32) -> bool {
+        self.retired.load(Ordering::Relaxed) > 0
+            && self
+                .retirement
+                .lock()
+                .segments
+                .iter()
+                .any(|&(rg, rs, _)| rg == g && rs == seq)
+    }
+}
+
+/// A snapshot of `role` is durable (the dump file renamed into place, or
+/// the journal's manifest naming its new base): segments retired before
+/// its cut are no longer named by it. `pin` is the cut's hold
+/// (`Cut::take_tier_pin`), released by the caller afterwards.
+pub fn durable(role: Role, pin: Option<&tier::CutPin>) {
+    let (Some(t), Some(pin)) = (TIER.get(), pin) else {
+        return;
+    };
+    t.retirement.lock().pins.insert(role, pin.mark());
+    t.sweep();
+}
+
+/// The start-up load (snapshot, or journal and its base) is over: if it
+/// took pointers into the tier, its file keeps every segment until a
+/// newer snapshot of the same role is durable; compaction may start.
+pub fn loaded(role: Role) {
+    let Some(t) = TIER.get() else {
+        return;
+    };
+    if tier::COUNTERS.loaded_pointers.load(Ordering::Relaxed) > 0 {
+        t.retirement.lock().pins.insert(role, 0);
+    }
+    t.started.store(true, Ordering::Release);
 }
 
 thread_local! {
@@ -266,6 +446,10 @@ const MOVE_BUDGET: Duration = Duration::from_millis(20);
 const COMPACT_EVERY: Duration = Duration::from_millis(200);
 /// A segment whose live bytes fall to this share of its size is compacted.
 const COMPACT_UNDER: f64 = 0.5;
+/// The share once a log is within a segment of its part of
+/// `tier-max-disk`: appends are about to be refused, and copying a
+/// segment 80% live still gives back a fifth of it.
+const COMPACT_UNDER_FULL: f64 = 0.8;
 
 /// The `cairn-tier` thread: one for the sixteen logs (see design.md for
 /// why one is enough here).
@@ -293,8 +477,9 @@ pub fn thread(shared: Arc<Shared>) {
                 }
             }
         }
-        if last_compaction.elapsed() >= COMPACT_EVERY {
+        if last_compaction.elapsed() >= COMPACT_EVERY && t.started.load(Ordering::Acquire) {
             last_compaction = Instant::now();
+            t.sweep();
             for i in 0..GROUPS {
                 let g = (next_group + i) % GROUPS;
                 if compact_one(&shared, t, g) {
@@ -310,8 +495,22 @@ pub fn thread(shared: Arc<Shared>) {
 /// Compacts the emptiest candidate segment of group `g`, if any: copies
 /// its live records, repoints their keys, drops it. True if it did.
 fn compact_one(shared: &Shared, t: &Tier, g: usize) -> bool {
+    // Not while a snapshot is being loaded: its keys would look dead.
+    let Some(_turn) = tier::try_compaction_turn() else {
+        return false;
+    };
     let log = &t.logs[g];
-    let Some(seg) = log.candidates(COMPACT_UNDER).into_iter().next() else {
+    let under = match t.disk_limit {
+        Some(limit) if log.stats().disk_bytes + u64::from(t.segment_size) >= limit => {
+            COMPACT_UNDER_FULL
+        }
+        _ => COMPACT_UNDER,
+    };
+    let Some(seg) = log
+        .candidates(under)
+        .into_iter()
+        .find(|s| !t.is_retired(g, s.seq))
+    else {
         return false;
     };
     let engine = &shared.engine;
@@ -331,11 +530,8 @@ fn compact_one(shared: &Shared, t: &Tier, g: usize) -> bool {
             log.free(m.new);
         }
     }
-    // Nothing durable points into the old segment (snapshots hold tiered
-    // values in full), so it goes at once.
-    if let Err(e) = log.drop_segment(seg.seq) {
-        crate::log::warning(&format!("Disk tier: {e}"));
-    }
+    // A snapshot may still name records in it: kept until none may.
+    t.retire(g, seg.seq);
     t.compactions.fetch_add(1, Ordering::Relaxed);
     t.compacted_bytes.fetch_add(seg.bytes, Ordering::Relaxed);
     true

@@ -138,6 +138,10 @@ pub struct Dict {
     /// Replaced by a newer dictionary of its domain.
     retired: AtomicBool,
     mem: usize,
+    /// The trained bytes, kept for persistence (`Dicts::export`): a
+    /// snapshot that points into the disk tier carries the dictionaries
+    /// its records were coded with.
+    raw: std::sync::Arc<[u8]>,
 }
 
 /// Dictionaries by id.
@@ -256,7 +260,7 @@ fn try_free(id: u16) {
 fn install(raw: &[u8], level: i32) -> Option<&'static Dict> {
     let cdict = RawCDict::create(raw, level)?;
     let ddict = DDict::try_create(raw)?;
-    let mem = cdict.sizeof() + ddict.sizeof();
+    let mem = cdict.sizeof() + ddict.sizeof() + raw.len();
     let start = NEXT_ID.load(Ordering::Relaxed) as usize;
     let mut d = Some(Box::new(Dict {
         id: 0,
@@ -265,6 +269,7 @@ fn install(raw: &[u8], level: i32) -> Option<&'static Dict> {
         users: AtomicU64::new(1),
         retired: AtomicBool::new(false),
         mem,
+        raw: raw.into(),
     }));
     for step in 0..SLOTS - 1 {
         let id = 1 + (start - 1 + step) % (SLOTS - 1);
@@ -290,6 +295,111 @@ fn install(raw: &[u8], level: i32) -> Option<&'static Dict> {
         }
     }
     None
+}
+
+// --------------------------------------------------------- persistence ---
+
+/// The codec a persisted dictionary is for. Append-only numbers, written
+/// into snapshot files (docs/design.md, "Restart: the snapshot points
+/// into the tier"): a reader refuses a tag it does not know.
+pub const CODEC_ZSTD: u8 = 1;
+
+/// A dictionary as persistence carries it: its id (what coded values and
+/// tier pointers name), the codec it is for and its raw bytes. Nothing
+/// of zstd's prepared forms: a loader prepares them again.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Exported {
+    pub id: u16,
+    pub codec: u8,
+    pub raw: std::sync::Arc<[u8]>,
+}
+
+/// The dictionary table as persistence sees it: export what is alive,
+/// import what a file carries under the ids its values name.
+pub struct Dicts;
+
+impl Dicts {
+    /// Every live dictionary (current, or still used by a value). The
+    /// caller must keep values from being freed meanwhile (a snapshot's
+    /// cut holds every shard); the domains' locks are held here, so a
+    /// retraining cannot free a dictionary under the copy.
+    pub fn export() -> Vec<Exported> {
+        let _domains: Vec<_> = DOMAIN_STATE.iter().map(|d| d.lock()).collect();
+        (1..SLOTS as u16)
+            .filter_map(dict)
+            .map(|d| Exported {
+                id: d.id,
+                codec: CODEC_ZSTD,
+                raw: d.raw.clone(),
+            })
+            .collect()
+    }
+
+    /// Installs a persisted dictionary under its own id, retired (it
+    /// only decodes; the domains train their own), holding one use for
+    /// the caller, which gives it back with `unpin` once the values that
+    /// use it hold theirs. An id already holding the same bytes only
+    /// takes the use (DEBUG RELOAD reads back what it just wrote); one
+    /// holding other bytes is refused, since values name dictionaries by
+    /// id alone.
+    pub fn import(id: u16, codec: u8, raw: &[u8]) -> Result<(), String> {
+        if codec != CODEC_ZSTD {
+            return Err(format!("dictionary {id}: unknown codec {codec}"));
+        }
+        if id == 0 || usize::from(id) >= SLOTS {
+            return Err(format!("dictionary id {id} out of range"));
+        }
+        let _domains: Vec<_> = DOMAIN_STATE.iter().map(|d| d.lock()).collect();
+        if let Some(d) = dict(id) {
+            if *d.raw != *raw {
+                return Err(format!("dictionary id {id} is taken by another dictionary"));
+            }
+            d.users.fetch_add(1, Ordering::Relaxed);
+            return Ok(());
+        }
+        let level = LEVEL_DEFAULT;
+        let cdict = RawCDict::create(raw, level)
+            .ok_or_else(|| format!("dictionary {id}: zstd refused it"))?;
+        let ddict =
+            DDict::try_create(raw).ok_or_else(|| format!("dictionary {id}: zstd refused it"))?;
+        let mem = cdict.sizeof() + ddict.sizeof() + raw.len();
+        let p = Box::into_raw(Box::new(Dict {
+            id,
+            cdict,
+            ddict,
+            users: AtomicU64::new(1),
+            retired: AtomicBool::new(true),
+            mem,
+            raw: raw.into(),
+        }));
+        match TABLE[usize::from(id)].compare_exchange(
+            std::ptr::null_mut(),
+            p,
+            Ordering::AcqRel,
+            Ordering::Relaxed,
+        ) {
+            Ok(_) => {
+                DICT_MEM.fetch_add(mem, Ordering::Relaxed);
+                Ok(())
+            }
+            Err(_) => {
+                // SAFETY: not published; we still own it.
+                drop(unsafe { Box::from_raw(p) });
+                Err(format!("dictionary id {id} was taken meanwhile"))
+            }
+        }
+    }
+
+    /// Gives back the use `import` took: a dictionary no value took a use
+    /// of is freed.
+    pub fn unpin(id: u16) {
+        release(id);
+    }
+
+    /// A dictionary holds `id` now.
+    pub fn exists(id: u16) -> bool {
+        dict(id).is_some()
+    }
 }
 
 // ------------------------------------------------------------- domains ---
@@ -790,6 +900,40 @@ pub(crate) mod tests {
 
     fn on(e: &Engine, min: usize) {
         e.limits.value_compression_min.store(min, Ordering::Relaxed);
+    }
+
+    #[test]
+    fn dictionaries_export_and_import_by_id() {
+        let _s = SERIAL.lock();
+        let raw = sample_text(9, 4096);
+        let id = 4000;
+        assert!(!Dicts::exists(id));
+        Dicts::import(id, CODEC_ZSTD, &raw).unwrap();
+        assert!(Dicts::exists(id));
+        assert!(Dicts::export()
+            .iter()
+            .any(|d| d.id == id && d.codec == CODEC_ZSTD && *d.raw == *raw));
+        // The same bytes again take another use; other bytes, another
+        // codec or id 0 are refused.
+        Dicts::import(id, CODEC_ZSTD, &raw).unwrap();
+        assert!(Dicts::import(id, CODEC_ZSTD, b"other bytes").is_err());
+        assert!(Dicts::import(id + 1, 9, &raw).is_err());
+        assert!(Dicts::import(0, CODEC_ZSTD, &raw).is_err());
+        // A value coded with those bytes under that id decodes, as a
+        // tiered record written before a restart does after it.
+        let plain = sample_text(10, 2000);
+        let frame = zstd::bulk::Compressor::with_dictionary(3, &raw)
+            .unwrap()
+            .compress(&plain)
+            .unwrap();
+        let mut coded = (plain.len() as u32).to_le_bytes().to_vec();
+        coded.extend_from_slice(&id.to_le_bytes());
+        coded.extend_from_slice(&frame);
+        assert_eq!(decompress(&coded), plain);
+        Dicts::unpin(id);
+        assert!(Dicts::exists(id));
+        Dicts::unpin(id);
+        assert!(!Dicts::exists(id), "freed with its last use");
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //! funcs?  'F' | libraries u32 | payload_len u64 | crc u32 | payload (code strings)     (17 + len)
 //! names?  'N' | lists u32 | payload_len u64 | crc u32 | payload (per list: varint n, n names)
 //! repl?   'R' | 1 u32 | payload_len u64 | crc u32 | payload (varint stream_db, replid, varint offset)
+//! dicts?  'Z' | dictionaries u32 | payload_len u64 | crc u32 | payload (per one: id u16, codec u8, raw)   (version 3)
 //! block*  'B' | records u32 | payload_len u64 | crc u32 | payload (records)               (17 + len)
 //! end     'E' | keys u64 | blocks u64 | crc u32                                          (21 bytes)
 //! record  tag u8 | db varint | expire_ms varint | key | value (by tag, below)
@@ -18,7 +19,11 @@
 //! everything before it in its section, a block's CRC including its
 //! payload; a CRC of 0 means "not computed" (`rdbchecksum no`) and is not
 //! checked. Version 1 differs only there: its CRCs are CRC-32 (IEEE, as
-//! zlib). It is still read (`Checksum::of_version`), never written. Values are written logically (the elements through the value
+//! zlib). It is still read (`Checksum::of_version`), never written.
+//! Version 3 (`TIER_VERSION`) is version 2 plus the record that points
+//! into the disk tier (tag 8) and the dictionaries section: written only
+//! by a snapshot that points into the tier, so every other file stays
+//! version 2, byte for byte what older Cairns wrote and read. Values are written logically (the elements through the value
 //! types' public APIs), never as their in-memory encodings, so a change of
 //! encoding never changes the file, and a loaded value is built by the
 //! same constructors the commands use, in the encodings the limits in
@@ -34,8 +39,12 @@ use cairn_engine::{Ref, Value};
 
 /// The first eight bytes of every snapshot file.
 pub const MAGIC: &[u8; 8] = b"CAIRNSNP";
-/// The format version this code writes.
+/// The format version this code writes for a file that holds values
+/// only.
 pub const VERSION: u32 = 2;
+/// The version of a file that points into the disk tier (tiered records
+/// and the dictionaries section): the newest this code reads.
+pub const TIER_VERSION: u32 = 3;
 /// The oldest version this code reads.
 pub const OLDEST_READ: u32 = 1;
 /// Header size in bytes.
@@ -80,6 +89,12 @@ pub enum Section {
     /// with a backlog and by a replica, so either continues with PSYNC
     /// after a restart; a file without it loads the same data.
     Repl = b'R',
+    /// The dictionaries the tiered records' coded values name (version 3,
+    /// branch tiersnap), before the blocks, framed as a functions
+    /// section: per dictionary its id (u16 LE), its codec (u8,
+    /// `zcomp::CODEC_ZSTD` = 1) and its raw bytes as a byte string. A
+    /// load installs them under their ids before any record names one.
+    Dicts = b'Z',
 }
 
 /// Record tags: the kind of value a record holds. Append-only.
@@ -101,6 +116,13 @@ pub enum Tag {
     /// A stream: its counters, its live entries, its consumer groups (see
     /// `put_stream`).
     Stream = 7,
+    /// A string whose value is in the disk tier (version 3): the 16-byte
+    /// pointer a tiered block holds (`cairn_engine::tier::Pointer`:
+    /// segment, offset, record length, plain length, dictionary id,
+    /// group), then a flags byte (bit 0: the `raw` encoding bit). The
+    /// record it names is in `tier/NN/`, kept until a newer snapshot is
+    /// durable.
+    Tiered = 8,
 }
 
 impl Tag {
@@ -113,6 +135,7 @@ impl Tag {
             5 => Tag::ZSet,
             6 => Tag::McStr,
             7 => Tag::Stream,
+            8 => Tag::Tiered,
             _ => return None,
         })
     }
@@ -132,7 +155,7 @@ impl Checksum {
     pub fn of_version(version: u32) -> Option<Checksum> {
         match version {
             1 => Some(Checksum::Crc32Ieee),
-            2 => Some(Checksum::Crc32c),
+            2 | 3 => Some(Checksum::Crc32c),
             _ => None,
         }
     }
@@ -209,9 +232,15 @@ fn extend_small(out: &mut Vec<u8>, b: &[u8]) {
 
 /// The header for a snapshot cut at `cut_ms` of an engine with `databases`.
 pub fn header(cut_ms: u64, databases: u32, checksum: bool) -> [u8; HEADER_LEN] {
+    header_of(VERSION, cut_ms, databases, checksum)
+}
+
+/// `header` for a given format version (`TIER_VERSION` for a file that
+/// points into the disk tier).
+pub fn header_of(version: u32, cut_ms: u64, databases: u32, checksum: bool) -> [u8; HEADER_LEN] {
     let mut h = [0u8; HEADER_LEN];
     h[0..8].copy_from_slice(MAGIC);
-    h[8..12].copy_from_slice(&VERSION.to_le_bytes());
+    h[8..12].copy_from_slice(&version.to_le_bytes());
     // 12..16: flags, none defined.
     h[16..24].copy_from_slice(&cut_ms.to_le_bytes());
     h[24..28].copy_from_slice(&databases.to_le_bytes());
@@ -274,6 +303,38 @@ fn counted_section(tag: Section, count: u32, payload: &[u8], checksum: bool) -> 
     out.extend_from_slice(&crc.to_le_bytes());
     out.extend_from_slice(payload);
     out
+}
+
+/// The dictionaries section (version 3): each dictionary's id, codec
+/// and raw bytes.
+pub fn dicts(list: &[cairn_engine::value::zcomp::Exported], checksum: bool) -> Vec<u8> {
+    let mut payload = Vec::new();
+    for d in list {
+        payload.extend_from_slice(&d.id.to_le_bytes());
+        payload.push(d.codec);
+        put_bytes(&mut payload, &d.raw);
+    }
+    counted_section(Section::Dicts, list.len() as u32, &payload, checksum)
+}
+
+/// A dictionary read from a file: id, codec, raw bytes.
+pub type DictRecord = (u16, u8, Vec<u8>);
+
+/// The dictionaries section's payload; None if malformed.
+pub fn parse_dicts(payload: &[u8], count: u32) -> Option<Vec<DictRecord>> {
+    let mut pos = 0;
+    let mut out = Vec::new();
+    for _ in 0..count {
+        let head = payload.get(pos..pos + 3)?;
+        pos += 3;
+        let raw = get_bytes(payload, &mut pos)?;
+        out.push((
+            u16::from_le_bytes([head[0], head[1]]),
+            head[2],
+            raw.to_vec(),
+        ));
+    }
+    (pos == payload.len()).then_some(out)
 }
 
 fn get_varint_at(b: &[u8], pos: &mut usize) -> Option<u64> {
@@ -374,10 +435,22 @@ pub fn codebook(id: u8, current: bool, lens: &[u8; 256], checksum: bool) -> [u8;
     b
 }
 
-/// Appends one key as a record.
-pub fn put_entry(out: &mut Vec<u8>, db: usize, r: Ref<'_>) {
+/// Appends one key as a record. With `tier_pointers`, a key whose value
+/// is in the disk tier is written as its pointer (`Tag::Tiered`); without
+/// (RDB's callers, a replica's or a debugger's copy), its value is read
+/// through the tier and written in full.
+pub fn put_entry(out: &mut Vec<u8>, db: usize, r: Ref<'_>, tier_pointers: bool) {
     let e = match r {
         Ref::Full(e) => e,
+        Ref::Compact(c) if tier_pointers && c.is_tiered() => {
+            out.push(Tag::Tiered as u8);
+            put_varint(out, db as u64);
+            put_varint(out, c.meta().expire_at());
+            put_bytes(out, c.key());
+            out.extend_from_slice(&c.tier_ptr().to_bytes());
+            out.push(u8::from(c.raw()));
+            return;
+        }
         // A compact block is a plain string: the record a `Str` entry of
         // the same bytes writes (the loader stores it compact again). A
         // compressed one is written decoded, and the loader compresses it
@@ -544,7 +617,11 @@ pub struct Record<'a> {
     /// Unix ms; 0 = no expiry.
     pub expire_at: u64,
     pub key: &'a [u8],
+    /// The value; an empty string for a tiered record, whose value is
+    /// in the tier at `tiered`.
     pub value: Value,
+    /// A tiered record's pointer and `raw` bit.
+    pub tiered: Option<(cairn_engine::tier::Pointer, bool)>,
 }
 
 /// Reads records out of one block's payload. Every read is checked
@@ -735,7 +812,19 @@ impl<'a> Decoder<'a> {
         let db = usize::try_from(db).or_else(|_| self.fail("database index too large"))?;
         let expire_at = self.varint()?;
         let key = self.bytes()?;
+        let mut tiered = None;
         let value = match tag {
+            Tag::Tiered => {
+                let p = cairn_engine::tier::Pointer::from_bytes(
+                    self.take(cairn_engine::tier::Pointer::BYTES)?,
+                );
+                let flags = self.u8()?;
+                if flags > 1 {
+                    return self.fail(format!("tiered record flags {flags:#x}"));
+                }
+                tiered = Some((p, flags == 1));
+                Value::Str(StrValue::from_vec(Vec::new()))
+            }
             Tag::Str => Value::Str(StrValue::from_vec(self.bytes()?.to_vec())),
             Tag::McStr => {
                 let flags = u32::from_le_bytes(self.take(4)?.try_into().expect("took 4"));
@@ -815,6 +904,7 @@ impl<'a> Decoder<'a> {
             expire_at,
             key,
             value,
+            tiered,
         })
     }
 }
@@ -834,6 +924,7 @@ mod tests {
         assert_eq!(Tag::ZSet as u8, 5);
         assert_eq!(Tag::McStr as u8, 6);
         assert_eq!(Tag::Stream as u8, 7);
+        assert_eq!(Tag::Tiered as u8, 8);
         for b in 0..=255u8 {
             if let Some(t) = Tag::from_u8(b) {
                 assert_eq!(t as u8, b);
@@ -844,6 +935,8 @@ mod tests {
         assert_eq!(Section::Codebook as u8, 0x44);
         assert_eq!(MAGIC, b"CAIRNSNP");
         assert_eq!(VERSION, 2);
+        assert_eq!(TIER_VERSION, 3);
+        assert_eq!(Section::Dicts as u8, b'Z');
         assert_eq!(OLDEST_READ, 1);
     }
 
@@ -854,13 +947,57 @@ mod tests {
         assert_eq!(Checksum::of_version(0), None);
         assert_eq!(Checksum::of_version(1), Some(Checksum::Crc32Ieee));
         assert_eq!(Checksum::of_version(2), Some(Checksum::Crc32c));
-        assert_eq!(Checksum::of_version(3), None);
+        assert_eq!(Checksum::of_version(3), Some(Checksum::Crc32c));
+        assert_eq!(Checksum::of_version(4), None);
         assert_eq!(Checksum::of_version(VERSION), Some(Checksum::Crc32c));
         assert_eq!(Checksum::Crc32Ieee.of(&[b"1234", b"56789"]), 0xcbf4_3926);
         assert_eq!(Checksum::Crc32c.of(&[b"1234", b"56789"]), 0xe306_9283);
         assert_eq!(crc(&[b"123456789"]), 0xe306_9283);
         // 0 means "not computed", so a true 0 is written as 1.
         assert_eq!(Checksum::Crc32c.of(&[]), 1);
+    }
+
+    #[test]
+    fn golden_tiered_record_and_dictionaries() {
+        use cairn_engine::tier::{Loc, Pointer};
+        let p = Pointer {
+            loc: Loc {
+                segment: 1,
+                offset: 32,
+                len: 40,
+            },
+            plain_len: 300,
+            dict: 2,
+            group: 5,
+        };
+        // Tag 8, db 0, no expiry, key "k", the pointer, flags (raw).
+        let mut rec = vec![8, 0, 0, 1, b'k'];
+        rec.extend_from_slice(&p.to_bytes());
+        rec.push(1);
+        assert_eq!(
+            &rec[5..],
+            &[1, 0, 0, 0, 32, 0, 0, 0, 40, 0, 0, 0, 0x2c, 0x01, 0x02, 0x50, 1]
+        );
+        let r = Decoder::new(&rec).record(&BuildLimits::default()).unwrap();
+        assert_eq!((r.db, r.expire_at, r.key), (0, 0, &b"k"[..]));
+        assert_eq!(r.tiered, Some((p, true)));
+        let mut bad = rec.clone();
+        *bad.last_mut().unwrap() = 2;
+        assert!(Decoder::new(&bad).record(&BuildLimits::default()).is_err());
+
+        let list = vec![cairn_engine::value::zcomp::Exported {
+            id: 7,
+            codec: 1,
+            raw: b"dictionary bytes"[..].into(),
+        }];
+        let sec = dicts(&list, true);
+        assert_eq!(&sec[..5], &[b'Z', 1, 0, 0, 0]);
+        assert_eq!(&sec[17..21], &[7, 0, 1, 16]);
+        let back = parse_dicts(&sec[17..], 1).unwrap();
+        assert_eq!(back, vec![(7, 1, b"dictionary bytes".to_vec())]);
+        assert!(parse_dicts(&sec[17..sec.len() - 1], 1).is_none());
+        let h = header_of(TIER_VERSION, 0, 16, true);
+        assert_eq!(&h[8..12], &[3, 0, 0, 0]);
     }
 
     #[test]

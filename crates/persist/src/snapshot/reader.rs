@@ -99,6 +99,9 @@ pub fn load(
     let dbs = engine.databases();
     let now = cairn_engine::clock::now_ms();
     let expired = AtomicU64::new(0);
+    // Compaction tells live records from dead ones by looking their keys
+    // up: not while the keys that point at them are still being loaded.
+    let _no_compaction = cairn_engine::tier::store().map(|_| cairn_engine::tier::hold_compaction());
     let mut stats = read(path, &limits, opts, true, progress, &|rec| {
         if rec.db >= dbs {
             return Err(format!(
@@ -116,7 +119,14 @@ pub fn load(
             0 => Expiry::Clear,
             t => Expiry::At(t),
         };
-        if g.set(rec.db, &k, rec.value, expiry).is_some() && !opts.replace_existing {
+        let replaced = match rec.tiered {
+            Some((p, raw)) => {
+                cairn_engine::tier::load_pointer(&mut g, rec.db, &k, p, raw, rec.expire_at)?
+                    .is_some()
+            }
+            None => g.set(rec.db, &k, rec.value, expiry).is_some(),
+        };
+        if replaced && !opts.replace_existing {
             return Err(format!(
                 "duplicate key '{}' in database {}",
                 String::from_utf8_lossy(&rec.key[..rec.key.len().min(128)]),
@@ -216,6 +226,9 @@ fn read(
             .clamp(1, MAX_LOAD_THREADS)
     };
     let keys = AtomicU64::new(0);
+    // Dictionaries installed from the file, each with a use held until
+    // the records that name them hold theirs.
+    let imported: Mutex<Vec<u16>> = Mutex::new(Vec::new());
     // The first decoding error (lowest offset wins when several race).
     let failed: Mutex<Option<(u64, String)>> = Mutex::new(None);
     let stop = AtomicBool::new(false);
@@ -270,6 +283,7 @@ fn read(
             install_books,
             functions: Vec::new(),
             repl: None,
+            imported: &imported,
         };
         let result = loop {
             if stop.load(Ordering::Relaxed) {
@@ -312,6 +326,9 @@ fn read(
         }
         result
     });
+    for id in imported.into_inner() {
+        cairn_engine::value::zcomp::Dicts::unpin(id);
+    }
     if let Some((offset, reason)) = failed.into_inner() {
         return Err(Error::corrupt(path, offset, reason));
     }
@@ -372,7 +389,7 @@ fn read_header(r: &mut impl Read) -> Result<(u64, Checksum), Fail> {
             format!(
                 "snapshot format version {version}; this Cairn reads versions {} to {}",
                 format::OLDEST_READ,
-                format::VERSION
+                format::TIER_VERSION
             ),
         ));
     };
@@ -402,6 +419,8 @@ struct Sections<'a, R> {
     functions: Vec<Vec<u8>>,
     /// The replication section's state, once read.
     repl: Option<super::ReplInfo>,
+    /// Dictionaries installed from a dictionaries section (a load).
+    imported: &'a Mutex<Vec<u16>>,
 }
 
 impl<R: Read> Sections<'_, R> {
@@ -526,6 +545,37 @@ impl<R: Read> Sections<'_, R> {
                     format::parse_repl_info(&payload, count)
                         .ok_or_else(|| corrupt(body, "replication section is malformed"))?,
                 );
+                self.pos = body + len;
+                Ok(None)
+            }
+            t if t == Section::Dicts as u8 => {
+                let mut h = [0u8; format::FUNCTIONS_HEADER_LEN];
+                h[0] = t;
+                read_exact(self.r, &mut h[1..])
+                    .map_err(|e| (pos, short_read("dictionaries header", e)))?;
+                let count = u32::from_le_bytes(h[1..5].try_into().expect("4 bytes"));
+                let len = u64::from_le_bytes(h[5..13].try_into().expect("8 bytes"));
+                let body = pos + format::FUNCTIONS_HEADER_LEN as u64;
+                if len > self.total.saturating_sub(body) {
+                    return Err(corrupt(
+                        pos,
+                        "dictionaries section runs past the end of the file",
+                    ));
+                }
+                let mut payload = vec![0u8; len as usize];
+                read_exact(self.r, &mut payload)
+                    .map_err(|e| (body, short_read("dictionaries", e)))?;
+                check_crc(self.sum, &h[13..17], &[&h[..13], &payload])
+                    .map_err(|r| corrupt(pos, format!("dictionaries section {r}")))?;
+                let list = format::parse_dicts(&payload, count)
+                    .ok_or_else(|| corrupt(body, "dictionaries section is malformed"))?;
+                if self.install_books {
+                    for (id, codec, raw) in list {
+                        cairn_engine::value::zcomp::Dicts::import(id, codec, &raw)
+                            .map_err(|r| corrupt(body, r))?;
+                        self.imported.lock().push(id);
+                    }
+                }
                 self.pos = body + len;
                 Ok(None)
             }

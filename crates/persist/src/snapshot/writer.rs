@@ -76,6 +76,12 @@ pub struct Options {
     /// The replication state at the cut, saved with the data (Redis's
     /// `rdbSaveInfo`); set by the server at the cut (`Cut::set_repl`).
     pub repl: Option<ReplInfo>,
+    /// Write keys whose values are in the disk tier as pointers (and the
+    /// dictionaries their records use), not their values: the dump file
+    /// and the journal's base, which a restart of this server loads next
+    /// to its `tier/` directory. Off for a copy that leaves the process
+    /// (a replica's full sync, a debugger's copy) and for RDB.
+    pub tier_pointers: bool,
 }
 
 /// Where the data of a snapshot stands in a replication history (Redis
@@ -102,6 +108,7 @@ impl Default for Options {
             max_queued_bytes: 64 << 20,
             functions: Vec::new(),
             repl: None,
+            tier_pointers: false,
         }
     }
 }
@@ -199,6 +206,9 @@ struct Queue {
     cut_ms: AtomicU64,
     checksum: bool,
     format: Format,
+    /// Tiered values go out as pointers (`Options::tier_pointers`, with
+    /// a tier installed and Cairn's format).
+    tier_pointers: bool,
     /// `Options::max_queued_bytes` (0: none).
     limit: u64,
     /// The file, once `write` has opened it; any thread may write the
@@ -317,7 +327,7 @@ impl ShardSink for Queue {
                     }
                     rdb_file::put_key(&mut cur.payload, e);
                 } else {
-                    format::put_entry(&mut cur.payload, db, e);
+                    format::put_entry(&mut cur.payload, db, e, self.tier_pointers);
                 }
                 cur.records += 1;
                 if cur.payload.len() >= BLOCK_TARGET_BYTES || cur.records == u32::MAX {
@@ -352,6 +362,10 @@ pub struct Cut {
     /// `Engine::changes()` at the cut: the dirty baseline once it is saved.
     pub changes_at_cut: u64,
     opts: Options,
+    /// With tier pointers: the hold on the segments this snapshot may
+    /// name (`take_tier_pin`), and the dictionaries alive at the cut.
+    tier_pin: Option<cairn_engine::tier::CutPin>,
+    tier_dicts: Vec<cairn_engine::value::zcomp::Exported>,
 }
 
 impl Cut {
@@ -365,6 +379,15 @@ impl Cut {
     /// before `write`.
     pub fn set_repl(&mut self, repl: Option<ReplInfo>) {
         self.opts.repl = repl;
+    }
+
+    /// The hold on the disk tier's segments this snapshot may name, for
+    /// the caller to keep until it has recorded the file durable
+    /// (`tier::durable` in the server; a journal base is durable only once
+    /// its manifest names it). Left here, it is released when `write`
+    /// returns.
+    pub fn take_tier_pin(&mut self) -> Option<cairn_engine::tier::CutPin> {
+        self.tier_pin.take()
     }
 
     /// Ends the snapshot without writing anything.
@@ -383,20 +406,31 @@ pub fn begin(
     opts: &Options,
     on_cut: impl FnOnce(),
 ) -> Result<Cut, SaveError> {
+    let tier_pointers =
+        opts.tier_pointers && opts.format == Format::Cairn && cairn_engine::tier::store().is_some();
     let queue = Arc::new(Queue {
         blocks: Mutex::new(Vec::new()),
         progress: Arc::new(Progress::default()),
         cut_ms: AtomicU64::new(0),
         checksum: opts.checksum,
         format: opts.format,
+        tier_pointers,
         limit: opts.max_queued_bytes,
         out: Mutex::new(None),
         spare: Mutex::new(Vec::new()),
     });
     let mut at = (0, 0);
+    let (mut tier_pin, mut tier_dicts) = (None, Vec::new());
     let epoch = engine.begin_snapshot(cx, queue.clone(), || {
         at = (cairn_engine::clock::now_ms(), engine.changes());
         queue.cut_ms.store(at.0, Ordering::Relaxed);
+        if tier_pointers {
+            // Every shard is held: no value (tiered or coded) can give
+            // its dictionary back, and no compaction can repoint a key,
+            // until the cut is over.
+            tier_pin = cairn_engine::tier::CutPin::open();
+            tier_dicts = cairn_engine::value::zcomp::Dicts::export();
+        }
         on_cut();
     })?;
     Ok(Cut {
@@ -405,6 +439,8 @@ pub fn begin(
         cut_ms: at.0,
         changes_at_cut: at.1,
         opts: opts.clone(),
+        tier_pin,
+        tier_dicts,
     })
 }
 
@@ -434,6 +470,17 @@ pub fn write(engine: &Engine, cut: Cut, path: &Path) -> Result<Stats, SaveError>
         .unwrap_or_else(|| "snapshot".into());
     let tmp = dir.join(format!("temp-{}-{}-{name}", std::process::id(), cut.epoch));
     let result = write_file(engine, &cut, &tmp).and_then(|stats| {
+        // The records the file points at must be on disk before the file
+        // can be loaded instead of the previous one.
+        if cut.queue.tier_pointers {
+            if let Some(s) = cairn_engine::tier::store() {
+                s.sync().map_err(|e| SaveError::Io {
+                    op: "sync the disk tier for",
+                    path: path.to_path_buf(),
+                    error: io::Error::other(e),
+                })?;
+            }
+        }
         fs::rename(&tmp, path).map_err(|error| SaveError::Io {
             op: "rename to",
             path: path.to_path_buf(),
@@ -557,7 +604,13 @@ fn write_sink(engine: &Engine, cut: &Cut, sink: Sink, tmp: &Path) -> Result<Stat
         }
         w.write_all(&head).map_err(io_err("write"))?;
     } else {
-        w.write_all(&format::header(
+        let version = if cut.queue.tier_pointers {
+            format::TIER_VERSION
+        } else {
+            format::VERSION
+        };
+        w.write_all(&format::header_of(
+            version,
             cut.cut_ms,
             engine.databases() as u32,
             checksum,
@@ -581,6 +634,12 @@ fn write_sink(engine: &Engine, cut: &Cut, sink: Sink, tmp: &Path) -> Result<Stat
         }
         if let Some(r) = &cut.opts.repl {
             w.write_all(&format::repl_info(r, checksum))
+                .map_err(io_err("write"))?;
+        }
+        // The dictionaries the tiered records (and nothing else: coded
+        // values in RAM are written plain) may name, before any block.
+        if cut.queue.tier_pointers && !cut.tier_dicts.is_empty() {
+            w.write_all(&format::dicts(&cut.tier_dicts, checksum))
                 .map_err(io_err("write"))?;
         }
     }

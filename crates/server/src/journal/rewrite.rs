@@ -258,8 +258,10 @@ fn compact(shared: &Arc<Shared>) -> Result<bool, String> {
         }
     }
     log::notice("Background append only file rewriting started");
-    // 2: the cut.
-    let opts = crate::snapshots::options(shared);
+    // 2: the cut. The base is loaded next to this server's `tier/`:
+    // tiered values go in it as pointers.
+    let mut opts = crate::snapshots::options(shared);
+    opts.tier_pointers = true;
     // A compaction thread: never inside a client's EXEC hold.
     let cut = snap::begin(&shared.engine, &cairn_engine::Cx::DETACHED, &opts, || {
         if let Some(f) = next.take() {
@@ -294,6 +296,8 @@ fn compact(shared: &Arc<Shared>) -> Result<bool, String> {
     // 3: the base.
     let base = Manifest::base_name(&paths.appendfilename, seq);
     let base_path = paths.dir.join(&base);
+    let mut cut = cut;
+    let tier_pin = cut.take_tier_pin();
     let stats = snap::write(&shared.engine, cut, &base_path).map_err(|e| e.to_string())?;
     r.last_cow.store(stats.peak_queued_bytes, Ordering::Relaxed);
     // 4: the new manifest, then the old files go.
@@ -307,6 +311,9 @@ fn compact(shared: &Arc<Shared>) -> Result<bool, String> {
     };
     new.store(&paths.dir, &paths.appendfilename)
         .map_err(|e| format!("Can't write the journal manifest: {e}"))?;
+    // Only now would a restart load the new base.
+    crate::tier::durable(crate::tier::Role::Journal, tier_pin.as_ref());
+    drop(tier_pin);
     if recording {
         *j.manifest.lock() = new.clone();
     }

@@ -227,6 +227,13 @@ fn tier_section(out: &mut String) {
     field(out, "tier_append_errors", C.append_errors.load(Relaxed));
     field(out, "tier_compactions", compactions);
     field(out, "tier_compacted_bytes", compacted);
+    // branch tiersnap: snapshots that point into the tier.
+    field(
+        out,
+        "tier_retired_segments",
+        t.map_or(0, |t| t.retired_segments()),
+    );
+    field(out, "tier_loaded_pointers", C.loaded_pointers.load(Relaxed));
 }
 
 /// Compressed string values (`value::zcomp`): how many, their bytes before
