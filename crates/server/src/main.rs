@@ -38,6 +38,7 @@ mod snapshots;
 mod tier;
 mod tracking;
 mod util;
+mod zcoder;
 
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
