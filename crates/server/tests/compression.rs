@@ -346,6 +346,19 @@ fn lz4_values_are_coded_in_the_background_and_read_back() {
         "0",
     ]);
     let mut c = redis_client(server.port);
+    // The coder yields to the workers: its thread runs at nice 19.
+    let tasks = std::fs::read_dir(format!("/proc/{}/task", server.pid())).unwrap();
+    let nice: Vec<i64> = tasks
+        .filter_map(|t| std::fs::read_to_string(t.unwrap().path().join("stat")).ok())
+        .filter(|st| st.contains("(cairn-zcoder)"))
+        .map(|st| {
+            // Fields after the command's closing parenthesis: state is 3rd,
+            // nice the 19th.
+            let rest = &st[st.rfind(')').unwrap() + 2..];
+            rest.split(' ').nth(16).unwrap().parse().unwrap()
+        })
+        .collect();
+    assert_eq!(nice, [19], "one cairn-zcoder thread, at nice 19");
     for chunk in (0..N).collect::<Vec<_>>().chunks(250) {
         let mut p = redis::pipe();
         for &i in chunk {
