@@ -52,7 +52,10 @@ pub fn pending() -> (u64, u64) {
 /// Values coded in the background since start, and values tried that
 /// stayed plain (INFO).
 pub fn coded() -> (u64, u64) {
-    (CODED.load(Ordering::Relaxed), KEPT_PLAIN.load(Ordering::Relaxed))
+    (
+        CODED.load(Ordering::Relaxed),
+        KEPT_PLAIN.load(Ordering::Relaxed),
+    )
 }
 
 /// Where a walk is: shard, database, slot; `passes` counts completed walks

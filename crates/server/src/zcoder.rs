@@ -111,7 +111,9 @@ fn watch_memory(shared: &Shared) {
         used > max / 100 * pct
     };
     if want != inline {
-        limits.value_compression_inline.store(want, Ordering::Relaxed);
+        limits
+            .value_compression_inline
+            .store(want, Ordering::Relaxed);
         INLINE.store(want, Ordering::Relaxed);
     }
 }

@@ -372,10 +372,16 @@ fn lz4_values_are_coded_in_the_background_and_read_back() {
     // The coder (nice 19) settles: nothing pending.
     let deadline = std::time::Instant::now() + Duration::from_secs(120);
     while info_u64(&mut c, "compression", "compression_pending_values") > 0 {
-        assert!(std::time::Instant::now() < deadline, "the coder did not settle");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the coder did not settle"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
-    assert_eq!(info_u64(&mut c, "compression", "compression_pending_bytes"), 0);
+    assert_eq!(
+        info_u64(&mut c, "compression", "compression_pending_bytes"),
+        0
+    );
     assert!(info_u64(&mut c, "compression", "compression_background_coded") >= N as u64 - 10);
     let enc: String = redis::cmd("OBJECT")
         .arg("ENCODING")
@@ -412,7 +418,11 @@ fn lz4_values_are_coded_in_the_background_and_read_back() {
     assert_eq!(r, &v[100..200]);
     let n: usize = redis::cmd("STRLEN").arg("v:7").query(&mut c).unwrap();
     assert_eq!(n, 2800);
-    let n: usize = redis::cmd("APPEND").arg("v:7").arg("!").query(&mut c).unwrap();
+    let n: usize = redis::cmd("APPEND")
+        .arg("v:7")
+        .arg("!")
+        .query(&mut c)
+        .unwrap();
     assert_eq!(n, 2801);
     let n: usize = redis::cmd("SETRANGE")
         .arg("v:8")

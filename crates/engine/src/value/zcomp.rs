@@ -571,10 +571,7 @@ fn train(domain: usize, samples: Vec<u8>, sizes: Vec<usize>, level: i32, codec: 
             Codec::Zstd => (&mut d.current, &mut d.current_lz4),
             Codec::Lz4 => (&mut d.current_lz4, &mut d.current),
         };
-        let old = [
-            std::mem::replace(mine, new.id),
-            std::mem::replace(other, 0),
-        ];
+        let old = [std::mem::replace(mine, new.id), std::mem::replace(other, 0)];
         d.raw = raw.map(Vec::into_boxed_slice);
         d.codec = Some(codec);
         d.collecting = false;
@@ -1032,7 +1029,11 @@ pub(crate) mod tests {
         let id = with_domain(0, |d| d.current_lz4);
         assert_ne!(id, 0, "trained for lz4");
         assert_eq!(dict(id).unwrap().codec, Codec::Lz4);
-        assert_eq!(with_domain(0, |d| d.current), 0, "zstd's is made at first use");
+        assert_eq!(
+            with_domain(0, |d| d.current),
+            0,
+            "zstd's is made at first use"
+        );
         for level in [4, 0, 12] {
             assert!(compress_with(Codec::Lz4, 0, &first, level, &mut out));
             assert_eq!(dict_id(&out), id);
@@ -1048,12 +1049,16 @@ pub(crate) mod tests {
         // The disk tier codes with zstd meanwhile: a zstd dictionary from
         // the same training, under its own id, and both kinds decode.
         let mut z = Vec::new();
+        let trainings = trained();
         assert!(compress(0, &first, 3, &mut z));
         let zid = dict_id(&z);
         assert!(zid != 0 && zid != id);
-        assert_eq!((codec(&z), dict(zid).unwrap().codec), (Some(Codec::Zstd), Codec::Zstd));
+        assert_eq!(
+            (codec(&z), dict(zid).unwrap().codec),
+            (Some(Codec::Zstd), Codec::Zstd)
+        );
         assert_eq!(decompress(&z), first);
-        assert_eq!(trained(), trained(), "one training served both");
+        assert_eq!(trained(), trainings, "one training serves both codecs");
         release(zid);
         set_sync_training(false);
     }

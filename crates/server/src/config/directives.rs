@@ -547,8 +547,9 @@ directives! {
     snapshot_format: SnapshotFormat = "snapshot-format", Kind::Enum(SnapshotFormat::NAMES), "cairn", MUTABLE, keep;
     // branch zcomp: compressed string values (issue 25, item 1).
     /// `value-compression` (Cairn only): store string values of at least
-    /// `value-compression-min-size` bytes compressed with zstd and
-    /// per-domain dictionaries (docs/design.md, "Compressed values"). Off by
+    /// `value-compression-min-size` bytes compressed with trained
+    /// dictionaries (`value-compression-codec`: lz4 in the background by
+    /// default, or zstd at SET; docs/design.md, "Compressed values"). Off by
     /// default: a GET of a compressed 1 KB value costs more than 10% over
     /// a plain one. Changing it affects values written from then on.
     value_compression: bool = "value-compression", Kind::Bool, "no", MUTABLE, keep;
