@@ -74,9 +74,12 @@ const WALK: usize = 128;
 /// Values copied out per lock.
 const BATCH: usize = 8;
 
+/// A value copied out to code: database, key, plain bytes.
+type Candidate = (usize, Vec<u8>, Vec<u8>);
+
 thread_local! {
-    /// Copies of the values being coded (db, key, value), and the output.
-    static WORK: std::cell::RefCell<(Vec<(usize, Vec<u8>, Vec<u8>)>, Vec<u8>)> =
+    /// Copies of the values being coded, and the coded output.
+    static WORK: std::cell::RefCell<(Vec<Candidate>, Vec<u8>)> =
         const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
 }
 
@@ -124,7 +127,7 @@ impl Engine {
         &self,
         cur: &mut Cursor,
         idle_secs: u32,
-        cands: &mut Vec<(usize, Vec<u8>, Vec<u8>)>,
+        cands: &mut Vec<Candidate>,
         step: &mut Step,
     ) {
         if cur.shard >= self.shard_count() {
