@@ -389,11 +389,31 @@ fn lz4_values_are_coded_in_the_background_and_read_back() {
         .query(&mut c)
         .unwrap();
     assert_eq!(enc, "lz4");
-    // Written after the dictionary was trained (1 MiB of samples): well
-    // under half its plain size.
+    // Coded after the dictionary was trained (from the first 1 MiB, on
+    // its own thread: the coder may have coded every value before it was
+    // ready): well under half its plain size.
+    while info_u64(&mut c, "compression", "compression_dictionaries") == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no dictionary trained"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _: () = redis::cmd("SET")
+        .arg("fresh")
+        .arg(value(&words, 1900))
+        .query(&mut c)
+        .unwrap();
+    while info_u64(&mut c, "compression", "compression_pending_values") > 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the coder did not settle"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
     let usage: u64 = redis::cmd("MEMORY")
         .arg("USAGE")
-        .arg("v:1900")
+        .arg("fresh")
         .query(&mut c)
         .unwrap();
     assert!(usage < 1_400, "MEMORY USAGE {usage}");
