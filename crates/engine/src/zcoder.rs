@@ -90,6 +90,9 @@ pub struct Step {
     pub young: usize,
     /// Values coded and swapped in.
     pub coded: usize,
+    /// Values left pending while their domain's dictionary is trained
+    /// (coded without it they would stay ~1.5x larger until rewritten).
+    pub waiting: usize,
 }
 
 impl Engine {
@@ -108,6 +111,10 @@ impl Engine {
             for (db, key, plain) in cands.iter() {
                 let k = self.key(key);
                 let domain = ((k.hash() as u128 * zcomp::DOMAINS as u128) >> 64) as usize;
+                if zcomp::training(domain) {
+                    step.waiting += 1;
+                    continue;
+                }
                 let shrank = zcomp::compress_with(Codec::Lz4, domain, plain, level, out);
                 if self.swap_coded(*db, key, plain, shrank.then_some(&out[..])) {
                     step.coded += usize::from(shrank);
@@ -206,16 +213,25 @@ impl Engine {
     /// pass finds nothing young left or `max_passes` passes ran.
     pub fn code_all(&self, idle_secs: u32, level: i32, max_passes: u64) {
         let mut cur = Cursor::default();
-        let mut young = 0;
-        while cur.passes < max_passes {
+        let (mut young, mut waiting, mut passes) = (0, 0, 0);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while passes < max_passes {
             let before = cur.passes;
             let s = self.code_step(&mut cur, idle_secs, level);
             young += s.young;
+            waiting += s.waiting;
             if cur.passes != before {
-                if young == 0 {
+                if young == 0 && waiting == 0 {
                     return;
                 }
+                // A pass that waited for a training does not count.
+                if waiting == 0 || std::time::Instant::now() > deadline {
+                    passes += 1;
+                } else {
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
                 young = 0;
+                waiting = 0;
             }
         }
     }

@@ -261,6 +261,12 @@ pub fn note_freed(coded: &[u8]) {
     release(dict_id(coded));
 }
 
+/// True while `domain`'s dictionary is being trained: the background
+/// coder waits rather than code values without it (branch lz4code).
+pub fn training(domain: usize) -> bool {
+    with_domain(domain, |d| d.training)
+}
+
 /// Makes training synchronous (tests: the dictionary exists when the
 /// write that completed the sample returns).
 pub fn set_sync_training(on: bool) {
