@@ -3,7 +3,7 @@
 # throughput for 2.8 KB English-like text values, Cairn with
 # `value-compression yes` against Cairn without it and redis-server 7.
 #
-# usage: scripts/bench_compression.sh [--values N] [--level L] [--throughput] [--cairn BIN] [--redis BIN] [--bench BIN]
+# usage: scripts/bench_compression.sh [--values N] [--level L] [--codec lz4|zstd] [--throughput] [--cairn BIN] [--redis BIN] [--bench BIN]
 #   Memory (deterministic, always run): N values (default 20000) loaded by
 #   pipelined SETs into fresh servers; used_memory and RSS per value.
 #   --throughput: then `cairn-bench batch` (MSET/MGET x 32, 8 threads, the
@@ -11,17 +11,23 @@
 #   ratios are of Redis's (the issue's bar: Cairn on >= 0.9x on every
 #   phase); run it on an idle machine only (a small --values N checks that
 #   it works).
+#   --codec: `value-compression-codec` of cairn on (default lz4, the
+#   server's default: SET stores plain and a background coder codes idle
+#   values, so the script waits for it to settle, INFO compression's
+#   compression_pending_bytes at 0, before every read phase and before
+#   measuring memory; it prints that wait on stderr; --level is zstd's).
 # Values: runs of 3-14 consecutive words from the licence texts Debian
 # ships (/usr/share/common-licenses), cut at 2,800 bytes: real English,
 # no passage repeated whole (the generator of crates/server/tests/compression.rs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-N=20000; LEVEL=3; THRU=0; CAIRN=target/release/cairn; REDIS=$(command -v redis-server || true)
+N=20000; LEVEL=3; CODEC=lz4; THRU=0; CAIRN=target/release/cairn; REDIS=$(command -v redis-server || true)
 BENCH=target/release/cairn-bench
 while [ $# -gt 0 ]; do
   case $1 in
     --values) N=$2; shift 2;;
     --level) LEVEL=$2; shift 2;;
+    --codec) CODEC=$2; shift 2;;
     --throughput) THRU=1; shift;;
     --cairn) CAIRN=$2; shift 2;;
     --redis) REDIS=$2; shift 2;;
@@ -69,7 +75,7 @@ start() { # name port cmd...
 }
 P_OFF=$(port); P_ON=$(port); P_REDIS=$(port)
 start off "$P_OFF" "$CAIRN" --port "$P_OFF" --bind 127.0.0.1 --save '' --dir "$tmp"
-start on "$P_ON" "$CAIRN" --port "$P_ON" --bind 127.0.0.1 --save '' --dir "$tmp" --value-compression yes --value-compression-level "$LEVEL"
+start on "$P_ON" "$CAIRN" --port "$P_ON" --bind 127.0.0.1 --save '' --dir "$tmp" --value-compression yes --value-compression-level "$LEVEL" --value-compression-codec "$CODEC"
 names="off on"
 if [ -n "$REDIS" ]; then
   start redis "$P_REDIS" "$REDIS" --port "$P_REDIS" --bind 127.0.0.1 --save '' --appendonly no --dir "$tmp"
@@ -78,7 +84,7 @@ fi
 pp() { case $1 in off) echo "$P_OFF";; on) echo "$P_ON";; redis) echo "$P_REDIS";; esac; }
 
 cat > "$tmp/load.py" <<'PY'
-import socket, sys
+import socket, sys, time
 port, path, pid, name, bu, br, raw = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], float(sys.argv[5]), float(sys.argv[6]), sys.argv[7]
 s = socket.create_connection(("127.0.0.1", port)); f = s.makefile("rb")
 def cmd(*a):
@@ -105,6 +111,26 @@ for i in range(0, len(vals), 200):
     s.sendall(b"".join(cmd(b"SET", b"v:%d" % j, vals[j]) for j in range(i, min(i + 200, len(vals)))))
     for _ in range(i, min(i + 200, len(vals))):
         reply()
+# Cairn with lz4 codes in the background: wait until nothing is pending
+# (plain values read and weigh as plain), printing the wait on stderr.
+def settle():
+    t0 = time.time(); last = -1
+    while True:
+        s.sendall(cmd(b"INFO", b"compression")); txt = reply().decode()
+        f_ = [l.split(":")[1] for l in txt.splitlines() if l.startswith("compression_pending_bytes:")]
+        if not f_:
+            return
+        pend = int(f_[0])
+        if pend == 0:
+            if last > 0:
+                print(f"{name}: background coder settled after {time.time() - t0:.1f} s", file=sys.stderr)
+            return
+        assert time.time() - t0 <= 600, f"{name}: the background coder did not settle in 600 s"
+        if pend != last:
+            print(f"{name}: waiting for the background coder, {pend:,} plain bytes pending", file=sys.stderr)
+        last = pend
+        time.sleep(1)
+settle()
 # Every value reads back (a compressed store that lost bytes is no result).
 for i in range(0, len(vals), 200):
     s.sendall(b"".join(cmd(b"GET", b"v:%d" % j) for j in range(i, min(i + 200, len(vals)))))
@@ -137,5 +163,25 @@ if [ "$THRU" = 1 ]; then
   fi
   targets+=(--target "on=redis://127.0.0.1:$P_ON" --target "off=redis://127.0.0.1:$P_OFF")
   pidargs+=(--pid "on=$(cat "$tmp/on.pid")" --pid "off=$(cat "$tmp/off.pid")")
-  "$BENCH" batch "${targets[@]}" "${pidargs[@]}" --keys "$N" --value-file "$tmp/values.txt" --threads 8 --batch 32
+  # One phase a run, so that cairn on's background coder settles between
+  # a write phase and the read phase after it (else the reads would find
+  # the values still plain); the first run flushes, the others keep the keys.
+  settle() {
+    local t0=$SECONDS last=-1 pend
+    while :; do
+      pend=$(redis-cli -p "$P_ON" info compression | tr -d '\r' | sed -n 's/^compression_pending_bytes://p')
+      [ -z "$pend" ] || [ "$pend" = 0 ] && break
+      [ "$pend" != "$last" ] && echo "on: waiting for the background coder, $pend plain bytes pending ($((SECONDS - t0)) s)" >&2
+      last=$pend
+      [ $((SECONDS - t0)) -lt 600 ] || { echo "on: the background coder did not settle in 600 s" >&2; exit 1; }
+      sleep 1
+    done
+    [ "$last" = -1 ] || echo "on: background coder settled after $((SECONDS - t0)) s" >&2
+  }
+  flush=()
+  for phase in mset-seq mget-seq mset-rand mget-rand; do
+    case $phase in mget-*) settle;; esac
+    "$BENCH" batch "${targets[@]}" "${pidargs[@]}" --keys "$N" --value-file "$tmp/values.txt" --threads 8 --batch 32 --phases "$phase" "${flush[@]}"
+    flush=(--no-flush)
+  done
 fi

@@ -12,6 +12,10 @@ licence texts Debian ships, made as scripts/bench_compression.sh makes
 them; `--text words` draws words from a fixed list instead (the first
 tables of docs/design.md's "Compressed values"). Pass server arguments after `--`, e.g.
 `-- --value-compression yes` (Cairn) to measure the compressed path.
+With the lz4 codec (the default) SET stores values plain and a background
+coder codes them: every line starts once nothing is pending (INFO
+compression), so a GET line reads coded values; pass
+`--value-compression-idle-ms 0` so the coder does not wait a second.
 
 Usage:
   scripts/callgrind_strings.py --bin target/release/cairn [-n 2000] [-- ARGS]
@@ -82,6 +86,26 @@ def licence_text(words, i, n):
     return " ".join(v)[:n].replace("\n", " ").encode()
 
 
+def settle(c, label):
+    """Waits until Cairn's background coder has nothing pending (lz4
+    codec: SET stores plain and codes later), so a GET line reads coded
+    values and no line counts the coder's work; says so on stderr."""
+    t0 = time.time()
+    said = False
+    while True:
+        info = c.call(b"INFO", b"compression").decode()
+        m = re.search(r"compression_pending_bytes:(\d+)", info)
+        if not m or m.group(1) == "0":
+            if said:
+                print(f"# {label}: background coder settled after {time.time() - t0:.1f} s", file=sys.stderr)
+            return
+        if not said:
+            print(f"# {label}: waiting for the background coder ({m.group(1)} plain bytes pending)", file=sys.stderr)
+            said = True
+        assert time.time() - t0 < 900, "the background coder did not settle"
+        time.sleep(0.5)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--server", choices=["cairn", "redis"], default="cairn")
@@ -121,6 +145,7 @@ def main():
             for n, vals in sizes.items():
                 for i in range(KEYS):
                     c.call(b"SET", b"k%d:%d" % (n, i), vals[(i * 7 + 1) % KEYS])
+        settle(c, "load")
         enc = {n: c.call(b"OBJECT", b"ENCODING", b"k%d:1" % n).decode() for n in (100, 1024, 2800)}
         print(f"# {a.server} {' '.join(a.extra)}: OBJECT ENCODING {enc}", flush=True)
         todo = []
@@ -138,6 +163,7 @@ def main():
         results = []
         longest = 0.0
         for name, reqs in todo:
+            settle(c, name)
             control(proc.pid, "-z")
             control(proc.pid, "-i", "on")
             t = time.time()
@@ -147,6 +173,7 @@ def main():
             results.append((name, thread_ir(proc.pid), el))
             control(proc.pid, "-i", "off")
             longest = max(longest, el)
+        settle(c, "idle")
         control(proc.pid, "-z")
         control(proc.pid, "-i", "on")
         time.sleep(longest)

@@ -51,6 +51,10 @@ pub(crate) const FLAG_ZSTD: u8 = 4;
 /// `tier::Pointer` (16 bytes), which holds the record until the block is
 /// freed (docs/design.md, "The disk tier").
 pub(crate) const FLAG_TIERED: u8 = 8;
+/// `Meta::flags`: a plain value the background coder is to code
+/// (`crate::zcoder`; counted there from the block's creation to its drop
+/// or coding).
+pub(crate) const FLAG_PENDING: u8 = 16;
 
 /// Key metadata shared by both kinds of stored key: the prefix of every
 /// `Entry` and every compact block.
@@ -195,6 +199,13 @@ impl Block {
         Block::with_flags(key, &ptr.to_bytes(), raw | FLAG_TIERED, meta)
     }
 
+    /// A new block holding a plain value for the background coder.
+    pub fn new_pending(key: &[u8], value: &[u8], raw: bool, meta: Meta) -> Block {
+        crate::zcoder::note_pending(value.len());
+        let raw = if raw { FLAG_RAW } else { 0 };
+        Block::with_flags(key, value, raw | FLAG_PENDING, meta)
+    }
+
     fn with_flags(key: &[u8], value: &[u8], flags: u8, meta: Meta) -> Block {
         assert!(fits(key.len(), value.len()), "compact bounds");
         let lay = layout(key.len(), value.len());
@@ -255,6 +266,8 @@ impl Drop for Block {
             crate::value::zcomp::note_freed(c.value());
         } else if c.is_tiered() {
             crate::tier::release(c.tier_ptr());
+        } else if c.is_pending() {
+            crate::zcoder::note_unpending(c.value().len());
         }
         let lay = layout(c.key().len(), c.value().len());
         // SAFETY: allocated in `new` with exactly this layout.
@@ -312,6 +325,11 @@ impl<'a> CRef<'a> {
     /// The value bytes are a coded value (`value::zcomp`), not the string.
     pub fn is_coded(&self) -> bool {
         self.meta().flags & FLAG_ZSTD != 0
+    }
+
+    /// A plain value waiting for the background coder.
+    pub fn is_pending(&self) -> bool {
+        self.meta().flags & FLAG_PENDING != 0
     }
 
     /// The value is in the disk tier: the value bytes are its pointer.

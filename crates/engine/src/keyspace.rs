@@ -102,6 +102,18 @@ pub struct Limits {
     pub value_compression_min: AtomicUsize,
     /// `value-compression-level` (zstd's level).
     pub value_compression_level: std::sync::atomic::AtomicI32,
+    // branch lz4code: liblz4 values coded in the background.
+    /// `value-compression-codec` as `zcomp::Codec`'s tag: zstd codes at
+    /// SET; lz4 stores the value plain for the background coder
+    /// (`crate::zcoder`). zstd until the server says otherwise, so an
+    /// engine that only sets the minimum size codes at SET.
+    pub value_compression_codec: std::sync::atomic::AtomicU8,
+    /// Set by the server's coder while used memory is near `maxmemory`:
+    /// lz4 values are coded at SET (LZ4's fast coder), so memory stays
+    /// bounded when writers outrun the coder.
+    pub value_compression_inline: std::sync::atomic::AtomicBool,
+    /// `value-compression-lz4-level` (LZ4 HC's level in the background).
+    pub value_compression_lz4_level: std::sync::atomic::AtomicI32,
 }
 
 impl Limits {
@@ -228,6 +240,11 @@ impl Engine {
                 value_compression_min: AtomicUsize::new(usize::MAX),
                 value_compression_level: std::sync::atomic::AtomicI32::new(
                     crate::value::zcomp::LEVEL_DEFAULT,
+                ),
+                value_compression_codec: std::sync::atomic::AtomicU8::new(0),
+                value_compression_inline: std::sync::atomic::AtomicBool::new(false),
+                value_compression_lz4_level: std::sync::atomic::AtomicI32::new(
+                    crate::value::zcomp_lz4::LEVEL_DEFAULT,
                 ),
             },
             blocked: AtomicUsize::new(0),
@@ -534,7 +551,7 @@ impl Engine {
         if value.len() >= self.limits.value_compression_min.load(Ordering::Relaxed)
             && crate::compact::fits(k.bytes.len(), value.len())
         {
-            if let Some(o) = self.coded_owned(k, value, meta) {
+            if let Some(o) = self.coded_owned(k, value, raw, meta) {
                 return o;
             }
         }
@@ -542,18 +559,29 @@ impl Engine {
     }
 
     #[cold]
-    fn coded_owned(&self, k: &Key, value: &[u8], meta: Meta) -> Option<Owned> {
-        use crate::value::zcomp;
+    fn coded_owned(&self, k: &Key, value: &[u8], raw: bool, meta: Meta) -> Option<Owned> {
+        use crate::value::zcomp::{self, Codec};
+        let lz4 = self.limits.value_compression_codec.load(Ordering::Relaxed) == Codec::Lz4 as u8;
+        if lz4 && !self.limits.value_compression_inline.load(Ordering::Relaxed) {
+            // Plain now, coded by the background coder once idle.
+            let b = crate::compact::Block::new_pending(k.bytes, value, raw, meta);
+            return Some(Owned::Compact(b));
+        }
         thread_local! {
             static BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
         }
         // The top bits of the hash, by a multiply so that one domain
         // (a shift by 64) works too.
         let domain = ((k.hash as u128 * zcomp::DOMAINS as u128) >> 64) as usize;
-        let level = self.limits.value_compression_level.load(Ordering::Relaxed);
+        let (codec, level) = if lz4 {
+            (Codec::Lz4, 0)
+        } else {
+            let level = self.limits.value_compression_level.load(Ordering::Relaxed);
+            (Codec::Zstd, level)
+        };
         BUF.with(|b| {
             let mut b = b.borrow_mut();
-            zcomp::compress(domain, value, level, &mut b)
+            zcomp::compress_with(codec, domain, value, level, &mut b)
                 .then(|| Owned::Compact(crate::compact::Block::new_coded(k.bytes, &b, meta)))
         })
     }

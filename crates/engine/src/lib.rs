@@ -42,6 +42,7 @@ pub mod tier;
 pub mod tracking;
 pub mod util;
 pub mod value;
+pub mod zcoder;
 
 pub use cx::{CmdState, Cx};
 pub use entry::{Entry, Owned, Ref, StrRef};

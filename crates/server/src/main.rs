@@ -39,6 +39,7 @@ mod snapshots;
 mod tier;
 mod tracking;
 mod util;
+mod zcoder;
 
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 

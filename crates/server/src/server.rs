@@ -209,6 +209,7 @@ pub fn run(mut cfg: Config) -> Result<(), String> {
             .spawn(move || crate::tier::thread(s))
             .map_err(|e| format!("spawn the disk tier: {e}"))?;
     }
+    crate::zcoder::start(&shared)?;
     {
         let s = shared.clone();
         std::thread::Builder::new()

@@ -292,6 +292,7 @@ impl Shared {
         limits
             .value_compression_level
             .store(c.value_compression_level, Ordering::Relaxed);
+        crate::zcoder::configure(limits, &c);
         limits
             .notify
             .store(c.notify_keyspace_events.0, Ordering::Relaxed);

@@ -123,6 +123,10 @@ fn compressed_values_read_like_plain_ones_and_survive_a_restart() {
         d,
         "--value-compression",
         "yes",
+        // This test is zstd's, coded at SET (lz4, coded in the
+        // background, is the default: the test below).
+        "--value-compression-codec",
+        "zstd",
         "--memcached-port",
         &mc_coded.to_string(),
     ];
@@ -328,4 +332,145 @@ fn compressed_values_read_like_plain_ones_and_survive_a_restart() {
     drop(coded);
     std::thread::sleep(Duration::from_millis(50));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+// branch lz4code: values coded with liblz4 in the background.
+#[test]
+fn lz4_values_are_coded_in_the_background_and_read_back() {
+    const N: usize = 2_000;
+    let words = corpus();
+    let server = start_cairn(&[
+        "--value-compression",
+        "yes",
+        "--value-compression-idle-ms",
+        "0",
+    ]);
+    let mut c = redis_client(server.port);
+    // The coder yields to the workers: its thread runs at nice 19.
+    let tasks = std::fs::read_dir(format!("/proc/{}/task", server.pid())).unwrap();
+    let nice: Vec<i64> = tasks
+        .filter_map(|t| std::fs::read_to_string(t.unwrap().path().join("stat")).ok())
+        .filter(|st| st.contains("(cairn-zcoder)"))
+        .map(|st| {
+            // Fields after the command's closing parenthesis: state is 3rd,
+            // nice the 19th.
+            let rest = &st[st.rfind(')').unwrap() + 2..];
+            rest.split(' ').nth(16).unwrap().parse().unwrap()
+        })
+        .collect();
+    assert_eq!(nice, [19], "one cairn-zcoder thread, at nice 19");
+    for chunk in (0..N).collect::<Vec<_>>().chunks(250) {
+        let mut p = redis::pipe();
+        for &i in chunk {
+            p.cmd("SET")
+                .arg(format!("v:{i}"))
+                .arg(value(&words, i))
+                .ignore();
+        }
+        p.query::<()>(&mut c).unwrap();
+    }
+    // The coder (nice 19) settles: nothing pending.
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    while info_u64(&mut c, "compression", "compression_pending_values") > 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the coder did not settle"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(
+        info_u64(&mut c, "compression", "compression_pending_bytes"),
+        0
+    );
+    assert!(info_u64(&mut c, "compression", "compression_background_coded") >= N as u64 - 10);
+    let enc: String = redis::cmd("OBJECT")
+        .arg("ENCODING")
+        .arg("v:1500")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(enc, "lz4");
+    // Coded after the dictionary was trained (from the first 1 MiB, on
+    // its own thread: the coder may have coded every value before it was
+    // ready): well under half its plain size.
+    while info_u64(&mut c, "compression", "compression_dictionaries") == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no dictionary trained"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let _: () = redis::cmd("SET")
+        .arg("fresh")
+        .arg(value(&words, 1900))
+        .query(&mut c)
+        .unwrap();
+    while info_u64(&mut c, "compression", "compression_pending_values") > 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the coder did not settle"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let usage: u64 = redis::cmd("MEMORY")
+        .arg("USAGE")
+        .arg("fresh")
+        .query(&mut c)
+        .unwrap();
+    assert!(usage < 1_400, "MEMORY USAGE {usage}");
+    for chunk in (0..N).collect::<Vec<_>>().chunks(250) {
+        let mut p = redis::pipe();
+        for &i in chunk {
+            p.cmd("GET").arg(format!("v:{i}"));
+        }
+        let got: Vec<Vec<u8>> = p.query(&mut c).unwrap();
+        for (&i, g) in chunk.iter().zip(got) {
+            assert!(g == value(&words, i), "v:{i} reads back changed");
+        }
+    }
+    // Partial reads and edits of a coded value.
+    let v = value(&words, 7);
+    let r: Vec<u8> = redis::cmd("GETRANGE")
+        .arg("v:7")
+        .arg(100)
+        .arg(199)
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(r, &v[100..200]);
+    let n: usize = redis::cmd("STRLEN").arg("v:7").query(&mut c).unwrap();
+    assert_eq!(n, 2800);
+    let n: usize = redis::cmd("APPEND")
+        .arg("v:7")
+        .arg("!")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(n, 2801);
+    let n: usize = redis::cmd("SETRANGE")
+        .arg("v:8")
+        .arg(10)
+        .arg("xyz")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(n, 2800);
+    let mut want = value(&words, 8);
+    want[10..13].copy_from_slice(b"xyz");
+    let got: Vec<u8> = redis::cmd("GET").arg("v:8").query(&mut c).unwrap();
+    assert_eq!(got, want);
+    // The codec can be changed at run time: zstd codes at SET again.
+    let _: () = redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("value-compression-codec")
+        .arg("zstd")
+        .query(&mut c)
+        .unwrap();
+    let _: () = redis::cmd("SET")
+        .arg("z")
+        .arg(value(&words, 3))
+        .query(&mut c)
+        .unwrap();
+    let enc: String = redis::cmd("OBJECT")
+        .arg("ENCODING")
+        .arg("z")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(enc, "zstd");
 }

@@ -7,6 +7,7 @@ pub mod set;
 pub mod stream;
 pub mod string;
 pub mod zcomp;
+pub mod zcomp_lz4;
 pub mod zset;
 
 pub use hash::{HashLimits, HashValue, HashView};

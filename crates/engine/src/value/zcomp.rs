@@ -4,15 +4,20 @@
 //! values. The keyspace stores a compressed value as a compact block with
 //! `FLAG_ZSTD` (see `crate::compact`); everything else here is independent
 //! of how a value is held, so a disk tier can code its records the same way.
+//! A second codec, liblz4 (`value::zcomp_lz4`, branch lz4code), codes the
+//! values the background coder (`crate::zcoder`) picks; a value says which
+//! codec coded it, so both kinds decode side by side.
 //!
 //! **A coded value** (what the block's value bytes hold):
 //!
 //! ```text
 //! offset  size  field
 //!      0     4  plain length, u32 LE (STRLEN reads it; decoding sizes its buffer)
-//!      4     2  dictionary id, u16 LE (0 = coded without a dictionary)
-//!      6     n  one zstd frame, without content size, dictionary id or
-//!               checksum (the header above says both; 4-6 bytes a value)
+//!      4     2  bits 0-11: dictionary id (0 = coded without a dictionary);
+//!               bits 12-15: codec (`Codec`: 0 zstd, 1 lz4), u16 LE
+//!      6     n  zstd: one frame, without content size, dictionary id or
+//!               checksum (the header above says both; 4-6 bytes a value);
+//!               lz4: one LZ4 block
 //! ```
 //!
 //! **Dictionaries.** Each domain collects samples (copies of the values it
@@ -42,6 +47,40 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU16, AtomicU64, AtomicUsize
 use zstd::zstd_safe::zstd_sys as sys;
 use zstd::zstd_safe::{DCtx, DDict};
 
+use super::zcomp_lz4::{self as lz4, Lz4Dict};
+
+/// The codec of a coded value (the top 4 bits of its dictionary field) and
+/// of a dictionary. Append-only values: they are in the disk tier's
+/// records and in persisted dictionaries.
+#[repr(u8)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Codec {
+    Zstd = 0,
+    Lz4 = 1,
+}
+
+impl Codec {
+    pub fn from_tag(t: u8) -> Option<Codec> {
+        match t {
+            0 => Some(Codec::Zstd),
+            1 => Some(Codec::Lz4),
+            _ => None,
+        }
+    }
+
+    /// OBJECT ENCODING of a value it coded.
+    pub fn name(self) -> &'static str {
+        match self {
+            Codec::Zstd => "zstd",
+            Codec::Lz4 => "lz4",
+        }
+    }
+}
+
+/// The id bits of a coded value's dictionary field; the codec is above.
+const ID_MASK: u16 = 0x0fff;
+const CODEC_SHIFT: u32 = 12;
+
 /// Bytes before the zstd frame in a coded value.
 pub const HEADER: usize = 6;
 
@@ -64,7 +103,8 @@ pub const SAMPLE_BYTES: usize = 1 << 20;
 /// Plain bytes per ratio window (retraining, above).
 pub const WINDOW_BYTES: u64 = 8 << 20;
 
-/// Dictionary ids live in `1..SLOTS`; 0 means none.
+/// Dictionary ids live in `1..SLOTS`; 0 means none. They fit the 12 bits
+/// of a coded value's header (and of a tier pointer).
 const SLOTS: usize = 4096;
 
 /// The default of `value-compression-min-size`.
@@ -126,11 +166,21 @@ const FRAME: sys::ZSTD_frameParameters = sys::ZSTD_frameParameters {
     noDictIDFlag: 1,
 };
 
-/// A trained dictionary, prepared for both directions.
+/// A dictionary prepared for one codec.
+enum Prepared {
+    /// For both directions.
+    Zstd {
+        cdict: RawCDict,
+        ddict: DDict<'static>,
+    },
+    Lz4(Lz4Dict),
+}
+
+/// A trained dictionary, prepared for both directions of its codec.
 pub struct Dict {
     pub id: u16,
-    cdict: RawCDict,
-    ddict: DDict<'static>,
+    pub codec: Codec,
+    prep: Prepared,
     /// Values coded with it and still stored, codings in progress, and one
     /// for being its domain's current dictionary (given back when it is
     /// retired), so whoever gives back the last use frees it: exactly once.
@@ -215,6 +265,12 @@ pub fn note_freed(coded: &[u8]) {
     release(dict_id(coded));
 }
 
+/// True while `domain`'s dictionary is being trained: the background
+/// coder waits rather than code values without it (branch lz4code).
+pub fn training(domain: usize) -> bool {
+    with_domain(domain, |d| d.training)
+}
+
 /// Makes training synchronous (tests: the dictionary exists when the
 /// write that completed the sample returns).
 pub fn set_sync_training(on: bool) {
@@ -255,17 +311,43 @@ fn try_free(id: u16) {
     }
 }
 
-/// Prepares `raw` and gives it a free id; None when all ids are taken (the
-/// domain keeps coding with what it has).
-fn install(raw: &[u8], level: i32) -> Option<&'static Dict> {
-    let cdict = RawCDict::create(raw, level)?;
-    let ddict = DDict::try_create(raw)?;
-    let mem = cdict.sizeof() + ddict.sizeof() + raw.len();
+impl Dict {
+    fn lz4(&self) -> Option<&Lz4Dict> {
+        match &self.prep {
+            Prepared::Lz4(d) => Some(d),
+            Prepared::Zstd { .. } => None,
+        }
+    }
+}
+
+/// `raw` prepared for `codec`, and the bytes that takes (the raw copy
+/// kept for persistence included).
+fn prepare(raw: &[u8], codec: Codec, level: i32) -> Option<(Prepared, usize)> {
+    let (prep, mem) = match codec {
+        Codec::Zstd => {
+            let cdict = RawCDict::create(raw, level)?;
+            let ddict = DDict::try_create(raw)?;
+            let mem = cdict.sizeof() + ddict.sizeof();
+            (Prepared::Zstd { cdict, ddict }, mem)
+        }
+        Codec::Lz4 => {
+            let d = Lz4Dict::create(raw)?;
+            let mem = d.mem();
+            (Prepared::Lz4(d), mem)
+        }
+    };
+    Some((prep, mem + raw.len()))
+}
+
+/// Prepares `raw` for `codec` and gives it a free id; None when all ids
+/// are taken (the domain keeps coding with what it has).
+fn install(raw: &[u8], codec: Codec, level: i32) -> Option<&'static Dict> {
+    let (prep, mem) = prepare(raw, codec, level)?;
     let start = NEXT_ID.load(Ordering::Relaxed) as usize;
     let mut d = Some(Box::new(Dict {
         id: 0,
-        cdict,
-        ddict,
+        codec,
+        prep,
         users: AtomicU64::new(1),
         retired: AtomicBool::new(false),
         mem,
@@ -303,6 +385,16 @@ fn install(raw: &[u8], level: i32) -> Option<&'static Dict> {
 /// into snapshot files (docs/design.md, "Restart: the snapshot points
 /// into the tier"): a reader refuses a tag it does not know.
 pub const CODEC_ZSTD: u8 = 1;
+/// liblz4's dictionaries (branch lz4code): the same trained bytes,
+/// attached to LZ4's coder and decoder.
+pub const CODEC_LZ4: u8 = 2;
+
+fn persisted_tag(codec: Codec) -> u8 {
+    match codec {
+        Codec::Zstd => CODEC_ZSTD,
+        Codec::Lz4 => CODEC_LZ4,
+    }
+}
 
 /// A dictionary as persistence carries it: its id (what coded values and
 /// tier pointers name), the codec it is for and its raw bytes. Nothing
@@ -329,7 +421,7 @@ impl Dicts {
             .filter_map(dict)
             .map(|d| Exported {
                 id: d.id,
-                codec: CODEC_ZSTD,
+                codec: persisted_tag(d.codec),
                 raw: d.raw.clone(),
             })
             .collect()
@@ -343,9 +435,11 @@ impl Dicts {
     /// holding other bytes is refused, since values name dictionaries by
     /// id alone.
     pub fn import(id: u16, codec: u8, raw: &[u8]) -> Result<(), String> {
-        if codec != CODEC_ZSTD {
-            return Err(format!("dictionary {id}: unknown codec {codec}"));
-        }
+        let codec = match codec {
+            CODEC_ZSTD => Codec::Zstd,
+            CODEC_LZ4 => Codec::Lz4,
+            _ => return Err(format!("dictionary {id}: unknown codec {codec}")),
+        };
         if id == 0 || usize::from(id) >= SLOTS {
             return Err(format!("dictionary id {id} out of range"));
         }
@@ -357,16 +451,12 @@ impl Dicts {
             d.users.fetch_add(1, Ordering::Relaxed);
             return Ok(());
         }
-        let level = LEVEL_DEFAULT;
-        let cdict = RawCDict::create(raw, level)
-            .ok_or_else(|| format!("dictionary {id}: zstd refused it"))?;
-        let ddict =
-            DDict::try_create(raw).ok_or_else(|| format!("dictionary {id}: zstd refused it"))?;
-        let mem = cdict.sizeof() + ddict.sizeof() + raw.len();
+        let (prep, mem) = prepare(raw, codec, LEVEL_DEFAULT)
+            .ok_or_else(|| format!("dictionary {id}: the codec refused it"))?;
         let p = Box::into_raw(Box::new(Dict {
             id,
-            cdict,
-            ddict,
+            codec,
+            prep,
             users: AtomicU64::new(1),
             retired: AtomicBool::new(true),
             mem,
@@ -407,8 +497,17 @@ impl Dicts {
 /// One domain's training state.
 #[derive(Default)]
 struct Domain {
-    /// The dictionary new values are coded with (id; 0 = none yet).
+    /// The zstd dictionary new values are coded with (id; 0 = none yet).
     current: u16,
+    /// The same for lz4 (branch lz4code).
+    current_lz4: u16,
+    /// The last trained dictionary's bytes, from which the codec that did
+    /// not ask for the training prepares its own at first use (the disk
+    /// tier codes with zstd while the keyspace codes with lz4).
+    raw: Option<Box<[u8]>>,
+    /// The codec of the last training's request: the one whose ratio the
+    /// drift windows measure.
+    codec: Option<Codec>,
     /// Collecting samples for a (re)training.
     collecting: bool,
     /// A training thread is running on a taken sample.
@@ -450,16 +549,34 @@ fn with_domain<R>(domain: usize, f: impl FnOnce(&mut Domain) -> R) -> R {
 fn reset_domain(domain: usize) {
     let mut g = DOMAIN_STATE[domain_slot(domain)].lock();
     if let Some(d) = g.take() {
-        if let Some(o) = dict(d.current) {
-            o.retired.store(true, Ordering::Relaxed);
-            release(d.current);
+        for id in [d.current, d.current_lz4] {
+            if let Some(o) = dict(id) {
+                o.retired.store(true, Ordering::Relaxed);
+                release(id);
+            }
         }
     }
 }
 
-/// The current dictionary of `domain` with a use taken, or 0; feeds the
-/// sample when the domain is collecting.
-fn acquire(domain: usize, plain: &[u8], level: i32) -> u16 {
+/// The domain's current dictionary for `codec` with a use taken (prepared
+/// from the last training's bytes at its first use), or 0.
+fn take_current(d: &mut Domain, codec: Codec, level: i32) -> u16 {
+    let cur = match codec {
+        Codec::Zstd => &mut d.current,
+        Codec::Lz4 => &mut d.current_lz4,
+    };
+    if *cur == 0 {
+        if let Some(n) = d.raw.as_deref().and_then(|r| install(r, codec, level)) {
+            *cur = n.id;
+        }
+    }
+    retain(*cur);
+    *cur
+}
+
+/// The current `codec` dictionary of `domain` with a use taken, or 0;
+/// feeds the sample when the domain is collecting.
+fn acquire(domain: usize, codec: Codec, plain: &[u8], level: i32) -> u16 {
     let start = with_domain(domain, |d| {
         if d.collecting && !d.training {
             d.samples.extend_from_slice(plain);
@@ -469,32 +586,29 @@ fn acquire(domain: usize, plain: &[u8], level: i32) -> u16 {
                 d.level = level;
                 let s = std::mem::take(&mut d.samples);
                 let z = std::mem::take(&mut d.sizes);
-                return (d.current, Some((s, z)));
+                return (0, Some((s, z)));
             }
         }
-        retain(d.current);
-        (d.current, None)
+        (take_current(d, codec, level), None)
     });
     match start {
         (cur, None) => cur,
         (_, Some((samples, sizes))) => {
             if SYNC_TRAINING.load(Ordering::Relaxed) {
-                train(domain, samples, sizes, level);
+                train(domain, samples, sizes, level, codec);
             } else {
                 let job = Job {
                     domain,
                     samples,
                     sizes,
                     level,
+                    codec,
                 };
                 if TRAINER.get_or_init(start_trainer).lock().send(job).is_err() {
                     with_domain(domain, |d| d.training = false);
                 }
             }
-            with_domain(domain, |d| {
-                retain(d.current);
-                d.current
-            })
+            with_domain(domain, |d| take_current(d, codec, level))
         }
     }
 }
@@ -505,6 +619,7 @@ struct Job {
     samples: Vec<u8>,
     sizes: Vec<usize>,
     level: i32,
+    codec: Codec,
 }
 
 static TRAINER: std::sync::OnceLock<Mutex<std::sync::mpsc::Sender<Job>>> =
@@ -537,7 +652,7 @@ fn start_trainer() -> Mutex<std::sync::mpsc::Sender<Job>> {
             // is rewritten. At nice 19 on a loaded machine no training ran
             // in minutes (docs/design.md, "Cheaper compressed values").
             for j in rx {
-                train(j.domain, j.samples, j.sizes, j.level);
+                train(j.domain, j.samples, j.sizes, j.level, j.codec);
                 // The trainer's tables (megabytes) went back to the C
                 // allocator; hand them to the OS so RSS does not keep them.
                 // SAFETY: malloc_trim has no preconditions.
@@ -565,12 +680,16 @@ fn thread_cpu_us() -> u64 {
     t.tv_sec as u64 * 1_000_000 + t.tv_nsec as u64 / 1_000
 }
 
-/// Trains a dictionary from a domain's sample and makes it current.
-fn train(domain: usize, samples: Vec<u8>, sizes: Vec<usize>, level: i32) {
+/// Trains a dictionary from a domain's sample and makes it current for
+/// `codec` (the other codec prepares its own from the same bytes when it
+/// first codes). LZ4 uses the zstd-trained bytes as they are: mostly the
+/// trainer's chosen content (docs/design.md measures them against the
+/// samples' last 64 KiB).
+fn train(domain: usize, samples: Vec<u8>, sizes: Vec<usize>, level: i32, codec: Codec) {
     let t0 = thread_cpu_us();
     let raw = zstd::dict::from_continuous(&samples, &sizes, DICT_BYTES).ok();
     drop(samples);
-    let new = raw.as_deref().and_then(|r| install(r, level));
+    let new = raw.as_deref().and_then(|r| install(r, codec, level));
     TRAIN_CPU_US.fetch_add(thread_cpu_us().saturating_sub(t0), Ordering::Relaxed);
     with_domain(domain, |d| {
         d.training = false;
@@ -579,23 +698,32 @@ fn train(domain: usize, samples: Vec<u8>, sizes: Vec<usize>, level: i32) {
             return;
         };
         TRAINED.fetch_add(1, Ordering::Relaxed);
-        let old = std::mem::replace(&mut d.current, new.id);
+        let (mine, other) = match codec {
+            Codec::Zstd => (&mut d.current, &mut d.current_lz4),
+            Codec::Lz4 => (&mut d.current_lz4, &mut d.current),
+        };
+        let old = [std::mem::replace(mine, new.id), std::mem::replace(other, 0)];
+        d.raw = raw.map(Vec::into_boxed_slice);
+        d.codec = Some(codec);
         d.collecting = false;
         d.baseline = 0;
         d.win_plain = 0;
         d.win_coded = 0;
-        if let Some(o) = dict(old) {
-            o.retired.store(true, Ordering::Relaxed);
-            release(old);
+        for id in old {
+            if let Some(o) = dict(id) {
+                o.retired.store(true, Ordering::Relaxed);
+                release(id);
+            }
         }
     });
 }
 
 /// Counts one coding into its domain's window and starts a retraining when
-/// the ratio has drifted.
-fn account(domain: usize, plain: usize, coded: usize) {
+/// the ratio has drifted (only codings of the codec the domain last
+/// trained for: two codecs' ratios in one window would mean nothing).
+fn account(domain: usize, codec: Codec, plain: usize, coded: usize) {
     with_domain(domain, |d| {
-        if d.current == 0 || d.collecting {
+        if d.raw.is_none() || d.collecting || d.codec != Some(codec) {
             return;
         }
         d.win_plain += plain as u64;
@@ -624,20 +752,51 @@ thread_local! {
     static SCRATCH: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Codes `plain` for `domain` into `out` (cleared first). False, with `out`
-/// unspecified, when the coded form would not be at least 1/8 smaller:
-/// the value stays plain. Trains the domain's dictionary as samples come in.
+/// Codes `plain` for `domain` into `out` (cleared first) with zstd at
+/// `level`. False, with `out` unspecified, when the coded form would not
+/// be at least 1/8 smaller: the value stays plain. Trains the domain's
+/// dictionary as samples come in.
 pub fn compress(domain: usize, plain: &[u8], level: i32, out: &mut Vec<u8>) -> bool {
+    compress_with(Codec::Zstd, domain, plain, level, out)
+}
+
+/// `compress` with either codec. For lz4, `level` 0 is LZ4's fast coder
+/// (the in-line coding under memory pressure), 3-12 LZ4 HC.
+pub fn compress_with(
+    codec: Codec,
+    domain: usize,
+    plain: &[u8],
+    level: i32,
+    out: &mut Vec<u8>,
+) -> bool {
     let Ok(plain_len) = u32::try_from(plain.len()) else {
         return false;
     };
-    let id = acquire(domain, plain, level);
-    let bound = zstd::zstd_safe::compress_bound(plain.len());
+    let id = acquire(domain, codec, plain, level);
+    let bound = match codec {
+        Codec::Zstd => zstd::zstd_safe::compress_bound(plain.len()),
+        Codec::Lz4 => lz4::bound(plain.len()),
+    };
     out.clear();
     out.reserve(HEADER + bound);
     out.extend_from_slice(&plain_len.to_le_bytes());
-    out.extend_from_slice(&id.to_le_bytes());
-    let ok = CCTX.with(|c| {
+    out.extend_from_slice(&(id | (codec as u16) << CODEC_SHIFT).to_le_bytes());
+    let ok = match codec {
+        Codec::Zstd => zstd_code(id, plain, level, out),
+        Codec::Lz4 => lz4::compress(dict(id).and_then(Dict::lz4), plain, level, out),
+    };
+    let keep = ok && out.len() <= plain.len() - plain.len() / 8;
+    if keep {
+        account(domain, codec, plain.len(), out.len());
+    } else {
+        release(id);
+    }
+    keep
+}
+
+/// zstd's part of `compress_with`: the frame after the header in `out`.
+fn zstd_code(id: u16, plain: &[u8], level: i32, out: &mut Vec<u8>) -> bool {
+    CCTX.with(|c| {
         let mut c = c.borrow_mut();
         if c.is_none() {
             // SAFETY: a null result (out of memory) is checked.
@@ -651,17 +810,17 @@ pub fn compress(domain: usize, plain: &[u8], level: i32, out: &mut Vec<u8>) -> b
         // capacity (at least `bound` bytes after the header); zstd writes
         // at most that many and returns how many, or an error code.
         let r = unsafe {
-            match dict(id) {
-                Some(d) => sys::ZSTD_compress_usingCDict_advanced(
+            match dict(id).map(|d| &d.prep) {
+                Some(Prepared::Zstd { cdict, .. }) => sys::ZSTD_compress_usingCDict_advanced(
                     cctx.0.as_ptr(),
                     dst.as_mut_ptr().cast(),
                     dst.len(),
                     plain.as_ptr().cast(),
                     plain.len(),
-                    d.cdict.0.as_ptr(),
+                    cdict.0.as_ptr(),
                     FRAME,
                 ),
-                None => {
+                _ => {
                     let mut p = sys::ZSTD_getParams(level, plain.len() as u64, 0);
                     p.fParams = FRAME;
                     sys::ZSTD_compress_advanced(
@@ -684,14 +843,7 @@ pub fn compress(domain: usize, plain: &[u8], level: i32, out: &mut Vec<u8>) -> b
         // SAFETY: zstd initialized `r` bytes of the spare capacity.
         unsafe { out.set_len(HEADER + r) };
         true
-    });
-    let keep = ok && out.len() <= plain.len() - plain.len() / 8;
-    if keep {
-        account(domain, plain.len(), out.len());
-    } else {
-        release(id);
-    }
-    keep
+    })
 }
 
 /// The plain length of a coded value (STRLEN), from its header.
@@ -701,7 +853,18 @@ pub fn plain_len(coded: &[u8]) -> usize {
 
 /// The dictionary a coded value uses (0 = none).
 pub fn dict_id(coded: &[u8]) -> u16 {
-    u16::from_le_bytes([coded[4], coded[5]])
+    u16::from_le_bytes([coded[4], coded[5]]) & ID_MASK
+}
+
+/// The codec that coded a value (None: a tag this build does not know,
+/// which only corrupt bytes can hold).
+pub fn codec(coded: &[u8]) -> Option<Codec> {
+    Codec::from_tag((u16::from_le_bytes([coded[4], coded[5]]) >> CODEC_SHIFT) as u8)
+}
+
+/// OBJECT ENCODING of a coded value: its codec's name.
+pub fn encoding(coded: &[u8]) -> &'static str {
+    codec(coded).map_or("zstd", Codec::name)
 }
 
 /// Decodes into `out` (appended). A value this process coded always
@@ -740,20 +903,30 @@ pub fn with_plain<R>(coded: &[u8], f: impl FnOnce(&[u8]) -> R) -> R {
 fn decode_exact(coded: &[u8], buf: &mut Vec<u8>) {
     let n = plain_len(coded);
     buf.reserve(n);
-    let r = DCTX.with(|c| {
-        let mut c = c.borrow_mut();
-        let dctx = c.get_or_insert_with(DCtx::create);
-        match dict(dict_id(coded)) {
-            Some(d) => dctx.decompress_using_ddict(buf, &coded[HEADER..], &d.ddict),
-            None => dctx.decompress(buf, &coded[HEADER..]),
+    let d = dict(dict_id(coded));
+    let ok = match codec(coded) {
+        Some(Codec::Zstd) => {
+            let r = DCTX.with(|c| {
+                let mut c = c.borrow_mut();
+                let dctx = c.get_or_insert_with(DCtx::create);
+                match d.map(|d| &d.prep) {
+                    Some(Prepared::Zstd { ddict, .. }) => {
+                        dctx.decompress_using_ddict(buf, &coded[HEADER..], ddict)
+                    }
+                    _ => dctx.decompress(buf, &coded[HEADER..]),
+                }
+            });
+            r.is_ok_and(|k| k == n)
         }
-    });
-    match r {
-        Ok(k) if k == n => {}
-        _ => panic!(
-            "a coded value does not decode (dictionary {})",
-            dict_id(coded)
-        ),
+        Some(Codec::Lz4) => lz4::decompress(d.and_then(Dict::lz4), &coded[HEADER..], n, buf),
+        None => false,
+    };
+    if !ok {
+        panic!(
+            "a coded value does not decode (dictionary {}, codec {:?})",
+            dict_id(coded),
+            codec(coded)
+        );
     }
 }
 
@@ -987,6 +1160,71 @@ pub(crate) mod tests {
         assert!(!compress(0, &noise, 1, &mut out));
         assert_eq!(dict(id).unwrap().users.load(Ordering::Relaxed), users);
         assert!(dict_bytes() > 0);
+        set_sync_training(false);
+    }
+
+    #[test]
+    fn codec_tags_are_pinned() {
+        // In coded values' headers and the disk tier's records: append-only.
+        assert_eq!(Codec::Zstd as u8, 0);
+        assert_eq!(Codec::Lz4 as u8, 1);
+        assert_eq!(Codec::from_tag(1), Some(Codec::Lz4));
+        assert_eq!(Codec::from_tag(2), None);
+    }
+
+    #[test]
+    fn lz4_round_trip_with_a_dictionary_and_zstd_beside_it() {
+        let _s = SERIAL.lock();
+        set_sync_training(true);
+        reset_domain(0);
+        let mut out = Vec::new();
+        let first = sample_text(1, 2800);
+        assert!(compress_with(Codec::Lz4, 0, &first, 4, &mut out));
+        assert_eq!((codec(&out), dict_id(&out)), (Some(Codec::Lz4), 0));
+        assert_eq!(encoding(&out), "lz4");
+        assert_eq!(decompress(&out), first);
+        let nodict = out.len();
+        let mut n = 0;
+        while with_domain(0, |d| d.current_lz4) == 0 && n < 1000 {
+            let v = sample_text(100 + n, 2800);
+            assert!(compress_with(Codec::Lz4, 0, &v, 4, &mut out));
+            release(dict_id(&out));
+            n += 1;
+        }
+        let id = with_domain(0, |d| d.current_lz4);
+        assert_ne!(id, 0, "trained for lz4");
+        assert_eq!(dict(id).unwrap().codec, Codec::Lz4);
+        assert_eq!(
+            with_domain(0, |d| d.current),
+            0,
+            "zstd's is made at first use"
+        );
+        for level in [4, 0, 12] {
+            assert!(compress_with(Codec::Lz4, 0, &first, level, &mut out));
+            assert_eq!(dict_id(&out), id);
+            assert!(out.len() < nodict, "{level}: {} {nodict}", out.len());
+            // Nested reads, and an append after existing bytes.
+            let c2 = out.clone();
+            with_plain(&out, |a| with_plain(&c2, |b| assert_eq!(a, b)));
+            let mut tail = b"xy".to_vec();
+            decompress_into(&out, &mut tail);
+            assert_eq!(&tail[2..], &first[..]);
+            release(id);
+        }
+        // The disk tier codes with zstd meanwhile: a zstd dictionary from
+        // the same training, under its own id, and both kinds decode.
+        let mut z = Vec::new();
+        let trainings = trained();
+        assert!(compress(0, &first, 3, &mut z));
+        let zid = dict_id(&z);
+        assert!(zid != 0 && zid != id);
+        assert_eq!(
+            (codec(&z), dict(zid).unwrap().codec),
+            (Some(Codec::Zstd), Codec::Zstd)
+        );
+        assert_eq!(decompress(&z), first);
+        assert_eq!(trained(), trainings, "one training serves both codecs");
+        release(zid);
         set_sync_training(false);
     }
 

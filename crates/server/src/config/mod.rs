@@ -58,6 +58,8 @@ pub use types::{
 };
 // branch rdb
 pub use types::SnapshotFormat;
+// branch lz4code
+pub use types::CompressionCodec;
 pub use units::parse_memory;
 pub use validate::os_error_text;
 

@@ -326,3 +326,12 @@ config_enum! {
         Rdb = "rdb",
     }
 }
+
+// branch lz4code: liblz4 values coded in the background (issue 25, item 1).
+config_enum! {
+    /// `value-compression-codec`: the codec of compressed string values.
+    CompressionCodec {
+        Lz4 = "lz4",
+        Zstd = "zstd",
+    }
+}

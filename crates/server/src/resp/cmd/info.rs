@@ -249,6 +249,15 @@ fn compression_section(out: &mut String) {
     field(out, "compression_dictionary_bytes", zcomp::dict_bytes());
     field(out, "compression_trainings", zcomp::trained());
     field(out, "compression_training_cpu_us", zcomp::training_cpu_us());
+    // branch lz4code: the background coder.
+    let (pending, pending_bytes) = cairn_engine::zcoder::pending();
+    let (coded_bg, kept_plain) = cairn_engine::zcoder::coded();
+    field(out, "compression_pending_values", pending);
+    field(out, "compression_pending_bytes", pending_bytes);
+    field(out, "compression_background_coded", coded_bg);
+    field(out, "compression_background_kept_plain", kept_plain);
+    field(out, "compression_coder_cpu_us", crate::zcoder::cpu_us());
+    field(out, "compression_inline", crate::zcoder::inline());
 }
 
 fn field(out: &mut String, name: &str, value: impl Display) {
