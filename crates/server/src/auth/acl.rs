@@ -797,11 +797,14 @@ struct Table {
     /// By the rights a key needs: a root pattern granting them has no
     /// word test, so a key no word test matched goes to the matcher.
     matcher: [bool; 4],
-    /// The root selector allows every command, key and channel
-    /// ([`User::unrestricted`]): held here, beside the verdicts, so the
-    /// test every command makes is one load from the user (through the
-    /// selectors `Vec` it was three, and a pointer; callgrind, session
-    /// 18).
+    /// Every verdict is `Allowed`: nothing needs checking
+    /// ([`User::unrestricted`]). Held here so the test every command
+    /// makes is one load from the user (the root's three flags through
+    /// the selectors `Vec` were a pointer and three loads; callgrind,
+    /// session 18), and read from the verdicts rather than the root's
+    /// flags, which a user can lack while allowing everything (`+@all
+    /// -get +get` leaves every command's bit set but not `allcommands`),
+    /// so two users with the same verdicts have the same table.
     unrestricted: bool,
 }
 
@@ -819,8 +822,10 @@ impl Table {
     fn build(u: &User, t: &CommandTable) -> Table {
         let root = &u.selectors[0];
         let grants = |p: &KeyPattern, need: usize| p.rights & need as u8 == need as u8;
+        let verdicts: Box<[Verdict]> = t.all().iter().map(|c| u.verdict_of(c)).collect();
         Table {
-            verdicts: t.all().iter().map(|c| u.verdict_of(c)).collect(),
+            unrestricted: verdicts.iter().all(|v| *v == Verdict::Allowed),
+            verdicts,
             words: std::array::from_fn(|need| {
                 root.keys
                     .iter()
@@ -838,7 +843,6 @@ impl Table {
                     .iter()
                     .any(|p| p.needs_matcher() && grants(p, need))
             }),
-            unrestricted: root.all_commands && root.all_keys && root.all_channels,
         }
     }
 }
@@ -978,8 +982,8 @@ impl User {
         Ok(())
     }
 
-    /// True if the root selector allows every command, key and channel:
-    /// nothing needs checking (the default user as shipped).
+    /// True if the root selector allows every command with any keys and
+    /// channels: nothing needs checking (the default user as shipped).
     #[inline(always)]
     pub fn unrestricted(&self) -> bool {
         self.table.unrestricted
@@ -1905,6 +1909,23 @@ mod tests {
             }
             proptest::prop_assert_eq!(&again.table, &u.table, "{:?} {}", changes, String::from_utf8_lossy(&text));
         }
+    }
+
+    /// A user is unrestricted when its verdicts allow everything, whether
+    /// or not its root holds the `allcommands` flag (a found case of
+    /// `the_table_follows_every_change`: the flag is lost by `-get` and
+    /// not restored by `+get`, while its description `+@all` sets it).
+    #[test]
+    fn unrestricted_follows_the_verdicts() {
+        let t = table();
+        let u = user(&t, &["on", "+@all", "-get", "allkeys", "&*", "+get"]).unwrap();
+        assert!(!u.selectors[0].all_commands);
+        assert!(u.unrestricted());
+        let u = user(&t, &["on", "+@all", "-get", "allkeys", "&*"]).unwrap();
+        assert!(!u.unrestricted());
+        let u = user(&t, &["on", "+@all", "~key:*", "&*"]).unwrap();
+        assert!(!u.unrestricted());
+        assert!(User::default_user(&t, false).unrestricted());
     }
 
     /// The verdicts of a user like the bench's: allowed commands with one
