@@ -8,9 +8,12 @@
 # client, 1000 keys, as scripts/callgrind_per_request.sh.
 # usage: scripts/callgrind_acl.sh BINARY TEST [N]   (TEST: set, get, incr, lpush, mset, ...)
 # Needs valgrind (callgrind_annotate), redis-benchmark and redis-cli.
+# KEEP=DIR keeps the callgrind files there (cg.MODE.N-THREAD) for
+# `callgrind_annotate --inclusive=yes`; CG_OPTS adds callgrind options
+# (`--dump-instr=yes` for per-instruction counts).
 bin=$1; t=$2; n=${3:-20000}
 d=$(mktemp -d)
-trap 'rm -rf $d' EXIT
+trap '[ -n "$KEEP" ] && mkdir -p "$KEEP" && cp $d/cg.* "$KEEP"/; rm -rf $d' EXIT
 {
   for i in $(seq 1 100); do echo "user u$i on >pw$i ~app$i:* &chan$i +@read +@write -@dangerous"; done
   echo "user bench on >benchpw ~key:* ~counter:* ~myhash ~mylist ~myset ~myzset resetchannels +@all"
@@ -19,7 +22,7 @@ trap 'rm -rf $d' EXIT
 run() {  # requests mode -> $d/tot.MODE.REQUESTS: "thread instructions" lines
   local out=$d/cg.$2.$1 auth=()
   [ $2 = users ] && auth=(--user bench -a benchpw)
-  valgrind --tool=callgrind --separate-threads=yes --callgrind-out-file=$out $bin --port 0 --server-threads 1 \
+  valgrind --tool=callgrind $CG_OPTS --separate-threads=yes --callgrind-out-file=$out $bin --port 0 --server-threads 1 \
     --worker-spin-us 0 --save '' --dir $d --aclfile $d/users.acl > $d/log.$2.$1 2>&1 &
   local vpid=$! port=""
   for i in $(seq 1 300); do port=$(grep -o 'addr=127.0.0.1:[0-9]*' $d/log.$2.$1 2>/dev/null | head -1 | cut -d: -f2); [ -n "$port" ] && break; sleep 0.2; done

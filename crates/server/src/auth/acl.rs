@@ -12,7 +12,7 @@
 //! Where Redis walks its command dictionaries (whose order changes with
 //! the hash seed of each run) this walks the table in its order, so a
 //! description lists single commands in table order.
-use crate::exec::keys::{Argv, KeyPlan};
+use crate::exec::keys::{Argv, KeyPlan, Stride};
 use crate::exec::table::{flags, Command, CommandTable};
 use cairn_engine::util::glob::glob_match;
 use sha2::{Digest, Sha256};
@@ -750,8 +750,12 @@ pub enum Verdict {
     /// SET's key 1: written, and read too with a GET option
     /// (`KeyPlan::Set`).
     SetKey,
-    /// Allowed if every key the plan walks (MSET's specs) matches a root
-    /// pattern granting its rights.
+    /// Allowed if every key of one spec with a fixed stride (MSET, DEL,
+    /// MGET: `KeyPlan::stride`) matches a root pattern granting its
+    /// rights.
+    Stride(Stride),
+    /// Allowed if every key the plan walks (several specs: RENAME, SMOVE)
+    /// matches a root pattern granting its rights.
     Keys,
     /// The whole check: the root refuses but another selector or a
     /// `+cmd|arg` exception may allow, channels to check, or keys only
@@ -793,6 +797,15 @@ struct Table {
     /// By the rights a key needs: a root pattern granting them has no
     /// word test, so a key no word test matched goes to the matcher.
     matcher: [bool; 4],
+    /// Every verdict is `Allowed`: nothing needs checking
+    /// ([`User::unrestricted`]). Held here so the test every command
+    /// makes is one load from the user (the root's three flags through
+    /// the selectors `Vec` were a pointer and three loads; callgrind,
+    /// session 18), and read from the verdicts rather than the root's
+    /// flags, which a user can lack while allowing everything (`+@all
+    /// -get +get` leaves every command's bit set but not `allcommands`),
+    /// so two users with the same verdicts have the same table.
+    unrestricted: bool,
 }
 
 impl Table {
@@ -802,14 +815,17 @@ impl Table {
             verdicts: Box::new([]),
             words: Default::default(),
             matcher: [false; 4],
+            unrestricted: false,
         }
     }
 
     fn build(u: &User, t: &CommandTable) -> Table {
         let root = &u.selectors[0];
         let grants = |p: &KeyPattern, need: usize| p.rights & need as u8 == need as u8;
+        let verdicts: Box<[Verdict]> = t.all().iter().map(|c| u.verdict_of(c)).collect();
         Table {
-            verdicts: t.all().iter().map(|c| u.verdict_of(c)).collect(),
+            unrestricted: verdicts.iter().all(|v| *v == Verdict::Allowed),
+            verdicts,
             words: std::array::from_fn(|need| {
                 root.keys
                     .iter()
@@ -966,12 +982,11 @@ impl User {
         Ok(())
     }
 
-    /// True if the root selector allows every command, key and channel:
-    /// nothing needs checking (the default user as shipped).
-    #[inline]
+    /// True if the root selector allows every command with any keys and
+    /// channels: nothing needs checking (the default user as shipped).
+    #[inline(always)]
     pub fn unrestricted(&self) -> bool {
-        let r = &self.selectors[0];
-        r.all_commands && r.all_keys && r.all_channels
+        self.table.unrestricted
     }
 
     /// True if `password` is one of the user's (or the user is nopass).
@@ -1108,7 +1123,10 @@ impl User {
                 u8::try_from(pos).map_or(Verdict::Keys, |pos| Verdict::Key { pos, need: rights })
             }
             KeyPlan::Set => Verdict::SetKey,
-            KeyPlan::Specs { .. } => Verdict::Keys,
+            KeyPlan::Specs { .. } => c
+                .key_plan
+                .stride(&c.key_specs)
+                .map_or(Verdict::Keys, Verdict::Stride),
             KeyPlan::Callback(_) => Verdict::Full,
         }
     }
@@ -1136,10 +1154,19 @@ impl User {
             Some(Verdict::Allowed) => return true,
             Some(&Verdict::Key { pos, need }) => (usize::from(pos), need),
             Some(Verdict::SetKey) => (1, set_rights(argv)),
+            Some(&Verdict::Stride(s)) => return self.stride_keys_ok(s, argv),
             Some(Verdict::Keys) => return self.plan_keys_ok(cmd, argv),
             _ => return false,
         };
         pos < argv.argc() && self.root_key_ok(argv.arg(pos), need)
+    }
+
+    /// Every key of a [`Stride`] against the root, in a counted loop with
+    /// the key test inlined (out of line: one call per command, where the
+    /// spec walk made one per key).
+    #[inline(never)]
+    fn stride_keys_ok<A: Argv + ?Sized>(&self, s: Stride, argv: &A) -> bool {
+        s.each_key(argv.argc(), |i| self.root_key_ok(argv.arg(i), s.rights)) == Some(true)
     }
 
     /// Every key of a multi-key plan against the root (out of line: a
@@ -1837,7 +1864,7 @@ mod tests {
                 match u.verdict(c.id) {
                     Verdict::Denied => proptest::prop_assert_eq!(whole, Err(Denied::Command), "{}", why),
                     Verdict::Allowed => proptest::prop_assert!(quick && whole.is_ok(), "{}", why),
-                    Verdict::Key { .. } | Verdict::SetKey | Verdict::Keys => {
+                    Verdict::Key { .. } | Verdict::SetKey | Verdict::Stride(_) | Verdict::Keys => {
                         let found = c.key_plan.each_key(&c.key_specs, argv.as_slice(), |_, _| true).is_some();
                         if found {
                             let root = u.selectors[0].check(c, argv.as_slice(), &keys);
@@ -1884,6 +1911,23 @@ mod tests {
         }
     }
 
+    /// A user is unrestricted when its verdicts allow everything, whether
+    /// or not its root holds the `allcommands` flag (a found case of
+    /// `the_table_follows_every_change`: the flag is lost by `-get` and
+    /// not restored by `+get`, while its description `+@all` sets it).
+    #[test]
+    fn unrestricted_follows_the_verdicts() {
+        let t = table();
+        let u = user(&t, &["on", "+@all", "-get", "allkeys", "&*", "+get"]).unwrap();
+        assert!(!u.selectors[0].all_commands);
+        assert!(u.unrestricted());
+        let u = user(&t, &["on", "+@all", "-get", "allkeys", "&*"]).unwrap();
+        assert!(!u.unrestricted());
+        let u = user(&t, &["on", "+@all", "~key:*", "&*"]).unwrap();
+        assert!(!u.unrestricted());
+        assert!(User::default_user(&t, false).unrestricted());
+    }
+
     /// The verdicts of a user like the bench's: allowed commands with one
     /// key are a key test, commands without keys need nothing, refused
     /// ones are refusals, and channel commands take the whole check.
@@ -1912,7 +1956,16 @@ mod tests {
             }
         );
         assert_eq!(v("set"), Verdict::SetKey);
-        assert_eq!(v("mset"), Verdict::Keys);
+        assert_eq!(
+            v("mset"),
+            Verdict::Stride(Stride {
+                first: 1,
+                back: 1,
+                step: 2,
+                rights: WRITE
+            })
+        );
+        assert_eq!(v("rename"), Verdict::Keys);
         assert_eq!(v("ping"), Verdict::Allowed);
         assert_eq!(v("flushall"), Verdict::Denied);
         assert_eq!(v("publish"), Verdict::Full);
