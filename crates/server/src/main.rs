@@ -36,6 +36,7 @@ mod shared;
 mod slowlog;
 mod snapshots;
 mod tier;
+mod tier_io;
 mod tracking;
 mod util;
 

@@ -584,6 +584,11 @@ directives! {
     /// `tier-segment-size` (Cairn only): a log segment file's size (the
     /// unit of compaction).
     tier_segment_size: u32 = "tier-segment-size", mem(65536, U32_MAX), "64mb", IMMUTABLE, keep;
+    // branch tierio: disk tier reads that do not hold up the worker.
+    /// `tier-io-threads` (Cairn only): threads that read the tier for
+    /// commands parked on a value not in the page cache (docs/design.md,
+    /// "Waiting for I/O without holding up a worker"). Read at start.
+    tier_io_threads: usize = "tier-io-threads", int(1, 64), "4", IMMUTABLE, keep;
 }
 
 /// Directives only meaningful while reading a file; CONFIG REWRITE keeps
