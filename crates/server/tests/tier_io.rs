@@ -175,7 +175,11 @@ fn a_value_rewritten_while_its_read_is_in_flight_answers_the_new_value() {
     });
     // Served on the same worker while the GET waits; the GET then finds
     // t:7 in RAM, and the MGET behind it finds t:9 gone.
-    let _: () = redis::cmd("SET").arg("t:7").arg("rewritten").query(&mut c).unwrap();
+    let _: () = redis::cmd("SET")
+        .arg("t:7")
+        .arg("rewritten")
+        .query(&mut c)
+        .unwrap();
     let _: () = redis::cmd("DEL").arg("t:9").query(&mut c).unwrap();
     assert_eq!(raw.read_raw_reply(), bulk(b"rewritten"));
     let mut want = b"*3\r\n".to_vec();
@@ -242,13 +246,19 @@ fn exec_and_scripts_read_synchronously() {
 fn reads_after_the_page_cache_is_dropped_come_back_right() {
     let dir = TestDir::new("tierio", "dropcache");
     let (_server, mut c) = start(&dir);
-    let _: () = redis::cmd("DEBUG").arg("TIER-DROP-CACHE").query(&mut c).unwrap();
+    let _: () = redis::cmd("DEBUG")
+        .arg("TIER-DROP-CACHE")
+        .query(&mut c)
+        .unwrap();
     let (hits, misses) = (
         info(&mut c, "tier_reads_nowait"),
         info(&mut c, "tier_nowait_misses"),
     );
     for i in 0..TIERED {
-        let v: Vec<u8> = redis::cmd("GET").arg(format!("t:{i}")).query(&mut c).unwrap();
+        let v: Vec<u8> = redis::cmd("GET")
+            .arg(format!("t:{i}"))
+            .query(&mut c)
+            .unwrap();
         assert_eq!(v, value(i), "t:{i}");
     }
     let hits = info(&mut c, "tier_reads_nowait") - hits;

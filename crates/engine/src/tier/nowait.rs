@@ -276,7 +276,11 @@ mod tests {
         let _s = SERIAL.lock();
         let _store = mem();
         let e = engine();
-        let (a, b, c) = (sample_text(1, 600), sample_text(2, 700), sample_text(3, 800));
+        let (a, b, c) = (
+            sample_text(1, 600),
+            sample_text(2, 700),
+            sample_text(3, 800),
+        );
         set(&e, b"w:a", &a);
         set(&e, b"w:b", &b);
         set(&e, b"w:c", &c);
@@ -322,7 +326,9 @@ mod tests {
         // store (and fails here).
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| get(&e, b"w:a")));
         assert!(r.is_err());
-        mem().fail_reads.store(0, std::sync::atomic::Ordering::Relaxed);
+        mem()
+            .fail_reads
+            .store(0, std::sync::atomic::Ordering::Relaxed);
         assert_eq!(get(&e, b"w:a").unwrap(), a);
         // Without a reader installed nothing is served without waiting.
         let mut none = Fetched::default();
