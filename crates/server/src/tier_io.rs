@@ -122,13 +122,17 @@ pub fn prepare(
     Some(nowait::install(have))
 }
 
+/// One read's outcome: the plain bytes, or the error that fails the
+/// command; None until an I/O thread has done it.
+type Slot = Option<Result<Vec<u8>, String>>;
+
 /// The reads of one parked command.
 pub struct Job {
     worker: usize,
     client: u64,
     wants: Vec<Want>,
     /// One slot per want, filled by the I/O threads.
-    results: Mutex<Vec<Option<Result<Vec<u8>, String>>>>,
+    results: Mutex<Vec<Slot>>,
     left: AtomicUsize,
 }
 
