@@ -12,10 +12,11 @@
 //! leaves (DEL, overwrite, expiry, eviction, FLUSHALL, lazyfree) frees it
 //! without knowing the tier exists.
 //!
-//! Reads are synchronous for now: `fetch` reads on the calling thread
-//! (under the caller's shard lock). It takes a list of pointers so that
-//! the parked-client version (RWF_NOWAIT, I/O threads) replaces it
-//! without changing its callers' shape.
+//! `fetch` reads on the calling thread (under the caller's shard lock):
+//! the I/O threads' read, and the read of every context that cannot park
+//! its client. Read commands that can park first fetch their keys' values
+//! through `nowait` (RWF_NOWAIT, then the server's I/O threads) and
+//! `plain` answers from what they fetched.
 use crate::compact::Block;
 use crate::cx::Cx;
 use crate::entry::{Owned, Ref};
@@ -24,6 +25,8 @@ use crate::keyspace::Engine;
 use crate::value::zcomp;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
+
+pub mod nowait;
 
 /// Shard groups: one value log each, the top 4 bits of the key's hash
 /// (64 shards of 1,024 each).
@@ -231,9 +234,10 @@ pub fn group_of(hash: u64) -> usize {
 
 /// Fetches the values of tiered keys: for each (key, pointer), the plain
 /// bytes, after the store checked the record's CRC and this function its
-/// key, decoded if it is kind 1. The one read path of the tier: the
-/// asynchronous version (docs/design.md, "Waiting for I/O without holding
-/// up a worker") replaces this function.
+/// key, decoded if it is kind 1. A blocking `pread` (or a copy from the
+/// write buffer) on the calling thread: the I/O threads' read, and the
+/// synchronous read of contexts that cannot park (`nowait` is the other
+/// way in, docs/design.md, "Waiting for I/O without holding up a worker").
 pub fn fetch(reqs: &[(&[u8], Pointer)]) -> Vec<Result<Vec<u8>, String>> {
     reqs.iter().map(|&(key, p)| fetch_one(key, p)).collect()
 }
@@ -249,6 +253,12 @@ fn fetch_one(key: &[u8], p: Pointer) -> Result<Vec<u8>, String> {
     let rec = r.inspect_err(|_| {
         COUNTERS.read_errors.fetch_add(1, Ordering::Relaxed);
     })?;
+    decode(key, p, rec)
+}
+
+/// A record read for `key` at `p`: its key checked, decoded if kind 1,
+/// its length checked against the pointer.
+fn decode(key: &[u8], p: Pointer, rec: Record) -> Result<Vec<u8>, String> {
     let bad = |why: &str| {
         COUNTERS.read_errors.fetch_add(1, Ordering::Relaxed);
         format!(
@@ -279,10 +289,13 @@ pub const READ_FAILED: &str = "disk tier read failed";
 
 /// The plain bytes of one tiered value. A failed read (EIO, a bad CRC)
 /// panics with the record's place: the command's panic guard turns it
-/// into an error reply naming it, as a zcomp decode failure does. The
-/// asynchronous `fetch` will report it as a value instead.
+/// into an error reply naming it, as a zcomp decode failure does. A value
+/// a parked command fetched beforehand (`nowait::install`) is taken from
+/// there, its failed read failing the command the same way.
 pub fn plain(key: &[u8], p: Pointer) -> Vec<u8> {
-    match fetch(&[(key, p)]).pop().expect("one request, one answer") {
+    // What a parked command's I/O threads (or RWF_NOWAIT) fetched for it.
+    let got = nowait::installed(p);
+    match got.unwrap_or_else(|| fetch(&[(key, p)]).pop().expect("one request, one answer")) {
         Ok(v) => v,
         Err(e) => panic!("{READ_FAILED}: {e}"),
     }

@@ -185,6 +185,9 @@ pub struct Client {
     pub blocked: Option<BlockOn>,
     /// Why a blocked command runs again without a ready key.
     pub unblock: Option<Unblock>,
+    /// A read of the disk tier the request at the head waits for
+    /// (`crate::tier_io`).
+    pub tier: crate::tier_io::Parking,
     /// True while EXEC runs this client's queued commands: blocking
     /// commands answer at once as if timed out.
     pub in_exec: bool,
@@ -357,6 +360,7 @@ impl Client {
             wants_block: None,
             blocked: None,
             unblock: None,
+            tier: Default::default(),
             in_exec: false,
             in_script: false,
             multi: None,

@@ -37,6 +37,7 @@ mod shared;
 mod slowlog;
 mod snapshots;
 mod tier;
+mod tier_io;
 mod tracking;
 mod util;
 mod zcoder;

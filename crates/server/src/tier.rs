@@ -536,3 +536,42 @@ fn compact_one(shared: &Shared, t: &Tier, g: usize) -> bool {
     t.compacted_bytes.fetch_add(seg.bytes, Ordering::Relaxed);
     true
 }
+
+// branch tierio: reads that do not wait, for `crate::tier_io`.
+
+impl tier::nowait::NowaitRead for Handle {
+    fn read_nowait(&self, group: usize, l: Loc) -> Option<Result<Record, String>> {
+        // `DEBUG TIER-FAULT DELAY`: every read goes to the I/O threads.
+        if crate::tier_io::delayed() {
+            return None;
+        }
+        match self.0.logs[group].read_nowait(ptr(l)) {
+            Ok(Some(f)) => Some(Ok(Record {
+                key: f.key().to_vec(),
+                value: f.value().to_vec(),
+                coded: f.kind() == Kind::Coded,
+            })),
+            Ok(None) => None,
+            Err(e) => Some(Err(e.to_string())),
+        }
+    }
+}
+
+/// Installs the logs as the engine's reader that does not wait (when
+/// the I/O threads start).
+pub fn install_reader() {
+    if let Some(t) = TIER.get() {
+        tier::nowait::install_reader(Box::new(Handle(t)));
+    }
+}
+
+impl Tier {
+    /// `DEBUG TIER-DROP-CACHE`: every log's buffers written and fsynced,
+    /// its segments' pages dropped from the page cache.
+    pub fn drop_cache(&self) -> Result<(), String> {
+        for l in &self.logs {
+            l.drop_cache().map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    }
+}

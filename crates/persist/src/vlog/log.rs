@@ -841,3 +841,93 @@ fn parse_name(s: &str) -> Option<u32> {
     }
     digits.parse().ok().filter(|&n| n > 0)
 }
+
+/// Reads that do not wait for the disk, and dropping the page cache
+/// (branch tierio: docs/design.md, "Waiting for I/O without holding up a
+/// worker").
+impl Log {
+    /// `read` that never waits for the disk: the record when all of it
+    /// is in the page cache (`preadv2` with `RWF_NOWAIT`) or in a write
+    /// buffer; `Ok(None)` when reading it would wait (pages not cached, a
+    /// file system or kernel without `RWF_NOWAIT`), for the caller to read
+    /// it elsewhere with `read`. Errors as `read`'s.
+    pub fn read_nowait(&self, ptr: Ptr) -> Result<Option<Fetched>, Error> {
+        // A record not yet known to be in the file is copied from the
+        // buffer by `read`, without I/O; a bad pointer, or a read fault
+        // injected for tests, gets `read`'s error.
+        let buffered = self.streams.iter().any(|st| {
+            ptr.segment == st.seq.load(Ordering::Acquire)
+                && ptr.end() > st.flushed.load(Ordering::Acquire)
+        });
+        let faulty = self
+            .opts
+            .faults
+            .as_ref()
+            .is_some_and(|f| f.reads.load(Ordering::Relaxed) > 0);
+        let seg = self.segments.read().get(&ptr.segment).cloned();
+        let seg = match seg {
+            Some(seg)
+                if !buffered
+                    && !faulty
+                    && u64::from(ptr.offset) >= SEGMENT_HEADER_LEN
+                    && u64::from(ptr.offset) % format::ALIGN == 0
+                    && ptr.len as usize >= format::RECORD_HEADER_LEN
+                    && ptr.end() <= seg.end() =>
+            {
+                seg
+            }
+            _ => return self.read(ptr).map(Some),
+        };
+        let mut rec = vec![0u8; ptr.len as usize];
+        let iov = libc::iovec {
+            iov_base: rec.as_mut_ptr().cast(),
+            iov_len: rec.len(),
+        };
+        use std::os::fd::AsRawFd;
+        // SAFETY: one iovec over `rec`'s whole length, which outlives the
+        // call; the file stays open while `seg` is held.
+        let n = unsafe {
+            libc::preadv2(
+                seg.file.as_raw_fd(),
+                &iov,
+                1,
+                i64::from(ptr.offset),
+                libc::RWF_NOWAIT,
+            )
+        };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            return match e.raw_os_error() {
+                // Would wait; or RWF_NOWAIT unknown to this kernel or file
+                // system: the blocking read will do.
+                Some(libc::EAGAIN | libc::EOPNOTSUPP | libc::EINVAL | libc::EINTR) => Ok(None),
+                _ => Err(Error::io(&seg.path, "read", e).at(u64::from(ptr.offset))),
+            };
+        }
+        // Part of the record was cached: the rest would wait.
+        if (n as usize) < rec.len() {
+            return Ok(None);
+        }
+        check(rec).map(Some).map_err(|r| {
+            Error::corrupt(&self.dir.join(name(ptr.segment)), u64::from(ptr.offset), r)
+        })
+    }
+
+    /// Writes and fsyncs the buffers, then asks the kernel to drop every
+    /// segment's pages from the page cache (`posix_fadvise(DONTNEED)`),
+    /// so the next reads go to the disk: for tests of the readers that do
+    /// not wait. Clean pages only are dropped, hence the fsync.
+    pub fn drop_cache(&self) -> Result<(), Error> {
+        self.sync()?;
+        let segs: Vec<_> = self.segments.read().values().cloned().collect();
+        use std::os::fd::AsRawFd;
+        for s in segs {
+            s.file
+                .sync_data()
+                .map_err(|e| Error::io(&s.path, "fsync", e))?;
+            // SAFETY: a plain advice call on an open descriptor.
+            unsafe { libc::posix_fadvise(s.file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        }
+        Ok(())
+    }
+}

@@ -599,6 +599,11 @@ directives! {
     /// `value-compression-lz4-level` (Cairn only): LZ4 HC's level in the
     /// background (3-12; 4 codes as small as zstd 3 on 2.8 KB of text).
     value_compression_lz4_level: i32 = "value-compression-lz4-level", int(3, 12), "4", MUTABLE, keep;
+    // branch tierio: disk tier reads that do not hold up the worker.
+    /// `tier-io-threads` (Cairn only): threads that read the tier for
+    /// commands parked on a value not in the page cache (docs/design.md,
+    /// "Waiting for I/O without holding up a worker"). Read at start.
+    tier_io_threads: usize = "tier-io-threads", int(1, 64), "4", IMMUTABLE, keep;
 }
 
 /// Directives only meaningful while reading a file; CONFIG REWRITE keeps

@@ -23,6 +23,10 @@ pub enum Outcome {
     /// A blocking command found nothing: it waits on the keys in
     /// `Client::wants_block` and runs again, unchanged, when one is ready.
     Blocked,
+    /// A value it reads is on disk and not in the page cache: it runs
+    /// again, unchanged, once the I/O threads have read it
+    /// (`crate::tier_io`).
+    Parked,
 }
 
 /// Finds the command (or subcommand) a request names, or the error to send.
@@ -446,6 +450,9 @@ pub fn invoke(
     if result.is_ok() && client.wants_block.is_some() {
         // Counted when it finally answers, not for each wait.
         return Outcome::Blocked;
+    }
+    if client.tier.take_parked(result.is_ok()) {
+        return Outcome::Parked;
     }
     if let Err(e) = &result {
         bump(&stats.cmd[cmd.id][3], 1);

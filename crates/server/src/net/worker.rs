@@ -487,6 +487,7 @@ impl Worker {
             && !conn.closing
             && conn.refusal.is_none()
             && conn.client.blocked.is_none()
+            && !conn.client.tier.parked()
             && !conn.client.subs.active()
             && conn.client.info.tracking.load(Ordering::Relaxed) == 0
             && !conn.client.info.monitor.load(Ordering::Relaxed)
@@ -600,8 +601,9 @@ impl Worker {
         }
     }
 
-    /// A key client `id` waits on is ready, or CLIENT UNBLOCK asked it to
-    /// stop waiting: run its blocked request again this turn.
+    /// A key client `id` waits on is ready, CLIENT UNBLOCK asked it to
+    /// stop waiting, or the disk tier's reads it was parked for are done:
+    /// run its request again this turn.
     fn wake(&mut self, id: u64) {
         let Some(&slot) = self.by_id.get(&id) else {
             return;
@@ -609,7 +611,7 @@ impl Worker {
         let Some(conn) = self.conns[slot].as_mut() else {
             return;
         };
-        if conn.client.blocked.is_none() {
+        if conn.client.blocked.is_none() && !conn.client.tier.parked() {
             return;
         }
         match conn.client.info.unblock_req.swap(0, Ordering::Relaxed) {

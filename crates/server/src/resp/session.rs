@@ -1,7 +1,9 @@
 //! A RESP connection's session: parses the requests buffered so far
 //! (`cairn_protocol::resp`), runs each through `exec::dispatch`, and keeps
 //! what only RESP has per connection: the argument list being filled, a
-//! request held by CLIENT PAUSE, and a blocking command woken to run again.
+//! request held by CLIENT PAUSE, a blocking command woken to run again,
+//! and a read parked on the disk tier (`crate::tier_io`) run again once
+//! its values are read.
 //! A protocol error is answered, then the connection closes (Redis:
 //! `setProtocolError` → `CLIENT_CLOSE_AFTER_REPLY`).
 use crate::blocking;
@@ -12,6 +14,7 @@ use crate::net::listener::PROTECTED_MODE_ERROR;
 use crate::net::session::{FrontEnd, Io, Refusal, Session, Stop};
 use crate::resp::ctx::Args;
 use crate::shared::Shared;
+use crate::tier_io;
 use cairn_protocol::resp::{parse_request, ArgList, Limits, Parsed};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -71,6 +74,9 @@ impl Session for RespSession {
         };
         let mut closing = false;
         let mut stop = Stop::NeedInput;
+        // A read of the disk tier may park the request at the head
+        // (`crate::tier_io`) while this session runs it, nowhere else.
+        client.tier.allowed = true;
         while *rpos < input.len() {
             if closing {
                 stop = Stop::Closing;
@@ -79,6 +85,13 @@ impl Session for RespSession {
             if wbuf.len() - unsent_from + client.out_refs.pending() >= high_water {
                 stop = Stop::OutputFull;
                 break;
+            }
+            if client.tier.parked() {
+                if !tier_io::collect(client) {
+                    stop = Stop::Blocked;
+                    break;
+                }
+                *wake = false;
             }
             if client.blocked.is_some() {
                 if !*wake {
@@ -135,7 +148,16 @@ impl Session for RespSession {
                                 stop = Stop::Blocked;
                                 break;
                             }
+                            Outcome::Parked => {
+                                tier_io::submit(client, worker);
+                                if client.tier.parked() {
+                                    stop = Stop::Blocked;
+                                    break;
+                                }
+                                continue;
+                            }
                             Outcome::Done => {
+                                client.tier.done();
                                 if let Some(on) = client.blocked.take() {
                                     blocking::unregister(shared, client.id, &on);
                                     client.info.blocked.store(false, Ordering::Relaxed);
@@ -184,6 +206,7 @@ impl Session for RespSession {
         if closing {
             stop = Stop::Closing;
         }
+        client.tier.allowed = false;
         stop
     }
 

@@ -234,6 +234,15 @@ fn tier_section(out: &mut String) {
         t.map_or(0, |t| t.retired_segments()),
     );
     field(out, "tier_loaded_pointers", C.loaded_pointers.load(Relaxed));
+    // branch tierio: reads that do not hold up the worker.
+    let nowait = &cairn_engine::tier::nowait::NOWAIT_COUNTERS;
+    let io = &crate::tier_io::COUNTERS;
+    field(out, "tier_reads_nowait", nowait.hits.load(Relaxed));
+    field(out, "tier_nowait_misses", nowait.misses.load(Relaxed));
+    field(out, "tier_reads_parked", io.pool_reads.load(Relaxed));
+    field(out, "tier_parked_commands", io.parked.load(Relaxed));
+    field(out, "tier_io_queue_depth", io.queue_depth.load(Relaxed));
+    field(out, "tier_io_threads", crate::tier_io::threads());
 }
 
 /// Compressed string values (`value::zcomp`): how many, their bytes before

@@ -580,6 +580,7 @@ fn debug(ctx: &mut Ctx) -> CmdResult {
         3 if args::is(sub, "jump-clock") => debug_jump_clock(ctx),
         4 if args::is(sub, "journal-fault") => debug_journal_fault(ctx),
         4 if args::is(sub, "tier-fault") => debug_tier_fault(ctx),
+        2 if args::is(sub, "tier-drop-cache") => debug_tier_drop_cache(ctx),
         3 if args::is(sub, "balance") => debug_balance(ctx),
         3 if args::is(sub, "error") => debug_error(ctx),
         3 if args::is(sub, "protocol") => debug_protocol(ctx),
@@ -617,6 +618,12 @@ fn debug_help(ctx: &mut Ctx) -> CmdResult {
             "TIER-FAULT WRITE|FSYNC|READ <count>",
             "    Cairn test extension: make the next <count> disk tier writes (or fsyncs,",
             "    or reads) fail with ENOSPC (reads: EIO), as a full or failing disk would.",
+            "TIER-FAULT DELAY <ms>",
+            "    Cairn test extension: no disk tier read is served from the page cache, and",
+            "    the I/O threads sleep <ms> before each read (0: off).",
+            "TIER-DROP-CACHE",
+            "    Cairn test extension: write and fsync the disk tier's logs, then drop their",
+            "    pages from the page cache.",
             "JUMP-CLOCK <milliseconds>",
             "    Cairn test extension: move the clock used for expiry, TIME and the slow",
             "    log by <milliseconds> (negative: back), so tests need not sleep.",
@@ -850,9 +857,11 @@ fn debug_journal_fault(ctx: &mut Ctx) -> CmdResult {
     ctx.ok()
 }
 
-/// DEBUG TIER-FAULT WRITE|FSYNC|READ count → +OK. Cairn's test extension:
-/// the disk tier's next `count` writes or fsyncs fail with ENOSPC, or its
-/// reads with EIO (`vlog::Faults`); an error without `tier-enabled yes`.
+/// DEBUG TIER-FAULT WRITE|FSYNC|READ count | DELAY ms → +OK. Cairn's test
+/// extension: the disk tier's next `count` writes or fsyncs fail with
+/// ENOSPC, or its reads with EIO (`vlog::Faults`); DELAY sends every read
+/// to the I/O threads, which sleep `ms` before each (`crate::tier_io`);
+/// an error without `tier-enabled yes`.
 fn debug_tier_fault(ctx: &mut Ctx) -> CmdResult {
     let n = u32::try_from(args::int(ctx.arg(3))?.max(0)).unwrap_or(u32::MAX);
     let Some(t) = crate::tier::get() else {
@@ -867,9 +876,25 @@ fn debug_tier_fault(ctx: &mut Ctx) -> CmdResult {
         t.faults.fail_fsyncs(n, libc::ENOSPC);
     } else if args::is(kind, "read") {
         t.faults.fail_reads(n, libc::EIO);
+    } else if args::is(kind, "delay") {
+        crate::tier_io::set_delay(u64::from(n));
     } else {
         return Err(CmdError::Syntax);
     }
+    ctx.ok()
+}
+
+/// DEBUG TIER-DROP-CACHE → +OK. Cairn's test extension: the disk tier's
+/// logs are written and fsynced, and their pages dropped from the page
+/// cache, so the next reads of tiered values go to the disk.
+fn debug_tier_drop_cache(ctx: &mut Ctx) -> CmdResult {
+    let Some(t) = crate::tier::get() else {
+        return Err(CmdError::Text(
+            "ERR the disk tier is off (tier-enabled no)".into(),
+        ));
+    };
+    t.drop_cache()
+        .map_err(|e| CmdError::Text(format!("ERR {e}").into()))?;
     ctx.ok()
 }
 

@@ -10,6 +10,7 @@ use crate::resp::args;
 use crate::resp::ctx::{CmdResult, Ctx};
 use crate::resp::errors;
 use crate::resp::errors::CmdError;
+use crate::tier_io;
 use cairn_engine::ops::string::{self as op, Cond, GetExAction, TtlKind};
 use cairn_engine::rewrite;
 use cairn_engine::util::lcs;
@@ -54,6 +55,9 @@ fn get(ctx: &mut Ctx) -> CmdResult {
     let k = e.key(ctx.arg(1));
     let mut g = e.lock(&ctx.cx, &k);
     let db = ctx.client.db;
+    let Some(_fetched) = tier_io::prepare(ctx.client, &ctx.cx, &mut g, db, &[k]) else {
+        return Ok(());
+    };
     op::get_str(&mut g, db, &k, |v| ctx.bulk_str_or_null(v))?;
     Ok(())
 }
@@ -149,10 +153,14 @@ fn getset(ctx: &mut Ctx) -> CmdResult {
 fn getdel(ctx: &mut Ctx) -> CmdResult {
     let e = ctx.engine();
     let k = e.key(ctx.arg(1));
+    let mut g = e.lock(&ctx.cx, &k);
+    let db = ctx.client.db;
+    let Some(_fetched) = tier_io::prepare(ctx.client, &ctx.cx, &mut g, db, &[k]) else {
+        return Ok(());
+    };
     // Recorded as Redis propagates it (`DEL key`), so a replica or a
     // journal that replays it needs no GETDEL of its own.
     rewrite::del(e, &ctx.cx, ctx.client.db, k.bytes);
-    let mut g = e.lock(&ctx.cx, &k);
     let old = op::getdel_value(&mut g, ctx.client.db, &k)?;
     drop(g);
     ctx.bulk_str_or_null(old.as_ref());
@@ -175,10 +183,13 @@ fn getex(ctx: &mut Ctx) -> CmdResult {
     // staged by the engine as PEXPIREAT (or DEL when already past). With
     // no option, or no TTL to remove, nothing changes and nothing is
     // recorded.
+    let mut g = e.lock(&ctx.cx, &k);
+    let Some(_fetched) = tier_io::prepare(ctx.client, &ctx.cx, &mut g, db, &[k]) else {
+        return Ok(());
+    };
     if action == GetExAction::Persist {
         rewrite::persist(e, &ctx.cx, db, k.bytes);
     }
-    let mut g = e.lock(&ctx.cx, &k);
     op::getex_str(&mut g, db, &k, action, |v| ctx.bulk_str_or_null(v))
         .map_err(|err| expire_error(err, "getex"))?;
     Ok(())
@@ -191,6 +202,10 @@ fn mget(ctx: &mut Ctx) -> CmdResult {
     let keys: Keys = ctx.args.iter_from(1).map(|a| e.key(a)).collect();
     let mut g = e.lock_keys(&ctx.cx, &keys);
     let db = ctx.client.db;
+    // Every tiered value of the MGET is read (or parked for) at once.
+    let Some(_fetched) = tier_io::prepare(ctx.client, &ctx.cx, &mut g, db, &keys) else {
+        return Ok(());
+    };
     ctx.reply().array(keys.len());
     op::mget_str(&mut g, db, &keys, |v| ctx.bulk_str_or_null(v));
     Ok(())
@@ -279,6 +294,9 @@ fn getrange(ctx: &mut Ctx) -> CmdResult {
     let k = e.key(ctx.arg(1));
     let mut g = e.lock(&ctx.cx, &k);
     let db = ctx.client.db;
+    let Some(_fetched) = tier_io::prepare(ctx.client, &ctx.cx, &mut g, db, &[k]) else {
+        return Ok(());
+    };
     op::get_str(&mut g, db, &k, |v| match v {
         Some(s) => match op::range_of(s.len(), start, end) {
             Some(r) => ctx.bulk_str_range(s, Some(r)),
