@@ -234,13 +234,16 @@ fn load_one(
     ))
 }
 
-/// The sample taken nearest to `t_s` seconds into the load.
+/// The first sample taken at or after `t_s` seconds into the load (the
+/// sampler's last reading is taken when the load is over), else the last
+/// one. A reading from before the mark would miss records the tenth
+/// stored: a short load, on a busy machine, can end before the sampler's
+/// second reading, and the nearest reading was then the empty first one.
 fn sample_at(l: &Curve, t_s: f64) -> Option<&Sample> {
-    l.samples.iter().min_by(|a, b| {
-        let da = (a.t_s - l.offset_s - t_s).abs();
-        let db = (b.t_s - l.offset_s - t_s).abs();
-        da.total_cmp(&db)
-    })
+    l.samples
+        .iter()
+        .find(|s| s.t_s - l.offset_s >= t_s)
+        .or_else(|| l.samples.last())
 }
 
 /// One row per tenth of the load.
