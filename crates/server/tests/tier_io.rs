@@ -23,13 +23,7 @@ fn value(i: usize) -> Vec<u8> {
 }
 
 fn info(c: &mut Connection, name: &str) -> u64 {
-    let text: String = redis::cmd("INFO").arg("tier").query(c).unwrap();
-    text.lines()
-        .find_map(|l| l.strip_prefix(&format!("{name}:")))
-        .unwrap_or_else(|| panic!("{name} not in INFO"))
-        .trim()
-        .parse()
-        .unwrap()
+    support::tier::info_u64(c, "tier", name)
 }
 
 fn wait_for(what: &str, mut f: impl FnMut() -> bool) {

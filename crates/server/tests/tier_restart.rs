@@ -13,43 +13,14 @@ mod support;
 
 use redis::Connection;
 use std::time::{Duration, Instant};
-use support::{redis_client, start_cairn, Server, TestDir};
+use support::tier::{info, start, MAXMEMORY};
+use support::{redis_client, Server, TestDir};
 
-/// 16 MiB of RAM, 32 MiB of values: most of them go to disk.
-const MAXMEMORY: u64 = 16 << 20;
 const VALUE_BYTES: usize = 2_000;
 const VALUES: usize = 2 * (MAXMEMORY as usize) / VALUE_BYTES;
 
 fn value(i: usize, round: u64) -> Vec<u8> {
     cairn_engine::value::zcomp::sample_text(i as u64 * 31 + round, VALUE_BYTES)
-}
-
-fn start(dir: &TestDir, extra: &[&str]) -> Server {
-    let max = MAXMEMORY.to_string();
-    let mut args = vec![
-        "--dir",
-        dir.s(),
-        "--maxmemory",
-        &max,
-        "--tier-enabled",
-        "yes",
-        "--tier-segment-size",
-        "256kb",
-        "--enable-debug-command",
-        "yes",
-    ];
-    args.extend_from_slice(extra);
-    start_cairn(&args)
-}
-
-fn info(c: &mut Connection, name: &str) -> u64 {
-    let text: String = redis::cmd("INFO").arg("all").query(c).unwrap();
-    text.lines()
-        .find_map(|l| l.strip_prefix(&format!("{name}:")))
-        .unwrap_or_else(|| panic!("{name} not in INFO"))
-        .trim()
-        .parse()
-        .unwrap()
 }
 
 /// Writes values `range` of `round`, retrying a chunk refused with -OOM

@@ -8,6 +8,7 @@
 
 pub mod clients;
 pub mod sentinel;
+pub mod tier;
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read, Write};
