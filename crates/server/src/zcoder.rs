@@ -11,6 +11,7 @@
 //! the value logs' buffers, which a niced coder sharing it would delay.
 use crate::shared::Shared;
 use cairn_engine::keyspace::Limits;
+use cairn_engine::value::zcomp::thread_cpu_us;
 use cairn_engine::value::zcomp::Codec;
 use cairn_engine::zcoder::{self, Cursor};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -66,19 +67,6 @@ pub fn start(shared: &Arc<Shared>) -> Result<(), String> {
         .spawn(move || thread(s))
         .map(drop)
         .map_err(|e| format!("spawn the value coder: {e}"))
-}
-
-/// CPU time of the calling thread, in microseconds.
-fn thread_cpu_us() -> u64 {
-    let mut t = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `t` is a valid timespec to write.
-    unsafe {
-        libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t);
-    }
-    t.tv_sec as u64 * 1_000_000 + t.tv_nsec as u64 / 1_000
 }
 
 /// Nice 19 for this thread only (Linux applies setpriority to a thread id).

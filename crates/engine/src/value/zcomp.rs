@@ -667,8 +667,9 @@ fn start_trainer() -> Mutex<std::sync::mpsc::Sender<Job>> {
     Mutex::new(tx)
 }
 
-/// CPU time of the calling thread, in microseconds.
-fn thread_cpu_us() -> u64 {
+/// CPU time of the calling thread, in microseconds (also the server's
+/// background coder's budget).
+pub fn thread_cpu_us() -> u64 {
     let mut t = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
