@@ -399,7 +399,7 @@ def e4_summary(rep, maxmemory, base="cairn", stats=None, notes=()):
     if tl:
         o += ["The disk tiers at the end of the last phase:", ""] + tl + [""]
     if stats_of(stats):
-        o += stats_lines(stats_of(stats)) + [""]
+        o += stats_lines(stats_of(stats), nrounds) + [""]
     o += ["| bar (issue 25, E4) | this run" + (" (medians)" if nrounds > 1 else "") + " | bar | |",
           "|---|---|---|---|"]
     for check, fig, bar, ok in e4_checks(figs, phases, base, maxmemory):
@@ -439,9 +439,9 @@ def parse_kv(text):
     return out
 
 
-def stats_lines(stats):
-    """stats: {target: text of its final stats / INFO}."""
-    o = ["Each server's own figures after the run:", ""]
+def stats_lines(stats, last_of=1):
+    """stats: {target: text of its final stats / INFO}; last_of: rounds."""
+    o = ["Each server's own figures after the " + ("run:" if last_of == 1 else f"last of {last_of} rounds:"), ""]
     for t, text in stats.items():
         kv = parse_kv(text)
         want = MC_STATS if t == "memcached" else CAIRN_INFO
@@ -462,7 +462,7 @@ def e5_summary(rep, base="cairn", stats=None, notes=()):
     o += [f"- {n}" for n in notes] + ([""] if notes else [])
     o += ["| target | round | inserts/s | first tenth | last tenth | last ÷ first | bar >= 0.7 | errors | evictions | RSS at end | used_memory B/record | disk B/record |",
           "|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|"]
-    speeds, last_first = {}, {}
+    speeds, last_first, lost_any = {}, {}, set()
     for r in runs:
         ex = r.get("extra", {})
         first = rate_of(ex.get("percent_done_at_s"), cfg.get("records"), 0, 10)
@@ -473,6 +473,8 @@ def e5_summary(rep, base="cairn", stats=None, notes=()):
         lost = r["errors"] + (end.get("evictions") or 0)
         verdict = "no verdict (records lost)" if lost else mark(None if rt is None else rt >= E5_LAST_OVER_FIRST)
         speeds.setdefault(r["target"], []).append(r["ops_per_sec"])
+        if lost:
+            lost_any.add(r["target"])
         if rt is not None:
             last_first.setdefault(r["target"], []).append(rt)
         o.append(f"| {r['target']} | {r['round']} | {num(r['ops_per_sec'])} | {num(first)} | {num(last)} | "
@@ -485,22 +487,24 @@ def e5_summary(rep, base="cairn", stats=None, notes=()):
               "| target | inserts/s | last ÷ first | bar >= 0.7 |", "|---|---:|---:|---|"]
         for t in med:
             rt = statistics.median(last_first[t]) if t in last_first else None
-            o.append(f"| {t} | {num(med[t])} | {'-' if rt is None else f'{rt:.2f}'} | "
-                     f"{mark(None if rt is None else rt >= E5_LAST_OVER_FIRST)} |")
+            verdict = ("no verdict (records lost)" if t in lost_any
+                       else mark(None if rt is None else rt >= E5_LAST_OVER_FIRST))
+            o.append(f"| {t} | {num(med[t])} | {'-' if rt is None else f'{rt:.2f}'} | {verdict} |")
     others = [t for t in med if t != base]
     if base in med and others:
         o += ["", ("Inserts/s" if nrounds == 1 else "Median inserts/s") + ": " + ", ".join(
             f"{base} ÷ {t} {ratio(med[base], med[t]):.2f}" for t in others if med[t])]
     o += ["", "Inserts/s per 1% of the load (`·`: none, ` `: not reached):", "", "```"]
-    width = max((len(r["target"]) for r in runs), default=8)
+    label = (lambda r: f"{r['target']} r{r['round']}") if nrounds > 1 else (lambda r: r["target"])  # noqa: E731
+    width = max((len(label(r)) for r in runs), default=8)
     for r in runs:
         pp = r.get("extra", {}).get("inserts_per_sec_by_percent") or []
         known = [v for v in pp if v is not None]
         rng = f"min {num(min(known))} max {num(max(known))}" if known else "-"
-        o.append(f"{r['target']:<{width}} {sparkline(pp, 100)}  {rng}")
+        o.append(f"{label(r):<{width}} {sparkline(pp, 100)}  {rng}")
     o += ["```", ""]
     if stats_of(stats):
-        o += stats_lines(stats_of(stats)) + [""]
+        o += stats_lines(stats_of(stats), nrounds) + [""]
     o += ["Memory and disk per record at every tenth of the load: load.md (and load.json's "
           "`tenths`, `samples`); the curve: e5-load-curve.svg" +
           (" (in each round's directory)." if nrounds > 1 else "."), "",

@@ -325,8 +325,14 @@ class E5(unittest.TestCase):
         self.assertIn("| cairn | 2 | 3,000 | 100 | 50 | 0.50 | ✗ |", s)
         # Medians: 2,000 inserts/s, last/first 0.8 (1.0, 0.5, 0.8).
         self.assertIn("| cairn | 2,000 | 0.80 | ✓ |", s)
+        self.assertIn("cairn r3 ", s)
         self.assertIn("| redis | 2,000 | 1.00 | ✓ |", s)
         self.assertIn("Median inserts/s: cairn ÷ redis 1.00", s)
+        # A round that lost records leaves the median without a verdict.
+        reps[1] = self.report(0.2, evicted=3)
+        reps[1]["runs"][0]["ops_per_sec"] = 3000.0
+        s = tr.e5_summary(tr.merge_rounds(reps))
+        self.assertIn("| cairn | 2,000 | 0.80 | no verdict (records lost) |", s)
 
 
 class Fs(unittest.TestCase):

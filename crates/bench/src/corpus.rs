@@ -98,6 +98,9 @@ impl Corpus {
                 }
             }
         }
+        // The encyclopedias last, in ENCYCLOPEDIAS order, whatever their
+        // directory: the word list does not depend on where they were found.
+        paths.sort();
         let mut source = DEBIAN_SOURCES.to_string();
         let dirs = encyclopedia_dirs();
         for name in ENCYCLOPEDIAS {
@@ -111,14 +114,7 @@ impl Corpus {
                 }
             }
         }
-        // The encyclopedias last, in ENCYCLOPEDIAS order, whatever their
-        // directory: the word list does not depend on where they were found.
-        let (mut text, enc): (Vec<PathBuf>, Vec<PathBuf>) = paths
-            .into_iter()
-            .partition(|p| !p.extension().is_some_and(|e| e == "dz"));
-        text.sort();
-        text.extend(enc);
-        Corpus::from_files(&text, &source)
+        Corpus::from_files(&paths, &source)
     }
 
     /// The files named (a directory stands for the regular files directly
