@@ -117,8 +117,38 @@ ext_mb=$(( size_b * 2 / 1048576 )); [ "$ext_mb" -lt 1024 ] && ext_mb=1024
 # the writers, whose allocations then evict from the LRU tail instead
 # (memcached issue #972): 67% of E4's values lost in run S18u.
 MEMCACHED_DEFAULT="ext_wbuf_size=8,ext_threads=4"
-# tuned: MEASURED_BELOW
-MEMCACHED_TUNED="ext_wbuf_size=8,ext_threads=4,ext_item_age=0"
+# tuned: the same and the settings under which memcached keeps every value
+# (measured: memcached alone, 8 writers, E4's values, phases as E4's;
+# evicted / written at 256 MB of values, -m 80: default 57,671 / 95,869;
+# + ext_item_age=0: 8,494; + ext_max_sleep=10000: 0. At 768 MB, -m 256
+# those two still lost 134,703 of 287,627, all item headers; + the
+# automover settings below: 0 in three runs):
+# - ext_item_age=0: the flusher writes out every item of the COLD LRU
+#   idle a second or more, all the time, instead of only once a slab
+#   class is short of free chunks (by then the writers are allocating
+#   from the LRU tail, and an allocation that finds no free chunk evicts).
+#   memcached's own advice (pull request #923): "Most serious users set
+#   ext_item_age=0 and force flush all items".
+# - ext_max_sleep=10000 (us): the flusher and compactor sleep at most
+#   10 ms, not 1 s. While RAM is not yet full the flusher finds nothing to
+#   do and backs off to its longest sleep; when RAM fills under 8 writers
+#   (~170 MB/s) a 1 s nap is ~170 MB of allocations that evict instead
+#   (issue #881: "the storage flush thread can end up sleeping for up to
+#   a second").
+# - slab_automove_window=3, slab_automove_freeratio=0.2: a value written
+#   out leaves a small item header (96 B chunks) in RAM, in another slab
+#   class than the values' (2,904 B). The values' class takes every page
+#   first; once it flushes, its pages are free but stay its own, and the
+#   headers' class, given no page, evicts its own headers: a value on
+#   disk whose header is evicted is lost (issues #541, #794; `stats
+#   items`: items:1:evicted 124,874, the values' class 88,084 free
+#   chunks, slabs_moved 0). The automover hands free pages back to the
+#   global pool, but decides over a 30 s window (default), longer than a
+#   load; 3 (its minimum) and a free buffer of 20% of memory keep pages
+#   flowing to the headers and to the read path's temporary items.
+#   (slab_automove=2, a page moved at every eviction, lost 72,838: the
+#   pages it takes still hold values not yet written out.)
+MEMCACHED_TUNED="ext_wbuf_size=32,ext_threads=4,ext_item_age=0,ext_max_sleep=10000,slab_automove_window=3,slab_automove_freeratio=0.05"
 MEMCACHED_TUNED_FLAGS=""
 mc_flags=""
 if [ "$MC_PROFILE" = tuned ]; then mc_o=$MEMCACHED_TUNED; mc_flags=$MEMCACHED_TUNED_FLAGS; else mc_o=$MEMCACHED_DEFAULT; fi
