@@ -26,7 +26,7 @@
 #          [--maxmemory 1gb] [--value-size 2800] [--threads 8]
 #          [--targets cairn,memcached,redis] [--policy noeviction]
 #          [--rounds 1] [--cold] [--memcached-profile tuned|default]
-#          [--memcached-opts "ext_item_age=0,..."]
+#          [--memcached-opts "ext_wbuf_size=64,..."] [--memcached-flags "-f 1.1"]
 #          [--cairn-args "--tier-threshold 80 ..."] [--strict] [--out DIR]
 #          [--cairn BIN] [--bench BIN] [-- extra cairn-bench options]
 #   --size (E4): total bytes of values (K, M, G); the key count is size /
@@ -44,7 +44,8 @@
 #   below says which and why); `default` with the options the script used
 #   before (extstore's own defaults but for the write buffer and I/O
 #   threads), under which memcached 1.6.18 evicts most values at 3x RAM.
-#   --memcached-opts: extra `-o` settings after the profile's (trials).
+#   --memcached-opts: extra `-o` settings after the profile's (a later
+#   setting wins); --memcached-flags: extra memcached flags (trials).
 #   --strict: exit 1 if Cairn lost, refused or changed a value or moved none
 #   to disk (scripts/test's tiny runs).
 #   A quick check of the wiring: --size 60M --maxmemory 20mb (E4), --mode e5
@@ -117,37 +118,44 @@ ext_mb=$(( size_b * 2 / 1048576 )); [ "$ext_mb" -lt 1024 ] && ext_mb=1024
 # the writers, whose allocations then evict from the LRU tail instead
 # (memcached issue #972): 67% of E4's values lost in run S18u.
 MEMCACHED_DEFAULT="ext_wbuf_size=8,ext_threads=4"
-# tuned: the same and the settings under which memcached keeps every value
-# (measured: memcached alone, 8 writers, E4's values, phases as E4's;
-# evicted / written at 256 MB of values, -m 80: default 57,671 / 95,869;
-# + ext_item_age=0: 8,494; + ext_max_sleep=10000: 0. At 768 MB, -m 256
-# those two still lost 134,703 of 287,627, all item headers; + the
-# automover settings below: 0 in three runs):
+# tuned: the settings under which memcached keeps every value. Measured
+# here with memcached alone, 8 writers, E4's values and phases, under a
+# shared machine (evicted + lost to page moves, of the keys written):
+#   3 GB at -m 1024: default 771,327 of 1,150,437 (67%); tuned 0 and 0
+#   in two runs, every MGET of both read phases answered in full.
+#   1 GB at -m 300: tuned 0 of 383,479.
+# Each setting, and what it fixed on the way (smaller runs):
 # - ext_item_age=0: the flusher writes out every item of the COLD LRU
 #   idle a second or more, all the time, instead of only once a slab
 #   class is short of free chunks (by then the writers are allocating
 #   from the LRU tail, and an allocation that finds no free chunk evicts).
 #   memcached's own advice (pull request #923): "Most serious users set
-#   ext_item_age=0 and force flush all items".
+#   ext_item_age=0 and force flush all items". 256 MB at -m 80: 57,671 of
+#   95,869 evicted by default, 8,494 with this.
 # - ext_max_sleep=10000 (us): the flusher and compactor sleep at most
 #   10 ms, not 1 s. While RAM is not yet full the flusher finds nothing to
 #   do and backs off to its longest sleep; when RAM fills under 8 writers
-#   (~170 MB/s) a 1 s nap is ~170 MB of allocations that evict instead
+#   (~200 MB/s) a 1 s nap is ~200 MB of allocations that evict instead
 #   (issue #881: "the storage flush thread can end up sleeping for up to
-#   a second").
-# - slab_automove_window=3, slab_automove_freeratio=0.2: a value written
+#   a second"). With this too: 0 of 95,869.
+# - slab_automove_window=3, slab_automove_freeratio=0.05: a value written
 #   out leaves a small item header (96 B chunks) in RAM, in another slab
 #   class than the values' (2,904 B). The values' class takes every page
 #   first; once it flushes, its pages are free but stay its own, and the
 #   headers' class, given no page, evicts its own headers: a value on
-#   disk whose header is evicted is lost (issues #541, #794; `stats
-#   items`: items:1:evicted 124,874, the values' class 88,084 free
-#   chunks, slabs_moved 0). The automover hands free pages back to the
-#   global pool, but decides over a 30 s window (default), longer than a
-#   load; 3 (its minimum) and a free buffer of 20% of memory keep pages
-#   flowing to the headers and to the read path's temporary items.
-#   (slab_automove=2, a page moved at every eviction, lost 72,838: the
-#   pages it takes still hold values not yet written out.)
+#   disk whose header is evicted is lost (issues #541, #794). 768 MB at
+#   -m 256 with the two above: 134,703 of 287,627 lost, `stats items`
+#   items:1:evicted 124,874 while the values' class had 88,084 free
+#   chunks, slabs_moved 0. The automover hands free pages back to the
+#   global pool but decides over a 30 s window, longer than a load; 3 is
+#   its minimum. A larger free ratio moves more pages, and a moved page's
+#   values not yet written out are evicted (slab_reassign_evictions_nomem:
+#   at 3 GB, 0.05/0.1/0.2/0.3/0.4 lost 0-75k/66-75k/91-186k/30k/85k);
+#   slab_automove=2 (a page moved at every eviction) lost 72,838 at 768 MB.
+# - ext_wbuf_size=32 (MB, from 8): the flusher copies into a write buffer
+#   and stops when none is free while the I/O threads write; with 8 MB it
+#   fell behind the writers (875-916k of 1,150,437 written by the end of
+#   the load, 11,612 and 0 lost), with 32 MB 1.02-1.11M (0 and 0 lost).
 MEMCACHED_TUNED="ext_wbuf_size=32,ext_threads=4,ext_item_age=0,ext_max_sleep=10000,slab_automove_window=3,slab_automove_freeratio=0.05"
 MEMCACHED_TUNED_FLAGS=""
 mc_flags=""
