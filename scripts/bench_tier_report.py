@@ -5,9 +5,15 @@ memcached's (extstore) and Redis's (all in RAM), the bar's checks with
 ✓/✗, the per-second curves as text sparklines with stalls named, memory
 and disk per key, and what each server's disk tier held at the end.
 
-    bench_tier_report.py e4 tier.json --maxmemory BYTES [--stats DIR] [--strict]
-    bench_tier_report.py e5 load.json [--stats DIR] [--strict]
+    bench_tier_report.py e4 tier.json [round2/tier.json ...] --maxmemory BYTES
+                         [--stats [DIR]] [--note TEXT ...] [--strict]
+    bench_tier_report.py e5 load.json [round2/load.json ...] [--stats [DIR]] [--note TEXT ...] [--strict]
     bench_tier_report.py sparkline 1 2 3      (a check of the drawing)
+
+Several reports are rounds (scripts/bench_tier.sh --rounds N: fresh
+servers each): every round's keys/s and the median, the ratios and the
+bar's checks from the medians. --stats reads each server's final stats
+(<target>.stats) beside each report, or in DIR.
 
 Standard library only, so a fresh machine runs it; the arithmetic is
 tested by scripts/test_bench_tier.py.
@@ -153,6 +159,101 @@ def figures(rep):
     return figs
 
 
+def merge_rounds(reps):
+    """One report of several rounds' reports (one file a round, in order):
+    the first's config, every run renumbered by its file (round i + 1).
+    A single report keeps its own round numbers. Raises ValueError when
+    the rounds' values differ (another corpus, size or seed): their
+    figures do not compare."""
+    if len(reps) == 1:
+        return reps[0]
+    key = lambda r: {k: (r.get("config", {}).get("values") or {}).get(k)  # noqa: E731
+                     for k in ("kind", "size", "seed", "corpus_fingerprint")}
+    first = key(reps[0])
+    for i, r in enumerate(reps[1:], 2):
+        if key(r) != first:
+            raise ValueError(f"round {i}'s values differ from round 1's: {key(r)} against {first}")
+    runs = []
+    for i, r in enumerate(reps, 1):
+        for run in r["runs"]:
+            runs.append(dict(run, round=i))
+    return {"runs": runs, "config": reps[0].get("config", {}), "rounds": len(reps)}
+
+
+def rounds_table(rep, targets, phases, unit="keys/s"):
+    """Every round's speed per (phase, target) and the median of them."""
+    rounds = sorted({r["round"] for r in rep["runs"]})
+    if len(rounds) < 2:
+        return []
+    speed = {(r["target"], r["phase"], r["round"]): r["units_per_sec"] for r in rep["runs"]}
+    o = [f"{unit} in each round (fresh servers each round, the targets taking turns within each phase):", "",
+         "| phase | target | " + " | ".join(f"round {n}" for n in rounds) + " | median |",
+         "|---|---|" + "---:|" * (len(rounds) + 1)]
+    for ph in phases:
+        for t in targets:
+            v = [speed.get((t, ph, n)) for n in rounds]
+            known = [x for x in v if x is not None]
+            if not known:
+                continue
+            o.append(f"| {ph} | {t} | " + " | ".join(num(x) for x in v) +
+                     f" | {num(statistics.median(known))} |")
+    return o + [""]
+
+
+EVICTION_STAT = {"memcached": "evictions"}
+
+
+def evictions_table(stats_rounds):
+    """Each server's own eviction count at the end of each round
+    (memcached's `evictions`, Redis's and Cairn's `evicted_keys`)."""
+    if not stats_rounds or not any(stats_rounds):
+        return []
+    targets = list(dict.fromkeys(t for st in stats_rounds for t in st))
+    o = ["Evictions by each server's own count at the end of each round "
+         "(memcached `evictions`, else `evicted_keys`):", "",
+         "| target | " + " | ".join(f"round {i}" for i in range(1, len(stats_rounds) + 1)) + " |",
+         "|---|" + "---:|" * len(stats_rounds)]
+    for t in targets:
+        cells = []
+        for st in stats_rounds:
+            kv = parse_kv(st.get(t, ""))
+            v = kv.get(EVICTION_STAT.get(t, "evicted_keys"))
+            cells.append("-" if v is None else f"{int(v):,}")
+        o.append(f"| {t} | " + " | ".join(cells) + " |")
+    return o + [""]
+
+
+def values_lines(cfg):
+    """The values: corpus, fingerprint, seed, and how they code."""
+    vals = cfg.get("values") or {}
+    if vals.get("kind") != "real-text":
+        return []
+    o = [f"Values: real text from {vals.get('corpus_files')} files ({vals.get('corpus_source')}), "
+         f"{vals.get('corpus_words'):,} words, fingerprint {vals.get('corpus_fingerprint')}, seed {vals.get('seed')}."]
+    r = vals.get("ratios") or {}
+    if "zstd3_dict" in r:
+        o.append(f"Coded one value at a time ({r.get('values'):,} values, plain ÷ coded): "
+                 f"zstd 3 {r['zstd3']:.2f}, zstd 3 + dictionary {r['zstd3_dict']:.2f}; "
+                 f"LZ4 fast {r['lz4_fast']:.2f}, LZ4 fast + dictionary {r['lz4_fast_dict']:.2f} (Cairn's disk tier), "
+                 f"LZ4 HC 4 + dictionary {r['lz4_hc4_dict']:.2f} (Cairn in RAM).")
+    elif r.get("error"):
+        o.append(f"(The values' ratios could not be measured: {r['error']}.)")
+    return o + [""]
+
+
+def cold_lines(rep):
+    """Whether the page cache was dropped before the read phases."""
+    reads = [r for r in rep["runs"] if r["phase"].startswith("mget")]
+    flags = [r.get("extra", {}).get("page_cache_dropped") for r in reads]
+    if all(f is None for f in flags):
+        return ["Warm reads: the page cache was left as it was (the tiers' files may be read from RAM).", ""]
+    done = sum(1 for f in flags if f)
+    if done == len(reads):
+        return [f"Cold reads: the page cache was dropped before every read phase ({done} of {len(reads)}).", ""]
+    return [f"Cold reads asked for, but the page cache was dropped before only {done} of {len(reads)} "
+            "read phases (dropping it needs root): the others may have read from RAM.", ""]
+
+
 def e4_checks(figs, phases, base, maxmemory):
     """The bar's rows: (check, figure, bar, ok) with ok None when the run
     has no figure for it."""
@@ -233,19 +334,31 @@ def tier_lines(figs, targets, phases):
     return out
 
 
-def e4_summary(rep, maxmemory, base="cairn", stats=None):
+def stats_of(stats_rounds):
+    """The last round's stats ({target: text}) from a list of rounds', or
+    a plain {target: text}."""
+    if isinstance(stats_rounds, list):
+        return stats_rounds[-1] if stats_rounds else {}
+    return stats_rounds or {}
+
+
+def e4_summary(rep, maxmemory, base="cairn", stats=None, notes=()):
+    """stats: {target: text} or, for rounds, a list of them (one a round)."""
     figs = figures(rep)
     targets = list(dict.fromkeys(r["target"] for r in rep["runs"]))
     phases = list(dict.fromkeys(r["phase"] for r in rep["runs"]))
     others = [t for t in targets if t != base]
     cfg = rep.get("config", {})
-    vals = cfg.get("values", {})
+    nrounds = len({r["round"] for r in rep["runs"]})
     o = [f"## E4 summary: {cfg.get('keys', '?'):,} keys of {cfg.get('value_size', '?')} B "
          f"({human((cfg.get('keys') or 0) * (cfg.get('value_size') or 0))}), maxmemory {human(maxmemory)}, "
-         f"MSET/MGET x {cfg.get('batch', '?')}, {cfg.get('threads', ['?'])[0]} threads", ""]
-    if vals.get("kind") == "real-text":
-        o += [f"Values: real text from {vals.get('corpus_files')} files ({vals.get('corpus_source')}), "
-              f"{vals.get('corpus_words'):,} words, fingerprint {vals.get('corpus_fingerprint')}, seed {vals.get('seed')}.", ""]
+         f"MSET/MGET x {cfg.get('batch', '?')}, {cfg.get('threads', ['?'])[0]} threads, "
+         f"{nrounds} round{'s' if nrounds != 1 else ''}", ""]
+    o += values_lines(cfg)
+    o += [f"- {n}" for n in notes] + ([""] if notes else [])
+    o += cold_lines(rep)
+    if nrounds > 1:
+        o += [f"Keys/s: the median of the {nrounds} rounds; the ratios are of the medians.", ""]
     head = "| phase | " + " | ".join(f"{t} keys/s" for t in targets) + " | " + \
         " | ".join(f"{base} ÷ {t}" for t in others) + " |"
     o += [head, "|---|" + "---:|" * (len(targets) + len(others))]
@@ -255,7 +368,10 @@ def e4_summary(rep, maxmemory, base="cairn", stats=None):
         rs = [ratio(c, figs.get((t, ph), {}).get("keys_s")) for t in others]
         o.append(f"| {ph} | " + " | ".join(cells) + " | " +
                  " | ".join("-" if r is None else f"{r:.2f}" for r in rs) + " |")
-    o += ["", "| target | phase | errors | missing | wrong | evictions | keys stored | RSS peak | RSS B/key | used_memory B/key | disk B/key |",
+    o += [""] + rounds_table(rep, targets, phases)
+    if isinstance(stats, list) and len(stats) > 1:
+        o += evictions_table(stats)
+    o += ["| target | phase | errors | missing | wrong | evictions | keys stored | RSS peak | RSS B/key | used_memory B/key | disk B/key |",
           "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for t in targets:
         for ph in phases:
@@ -282,13 +398,15 @@ def e4_summary(rep, maxmemory, base="cairn", stats=None):
     tl = tier_lines(figs, targets, phases)
     if tl:
         o += ["The disk tiers at the end of the last phase:", ""] + tl + [""]
-    if stats:
-        o += stats_lines(stats) + [""]
-    o += ["| bar (issue 25, E4) | this run | bar | |", "|---|---|---|---|"]
+    if stats_of(stats):
+        o += stats_lines(stats_of(stats), nrounds) + [""]
+    o += ["| bar (issue 25, E4) | this run" + (" (medians)" if nrounds > 1 else "") + " | bar | |",
+          "|---|---|---|---|"]
     for check, fig, bar, ok in e4_checks(figs, phases, base, maxmemory):
         o.append(f"| {check} | {fig} | {bar} | {mark(ok)} |")
-    o += ["", "These are one run's figures: the bar counts only on an idle machine at "
-          "--size 3G --maxmemory 1gb. Below a few hundred MB of maxmemory the "
+    o += ["", ("These are one run's figures" if nrounds == 1 else f"These are {nrounds} rounds' figures") +
+          ": the bar counts only on an idle machine at "
+          "--size 3G --maxmemory 1gb (the median of 5 rounds). Below a few hundred MB of maxmemory the "
           "processes' fixed RSS (binary, threads, allocator pools: 20-40 MB) "
           "decides the RSS check. A call that misses a key counts as an error, "
           "not in keys/s."]
@@ -321,9 +439,9 @@ def parse_kv(text):
     return out
 
 
-def stats_lines(stats):
-    """stats: {target: text of its final stats / INFO}."""
-    o = ["Each server's own figures after the run:", ""]
+def stats_lines(stats, last_of=1):
+    """stats: {target: text of its final stats / INFO}; last_of: rounds."""
+    o = ["Each server's own figures after the " + ("run:" if last_of == 1 else f"last of {last_of} rounds:"), ""]
     for t, text in stats.items():
         kv = parse_kv(text)
         want = MC_STATS if t == "memcached" else CAIRN_INFO
@@ -333,14 +451,18 @@ def stats_lines(stats):
     return o
 
 
-def e5_summary(rep, base="cairn", stats=None):
+def e5_summary(rep, base="cairn", stats=None, notes=()):
     runs = [r for r in rep["runs"] if r["phase"] == "load"]
     cfg = rep.get("config", {})
+    nrounds = len({r["round"] for r in runs})
     o = [f"## E5 summary: {cfg.get('records', 0):,} records of ~{cfg.get('record_bytes', '?')} B "
-         f"({cfg.get('record', 'ycsb-hash')}), {cfg.get('times', '?')} x maxmemory {human(cfg.get('maxmemory'))}", ""]
+         f"({cfg.get('record', 'ycsb-hash')}), {cfg.get('times', '?')} x maxmemory {human(cfg.get('maxmemory'))}, "
+         f"{nrounds} round{'s' if nrounds != 1 else ''}", ""]
+    o += values_lines(cfg)
+    o += [f"- {n}" for n in notes] + ([""] if notes else [])
     o += ["| target | round | inserts/s | first tenth | last tenth | last ÷ first | bar >= 0.7 | errors | evictions | RSS at end | used_memory B/record | disk B/record |",
           "|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|"]
-    mean = {}
+    speeds, last_first, lost_any = {}, {}, set()
     for r in runs:
         ex = r.get("extra", {})
         first = rate_of(ex.get("percent_done_at_s"), cfg.get("records"), 0, 10)
@@ -350,28 +472,44 @@ def e5_summary(rep, base="cairn", stats=None):
         end = tenths[-1]
         lost = r["errors"] + (end.get("evictions") or 0)
         verdict = "no verdict (records lost)" if lost else mark(None if rt is None else rt >= E5_LAST_OVER_FIRST)
-        mean.setdefault(r["target"], r["ops_per_sec"])
+        speeds.setdefault(r["target"], []).append(r["ops_per_sec"])
+        if lost:
+            lost_any.add(r["target"])
+        if rt is not None:
+            last_first.setdefault(r["target"], []).append(rt)
         o.append(f"| {r['target']} | {r['round']} | {num(r['ops_per_sec'])} | {num(first)} | {num(last)} | "
                  f"{'-' if rt is None else f'{rt:.2f}'} | {verdict} | {r['errors']:,} | {num(end.get('evictions'))} | "
                  f"{human(end.get('rss_bytes'))} | {num(end.get('server_bytes_per_record'))} | "
                  f"{num(end.get('disk_bytes_per_record'))} |")
-    others = [t for t in mean if t != base]
-    if base in mean and others:
-        o += ["", "Mean inserts/s: " + ", ".join(
-            f"{base} ÷ {t} {ratio(mean[base], mean[t]):.2f}" for t in others if mean[t])]
+    med = {t: statistics.median(v) for t, v in speeds.items()}
+    if nrounds > 1:
+        o += ["", f"The median of the {nrounds} rounds:", "",
+              "| target | inserts/s | last ÷ first | bar >= 0.7 |", "|---|---:|---:|---|"]
+        for t in med:
+            rt = statistics.median(last_first[t]) if t in last_first else None
+            verdict = ("no verdict (records lost)" if t in lost_any
+                       else mark(None if rt is None else rt >= E5_LAST_OVER_FIRST))
+            o.append(f"| {t} | {num(med[t])} | {'-' if rt is None else f'{rt:.2f}'} | {verdict} |")
+    others = [t for t in med if t != base]
+    if base in med and others:
+        o += ["", ("Inserts/s" if nrounds == 1 else "Median inserts/s") + ": " + ", ".join(
+            f"{base} ÷ {t} {ratio(med[base], med[t]):.2f}" for t in others if med[t])]
     o += ["", "Inserts/s per 1% of the load (`·`: none, ` `: not reached):", "", "```"]
-    width = max((len(r["target"]) for r in runs), default=8)
+    label = (lambda r: f"{r['target']} r{r['round']}") if nrounds > 1 else (lambda r: r["target"])  # noqa: E731
+    width = max((len(label(r)) for r in runs), default=8)
     for r in runs:
         pp = r.get("extra", {}).get("inserts_per_sec_by_percent") or []
         known = [v for v in pp if v is not None]
         rng = f"min {num(min(known))} max {num(max(known))}" if known else "-"
-        o.append(f"{r['target']:<{width}} {sparkline(pp, 100)}  {rng}")
+        o.append(f"{label(r):<{width}} {sparkline(pp, 100)}  {rng}")
     o += ["```", ""]
-    if stats:
-        o += stats_lines(stats) + [""]
+    if stats_of(stats):
+        o += stats_lines(stats_of(stats), nrounds) + [""]
     o += ["Memory and disk per record at every tenth of the load: load.md (and load.json's "
-          "`tenths`, `samples`); the curve: e5-load-curve.svg.", "",
-          "These are one run's figures: the bar counts only on an idle machine."]
+          "`tenths`, `samples`); the curve: e5-load-curve.svg" +
+          (" (in each round's directory)." if nrounds > 1 else "."), "",
+          ("These are one run's figures" if nrounds == 1 else f"These are {nrounds} rounds' figures") +
+          ": the bar counts only on an idle machine."]
     return "\n".join(o) + "\n"
 
 
@@ -409,6 +547,7 @@ def strict_failures(rep, mode, base="cairn", stats=None):
     ex = runs[-1].get("extra", {})
     end = ex.get("tier_end") or ((ex.get("samples") or [{}])[-1].get("tier") or {})
     tiered = end.get("tiered_keys")
+    stats = stats_of(stats)
     if tiered is None and stats and base in stats:
         # The server's own INFO at the end (a sampler that read no tier).
         tiered = parse_kv(stats[base]).get("tiered_keys")
@@ -417,38 +556,59 @@ def strict_failures(rep, mode, base="cairn", stats=None):
     return out
 
 
+def read_stats(report_paths, stats_dir):
+    """[{target: text}] a round: <target>.stats in stats_dir (one report)
+    or beside each report."""
+    out = []
+    for p in report_paths:
+        d = stats_dir or os.path.dirname(os.path.abspath(p))
+        st = {}
+        for name in sorted(os.listdir(d)):
+            if name.endswith(".stats"):
+                with open(os.path.join(d, name)) as f:
+                    st[name[:-len(".stats")]] = f.read()
+        out.append(st)
+    return out
+
+
 def main(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
-    a = sub.add_parser("e4")
-    a.add_argument("report")
-    a.add_argument("--maxmemory", type=int, required=True)
-    a.add_argument("--base", default="cairn")
-    a.add_argument("--stats", help="a directory of <target>.stats files")
-    a.add_argument("--strict", action="store_true", help="exit 1 if the base target lost a value or tiered nothing")
-    b = sub.add_parser("e5")
-    b.add_argument("report")
-    b.add_argument("--base", default="cairn")
-    b.add_argument("--stats", help="a directory of <target>.stats files")
-    b.add_argument("--strict", action="store_true", help="exit 1 if the base target lost a value or tiered nothing")
+    for mode in ("e4", "e5"):
+        a = sub.add_parser(mode)
+        a.add_argument("reports", nargs="+", help="one report a round, in order")
+        if mode == "e4":
+            a.add_argument("--maxmemory", type=int, required=True)
+        a.add_argument("--base", default="cairn")
+        a.add_argument("--stats", nargs="?", const="", default=None, metavar="DIR",
+                       help="read each server's <target>.stats beside each report (or in DIR)")
+        a.add_argument("--note", action="append", default=[], help="a line for the summary (repeat)")
+        a.add_argument("--strict", action="store_true", help="exit 1 if the base target lost a value or tiered nothing")
     s = sub.add_parser("sparkline")
     s.add_argument("values", nargs="*", type=float)
     args = ap.parse_args(argv)
     if args.cmd == "sparkline":
         print(sparkline(args.values))
         return 0
-    with open(args.report) as f:
-        rep = json.load(f)
-    stats = {}
-    if args.stats:
-        for name in sorted(os.listdir(args.stats)):
-            if name.endswith(".stats"):
-                with open(os.path.join(args.stats, name)) as f:
-                    stats[name[:-len(".stats")]] = f.read()
+    reps = []
+    for p in args.reports:
+        with open(p) as f:
+            reps.append(json.load(f))
+    try:
+        rep = merge_rounds(reps)
+    except ValueError as e:
+        print(f"bench_tier_report.py: {e}", file=sys.stderr)
+        return 2
+    stats = None
+    if args.stats is not None:
+        if args.stats and len(args.reports) > 1:
+            print("bench_tier_report.py: --stats DIR takes one report; without DIR each report's own", file=sys.stderr)
+            return 2
+        stats = read_stats(args.reports, args.stats)
     if args.cmd == "e4":
-        sys.stdout.write(e4_summary(rep, args.maxmemory, args.base, stats))
+        sys.stdout.write(e4_summary(rep, args.maxmemory, args.base, stats, args.note))
     else:
-        sys.stdout.write(e5_summary(rep, args.base, stats))
+        sys.stdout.write(e5_summary(rep, args.base, stats, args.note))
     if args.strict:
         bad = strict_failures(rep, args.cmd, args.base, stats)
         for b in bad:

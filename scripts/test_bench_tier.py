@@ -5,6 +5,8 @@ values (no servers):
 
     python3 scripts/test_bench_tier.py -v
 """
+import contextlib
+import io
 import json
 import os
 import sys
@@ -148,6 +150,111 @@ class E4(unittest.TestCase):
         self.assertEqual(tr.phase_figures(runs)["keys_s"], 20)
 
 
+def round_report(speeds, fingerprint="ab", dropped=None, evicted=0):
+    """A one-round E4 report: speeds {target: (mset, mget-seq, mget-rand)}."""
+    runs = []
+    for i, ph in enumerate(("mset-seq", "mget-seq", "mget-rand")):
+        for t, s in speeds.items():
+            ex = {"missing_keys": 0, "wrong_keys": 0, "stalls": [], "stall_threshold_s": 1.0,
+                  "rss_peak": 20 * MiB, "keys_stored": 1000, "evictions": evicted if t == "memcached" else 0}
+            if dropped is not None and ph.startswith("mget"):
+                ex["page_cache_dropped"] = dropped
+            runs.append(run(t, ph, s[i], ex))
+    return {"runs": runs, "config": {"keys": 1000, "value_size": 2800, "batch": 32, "threads": [8],
+                                     "values": {"kind": "real-text", "size": 2800, "seed": 25,
+                                                "corpus_files": 3, "corpus_source": "test",
+                                                "corpus_words": 12345, "corpus_fingerprint": fingerprint,
+                                                "ratios": {"values": 1000, "zstd3": 1.98, "zstd3_dict": 3.02,
+                                                           "lz4_fast": 1.39, "lz4_fast_dict": 1.98,
+                                                           "lz4_hc4_dict": 2.85}}}}
+
+
+ROUNDS = [{"cairn": (100, 300, 50), "memcached": (80, 200, 40)},
+          {"cairn": (120, 100, 70), "memcached": (60, 400, 20)},
+          {"cairn": (90, 200, 60), "memcached": (100, 300, 30)}]
+
+
+class Rounds(unittest.TestCase):
+    def test_merge_renumbers_and_refuses_other_values(self):
+        rep = tr.merge_rounds([round_report(r) for r in ROUNDS])
+        self.assertEqual(sorted({r["round"] for r in rep["runs"]}), [1, 2, 3])
+        self.assertEqual(len(rep["runs"]), 18)
+        one = round_report(ROUNDS[0])
+        self.assertIs(tr.merge_rounds([one]), one)
+        with self.assertRaisesRegex(ValueError, "round 2's values differ"):
+            tr.merge_rounds([one, round_report(ROUNDS[1], fingerprint="cd")])
+
+    def test_medians_give_the_ratios_and_the_checks(self):
+        rep = tr.merge_rounds([round_report(r) for r in ROUNDS])
+        figs = tr.figures(rep)
+        # cairn mset 100/120/90 -> 100; memcached 80/60/100 -> 80.
+        self.assertEqual(figs[("cairn", "mset-seq")]["keys_s"], 100)
+        self.assertEqual(figs[("memcached", "mget-seq")]["keys_s"], 300)
+        got = {r[0]: (r[1], r[3]) for r in tr.e4_checks(figs, ["mset-seq", "mget-seq", "mget-rand"], "cairn", 20 * MiB)}
+        self.assertEqual(got["mset-seq: cairn keys/s at least memcached's"], ("1.25", True))
+        self.assertEqual(got["mget-seq: cairn keys/s at least memcached's"], ("0.67", False))
+        self.assertEqual(got["mget-rand: cairn keys/s at least memcached's"], ("2.00", True))
+        s = tr.e4_summary(rep, 20 * MiB)
+        self.assertIn("3 rounds", s)
+        self.assertIn("| mget-seq | cairn | 300 | 100 | 200 | 200 |", s)
+        self.assertIn("| mget-seq | memcached | 200 | 400 | 300 | 300 |", s)
+        self.assertIn("| mget-seq | 200 | 300 | 0.67 |", s)
+        self.assertIn("| bar (issue 25, E4) | this run (medians) | bar | |", s)
+
+    def test_one_round_has_no_rounds_table(self):
+        s = tr.e4_summary(round_report(ROUNDS[0]), 20 * MiB)
+        self.assertNotIn("in each round", s)
+        self.assertIn("8 threads, 1 round\n", s)
+
+    def test_evictions_per_round_from_the_servers_stats(self):
+        st = [{"memcached": "STAT evictions 0\r\nEND\r\n", "cairn": "evicted_keys:0\r\n"},
+              {"memcached": "STAT evictions 7612\r\nEND\r\n", "cairn": "evicted_keys:0\r\n"}]
+        o = "\n".join(tr.evictions_table(st))
+        self.assertIn("| memcached | 0 | 7,612 |", o)
+        self.assertIn("| cairn | 0 | 0 |", o)
+        rep = tr.merge_rounds([round_report(r) for r in ROUNDS[:2]])
+        s = tr.e4_summary(rep, 20 * MiB, stats=st, notes=["memcached profile `tuned`: `memcached -m 20`"])
+        self.assertIn("| memcached | 0 | 7,612 |", s)
+        self.assertIn("- memcached profile `tuned`: `memcached -m 20`", s)
+        # The last round's stats lines.
+        self.assertIn("- memcached: evictions 7612", s)
+
+    def test_values_line_gives_the_ratios(self):
+        s = tr.e4_summary(round_report(ROUNDS[0]), 20 * MiB)
+        self.assertIn("fingerprint ab, seed 25", s)
+        self.assertIn("zstd 3 1.98, zstd 3 + dictionary 3.02; LZ4 fast 1.39, "
+                      "LZ4 fast + dictionary 1.98 (Cairn's disk tier), LZ4 HC 4 + dictionary 2.85 (Cairn in RAM)", s)
+
+    def test_cold_reads_said(self):
+        warm = tr.cold_lines(round_report(ROUNDS[0]))
+        self.assertTrue(warm[0].startswith("Warm reads"))
+        cold = tr.cold_lines(round_report(ROUNDS[0], dropped=True))
+        self.assertEqual(cold[0], "Cold reads: the page cache was dropped before every read phase (4 of 4).")
+        rep = round_report(ROUNDS[0], dropped=True)
+        rep["runs"][-1]["extra"]["page_cache_dropped"] = False
+        self.assertIn("dropped before only 3 of 4 read phases", tr.cold_lines(rep)[0])
+
+    def test_main_reads_rounds_and_their_stats(self):
+        with tempfile.TemporaryDirectory() as d:
+            paths = []
+            for i, r in enumerate(ROUNDS, 1):
+                os.makedirs(f"{d}/round-{i}")
+                with open(f"{d}/round-{i}/tier.json", "w") as f:
+                    json.dump(round_report(r, evicted=5 * i), f)
+                with open(f"{d}/round-{i}/memcached.stats", "w") as f:
+                    f.write(f"STAT evictions {5 * i}\r\nEND\r\n")
+                paths.append(f"{d}/round-{i}/tier.json")
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                rc = tr.main(["e4", *paths, "--maxmemory", str(20 * MiB), "--stats", "--note", "hello"])
+            self.assertEqual(rc, 0)
+            self.assertIn("| memcached | 5 | 10 | 15 |", out.getvalue())
+            self.assertIn("- hello", out.getvalue())
+            self.assertIn("15 evicted", out.getvalue())
+            with contextlib.redirect_stderr(io.StringIO()):
+                self.assertEqual(tr.main(["e4", *paths, "--maxmemory", "1", "--stats", d]), 2)
+
+
 class Strict(unittest.TestCase):
     def test_lost_values_and_an_empty_tier_fail(self):
         self.assertEqual(tr.strict_failures(e4_report(), "e4"), [])
@@ -209,6 +316,23 @@ class E5(unittest.TestCase):
         self.assertIn("| cairn | 1 | 1,000 | 100 | 50 | 0.50 | ✗ |", slow)
         lost = tr.e5_summary(self.report(0.1, evicted=3))
         self.assertIn("no verdict (records lost)", lost)
+
+    def test_rounds_give_medians(self):
+        reps = [self.report(g) for g in (0.1, 0.2, 0.125)]
+        for rep, speed in zip(reps, (1000.0, 3000.0, 2000.0)):
+            rep["runs"][0]["ops_per_sec"] = speed
+        s = tr.e5_summary(tr.merge_rounds(reps))
+        self.assertIn("| cairn | 2 | 3,000 | 100 | 50 | 0.50 | ✗ |", s)
+        # Medians: 2,000 inserts/s, last/first 0.8 (1.0, 0.5, 0.8).
+        self.assertIn("| cairn | 2,000 | 0.80 | ✓ |", s)
+        self.assertIn("cairn r3 ", s)
+        self.assertIn("| redis | 2,000 | 1.00 | ✓ |", s)
+        self.assertIn("Median inserts/s: cairn ÷ redis 1.00", s)
+        # A round that lost records leaves the median without a verdict.
+        reps[1] = self.report(0.2, evicted=3)
+        reps[1]["runs"][0]["ops_per_sec"] = 3000.0
+        s = tr.e5_summary(tr.merge_rounds(reps))
+        self.assertIn("| cairn | 2,000 | 0.80 | no verdict (records lost) |", s)
 
 
 class Fs(unittest.TestCase):

@@ -740,6 +740,17 @@ fn disk_dirs(specs: &[String], ctx: &Ctx) -> Result<Vec<(String, PathBuf)>, Stri
     Ok(out)
 }
 
+/// Writes dirty pages back and drops the page cache, dentries and inodes
+/// (as `sync; echo 3 > /proc/sys/vm/drop_caches`); the seconds it took.
+fn drop_page_cache() -> Result<f64, String> {
+    let t = Instant::now();
+    // SAFETY: sync(2) takes no arguments and cannot fail.
+    unsafe { libc::sync() };
+    std::fs::write("/proc/sys/vm/drop_caches", b"3\n")
+        .map_err(|e| format!("/proc/sys/vm/drop_caches: {e}"))?;
+    Ok(t.elapsed().as_secs_f64())
+}
+
 /// The value source the options ask for.
 pub fn make_values(
     value_file: Option<&std::path::Path>,
@@ -764,19 +775,73 @@ pub fn make_values(
 
 /// The report's account of the values (a reader needs the corpus
 /// fingerprint and the seed to regenerate them).
+/// Real-text values also carry how they code under the server's coders
+/// (`corpus::ratios` over 1,000 values; about a second).
 pub fn values_config(v: &Values, seed: u64) -> serde_json::Value {
     match v.real() {
-        Some(t) => serde_json::json!({
-            "kind": "real-text",
-            "size": t.size(),
-            "seed": seed,
-            "corpus_source": t.corpus().source(),
-            "corpus_files": t.corpus().files(),
-            "corpus_words": t.corpus().words(),
-            "corpus_fingerprint": t.corpus().fingerprint(),
-        }),
+        Some(t) => real_text_config(t, seed, crate::corpus::ratios(t, RATIO_VALUES)),
         None => serde_json::json!({ "kind": "pool", "avg": v.avg(), "seed": seed }),
     }
+}
+
+fn real_text_config(
+    t: &TextValues,
+    seed: u64,
+    ratios: Result<crate::corpus::Ratios, String>,
+) -> serde_json::Value {
+    serde_json::json!({
+        "kind": "real-text",
+        "size": t.size(),
+        "seed": seed,
+        "corpus_source": t.corpus().source(),
+        "corpus_files": t.corpus().files(),
+        "corpus_words": t.corpus().words(),
+        "corpus_bytes": t.corpus().bytes(),
+        "corpus_fingerprint": t.corpus().fingerprint(),
+        "ratios": ratios
+            .map(|r| r.to_json())
+            .unwrap_or_else(|e| serde_json::json!({ "error": e })),
+    })
+}
+
+/// Values coded for the report's ratios.
+const RATIO_VALUES: usize = 1000;
+
+/// `cairn-bench corpus`: the corpus and its ratios, as text (and JSON).
+pub fn corpus_command(a: crate::cli::CorpusCmd) -> Result<(), String> {
+    if a.value_size == 0 || a.values == 0 {
+        return Err("--value-size and --values must be at least 1".into());
+    }
+    let values = make_values(None, true, &a.text_sources, a.value_size, a.seed)?;
+    let t = values.real().ok_or("no real-text values")?;
+    let c = t.corpus();
+    let r = crate::corpus::ratios(t, a.values)?;
+    println!("corpus: {}", c.source());
+    println!(
+        "files {}, words {}, bytes of words {}, fingerprint {}",
+        c.files(),
+        c.words(),
+        c.bytes(),
+        c.fingerprint()
+    );
+    println!(
+        "{} values of {} B (seed {}), plain / coded, each value alone:",
+        r.values, a.value_size, a.seed
+    );
+    println!(
+        "  zstd 3 {:.2}, zstd 3 + dictionary {:.2}",
+        r.zstd, r.zstd_dict
+    );
+    println!(
+        "  LZ4 fast {:.2}, LZ4 fast + dictionary {:.2} (the disk tier's), LZ4 HC 4 + dictionary {:.2} (in RAM)",
+        r.lz4_fast, r.lz4_fast_dict, r.lz4_hc4_dict
+    );
+    if let Some(p) = &a.json {
+        let j = real_text_config(t, a.seed, Ok(r));
+        let text = serde_json::to_string_pretty(&j).map_err(|e| e.to_string())?;
+        std::fs::write(p, text + "\n").map_err(|e| format!("{}: {e}", p.display()))?;
+    }
+    Ok(())
 }
 
 pub fn command(a: BatchCmd) -> Result<(), String> {
@@ -862,6 +927,26 @@ pub fn command(a: BatchCmd) -> Result<(), String> {
                     let calls = a.keys.div_ceil(a.batch as u64);
                     let label = format!("{} {} r{round} t{th}", t.name, phase.name());
                     let names = if phase.write() { MSET } else { MGET };
+                    let dropped = (a.drop_caches && !phase.write()).then(|| {
+                        let r = drop_page_cache();
+                        match &r {
+                            Ok(s) => ctx.say(&format!(
+                                "{} {}: page cache dropped ({s:.1} s)",
+                                t.name,
+                                phase.name()
+                            )),
+                            Err(e) => {
+                                let n = format!(
+                                    "{} {} round {round}: page cache NOT dropped ({e}): its reads may come from RAM",
+                                    t.name,
+                                    phase.name()
+                                );
+                                ctx.say(&n);
+                                notes.push(n);
+                            }
+                        }
+                        r.is_ok()
+                    });
                     let sampler = Sampler::start(t, disk_of(t), every);
                     let out =
                         run_threads(&ctx, t, &label, th, Some(calls), names, |i, start, rec| {
@@ -885,6 +970,10 @@ pub fn command(a: BatchCmd) -> Result<(), String> {
                     run.extra
                         .insert("pipeline".into(), serde_json::json!(a.pipeline));
                     e4_extra(&mut run, &job, &samples, &baselines[ti], a.stall);
+                    if let Some(d) = dropped {
+                        run.extra
+                            .insert("page_cache_dropped".into(), serde_json::json!(d));
+                    }
                     if run.errors > 0 {
                         let o = &run.per_op[0];
                         notes.push(format!(
@@ -962,6 +1051,7 @@ pub fn command(a: BatchCmd) -> Result<(), String> {
         "max_time_s": a.max_time,
         "sample_every_s": a.sample_every,
         "stall_threshold_s": a.stall,
+        "drop_caches": a.drop_caches,
         "disk_dirs": disks.iter().map(|(n, p)| (n.clone(), p.display().to_string())).collect::<std::collections::BTreeMap<_, _>>(),
         "memory_sources": "RESP: INFO used_memory, evicted_keys, db keys; memcached: stats bytes, curr_items, evictions; RSS: /proc/<pid>/status VmRSS; disk: st_blocks x 512 under --disk-dir",
     });

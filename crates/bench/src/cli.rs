@@ -45,6 +45,10 @@ pub enum Cmd {
     /// New connections per second: connect, PING, close, in a loop per
     /// thread (with rediss://, a full TLS handshake each time).
     ConnRate(ConnRateCmd),
+    /// The real-text corpus of `batch --real-text` and `load-curve
+    /// --string-values`: its files, words and fingerprint, and how its
+    /// values code under the server's coders (zstd, LZ4 fast and HC).
+    Corpus(CorpusCmd),
     /// Checks a JSON report file against the schema.
     CheckJson {
         /// The report to check.
@@ -279,6 +283,32 @@ pub struct BatchCmd {
     /// Do not empty the targets before the first phase.
     #[arg(long)]
     pub no_flush: bool,
+    /// Cold reads: before each read phase of each target, write back and
+    /// drop the page cache (`sync`, then 3 into /proc/sys/vm/drop_caches;
+    /// root only), so the disk tiers' files are read from the disk. The
+    /// report says per run whether it was done.
+    #[arg(long)]
+    pub drop_caches: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct CorpusCmd {
+    /// Text from these files or directories instead of the default
+    /// corpus (repeat), as `batch --text-source`.
+    #[arg(long = "text-source", value_name = "PATH")]
+    pub text_sources: Vec<PathBuf>,
+    /// Bytes per value.
+    #[arg(long, default_value_t = 2800)]
+    pub value_size: usize,
+    /// The values' seed (a run's `--seed`).
+    #[arg(long, default_value_t = 25)]
+    pub seed: u64,
+    /// Values coded (keys 0..N).
+    #[arg(long, default_value_t = 1000)]
+    pub values: usize,
+    /// Also write the figures as JSON to this file.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -526,6 +556,7 @@ pub fn run(cli: Cli) -> Result<(), String> {
         Cmd::GetSet(a) => crate::getset::command(a),
         Cmd::HitRatio(a) => crate::hitratio::command(a),
         Cmd::ConnRate(a) => crate::connrate::command(a),
+        Cmd::Corpus(a) => crate::batch::corpus_command(a),
         Cmd::CheckJson { file } => {
             let text =
                 std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
