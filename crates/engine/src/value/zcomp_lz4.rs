@@ -220,7 +220,7 @@ fn take_prefixed(d: &Lz4Dict, n: usize) -> Prefixed {
     let mut p = PREFIXED.with(|p| {
         let mut p = p.borrow_mut();
         match p.iter().rposition(|b| b.serial == d.serial) {
-            Some(i) => p.swap_remove(i),
+            Some(i) => p.remove(i),
             None if p.len() < PREFIXED_KEEP => Prefixed::default(),
             None => p.remove(0),
         }
@@ -237,9 +237,17 @@ fn take_prefixed(d: &Lz4Dict, n: usize) -> Prefixed {
     p
 }
 
+/// Gives a buffer back, the most recently used last; a nested read may have
+/// made one more than `PREFIXED_KEEP`, and the least recently used goes.
 fn put_prefixed(p: Prefixed) {
     if p.buf.len() <= PREFIXED_MAX {
-        PREFIXED.with(|s| s.borrow_mut().push(p));
+        PREFIXED.with(|s| {
+            let mut s = s.borrow_mut();
+            if s.len() >= PREFIXED_KEEP {
+                s.remove(0);
+            }
+            s.push(p);
+        });
     }
 }
 
