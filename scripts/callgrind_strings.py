@@ -17,8 +17,11 @@ coder codes them: every line starts once nothing is pending (INFO
 compression), so a GET line reads coded values; pass
 `--value-compression-idle-ms 0` so the coder does not wait a second.
 
+Lines `MGET x32 N B` send MGETs of 32 distinct keys (cairn-bench batch's
+shape); their count is per MGET. `--only REGEX` runs the matching lines.
+
 Usage:
-  scripts/callgrind_strings.py --bin target/release/cairn [-n 2000] [-- ARGS]
+  scripts/callgrind_strings.py --bin target/release/cairn [-n 2000] [--only 'MGET'] [-- ARGS]
   scripts/callgrind_strings.py --server redis --bin redis-server
 """
 
@@ -114,6 +117,7 @@ def main():
     ap.add_argument("--port", type=int, default=7730)
     ap.add_argument("--seed", type=int, default=25)
     ap.add_argument("--text", choices=["licences", "words"], default="licences")
+    ap.add_argument("--only", help="run only the lines whose name matches this regex (e.g. 'GET 2800')")
     ap.add_argument("extra", nargs="*", help="server arguments (after --)")
     a = ap.parse_args()
 
@@ -157,6 +161,12 @@ def main():
                 sets = [(b"SET", b"k%d:%d" % (n, rng.randrange(KEYS)), vals[rng.randrange(KEYS)]) for _ in range(a.n)]
             todo.append((f"SET {n} B", sets))
             todo.append((f"GET {n} B", [(b"GET", b"k%d:%d" % (n, rng.randrange(KEYS))) for _ in range(a.n)]))
+            # MGET x 32 of distinct keys (cairn-bench batch's shape), counted
+            # per request (divide by 32 for a key).
+            todo.append((f"MGET x32 {n} B", [(b"MGET", *(b"k%d:%d" % (n, k) for k in rng.sample(range(KEYS), 32)))
+                                            for _ in range(a.n)]))
+        if a.only:
+            todo = [t for t in todo if re.search(a.only, t[0])]
         for _, reqs in todo:
             for r in reqs[: a.n // 10]:
                 c.call(*r)

@@ -32,7 +32,7 @@ PY
 cargo build --release -q
 out=$(mktemp)
 valgrind --tool=callgrind --toggle-collect='zstd_cost::enc' --toggle-collect='zstd_cost::dec' \
-  --toggle-collect='zstd_cost::lz4_enc' --toggle-collect='zstd_cost::lz4_dec' --toggle-collect='zstd_cost::clz4_enc' --toggle-collect='zstd_cost::clz4_dec' \
+  --toggle-collect='zstd_cost::lz4_enc' --toggle-collect='zstd_cost::lz4_dec' --toggle-collect='zstd_cost::clz4_enc' --toggle-collect='zstd_cost::clz4_dec' --toggle-collect='zstd_cost::dec_ext' --toggle-collect='zstd_cost::dec_ext_direct' --toggle-collect='zstd_cost::dec_prefix' --toggle-collect='zstd_cost::dec_flex' \
   --callgrind-out-file="$out" ./target/release/zstd-cost "$1" "$2" 2>&1 | grep -v '^=='
-callgrind_annotate --inclusive=yes "$out" | grep -E 'zstd_cost::(enc|dec|lz4_enc|lz4_dec|clz4_enc|clz4_dec) ' | sort -u
+callgrind_annotate --inclusive=yes "$out" | grep -E 'zstd_cost::(enc|dec|lz4_enc|lz4_dec|clz4_enc|clz4_dec|dec_ext|dec_ext_direct|dec_prefix|dec_flex) ' | sort -u
 rm -f "$out"

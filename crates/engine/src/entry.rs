@@ -145,6 +145,15 @@ impl StrRef<'_> {
         }
     }
 
+    /// Appends the value's bytes to `out`; a coded value is decoded into it
+    /// (no copy through a buffer of its own unless its codec needs one).
+    pub fn append_to(&self, out: &mut Vec<u8>) {
+        match self {
+            StrRef::Coded(c) => crate::value::zcomp::decompress_into(c, out),
+            _ => self.with_bytes(|b| out.extend_from_slice(b)),
+        }
+    }
+
     /// A large string's shared buffer (`StrValue::share`); compact
     /// strings are small and never shared.
     pub fn share(&self) -> Option<crate::value::string::BigBytes> {

@@ -474,3 +474,154 @@ fn lz4_values_are_coded_in_the_background_and_read_back() {
         .unwrap();
     assert_eq!(enc, "zstd");
 }
+
+/// Waits until `c`'s background coder has nothing pending.
+fn settle(c: &mut Connection) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    while info_u64(c, "compression", "compression_pending_values") > 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the coder did not settle"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Branch mgetz: LZ4 values are decoded with their dictionary as the
+/// block's prefix, in a per-thread buffer, and GET/MGET write them straight
+/// into the reply. Every reading command's exact reply bytes, in RESP2 and
+/// RESP3, match a plain server's, for values coded with and without a
+/// dictionary, read in one MGET beside plain, missing and non-string keys,
+/// and nested (LCS reads two values at once).
+#[test]
+fn lz4_values_reply_byte_for_byte_as_plain_ones() {
+    let words = corpus();
+    let lz = start_cairn(&[
+        "--value-compression",
+        "yes",
+        "--value-compression-idle-ms",
+        "0",
+    ]);
+    let plain = start_cairn(&[]);
+    let mut c = redis_client(lz.port);
+    let mut p = redis_client(plain.port);
+    let set_all = |c: &mut Connection, prefix: &str, range: std::ops::Range<usize>| {
+        let mut pipe = redis::pipe();
+        for i in range {
+            pipe.cmd("SET")
+                .arg(format!("{prefix}:{i}"))
+                .arg(value(&words, i))
+                .ignore();
+        }
+        pipe.query::<()>(c).unwrap();
+    };
+    // `v:*` are the values the dictionary is trained from; `w:*` are
+    // written once it exists.
+    for conn in [&mut c, &mut p] {
+        set_all(conn, "v", 0..600);
+        let _: () = redis::cmd("SET")
+            .arg("small")
+            .arg("hi")
+            .query(conn)
+            .unwrap();
+        let _: () = redis::cmd("RPUSH")
+            .arg("list")
+            .arg("a")
+            .query(conn)
+            .unwrap();
+    }
+    settle(&mut c);
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    while info_u64(&mut c, "compression", "compression_dictionaries") == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no dictionary trained"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    set_all(&mut c, "w", 1000..1100);
+    set_all(&mut p, "w", 1000..1100);
+    settle(&mut c);
+    for k in ["v:0", "v:599", "w:1000", "w:1099"] {
+        let enc: String = redis::cmd("OBJECT")
+            .arg("ENCODING")
+            .arg(k)
+            .query(&mut c)
+            .unwrap();
+        assert_eq!(enc, "lz4", "{k}");
+    }
+    let usage: u64 = redis::cmd("MEMORY")
+        .arg("USAGE")
+        .arg("w:1000")
+        .query(&mut c)
+        .unwrap();
+    assert!(usage < 1_400, "w:1000 coded with the dictionary: {usage}");
+
+    let mget: Vec<String> = ["MGET", "small", "nosuch", "list"]
+        .iter()
+        .map(|s| s.to_string())
+        .chain((1000..1030).map(|i| format!("w:{i}")))
+        .chain(["v:3".to_string(), "v:4".to_string()])
+        .collect();
+    let script: Vec<Vec<String>> = [
+        "GET w:1001",
+        "GET v:1",
+        "GET nosuch",
+        "GETRANGE w:1002 0 -1",
+        "GETRANGE w:1002 100 199",
+        "GETRANGE v:2 -10 -1",
+        "SUBSTR w:1002 5 50",
+        "STRLEN w:1003",
+        "LCS w:1004 w:1005 LEN",
+        "LCS w:1004 v:5 LEN",
+        "GETEX w:1006 PX 100000",
+        "GETDEL w:1007",
+        "GET w:1007",
+        "DUMP w:1008",
+        "APPEND w:1009 !",
+        "GET w:1009",
+        "SETRANGE w:1010 5 abc",
+        "GET w:1010",
+        "GETSET w:1011 new",
+        "SET w:1012 x GET",
+        "BITCOUNT w:1013",
+        "GETBIT w:1013 100",
+        "COPY w:1014 c14",
+        "GET c14",
+        "HELLO 3",
+        "GET w:1020",
+        "GETRANGE w:1021 3 30",
+        "GETEX w:1022",
+    ]
+    .iter()
+    .map(|l| l.split(' ').map(str::to_string).collect())
+    .collect();
+    // The MGET in RESP2, before HELLO 3, and again in RESP3 at the end.
+    let hello = script.iter().position(|a| a[0] == "HELLO").unwrap();
+    let mut script = script;
+    script.insert(hello, mget.clone());
+    let mut rc = lz.conn();
+    let mut rp = plain.conn();
+    for args in script.iter().chain([&mget]) {
+        let a: Vec<&[u8]> = args.iter().map(|s| s.as_bytes()).collect();
+        rc.send(&a);
+        rp.send(&a);
+        let (got, want) = (rc.read_raw_reply(), rp.read_raw_reply());
+        if args[0] == "HELLO" {
+            continue;
+        }
+        assert!(
+            got == want,
+            "{args:?}: {} against {}",
+            support::escape(&got[..got.len().min(200)]),
+            support::escape(&want[..want.len().min(200)])
+        );
+    }
+    // The reply's framing itself, not only equality: one bulk a value.
+    let v = value(&words, 1025);
+    let mut want = format!("${}\r\n", v.len()).into_bytes();
+    want.extend_from_slice(&v);
+    want.extend_from_slice(b"\r\n");
+    rc.send(&[b"GET", b"w:1025"]);
+    assert!(rc.read_raw_reply() == want);
+}

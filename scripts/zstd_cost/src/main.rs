@@ -52,6 +52,9 @@ fn main() {
             .split('-')
             .find_map(|p| p.strip_prefix("hc").map(|v| v.parse().unwrap()))
             .unwrap_or(0);
+        if mode.contains("dec") {
+            return clz4_dec_main(d, &vals, hc, mode.contains("fav"));
+        }
         return clz4_main(d, &vals, hc, level);
     }
     if mode.starts_with("lz4") {
@@ -278,6 +281,7 @@ mod c {
         pub fn LZ4_createStreamHC() -> *mut c_void;
         pub fn LZ4_loadDictHC(s: *mut c_void, d: *const c_char, n: c_int) -> c_int;
         pub fn LZ4_resetStreamHC_fast(s: *mut c_void, level: c_int);
+        pub fn LZ4_favorDecompressionSpeed(s: *mut c_void, favor: c_int);
         pub fn LZ4_attach_HC_dictionary(w: *mut c_void, d: *const c_void);
         pub fn LZ4_compress_HC_continue(
             s: *mut c_void,
@@ -296,6 +300,9 @@ mod c {
         ) -> c_int;
     }
 }
+
+/// `fav` in the mode: LZ4 HC's `LZ4_favorDecompressionSpeed` (levels 10+).
+static FAV: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// liblz4 with an attached dictionary (`hc` = 0: the fast coder at
 /// acceleration `accel`; otherwise LZ4 HC at that level).
@@ -372,6 +379,10 @@ fn clz4_enc(dict: &[u8], vals: &[&[u8]], out: &mut Vec<Vec<u8>>, hc: i32, accel:
             for v in vals {
                 let mut o = vec![0u8; 4096];
                 c::LZ4_resetStreamHC_fast(w, hc);
+                c::LZ4_favorDecompressionSpeed(
+                    w,
+                    FAV.load(std::sync::atomic::Ordering::Relaxed) as i32,
+                );
                 c::LZ4_attach_HC_dictionary(w, d);
                 let r = c::LZ4_compress_HC_continue(
                     w,
@@ -409,4 +420,165 @@ fn clz4_dec(dict: &[u8], coded: &[Vec<u8>]) -> usize {
         t += r as usize;
     }
     t
+}
+
+/// `clz4-hcN-dec`: the same HC-coded blocks decoded four ways, each into a
+/// reply-like buffer (`$2800\r\n` + value + `\r\n` appended per value, as
+/// a server's output buffer): `dec_ext` decodes with the dictionary apart
+/// (`LZ4_decompress_safe_usingDict`'s external-dictionary loop) into a
+/// scratch buffer and copies it over (the server's path before branch
+/// mgetz); `dec_ext_direct` the same straight into the reply; `dec_prefix`
+/// into a scratch buffer that holds the dictionary just before the output
+/// (liblz4 then takes its prefix loop, `withPrefix64k`) and copies;
+/// `dec_flex` lz4_flex's decoder (no safe-decode) into the scratch, copied.
+pub fn clz4_dec_main(dict: &[u8], vals: &[&[u8]], hc: i32, fav: bool) {
+    let test = &vals[100..1100];
+    let mut coded = Vec::new();
+    FAV.store(fav, std::sync::atomic::Ordering::Relaxed);
+    let t = clz4_enc(dict, test, &mut coded, hc, 1);
+    eprintln!(
+        "liblz4 hc {hc} dict {}: {:.1} B coded avg",
+        dict.len(),
+        t as f64 / test.len() as f64
+    );
+    let want: Vec<u8> = test.iter().flat_map(|v| reply_of(v)).collect();
+    let mut out = Vec::with_capacity(want.len() + 4096);
+    let mut scratch = Vec::with_capacity(4096);
+    let mut pre = vec![0u8; dict.len() + 4096];
+    pre[..dict.len()].copy_from_slice(dict);
+    type F = fn(&[u8], &[Vec<u8>], &[&[u8]], &mut Vec<u8>, &mut Vec<u8>, &mut Vec<u8>);
+    let ways: [(&str, F); 4] = [
+        ("ext", dec_ext),
+        ("ext_direct", dec_ext_direct),
+        ("prefix", dec_prefix),
+        ("flex", dec_flex),
+    ];
+    for (name, f) in ways {
+        let t0 = std::time::Instant::now();
+        for _ in 0..5 {
+            out.clear();
+            f(dict, &coded, test, &mut out, &mut scratch, &mut pre);
+        }
+        let us = t0.elapsed().as_secs_f64() * 1e6 / 5.0 / coded.len() as f64;
+        assert!(out == want, "{name} decodes wrong");
+        eprintln!("{name}: {us:.3} us/value, every value checked");
+    }
+}
+
+fn reply_of(v: &[u8]) -> Vec<u8> {
+    let mut r = format!("${}\r\n", v.len()).into_bytes();
+    r.extend_from_slice(v);
+    r.extend_from_slice(b"\r\n");
+    r
+}
+
+fn head(out: &mut Vec<u8>, n: usize) {
+    out.push(b'$');
+    out.extend_from_slice(n.to_string().as_bytes());
+    out.extend_from_slice(b"\r\n");
+}
+
+#[inline(never)]
+fn dec_ext(
+    dict: &[u8],
+    coded: &[Vec<u8>],
+    vals: &[&[u8]],
+    out: &mut Vec<u8>,
+    s: &mut Vec<u8>,
+    _: &mut Vec<u8>,
+) {
+    for (c, v) in coded.iter().zip(vals) {
+        s.clear();
+        let r = unsafe {
+            c::LZ4_decompress_safe_usingDict(
+                c.as_ptr().cast(),
+                s.as_mut_ptr().cast(),
+                c.len() as i32,
+                v.len() as i32,
+                dict.as_ptr().cast(),
+                dict.len() as i32,
+            )
+        };
+        assert_eq!(r as usize, v.len());
+        unsafe { s.set_len(v.len()) };
+        head(out, v.len());
+        out.extend_from_slice(s);
+        out.extend_from_slice(b"\r\n");
+    }
+}
+
+#[inline(never)]
+fn dec_ext_direct(
+    dict: &[u8],
+    coded: &[Vec<u8>],
+    vals: &[&[u8]],
+    out: &mut Vec<u8>,
+    _: &mut Vec<u8>,
+    _: &mut Vec<u8>,
+) {
+    for (c, v) in coded.iter().zip(vals) {
+        head(out, v.len());
+        out.reserve(v.len() + 2);
+        let dst = out.spare_capacity_mut();
+        let r = unsafe {
+            c::LZ4_decompress_safe_usingDict(
+                c.as_ptr().cast(),
+                dst.as_mut_ptr().cast(),
+                c.len() as i32,
+                v.len() as i32,
+                dict.as_ptr().cast(),
+                dict.len() as i32,
+            )
+        };
+        assert_eq!(r as usize, v.len());
+        unsafe { out.set_len(out.len() + v.len()) };
+        out.extend_from_slice(b"\r\n");
+    }
+}
+
+#[inline(never)]
+fn dec_prefix(
+    dict: &[u8],
+    coded: &[Vec<u8>],
+    vals: &[&[u8]],
+    out: &mut Vec<u8>,
+    _: &mut Vec<u8>,
+    pre: &mut Vec<u8>,
+) {
+    let d = dict.len();
+    for (c, v) in coded.iter().zip(vals) {
+        let r = unsafe {
+            c::LZ4_decompress_safe_usingDict(
+                c.as_ptr().cast(),
+                pre.as_mut_ptr().add(d).cast(),
+                c.len() as i32,
+                v.len() as i32,
+                pre.as_ptr().cast(),
+                d as i32,
+            )
+        };
+        assert_eq!(r as usize, v.len());
+        head(out, v.len());
+        out.extend_from_slice(&pre[d..d + v.len()]);
+        out.extend_from_slice(b"\r\n");
+    }
+}
+
+#[inline(never)]
+fn dec_flex(
+    dict: &[u8],
+    coded: &[Vec<u8>],
+    vals: &[&[u8]],
+    out: &mut Vec<u8>,
+    s: &mut Vec<u8>,
+    _: &mut Vec<u8>,
+) {
+    s.resize(4096, 0);
+    for (c, v) in coded.iter().zip(vals) {
+        let r = lz4_flex::block::decompress_into_with_dict(c, s, dict).unwrap();
+        assert_eq!(r, v.len());
+        head(out, v.len());
+        out.extend_from_slice(&s[..r]);
+        out.extend_from_slice(b"\r\n");
+    }
 }

@@ -868,14 +868,34 @@ pub fn encoding(coded: &[u8]) -> &'static str {
     codec(coded).map_or("zstd", Codec::name)
 }
 
-/// Decodes into `out` (appended). A value this process coded always
-/// decodes; a failure means memory corruption, so it panics (the command's
-/// panic guard turns that into an error reply).
+/// Decodes into `out` (appended, in place: no second copy). A value this
+/// process coded always decodes; a failure means memory corruption, so it
+/// panics (the command's panic guard turns that into an error reply).
 pub fn decompress_into(coded: &[u8], out: &mut Vec<u8>) {
-    if out.is_empty() {
-        decode_exact(coded, out);
-    } else {
-        with_plain(coded, |p| out.extend_from_slice(p));
+    let n = plain_len(coded);
+    let start = out.len();
+    out.reserve(n);
+    let d = dict(dict_id(coded));
+    let ok = match codec(coded) {
+        Some(Codec::Zstd) => {
+            let r = DCTX.with(|c| {
+                let mut c = c.borrow_mut();
+                let dctx = c.get_or_insert_with(DCtx::create);
+                let mut tail = Tail { v: out, start };
+                match d.map(|d| &d.prep) {
+                    Some(Prepared::Zstd { ddict, .. }) => {
+                        dctx.decompress_using_ddict(&mut tail, &coded[HEADER..], ddict)
+                    }
+                    _ => dctx.decompress(&mut tail, &coded[HEADER..]),
+                }
+            });
+            r.is_ok_and(|k| k == n)
+        }
+        Some(Codec::Lz4) => lz4::decompress(d.and_then(Dict::lz4), &coded[HEADER..], n, out),
+        None => false,
+    };
+    if !ok {
+        corrupt(coded);
     }
 }
 
@@ -887,11 +907,19 @@ pub fn decompress(coded: &[u8]) -> Vec<u8> {
 }
 
 /// Calls `f` with the plain bytes of a coded value, decoded into a
-/// thread's reused buffer (no allocation once warm).
+/// thread's reused buffer (no allocation once warm): for LZ4 with a
+/// dictionary, the buffer that holds the dictionary before the value
+/// (`zcomp_lz4::with_decoded`).
 pub fn with_plain<R>(coded: &[u8], f: impl FnOnce(&[u8]) -> R) -> R {
+    if codec(coded) == Some(Codec::Lz4) {
+        if let Some(d) = dict(dict_id(coded)).and_then(Dict::lz4) {
+            return lz4::with_decoded(Some(d), &coded[HEADER..], plain_len(coded), f)
+                .unwrap_or_else(|| corrupt(coded));
+        }
+    }
     let mut buf = SCRATCH.with(|s| s.borrow_mut().pop()).unwrap_or_default();
     buf.clear();
-    decode_exact(coded, &mut buf);
+    decompress_into(coded, &mut buf);
     let r = f(&buf);
     // Keep no buffer of more than 64 KiB (values coded here are < 32 KiB).
     if buf.capacity() <= 64 << 10 {
@@ -900,34 +928,37 @@ pub fn with_plain<R>(coded: &[u8], f: impl FnOnce(&[u8]) -> R) -> R {
     r
 }
 
-/// Decodes into an empty `buf` without the copy of `decompress_into`.
-fn decode_exact(coded: &[u8], buf: &mut Vec<u8>) {
-    let n = plain_len(coded);
-    buf.reserve(n);
-    let d = dict(dict_id(coded));
-    let ok = match codec(coded) {
-        Some(Codec::Zstd) => {
-            let r = DCTX.with(|c| {
-                let mut c = c.borrow_mut();
-                let dctx = c.get_or_insert_with(DCtx::create);
-                match d.map(|d| &d.prep) {
-                    Some(Prepared::Zstd { ddict, .. }) => {
-                        dctx.decompress_using_ddict(buf, &coded[HEADER..], ddict)
-                    }
-                    _ => dctx.decompress(buf, &coded[HEADER..]),
-                }
-            });
-            r.is_ok_and(|k| k == n)
-        }
-        Some(Codec::Lz4) => lz4::decompress(d.and_then(Dict::lz4), &coded[HEADER..], n, buf),
-        None => false,
-    };
-    if !ok {
-        panic!(
-            "a coded value does not decode (dictionary {}, codec {:?})",
-            dict_id(coded),
-            codec(coded)
-        );
+fn corrupt(coded: &[u8]) -> ! {
+    panic!(
+        "a coded value does not decode (dictionary {}, codec {:?})",
+        dict_id(coded),
+        codec(coded)
+    );
+}
+
+/// A Vec's spare capacity as zstd's output: a frame written after the
+/// first `start` bytes, which stay.
+struct Tail<'a> {
+    v: &'a mut Vec<u8>,
+    start: usize,
+}
+
+// SAFETY: forwards to the Vec's capacity after `start` (<= its length);
+// `filled_until` counts from that offset.
+unsafe impl zstd::zstd_safe::WriteBuf for Tail<'_> {
+    fn as_slice(&self) -> &[u8] {
+        &self.v[self.start..]
+    }
+    fn capacity(&self) -> usize {
+        self.v.capacity() - self.start
+    }
+    fn as_mut_ptr(&mut self) -> *mut u8 {
+        // SAFETY: `start` is within the Vec's length, so in bounds.
+        unsafe { self.v.as_mut_ptr().add(self.start) }
+    }
+    unsafe fn filled_until(&mut self, n: usize) {
+        // SAFETY: the caller (zstd) initialized `n` bytes from `start`.
+        unsafe { self.v.set_len(self.start + n) }
     }
 }
 
@@ -1224,30 +1255,13 @@ pub(crate) mod tests {
             (Some(Codec::Zstd), Codec::Zstd)
         );
         assert_eq!(decompress(&z), first);
+        // zstd also decodes after bytes already there (a reply buffer).
+        let mut tail = b"xy".to_vec();
+        decompress_into(&z, &mut tail);
+        assert_eq!((&tail[..2], &tail[2..]), (&b"xy"[..], &first[..]));
         assert_eq!(trained(), trainings, "one training serves both codecs");
         release(zid);
         set_sync_training(false);
-    }
-
-    /// Writes a frame after the bytes already in the Vec (the header).
-    struct OffsetBuf<'a>(&'a mut Vec<u8>);
-
-    // SAFETY: forwards to the Vec's spare capacity after its current length;
-    // `filled_until` counts from that offset.
-    unsafe impl zstd::zstd_safe::WriteBuf for OffsetBuf<'_> {
-        fn as_slice(&self) -> &[u8] {
-            &self.0[HEADER..]
-        }
-        fn capacity(&self) -> usize {
-            self.0.capacity() - HEADER
-        }
-        fn as_mut_ptr(&mut self) -> *mut u8 {
-            // SAFETY: HEADER bytes are initialized, so the offset is in bounds.
-            unsafe { self.0.as_mut_ptr().add(HEADER) }
-        }
-        unsafe fn filled_until(&mut self, n: usize) {
-            self.0.set_len(HEADER + n)
-        }
     }
 
     /// Codes without any dictionary (the comparison above).
@@ -1256,7 +1270,15 @@ pub(crate) mod tests {
         out.clear();
         out.reserve(HEADER + zstd::zstd_safe::compress_bound(v.len()));
         out.extend_from_slice(&[0; HEADER]);
-        c.compress(&mut OffsetBuf(out), v, 1).is_ok()
+        c.compress(
+            &mut Tail {
+                v: out,
+                start: HEADER,
+            },
+            v,
+            1,
+        )
+        .is_ok()
     }
 
     #[test]

@@ -182,6 +182,13 @@ impl<'a> Ctx<'a> {
             w.bulk(&data[range]);
             return;
         }
+        if let (StrRef::Coded(_), None) = (s, &range) {
+            // Decoded straight into the reply (GET, MGET of a compressed value).
+            self.reply().bulk_len(s.len());
+            s.append_to(self.out);
+            self.out.extend_from_slice(b"\r\n");
+            return;
+        }
         let mut w = ReplyWriter::new(self.out, self.client.proto);
         s.with_bytes(|b| match range {
             Some(r) => w.bulk(&b[r]),
