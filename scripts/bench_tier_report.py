@@ -200,25 +200,33 @@ def rounds_table(rep, targets, phases, unit="keys/s"):
     return o + [""]
 
 
-EVICTION_STAT = {"memcached": "evictions"}
+# The stats that count values a server dropped: memcached's LRU evictions
+# and the items its slab page mover could not rescue (a value lost all the
+# same), Redis's and Cairn's evicted keys.
+EVICTION_STATS = {"memcached": ("evictions", "slab_reassign_evictions_nomem")}
+
+
+def evicted(target, text):
+    """A server's own count of values it dropped (None: not reported)."""
+    kv = parse_kv(text)
+    got = [kv[k] for k in EVICTION_STATS.get(target, ("evicted_keys",)) if k in kv]
+    return sum(int(v) for v in got) if got else None
 
 
 def evictions_table(stats_rounds):
-    """Each server's own eviction count at the end of each round
-    (memcached's `evictions`, Redis's and Cairn's `evicted_keys`)."""
+    """Each server's own eviction count at the end of each round."""
     if not stats_rounds or not any(stats_rounds):
         return []
     targets = list(dict.fromkeys(t for st in stats_rounds for t in st))
-    o = ["Evictions by each server's own count at the end of each round "
-         "(memcached `evictions`, else `evicted_keys`):", "",
+    o = ["Values dropped by each server's own count at the end of each round "
+         "(memcached `evictions` + `slab_reassign_evictions_nomem`, else `evicted_keys`):", "",
          "| target | " + " | ".join(f"round {i}" for i in range(1, len(stats_rounds) + 1)) + " |",
          "|---|" + "---:|" * len(stats_rounds)]
     for t in targets:
         cells = []
         for st in stats_rounds:
-            kv = parse_kv(st.get(t, ""))
-            v = kv.get(EVICTION_STAT.get(t, "evicted_keys"))
-            cells.append("-" if v is None else f"{int(v):,}")
+            v = evicted(t, st.get(t, ""))
+            cells.append("-" if v is None else f"{v:,}")
         o.append(f"| {t} | " + " | ".join(cells) + " |")
     return o + [""]
 
@@ -369,7 +377,7 @@ def e4_summary(rep, maxmemory, base="cairn", stats=None, notes=()):
         o.append(f"| {ph} | " + " | ".join(cells) + " | " +
                  " | ".join("-" if r is None else f"{r:.2f}" for r in rs) + " |")
     o += [""] + rounds_table(rep, targets, phases)
-    if isinstance(stats, list) and len(stats) > 1:
+    if isinstance(stats, list):
         o += evictions_table(stats)
     o += ["| target | phase | errors | missing | wrong | evictions | keys stored | RSS peak | RSS B/key | used_memory B/key | disk B/key |",
           "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
@@ -418,7 +426,7 @@ def e4_summary(rep, maxmemory, base="cairn", stats=None, notes=()):
 MC_STATS = ("get_extstore", "get_aborted_extstore", "get_oom_extstore", "recache_from_extstore",
             "miss_from_extstore", "badcrc_from_extstore", "extstore_objects_used",
             "extstore_bytes_used", "extstore_page_evictions", "extstore_pages_free",
-            "evictions", "curr_items")
+            "evictions", "slab_reassign_evictions_nomem", "curr_items")
 CAIRN_INFO = ("used_memory", "maxmemory", "evicted_keys", "tiered_keys", "tier_bytes_on_disk",
               "tier_reads", "tier_read_usec_per_call", "tier_writes", "tier_compactions",
               "tier_append_errors", "tier_read_errors")

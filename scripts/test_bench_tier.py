@@ -207,17 +207,20 @@ class Rounds(unittest.TestCase):
         self.assertIn("8 threads, 1 round\n", s)
 
     def test_evictions_per_round_from_the_servers_stats(self):
-        st = [{"memcached": "STAT evictions 0\r\nEND\r\n", "cairn": "evicted_keys:0\r\n"},
-              {"memcached": "STAT evictions 7612\r\nEND\r\n", "cairn": "evicted_keys:0\r\n"}]
+        st = [{"memcached": "STAT evictions 0\r\nSTAT slab_reassign_evictions_nomem 5\r\nEND\r\n",
+               "cairn": "evicted_keys:0\r\n"},
+              {"memcached": "STAT evictions 7607\r\nEND\r\n", "cairn": "evicted_keys:0\r\n", "redis": ""}]
         o = "\n".join(tr.evictions_table(st))
-        self.assertIn("| memcached | 0 | 7,612 |", o)
+        self.assertIn("| memcached | 5 | 7,607 |", o)
         self.assertIn("| cairn | 0 | 0 |", o)
+        self.assertIn("| redis | - | - |", o)
+        st[1]["memcached"] = "STAT evictions 7607\r\nSTAT slab_reassign_evictions_nomem 5\r\nEND\r\n"
         rep = tr.merge_rounds([round_report(r) for r in ROUNDS[:2]])
         s = tr.e4_summary(rep, 20 * MiB, stats=st, notes=["memcached profile `tuned`: `memcached -m 20`"])
-        self.assertIn("| memcached | 0 | 7,612 |", s)
+        self.assertIn("| memcached | 5 | 7,612 |", s)
         self.assertIn("- memcached profile `tuned`: `memcached -m 20`", s)
         # The last round's stats lines.
-        self.assertIn("- memcached: evictions 7612", s)
+        self.assertIn("- memcached: evictions 7607, slab_reassign_evictions_nomem 5", s)
 
     def test_values_line_gives_the_ratios(self):
         s = tr.e4_summary(round_report(ROUNDS[0]), 20 * MiB)

@@ -745,6 +745,39 @@ fn bad_arguments_are_refused() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("gone"));
 }
 
+#[test]
+fn corpus_prints_its_fingerprint_and_ratios() {
+    let dir = TempDir::new("corpus");
+    let corpus = text_file(&dir, 3000);
+    let json = dir.path("c.json");
+    let out = run_ok(
+        &format!(
+            "corpus --text-source {} --values 40 --value-size 700 --seed 3 --json {}",
+            p(&corpus),
+            p(&json)
+        ),
+        &[],
+    );
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    let c = cairn_bench::corpus::Corpus::from_paths(std::slice::from_ref(&corpus)).unwrap();
+    assert!(
+        text.contains(&format!("fingerprint {}", c.fingerprint())),
+        "{text}"
+    );
+    assert!(text.contains("files 1, words 6000"), "{text}");
+    assert!(text.contains("40 values of 700 B (seed 3)"), "{text}");
+    assert!(text.contains("LZ4 HC 4 + dictionary"), "{text}");
+    let j: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(j["corpus_fingerprint"], c.fingerprint());
+    assert_eq!(j["ratios"]["values"], 40);
+    assert_eq!(j["size"], 700);
+    assert!(j["ratios"]["zstd3_dict"].as_f64().unwrap() > j["ratios"]["zstd3"].as_f64().unwrap());
+    // A missing source is an error, not an empty corpus.
+    assert!(!run_cmd("corpus --text-source /nonexistent/words")
+        .status
+        .success());
+}
+
 /// A text file of `words` distinct words for `--text-source`.
 fn text_file(dir: &TempDir, words: usize) -> std::path::PathBuf {
     let path = dir.path("corpus.txt");
@@ -784,6 +817,23 @@ fn batch_real_text_verified_with_memory_and_stalls() {
     let r = report(&json);
     assert_eq!(r.config["values"]["kind"], "real-text");
     assert_eq!(r.config["values"]["seed"], 9);
+    // How the values code under the server's coders, and no cache drop
+    // unless asked.
+    let ratios = &r.config["values"]["ratios"];
+    assert_eq!(ratios["values"], 1000);
+    for k in [
+        "zstd3",
+        "zstd3_dict",
+        "lz4_fast",
+        "lz4_fast_dict",
+        "lz4_hc4_dict",
+    ] {
+        assert!(ratios[k].as_f64().unwrap() > 1.0, "{k}: {ratios}");
+    }
+    assert_eq!(r.config["drop_caches"], false);
+    assert!(!runs(&r, "r", "mget-seq")[0]
+        .extra
+        .contains_key("page_cache_dropped"));
     for t in ["r", "m"] {
         for phase in ["mset-seq", "mget-seq", "mget-rand"] {
             let run = runs(&r, t, phase)[0];
