@@ -130,7 +130,10 @@ fn the_offset_counts_exactly_what_was_applied_however_the_stream_is_cut() {
 
     let mut link = Link::accept(&master);
     let (id, from) = link.handshake();
-    assert_eq!(from, "1", "a fresh replica asks from its offset 0 + 1 ({id})");
+    assert_eq!(
+        from, "1",
+        "a fresh replica asks from its offset 0 + 1 ({id})"
+    );
     let mut full = format!("+FULLRESYNC {REPLID} {BASE}\r\n${}\r\n", EMPTY_RDB.len()).into_bytes();
     full.extend_from_slice(EMPTY_RDB);
     link.w.write_all(&full).unwrap();

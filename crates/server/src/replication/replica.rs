@@ -20,9 +20,9 @@
 //! command through `exec::dispatch::invoke` with its reply dropped and no
 //! admission check (the master's writes pass READONLY, OOM and MISCONF),
 //! MULTI ... EXEC queued and run as one transaction, `REPLCONF GETACK`
-//! answered with `REPLCONF ACK <offset>`, an ACK every second. Each
-//! command's bytes, once applied, go verbatim into this server's own
-//! stream (`Replication::feed_from_master`), so its offset is its
+//! answered with `REPLCONF ACK <offset>`, an ACK every second. The
+//! applied commands' bytes go verbatim into this server's own stream
+//! (`Replication::feed_from_master`, once per read), so its offset is its
 //! master's and its own replicas and a later PSYNC continue from it; the
 //! engine records nothing for the stream while this server is a replica
 //! (`set_replica_mode`), so no write is replicated twice. A transaction's
@@ -832,6 +832,7 @@ impl<'s> Applier<'s> {
     fn apply(&mut self, raw: &[u8], list: &ArgList) -> bool {
         let args = Args::new(raw, list);
         let name = args.get(0);
+        // Neither is ever the remembered command (`resolve`).
         if name.eq_ignore_ascii_case(b"replconf") {
             let getack = args.len() >= 2 && args.get(1).eq_ignore_ascii_case(b"getack");
             self.feed(raw);
