@@ -17,7 +17,10 @@ Three parts (PARTS, all by default):
               replica apart; a table of the master's CPU per request with a
               replica ÷ alone, for both servers (where client, master and
               replica share the cores, the form of "with a replica ≥ 0.9×
-              without" that the replica's own CPU does not decide).
+              without" that the replica's own CPU does not decide), and a
+              table of each replica's CPU per request it applied, Cairn's
+              against Redis's (on shared cores it is taken from the master
+              and the client).
   sync        a master of each kind loaded with SYNC_KEYS keys of VALUE_SIZE
               random (incompressible) bytes by a pipelined loader; per round
               and mode a fresh, empty replica is started and told REPLICAOF;
@@ -500,6 +503,9 @@ def part_throughput(s, pairs, alone):
     lines.append("")
     cpu = {(cfg, test): med(cfg, test, 1) for cfg in CONFIGS for test in tests}
     lines += cpu_section(tests, cpu)
+    replica_cpu = {(kind, test): med((kind, True), test, 2)
+                   for kind in ("cairn", "redis") for test in tests}
+    lines += replica_cpu_section(tests, replica_cpu)
     return "\n".join(lines)
 
 
@@ -535,6 +541,29 @@ def cpu_section(tests, cpu):
         lines.append(f"| {test.upper()} | {cell(ca)} | {cell(cr)} | {fmt_ratio(cr, ca)} "
                      f"| {verdict(ratio, CPU_BAR, False)} | {cell(ra)} | {cell(rr)} "
                      f"| {fmt_ratio(rr, ra)} | {fmt_ratio(cr, rr)} |")
+    lines.append("")
+    return lines
+
+
+def replica_cpu_section(tests, cpu):
+    """The replica's own CPU per request it applied, Cairn's and Redis's,
+    for the same stream: Markdown lines. `cpu` maps (kind, test) to the
+    median µs per request (None if unmeasured). On a machine whose cores
+    the client, the master and the replica share, what the replica spends
+    is taken from the other two."""
+    lines = ["#### Replica CPU per applied request", "",
+             "utime+stime of all the replica's threads (/proc/PID/stat) from before the benchmark "
+             "until its offset equals the master's, per request of the run, medians of the rounds. "
+             "GET writes nothing: its replica applies nothing.", "",
+             "| line | Cairn replica µs/req | Redis replica µs/req | Cairn ÷ Redis |",
+             "|---|---:|---:|---:|"]
+
+    def cell(x):
+        return "-" if x is None else f"{x:.2f}"
+
+    for test in tests:
+        c, r = cpu.get(("cairn", test)), cpu.get(("redis", test))
+        lines.append(f"| {test.upper()} | {cell(c)} | {cell(r)} | {fmt_ratio(c, r)} |")
     lines.append("")
     return lines
 

@@ -8,6 +8,7 @@
 #   KIND cairn|redis; TEST a redis-benchmark -t name (incr, set, ...); N requests (20000).
 # One worker thread for Cairn, -P 16, one client, 1000 keys, as scripts/callgrind_per_request.sh.
 # The cron thread's count grows with the run's wall time, not with the requests: leave it out.
+# `KEEP=DIR` copies the callgrind files there (for callgrind_annotate).
 # Needs valgrind (callgrind_control), redis-benchmark, redis-cli, python3.
 set -euo pipefail
 kind=$1; bin=$2; t=$3; n=${4:-20000}; mode=${5:-replica}; who=${WHO:-master}
@@ -26,7 +27,7 @@ start() {  # NAME PORT UNDER_VALGRIND [ARGS...]: starts a server, prints its pid
     --repl-diskless-sync-delay 0 "$@" > "$d/$name.log" 2>&1 &
   echo $!
 }
-field() { redis-cli -p "$1" info replication | tr -d '\r' | sed -n "s/^$2://p"; }
+field() { redis-cli -p "$1" info replication 2>/dev/null | tr -d '\r' | sed -n "s/^$2://p"; }
 mp=$(port); rp=$(port)
 mvg=1; rvg=0
 [ "$who" = replica ] && { mvg=0; rvg=1; }
@@ -53,6 +54,7 @@ redis-benchmark -p "$mp" -n "$n" -P 16 -c 1 -r 1000 -t "$t" >/dev/null 2>&1
 caught_up
 callgrind_control -d "$vpid" >/dev/null
 sleep 1
+[ -n "${KEEP:-}" ] && mkdir -p "$KEEP" && cp "$d"/cg.1-* "$KEEP"/
 echo "$kind $t $mode ($who under callgrind), instructions per request by thread:"
 python3 - "$n" "$d"/cg.1-* <<'EOF'
 import collections, sys

@@ -170,6 +170,19 @@ class CpuSection(unittest.TestCase):
         self.assertEqual(row, "| GET | - | - | - | - | - | - | - | - |")
 
 
+class ReplicaCpuSection(unittest.TestCase):
+    def test_rows_and_ratio(self):
+        cpu = {("cairn", "set"): 0.5, ("redis", "set"): 0.8,
+               ("cairn", "incr"): 0.6, ("redis", "incr"): None}
+        lines = br.replica_cpu_section(["set", "incr"], cpu)
+        self.assertEqual(lines[0], "#### Replica CPU per applied request")
+        header = [ln for ln in lines if ln.startswith("| line")][0]
+        rows = [ln for ln in lines if ln.startswith("| SET") or ln.startswith("| INCR")]
+        self.assertEqual(rows, ["| SET | 0.50 | 0.80 | 0.625 |", "| INCR | 0.60 | - | - |"])
+        self.assertTrue(all(r.count("|") == header.count("|") for r in rows))
+        self.assertEqual(lines[-1], "")
+
+
 class Values(unittest.TestCase):
     def test_deterministic_distinct_and_incompressible(self):
         base = br.sync_base()

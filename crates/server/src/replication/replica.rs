@@ -20,9 +20,9 @@
 //! command through `exec::dispatch::invoke` with its reply dropped and no
 //! admission check (the master's writes pass READONLY, OOM and MISCONF),
 //! MULTI ... EXEC queued and run as one transaction, `REPLCONF GETACK`
-//! answered with `REPLCONF ACK <offset>`, an ACK every second. Each
-//! command's bytes, once applied, go verbatim into this server's own
-//! stream (`Replication::feed_from_master`), so its offset is its
+//! answered with `REPLCONF ACK <offset>`, an ACK every second. The
+//! applied commands' bytes go verbatim into this server's own stream
+//! (`Replication::feed_from_master`, once per read), so its offset is its
 //! master's and its own replicas and a later PSYNC continue from it; the
 //! engine records nothing for the stream while this server is a replica
 //! (`set_replica_mode`), so no write is replicated twice. A transaction's
@@ -104,6 +104,10 @@ static LINK: Mutex<Link> = parking_lot::const_mutex(Link {
     sync_read: 0,
 });
 
+/// `Link::generation`, readable without the lock: the link checks it
+/// before every command it applies. Written under `LINK`.
+static GENERATION: AtomicU64 = AtomicU64::new(0);
+
 /// Held while the link applies a command, which checks the generation
 /// first: REPLICAOF takes it after moving the generation, so once it
 /// answers no command of the old master runs. It waits at most
@@ -168,6 +172,7 @@ pub fn set_master(shared: &Shared, cx: &Cx, caller: Option<usize>, host: &str, p
         let mut l = LINK.lock();
         l.master = Some((host.to_string(), port));
         l.generation += 1;
+        GENERATION.store(l.generation, Ordering::SeqCst);
         l.state = LinkState::Connect;
         l.down_since = Some(Instant::now());
         l.last_io = Some(Instant::now());
@@ -211,6 +216,7 @@ pub fn unset_master(shared: &Shared, cx: &Cx, caller: Option<usize>) {
         let mut l = LINK.lock();
         l.master = None;
         l.generation += 1;
+        GENERATION.store(l.generation, Ordering::SeqCst);
         l.state = LinkState::Connect;
     }
     LINK_UP.store(false, Ordering::SeqCst);
@@ -232,7 +238,7 @@ pub fn start_at_boot(shared: &Shared) {
 }
 
 fn current(generation: u64) -> bool {
-    LINK.lock().generation == generation
+    GENERATION.load(Ordering::SeqCst) == generation
 }
 
 fn set_state(generation: u64, state: LinkState) {
@@ -751,12 +757,28 @@ fn send_ack(shared: &Shared, conn: &mut Conn) -> io::Result<()> {
 }
 
 /// The master's client: runs the stream's commands with replies dropped.
+///
+/// Per command it parses (zero-copy, the clients' parser), finds the
+/// command (the last one found is remembered: a stream is mostly runs of
+/// one command), runs it and notes its bytes; the bytes join this server's
+/// own stream once per read (`flush`), not once per command, so the stream
+/// lock and the wake-up of this server's own replicas are paid per read.
+/// The offset a snapshot cut, an ACK or INFO sees is always a whole
+/// number of applied commands: `flush` runs before the link lets go of
+/// `APPLY` and before every ACK.
 struct Applier<'s> {
     shared: &'s Shared,
     client: Client,
     out: Vec<u8>,
-    /// A transaction's bytes, fed to the stream at its EXEC.
+    /// Applied commands' bytes not yet in this server's stream.
+    ready: Vec<u8>,
+    /// A transaction's bytes, from its MULTI: they join `ready` at its
+    /// EXEC, as Redis advances `reploff` only then.
     pending: Vec<u8>,
+    /// The name the last command was found by (as sent) and what it found
+    /// (only commands without subcommands).
+    last_name: Vec<u8>,
+    last_cmd: Option<&'s Command>,
 }
 
 impl<'s> Applier<'s> {
@@ -767,8 +789,42 @@ impl<'s> Applier<'s> {
             shared,
             client: master_client(info, 0),
             out: Vec::new(),
+            ready: Vec::new(),
             pending: Vec::new(),
+            last_name: Vec::new(),
+            last_cmd: None,
         }
+    }
+
+    /// The command `args` names, checked for arity; Err after logging why
+    /// not (the command is skipped, its bytes still count).
+    fn resolve(&mut self, args: &Args<'_>) -> Result<&'s Command, ()> {
+        let name = args.get(0);
+        let cmd = match self.last_cmd {
+            Some(c) if self.last_name == name => c,
+            _ => match dispatch::resolve(self.shared, args) {
+                Ok(c) => {
+                    if c.subs.is_empty() {
+                        self.last_name.clear();
+                        self.last_name.extend_from_slice(name);
+                        self.last_cmd = Some(c);
+                    }
+                    c
+                }
+                Err(e) => {
+                    log::warning(&format!("From the master: {}", e.message()));
+                    return Err(());
+                }
+            },
+        };
+        if !cmd.arity_ok(args.len()) {
+            log::warning(&format!(
+                "Wrong number of arguments for '{}' from the master",
+                cmd.name
+            ));
+            return Err(());
+        }
+        Ok(cmd)
     }
 
     /// Applies one command of the stream. `raw` is its bytes; returns true
@@ -776,6 +832,7 @@ impl<'s> Applier<'s> {
     fn apply(&mut self, raw: &[u8], list: &ArgList) -> bool {
         let args = Args::new(raw, list);
         let name = args.get(0);
+        // Neither is ever the remembered command (`resolve`).
         if name.eq_ignore_ascii_case(b"replconf") {
             let getack = args.len() >= 2 && args.get(1).eq_ignore_ascii_case(b"getack");
             self.feed(raw);
@@ -787,21 +844,9 @@ impl<'s> Applier<'s> {
             self.feed(raw);
             return false;
         }
-        let cmd = match dispatch::resolve(self.shared, &args) {
-            Ok(c) if c.arity_ok(args.len()) => c,
-            Ok(c) => {
-                log::warning(&format!(
-                    "Wrong number of arguments for '{}' from the master",
-                    c.name
-                ));
-                self.feed(raw);
-                return false;
-            }
-            Err(e) => {
-                log::warning(&format!("From the master: {}", e.message()));
-                self.feed(raw);
-                return false;
-            }
+        let Ok(cmd) = self.resolve(&args) else {
+            self.feed(raw);
+            return false;
         };
         if self.client.multi.is_some() && !matches!(cmd.name, "exec" | "discard" | "multi") {
             if let Some(m) = &mut self.client.multi {
@@ -843,19 +888,25 @@ impl<'s> Applier<'s> {
         }
     }
 
-    /// The command's bytes join this server's stream, unless inside a
-    /// transaction (fed whole at its end).
+    /// Notes an applied command's bytes for this server's stream; inside a
+    /// transaction they wait for its end.
     fn feed(&mut self, raw: &[u8]) {
         if self.client.multi.is_some() {
             self.pending.extend_from_slice(raw);
             return;
         }
-        if self.pending.is_empty() {
-            self.shared.replication.feed_from_master(raw);
-        } else {
-            self.pending.extend_from_slice(raw);
-            self.shared.replication.feed_from_master(&self.pending);
-            self.pending.clear();
+        if !self.pending.is_empty() {
+            self.ready.append(&mut self.pending);
+        }
+        self.ready.extend_from_slice(raw);
+    }
+
+    /// The applied commands' bytes join this server's stream (its offset,
+    /// backlog and replicas).
+    fn flush(&mut self) {
+        if !self.ready.is_empty() {
+            self.shared.replication.feed_from_master(&self.ready);
+            self.ready.clear();
         }
     }
 }
@@ -892,12 +943,19 @@ fn master_client(info: Arc<ClientInfo>, db: usize) -> Client {
 
 /// Reads and applies the master's stream until the link fails or
 /// REPLICAOF changes; ACKs every second and on GETACK.
+///
+/// The bytes are read straight into one buffer (`buf[start..end]` not yet
+/// applied), which moves its tail to the front only when the room after it
+/// runs short, and grows only for a command larger than itself. A command
+/// split across reads is parsed on from where the parser stopped
+/// (`ArgList`'s partial state), not from its start again.
 fn apply_stream(
     shared: &Shared,
     applier: &mut Applier<'_>,
     generation: u64,
     conn: &mut Conn,
 ) -> io::Result<()> {
+    const READ: usize = 1 << 16;
     let timeout = Duration::from_secs(u64::from(shared.config.read().repl_timeout));
     conn.r
         .get_ref()
@@ -908,60 +966,77 @@ fn apply_stream(
         big_arg: usize::MAX,
         ..Limits::default()
     };
-    let mut buf: Vec<u8> = Vec::with_capacity(1 << 16);
     // Bytes read before this call sit in the reader's buffer.
-    buf.extend_from_slice(conn.r.buffer());
-    let n = conn.r.buffer().len();
-    conn.r.consume(n);
-    READ_OFFSET.fetch_add(n as u64, Ordering::Relaxed);
-    let mut chunk = vec![0u8; 1 << 16];
+    let mut buf: Vec<u8> = conn.r.buffer().to_vec();
+    let (mut start, mut end) = (0, buf.len());
+    conn.r.consume(end);
+    READ_OFFSET.fetch_add(end as u64, Ordering::Relaxed);
+    buf.resize(end.max(2 * READ), 0);
     let mut last_ack = Instant::now();
     let mut last_io = Instant::now();
     let mut list = ArgList::new();
     loop {
-        // Apply every whole command in the buffer.
-        let mut pos = 0;
+        // Apply every whole command read.
         let mut ack = false;
-        {
+        let stop = {
             let _apply = APPLY.lock();
-            while pos < buf.len() {
+            let mut stop = None;
+            while start < end {
                 if !current(generation) {
-                    return Ok(());
+                    stop = Some(Ok(()));
+                    break;
                 }
-                list.clear();
-                match parse_request(&buf[pos..], &limits, &mut list) {
+                match parse_request(&buf[start..end], &limits, &mut list) {
                     Ok(Parsed::Complete { consumed }) => {
-                        let raw = &buf[pos..pos + consumed];
+                        let raw = &buf[start..start + consumed];
                         if list.is_empty() {
                             // A bare newline: counts in the offset only.
                             applier.feed(raw);
                         } else if applier.apply(raw, &list) {
                             ack = true;
                         }
-                        pos += consumed;
+                        start += consumed;
                         if ack {
                             break;
                         }
                     }
                     Ok(_) => break,
                     Err(e) => {
-                        return Err(err(format!("Protocol error from the master: {e:?}")));
+                        stop = Some(Err(err(format!("Protocol error from the master: {e:?}"))));
+                        break;
                     }
                 }
             }
+            applier.flush();
+            stop
+        };
+        if let Some(result) = stop {
+            return result;
         }
-        buf.drain(..pos);
         if ack || last_ack.elapsed() >= Duration::from_secs(1) {
             send_ack(shared, conn)?;
             last_ack = Instant::now();
-            if ack && !buf.is_empty() {
+            if ack && start < end {
                 continue;
             }
         }
-        match conn.r.get_mut().read(&mut chunk) {
+        if start == end {
+            (start, end) = (0, 0);
+        } else if buf.len() - end < READ / 4 {
+            // Short of room: the unfinished command goes to the front, and
+            // one that still leaves too little doubles the buffer.
+            if start > 0 {
+                buf.copy_within(start..end, 0);
+                (start, end) = (0, end - start);
+            }
+            if buf.len() - end < READ / 4 {
+                buf.resize(buf.len() * 2, 0);
+            }
+        }
+        match conn.r.get_mut().read(&mut buf[end..]) {
             Ok(0) => return Err(err("Connection with master lost.")),
             Ok(n) => {
-                buf.extend_from_slice(&chunk[..n]);
+                end += n;
                 READ_OFFSET.fetch_add(n as u64, Ordering::Relaxed);
                 last_io = Instant::now();
                 LINK.lock().last_io = Some(last_io);
