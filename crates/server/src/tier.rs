@@ -403,7 +403,7 @@ fn move_out(shared: &Shared, cx: &Cx, target: u64, budget: Duration) -> u64 {
                         used = crate::memory::used_exact();
                     }
                 }
-                Outcome::Skipped => {}
+                Outcome::Skipped | Outcome::Raced => {}
             }
             if moved_since == 0 || pool.is_empty() {
                 used = crate::memory::used_exact();
@@ -429,9 +429,16 @@ pub fn make_room(shared: &Shared, cx: &Cx, max: u64, incoming: u64, budget: Dura
         return false;
     }
     let moved = move_out(shared, cx, max - incoming, budget);
+    WRITER_MOVES.fetch_add(moved, Ordering::Relaxed);
     let used = crate::memory::used_exact().saturating_add(incoming);
     used <= max || (moved > 0 && used <= max + max / OVERSHOOT)
 }
+
+/// Values moved out by workers whose write found memory over `maxmemory`
+/// (INFO's `tier_moves_by_writers`; the rest, `tier_writes` less these,
+/// the `cairn-tier` thread moved): how much of the tier's work lands on
+/// the write path.
+pub static WRITER_MOVES: AtomicU64 = AtomicU64::new(0);
 
 /// How far past `maxmemory` (1/OVERSHOOT of it) a write may take memory
 /// while the tier is moving values out but has not caught up.
