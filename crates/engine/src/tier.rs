@@ -607,7 +607,13 @@ impl Engine {
         let mut found = 0;
         let mut budget = SAMPLE_SLOTS;
         for _ in 0..n.min(SAMPLE_SHARDS) {
-            let i = self.tier_hand.next.fetch_add(1, Ordering::Relaxed) & (n - 1);
+            // Shards in a scattered order (an odd stride is a permutation
+            // of the power-of-two count), not 0, 1, 2...: neighbouring
+            // shards share a group (its log, its share of
+            // `tier-max-disk`), and a sweep in order would fill one log
+            // after another.
+            let turn = self.tier_hand.next.fetch_add(1, Ordering::Relaxed);
+            let i = turn.wrapping_mul(SHARD_STRIDE) & (n - 1);
             let at = &self.tier_hand.at[i];
             let pos = at.load(Ordering::Relaxed);
             let (mut db, mut slot) = ((pos >> 32) as usize, pos as u32 as usize);
@@ -707,6 +713,9 @@ impl Engine {
 /// goes on from there.
 const SAMPLE_SHARDS: usize = 16;
 const SAMPLE_SLOTS: usize = 1024;
+/// The hand's step from shard to shard: odd, and far from any power of
+/// two, so consecutive turns land in different groups.
+const SHARD_STRIDE: usize = 0x9e37_79b9;
 
 /// An in-memory store for the engine's tests: records in a map, with
 /// injected failures, and a check that each record is freed once.
@@ -1172,6 +1181,34 @@ mod tests {
         assert!(found >= 1);
         assert_eq!(pool.len(), 1);
         assert_eq!(pool.pop_best().unwrap().key, key(1));
+    }
+
+    /// The hand visits shards in a scattered order, so the values one
+    /// burst of sampling offers spread over the groups' logs (in shard
+    /// order, 64 shards a group, they would fill one log after another).
+    #[test]
+    fn the_hand_spreads_its_turns_over_the_groups() {
+        let _s = SERIAL.lock();
+        mem();
+        let e = Engine::new(crate::keyspace::Options::default());
+        for i in 0..4000u64 {
+            set(&e, format!("g:{i}").as_bytes(), &sample_text(i, 300));
+        }
+        let mut pool = Pool::default();
+        let mut groups = std::collections::BTreeSet::new();
+        for _ in 0..16 {
+            e.tier_sample(&Cx::DETACHED, false, 100, 5, &mut pool);
+            while let Some(c) = pool.pop_best() {
+                groups.insert(group_of(e.key(&c.key).hash()));
+                pool.recycle(c);
+            }
+        }
+        // About 20 shards visited: in order, all in group 0; scattered,
+        // about 11 groups of 16 (10 seen here).
+        assert!(
+            groups.len() >= 8,
+            "16 calls offered keys of groups {groups:?}"
+        );
     }
 
     /// A string command of zcomp's comparison, or a move of values out.

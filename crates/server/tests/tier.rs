@@ -280,6 +280,12 @@ fn a_failed_read_is_an_error_reply_without_a_panic() {
     assert_eq!(write(&mut c, 0..n, 0, true), n);
     let keys = tiered_keys(&mut c, 0..n, 3);
     assert_eq!(keys.len(), 3, "three values on disk");
+    // Out of the logs' write buffers: a read from a buffer is a copy,
+    // which the read fault does not reach.
+    let _: () = redis::cmd("DEBUG")
+        .arg("TIER-DROP-CACHE")
+        .query(&mut c)
+        .unwrap();
     let used = info(&mut c, "used_memory");
     let errors = info(&mut c, "tier_read_errors");
 
@@ -349,17 +355,20 @@ fn a_failed_read_is_an_error_reply_without_a_panic() {
 /// Compaction's rule: a segment is copied once its live bytes fall under
 /// half its size, or under 80% once its log is within one segment of its
 /// share of `tier-max-disk` (appends are about to be refused). Two
-/// servers, the same values tiered, 30% of the keys deleted (segments
-/// about 70% live): the one with room compacts nothing until more than
-/// half of each segment is dead; the one whose disk is full compacts at
-/// once, gives disk back, and every value left reads back.
+/// servers, the same values tiered, a quarter of the keys deleted
+/// (segments about 75% live): the one with room compacts nothing until
+/// more than half of each segment is dead; the one whose disk is nearly
+/// full compacts at once, gives disk back, and every value left reads
+/// back.
 #[test]
 fn compaction_waits_for_half_dead_segments_unless_the_disk_is_nearly_full() {
     // 64 KiB segments: a few per group's log for a few MB on disk.
     // No save rules: a snapshot would keep the segments compaction empties.
     let small = ["--tier-segment-size", "64kb", "--save", ""];
     let n = VALUES / 2;
-    let dead = |i: usize| i % 10 < 3;
+    // A quarter dead: segments about 75% live (some 40 records of ~1.6
+    // KB a segment, so a segment's share varies by ~7%: none near half).
+    let dead = |i: usize| i % 4 == 0;
     let more_dead = |i: usize| i % 10 < 7;
     let del = |c: &mut Connection, f: &dyn Fn(usize) -> bool, upto: usize| {
         let keys: Vec<String> = (0..upto)
@@ -371,7 +380,7 @@ fn compaction_waits_for_half_dead_segments_unless_the_disk_is_nearly_full() {
         }
     };
 
-    // Room on disk: 70% live is left alone, 30% live is compacted.
+    // Room on disk: 75% live is left alone, 22% live is compacted.
     let dir = TestDir::new("tier", "compact-room");
     let server = start(&dir, &small);
     let mut c = client(&server);
@@ -386,31 +395,38 @@ fn compaction_waits_for_half_dead_segments_unless_the_disk_is_nearly_full() {
     del(&mut c, &dead, n);
     // Compaction looks every 200 ms: ten looks.
     std::thread::sleep(Duration::from_secs(2));
+    let fields = [
+        "tier_segments",
+        "tier_bytes_on_disk",
+        "tier_live_bytes",
+        "tier_move_races",
+    ];
+    let state: Vec<(&str, u64)> = fields.iter().map(|f| (*f, info(&mut c, f))).collect();
     assert_eq!(
         info(&mut c, "tier_compactions"),
         0,
-        "segments about 70% live are left alone while the disk has room"
+        "segments about 75% live are left alone while the disk has room: {state:?}"
     );
     del(&mut c, &more_dead, n);
     wait_for("a compaction of the half-dead segments", || {
         info(&mut c, "tier_compactions") > 0
     });
-    check_kept(&mut c, 0..n, 0, &|i| !more_dead(i));
+    check_kept(&mut c, 0..n, 0, &|i| !dead(i) && !more_dead(i));
     drop(c);
     drop(server);
 
-    // A nearly full disk: 70% live is compacted. `tier-max-disk` 4 MB is
+    // A nearly full disk: 75% live is compacted. `tier-max-disk` 4 MB is
     // 256 KiB a log, four segments. The load stops once the logs hold
-    // 3.2 MB: on average 200 KiB each, within a segment of the share, with
-    // about 56 KiB left, room for the survivors a compaction copies (45
-    // KiB of a 64 KiB segment 70% live; compaction's copies count against
-    // the limit too).
+    // about 3 MB: on average 196 KiB each, within a segment of the share,
+    // with about 60 KiB left, room for the survivors a compaction copies
+    // (48 KiB of a 64 KiB segment 75% live; compaction's copies count
+    // against the limit too).
     let dir = TestDir::new("tier", "compact-full");
     let mut args = small.to_vec();
     args.extend_from_slice(&["--tier-max-disk", "4mb"]);
     let server = start(&dir, &args);
     let mut c = client(&server);
-    let target = 4_000_000 - 16 * 56 * 1024;
+    let target = (4 << 20) - 16 * 60 * 1024;
     let mut acked = 0;
     while info(&mut c, "tier_bytes_on_disk") < target {
         assert!(acked < n, "the logs did not fill");
@@ -425,7 +441,7 @@ fn compaction_waits_for_half_dead_segments_unless_the_disk_is_nearly_full() {
     assert_eq!(info(&mut c, "tier_compactions"), 0);
     let on_disk = info(&mut c, "tier_bytes_on_disk");
     del(&mut c, &dead, acked);
-    wait_for("a compaction of segments about 70% live", || {
+    wait_for("a compaction of segments about 75% live", || {
         info(&mut c, "tier_compactions") > 0
     });
     wait_for("disk given back", || {
