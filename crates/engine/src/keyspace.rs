@@ -165,6 +165,8 @@ pub struct Engine {
     pub tracking: crate::tracking::Hook,
     /// Keys per hash slot, in cluster mode only (`crate::slots`).
     slot_index: std::sync::OnceLock<crate::slots::SlotIndex>,
+    /// Where the disk tier's sampling walks next (`tier::Hand`).
+    pub(crate) tier_hand: crate::tier::Hand,
 }
 
 /// A key and its hash, computed once per command.
@@ -252,6 +254,7 @@ impl Engine {
             snap: Default::default(),
             tracking: Default::default(),
             slot_index: std::sync::OnceLock::new(),
+            tier_hand: crate::tier::Hand::new(n),
         }
     }
 

@@ -26,7 +26,11 @@
 //! A slot's lowest address bit tells which form the key has (`entry`): 0
 //! for a `Box<Entry>`, 1 for a compact block (both are 8-byte aligned, so
 //! the bit is free). Both forms start with the same `Meta`, so reading a
-//! home bucket, an expire time or access data needs no branch on it.
+//! home bucket, an expire time or access data needs no branch on it. The
+//! next bit (`TIERED`) marks a compact block whose value is in the disk
+//! tier, so the tier's cursor (`walk_untiered`) passes the keys it already
+//! moved without touching their blocks: a block's tiered flag is fixed
+//! when it is made, and every block enters a slot through `raw_of`.
 use crate::compact::{Block, CRef, Meta};
 use crate::entry::{Entry, Owned, Ref};
 
@@ -36,6 +40,10 @@ const ADDR_BITS: u32 = 48;
 const ADDR_MASK: u64 = (1 << ADDR_BITS) - 1;
 /// The address bit that marks a compact block.
 const COMPACT: u64 = 1;
+/// The address bit that marks a compact block holding a tier pointer.
+const TIERED: u64 = 2;
+/// Both marks: what is not address.
+const MARKS: u64 = COMPACT | TIERED;
 
 /// An 8-byte slot: 0 (empty) or `tag << 48 | address | compact bit`.
 type Slot = u64;
@@ -48,7 +56,7 @@ fn tag_of(hash: u64) -> u64 {
 fn pack(hash: u64, owned: Owned) -> Slot {
     let addr = raw_of(owned);
     assert!(
-        addr & !ADDR_MASK == 0 && addr & !COMPACT != 0,
+        addr & !ADDR_MASK == 0 && addr & !MARKS != 0,
         "entry address above 2^48"
     );
     addr | (tag_of(hash) << ADDR_BITS)
@@ -62,13 +70,16 @@ fn raw_of(owned: Owned) -> u64 {
             debug_assert!(a & COMPACT == 0);
             a
         }
-        Owned::Compact(b) => b.into_raw() as u64 | COMPACT,
+        Owned::Compact(b) => {
+            let tiered = if b.as_ref().is_tiered() { TIERED } else { 0 };
+            b.into_raw() as u64 | COMPACT | tiered
+        }
     }
 }
 
 /// The metadata every occupied slot points at (offset 0 of either form).
 fn meta_ptr(slot: Slot) -> *mut Meta {
-    (slot & ADDR_MASK & !COMPACT) as usize as *mut Meta
+    (slot & ADDR_MASK & !MARKS) as usize as *mut Meta
 }
 
 fn ptr_of(slot: Slot) -> *mut Entry {
@@ -463,6 +474,32 @@ impl Table {
             return None;
         }
         self.entry(i)
+    }
+
+    /// The disk tier's cursor: visits the occupied slots from `from` that
+    /// hold keys in RAM (not tiered blocks, which are passed by their
+    /// slot's mark without touching them), at most `max_steps` slots,
+    /// until `visit` answers false. Returns where the walk stopped (the
+    /// slot after the last visited), `capacity()` at the end of the table.
+    pub fn walk_untiered(
+        &self,
+        from: usize,
+        max_steps: usize,
+        mut visit: impl FnMut(Ref<'_>) -> bool,
+    ) -> usize {
+        let end = from.saturating_add(max_steps).min(self.slots.len());
+        let mut i = from;
+        while i < end {
+            let s = self.slots[i];
+            i += 1;
+            if s != 0 && s & TIERED == 0 {
+                // SAFETY: as in `entry`.
+                if !visit(unsafe { borrow(s) }) {
+                    break;
+                }
+            }
+        }
+        i.max(from)
     }
 
     /// Walks at most `max_steps` consecutive slots from slot `start` (taken

@@ -342,10 +342,9 @@ thread_local! {
 /// Samples per step, as `maxmemory-samples` by default.
 const SAMPLES: usize = 5;
 
-/// Empty samples in a row after which `move_out` gives up: with most keys
-/// already tiered (a load at 3x `maxmemory` leaves two thirds of them on
-/// disk) five random keys are often all tiered, and one empty sample is
-/// no sign that nothing is left to move.
+/// Empty samples in a row after which `move_out` gives up: one sample
+/// walks at most 1,024 slots (`Engine::tier_sample`'s hand), and an empty
+/// one is no sign that nothing is left to move elsewhere.
 const EMPTY_SAMPLES: u32 = 64;
 
 /// Moves cold values out until used memory is at most `target`, `budget`
@@ -375,15 +374,24 @@ fn move_out(shared: &Shared, cx: &Cx, target: u64, budget: Duration) -> u64 {
             if started.elapsed() > budget {
                 return values;
             }
-            if pool.is_empty() {
-                if engine.tier_sample(cx, lfu, min, SAMPLES, &mut pool) == 0 {
+            // The pool is kept full, as Redis's eviction pool is: each
+            // move takes the coldest of the 16 held after SAMPLES more
+            // were offered, and the warmest leave. (Refilled only when
+            // empty, as before, every key sampled was moved: with the
+            // hand, which offers shard after shard, that would move whole
+            // shards, hot keys and all.)
+            if pool.len() < cairn_engine::evict::POOL_SIZE {
+                let found = engine.tier_sample(cx, lfu, min, SAMPLES, &mut pool);
+                if found == 0 && pool.is_empty() {
                     empty += 1;
                     if empty >= EMPTY_SAMPLES {
                         return values;
                     }
                     continue;
                 }
-                empty = 0;
+                if found > 0 {
+                    empty = 0;
+                }
             }
             let Some(c) = pool.pop_best() else {
                 continue;
@@ -403,7 +411,7 @@ fn move_out(shared: &Shared, cx: &Cx, target: u64, budget: Duration) -> u64 {
                         used = crate::memory::used_exact();
                     }
                 }
-                Outcome::Skipped => {}
+                Outcome::Skipped | Outcome::Raced => {}
             }
             if moved_since == 0 || pool.is_empty() {
                 used = crate::memory::used_exact();
@@ -429,9 +437,16 @@ pub fn make_room(shared: &Shared, cx: &Cx, max: u64, incoming: u64, budget: Dura
         return false;
     }
     let moved = move_out(shared, cx, max - incoming, budget);
+    WRITER_MOVES.fetch_add(moved, Ordering::Relaxed);
     let used = crate::memory::used_exact().saturating_add(incoming);
     used <= max || (moved > 0 && used <= max + max / OVERSHOOT)
 }
+
+/// Values moved out by workers whose write found memory over `maxmemory`
+/// (INFO's `tier_moves_by_writers`; the rest, `tier_writes` less these,
+/// the `cairn-tier` thread moved): how much of the tier's work lands on
+/// the write path.
+pub static WRITER_MOVES: AtomicU64 = AtomicU64::new(0);
 
 /// How far past `maxmemory` (1/OVERSHOOT of it) a write may take memory
 /// while the tier is moving values out but has not caught up.

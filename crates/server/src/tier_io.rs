@@ -30,6 +30,7 @@
 //! and every other reader of tiered values (DUMP, COPY, an edit that
 //! brings the value back to RAM, snapshots).
 use crate::client::Client;
+use crate::resp::errors::CmdError;
 use crate::shared::{Msg, Shared};
 use cairn_engine::tier::nowait::{self, Fetched, Installed, Want};
 use cairn_engine::{Cx, Guard, Key};
@@ -84,18 +85,21 @@ impl Parking {
     }
 }
 
-/// Before a read command reads `keys` of `db` under `g`: None if it must
-/// park (the handler then returns at once, answering nothing); else the
-/// records fetched for it, installed for the handler's run.
+/// Before a read command reads `keys` of `db` under `g`: Ok(None) if it
+/// must park (the handler then returns at once, answering nothing); else
+/// the records fetched for it, installed for the handler's run. A failed
+/// read (EIO, a bad CRC) is the error that fails the command, returned
+/// before the handler reads anything: `-ERR disk tier read failed: ...`
+/// naming the record, the key left as it was.
 pub fn prepare(
     client: &mut Client,
     cx: &Cx,
     g: &mut Guard,
     db: usize,
     keys: &[Key],
-) -> Option<Installed> {
+) -> Result<Option<Installed>, CmdError> {
     if cairn_engine::tier::store().is_none() {
-        return Some(Installed::none());
+        return Ok(Some(Installed::none()));
     }
     let wants = g.tier_wants(db, keys);
     let in_script = client.in_script;
@@ -103,7 +107,7 @@ pub fn prepare(
     let mut have = std::mem::take(&mut p.have);
     if wants.is_empty() {
         p.parks = 0;
-        return Some(Installed::none());
+        return Ok(Some(Installed::none()));
     }
     let mut left = nowait::missing(wants, &mut have);
     let can_park = p.allowed && p.parks < MAX_PARKS && !cx.in_hold() && !in_script;
@@ -113,13 +117,30 @@ pub fn prepare(
             p.parks += 1;
             p.want = Some(left);
             p.have = have;
-            return None;
+            return Ok(None);
         }
     }
-    // What is left (only where the command may not park) is read by
-    // `tier::plain` as it goes, synchronously.
+    // What is left (only where the command may not park) is read here,
+    // synchronously, as `tier::plain` would read it a moment later: here
+    // a failure is a value.
     p.parks = 0;
-    Some(nowait::install(have))
+    if !left.is_empty() {
+        nowait::fetch_all(&left, &mut have);
+    }
+    if let Some(e) = have.first_error() {
+        return Err(read_failed(&format!(
+            "{}: {e}",
+            cairn_engine::tier::READ_FAILED
+        )));
+    }
+    Ok(Some(nowait::install(have)))
+}
+
+/// The reply to a failed disk tier read (`text` starts with
+/// `tier::READ_FAILED` and names the record), logged as a warning.
+pub fn read_failed(text: &str) -> CmdError {
+    crate::log::warning(text);
+    CmdError::Text(format!("ERR {text}").into())
 }
 
 /// One read's outcome: the plain bytes, or the error that fails the

@@ -425,15 +425,12 @@ pub fn invoke(
             |payload| {
                 ctx.out.truncate(reply_start);
                 ctx.client.out_refs.truncate(reply_start);
-                // A disk tier read that failed (EIO, a bad checksum) is
-                // not a bug: the client gets its text, which names the
-                // record, and the key is as it was.
-                if let Some(m) = payload
-                    .downcast_ref::<String>()
-                    .filter(|m| m.starts_with(cairn_engine::tier::READ_FAILED))
-                {
-                    crate::log::warning(m);
-                    return Err(CmdError::Text(format!("ERR {m}").into()));
+                // A disk tier read that failed (EIO, a bad checksum) where
+                // the reader could not return it (`tier::fail_read`: no
+                // panic hook ran) is not a bug: the client gets its text,
+                // which names the record, and the key is as it was.
+                if let Some(r) = payload.downcast_ref::<cairn_engine::tier::ReadFailed>() {
+                    return Err(crate::tier_io::read_failed(&r.0));
                 }
                 crate::log::warning(&format!(
                     "BUG: command '{}' panicked; the client got an error and the server goes on",

@@ -145,7 +145,18 @@ impl Session for McSession {
                         client: &mut *client,
                         ecx,
                     };
-                    execute(&mut cx, req);
+                    // A disk tier read that failed where the reader could
+                    // not return it (`tier::fail_read`) fails this request
+                    // alone: its partial reply goes, the error is its
+                    // answer, the key is as it was.
+                    let reply_start = cx.out.len();
+                    if let Err(m) = cairn_engine::tier::catch_read_failure(|| execute(&mut cx, req))
+                    {
+                        crate::log::warning(&m);
+                        cx.out.truncate(reply_start);
+                        cx.client.out_refs.truncate(reply_start);
+                        cx.line(&format!("SERVER_ERROR {m}"));
+                    }
                     crate::keyevents::after_command(shared, &state, None);
                     client.note_journal_end(state.take_journal_end());
                     bump(&wstats.commands, 1);

@@ -3,7 +3,7 @@
 //! compaction has several to work on), and INFO's tier counters.
 #![allow(dead_code)]
 
-use super::{info_field, start_cairn, Server, TestDir};
+use super::{info_field, start_cairn_env, Server, TestDir};
 use redis::Connection;
 
 /// 16 MiB of RAM: tens of MB of values put most of them on disk.
@@ -12,6 +12,11 @@ pub const MAXMEMORY: u64 = 16 << 20;
 /// Cairn in `dir` with `MAXMEMORY`, `tier-enabled yes`, 256 KiB segments
 /// and DEBUG on, plus `extra`.
 pub fn start(dir: &TestDir, extra: &[&str]) -> Server {
+    start_env(dir, extra, &[])
+}
+
+/// `start` with environment variables for the process.
+pub fn start_env(dir: &TestDir, extra: &[&str], env: &[(&str, &str)]) -> Server {
     let max = MAXMEMORY.to_string();
     let mut args = vec![
         "--dir",
@@ -26,7 +31,7 @@ pub fn start(dir: &TestDir, extra: &[&str]) -> Server {
         "yes",
     ];
     args.extend_from_slice(extra);
-    start_cairn(&args)
+    start_cairn_env(&args, env)
 }
 
 /// A numeric INFO field of `section`.

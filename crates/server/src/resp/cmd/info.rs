@@ -243,6 +243,13 @@ fn tier_section(out: &mut String) {
     field(out, "tier_parked_commands", io.parked.load(Relaxed));
     field(out, "tier_io_queue_depth", io.queue_depth.load(Relaxed));
     field(out, "tier_io_threads", crate::tier_io::threads());
+    // branch e4write: moves coded outside the shard lock.
+    field(out, "tier_move_races", C.move_races.load(Relaxed));
+    field(
+        out,
+        "tier_moves_by_writers",
+        crate::tier::WRITER_MOVES.load(Relaxed),
+    );
 }
 
 /// Compressed string values (`value::zcomp`): how many, their bytes before

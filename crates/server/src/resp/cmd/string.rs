@@ -55,7 +55,7 @@ fn get(ctx: &mut Ctx) -> CmdResult {
     let k = e.key(ctx.arg(1));
     let mut g = e.lock(&ctx.cx, &k);
     let db = ctx.client.db;
-    let Some(_fetched) = tier_io::prepare(ctx.client, &ctx.cx, &mut g, db, &[k]) else {
+    let Some(_fetched) = tier_io::prepare(ctx.client, &ctx.cx, &mut g, db, &[k])? else {
         return Ok(());
     };
     op::get_str(&mut g, db, &k, |v| ctx.bulk_str_or_null(v))?;
@@ -155,7 +155,7 @@ fn getdel(ctx: &mut Ctx) -> CmdResult {
     let k = e.key(ctx.arg(1));
     let mut g = e.lock(&ctx.cx, &k);
     let db = ctx.client.db;
-    let Some(_fetched) = tier_io::prepare(ctx.client, &ctx.cx, &mut g, db, &[k]) else {
+    let Some(_fetched) = tier_io::prepare(ctx.client, &ctx.cx, &mut g, db, &[k])? else {
         return Ok(());
     };
     // Recorded as Redis propagates it (`DEL key`), so a replica or a
@@ -184,7 +184,7 @@ fn getex(ctx: &mut Ctx) -> CmdResult {
     // no option, or no TTL to remove, nothing changes and nothing is
     // recorded.
     let mut g = e.lock(&ctx.cx, &k);
-    let Some(_fetched) = tier_io::prepare(ctx.client, &ctx.cx, &mut g, db, &[k]) else {
+    let Some(_fetched) = tier_io::prepare(ctx.client, &ctx.cx, &mut g, db, &[k])? else {
         return Ok(());
     };
     if action == GetExAction::Persist {
@@ -203,7 +203,7 @@ fn mget(ctx: &mut Ctx) -> CmdResult {
     let mut g = e.lock_keys(&ctx.cx, &keys);
     let db = ctx.client.db;
     // Every tiered value of the MGET is read (or parked for) at once.
-    let Some(_fetched) = tier_io::prepare(ctx.client, &ctx.cx, &mut g, db, &keys) else {
+    let Some(_fetched) = tier_io::prepare(ctx.client, &ctx.cx, &mut g, db, &keys)? else {
         return Ok(());
     };
     ctx.reply().array(keys.len());
@@ -294,7 +294,7 @@ fn getrange(ctx: &mut Ctx) -> CmdResult {
     let k = e.key(ctx.arg(1));
     let mut g = e.lock(&ctx.cx, &k);
     let db = ctx.client.db;
-    let Some(_fetched) = tier_io::prepare(ctx.client, &ctx.cx, &mut g, db, &[k]) else {
+    let Some(_fetched) = tier_io::prepare(ctx.client, &ctx.cx, &mut g, db, &[k])? else {
         return Ok(());
     };
     op::get_str(&mut g, db, &k, |v| match v {
