@@ -305,7 +305,11 @@ pub fn evict_one(
                 continue;
             }
             let now_score = rank(policy, e, now);
-            if now_score < c.score && rescored < RESCORES {
+            // A value that moved to the disk tier since it was sampled
+            // ranks last now (`rank`): it goes back whatever the count,
+            // so a pool of stale candidates the tier took meanwhile does
+            // not end in evicting one of them while values in RAM remain.
+            if now_score < c.score && (rescored < RESCORES || now_score == 0) {
                 // Used since it was sampled: it goes back with its new
                 // score, and the next best is looked at.
                 rescored += 1;
