@@ -3,14 +3,16 @@
 # throughput for 2.8 KB English-like text values, Cairn with
 # `value-compression yes` against Cairn without it and redis-server 7.
 #
-# usage: scripts/bench_compression.sh [--values N] [--level L] [--codec lz4|zstd] [--throughput] [--cairn BIN] [--redis BIN] [--bench BIN]
+# usage: scripts/bench_compression.sh [--values N] [--level L] [--codec lz4|zstd] [--throughput] [--rounds R] [--cairn BIN] [--redis BIN] [--bench BIN]
 #   Memory (deterministic, always run): N values (default 20000) loaded by
 #   pipelined SETs into fresh servers; used_memory and RSS per value.
-#   --throughput: then `cairn-bench batch` (MSET/MGET x 32, 8 threads, the
-#   same values) against the three, redis-server first so the table's
-#   ratios are of Redis's (the issue's bar: Cairn on >= 0.9x on every
-#   phase); run it on an idle machine only (a small --values N checks that
-#   it works).
+#   --throughput: then `cairn-bench batch` against the three, the same
+#   values, 8 threads: MSET/MGET x 32 (E4's calls), then SET/GET of one key
+#   a call (`--single`, the calls the issue's bar names), redis-server first
+#   so the table's ratios are of Redis's (the bar: Cairn on >= 0.9x on
+#   every phase); run it on an idle machine only (a small --values N
+#   checks that it works). --rounds R: R interleaved rounds of each phase
+#   (the targets take turns; cairn-bench's summary gives the medians).
 #   --codec: `value-compression-codec` of cairn on (default lz4, the
 #   server's default: SET stores plain and a background coder codes idle
 #   values, so the script waits for it to settle, INFO compression's
@@ -21,7 +23,7 @@
 # no passage repeated whole (the generator of crates/server/tests/compression.rs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-N=20000; LEVEL=3; CODEC=lz4; THRU=0; CAIRN=target/release/cairn; REDIS=$(command -v redis-server || true)
+N=20000; LEVEL=3; CODEC=lz4; THRU=0; ROUNDS=1; CAIRN=target/release/cairn; REDIS=$(command -v redis-server || true)
 BENCH=target/release/cairn-bench
 while [ $# -gt 0 ]; do
   case $1 in
@@ -29,6 +31,7 @@ while [ $# -gt 0 ]; do
     --level) LEVEL=$2; shift 2;;
     --codec) CODEC=$2; shift 2;;
     --throughput) THRU=1; shift;;
+    --rounds) ROUNDS=$2; shift 2;;
     --cairn) CAIRN=$2; shift 2;;
     --redis) REDIS=$2; shift 2;;
     --bench) BENCH=$2; shift 2;;
@@ -179,9 +182,13 @@ if [ "$THRU" = 1 ]; then
     [ "$last" = -1 ] || echo "on: background coder settled after $((SECONDS - t0)) s" >&2
   }
   flush=()
-  for phase in mset-seq mget-seq mset-rand mget-rand; do
-    case $phase in mget-*) settle;; esac
-    "$BENCH" batch "${targets[@]}" "${pidargs[@]}" --keys "$N" --value-file "$tmp/values.txt" --threads 8 --batch 32 --phases "$phase" "${flush[@]}"
-    flush=(--no-flush)
+  for calls in "--batch 32" "--single"; do
+    for phase in mset-seq mget-seq mset-rand mget-rand; do
+      case $phase in mget-*) settle;; esac
+      # shellcheck disable=SC2086 # $calls is one or two words
+      "$BENCH" batch "${targets[@]}" "${pidargs[@]}" --keys "$N" --value-file "$tmp/values.txt" --threads 8 $calls \
+        --rounds "$ROUNDS" --phases "$phase" "${flush[@]}"
+      flush=(--no-flush)
+    done
   done
 fi

@@ -37,6 +37,8 @@ use crate::wire::OpError;
 
 const MSET: &[&str] = &["MSET"];
 const MGET: &[&str] = &["MGET"];
+const SET: &[&str] = &["SET"];
+const GET: &[&str] = &["GET"];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
@@ -53,6 +55,18 @@ impl Phase {
             Phase::MgetSeq => "mget-seq",
             Phase::MsetRand => "mset-rand",
             Phase::MgetRand => "mget-rand",
+        }
+    }
+    /// The name reports give the phase: `set-seq` ... under `--single`.
+    pub fn shown(self, single: bool) -> &'static str {
+        if !single {
+            return self.name();
+        }
+        match self {
+            Phase::MsetSeq => "set-seq",
+            Phase::MgetSeq => "get-seq",
+            Phase::MsetRand => "set-rand",
+            Phase::MgetRand => "get-rand",
         }
     }
     fn write(self) -> bool {
@@ -311,6 +325,8 @@ pub(crate) fn key(k: u64, out: &mut Vec<u8>) {
 
 struct Job<'a> {
     phase: Phase,
+    /// SET/GET of one key a call instead of MSET/MGET (`--single`).
+    single: bool,
     keys: u64,
     batch: usize,
     pipeline: usize,
@@ -335,6 +351,21 @@ struct Bufs {
 fn encode(c: &mut Conn, job: &Job, ks: &[u64], b: &mut Bufs) {
     let scratch = &mut b.key;
     match c {
+        Conn::Resp(r) if job.single => {
+            let k = ks[0];
+            scratch.clear();
+            key(k, scratch);
+            if job.phase.write() {
+                r.arr(3);
+                r.bulk(b"SET");
+                r.bulk(scratch);
+                r.bulk(job.values.value(k, &mut b.value));
+            } else {
+                r.arr(2);
+                r.bulk(b"GET");
+                r.bulk(scratch);
+            }
+        }
         Conn::Resp(r) => {
             if job.phase.write() {
                 r.arr(1 + 2 * ks.len());
@@ -381,6 +412,25 @@ fn read_reply(c: &mut Conn, job: &Job, ks: &[u64], b: &mut Bufs) -> Result<(), O
         Conn::Resp(r) => {
             if job.phase.write() {
                 return r.read_ok();
+            }
+            if job.single {
+                return match r.head()? {
+                    Head::Bulk(Some(len)) => {
+                        let got = r.wire.take(len)?;
+                        let k = ks[0];
+                        let want = job.values.value(k, &mut b.value);
+                        compare(k, r.wire.slice(got), want).map_err(|m| {
+                            job.wrong_keys.fetch_add(1, Ordering::Relaxed);
+                            OpError::Wrong(m.to_string())
+                        })
+                    }
+                    Head::Bulk(None) => {
+                        job.missing_keys.fetch_add(1, Ordering::Relaxed);
+                        Err(OpError::Missing)
+                    }
+                    Head::Error(e) => Err(OpError::Server(r.error_text(e))),
+                    h => Err(OpError::Protocol(format!("GET answered {h:?}"))),
+                };
             }
             let n = match r.head()? {
                 Head::Array(Some(n)) => n,
@@ -844,7 +894,10 @@ pub fn corpus_command(a: crate::cli::CorpusCmd) -> Result<(), String> {
     Ok(())
 }
 
-pub fn command(a: BatchCmd) -> Result<(), String> {
+pub fn command(mut a: BatchCmd) -> Result<(), String> {
+    if a.single {
+        a.batch = 1;
+    }
     let (mut ctx, pids) = make_ctx(&a.common)?;
     let phases: Vec<String> = parse_list(&a.phases, "--phases")?;
     let phases: Vec<Phase> = phases
@@ -913,6 +966,7 @@ pub fn command(a: BatchCmd) -> Result<(), String> {
                 for (ti, t) in ctx.targets.iter().enumerate() {
                     let job = Job {
                         phase,
+                        single: a.single,
                         keys: a.keys,
                         batch: a.batch,
                         pipeline: a.pipeline,
@@ -924,22 +978,28 @@ pub fn command(a: BatchCmd) -> Result<(), String> {
                         missing_keys: AtomicU64::new(0),
                         wrong_keys: AtomicU64::new(0),
                     };
+                    let pname = phase.shown(a.single);
                     let calls = a.keys.div_ceil(a.batch as u64);
-                    let label = format!("{} {} r{round} t{th}", t.name, phase.name());
-                    let names = if phase.write() { MSET } else { MGET };
+                    let label = format!("{} {} r{round} t{th}", t.name, pname);
+                    let names = match (a.single, phase.write()) {
+                        (true, true) => SET,
+                        (true, false) => GET,
+                        (false, true) => MSET,
+                        (false, false) => MGET,
+                    };
                     let dropped = (a.drop_caches && !phase.write()).then(|| {
                         let r = drop_page_cache();
                         match &r {
                             Ok(s) => ctx.say(&format!(
                                 "{} {}: page cache dropped ({s:.1} s)",
                                 t.name,
-                                phase.name()
+                                pname
                             )),
                             Err(e) => {
                                 let n = format!(
                                     "{} {} round {round}: page cache NOT dropped ({e}): its reads may come from RAM",
                                     t.name,
-                                    phase.name()
+                                    pname
                                 );
                                 ctx.say(&n);
                                 notes.push(n);
@@ -955,7 +1015,7 @@ pub fn command(a: BatchCmd) -> Result<(), String> {
                     let samples = sampler.stop();
                     let mut run = make_run(
                         &t.name,
-                        phase.name(),
+                        pname,
                         round,
                         th as u32,
                         out.started_unix,
@@ -979,7 +1039,7 @@ pub fn command(a: BatchCmd) -> Result<(), String> {
                         notes.push(format!(
                             "{} {} round {round} t{th}: {} errors {:?} ({})",
                             t.name,
-                            phase.name(),
+                            pname,
                             run.errors,
                             o.errors,
                             o.error_samples.values().next().cloned().unwrap_or_default()
@@ -994,7 +1054,7 @@ pub fn command(a: BatchCmd) -> Result<(), String> {
                         notes.push(format!(
                             "{} {} round {round} t{th}: {nstalls} stalls over {} s (longest {:.2} s)",
                             t.name,
-                            phase.name(),
+                            pname,
                             a.stall,
                             run.extra
                                 .get("longest_stall_s")
@@ -1007,14 +1067,14 @@ pub fn command(a: BatchCmd) -> Result<(), String> {
                             notes.push(format!(
                                 "{} {} round {round} t{th}: the server evicted {e} keys (its memory limit is below the data)",
                                 t.name,
-                                phase.name()
+                                pname
                             ));
                         }
                     }
                     ctx.say(&format!(
                         "{} {} t{th} round {round}: {} calls/s, {} keys/s, {} errors, {nstalls} stalls",
                         t.name,
-                        phase.name(),
+                        pname,
                         crate::report::thousands(run.ops_per_sec),
                         crate::report::thousands(run.units_per_sec),
                         run.errors
@@ -1038,6 +1098,7 @@ pub fn command(a: BatchCmd) -> Result<(), String> {
     let config = serde_json::json!({
         "keys": a.keys,
         "batch": a.batch,
+        "single": a.single,
         "value_size": a.value_size,
         "value_avg_bytes": values.avg(),
         "value_file": a.value_file,
@@ -1063,7 +1124,11 @@ pub fn command(a: BatchCmd) -> Result<(), String> {
             &ctx,
             prefix,
             "batch",
-            &format!("MSET/MGET of {} keys, average speed", a.batch),
+            &if a.single {
+                "SET/GET of one key, average speed".to_string()
+            } else {
+                format!("MSET/MGET of {} keys, average speed", a.batch)
+            },
             &rep.summary,
             None,
             true,

@@ -237,6 +237,10 @@ pub struct BatchCmd {
     /// Keys per MSET/MGET.
     #[arg(long, default_value_t = 32)]
     pub batch: usize,
+    /// SET and GET, one key a call, instead of MSET and MGET (implies
+    /// --batch 1; the phases are then named set-seq, get-seq, ...).
+    #[arg(long)]
+    pub single: bool,
     /// Average value size in bytes (generated text).
     #[arg(long, default_value_t = 2800)]
     pub value_size: usize,
