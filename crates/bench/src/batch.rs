@@ -75,12 +75,19 @@ impl Phase {
     fn random(self) -> bool {
         matches!(self, Phase::MsetRand | Phase::MgetRand)
     }
-    fn parse(s: &str) -> Result<Phase, String> {
+    fn parse(s: &str, single: bool) -> Result<Phase, String> {
         Ok(match s {
             "mset-seq" => Phase::MsetSeq,
             "mget-seq" => Phase::MgetSeq,
             "mset-rand" => Phase::MsetRand,
             "mget-rand" => Phase::MgetRand,
+            "set-seq" if single => Phase::MsetSeq,
+            "get-seq" if single => Phase::MgetSeq,
+            "set-rand" if single => Phase::MsetRand,
+            "get-rand" if single => Phase::MgetRand,
+            "set-seq" | "get-seq" | "set-rand" | "get-rand" => {
+                return Err(format!("--phases: {s:?} is a phase of --single"))
+            }
             _ => return Err(format!("--phases: unknown phase {s:?}")),
         })
     }
@@ -902,7 +909,7 @@ pub fn command(mut a: BatchCmd) -> Result<(), String> {
     let phases: Vec<String> = parse_list(&a.phases, "--phases")?;
     let phases: Vec<Phase> = phases
         .iter()
-        .map(|p| Phase::parse(p))
+        .map(|p| Phase::parse(p, a.single))
         .collect::<Result<_, _>>()?;
     let threads: Vec<usize> = parse_list(&a.threads, "--threads")?;
     if threads.iter().any(|t| *t == 0 || *t > 4096) {

@@ -238,7 +238,8 @@ pub struct BatchCmd {
     #[arg(long, default_value_t = 32)]
     pub batch: usize,
     /// SET and GET, one key a call, instead of MSET and MGET (implies
-    /// --batch 1; the phases are then named set-seq, get-seq, ...).
+    /// --batch 1; the phases are then named set-seq, get-seq, ..., and
+    /// --phases takes either name).
     #[arg(long)]
     pub single: bool,
     /// Average value size in bytes (generated text).

@@ -379,6 +379,51 @@ fn batch_mset_mget_sequential_and_random() {
     let r = report(&json);
     assert_eq!((r.runs[0].ops, r.runs[0].errors), (0, 2));
     assert_eq!(r.runs[0].per_op[0].errors.get("missing"), Some(&2));
+    // --single: SET and GET of one key a call, on both protocols, every
+    // value checked; a GET of a value changed behind the client's back is
+    // counted wrong, not fast.
+    let json = dir.path("single.json");
+    run_ok(
+        &format!(
+            "batch --target {r_url} --target {} --keys 300 --threads 2 --value-size 200 \
+             --single --seed 7 --json {}",
+            url_m(&ms),
+            p(&json)
+        ),
+        &[],
+    );
+    let r = report(&json);
+    for t in ["r", "m"] {
+        for (phase, cmd) in [
+            ("set-seq", "SET"),
+            ("get-seq", "GET"),
+            ("set-rand", "SET"),
+            ("get-rand", "GET"),
+        ] {
+            let run = runs(&r, t, phase)[0];
+            assert_eq!(run.errors, 0, "{t} {phase}");
+            assert_eq!(
+                (run.ops, run.units),
+                (300, 300),
+                "{t} {phase}: a key a call"
+            );
+            if t == "r" {
+                assert_eq!(run.per_op[0].op, cmd, "{t} {phase}");
+            }
+        }
+    }
+    redis_cmd(rs.port, &[b"SET", b"batch:0000000005", b"changed"]);
+    let json = dir.path("single-wrong.json");
+    run_ok(
+        &format!(
+            "batch --target {r_url} --keys 300 --threads 1 --value-size 200 --single \
+             --seed 7 --phases get-seq --no-flush --json {}",
+            p(&json)
+        ),
+        &[],
+    );
+    let r = report(&json);
+    assert_eq!((r.runs[0].ops, r.runs[0].errors), (299, 1));
 }
 
 #[test]
