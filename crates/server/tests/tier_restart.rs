@@ -301,3 +301,81 @@ fn eviction_takes_values_in_ram_and_keeps_tiered_keys() {
     let n: u64 = redis::cmd("EXISTS").arg("renamed").query(&mut c).unwrap();
     assert_eq!(n, 0);
 }
+
+/// `tier-compression` (branch tierw): values go out LZ4-coded under
+/// `lz4`, as they are under `none` (the default, switched by CONFIG SET
+/// while the server runs), and coded in RAM (`value-compression yes`,
+/// zstd at SET) they go out coded under `none`, not coded again; INFO
+/// counts each kind. Both kinds of record read back, and again after a
+/// restart from SAVE, which takes their pointers without reading them.
+#[test]
+fn plain_and_coded_records_read_back_across_a_restart() {
+    let dir = TestDir::new("tier_restart", "codings");
+    let server = start(&dir, &["--tier-compression", "lz4"]);
+    let mut c = client(&server);
+    let get = |c: &mut Connection| -> String {
+        let v: Vec<String> = redis::cmd("CONFIG")
+            .arg("GET")
+            .arg("tier-compression")
+            .query(c)
+            .unwrap();
+        v[1].clone()
+    };
+    assert_eq!(get(&mut c), "lz4");
+    let third = VALUES / 3;
+    write(&mut c, 0..third, 0);
+    wait_for("values to move out coded", || {
+        info(&mut c, "tier_writes_coded_on_move") > 0
+    });
+    assert_eq!(info(&mut c, "tier_writes_coded_in_ram"), 0);
+    // A setting that is not a codec is refused; `none` takes effect at once.
+    assert!(redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("tier-compression")
+        .arg("zstd")
+        .query::<()>(&mut c)
+        .is_err());
+    ok(&mut c, &["CONFIG", "SET", "tier-compression", "none"]);
+    assert_eq!(get(&mut c), "none");
+    let coded = info(&mut c, "tier_writes_coded_on_move");
+    let writes = info(&mut c, "tier_writes");
+    write(&mut c, third..2 * third, 0);
+    wait_for("values to move out plain", || {
+        info(&mut c, "tier_writes") > writes + 100
+    });
+    // A move that started before the switch may still code: a few.
+    assert!(info(&mut c, "tier_writes_coded_on_move") <= coded + 16);
+    // Coded in RAM at SET: out as they are under `none`.
+    ok(&mut c, &["CONFIG", "SET", "value-compression", "yes"]);
+    ok(
+        &mut c,
+        &["CONFIG", "SET", "value-compression-codec", "zstd"],
+    );
+    ok(
+        &mut c,
+        &["CONFIG", "SET", "value-compression-min-size", "64"],
+    );
+    write(&mut c, 2 * third..VALUES, 0);
+    wait_for("coded values to move out", || {
+        info(&mut c, "tier_writes_coded_in_ram") > 0
+    });
+    assert!(info(&mut c, "tier_writes_coded_on_move") <= coded + 16);
+    let on_disk: Vec<usize> = tiered(&mut c, 0..VALUES);
+    for part in [0..third, third..2 * third, 2 * third..VALUES] {
+        assert!(
+            on_disk.iter().any(|i| part.contains(i)),
+            "no tiered key in {part:?}"
+        );
+    }
+    check(&mut c, 0..VALUES, 0);
+    ok(&mut c, &["SAVE"]);
+    drop(c);
+    drop(server); // SIGKILL
+
+    let server = start(&dir, &[]);
+    let mut c = client(&server);
+    assert_eq!(get(&mut c), "none");
+    assert!(info(&mut c, "tier_loaded_pointers") > 0);
+    assert_eq!(info(&mut c, "tier_reads"), 0, "the load read no record");
+    check(&mut c, 0..VALUES, 0);
+}
