@@ -1358,7 +1358,7 @@ mod tests {
     /// compares both codings (and values coded in RAM, which go out as
     /// they are under either).
     fn coding_of(k: u8) -> Coding {
-        if k % 2 == 0 {
+        if k.is_multiple_of(2) {
             Coding::Lz4
         } else {
             Coding::Plain
