@@ -353,8 +353,14 @@ fn plain_and_coded_records_read_back_across_a_restart() {
     let coded = info(&mut c, "tier_writes_coded_on_move");
     // Coded in RAM at SET: out as they are under `none`.
     ok(&mut c, &["CONFIG", "SET", "value-compression", "yes"]);
-    ok(&mut c, &["CONFIG", "SET", "value-compression-codec", "zstd"]);
-    ok(&mut c, &["CONFIG", "SET", "value-compression-min-size", "64"]);
+    ok(
+        &mut c,
+        &["CONFIG", "SET", "value-compression-codec", "zstd"],
+    );
+    ok(
+        &mut c,
+        &["CONFIG", "SET", "value-compression-min-size", "64"],
+    );
     write(&mut c, z.clone(), 0);
     wait_for("values coded in RAM to move out", || {
         info(&mut c, "tier_writes_coded_in_ram") > 0
