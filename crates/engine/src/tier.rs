@@ -408,9 +408,9 @@ impl Engine {
     /// Moves the value of `key` in `db` to the tier, if it is still a
     /// string block of at least `min_size` plain bytes, in three steps so
     /// that the shard lock covers copies, not coding: under the lock, the
-    /// value's bytes are copied out; without it, they are coded (LZ4 fast
-    /// with the domain's dictionary when that saves, kind 1; plain
-    /// otherwise) and appended to the group's log; under the lock again
+    /// value's bytes are copied out; without it, they are coded as
+    /// `coding` says (a value coded in RAM is written as it is) and
+    /// appended to the group's log; under the lock again
     /// the block is swapped for a pointer block only if the key still
     /// holds the same bytes (`swap_tiered`). A value written, edited,
     /// deleted or tiered by another thread meanwhile is its new owner's:
@@ -481,9 +481,10 @@ impl Engine {
         // it fills). `record` is what goes to disk, `dict` the dictionary
         // use the pointer will hold (given back if the append fails or
         // the swap loses).
-        let (coded, dict, record) = if was_coded {
-            COUNTERS.writes_coded_in_ram.fetch_add(1, Ordering::Relaxed);
-            (true, zcomp::dict_id(copy), &copy[..])
+        // `how`: which INFO counter the record adds to once written.
+        let (coded, dict, record, how) = if was_coded {
+            let how = Some(&COUNTERS.writes_coded_in_ram);
+            (true, zcomp::dict_id(copy), &copy[..], how)
         } else if coding == Coding::Lz4 {
             // LZ4's fast coder with the domain's dictionary: about half
             // zstd's instructions to code a 2.8 KB value (~47,000 against
@@ -492,15 +493,13 @@ impl Engine {
             // (run S18u): a worker wanting the shard waited for it.
             let domain = ((k.hash() as u128 * zcomp::DOMAINS as u128) >> 64) as usize;
             if zcomp::compress_with(zcomp::Codec::Lz4, domain, copy, 0, out) {
-                COUNTERS
-                    .writes_coded_on_move
-                    .fetch_add(1, Ordering::Relaxed);
-                (true, zcomp::dict_id(out), &out[..])
+                let how = Some(&COUNTERS.writes_coded_on_move);
+                (true, zcomp::dict_id(out), &out[..], how)
             } else {
-                (false, 0, &copy[..])
+                (false, 0, &copy[..], None)
             }
         } else {
-            (false, 0, &copy[..])
+            (false, 0, &copy[..], None)
         };
         let loc = match store.append(group, db as u8, coded, key, record) {
             Ok(loc) => loc,
@@ -511,6 +510,9 @@ impl Engine {
             }
         };
         COUNTERS.writes.fetch_add(1, Ordering::Relaxed);
+        if let Some(c) = how {
+            c.fetch_add(1, Ordering::Relaxed);
+        }
         let p = Pointer {
             loc,
             plain_len,
@@ -1061,6 +1063,13 @@ mod tests {
             assert_eq!(encoding(&e, key), Some(TIERED_ENCODING));
             assert_eq!(get(&e, key).unwrap(), text);
         }
+        // A refused append counts nothing.
+        set(&e, b"c:refused", &text);
+        let before = counts();
+        store.fail_appends.store(1, Ordering::Relaxed);
+        let r = e.tier_out(0, b"c:refused", 1, Coding::Lz4, crate::clock::now_ms());
+        assert_eq!(r, Outcome::Refused);
+        assert_eq!(counts(), before);
         // Coded in RAM (SET's in-line LZ4): out as it is under both.
         e.limits.value_compression_min.store(64, Ordering::Relaxed);
         e.limits
