@@ -14,7 +14,7 @@
 //! name it: `Retirement` keeps the marks that decide when it may go.
 use crate::shared::Shared;
 use cairn_engine::evict::Pool;
-use cairn_engine::tier::{self, Loc, Outcome, Record, Store, GROUPS};
+use cairn_engine::tier::{self, Coding, Loc, Outcome, Record, Store, GROUPS};
 use cairn_engine::{CmdState, Cx};
 use cairn_persist::vlog::{self, Faults, Kind, Log, Ptr};
 use parking_lot::Mutex;
@@ -351,7 +351,7 @@ const EMPTY_SAMPLES: u32 = 64;
 /// is spent, the logs refuse an append (disk full, `tier-max-disk`) or
 /// nothing is left to move. Returns how many values it moved.
 fn move_out(shared: &Shared, cx: &Cx, target: u64, budget: Duration) -> u64 {
-    let (min, lfu) = {
+    let (min, lfu, coding) = {
         let c = shared.config.read();
         (
             c.tier_min_size,
@@ -360,6 +360,10 @@ fn move_out(shared: &Shared, cx: &Cx, target: u64, budget: Duration) -> u64 {
                 crate::config::MaxmemoryPolicy::AllkeysLfu
                     | crate::config::MaxmemoryPolicy::VolatileLfu
             ),
+            match c.tier_compression {
+                crate::config::TierCompression::None => Coding::Plain,
+                crate::config::TierCompression::Lz4 => Coding::Lz4,
+            },
         )
     };
     let started = Instant::now();
@@ -394,7 +398,7 @@ fn move_out(shared: &Shared, cx: &Cx, target: u64, budget: Duration) -> u64 {
             let Some(c) = pool.pop_best() else {
                 continue;
             };
-            let out = engine.tier_out(c.db, &c.key, min, cairn_engine::clock::now_ms());
+            let out = engine.tier_out(c.db, &c.key, min, coding, cairn_engine::clock::now_ms());
             pool.recycle(c);
             match out {
                 Outcome::Refused => {

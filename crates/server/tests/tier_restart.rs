@@ -301,3 +301,91 @@ fn eviction_takes_values_in_ram_and_keeps_tiered_keys() {
     let n: u64 = redis::cmd("EXISTS").arg("renamed").query(&mut c).unwrap();
     assert_eq!(n, 0);
 }
+
+/// `tier-compression` (branch tierw): values go out LZ4-coded under
+/// `lz4`, as they are under `none` (the default, switched by CONFIG SET
+/// while the server runs), and coded in RAM (`value-compression yes`,
+/// zstd at SET) they go out coded under `none`, not coded again; INFO
+/// counts each kind. Both kinds of record read back, and again after a
+/// restart from SAVE, which takes their pointers without reading them.
+#[test]
+fn plain_and_coded_records_read_back_across_a_restart() {
+    let dir = TestDir::new("tier_restart", "codings");
+    let server = start(&dir, &["--tier-compression", "lz4"]);
+    let mut c = client(&server);
+    let get = |c: &mut Connection| -> String {
+        let v: Vec<String> = redis::cmd("CONFIG")
+            .arg("GET")
+            .arg("tier-compression")
+            .query(c)
+            .unwrap();
+        v[1].clone()
+    };
+    let plain = |c: &mut Connection| {
+        info(c, "tier_writes")
+            - info(c, "tier_writes_coded_in_ram")
+            - info(c, "tier_writes_coded_on_move")
+    };
+    assert_eq!(get(&mut c), "lz4");
+    // Three ranges: LZ4 on the move, plain, coded in RAM (a third more
+    // than maxmemory each at least, so that each moves values out).
+    let (a, b, z) = (0..VALUES / 2, VALUES / 2..VALUES, VALUES..2 * VALUES);
+    write(&mut c, a.clone(), 0);
+    wait_for("values to move out coded", || {
+        info(&mut c, "tier_writes_coded_on_move") > 0
+    });
+    assert_eq!(info(&mut c, "tier_writes_coded_in_ram"), 0);
+    // A setting that is not a codec is refused; `none` takes effect at
+    // the next move.
+    assert!(redis::cmd("CONFIG")
+        .arg("SET")
+        .arg("tier-compression")
+        .arg("zstd")
+        .query::<()>(&mut c)
+        .is_err());
+    ok(&mut c, &["CONFIG", "SET", "tier-compression", "none"]);
+    assert_eq!(get(&mut c), "none");
+    let plain_before = plain(&mut c);
+    write(&mut c, b.clone(), 0);
+    wait_for("values to move out plain", || {
+        plain(&mut c) > plain_before + 100
+    });
+    let coded = info(&mut c, "tier_writes_coded_on_move");
+    // Coded in RAM at SET: out as they are under `none`.
+    ok(&mut c, &["CONFIG", "SET", "value-compression", "yes"]);
+    ok(
+        &mut c,
+        &["CONFIG", "SET", "value-compression-codec", "zstd"],
+    );
+    ok(
+        &mut c,
+        &["CONFIG", "SET", "value-compression-min-size", "64"],
+    );
+    write(&mut c, z.clone(), 0);
+    wait_for("values coded in RAM to move out", || {
+        info(&mut c, "tier_writes_coded_in_ram") > 0
+    });
+    assert_eq!(
+        info(&mut c, "tier_writes_coded_on_move"),
+        coded,
+        "nothing coded on the move under none"
+    );
+    let on_disk: Vec<usize> = tiered(&mut c, 0..2 * VALUES);
+    for part in [a, b, z] {
+        assert!(
+            on_disk.iter().any(|i| part.contains(i)),
+            "no tiered key in {part:?}"
+        );
+    }
+    check(&mut c, 0..2 * VALUES, 0);
+    ok(&mut c, &["SAVE"]);
+    drop(c);
+    drop(server); // SIGKILL
+
+    let server = start(&dir, &[]);
+    let mut c = client(&server);
+    assert_eq!(get(&mut c), "none");
+    assert!(info(&mut c, "tier_loaded_pointers") > 0);
+    assert_eq!(info(&mut c, "tier_reads"), 0, "the load read no record");
+    check(&mut c, 0..2 * VALUES, 0);
+}

@@ -270,7 +270,7 @@ mod tests {
     }
 
     fn out(e: &Engine, key: &[u8]) {
-        let moved = e.tier_out(0, key, 1, crate::clock::now_ms());
+        let moved = e.tier_out(0, key, 1, super::super::Coding::Lz4, crate::clock::now_ms());
         assert!(matches!(moved, super::super::Outcome::Moved { .. }));
     }
 

@@ -604,6 +604,16 @@ directives! {
     /// commands parked on a value not in the page cache (docs/design.md,
     /// "Waiting for I/O without holding up a worker"). Read at start.
     tier_io_threads: usize = "tier-io-threads", int(1, 64), "4", IMMUTABLE, keep;
+    // branch tierw: the tier's codec on the write path (issue 25, E4).
+    /// `tier-compression` (Cairn only): `none` writes a value that is
+    /// plain in RAM to the tier as it is, a copy (memcached's extstore
+    /// does the same); `lz4` codes it with LZ4's fast coder and the
+    /// domain's dictionary, about half the bytes on disk for ~50,000
+    /// instructions a 2.8 KB value, which on E4's write path was ~60% of
+    /// the server's CPU (docs/design.md, "The tier's codec on the write
+    /// path"). A value coded in RAM (`value-compression yes`) goes out
+    /// coded under either.
+    tier_compression: TierCompression = "tier-compression", Kind::Enum(TierCompression::NAMES), "none", MUTABLE, keep;
 }
 
 /// Directives only meaningful while reading a file; CONFIG REWRITE keeps

@@ -60,6 +60,7 @@ pub use types::{
 pub use types::SnapshotFormat;
 // branch lz4code
 pub use types::CompressionCodec;
+pub use types::TierCompression;
 pub use units::parse_memory;
 pub use validate::os_error_text;
 

@@ -327,6 +327,16 @@ config_enum! {
     }
 }
 
+// branch tierw: the disk tier's codec on the write path (issue 25, E4).
+config_enum! {
+    /// `tier-compression`: how a value plain in RAM is written to the
+    /// disk tier (one coded in RAM goes out as it is either way).
+    TierCompression {
+        None = "none",
+        Lz4 = "lz4",
+    }
+}
+
 // branch lz4code: liblz4 values coded in the background (issue 25, item 1).
 config_enum! {
     /// `value-compression-codec`: the codec of compressed string values.

@@ -250,6 +250,18 @@ fn tier_section(out: &mut String) {
         "tier_moves_by_writers",
         crate::tier::WRITER_MOVES.load(Relaxed),
     );
+    // branch tierw: records written coded (the rest of tier_writes went
+    // out plain, `tier-compression none`).
+    field(
+        out,
+        "tier_writes_coded_in_ram",
+        C.writes_coded_in_ram.load(Relaxed),
+    );
+    field(
+        out,
+        "tier_writes_coded_on_move",
+        C.writes_coded_on_move.load(Relaxed),
+    );
 }
 
 /// Compressed string values (`value::zcomp`): how many, their bytes before
