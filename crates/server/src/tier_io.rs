@@ -111,7 +111,11 @@ pub fn prepare(
     }
     // Read into this thread's kept buffer unless a parked run left records.
     let mut have = nowait::reuse(std::mem::take(&mut p.have));
-    let mut left = nowait::missing(wants, &mut have);
+    let mut left = if have.is_empty() {
+        wants
+    } else {
+        nowait::missing(wants, &mut have)
+    };
     let can_park = p.allowed && p.parks < MAX_PARKS && !cx.in_hold() && !in_script;
     if !left.is_empty() && can_park {
         left = nowait::try_nowait(left, &mut have);
