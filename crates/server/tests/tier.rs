@@ -498,7 +498,7 @@ fn a_log_filled_to_its_share_still_compacts() {
     // Three keys in four deleted: the sealed segments are about a quarter
     // live, candidates on any disk, and every log is at its limit for new
     // values.
-    let dead = |i: usize| i % 4 != 0;
+    let dead = |i: usize| !i.is_multiple_of(4);
     let keys: Vec<String> = (0..acked)
         .filter(|&i| dead(i))
         .map(|i| format!("v:{i}"))

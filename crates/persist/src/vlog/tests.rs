@@ -607,7 +607,7 @@ fn compaction_has_a_reserve_new_values_cannot_take() {
         // Three records in four freed: the oldest segment is a quarter
         // live.
         for (i, p) in recs.iter().enumerate() {
-            if i % 4 != 0 {
+            if !i.is_multiple_of(4) {
                 log.free(*p);
             }
         }
@@ -627,7 +627,7 @@ fn compaction_has_a_reserve_new_values_cannot_take() {
         // Every survivor reads back at its new place, every other live one
         // at its old.
         let moved: HashMap<Ptr, Ptr> = c.moved.iter().map(|m| (m.old, m.new)).collect();
-        for (i, p) in recs.iter().enumerate().filter(|(i, _)| i % 4 == 0) {
+        for (i, p) in recs.iter().enumerate().filter(|(i, _)| i.is_multiple_of(4)) {
             let at = moved.get(p).copied().unwrap_or(*p);
             assert_eq!(log.read(at).unwrap().value(), &value(i as u64, 300)[..]);
         }
