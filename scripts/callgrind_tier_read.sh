@@ -7,12 +7,16 @@
 # the reads end), divided by the keys read; with the inclusive counts of
 # the tier's read path on the threads that ran it: `tier_io::prepare`
 # (which keys are tiered, the reads that do not wait, installing them),
-# the reads themselves (`read_nowait`/`read_batch`), the LZ4 decode, and
-# the allocator. Instruction counts do not drift with the machine's load
-# (BENCHMARKS.md, "Request path cost"); system calls are not counted by
-# callgrind (the kernel's side of a pread is not an instruction of the
-# process): INFO's tier_reads and the syscall line (strace -c, optional,
-# STRACE=1, a separate run without valgrind) say how many there were.
+# the reads themselves (`try_nowait`), and the LZ4 decode. Instruction
+# counts do not drift with the machine's load (BENCHMARKS.md, "Request
+# path cost"); system calls are not counted by callgrind (the kernel's
+# side of a pread is not an instruction of the process): INFO's
+# tier_reads and the syscall lines (strace -c -f attached for the read
+# phases of a second run without valgrind, STRACE=1) say how many there
+# were. KEEP=DIR keeps the profiles (callgrind_annotate DIR/cg.1-NN).
+# Under callgrind's slow clock the worker's cron (hz 1) runs every few
+# dozen MGETs instead of every few hundred, so its per-tick work weighs
+# more than in a real run.
 # Every value the tier holds is in the page cache here (the logs are a
 # few MB), so this is the cost of E4's warm reads, the bar's case.
 # usage: scripts/callgrind_tier_read.sh BINARY [KEYS] [MAXMEMORY] [-- extra cairn args]
@@ -77,19 +81,17 @@ read_keys=$(( 2 * keys ))
 total=0
 inc() { grep -m1 -E "$1" <<< "$ann" | awk '{gsub(",","",$1); print $1+0}' || true; }
 busiest=""; most=0
-printf '%-10s %13s %12s %12s %12s %12s\n' thread instructions prepare pread lz4 malloc+free
+printf '%-10s %13s %12s %12s %12s\n' thread instructions prepare pread lz4
 for f in "$out".1-*; do
   ann=$(callgrind_annotate --inclusive=yes "$f" 2>/dev/null)
   t=$(grep -m1 "PROGRAM TOTALS" <<< "$ann" | awk '{gsub(",","",$1); print $1+0}' || true)
   total=$(( total + ${t:-0} ))
   if [ "${t:-0}" -gt 10000000 ]; then
     prep=$(inc "tier_io::prepare")
-    rd=$(inc "Log>::read_nowait|Log>::read_batch|nowait::try_nowait")
+    rd=$(inc "nowait::try_nowait")
     lz4=$(inc "LZ4_decompress_safe")
-    ma=$(grep -E "(malloc|sdallocx|[^a-z_]free|realloc)[^a-z_]" <<< "$ann" | grep -v "::" \
-      | awk '{gsub(",","",$1); s+=$1} END {print s+0}')
     [ "$t" -gt "$most" ] && { most=$t; busiest=$f; }
-    printf '%-10s %13s %12s %12s %12s %12s\n' "${f##*-}" "$t" "${prep:-0}" "${rd:-0}" "${lz4:-0}" "$ma"
+    printf '%-10s %13s %12s %12s %12s\n' "${f##*-}" "$t" "${prep:-0}" "${rd:-0}" "${lz4:-0}"
   fi
 done
 grep -E "^\| cairn +\| mget" "$d/bench.md" | cut -d'|' -f2-6 || true
