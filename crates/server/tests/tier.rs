@@ -419,15 +419,16 @@ fn compaction_waits_for_half_dead_segments_unless_the_disk_is_nearly_full() {
 
     // A nearly full disk: 75% live is compacted. `tier-max-disk` 4 MB is
     // 256 KiB a log, four segments, one of which (and two headers) is
-    // compaction's reserve: new values may use about 192 KiB. The load
-    // stops once the logs hold about 2.3 MB: on average 150 KiB each,
-    // within a segment of what new values may use, none refused yet.
+    // compaction's reserve: new values may use about 190 KiB, and a log
+    // is "nearly full" from about 126 KiB. The load stops once the logs
+    // hold about 2.2 MB: on average 140 KiB each (they differ by a tenth
+    // or so), past the mark, none refused yet.
     let dir = TestDir::new("tier", "compact-full");
     let mut args = small.to_vec();
     args.extend_from_slice(&["--tier-max-disk", "4mb"]);
     let server = start(&dir, &args);
     let mut c = client(&server);
-    let target = 16 * 150 * 1024;
+    let target = 16 * 140 * 1024;
     let mut acked = 0;
     while info(&mut c, "tier_bytes_on_disk") < target {
         assert!(acked < n, "the logs did not fill");
@@ -438,11 +439,16 @@ fn compaction_waits_for_half_dead_segments_unless_the_disk_is_nearly_full() {
         });
     }
     assert_eq!(info(&mut c, "tier_append_errors"), 0, "no log is full");
+    // A chunk refused with -OOM and sent again rewrites keys that may have
+    // moved out meanwhile, leaving dead records: in a log past the
+    // nearly-full mark a segment can then fall under 80% live before the
+    // deletes (seen with three test binaries at once). The deletes must
+    // bring compactions of their own.
     std::thread::sleep(Duration::from_millis(500));
-    assert_eq!(info(&mut c, "tier_compactions"), 0);
+    let before = info(&mut c, "tier_compactions");
     del(&mut c, &dead, acked);
     wait_for("a compaction of segments about 75% live", || {
-        info(&mut c, "tier_compactions") > 0
+        info(&mut c, "tier_compactions") > before
     });
     // Memory is well under the threshold now: nothing moves out, and each
     // compaction gives back a quarter of a segment.
@@ -493,7 +499,9 @@ fn a_log_filled_to_its_share_still_compacts() {
         full > 16 * 160 * 1024 && full <= 4 << 20,
         "the logs hold what new values may use: {full}"
     );
-    assert_eq!(info(&mut c, "tier_compactions"), 0);
+    // (A chunk sent again after -OOM may have left a few dead records, and
+    // a compaction of them: the deletes below must bring their own.)
+    let before = info(&mut c, "tier_compactions");
     check(&mut c, 0..acked, 0);
     // Three keys in four deleted: the sealed segments are about a quarter
     // live, candidates on any disk, and every log is at its limit for new
@@ -507,7 +515,7 @@ fn a_log_filled_to_its_share_still_compacts() {
         let _: usize = redis::cmd("DEL").arg(chunk).query(&mut c).unwrap();
     }
     wait_for("compactions of the full logs", || {
-        info(&mut c, "tier_compactions") >= 16
+        info(&mut c, "tier_compactions") >= before + 16
     });
     // Each log's two sealed segments, a quarter live, become one
     // compacted tail of their survivors; the tail of new values stays.
