@@ -349,7 +349,7 @@ impl<'a> CRef<'a> {
         if self.is_coded() {
             crate::value::zcomp::with_plain(self.value(), f)
         } else if self.is_tiered() {
-            f(&crate::tier::plain(self.key(), self.tier_ptr()))
+            crate::tier::with_plain(self.key(), self.tier_ptr(), f)
         } else {
             f(self.value())
         }

@@ -141,15 +141,17 @@ impl StrRef<'_> {
             StrRef::Bytes(b) => f(b),
             StrRef::Value(v) => v.with_bytes(f),
             StrRef::Coded(c) => crate::value::zcomp::with_plain(c, f),
-            StrRef::Tiered { key, ptr } => f(&crate::tier::plain(key, *ptr)),
+            StrRef::Tiered { key, ptr } => crate::tier::with_plain(key, *ptr, f),
         }
     }
 
     /// Appends the value's bytes to `out`; a coded value is decoded into it
-    /// (no copy through a buffer of its own unless its codec needs one).
+    /// (no copy through a buffer of its own unless its codec needs one), and
+    /// so is a tiered one a read command fetched beforehand.
     pub fn append_to(&self, out: &mut Vec<u8>) {
         match self {
             StrRef::Coded(c) => crate::value::zcomp::decompress_into(c, out),
+            StrRef::Tiered { key, ptr } => crate::tier::append_plain(key, *ptr, out),
             _ => self.with_bytes(|b| out.extend_from_slice(b)),
         }
     }

@@ -1154,6 +1154,29 @@ impl<'e> Guard<'e> {
         }
     }
 
+    /// Before a multi-key read looks `keys` up one at a time: brings each
+    /// key's table header, home slot and entry toward the cache in three
+    /// passes, so that their cache misses overlap instead of coming one
+    /// after another (three dependent misses a key in a large keyspace:
+    /// 16% of the server's cycles in E4's MGET x 32 under perf, branch
+    /// tierr). Valkey 8 prefetches a batch's entries the same way. Reads
+    /// nothing a lookup would not, changes nothing.
+    pub fn prefetch(&mut self, db: usize, keys: &[Key]) {
+        if keys.len() < 2 {
+            return;
+        }
+        for k in keys {
+            let t: *const Table = &self.shard(k).dbs[db];
+            crate::table::prefetch(t.cast());
+        }
+        for k in keys {
+            self.shard(k).dbs[db].prefetch_home(k.hash);
+        }
+        for k in keys {
+            self.shard(k).dbs[db].prefetch_entry(k.hash);
+        }
+    }
+
     /// `peek` without materializing (TYPE, TTL, OBJECT, MEMORY USAGE, ...).
     pub fn peek_ref(&mut self, db: usize, k: &Key) -> Option<Ref<'_>> {
         let i = self.live_slot(db, k)?;

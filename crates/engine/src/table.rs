@@ -52,6 +52,20 @@ fn tag_of(hash: u64) -> u64 {
     (hash >> 32) & 0xffff
 }
 
+/// A hint that `p` will be read soon; never faults, whatever `p` is.
+#[inline]
+pub(crate) fn prefetch(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is a hint: it reads nothing a program can see and
+    // does not fault on any address.
+    #[allow(unused_unsafe)]
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast());
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
 /// Turns an owned key into a slot, taking ownership of it.
 fn pack(hash: u64, owned: Owned) -> Slot {
     let addr = raw_of(owned);
@@ -174,6 +188,29 @@ impl Table {
             unsafe { (*meta_ptr(s)).hash }
         };
         h as usize & self.mask()
+    }
+
+    /// Asks the CPU to bring the home slot of `hash` toward the cache:
+    /// the first of `Guard::prefetch`'s passes over a batch of keys.
+    pub fn prefetch_home(&self, hash: u64) {
+        if let Some(s) = self.slots.get(hash as u32 as usize & self.mask_or_zero()) {
+            prefetch(std::ptr::from_ref(s).cast());
+        }
+    }
+
+    /// The second pass: the entry in the home slot of `hash`, if its tag
+    /// matches (the key itself, or a key sharing its tag; a key further
+    /// along the probe run is not fetched ahead).
+    pub fn prefetch_entry(&self, hash: u64) {
+        if let Some(&s) = self.slots.get(hash as u32 as usize & self.mask_or_zero()) {
+            if s != 0 && s >> ADDR_BITS == tag_of(hash) {
+                prefetch(meta_ptr(s).cast_const().cast());
+            }
+        }
+    }
+
+    fn mask_or_zero(&self) -> usize {
+        self.slots.len().saturating_sub(1)
     }
 
     /// Slot index of `key`, if present.

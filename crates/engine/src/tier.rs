@@ -283,31 +283,15 @@ fn fetch_one(key: &[u8], p: Pointer) -> Result<Vec<u8>, String> {
     decode(key, p, rec)
 }
 
-/// A record read for `key` at `p`: its key checked, decoded if kind 1,
-/// its length checked against the pointer.
+/// A record read for `key` at `p`: its key and length checked
+/// (`nowait::check`), decoded if kind 1.
 fn decode(key: &[u8], p: Pointer, rec: Record) -> Result<Vec<u8>, String> {
-    let bad = |why: &str| {
-        COUNTERS.read_errors.fetch_add(1, Ordering::Relaxed);
-        format!(
-            "tier record {}/{}@{}: {why}",
-            p.group, p.loc.segment, p.loc.offset
-        )
-    };
-    if rec.key != key {
-        return Err(bad("holds another key"));
-    }
-    let plain = if rec.coded {
-        if rec.value.len() < zcomp::HEADER || zcomp::dict_id(&rec.value) != p.dict {
-            return Err(bad("coded value does not match its pointer"));
-        }
+    nowait::check(key, p, &rec.key, &rec.value, rec.coded)?;
+    Ok(if rec.coded {
         zcomp::decompress(&rec.value)
     } else {
         rec.value
-    };
-    if plain.len() != usize::from(p.plain_len) {
-        return Err(bad("length does not match its pointer"));
-    }
-    Ok(plain)
+    })
 }
 
 /// How the text of a failed read starts (the RESP reply is `-ERR ` and
@@ -350,11 +334,47 @@ pub fn catch_read_failure<R>(f: impl FnOnce() -> R) -> Result<R, String> {
 /// it was. A value a parked command fetched beforehand
 /// (`nowait::install`) is taken from there.
 pub fn plain(key: &[u8], p: Pointer) -> Vec<u8> {
-    // What a parked command's I/O threads (or RWF_NOWAIT) fetched for it.
-    let got = nowait::installed(p);
-    match got.unwrap_or_else(|| fetch(&[(key, p)]).pop().expect("one request, one answer")) {
-        Ok(v) => v,
-        Err(e) => fail_read(&e),
+    let mut v = Vec::with_capacity(usize::from(p.plain_len));
+    append_plain(key, p, &mut v);
+    v
+}
+
+/// Appends the plain bytes of one tiered value to `out` (a reply): a
+/// value fetched beforehand (`nowait::install`) is decoded straight into
+/// it, with no buffer of its own. Failures as `plain`'s.
+pub fn append_plain(key: &[u8], p: Pointer, out: &mut Vec<u8>) {
+    let done = nowait::with_installed(p, |v| match v {
+        Ok((bytes, true)) => zcomp::decompress_into(bytes, out),
+        Ok((bytes, false)) => out.extend_from_slice(bytes),
+        Err(e) => fail_read(e),
+    });
+    if done.is_none() {
+        match fetch_one(key, p) {
+            Ok(v) => out.extend_from_slice(&v),
+            Err(e) => fail_read(&e),
+        }
+    }
+}
+
+/// Calls `f` with the plain bytes of one tiered value: one fetched
+/// beforehand is lent where it lies (decoded in a reused buffer when
+/// coded, `zcomp::with_plain`), without a copy. Failures as `plain`'s.
+pub fn with_plain<R>(key: &[u8], p: Pointer, f: impl FnOnce(&[u8]) -> R) -> R {
+    let mut f = Some(f);
+    let done = nowait::with_installed(p, |v| {
+        let f = f.take().expect("called once");
+        match v {
+            Ok((bytes, true)) => zcomp::with_plain(bytes, f),
+            Ok((bytes, false)) => f(bytes),
+            Err(e) => fail_read(e),
+        }
+    });
+    match done {
+        Some(r) => r,
+        None => match fetch_one(key, p) {
+            Ok(v) => (f.take().expect("not called above"))(&v),
+            Err(e) => fail_read(&e),
+        },
     }
 }
 

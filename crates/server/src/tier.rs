@@ -33,8 +33,10 @@ pub struct Tier {
     pub faults: Arc<Faults>,
     compactions: AtomicU64,
     compacted_bytes: AtomicU64,
-    /// Each log's share of `tier-max-disk`, and the segment size.
+    /// Each log's share of `tier-max-disk`, the part of it kept for
+    /// compaction's copies (`compaction_reserve`), and the segment size.
     disk_limit: Option<u64>,
+    reserve: u64,
     segment_size: u32,
     retirement: Mutex<Retirement>,
     /// Segments in `retirement` (read without its lock by `mark_live`).
@@ -192,6 +194,23 @@ impl Store for Handle {
 /// a write per 64 KiB is still a small share of a value's cost.
 const BUFFER_SIZE: usize = 64 << 10;
 
+/// The bytes of a log's share of `tier-max-disk` (`limit`) that new
+/// values leave to compaction: one segment and two segment headers, so
+/// that compacting any one segment (its survivors are at most its size,
+/// and the compaction tail may roll to a new segment once) always has
+/// room, whatever new values did; at most half the share, so that a share
+/// smaller than two segments still takes values (it compacts only
+/// segments whose survivors fit what is left). Freed space comes back
+/// when the compacted segment is deleted: at once without snapshots,
+/// after the next durable snapshot otherwise ("Retired segments"); until
+/// then the copies hold part of the reserve, and a compaction that finds
+/// no room fails with the disk limit's error and leaves its segment as it
+/// was.
+fn compaction_reserve(limit: u64, segment_size: u32) -> u64 {
+    let header = vlog::format::SEGMENT_HEADER_LEN;
+    (u64::from(segment_size) + 2 * header).min(limit / 2)
+}
+
 /// `tier-dir`: relative to `dir`, the working directory by then.
 fn dir_of(c: &crate::config::Config) -> PathBuf {
     PathBuf::from(&c.tier_dir)
@@ -211,11 +230,13 @@ pub fn open(c: &crate::config::Config) -> Result<(), String> {
     let faults = Arc::new(Faults::default());
     // `tier-max-disk` is shared evenly: keys hash evenly over the groups.
     let disk_limit = (c.tier_max_disk > 0).then(|| (c.tier_max_disk / GROUPS as u64).max(1));
+    let reserve = disk_limit.map_or(0, |l| compaction_reserve(l, c.tier_segment_size));
     let mut logs = Vec::with_capacity(GROUPS);
     for g in 0..GROUPS {
         let opts = vlog::Options {
             segment_size: c.tier_segment_size,
             disk_limit,
+            compaction_reserve: reserve,
             faults: Some(faults.clone()),
             buffer_size: BUFFER_SIZE,
             ..vlog::Options::default()
@@ -232,6 +253,7 @@ pub fn open(c: &crate::config::Config) -> Result<(), String> {
         compactions: AtomicU64::new(0),
         compacted_bytes: AtomicU64::new(0),
         disk_limit,
+        reserve,
         segment_size: c.tier_segment_size,
         retirement: Mutex::new(Retirement::default()),
         retired: AtomicUsize::new(0),
@@ -517,8 +539,11 @@ fn compact_one(shared: &Shared, t: &Tier, g: usize) -> bool {
         return false;
     };
     let log = &t.logs[g];
+    // "Nearly full": within a segment of what new values may use (the
+    // share less compaction's reserve), where appends are about to be
+    // refused.
     let under = match t.disk_limit {
-        Some(limit) if log.stats().disk_bytes + u64::from(t.segment_size) >= limit => {
+        Some(limit) if log.stats().disk_bytes + u64::from(t.segment_size) + t.reserve >= limit => {
             COMPACT_UNDER_FULL
         }
         _ => COMPACT_UNDER,
@@ -557,16 +582,21 @@ fn compact_one(shared: &Shared, t: &Tier, g: usize) -> bool {
 // branch tierio: reads that do not wait, for `crate::tier_io`.
 
 impl tier::nowait::NowaitRead for Handle {
-    fn read_nowait(&self, group: usize, l: Loc) -> Option<Result<Record, String>> {
+    fn read_nowait(
+        &self,
+        group: usize,
+        l: Loc,
+        buf: &mut Vec<u8>,
+    ) -> Option<Result<tier::nowait::Placed, String>> {
         // `DEBUG TIER-FAULT DELAY`: every read goes to the I/O threads.
         if crate::tier_io::delayed() {
             return None;
         }
-        match self.0.logs[group].read_nowait(ptr(l)) {
-            Ok(Some(f)) => Some(Ok(Record {
-                key: f.key().to_vec(),
-                value: f.value().to_vec(),
-                coded: f.kind() == Kind::Coded,
+        match self.0.logs[group].read_nowait_into(ptr(l), buf) {
+            Ok(Some(p)) => Some(Ok(tier::nowait::Placed {
+                key: p.key,
+                value: p.value,
+                coded: p.kind == Kind::Coded,
             })),
             Ok(None) => None,
             Err(e) => Some(Err(e.to_string())),

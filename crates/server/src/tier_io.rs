@@ -104,12 +104,18 @@ pub fn prepare(
     let wants = g.tier_wants(db, keys);
     let in_script = client.in_script;
     let p = &mut client.tier;
-    let mut have = std::mem::take(&mut p.have);
     if wants.is_empty() {
+        p.have.clear();
         p.parks = 0;
         return Ok(Some(Installed::none()));
     }
-    let mut left = nowait::missing(wants, &mut have);
+    // Read into this thread's kept buffer unless a parked run left records.
+    let mut have = nowait::reuse(std::mem::take(&mut p.have));
+    let mut left = if have.is_empty() {
+        wants
+    } else {
+        nowait::missing(wants, &mut have)
+    };
     let can_park = p.allowed && p.parks < MAX_PARKS && !cx.in_hold() && !in_script;
     if !left.is_empty() && can_park {
         left = nowait::try_nowait(left, &mut have);

@@ -276,3 +276,119 @@ fn on_tmpfs(dir: &TestDir) -> bool {
     assert_eq!(rc, 0, "statfs {}", dir.s());
     st.f_type == libc::TMPFS_MAGIC
 }
+
+/// Tiered values reply byte for byte as plain ones (branch tierr: a read
+/// command's records are read into one buffer per command and a coded
+/// one is decoded straight into the reply). A tier server and a plain
+/// one hold the same values; every reading command's exact reply, in
+/// RESP2 and RESP3, matches: MGET of tiered keys beside RAM, missing and
+/// non-string keys (and the same key twice), GET, GETRANGE/SUBSTR,
+/// STRLEN, GETEX, GETDEL, LCS, DUMP, the edits that bring a value back
+/// (APPEND, SETRANGE, GETSET, SET ... GET, INCR's error), BITCOUNT,
+/// GETBIT, COPY; then MGET inside MULTI/EXEC and a script (synchronous
+/// reads), and read by the I/O threads (`DEBUG TIER-FAULT DELAY`).
+#[test]
+fn tiered_values_reply_byte_for_byte_as_plain_ones() {
+    let dir = TestDir::new("tier-io", "bytes");
+    let (server, mut c) = start(&dir);
+    let plain = start_cairn(&[]);
+    let mut p = redis_client(plain.port);
+    let mut pipe = redis::pipe();
+    for i in 0..TIERED {
+        pipe.cmd("SET").arg(format!("t:{i}")).arg(value(i)).ignore();
+    }
+    pipe.cmd("SET").arg("ram:1").arg("small value").ignore();
+    pipe.query::<()>(&mut p).unwrap();
+    for conn in [&mut c, &mut p] {
+        let _: () = redis::cmd("RPUSH")
+            .arg("list")
+            .arg("a")
+            .query(conn)
+            .unwrap();
+    }
+    let enc: String = redis::cmd("OBJECT")
+        .arg("ENCODING")
+        .arg("t:5")
+        .query(&mut c)
+        .unwrap();
+    assert_eq!(enc, "tiered");
+    let mget: Vec<String> = ["MGET", "ram:1", "nosuch", "list", "t:0"]
+        .iter()
+        .map(|s| s.to_string())
+        .chain((0..40).map(|i| format!("t:{i}")))
+        .collect();
+    let lines = [
+        "GET t:41",
+        "GET nosuch",
+        "GETRANGE t:42 0 -1",
+        "GETRANGE t:42 100 199",
+        "GETRANGE t:43 -10 -1",
+        "GETRANGE t:43 5000 6000",
+        "SUBSTR t:42 5 50",
+        "STRLEN t:44",
+        "LCS t:45 t:46 LEN",
+        "GETEX t:47 PX 100000",
+        "GETDEL t:48",
+        "GET t:48",
+        "DUMP t:49",
+        "APPEND t:50 !",
+        "GET t:50",
+        "SETRANGE t:51 5 abc",
+        "GET t:51",
+        "GETSET t:52 new",
+        "SET t:53 x GET",
+        "INCR t:54",
+        "BITCOUNT t:55",
+        "GETBIT t:55 100",
+        "COPY t:56 c56",
+        "GET c56",
+        "HELLO 3",
+        "GET t:60",
+        "GETRANGE t:61 3 30",
+        "GETEX t:62",
+        "MULTI",
+        "MGET t:63 t:64 ram:1",
+        "GET t:65",
+        "EXEC",
+        "EVAL return_redis.call('MGET','t:66','t:67','nosuch') 0",
+    ];
+    let mut script: Vec<Vec<String>> = lines
+        .iter()
+        .map(|l| {
+            l.split(' ')
+                .map(|w| w.replace("return_", "return "))
+                .collect()
+        })
+        .collect();
+    // The MGET in RESP2, before HELLO 3, and again in RESP3 at the end.
+    let hello = script.iter().position(|a| a[0] == "HELLO").unwrap();
+    script.insert(hello, mget.clone());
+    script.push(mget.clone());
+    let (mut rc, mut rp) = (server.conn(), plain.conn());
+    let mut compare = |args: &[String]| {
+        let a: Vec<&[u8]> = args.iter().map(|s| s.as_bytes()).collect();
+        rc.send(&a);
+        rp.send(&a);
+        let (got, want) = (rc.read_raw_reply(), rp.read_raw_reply());
+        if args[0] != "HELLO" {
+            assert!(
+                got == want,
+                "{args:?}: {} against {}",
+                support::escape(&got[..got.len().min(200)]),
+                support::escape(&want[..want.len().min(200)])
+            );
+        }
+    };
+    for args in &script {
+        compare(args);
+    }
+    let reads = info(&mut c, "tier_reads");
+    // The same MGET read by the I/O threads (every read parks), then
+    // once more without waiting.
+    delay(&mut c, 1);
+    compare(&mget);
+    delay(&mut c, 0);
+    compare(&mget);
+    assert!(info(&mut c, "tier_reads_parked") > 0, "the reads parked");
+    assert!(info(&mut c, "tier_reads") > reads);
+}

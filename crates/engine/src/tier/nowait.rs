@@ -21,9 +21,10 @@
 //! Contexts that cannot park (EXEC, scripts, memcached, the snapshot
 //! writer, DUMP, edits that materialize a value) never get here and keep
 //! the synchronous `tier::fetch`.
-use super::{decode, store, Loc, Pointer, Record, COUNTERS};
+use super::{store, Loc, Pointer, COUNTERS};
 use crate::entry::Ref;
 use crate::keyspace::{Guard, Key};
+use crate::value::zcomp;
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
@@ -31,10 +32,26 @@ use std::sync::OnceLock;
 /// Reads that must not wait for the disk. The server implements it over
 /// its value logs with `preadv2(RWF_NOWAIT)`.
 pub trait NowaitRead: Send + Sync {
-    /// The record if every byte of it can be had without waiting for the
-    /// disk (page cache, or the log's write buffer); None if the read
-    /// would wait.
-    fn read_nowait(&self, group: usize, loc: Loc) -> Option<Result<Record, String>>;
+    /// Appends the record to `buf` if every byte of it can be had without
+    /// waiting for the disk (page cache, or the log's write buffer), its
+    /// CRC checked, and says where its key and value are; None if the read
+    /// would wait. On None or an error `buf` is as it was.
+    fn read_nowait(
+        &self,
+        group: usize,
+        loc: Loc,
+        buf: &mut Vec<u8>,
+    ) -> Option<Result<Placed, String>>;
+}
+
+/// Where `NowaitRead::read_nowait` put a record in the buffer it was
+/// given.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Placed {
+    pub key: std::ops::Range<usize>,
+    pub value: std::ops::Range<usize>,
+    /// Kind 1: the value is a zcomp coded value; else the plain bytes.
+    pub coded: bool,
 }
 
 static NOWAIT: OnceLock<Box<dyn NowaitRead>> = OnceLock::new();
@@ -68,12 +85,29 @@ pub struct Want {
 }
 
 /// Values fetched for one command, by the pointer they were read at: the
-/// plain bytes, or the read's error (which fails the command as a
-/// synchronous read's would).
+/// value's bytes as its record holds them (coded, or plain), or the read's
+/// error (which fails the command as a synchronous read's would). The
+/// bytes of every value sit back to back in one buffer, kept from one
+/// command to the next (`install` hands it back): an MGET's reads cost no
+/// allocation once warm, and a coded value is decoded only when the
+/// handler writes it, straight into the reply (`tier::append_plain`).
 #[derive(Debug, Default)]
 pub struct Fetched {
-    vals: Vec<(Pointer, Result<Vec<u8>, String>)>,
+    buf: Vec<u8>,
+    vals: Vec<(Pointer, Result<Held, String>)>,
 }
+
+/// A value's place in `Fetched::buf`.
+#[derive(Clone, Copy, Debug)]
+struct Held {
+    at: usize,
+    len: usize,
+    coded: bool,
+}
+
+/// A fetched value as `Fetched::with` lends it: its bytes, and whether
+/// they are coded (a zcomp value to decode) or plain.
+pub(super) type Lent<'a> = Result<(&'a [u8], bool), &'a str>;
 
 impl Fetched {
     pub fn is_empty(&self) -> bool {
@@ -84,11 +118,23 @@ impl Fetched {
         self.vals.len()
     }
 
+    /// A value read elsewhere (the I/O threads): its plain bytes, or the
+    /// error of its read.
     pub fn push(&mut self, ptr: Pointer, val: Result<Vec<u8>, String>) {
-        self.vals.push((ptr, val));
+        let held = val.map(|v| {
+            let at = self.buf.len();
+            self.buf.extend_from_slice(&v);
+            Held {
+                at,
+                len: v.len(),
+                coded: false,
+            }
+        });
+        self.vals.push((ptr, held));
     }
 
     pub fn clear(&mut self) {
+        self.buf.clear();
         self.vals.clear();
     }
 
@@ -99,13 +145,94 @@ impl Fetched {
             .find_map(|(_, v)| v.as_ref().err().map(String::as_str))
     }
 
-    fn get(&self, p: Pointer) -> Option<&Result<Vec<u8>, String>> {
+    fn find(&self, p: Pointer) -> Option<&Result<Held, String>> {
         // A handful of entries (an MGET's): a scan beats hashing.
         self.vals
             .iter()
             .find(|(q, _)| q.group == p.group && q.loc == p.loc)
             .map(|(_, v)| v)
     }
+
+    fn has(&self, p: Pointer) -> bool {
+        self.find(p).is_some()
+    }
+
+    /// The value fetched at `p`, if any, lent to `f`.
+    pub(super) fn with<R>(&self, p: Pointer, f: impl FnOnce(Lent<'_>) -> R) -> Option<R> {
+        let v = self.find(p)?;
+        Some(f(match v {
+            Ok(h) => Ok((&self.buf[h.at..h.at + h.len], h.coded)),
+            Err(e) => Err(e.as_str()),
+        }))
+    }
+
+    /// Reads `w` without waiting into the buffer: true if it came (or
+    /// failed), false if it would wait (nothing kept).
+    fn read_nowait(&mut self, r: &dyn NowaitRead, w: &Want) -> bool {
+        let mark = self.buf.len();
+        let placed = match r.read_nowait(usize::from(w.ptr.group), w.ptr.loc, &mut self.buf) {
+            None => {
+                self.buf.truncate(mark);
+                return false;
+            }
+            Some(p) => p,
+        };
+        let held = placed
+            .inspect_err(|_| {
+                COUNTERS.read_errors.fetch_add(1, Ordering::Relaxed);
+            })
+            .and_then(|pl| {
+                let coded = pl.coded;
+                let (k, v) = (&self.buf[pl.key.clone()], &self.buf[pl.value.clone()]);
+                check(&w.key, w.ptr, k, v, coded).map(|()| Held {
+                    at: pl.value.start,
+                    len: pl.value.len(),
+                    coded,
+                })
+            });
+        if held.is_err() {
+            self.buf.truncate(mark);
+        }
+        self.vals.push((w.ptr, held));
+        true
+    }
+}
+
+/// A record read for `key` at `p`, before its value is decoded: its key,
+/// and its value's length (a coded value's from its header, and its
+/// dictionary) against the pointer. A coded value whose header agrees
+/// decodes to that length: the record's CRC was checked, and this process
+/// or one it restarted from coded it (a failure to decode then is memory
+/// corruption, `zcomp::decompress_into`'s panic).
+pub(super) fn check(
+    key: &[u8],
+    p: Pointer,
+    rk: &[u8],
+    v: &[u8],
+    coded: bool,
+) -> Result<(), String> {
+    let bad = |why: &str| {
+        COUNTERS.read_errors.fetch_add(1, Ordering::Relaxed);
+        format!(
+            "tier record {}/{}@{}: {why}",
+            p.group, p.loc.segment, p.loc.offset
+        )
+    };
+    if rk != key {
+        return Err(bad("holds another key"));
+    }
+    let len = if coded {
+        if v.len() < zcomp::HEADER || zcomp::dict_id(v) != p.dict || zcomp::codec(v).is_none() {
+            return Err(bad("coded value does not match its pointer"));
+        }
+        zcomp::plain_len(v)
+    } else {
+        v.len()
+    };
+    if len != usize::from(p.plain_len) {
+        return Err(bad("length does not match its pointer"));
+    }
+    Ok(())
 }
 
 /// The retry rule: of `wants` (the keys' pointers now), those `have`
@@ -118,10 +245,7 @@ pub fn missing(wants: Vec<Want>, have: &mut Fetched) -> Vec<Want> {
             .iter()
             .any(|w| w.ptr.group == q.group && w.ptr.loc == q.loc)
     });
-    wants
-        .into_iter()
-        .filter(|w| have.get(w.ptr).is_none())
-        .collect()
+    wants.into_iter().filter(|w| !have.has(w.ptr)).collect()
 }
 
 /// Reads each of `wants` without waiting; what came back goes into
@@ -131,28 +255,29 @@ pub fn try_nowait(wants: Vec<Want>, have: &mut Fetched) -> Vec<Want> {
     let Some(r) = NOWAIT.get() else {
         return wants;
     };
+    // A command's reads come from the page cache in microseconds: they are
+    // timed together, not each (two clock reads a value).
+    let t0 = std::time::Instant::now();
     let mut left = Vec::new();
+    let mut hits = 0;
     for w in wants {
-        let t0 = std::time::Instant::now();
-        match r.read_nowait(usize::from(w.ptr.group), w.ptr.loc) {
-            Some(rec) => {
-                NOWAIT_COUNTERS.hits.fetch_add(1, Ordering::Relaxed);
-                COUNTERS.reads.fetch_add(1, Ordering::Relaxed);
-                COUNTERS
-                    .read_usec
-                    .fetch_add(t0.elapsed().as_micros() as u64, Ordering::Relaxed);
-                let val = rec
-                    .inspect_err(|_| {
-                        COUNTERS.read_errors.fetch_add(1, Ordering::Relaxed);
-                    })
-                    .and_then(|rec| decode(&w.key, w.ptr, rec));
-                have.push(w.ptr, val);
-            }
-            None => {
-                NOWAIT_COUNTERS.misses.fetch_add(1, Ordering::Relaxed);
-                left.push(w);
-            }
+        if have.read_nowait(&**r, &w) {
+            hits += 1;
+        } else {
+            left.push(w);
         }
+    }
+    if hits > 0 {
+        NOWAIT_COUNTERS.hits.fetch_add(hits, Ordering::Relaxed);
+        COUNTERS.reads.fetch_add(hits, Ordering::Relaxed);
+        COUNTERS
+            .read_usec
+            .fetch_add(t0.elapsed().as_micros() as u64, Ordering::Relaxed);
+    }
+    if !left.is_empty() {
+        NOWAIT_COUNTERS
+            .misses
+            .fetch_add(left.len() as u64, Ordering::Relaxed);
     }
     left
 }
@@ -169,6 +294,19 @@ pub fn fetch_all(wants: &[Want], have: &mut Fetched) {
 thread_local! {
     /// The records installed for the handler running on this thread.
     static INSTALLED: RefCell<Fetched> = RefCell::new(Fetched::default());
+    /// A `Fetched` whose buffers are kept for the next command on this
+    /// thread (`install` swaps the installed one back in here when it is
+    /// taken away).
+    static SPARE: RefCell<Fetched> = RefCell::new(Fetched::default());
+}
+
+/// A `Fetched` to read into: this thread's spare one (empty, its buffers
+/// kept from earlier commands) if `have` is empty, else `have`.
+pub fn reuse(have: Fetched) -> Fetched {
+    if !have.is_empty() || have.buf.capacity() > 0 {
+        return have;
+    }
+    SPARE.with(|s| std::mem::take(&mut *s.borrow_mut()))
 }
 
 /// Records installed for one handler; dropping it takes them away.
@@ -182,10 +320,18 @@ impl Installed {
     }
 }
 
+/// Buffers larger than this are not kept between commands (an MGET of
+/// many large values should not pin its buffer).
+const KEEP_BYTES: usize = 256 << 10;
+
 impl Drop for Installed {
     fn drop(&mut self) {
         if self.0 {
-            INSTALLED.with(|i| i.borrow_mut().clear());
+            let mut f = INSTALLED.with(|i| std::mem::take(&mut *i.borrow_mut()));
+            f.clear();
+            if f.buf.capacity() <= KEEP_BYTES {
+                SPARE.with(|s| *s.borrow_mut() = f);
+            }
         }
     }
 }
@@ -194,20 +340,24 @@ impl Drop for Installed {
 /// returned guard drops.
 pub fn install(have: Fetched) -> Installed {
     if have.is_empty() {
+        if have.buf.capacity() > 0 && have.buf.capacity() <= KEEP_BYTES {
+            SPARE.with(|s| *s.borrow_mut() = have);
+        }
         return Installed::none();
     }
     INSTALLED.with(|i| *i.borrow_mut() = have);
     Installed(true)
 }
 
-/// The installed value of `p`, if any (`tier::plain` asks first).
-pub(super) fn installed(p: Pointer) -> Option<Result<Vec<u8>, String>> {
+/// The installed value of `p`, if any, lent to `f` (`tier::plain` and its
+/// kin ask first). `f` may read other installed values (a shared borrow).
+pub(super) fn with_installed<R>(p: Pointer, f: impl FnOnce(Lent<'_>) -> R) -> Option<R> {
     INSTALLED.with(|i| {
         let i = i.borrow();
         if i.is_empty() {
             return None;
         }
-        i.get(p).cloned()
+        i.with(p, f)
     })
 }
 

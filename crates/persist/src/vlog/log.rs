@@ -62,6 +62,13 @@ pub struct Options {
     /// Bytes on disk (written and buffered) the log may not exceed:
     /// appends past it fail with `StorageFull`, as a full disk would.
     pub disk_limit: Option<u64>,
+    /// Bytes of `disk_limit` that only compaction's copies may use: new
+    /// values are refused once the log would hold more than the limit less
+    /// this, so a log filled by new values can still compact (its
+    /// survivors are copied before the segment they leave is dropped, and
+    /// count against the limit meanwhile). Extstore keeps free pages for
+    /// its compactor the same way. 0: none.
+    pub compaction_reserve: u64,
     /// Injected failures (tests, and a DEBUG command once wired).
     pub faults: Option<Arc<Faults>>,
 }
@@ -73,6 +80,7 @@ impl Default for Options {
             buffer_size: 1 << 20,
             fsync: Fsync::Everysec,
             disk_limit: None,
+            compaction_reserve: 0,
             faults: None,
         }
     }
@@ -139,6 +147,31 @@ impl Fetched {
     pub fn value(&self) -> &[u8] {
         let k = format::RECORD_HEADER_LEN + self.key().len();
         &self.rec[k..]
+    }
+}
+
+/// Where `Log::read_nowait_into` put a checked record in the caller's
+/// buffer: `buf[key.clone()]` is its key, `buf[value.clone()]` its value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Placed {
+    pub db: u8,
+    pub kind: Kind,
+    pub key: std::ops::Range<usize>,
+    pub value: std::ops::Range<usize>,
+}
+
+impl Placed {
+    /// `f`, the fields of a checked record, which starts at `start` in the
+    /// buffer (no second pass over its bytes).
+    fn of(start: usize, f: RecordRef<'_>) -> Placed {
+        let k = start + format::RECORD_HEADER_LEN;
+        let v = k + f.key.len();
+        Placed {
+            db: f.db,
+            kind: f.kind,
+            key: k..v,
+            value: v..v + f.value.len(),
+        }
     }
 }
 
@@ -352,7 +385,7 @@ impl Log {
         }
         let s = &self.streams[NEW];
         let mut t = s.tail.lock();
-        self.append_locked(s, &mut t, len, |buf| {
+        self.append_locked(s, &mut t, len, self.opts.compaction_reserve, |buf| {
             format::encode_record(buf, db, kind, key, value)
         })
     }
@@ -361,11 +394,14 @@ impl Log {
         SEGMENT_HEADER_LEN + format::padded(len) <= u64::from(self.opts.segment_size)
     }
 
+    /// Appends under the tail's lock; `reserve` bytes of the disk limit
+    /// must stay free after it (new values leave compaction's reserve).
     fn append_locked(
         &self,
         s: &Stream,
         t: &mut Tail,
         len: u64,
+        reserve: u64,
         write: impl FnOnce(&mut Vec<u8>),
     ) -> Result<Ptr, Error> {
         if let Some(f) = &t.failed {
@@ -379,14 +415,19 @@ impl Log {
                 0
             };
             let have = self.written.load(Ordering::Relaxed) + self.buffered.load(Ordering::Relaxed);
-            if have + plen + header > limit {
+            if have + plen + header + reserve > limit {
+                let why = if reserve > 0 {
+                    format!(
+                        "the value log's disk limit of {limit} bytes is reached \
+                         ({reserve} of them kept for compaction)"
+                    )
+                } else {
+                    format!("the value log's disk limit of {limit} bytes is reached")
+                };
                 return Err(Error::io(
                     &self.dir,
                     "append",
-                    io::Error::new(
-                        io::ErrorKind::StorageFull,
-                        format!("the value log's disk limit of {limit} bytes is reached"),
-                    ),
+                    io::Error::new(io::ErrorKind::StorageFull, why),
                 ));
             }
         }
@@ -686,7 +727,8 @@ impl Log {
             }
             let st = &self.streams[COMPACTED];
             let mut t = st.tail.lock();
-            let new = self.append_locked(st, &mut t, u64::from(ptr.len), |buf| {
+            // Compaction may use the reserve that new values leave.
+            let new = self.append_locked(st, &mut t, u64::from(ptr.len), 0, |buf| {
                 let start = buf.len();
                 buf.extend_from_slice(bytes);
                 format::pad(buf, start);
@@ -846,12 +888,17 @@ fn parse_name(s: &str) -> Option<u32> {
 /// (branch tierio: docs/design.md, "Waiting for I/O without holding up a
 /// worker").
 impl Log {
-    /// `read` that never waits for the disk: the record when all of it
-    /// is in the page cache (`preadv2` with `RWF_NOWAIT`) or in a write
-    /// buffer; `Ok(None)` when reading it would wait (pages not cached, a
-    /// file system or kernel without `RWF_NOWAIT`), for the caller to read
-    /// it elsewhere with `read`. Errors as `read`'s.
-    pub fn read_nowait(&self, ptr: Ptr) -> Result<Option<Fetched>, Error> {
+    /// `read` that never waits for the disk, into the caller's buffer: the
+    /// record (checked as `read` checks it) is appended to `buf` when all
+    /// of it is in the page cache (`preadv2` with `RWF_NOWAIT`, straight
+    /// into `buf`'s spare room: no buffer of its own, no second copy) or
+    /// in a write buffer, and `Placed` says where its key and value are;
+    /// `Ok(None)` when reading it would wait (pages not cached, a file
+    /// system or kernel without `RWF_NOWAIT`), for the caller to read it
+    /// elsewhere with `read`. Errors as `read`'s. On `None` or an error
+    /// `buf` is as it was. A parked MGET reads 32 records this way into
+    /// one buffer: an allocation per command, not per value.
+    pub fn read_nowait_into(&self, ptr: Ptr, buf: &mut Vec<u8>) -> Result<Option<Placed>, Error> {
         // A record not yet known to be in the file is copied from the
         // buffer by `read`, without I/O; a bad pointer, or a read fault
         // injected for tests, gets `read`'s error.
@@ -876,16 +923,25 @@ impl Log {
             {
                 seg
             }
-            _ => return self.read(ptr).map(Some),
+            _ => {
+                let f = self.read(ptr)?;
+                let start = buf.len();
+                buf.extend_from_slice(&f.rec);
+                return Ok(Some(Placed::of(start, f.fields())));
+            }
         };
-        let mut rec = vec![0u8; ptr.len as usize];
+        let len = ptr.len as usize;
+        let start = buf.len();
+        buf.reserve(len);
         let iov = libc::iovec {
-            iov_base: rec.as_mut_ptr().cast(),
-            iov_len: rec.len(),
+            // SAFETY: `reserve` made room for `len` bytes past `start`.
+            iov_base: unsafe { buf.as_mut_ptr().add(start) }.cast(),
+            iov_len: len,
         };
         use std::os::fd::AsRawFd;
-        // SAFETY: one iovec over `rec`'s whole length, which outlives the
-        // call; the file stays open while `seg` is held.
+        // SAFETY: one iovec over `buf`'s spare capacity, which outlives the
+        // call and nothing else touches meanwhile; the file stays open
+        // while `seg` is held.
         let n = unsafe {
             libc::preadv2(
                 seg.file.as_raw_fd(),
@@ -905,12 +961,22 @@ impl Log {
             };
         }
         // Part of the record was cached: the rest would wait.
-        if (n as usize) < rec.len() {
+        if (n as usize) < len {
             return Ok(None);
         }
-        check(rec).map(Some).map_err(|r| {
-            Error::corrupt(&self.dir.join(name(ptr.segment)), u64::from(ptr.offset), r)
-        })
+        // SAFETY: the kernel wrote all `len` bytes past `start`.
+        unsafe { buf.set_len(start + len) };
+        match format::check_record(&buf[start..]) {
+            Ok(f) => Ok(Some(Placed::of(start, f))),
+            Err(r) => {
+                buf.truncate(start);
+                Err(Error::corrupt(
+                    &self.dir.join(name(ptr.segment)),
+                    u64::from(ptr.offset),
+                    r,
+                ))
+            }
+        }
     }
 
     /// Writes and fsyncs the buffers, then asks the kernel to drop every

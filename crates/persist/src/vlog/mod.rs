@@ -18,4 +18,6 @@ mod segment;
 mod tests;
 
 pub use format::{Kind, Ptr, RecordRef};
-pub use log::{Compaction, Faults, Fetched, Fsync, Log, Moved, Options, SegmentStats, Stats};
+pub use log::{
+    Compaction, Faults, Fetched, Fsync, Log, Moved, Options, Placed, SegmentStats, Stats,
+};

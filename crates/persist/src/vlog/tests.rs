@@ -573,6 +573,107 @@ fn the_disk_limit_is_a_full_disk() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
+/// New values leave `compaction_reserve` bytes of the limit to
+/// compaction (branch tierr): a log filled by new values until they are
+/// refused, its records mostly freed, still compacts a sealed segment
+/// into the reserve, and once that segment is dropped new values fit
+/// again. Without the reserve the same log has no room for the copies.
+#[test]
+fn compaction_has_a_reserve_new_values_cannot_take() {
+    for reserve in [0, 4096 + 64] {
+        let d = scratch("reserve");
+        let opts = Options {
+            disk_limit: Some(16 << 10),
+            compaction_reserve: reserve,
+            ..small()
+        };
+        let log = Log::open(&d, 0, opts).unwrap();
+        let mut recs = Vec::new();
+        let e = loop {
+            let i = recs.len() as u64;
+            match log.append(0, Kind::Plain, &key(i), &value(i, 300)) {
+                Ok(ptr) => recs.push(ptr),
+                Err(e) => break e,
+            }
+        };
+        assert!(e.to_string().contains("disk limit of 16384 bytes"), "{e}");
+        if reserve > 0 {
+            assert!(e.to_string().contains("kept for compaction"), "{e}");
+        }
+        let full = log.stats().disk_bytes;
+        assert!(full + reserve <= 16 << 10, "{full}");
+        assert!(full + reserve + 4096 > 16 << 10, "filled: {full}");
+        log.tick().unwrap();
+        // Three records in four freed: the oldest segment is a quarter
+        // live.
+        for (i, p) in recs.iter().enumerate() {
+            if !i.is_multiple_of(4) {
+                log.free(*p);
+            }
+        }
+        let seg = log.candidates(0.5)[0].seq;
+        let live: std::collections::HashSet<Ptr> = recs.iter().step_by(4).copied().collect();
+        let r = log.compact(seg, |p, _| live.contains(&p));
+        if reserve == 0 {
+            // The survivors have nowhere to go: the segment stays as it was.
+            assert!(r.is_err(), "no room without a reserve");
+            let _ = std::fs::remove_dir_all(&d);
+            continue;
+        }
+        let c = r.unwrap();
+        assert!(!c.moved.is_empty());
+        log.drop_segment(seg).unwrap();
+        assert!(log.stats().disk_bytes < full, "disk given back");
+        // Every survivor reads back at its new place, every other live one
+        // at its old.
+        let moved: HashMap<Ptr, Ptr> = c.moved.iter().map(|m| (m.old, m.new)).collect();
+        for (i, p) in recs.iter().enumerate().filter(|(i, _)| i.is_multiple_of(4)) {
+            let at = moved.get(p).copied().unwrap_or(*p);
+            assert_eq!(log.read(at).unwrap().value(), &value(i as u64, 300)[..]);
+        }
+        // New values are taken again.
+        log.append(0, Kind::Plain, &key(9999), &value(9999, 300))
+            .unwrap();
+        let _ = std::fs::remove_dir_all(&d);
+    }
+}
+
+/// `read_nowait_into` appends each record after what the buffer holds,
+/// from the file (page cache) or the write buffer, and says where its key
+/// and value are; a bad pointer is an error and leaves the buffer as it
+/// was.
+#[test]
+fn reads_that_do_not_wait_land_in_the_callers_buffer() {
+    let d = scratch("nowait");
+    let log = Log::open(&d, 0, small()).unwrap();
+    let recs: Vec<Rec> = (0..40)
+        .map(|i| append(&log, i, 50 + i as usize * 7))
+        .collect();
+    // The first ones are in the file, the last ones may still be buffered.
+    let mut buf = b"before".to_vec();
+    for r in &recs {
+        let Some(p) = log.read_nowait_into(r.ptr, &mut buf).unwrap() else {
+            // RWF_NOWAIT unsupported here (or the page is not cached): the
+            // blocking read is the caller's way.
+            continue;
+        };
+        assert_eq!(&buf[p.key.clone()], &r.key[..]);
+        assert_eq!(&buf[p.value.clone()], &r.value[..]);
+        assert_eq!((p.db, p.kind), (r.db, r.kind));
+        assert_eq!(p.value.end, buf.len());
+    }
+    assert_eq!(&buf[..6], b"before");
+    let len = buf.len();
+    let bad = Ptr {
+        offset: recs[1].ptr.offset + 8,
+        ..recs[1].ptr
+    };
+    // An error (or, where the read would wait, nothing).
+    assert!(!matches!(log.read_nowait_into(bad, &mut buf), Ok(Some(_))));
+    assert_eq!(buf.len(), len, "nothing kept of a failed read");
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 /// Unmounts what `mount` mounted, even when the test fails.
 struct Mounted(PathBuf);
 impl Drop for Mounted {

@@ -272,6 +272,7 @@ impl Worker {
             need: 0,
             wbuf: Vec::new(),
             wpos: 0,
+            wbuf_peak: 0,
             ready_again: false,
             write_queued: false,
             armed: 0,
@@ -817,10 +818,18 @@ impl Worker {
             {
                 conn.rbuf = Vec::new();
             }
-            if conn.pending_out() == 0 && conn.wbuf.capacity() > 64 * 1024 {
+            // The reply buffer goes back when idle, or when it held less
+            // than a quarter of its room since the last look (Redis's
+            // clientsCronResizeOutputBuffer also judges by the peak): a
+            // client reading large replies all the time keeps its buffer,
+            // instead of growing it from nothing again after every tick
+            // (~5% of the instructions of E4's MGET x 32, branch tierr).
+            let cap = conn.wbuf.capacity();
+            if conn.pending_out() == 0 && cap > 64 * 1024 && (idle || conn.wbuf_peak < cap / 4) {
                 conn.wbuf = Vec::new();
                 conn.wpos = 0;
             }
+            conn.wbuf_peak = 0;
             conn.client
                 .info
                 .qbuf

@@ -182,8 +182,10 @@ impl<'a> Ctx<'a> {
             w.bulk(&data[range]);
             return;
         }
-        if let (StrRef::Coded(_), None) = (s, &range) {
-            // Decoded straight into the reply (GET, MGET of a compressed value).
+        if let (StrRef::Coded(_) | StrRef::Tiered { .. }, None) = (s, &range) {
+            // Decoded straight into the reply (GET, MGET of a compressed
+            // value, or of a tiered one: its length is in the pointer, its
+            // record fetched and checked against it before the handler ran).
             self.reply().bulk_len(s.len());
             s.append_to(self.out);
             self.out.extend_from_slice(b"\r\n");

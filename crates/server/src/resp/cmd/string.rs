@@ -202,6 +202,8 @@ fn mget(ctx: &mut Ctx) -> CmdResult {
     let keys: Keys = ctx.args.iter_from(1).map(|a| e.key(a)).collect();
     let mut g = e.lock_keys(&ctx.cx, &keys);
     let db = ctx.client.db;
+    // The keys' cache misses overlap rather than queue (`Guard::prefetch`).
+    g.prefetch(db, &keys);
     // Every tiered value of the MGET is read (or parked for) at once.
     let Some(_fetched) = tier_io::prepare(ctx.client, &ctx.cx, &mut g, db, &keys)? else {
         return Ok(());
