@@ -916,6 +916,18 @@ mod tests {
     use crate::value::zcomp::sample_text;
     use proptest::prelude::*;
 
+    /// SET codes values of 64 bytes or more with LZ4 in line (the path
+    /// under memory pressure), so they are coded in RAM before any move.
+    fn lz4_at_set(e: &Engine) {
+        e.limits.value_compression_min.store(64, Ordering::Relaxed);
+        e.limits
+            .value_compression_codec
+            .store(zcomp::Codec::Lz4 as u8, Ordering::Relaxed);
+        e.limits
+            .value_compression_inline
+            .store(true, Ordering::Relaxed);
+    }
+
     fn set(e: &Engine, key: &[u8], v: &[u8]) {
         with(e, |g| {
             let k = g.key(key);
@@ -1091,13 +1103,7 @@ mod tests {
         assert_eq!(r, Outcome::Refused);
         assert_eq!(counts(), before);
         // Coded in RAM (SET's in-line LZ4): out as it is under both.
-        e.limits.value_compression_min.store(64, Ordering::Relaxed);
-        e.limits
-            .value_compression_codec
-            .store(zcomp::Codec::Lz4 as u8, Ordering::Relaxed);
-        e.limits
-            .value_compression_inline
-            .store(true, Ordering::Relaxed);
+        lz4_at_set(&e);
         for (key, coding) in [
             (&b"c:ram-plain"[..], Coding::Plain),
             (b"c:ram-lz4", Coding::Lz4),
@@ -1232,13 +1238,7 @@ mod tests {
         for (key, coded) in [(&b"race:plain"[..], false), (&b"race:lz4"[..], true)] {
             if coded {
                 // SET codes in line with LZ4 (the path under pressure).
-                e.limits.value_compression_min.store(64, Ordering::Relaxed);
-                e.limits
-                    .value_compression_codec
-                    .store(zcomp::Codec::Lz4 as u8, Ordering::Relaxed);
-                e.limits
-                    .value_compression_inline
-                    .store(true, Ordering::Relaxed);
+                lz4_at_set(&e);
             }
             set(&e, key, &old);
             assert_eq!(encoding(&e, key), Some(if coded { "lz4" } else { "raw" }));
