@@ -573,9 +573,7 @@ impl Engine {
         thread_local! {
             static BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
         }
-        // The top bits of the hash, by a multiply so that one domain
-        // (a shift by 64) works too.
-        let domain = ((k.hash as u128 * zcomp::DOMAINS as u128) >> 64) as usize;
+        let domain = zcomp::domain_of(k.hash);
         let (codec, level) = if lz4 {
             (Codec::Lz4, 0)
         } else {

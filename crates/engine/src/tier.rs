@@ -283,10 +283,41 @@ fn fetch_one(key: &[u8], p: Pointer) -> Result<Vec<u8>, String> {
     decode(key, p, rec)
 }
 
+/// A record read for `key` at `p`, before its value is decoded: its key,
+/// and its value's length (a coded value's from its header, and its
+/// dictionary) against the pointer. A coded value whose header agrees
+/// decodes to that length: the record's CRC was checked, and this process
+/// or one it restarted from coded it (a failure to decode then is memory
+/// corruption, `zcomp::decompress_into`'s panic).
+fn check(key: &[u8], p: Pointer, rk: &[u8], v: &[u8], coded: bool) -> Result<(), String> {
+    let bad = |why: &str| {
+        COUNTERS.read_errors.fetch_add(1, Ordering::Relaxed);
+        format!(
+            "tier record {}/{}@{}: {why}",
+            p.group, p.loc.segment, p.loc.offset
+        )
+    };
+    if rk != key {
+        return Err(bad("holds another key"));
+    }
+    let len = if coded {
+        if v.len() < zcomp::HEADER || zcomp::dict_id(v) != p.dict || zcomp::codec(v).is_none() {
+            return Err(bad("coded value does not match its pointer"));
+        }
+        zcomp::plain_len(v)
+    } else {
+        v.len()
+    };
+    if len != usize::from(p.plain_len) {
+        return Err(bad("length does not match its pointer"));
+    }
+    Ok(())
+}
+
 /// A record read for `key` at `p`: its key and length checked
-/// (`nowait::check`), decoded if kind 1.
+/// (`check`), decoded if kind 1.
 fn decode(key: &[u8], p: Pointer, rec: Record) -> Result<Vec<u8>, String> {
-    nowait::check(key, p, &rec.key, &rec.value, rec.coded)?;
+    check(key, p, &rec.key, &rec.value, rec.coded)?;
     Ok(if rec.coded {
         zcomp::decompress(&rec.value)
     } else {
@@ -501,25 +532,19 @@ impl Engine {
         // it fills). `record` is what goes to disk, `dict` the dictionary
         // use the pointer will hold (given back if the append fails or
         // the swap loses).
-        // `how`: which INFO counter the record adds to once written.
-        let (coded, dict, record, how) = if was_coded {
-            let how = Some(&COUNTERS.writes_coded_in_ram);
-            (true, zcomp::dict_id(copy), &copy[..], how)
-        } else if coding == Coding::Lz4 {
+        let (coded, dict, record) = if was_coded {
+            (true, zcomp::dict_id(copy), &copy[..])
+        } else if coding == Coding::Lz4
             // LZ4's fast coder with the domain's dictionary: about half
             // zstd's instructions to code a 2.8 KB value (~47,000 against
             // ~100,000) and a third to decode, for ~1.5x the bytes on disk.
             // Under the shard lock it held E4's MSETs to 0.74 of memcached
             // (run S18u): a worker wanting the shard waited for it.
-            let domain = ((k.hash() as u128 * zcomp::DOMAINS as u128) >> 64) as usize;
-            if zcomp::compress_with(zcomp::Codec::Lz4, domain, copy, 0, out) {
-                let how = Some(&COUNTERS.writes_coded_on_move);
-                (true, zcomp::dict_id(out), &out[..], how)
-            } else {
-                (false, 0, &copy[..], None)
-            }
+            && zcomp::compress_with(zcomp::Codec::Lz4, zcomp::domain_of(k.hash()), copy, 0, out)
+        {
+            (true, zcomp::dict_id(out), &out[..])
         } else {
-            (false, 0, &copy[..], None)
+            (false, 0, &copy[..])
         };
         let loc = match store.append(group, db as u8, coded, key, record) {
             Ok(loc) => loc,
@@ -530,8 +555,12 @@ impl Engine {
             }
         };
         COUNTERS.writes.fetch_add(1, Ordering::Relaxed);
-        if let Some(c) = how {
-            c.fetch_add(1, Ordering::Relaxed);
+        if was_coded {
+            COUNTERS.writes_coded_in_ram.fetch_add(1, Ordering::Relaxed);
+        } else if coded {
+            COUNTERS
+                .writes_coded_on_move
+                .fetch_add(1, Ordering::Relaxed);
         }
         let p = Pointer {
             loc,

@@ -110,7 +110,7 @@ impl Engine {
             self.collect_pending(cur, idle_secs, cands, &mut step);
             for (db, key, plain) in cands.iter() {
                 let k = self.key(key);
-                let domain = ((k.hash() as u128 * zcomp::DOMAINS as u128) >> 64) as usize;
+                let domain = zcomp::domain_of(k.hash());
                 if zcomp::training(domain) {
                     step.waiting += 1;
                     continue;

@@ -21,10 +21,9 @@
 //! Contexts that cannot park (EXEC, scripts, memcached, the snapshot
 //! writer, DUMP, edits that materialize a value) never get here and keep
 //! the synchronous `tier::fetch`.
-use super::{store, Loc, Pointer, COUNTERS};
+use super::{check, store, Loc, Pointer, COUNTERS};
 use crate::entry::Ref;
 use crate::keyspace::{Guard, Key};
-use crate::value::zcomp;
 use std::cell::RefCell;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
@@ -196,43 +195,6 @@ impl Fetched {
         self.vals.push((w.ptr, held));
         true
     }
-}
-
-/// A record read for `key` at `p`, before its value is decoded: its key,
-/// and its value's length (a coded value's from its header, and its
-/// dictionary) against the pointer. A coded value whose header agrees
-/// decodes to that length: the record's CRC was checked, and this process
-/// or one it restarted from coded it (a failure to decode then is memory
-/// corruption, `zcomp::decompress_into`'s panic).
-pub(super) fn check(
-    key: &[u8],
-    p: Pointer,
-    rk: &[u8],
-    v: &[u8],
-    coded: bool,
-) -> Result<(), String> {
-    let bad = |why: &str| {
-        COUNTERS.read_errors.fetch_add(1, Ordering::Relaxed);
-        format!(
-            "tier record {}/{}@{}: {why}",
-            p.group, p.loc.segment, p.loc.offset
-        )
-    };
-    if rk != key {
-        return Err(bad("holds another key"));
-    }
-    let len = if coded {
-        if v.len() < zcomp::HEADER || zcomp::dict_id(v) != p.dict || zcomp::codec(v).is_none() {
-            return Err(bad("coded value does not match its pointer"));
-        }
-        zcomp::plain_len(v)
-    } else {
-        v.len()
-    };
-    if len != usize::from(p.plain_len) {
-        return Err(bad("length does not match its pointer"));
-    }
-    Ok(())
 }
 
 /// The retry rule: of `wants` (the keys' pointers now), those `have`
