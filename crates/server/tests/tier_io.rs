@@ -244,6 +244,7 @@ fn reads_after_the_page_cache_is_dropped_come_back_right() {
         .arg("TIER-DROP-CACHE")
         .query(&mut c)
         .unwrap();
+    let resident = resident_segment_pages(std::path::Path::new(dir.s()));
     let (hits, misses) = (
         info(&mut c, "tier_reads_nowait"),
         info(&mut c, "tier_nowait_misses"),
@@ -261,11 +262,58 @@ fn reads_after_the_page_cache_is_dropped_come_back_right() {
     assert_eq!(hits + misses, TIERED as u64, "{hits} hits, {misses} misses");
     // With the pages gone, reads miss the cache and park (where the file
     // system keeps a page cache to drop: not tmpfs, whose pages are the
-    // file).
-    if !on_tmpfs(&dir) {
+    // file). The advice is only advice: a kernel may keep pages it could
+    // not drop, so the miss count is asserted only when `mincore` showed
+    // the segments' pages gone before the reads.
+    if !on_tmpfs(&dir) && resident == 0 {
         assert!(misses > 0, "{hits} hits, {misses} misses");
-        assert_eq!(info(&mut c, "tier_reads_parked"), misses);
     }
+    assert_eq!(info(&mut c, "tier_reads_parked"), misses);
+    if resident > 0 {
+        eprintln!("note: {resident} segment pages stayed cached after the drop ({hits} hits)");
+    }
+}
+
+/// Pages of the directory's value-log segments (`*.vlog`, anywhere below
+/// it) that are in the page cache, by `mincore` over a read-only mapping
+/// (mapping a file does not bring its pages in).
+fn resident_segment_pages(dir: &std::path::Path) -> usize {
+    let mut n = 0;
+    for e in std::fs::read_dir(dir).unwrap() {
+        let path = e.unwrap().path();
+        if path.is_dir() {
+            n += resident_segment_pages(&path);
+            continue;
+        }
+        if path.extension().is_none_or(|x| x != "vlog") {
+            continue;
+        }
+        let f = std::fs::File::open(&path).unwrap();
+        let len = f.metadata().unwrap().len() as usize;
+        if len == 0 {
+            continue;
+        }
+        use std::os::fd::AsRawFd;
+        // SAFETY: a read-only shared mapping of an open file, unmapped
+        // below; `vec` has one byte per page of it, as mincore requires.
+        unsafe {
+            let p = libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                f.as_raw_fd(),
+                0,
+            );
+            assert_ne!(p, libc::MAP_FAILED, "mmap {}", path.display());
+            let page = libc::sysconf(libc::_SC_PAGESIZE) as usize;
+            let mut vec = vec![0u8; len.div_ceil(page)];
+            assert_eq!(libc::mincore(p, len, vec.as_mut_ptr()), 0);
+            libc::munmap(p, len);
+            n += vec.iter().filter(|b| **b & 1 == 1).count();
+        }
+    }
+    n
 }
 
 fn on_tmpfs(dir: &TestDir) -> bool {
