@@ -23,7 +23,10 @@ use std::path::{Path, PathBuf};
 
 /// The word list.
 pub struct Corpus {
+    /// The words joined by single spaces (so a run of words is a slice).
     text: Vec<u8>,
+    /// The words' own bytes, without the spaces.
+    word_bytes: usize,
     /// (start, end) of each word in `text`.
     words: Vec<(u32, u32)>,
     files: usize,
@@ -160,15 +163,20 @@ impl Corpus {
     pub fn from_texts(texts: &[&[u8]], source: &str) -> Result<Corpus, String> {
         let mut text = Vec::new();
         let mut words = Vec::new();
+        let mut word_bytes = 0;
         let mut h = FNV_OFFSET;
         for t in texts {
             for w in t
                 .split(|b| b.is_ascii_whitespace())
                 .filter(|w| !w.is_empty())
             {
+                if !text.is_empty() {
+                    text.push(b' ');
+                }
                 let start = text.len();
                 text.extend_from_slice(w);
                 let end = text.len();
+                word_bytes += w.len();
                 if end > u32::MAX as usize {
                     break;
                 }
@@ -187,6 +195,7 @@ impl Corpus {
         Ok(Corpus {
             text,
             words,
+            word_bytes,
             files: texts.len(),
             fingerprint: h,
             source: source.to_string(),
@@ -199,7 +208,7 @@ impl Corpus {
 
     /// Bytes of the words (without the whitespace between them).
     pub fn bytes(&self) -> usize {
-        self.text.len()
+        self.word_bytes
     }
 
     pub fn files(&self) -> usize {
@@ -309,8 +318,21 @@ impl TextValues {
             x ^= x << 17;
             let start = (x >> 16) % n;
             let run = 3 + x % 12;
+            if !out.is_empty() {
+                out.push(b' ');
+            }
+            if start + run <= n {
+                // The corpus keeps its words joined by single spaces, so a
+                // run that does not wrap is one slice of it: one copy
+                // instead of one per word (the client's own cost: at E4's
+                // pace, per-word copying took a core of the client).
+                let (a, _) = self.corpus.words[start as usize];
+                let (_, b) = self.corpus.words[(start + run - 1) as usize];
+                out.extend_from_slice(&self.corpus.text[a as usize..b as usize]);
+                continue;
+            }
             for k in 0..run {
-                if !out.is_empty() {
+                if k > 0 {
                     out.push(b' ');
                 }
                 out.extend_from_slice(self.corpus.word(((start + k) % n) as usize));
@@ -319,6 +341,8 @@ impl TextValues {
                 }
             }
         }
+        // Words past `size` were copied whole; what the value holds is the
+        // first `size` bytes either way.
         out.truncate(self.size);
     }
 
@@ -494,6 +518,49 @@ mod tests {
         small.value_into(1, &mut y);
         assert_eq!(y.len(), 10);
         assert_eq!(&x[..10], &y[..], "a smaller size is a prefix");
+    }
+
+    /// The values as they were made before runs became slices (word by
+    /// word): the same bytes, so runs before and after compare. Counts
+    /// the runs that wrap past the corpus's end (the other path).
+    fn value_word_by_word(v: &TextValues, key: u64, wrapped: &mut usize) -> Vec<u8> {
+        let mut out = Vec::new();
+        let n = v.corpus.words.len() as u64;
+        let mut x = mix(v.seed ^ mix(key));
+        while out.len() < v.size {
+            x |= 1;
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let (start, run) = ((x >> 16) % n, 3 + x % 12);
+            *wrapped += usize::from(start + run > n);
+            for k in 0..run {
+                if !out.is_empty() {
+                    out.push(b' ');
+                }
+                out.extend_from_slice(v.corpus.word(((start + k) % n) as usize));
+                if out.len() >= v.size {
+                    break;
+                }
+            }
+        }
+        out.truncate(v.size);
+        out
+    }
+
+    #[test]
+    fn runs_copied_as_slices_make_the_word_by_word_values() {
+        let mut wrapped = 0;
+        for (size, seed) in [(2800, 7), (1, 3), (57, 9), (100_000, 11)] {
+            let v = TextValues::new(corpus(), size, seed);
+            let mut got = Vec::new();
+            for k in 0..400u64 {
+                v.value_into(k, &mut got);
+                let want = value_word_by_word(&v, k, &mut wrapped);
+                assert_eq!(got, want, "size {size} key {k}");
+            }
+        }
+        assert!(wrapped > 0, "no run wrapped past the corpus's end");
     }
 
     #[test]
