@@ -267,6 +267,19 @@ struct Tail {
     /// Written since the last fsync.
     unsynced: bool,
     last_sync: Instant,
+    /// Under `Everysec`: segments this tail left whose fsync is still to
+    /// come, and whether the directory (a new segment's name) is. `tick`
+    /// and `sync` do them outside the tail's lock.
+    sealed: Vec<Arc<Segment>>,
+    dir_unsynced: bool,
+}
+
+/// The fsyncs one `tick` or `sync` does after letting go of a tail's lock.
+#[derive(Default)]
+struct Pending {
+    sealed: Vec<Arc<Segment>>,
+    dir: bool,
+    tail: Option<Arc<Segment>>,
 }
 
 /// A tail and what a reader needs to know of it without its lock.
@@ -288,6 +301,8 @@ impl Stream {
                 failed: None,
                 unsynced: false,
                 last_sync: Instant::now(),
+                sealed: Vec::new(),
+                dir_unsynced: false,
             }),
             seq: AtomicU32::new(0),
             flushed: AtomicU64::new(0),
@@ -477,8 +492,17 @@ impl Log {
     /// Leaves the tail segment (written, and fsynced unless `No`) for a
     /// new one whose header opens the buffer.
     fn roll(&self, s: &Stream, t: &mut Tail) -> Result<(), Error> {
-        if t.seg.is_some() {
-            self.flush_locked(s, t, self.opts.fsync != Fsync::No)?;
+        // Under `Everysec` the segment left and the new name are fsynced
+        // by the next `tick`, outside this lock: an fsync takes
+        // milliseconds to hundreds of them under a write load, and the
+        // appender holds a shard lock (E4's MSET tail latency).
+        let defer = self.opts.fsync == Fsync::Everysec;
+        if let Some(old) = t.seg.clone() {
+            self.flush_locked(s, t, self.opts.fsync == Fsync::Always)?;
+            if defer && t.unsynced {
+                t.sealed.push(old);
+                t.unsynced = false;
+            }
         }
         let seq = self.next_seq.fetch_add(1, Ordering::Relaxed);
         let path = self.dir.join(name(seq));
@@ -488,11 +512,11 @@ impl Log {
             .create_new(true)
             .open(&path)
             .map_err(|e| Error::io(&path, "create", e))?;
-        if self.opts.fsync != Fsync::No {
+        if defer {
+            t.dir_unsynced = true;
+        } else if self.opts.fsync == Fsync::Always {
             // The new name must survive a crash for the segment to.
-            File::open(&self.dir)
-                .and_then(|d| d.sync_all())
-                .map_err(|e| Error::io(&self.dir, "fsync", e))?;
+            self.sync_dir()?;
         }
         let seg = Arc::new(Segment::new(seq, path, file, 0));
         self.segments.write().insert(seq, seg.clone());
@@ -544,22 +568,82 @@ impl Log {
             t.unsynced = true;
         }
         if sync && t.unsynced {
-            let fault = self.opts.faults.as_ref().and_then(|f| f.take(&f.fsyncs));
-            let r = match fault {
-                Some(e) => Err(e),
-                None => seg.file.sync_data(),
-            };
-            if let Err(e) = r {
-                // The kernel may have dropped the pages it could not write
-                // and will not say so again (PostgreSQL's "fsyncgate"): no
-                // more appends to this file; compaction moves what is in it.
-                seg.suspect.store(true, Ordering::Relaxed);
-                return Err(Error::io(&seg.path, "fsync", e));
-            }
+            self.sync_segment(&seg)?;
             t.unsynced = false;
             t.last_sync = Instant::now();
         }
         Ok(())
+    }
+
+    /// fsyncs a segment's data. A failure marks it suspect: the kernel may
+    /// have dropped the pages it could not write and will not say so again
+    /// (PostgreSQL's "fsyncgate"), so no more appends go to it and
+    /// compaction moves what is in it.
+    fn sync_segment(&self, seg: &Segment) -> Result<(), Error> {
+        let fault = self.opts.faults.as_ref().and_then(|f| f.take(&f.fsyncs));
+        let r = match fault {
+            Some(e) => Err(e),
+            None => seg.file.sync_data(),
+        };
+        r.map_err(|e| {
+            seg.suspect.store(true, Ordering::Relaxed);
+            Error::io(&seg.path, "fsync", e)
+        })
+    }
+
+    fn sync_dir(&self) -> Result<(), Error> {
+        File::open(&self.dir)
+            .and_then(|d| d.sync_all())
+            .map_err(|e| Error::io(&self.dir, "fsync", e))
+    }
+
+    /// Writes stream `s`'s buffer under its lock, then does the fsyncs due
+    /// (every one with `force`; else the tail's once a second, as
+    /// `Everysec` asks) after letting go of it, so appends go on during
+    /// them. A failed fsync is kept in the tail (appends are refused until
+    /// a flush succeeds), as a failed write is.
+    fn write_then_sync(&self, s: &Stream, force: bool) -> Result<(), Error> {
+        let pending = {
+            let mut t = s.tail.lock();
+            let due = force
+                || (self.opts.fsync == Fsync::Everysec
+                    && t.last_sync.elapsed() >= Duration::from_secs(1));
+            if t.buf.is_empty()
+                && !due
+                && t.failed.is_none()
+                && t.sealed.is_empty()
+                && !t.dir_unsynced
+            {
+                return Ok(());
+            }
+            self.flush_locked(s, &mut t, false)?;
+            let mut p = Pending {
+                sealed: std::mem::take(&mut t.sealed),
+                dir: std::mem::take(&mut t.dir_unsynced),
+                tail: None,
+            };
+            if due && t.unsynced {
+                p.tail = t.seg.clone();
+                t.unsynced = false;
+                t.last_sync = Instant::now();
+            }
+            p
+        };
+        let mut r = Ok(());
+        for seg in pending.sealed.iter().chain(&pending.tail) {
+            if let Err(e) = self.sync_segment(seg) {
+                r = r.and(Err(e));
+            }
+        }
+        if pending.dir {
+            r = r.and_then(|()| self.sync_dir());
+        }
+        if let Err(e) = &r {
+            let mut t = s.tail.lock();
+            t.failed = Some(Failure::of(e));
+            t.unsynced |= pending.tail.is_some();
+        }
+        r
     }
 
     /// Writes the buffer to the file (no fsync). Also the retry after a
@@ -588,7 +672,9 @@ impl Log {
     /// segments were fsynced when the tail left them (unless `No`, where
     /// this also fsyncs every segment).
     pub fn sync(&self) -> Result<(), Error> {
-        self.each(|s, t| self.flush_locked(s, t, true))?;
+        for s in &self.streams {
+            self.write_then_sync(s, true)?;
+        }
         if self.opts.fsync == Fsync::No {
             let segs: Vec<_> = self.segments.read().values().cloned().collect();
             for s in segs {
@@ -603,14 +689,14 @@ impl Log {
     /// The periodic work (call it every 10-100 ms): writes the buffer, and
     /// under `Everysec` fsyncs once a second. Retries a failed write.
     pub fn tick(&self) -> Result<(), Error> {
-        self.each(|s, t| {
-            let sync = self.opts.fsync == Fsync::Everysec
-                && t.last_sync.elapsed() >= Duration::from_secs(1);
-            if t.buf.is_empty() && !sync && t.failed.is_none() {
-                return Ok(());
+        let mut first = Ok(());
+        for s in &self.streams {
+            let r = self.write_then_sync(s, false);
+            if first.is_ok() {
+                first = r;
             }
-            self.flush_locked(s, t, sync)
-        })
+        }
+        first
     }
 
     /// The record `ptr` names, checked (bounds, length, CRC). Any thread;
@@ -860,6 +946,12 @@ impl Drop for Log {
             let mut t = s.tail.lock();
             if !t.buf.is_empty() && t.failed.is_none() {
                 let _ = self.try_flush(s, &mut t, sync);
+            }
+            for seg in std::mem::take(&mut t.sealed) {
+                let _ = self.sync_segment(&seg);
+            }
+            if std::mem::take(&mut t.dir_unsynced) {
+                let _ = self.sync_dir();
             }
         }
     }

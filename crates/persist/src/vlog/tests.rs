@@ -548,6 +548,57 @@ fn a_full_disk_refuses_appends_and_loses_nothing() {
     let _ = std::fs::remove_dir_all(&d);
 }
 
+/// Under `everysec` a segment the tail leaves (and the new segment's
+/// name) is fsynced by the next `tick`, outside the tail's lock, not by
+/// the append that rolled it: an appender holds a shard lock, and an
+/// fsync under a write load takes milliseconds to hundreds of them. The
+/// append succeeds even though that fsync will fail; the tick reports
+/// the failure, the segment turns suspect (compaction's first
+/// candidate), and appends are refused until a flush succeeds.
+#[test]
+fn a_left_segment_is_fsynced_by_the_next_tick_not_by_the_append() {
+    let d = scratch("deferred-fsync");
+    let faults = Arc::new(Faults::default());
+    let opts = Options {
+        fsync: Fsync::Everysec,
+        faults: Some(faults.clone()),
+        ..small()
+    };
+    let log = Log::open(&d, 0, opts).unwrap();
+    let first = append(&log, 0, 100);
+    faults.fail_fsyncs(1, EIO);
+    let mut recs = vec![first.clone()];
+    for i in 1.. {
+        // `append` unwraps: an fsync in the rolling append would fail it.
+        recs.push(append(&log, i, 100));
+        if recs.last().unwrap().ptr.segment != first.ptr.segment {
+            break;
+        }
+    }
+    let e = log.tick().unwrap_err();
+    assert!(e.to_string().contains("fsync"), "{e}");
+    assert!(
+        log.append(0, Kind::Plain, b"k", b"v").is_err(),
+        "refused until a flush"
+    );
+    log.flush().unwrap();
+    recs.push(append(&log, 1_000, 100));
+    let cands = log.candidates(0.0);
+    assert!(
+        cands
+            .iter()
+            .any(|c| c.suspect && c.seq == first.ptr.segment),
+        "{cands:?}"
+    );
+    log.tick().unwrap();
+    log.sync().unwrap();
+    for r in &recs {
+        assert_reads(&log, r);
+    }
+    drop(log);
+    let _ = std::fs::remove_dir_all(&d);
+}
+
 #[test]
 fn the_disk_limit_is_a_full_disk() {
     let d = scratch("limit");
