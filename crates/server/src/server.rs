@@ -208,6 +208,10 @@ pub fn run(mut cfg: Config) -> Result<(), String> {
             .name("cairn-tier".into())
             .spawn(move || crate::tier::thread(s))
             .map_err(|e| format!("spawn the disk tier: {e}"))?;
+        std::thread::Builder::new()
+            .name("cairn-tier-sync".into())
+            .spawn(crate::tier::sync_thread)
+            .map_err(|e| format!("spawn the disk tier's writer: {e}"))?;
         let io_threads = shared.config.read().tier_io_threads;
         crate::tier_io::start(shared.clone(), io_threads)?;
     }

@@ -501,20 +501,11 @@ pub fn thread(shared: Arc<Shared>) {
     let cx = Cx::background(&state);
     let mut last_compaction = Instant::now();
     let mut next_group = 0;
-    let mut last_warning: Option<Instant> = None;
     loop {
         let max = shared.hot.maxmemory.load(Ordering::Relaxed);
         if max > 0 {
             let pct = u64::from(shared.config.read().tier_threshold);
             move_out(&shared, &cx, max / 100 * pct, MOVE_BUDGET);
-        }
-        for l in &t.logs {
-            if let Err(e) = l.tick() {
-                if last_warning.is_none_or(|w| w.elapsed() > Duration::from_secs(10)) {
-                    crate::log::warning(&format!("Disk tier write failed: {e}"));
-                    last_warning = Some(Instant::now());
-                }
-            }
         }
         if last_compaction.elapsed() >= COMPACT_EVERY && t.started.load(Ordering::Acquire) {
             last_compaction = Instant::now();
@@ -524,6 +515,30 @@ pub fn thread(shared: Arc<Shared>) {
                 if compact_one(&shared, t, g) {
                     next_group = g + 1;
                     break;
+                }
+            }
+        }
+        std::thread::sleep(TICK);
+    }
+}
+
+/// The `cairn-tier-sync` thread: every tick, each log's buffers written
+/// and, under `everysec`, its fsyncs (`Log::tick`). Apart from the mover
+/// (`thread`) so that moving values out goes on while an fsync waits for
+/// the disk (tens of ms under E4's writes): while the mover waited,
+/// memory reached `maxmemory` and the writers moved values themselves.
+pub fn sync_thread() {
+    crate::memory::register_thread();
+    let Some(t) = TIER.get() else {
+        return;
+    };
+    let mut last_warning: Option<Instant> = None;
+    loop {
+        for l in &t.logs {
+            if let Err(e) = l.tick() {
+                if last_warning.is_none_or(|w| w.elapsed() > Duration::from_secs(10)) {
+                    crate::log::warning(&format!("Disk tier write failed: {e}"));
+                    last_warning = Some(Instant::now());
                 }
             }
         }
