@@ -325,6 +325,11 @@ pub struct Log {
     streams: [Stream; 2],
     /// The next segment's number; never reused.
     next_seq: AtomicU32,
+    /// Held by `tick` and `sync` from taking a tail's due fsyncs to
+    /// finishing them (appenders never take it): a `sync` that found the
+    /// list empty because a `tick` had just taken it waits for those
+    /// fsyncs before it answers that everything is durable.
+    syncing: Mutex<()>,
     /// Bytes written to segment files that still exist, and bytes in the
     /// tails' buffers: the disk limit counts both without locking the
     /// other tail.
@@ -367,6 +372,7 @@ impl Log {
             segments: RwLock::new(map),
             streams: [Stream::new(opts.buffer_size), Stream::new(opts.buffer_size)],
             next_seq: AtomicU32::new(next_seq),
+            syncing: Mutex::new(()),
             opts,
             written: AtomicU64::new(written),
             buffered: AtomicU64::new(0),
@@ -603,6 +609,7 @@ impl Log {
     /// them. A failed fsync is kept in the tail (appends are refused until
     /// a flush succeeds), as a failed write is.
     fn write_then_sync(&self, s: &Stream, force: bool) -> Result<(), Error> {
+        let _turn = self.syncing.lock();
         let pending = {
             let mut t = s.tail.lock();
             let due = force
