@@ -275,7 +275,6 @@ struct Tail {
 }
 
 /// The fsyncs one `tick` or `sync` does after letting go of a tail's lock.
-#[derive(Default)]
 struct Pending {
     sealed: Vec<Arc<Segment>>,
     dir: bool,
@@ -495,13 +494,15 @@ impl Log {
         Ok(ptr)
     }
 
-    /// Leaves the tail segment (written, and fsynced unless `No`) for a
-    /// new one whose header opens the buffer.
+    /// Leaves the tail segment (written; fsynced here under `Always`, by
+    /// the next `tick` under `Everysec`) for a new one whose header opens
+    /// the buffer.
     fn roll(&self, s: &Stream, t: &mut Tail) -> Result<(), Error> {
         // Under `Everysec` the segment left and the new name are fsynced
         // by the next `tick`, outside this lock: an fsync takes
         // milliseconds to hundreds of them under a write load, and the
-        // appender holds a shard lock (E4's MSET tail latency).
+        // appender may be a worker making room for its client's write
+        // (E4's MSET tail latency).
         let defer = self.opts.fsync == Fsync::Everysec;
         if let Some(old) = t.seg.clone() {
             self.flush_locked(s, t, self.opts.fsync == Fsync::Always)?;
@@ -656,17 +657,14 @@ impl Log {
     /// Writes the buffer to the file (no fsync). Also the retry after a
     /// failure.
     pub fn flush(&self) -> Result<(), Error> {
-        self.each(|s, t| self.flush_locked(s, t, false))
+        self.each(|s| self.flush_locked(s, &mut s.tail.lock(), false))
     }
 
     /// `f` on both streams; the first error, after both were tried.
-    fn each(
-        &self,
-        mut f: impl FnMut(&Stream, &mut Tail) -> Result<(), Error>,
-    ) -> Result<(), Error> {
+    fn each(&self, mut f: impl FnMut(&Stream) -> Result<(), Error>) -> Result<(), Error> {
         let mut first = Ok(());
         for s in &self.streams {
-            let r = f(s, &mut s.tail.lock());
+            let r = f(s);
             if first.is_ok() {
                 first = r;
             }
@@ -676,12 +674,11 @@ impl Log {
 
     /// Writes the buffer and fsyncs the tail, whatever the policy: before
     /// a snapshot that points into the log is renamed into place. Sealed
-    /// segments were fsynced when the tail left them (unless `No`, where
-    /// this also fsyncs every segment).
+    /// segments were fsynced when the tail left them or are fsynced here
+    /// (those left under `Everysec` since the last `tick`); under `No`
+    /// this also fsyncs every segment.
     pub fn sync(&self) -> Result<(), Error> {
-        for s in &self.streams {
-            self.write_then_sync(s, true)?;
-        }
+        self.each(|s| self.write_then_sync(s, true))?;
         if self.opts.fsync == Fsync::No {
             let segs: Vec<_> = self.segments.read().values().cloned().collect();
             for s in segs {
@@ -694,16 +691,10 @@ impl Log {
     }
 
     /// The periodic work (call it every 10-100 ms): writes the buffer, and
-    /// under `Everysec` fsyncs once a second. Retries a failed write.
+    /// under `Everysec` fsyncs the segments tails left and, once a second,
+    /// the tails. Retries a failed write.
     pub fn tick(&self) -> Result<(), Error> {
-        let mut first = Ok(());
-        for s in &self.streams {
-            let r = self.write_then_sync(s, false);
-            if first.is_ok() {
-                first = r;
-            }
-        }
-        first
+        self.each(|s| self.write_then_sync(s, false))
     }
 
     /// The record `ptr` names, checked (bounds, length, CRC). Any thread;

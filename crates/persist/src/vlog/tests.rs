@@ -550,8 +550,9 @@ fn a_full_disk_refuses_appends_and_loses_nothing() {
 
 /// Under `everysec` a segment the tail leaves (and the new segment's
 /// name) is fsynced by the next `tick`, outside the tail's lock, not by
-/// the append that rolled it: an appender holds a shard lock, and an
-/// fsync under a write load takes milliseconds to hundreds of them. The
+/// the append that rolled it: an appender may be a worker making room
+/// for its client's write, and an fsync under a write load takes
+/// milliseconds to hundreds of them. The
 /// append succeeds even though that fsync will fail; the tick reports
 /// the failure, the segment turns suspect (compaction's first
 /// candidate), and appends are refused until a flush succeeds.
