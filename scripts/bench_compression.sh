@@ -3,7 +3,7 @@
 # throughput for 2.8 KB English-like text values, Cairn with
 # `value-compression yes` against Cairn without it and redis-server 7.
 #
-# usage: scripts/bench_compression.sh [--values N] [--level L] [--codec lz4|zstd] [--throughput] [--rounds R] [--cairn BIN] [--redis BIN] [--bench BIN]
+# usage: scripts/bench_compression.sh [--values N] [--level L] [--codec lz4|zstd] [--throughput] [--rounds R] [--read-passes P] [--cairn BIN] [--redis BIN] [--bench BIN]
 #   Memory (deterministic, always run): N values (default 20000) loaded by
 #   pipelined SETs into fresh servers; used_memory and RSS per value.
 #   --throughput: then `cairn-bench batch` against the three, the same
@@ -13,6 +13,9 @@
 #   every phase); run it on an idle machine only (a small --values N
 #   checks that it works). --rounds R: R interleaved rounds of each phase
 #   (the targets take turns; cairn-bench's summary gives the medians).
+#   --read-passes P (default 5): each read phase reads every value P
+#   times (a single pass of 100,000 values by MGET x 32 lasts ~0.3 s, and
+#   such rounds swung 0.76-1.03 of Redis in one run, session 22).
 #   --codec: `value-compression-codec` of cairn on (default lz4, the
 #   server's default: SET stores plain and a background coder codes idle
 #   values, so the script waits for it to settle, INFO compression's
@@ -23,7 +26,7 @@
 # no passage repeated whole (the generator of crates/server/tests/compression.rs).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-N=20000; LEVEL=3; CODEC=lz4; THRU=0; ROUNDS=1; CAIRN=target/release/cairn; REDIS=$(command -v redis-server || true)
+N=20000; LEVEL=3; CODEC=lz4; THRU=0; ROUNDS=1; PASSES=5; CAIRN=target/release/cairn; REDIS=$(command -v redis-server || true)
 BENCH=target/release/cairn-bench
 while [ $# -gt 0 ]; do
   case $1 in
@@ -32,6 +35,7 @@ while [ $# -gt 0 ]; do
     --codec) CODEC=$2; shift 2;;
     --throughput) THRU=1; shift;;
     --rounds) ROUNDS=$2; shift 2;;
+    --read-passes) PASSES=$2; shift 2;;
     --cairn) CAIRN=$2; shift 2;;
     --redis) REDIS=$2; shift 2;;
     --bench) BENCH=$2; shift 2;;
@@ -187,7 +191,7 @@ if [ "$THRU" = 1 ]; then
       case $phase in mget-*) settle;; esac
       # shellcheck disable=SC2086 # $calls is one or two words
       "$BENCH" batch "${targets[@]}" "${pidargs[@]}" --keys "$N" --value-file "$tmp/values.txt" --threads 8 $calls \
-        --rounds "$ROUNDS" --phases "$phase" "${flush[@]}"
+        --rounds "$ROUNDS" --read-passes "$PASSES" --phases "$phase" "${flush[@]}"
       flush=(--no-flush)
     done
   done

@@ -93,6 +93,34 @@ def by_target_phase(rep):
     return out
 
 
+def med(values):
+    """The median of the values present, None if none is."""
+    v = [x for x in values if x is not None]
+    return statistics.median(v) if v else None
+
+
+def cpu_table(figs, targets, phases):
+    """Where each phase's CPU went: the server's and the client's per call,
+    and the machine's split (client and servers share its cores, so keys/s
+    follows their summed cost unless the machine idles)."""
+    if not any(f.get("client_cpu_us") is not None or f.get("server_cpu_us") is not None
+               for f in figs.values()):
+        return []
+    o = ["CPU per call (medians; the client's from its own getrusage, the machine's split from /proc/stat):", "",
+         "| phase | target | server CPU µs/call | client CPU µs/call | sum | machine busy % | idle % | iowait % | steal % |",
+         "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for ph in phases:
+        for t in targets:
+            f = figs.get((t, ph))
+            if not f:
+                continue
+            s, c = f.get("server_cpu_us"), f.get("client_cpu_us")
+            b = f.get("box") or {}
+            o.append(f"| {ph} | {t} | {num(s)} | {num(c)} | {num(s + c) if s is not None and c is not None else '-'} | "
+                     + " | ".join(num(b.get(k), 1) for k in ("busy", "idle", "iowait", "steal")) + " |")
+    return o + [""]
+
+
 def phase_figures(runs):
     """One (target, phase)'s figures over its rounds: the median speed,
     the worst of everything else."""
@@ -117,6 +145,10 @@ def phase_figures(runs):
         "keys_stored": worst("keys_stored", min),
         "evictions": worst("evictions"),
         "tier_end": ex[-1].get("tier_end") or {},
+        "server_cpu_us": med([(r.get("server_cpu") or {}).get("us_per_op") for r in runs]),
+        "client_cpu_us": med([e.get("client_cpu_us_per_op") for e in ex]),
+        "box": {k: med([(e.get("box_cpu_pct") or {}).get(k) for e in ex])
+                for k in ("busy", "idle", "iowait", "steal")},
         "timeline": runs[0].get("timeline") or [],
         "duration_s": runs[0].get("duration_s", 0),
     }
@@ -377,6 +409,7 @@ def e4_summary(rep, maxmemory, base="cairn", stats=None, notes=()):
         o.append(f"| {ph} | " + " | ".join(cells) + " | " +
                  " | ".join("-" if r is None else f"{r:.2f}" for r in rs) + " |")
     o += [""] + rounds_table(rep, targets, phases)
+    o += cpu_table(figs, targets, phases)
     if isinstance(stats, list):
         o += evictions_table(stats)
     o += ["| target | phase | errors | missing | wrong | evictions | keys stored | RSS peak | RSS B/key | used_memory B/key | disk B/key |",

@@ -145,6 +145,21 @@ class E4(unittest.TestCase):
         # The per-second curve: 100,000 then nothing then half.
         self.assertIn("cairn mset-seq      █·▄  min 0 med 50,000 max 100,000", s)
 
+    def test_cpu_table_gives_medians_per_call_and_the_machine_split(self):
+        runs = []
+        for i, (srv, cli, idle) in enumerate(((100, 300, 5.0), (120, 320, 15.0), (110, 310, 10.0))):
+            r = run("cairn", "mget-seq", 1000, {"client_cpu_us_per_op": cli,
+                                                "box_cpu_pct": {"busy": 100 - idle, "idle": idle,
+                                                                "iowait": 0.0, "steal": 1.0}}, rnd=i)
+            r["server_cpu"] = {"us_per_op": srv}
+            runs.append(r)
+        figs = {("cairn", "mget-seq"): tr.phase_figures(runs)}
+        t = tr.cpu_table(figs, ["cairn"], ["mget-seq"])
+        self.assertIn("| mget-seq | cairn | 110 | 310 | 420 | 90.0 | 10.0 | 0.0 | 1.0 |", t)
+        # Reports made before the client measured itself: no table.
+        figs = {("cairn", "mget-seq"): tr.phase_figures([run("cairn", "mget-seq", 1000)])}
+        self.assertEqual(tr.cpu_table(figs, ["cairn"], ["mget-seq"]), [])
+
     def test_rounds_take_the_median_speed(self):
         runs = [run("cairn", "mset-seq", v, rnd=i) for i, v in enumerate((10, 30, 20))]
         self.assertEqual(tr.phase_figures(runs)["keys_s"], 20)

@@ -32,6 +32,7 @@ use crate::resp::Head;
 use crate::runner::{self, connect, run_threads, Ctx, Throttle};
 use crate::sample::{peak, per_item, Sample, Sampler};
 use crate::stats::Recorder;
+use crate::sys::{box_ticks, cpu_seconds, Who};
 use crate::target::{Conn, Target};
 use crate::wire::OpError;
 
@@ -340,6 +341,9 @@ struct Job<'a> {
     values: &'a Values,
     perm: Perm,
     max_time: Option<Duration>,
+    /// Times each thread goes over its keys (`--read-passes` in a read
+    /// phase, else 1).
+    passes: u64,
     /// Every thread's start and call completion times, for the stalls.
     times: Mutex<Vec<Instant>>,
     starts: Mutex<Vec<Instant>>,
@@ -550,8 +554,15 @@ fn thread_body(
         .push(Instant::now());
     throttle.restart();
     let deadline = job.max_time.map(|d| Instant::now() + d);
-    let mut pos = lo;
-    while pos < hi {
+    // Positions lo..hi, `passes` times over.
+    let (mut pos, mut pass) = (lo, 1);
+    loop {
+        if pos >= hi {
+            if pass >= job.passes {
+                break;
+            }
+            (pos, pass) = (lo, pass + 1);
+        }
         if deadline.is_some_and(|d| Instant::now() >= d) {
             break;
         }
@@ -980,13 +991,14 @@ pub fn command(mut a: BatchCmd) -> Result<(), String> {
                         values: &values,
                         perm: Perm::new(a.keys, seed ^ if phase.write() { 1 } else { 2 }),
                         max_time: a.max_time.map(Duration::from_secs_f64),
+                        passes: if phase.write() { 1 } else { a.read_passes },
                         times: Mutex::new(Vec::new()),
                         starts: Mutex::new(Vec::new()),
                         missing_keys: AtomicU64::new(0),
                         wrong_keys: AtomicU64::new(0),
                     };
                     let pname = phase.shown(a.single);
-                    let calls = a.keys.div_ceil(a.batch as u64);
+                    let calls = a.keys.div_ceil(a.batch as u64) * job.passes;
                     let label = format!("{} {} r{round} t{th}", t.name, pname);
                     let names = match (a.single, phase.write()) {
                         (true, true) => SET,
@@ -1015,10 +1027,12 @@ pub fn command(mut a: BatchCmd) -> Result<(), String> {
                         r.is_ok()
                     });
                     let sampler = Sampler::start(t, disk_of(t), every);
+                    let (own0, box0) = (cpu_seconds(Who::SelfProcess), box_ticks());
                     let out =
                         run_threads(&ctx, t, &label, th, Some(calls), names, |i, start, rec| {
                             thread_body(&ctx, t, &job, i, th, start, rec)
                         });
+                    let (own1, box1) = (cpu_seconds(Who::SelfProcess), box_ticks());
                     let samples = sampler.stop();
                     let mut run = make_run(
                         &t.name,
@@ -1037,6 +1051,24 @@ pub fn command(mut a: BatchCmd) -> Result<(), String> {
                     run.extra
                         .insert("pipeline".into(), serde_json::json!(a.pipeline));
                     e4_extra(&mut run, &job, &samples, &baselines[ti], a.stall);
+                    // The client's own CPU per call and where the machine's
+                    // time went: with client and server on the same cores,
+                    // keys/s follows their summed cost unless the box idles.
+                    run.extra.extend(crate::getset::client_cpu(
+                        own0,
+                        own1,
+                        out.duration_s,
+                        th,
+                        calls,
+                    ));
+                    if let Some([busy, idle, iowait, steal]) =
+                        box1.zip(box0).and_then(|(b, a)| b.shares_since(&a))
+                    {
+                        run.extra.insert(
+                            "box_cpu_pct".into(),
+                            serde_json::json!({"busy": busy, "idle": idle, "iowait": iowait, "steal": steal}),
+                        );
+                    }
                     if let Some(d) = dropped {
                         run.extra
                             .insert("page_cache_dropped".into(), serde_json::json!(d));

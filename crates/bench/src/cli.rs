@@ -288,6 +288,11 @@ pub struct BatchCmd {
     /// Do not empty the targets before the first phase.
     #[arg(long)]
     pub no_flush: bool,
+    /// Read phases go over the keys this many times (write phases once):
+    /// a read phase of a few hundred thousand keys ends in a fraction of a
+    /// second, too short to measure. Missing and wrong keys count per read.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    pub read_passes: u64,
     /// Cold reads: before each read phase of each target, write back and
     /// drop the page cache (`sync`, then 3 into /proc/sys/vm/drop_caches;
     /// root only), so the disk tiers' files are read from the disk. The

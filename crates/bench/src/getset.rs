@@ -991,7 +991,7 @@ fn redis_benchmark(
 
 /// A client's CPU figures for a run's `extra`: seconds, µs per request,
 /// and busy (CPU over wall time per client thread, see [`CLIENT_BOUND`]).
-fn client_cpu(
+pub(crate) fn client_cpu(
     before: Option<f64>,
     after: Option<f64>,
     wall_s: f64,

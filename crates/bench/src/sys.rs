@@ -344,9 +344,83 @@ pub fn cpu_seconds(who: Who) -> Option<f64> {
     Some(tv(ru.ru_utime) + tv(ru.ru_stime))
 }
 
+/// The whole machine's CPU time by state, from /proc/stat's `cpu` line
+/// (ticks): where a phase's two cores went, server and client together.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BoxTicks {
+    pub busy: u64,
+    pub idle: u64,
+    pub iowait: u64,
+    pub steal: u64,
+}
+
+pub fn box_ticks() -> Option<BoxTicks> {
+    parse_box_ticks(&read("/proc/stat")?)
+}
+
+/// Parses /proc/stat's first line: `cpu user nice system idle iowait irq
+/// softirq steal ...` (guest time is already inside user).
+pub fn parse_box_ticks(stat: &str) -> Option<BoxTicks> {
+    let line = stat.lines().next()?;
+    let mut f = line.split_whitespace();
+    if f.next()? != "cpu" {
+        return None;
+    }
+    let v: Vec<u64> = f.take(8).map(|x| x.parse().ok()).collect::<Option<_>>()?;
+    if v.len() < 8 {
+        return None;
+    }
+    Some(BoxTicks {
+        busy: v[0] + v[1] + v[2] + v[5] + v[6],
+        idle: v[3],
+        iowait: v[4],
+        steal: v[7],
+    })
+}
+
+impl BoxTicks {
+    /// Shares of the time between two readings, in percent: busy, idle,
+    /// iowait, steal (None when no tick passed).
+    pub fn shares_since(&self, before: &BoxTicks) -> Option<[f64; 4]> {
+        let d = [
+            self.busy.saturating_sub(before.busy),
+            self.idle.saturating_sub(before.idle),
+            self.iowait.saturating_sub(before.iowait),
+            self.steal.saturating_sub(before.steal),
+        ];
+        let all: u64 = d.iter().sum();
+        (all > 0).then(|| d.map(|x| x as f64 * 100.0 / all as f64))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn box_ticks_split_the_cpu_line() {
+        let st = "cpu  100 5 20 800 7 3 2 9 0 0\ncpu0 1 2 3 4 5 6 7 8 0 0\n";
+        let a = parse_box_ticks(st).unwrap();
+        assert_eq!(
+            a,
+            BoxTicks {
+                busy: 130,
+                idle: 800,
+                iowait: 7,
+                steal: 9
+            }
+        );
+        let b = BoxTicks {
+            busy: 230,
+            idle: 850,
+            iowait: 7,
+            steal: 59,
+        };
+        assert_eq!(b.shares_since(&a), Some([50.0, 25.0, 0.0, 25.0]));
+        assert_eq!(a.shares_since(&a), None);
+        assert_eq!(parse_box_ticks("intr 1 2 3\n"), None);
+        assert_eq!(parse_box_ticks("cpu 1 2 3\n"), None);
+    }
 
     #[test]
     fn own_cpu_time_grows_with_work() {

@@ -344,6 +344,35 @@ fn batch_mset_mget_sequential_and_random() {
         }
     }
     assert_eq!(redis_cmd(rs.port, &[b"DBSIZE"]).int(), 2000);
+    // The client's own CPU and the machine's split are in every run.
+    let x = runs(&r, "r", "mget-seq")[0];
+    assert!(x.extra["client_cpu_us_per_op"].as_f64().unwrap() > 0.0);
+    let pct = &x.extra["box_cpu_pct"];
+    let sum: f64 = ["busy", "idle", "iowait", "steal"]
+        .iter()
+        .map(|k| pct[k].as_f64().unwrap())
+        .sum();
+    assert!((sum - 100.0).abs() < 0.01, "{pct}");
+    // --read-passes: read phases go over the keys that many times, write
+    // phases once.
+    let json = dir.path("passes.json");
+    run_ok(
+        &format!(
+            "batch --target {r_url} --keys 2000 --threads 2 --value-size 300 --no-flush \
+             --phases mset-seq,mget-seq,mget-rand --read-passes 3 --json {}",
+            p(&json)
+        ),
+        &[],
+    );
+    let r = report(&json);
+    for (phase, n) in [("mset-seq", 1), ("mget-seq", 3), ("mget-rand", 3)] {
+        let run = runs(&r, "r", phase)[0];
+        assert_eq!(
+            (run.errors, run.units, run.ops),
+            (0, 2000 * n, 64 * n),
+            "{phase}"
+        );
+    }
     let v = redis_cmd(rs.port, &[b"GET", b"batch:0000000007"]).bytes();
     assert!((150..=450).contains(&v.len()), "{}", v.len());
     if !charts.is_empty() {
