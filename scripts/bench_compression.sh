@@ -15,7 +15,7 @@
 #   (the targets take turns; cairn-bench's summary gives the medians).
 #   --read-passes P (default 5): each read phase reads every value P
 #   times (a single pass of 100,000 values by MGET x 32 lasts ~0.3 s, and
-#   such rounds swung 0.76-1.03 of Redis in one run, session 22).
+#   such rounds swung 0.76-1.08 of Redis in one run, session 22).
 #   --codec: `value-compression-codec` of cairn on (default lz4, the
 #   server's default: SET stores plain and a background coder codes idle
 #   values, so the script waits for it to settle, INFO compression's
