@@ -1054,12 +1054,13 @@ pub fn command(mut a: BatchCmd) -> Result<(), String> {
                     // The client's own CPU per call and where the machine's
                     // time went: with client and server on the same cores,
                     // keys/s follows their summed cost unless the box idles.
+                    // Per call made (`--max-time` may end a phase early).
                     run.extra.extend(crate::getset::client_cpu(
                         own0,
                         own1,
                         out.duration_s,
                         th,
-                        calls,
+                        run.ops + run.errors,
                     ));
                     if let Some([busy, idle, iowait, steal]) =
                         box1.zip(box0).and_then(|(b, a)| b.shares_since(&a))
