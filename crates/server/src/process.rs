@@ -438,6 +438,19 @@ mod tests {
         assert!(!tikv_jemalloc_ctl::background_thread::read().unwrap());
     }
 
+    /// main.rs's `malloc_conf` reaches jemalloc: one arena for every
+    /// thread (unless the environment overrides it, as a test run doesn't).
+    #[test]
+    fn jemalloc_runs_one_arena() {
+        if std::env::var_os("_RJEM_MALLOC_CONF").is_some() {
+            return;
+        }
+        // `opt.narenas`: the automatic arenas (`arenas.narenas` also counts
+        // the one jemalloc keeps for allocations of 8 MiB and more).
+        let n: u32 = unsafe { tikv_jemalloc_ctl::raw::read(b"opt.narenas\0") }.unwrap();
+        assert_eq!(n, 1);
+    }
+
     #[test]
     fn notify_reaches_path_and_abstract_sockets() {
         let path = std::env::temp_dir().join(format!("cairn-notify-{}", std::process::id()));
