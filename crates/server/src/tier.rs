@@ -397,7 +397,7 @@ fn move_out(shared: &Shared, cx: &Cx, target: u64, budget: Duration) -> u64 {
         let mut values = 0;
         let mut empty = 0;
         while used > target {
-            if started.elapsed() > budget {
+            if out_of_time(started.elapsed(), budget, values) {
                 return values;
             }
             // Refilled when empty: every key sampled is moved, coldest of
@@ -444,6 +444,20 @@ fn move_out(shared: &Shared, cx: &Cx, target: u64, budget: Duration) -> u64 {
         values
     })
 }
+
+/// Whether `move_out` stops after `elapsed` of its `budget`, having moved
+/// `moved` values. A caller that has moved nothing yet gets up to
+/// `STALLED_BUDGETS` budgets: on a loaded machine a worker can lose its
+/// core for a whole 5 ms budget before its first move (eight client
+/// threads and two workers on two cores), and nothing moved turns its
+/// write into an `-OOM` (one MSET x 32 in E4 with both workers on, run
+/// S22n) although the tier had room to give.
+fn out_of_time(elapsed: Duration, budget: Duration, moved: u64) -> bool {
+    elapsed > budget && (moved > 0 || elapsed > budget * STALLED_BUDGETS)
+}
+
+/// See `out_of_time`.
+const STALLED_BUDGETS: u32 = 10;
 
 /// A worker over `maxmemory` (`memory::make_room`): moves values out
 /// itself, for at most `budget`, before eviction or `-OOM` decide. True
@@ -635,5 +649,24 @@ impl Tier {
             l.drop_cache().map_err(|e| e.to_string())?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A caller that moved something stops at its budget; one that moved
+    /// nothing (it lost its core, or every candidate raced) keeps trying
+    /// up to `STALLED_BUDGETS` budgets, then stops even so.
+    #[test]
+    fn move_out_stops_at_budget_once_it_made_progress() {
+        let b = Duration::from_millis(5);
+        assert!(!out_of_time(Duration::from_millis(4), b, 0));
+        assert!(!out_of_time(Duration::from_millis(4), b, 3));
+        assert!(out_of_time(Duration::from_millis(6), b, 1));
+        assert!(!out_of_time(Duration::from_millis(6), b, 0));
+        assert!(!out_of_time(b * STALLED_BUDGETS, b, 0));
+        assert!(out_of_time(b * STALLED_BUDGETS + Duration::from_micros(1), b, 0));
     }
 }
