@@ -80,6 +80,9 @@ pub struct WorkerStats {
     /// it spent spinning on polls that found nothing (`worker-spin-us`).
     /// Published at each of its cron ticks, read by `balance`.
     pub work_ns: AtomicU64,
+    /// The worker thread's id (gettid; 0 until it runs), for `balance` to
+    /// read its run-queue wait in /proc.
+    pub tid: std::sync::atomic::AtomicU32,
     /// Connections this worker serves.
     pub conns: AtomicUsize,
     /// Per command id: calls, microseconds, rejected calls, failed calls.
@@ -96,6 +99,7 @@ impl WorkerStats {
             net_out: AtomicU64::new(0),
             error_replies: AtomicU64::new(0),
             work_ns: AtomicU64::new(0),
+            tid: std::sync::atomic::AtomicU32::new(0),
             conns: AtomicUsize::new(0),
             cmd: (0..commands).map(|_| Default::default()).collect(),
             latency: crate::cmdlatency::Tracks::new(commands),

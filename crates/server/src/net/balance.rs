@@ -22,12 +22,16 @@
 //! clients on the other 10 has all 6 (the first rule, which subtracted
 //! all of the machine's other CPU from the 6, kept about two workers of a
 //! saturated server busy there: 266k SET/s against 727k with every worker
-//! on). Active workers are 0..k; the acceptor gives new connections to
-//! them only, and an inactive worker hands each of its connections to an
-//! active one as soon as the connection is quiet (no pending input or
-//! output, not blocked, subscribed or monitoring: see
-//! `worker::Worker::movable`). When k grows, the busiest workers hand
-//! their surplus connections to the new ones (`Plan`).
+//! on). A worker that had work all window but waited on the run queue for
+//! much of it (a share of a core beside busy client threads:
+//! `STARVED_WAIT`) gets one more worker beside it while the machine also
+//! idled, since the kernel shares cores per thread. Active workers are
+//! 0..k; the acceptor gives new connections to them only, and an inactive
+//! worker hands each of its connections to an active one as soon as the
+//! connection is quiet (no pending input or output, not blocked,
+//! subscribed or monitoring: see `worker::Worker::movable`). When k grows,
+//! the busiest workers hand their surplus connections to the new ones
+//! (`Plan`).
 //!
 //! Spreading is quick (one window of measurement) and consolidating slow
 //! (`SHRINK_AFTER` windows), so a burst spreads at once and a lull does not
@@ -52,6 +56,25 @@ pub const ROOM_SLACK: f64 = 0.5;
 /// beside them speeds up with them and takes a little more, which must not
 /// undo the spread a window later (hysteresis).
 pub const KEEP_SLACK: f64 = 0.75;
+/// A worker that waited on the run queue for at least this fraction of a
+/// window, and ran or waited for nearly all of it (`STARVED_BUSY`), is
+/// starved: it had work all along but got a share of a core, not a core.
+/// Its CPU time alone reads as a half-busy worker. Beside a client of 8
+/// threads on 2 cores (E4's sequential MGET, session 22) one worker was
+/// runnable 100% of the time at ~0.55 of a core, the client's threads
+/// waited on it half the time and the cores idled 7-9%; with two workers
+/// that phase ran 8-15% faster with 2% idle. The scheduler shares cores
+/// per thread, so a second worker is the server's second share.
+pub const STARVED_WAIT: f64 = 0.3;
+/// See `STARVED_WAIT`: run plus run-queue wait, of the window.
+pub const STARVED_BUSY: f64 = 0.9;
+/// A starved worker gets company only if the machine also sat idle for
+/// this many cores' worth of the window: then a second worker fills gaps
+/// the scheduler left, where with every core busy it would only take
+/// time from other processes (session 5 measured one worker faster beside
+/// a busy client; `tests/balance.rs` keeps that case at one). Starved
+/// workers already active stay while they are starved.
+pub const STARVED_IDLE: f64 = 0.06;
 /// Windows in a row a smaller target must hold before workers are retired.
 pub const SHRINK_AFTER: u32 = 3;
 /// Length of one measurement window.
@@ -154,6 +177,10 @@ pub struct Sample {
     pub cores: f64,
     /// Cores the machine has online (`others` is measured over these).
     pub online: f64,
+    /// Some active worker was starved of CPU (`STARVED_WAIT`).
+    pub starved: bool,
+    /// Cores' worth of the window the machine sat idle (not iowait).
+    pub idle: f64,
 }
 
 impl Sample {
@@ -187,8 +214,34 @@ pub fn target(s: &Sample, current: usize, n: usize) -> usize {
     if s.peak > 0.9 {
         need = need.max(current * 2);
     }
-    let room = s.room(ROOM_SLACK).max(s.room(KEEP_SLACK).min(current));
+    let mut room = s.room(ROOM_SLACK).max(s.room(KEEP_SLACK).min(current));
+    if s.starved {
+        // Busy others leave no free core, but the cores are shared per
+        // thread: the workers keep their shares while they wait for them,
+        // and one more joins while cores sat idle in the gaps.
+        let want = if s.idle >= STARVED_IDLE {
+            current + 1
+        } else {
+            current
+        };
+        need = need.max(want);
+        room = room.max(want);
+    }
     need.min(room).clamp(1, n.max(1))
+}
+
+/// A thread's time waiting on a run queue, in ns: the second field of
+/// /proc/self/task/TID/schedstat (the first is its time on a CPU).
+fn run_queue_wait_ns(tid: u32) -> Option<u64> {
+    if tid == 0 {
+        return None;
+    }
+    let s = std::fs::read_to_string(format!("/proc/self/task/{tid}/schedstat")).ok()?;
+    parse_schedstat_wait(&s)
+}
+
+fn parse_schedstat_wait(s: &str) -> Option<u64> {
+    s.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// Moves that even out connection counts over workers 0..k: each worker
@@ -229,6 +282,8 @@ pub fn spread(counts: &[usize], k: usize) -> Vec<(usize, usize, usize)> {
 pub struct Balancer {
     at: Instant,
     busy: Vec<u64>,
+    /// Per worker, cumulative run-queue wait in ns (None: not readable).
+    waits: Vec<Option<u64>>,
     machine: Option<Jiffies>,
     /// This process's CPU time, in µs.
     own: u64,
@@ -241,6 +296,7 @@ impl Default for Balancer {
         Balancer {
             at: Instant::now(),
             busy: Vec::new(),
+            waits: Vec::new(),
             machine: None,
             own: 0,
             shrink: None,
@@ -263,6 +319,11 @@ impl Balancer {
             .iter()
             .map(|w| w.work_ns.load(Ordering::Relaxed))
             .collect();
+        let waits: Vec<Option<u64>> = shared
+            .worker_stats
+            .iter()
+            .map(|w| run_queue_wait_ns(w.tid.load(Ordering::Relaxed)))
+            .collect();
         let machine = machine_jiffies();
         // Online cores: the per-core lines of the same read, so `others`
         // and `online` describe one machine even where /proc is a
@@ -271,6 +332,7 @@ impl Balancer {
         let own = crate::process::cpu_us(libc::RUSAGE_SELF);
         let first = self.busy.is_empty();
         let prev = std::mem::replace(&mut self.busy, busy);
+        let prev_waits = std::mem::replace(&mut self.waits, waits);
         let prev_machine = std::mem::replace(&mut self.machine, machine);
         let prev_own = std::mem::replace(&mut self.own, own);
         self.at = now;
@@ -290,6 +352,19 @@ impl Balancer {
         let peak = fractions[..k.min(fractions.len())]
             .iter()
             .fold(0.0f64, |a, &b| a.max(b));
+        let starved = self
+            .waits
+            .iter()
+            .zip(&prev_waits)
+            .zip(&fractions)
+            .take(k)
+            .any(|((w, p), &run)| match (w, p) {
+                (Some(w), Some(p)) => {
+                    let wait = w.saturating_sub(*p) as f64 / 1e9 / secs;
+                    wait >= STARVED_WAIT && run + wait >= STARVED_BUSY
+                }
+                _ => false,
+            });
         // Without /proc (or in a container hiding it) nobody else is seen
         // to use the machine: the count then follows the work alone.
         let others = match (machine, prev_machine) {
@@ -297,6 +372,10 @@ impl Balancer {
                 let busy = (m1.busy.saturating_sub(m0.busy)) as f64 / clock_ticks() / secs;
                 (busy - own.saturating_sub(prev_own) as f64 / 1e6 / secs).max(0.0)
             }
+            _ => 0.0,
+        };
+        let idle = match (machine, prev_machine) {
+            (Some(m1), Some(m0)) => m1.idle.saturating_sub(m0.idle) as f64 / clock_ticks() / secs,
             _ => 0.0,
         };
         let cores = cores();
@@ -307,6 +386,8 @@ impl Balancer {
             cores,
             // Unknown: as if this process may use every core.
             online: online.map_or(cores, |n| n as f64).max(cores),
+            starved,
+            idle,
         };
         *balance.last.lock() = Some(sample);
         let forced = balance.forced.load(Ordering::Relaxed);
@@ -361,6 +442,8 @@ struct Jiffies {
     /// just when more of them were needed.
     busy: u64,
     total: u64,
+    /// Idle time (not iowait).
+    idle: u64,
     /// Online cores: the `cpuN` lines.
     online: usize,
 }
@@ -390,6 +473,7 @@ fn parse_stat(s: &str) -> Option<Jiffies> {
     Some(Jiffies {
         busy,
         total,
+        idle: v[3],
         online: online.max(1),
     })
 }
@@ -421,6 +505,8 @@ mod tests {
             others,
             cores,
             online,
+            starved: false,
+            idle: 0.0,
         }
     }
 
@@ -492,7 +578,7 @@ mod tests {
                     ctxt 678\n";
         let j = parse_stat(stat).unwrap();
         // Busy: user, nice, system and steal; not idle, iowait, irq, softirq.
-        assert_eq!((j.busy, j.total, j.online), (158, 1018, 2));
+        assert_eq!((j.busy, j.total, j.idle, j.online), (158, 1018, 800, 2));
         assert!(parse_stat("cpu 1 2 3\n").is_none());
     }
 
@@ -518,6 +604,41 @@ mod tests {
         // give one back when less than a quarter is left.
         assert_eq!(target(&s(1.0, 1.0, 0.7, 2.0), 1, 2), 1);
         assert_eq!(target(&s(1.25, 0.65, 0.8, 2.0), 2, 2), 1);
+    }
+
+    #[test]
+    fn a_worker_starved_of_cpu_gets_company_beside_a_busy_client() {
+        // E4's sequential MGET (session 22): one worker at 0.55 of a core
+        // by CPU time but waiting on the run queue most of the rest, the
+        // client's 8 threads at ~1.2 cores.
+        // The machine idled 8% of its two cores meanwhile.
+        let starved = |work: f64, peak: f64, others: f64, idle: f64| Sample {
+            starved: true,
+            idle,
+            ..s(work, peak, others, 2.0)
+        };
+        assert_eq!(target(&s(0.55, 0.55, 1.2, 2.0), 1, 2), 1);
+        assert_eq!(target(&starved(0.55, 0.55, 1.2, 0.16), 1, 2), 2);
+        // Two, still starved, stay two (idle or not); no more than the
+        // workers there are.
+        assert_eq!(target(&starved(0.8, 0.4, 1.2, 0.04), 2, 2), 2);
+        assert_eq!(target(&starved(1.6, 0.8, 12.0, 0.5), 2, 4), 3);
+        // Once no worker waits, the room rule applies again.
+        assert_eq!(target(&s(0.8, 0.4, 1.2, 2.0), 2, 2), 1);
+        // Starved with every core busy (others' threads took the gaps):
+        // no more workers, as beside session 5's busy client.
+        assert_eq!(target(&starved(0.55, 0.55, 1.4, 0.0), 1, 2), 1);
+    }
+
+    #[test]
+    fn schedstat_gives_the_run_queue_wait() {
+        assert_eq!(parse_schedstat_wait("123456 7890 42\n"), Some(7890));
+        assert_eq!(parse_schedstat_wait("123456\n"), None);
+        assert_eq!(run_queue_wait_ns(0), None);
+        // This thread's own line parses.
+        // SAFETY: gettid has no preconditions.
+        let tid = u32::try_from(unsafe { libc::gettid() }).unwrap();
+        assert!(run_queue_wait_ns(tid).is_some());
     }
 
     #[test]

@@ -83,6 +83,11 @@ impl Worker {
 
     pub fn run(mut self) {
         crate::memory::register_thread();
+        // SAFETY: gettid has no preconditions.
+        let tid = unsafe { libc::gettid() };
+        self.shared.worker_stats[self.id]
+            .tid
+            .store(u32::try_from(tid).unwrap_or(0), Ordering::Relaxed);
         crate::journal::defer_kicks();
         crate::replication::enter_worker();
         cairn_engine::keyspace::retain_locks(self.shared.config.read().worker_retain_locks);

@@ -569,6 +569,7 @@ fn server_section(out: &mut String, shared: &Shared) {
     if let Some(s) = *b.last.lock() {
         field(out, "cairn_worker_load", format!("{:.2}", s.work));
         field(out, "cairn_cpu_others", format!("{:.2}", s.others));
+        field(out, "cairn_worker_starved", u8::from(s.starved));
         field(out, "cairn_cpus_allowed", s.cores);
         field(out, "cairn_cpus_online", s.online);
     }
