@@ -667,6 +667,10 @@ mod tests {
         assert!(out_of_time(Duration::from_millis(6), b, 1));
         assert!(!out_of_time(Duration::from_millis(6), b, 0));
         assert!(!out_of_time(b * STALLED_BUDGETS, b, 0));
-        assert!(out_of_time(b * STALLED_BUDGETS + Duration::from_micros(1), b, 0));
+        assert!(out_of_time(
+            b * STALLED_BUDGETS + Duration::from_micros(1),
+            b,
+            0
+        ));
     }
 }
