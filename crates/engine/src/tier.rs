@@ -431,6 +431,17 @@ pub(crate) fn note_tiered(p: Pointer) {
         .fetch_add(u64::from(p.plain_len), Ordering::Relaxed);
 }
 
+/// Whether a string of `len` plain bytes may move to the log: at least
+/// `tier-min-size` (and not empty), and no longer than a pointer's `u16`
+/// length (a compact block holds at most `compact::VALUE_MAX` plain
+/// bytes, well inside it). The sampler and `tier_out` share this test,
+/// so the sampler never offers a value `tier_out` would skip for its
+/// length, and a writer making room (up to ten budgets when it has moved
+/// nothing: `out_of_time` in the server) does not spin on one.
+fn movable_len(len: usize, min_size: usize) -> bool {
+    len >= min_size.max(1) && len <= usize::from(u16::MAX)
+}
+
 /// What `Engine::tier_out` did with a candidate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
@@ -514,7 +525,8 @@ impl Engine {
             let Ref::Compact(c) = table.at(i) else {
                 return Outcome::Skipped;
             };
-            if c.is_tiered() || c.meta().is_expired(now_ms) || c.plain_len() < min_size.max(1) {
+            if c.is_tiered() || c.meta().is_expired(now_ms) || !movable_len(c.plain_len(), min_size)
+            {
                 return Outcome::Skipped;
             }
             let Ok(plain_len) = u16::try_from(c.plain_len()) else {
@@ -718,7 +730,7 @@ impl Engine {
                     let t = s.db(db);
                     let stop = t.walk_untiered(slot, budget, |e| {
                         if let Ref::Compact(c) = e {
-                            if c.plain_len() >= min_size.max(1) {
+                            if movable_len(c.plain_len(), min_size) {
                                 pool.offer(score(policy, e.meta(), now), db, e.key());
                                 found += 1;
                             }
@@ -1310,6 +1322,19 @@ mod tests {
         }
         drop(e);
         assert_eq!(store.live(b"race:plain") + store.live(b"race:lz4"), 0);
+    }
+
+    /// The length test the sampler and `tier_out` share: a compact block's
+    /// plain string always fits a pointer's `u16` length.
+    #[test]
+    fn movable_lengths() {
+        assert!(movable_len(crate::compact::VALUE_MAX, 1));
+        assert!(movable_len(usize::from(u16::MAX), 1));
+        assert!(!movable_len(usize::from(u16::MAX) + 1, 1));
+        assert!(!movable_len(0, 0));
+        assert!(movable_len(1, 0));
+        assert!(!movable_len(99, 100));
+        assert!(movable_len(100, 100));
     }
 
     /// The sampler's hand passes tiered keys (by their slot's mark) and
