@@ -447,6 +447,7 @@ mod tests {
         }
         // `opt.narenas`: the automatic arenas (`arenas.narenas` also counts
         // the one jemalloc keeps for allocations of 8 MiB and more).
+        // SAFETY: `opt.narenas` is an unsigned int, read as one.
         let n: u32 = unsafe { tikv_jemalloc_ctl::raw::read(b"opt.narenas\0") }.unwrap();
         assert_eq!(n, 1);
     }

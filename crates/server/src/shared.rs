@@ -7,7 +7,7 @@ use crate::slowlog::SlowLog;
 use cairn_engine::Engine;
 use parking_lot::{Mutex, RwLock};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
@@ -82,7 +82,7 @@ pub struct WorkerStats {
     pub work_ns: AtomicU64,
     /// The worker thread's id (gettid; 0 until it runs), for `balance` to
     /// read its run-queue wait in /proc.
-    pub tid: std::sync::atomic::AtomicU32,
+    pub tid: AtomicU32,
     /// Connections this worker serves.
     pub conns: AtomicUsize,
     /// Per command id: calls, microseconds, rejected calls, failed calls.
@@ -99,7 +99,7 @@ impl WorkerStats {
             net_out: AtomicU64::new(0),
             error_replies: AtomicU64::new(0),
             work_ns: AtomicU64::new(0),
-            tid: std::sync::atomic::AtomicU32::new(0),
+            tid: AtomicU32::new(0),
             conns: AtomicUsize::new(0),
             cmd: (0..commands).map(|_| Default::default()).collect(),
             latency: crate::cmdlatency::Tracks::new(commands),
